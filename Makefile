@@ -1,0 +1,44 @@
+# The two commands a newcomer needs: `make demo` and `make test`. Both set themselves up.
+PYTHON ?= python3.11
+VENV := .venv
+MOTO_VENV := .venv-moto
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+# `make ORT=gpu ...` installs onnxruntime-gpu instead of the CPU build (never both).
+ORT ?= cpu
+
+.PHONY: demo test venv moto-venv services lint bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[$(strip $(ORT)),dev]"
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+# moto's S3 server lives in its own environment: it pins packages Airflow also uses.
+$(MOTO_VENV)/bin/moto_server:
+	@test -x $(MOTO_VENV)/bin/python || $(PYTHON) -m venv $(MOTO_VENV)
+	$(MOTO_VENV)/bin/python -m pip install --quiet "moto[server]>=5,<6"
+
+moto-venv: $(MOTO_VENV)/bin/moto_server
+
+services:
+	@.ci/ensure-postgres
+
+demo: venv
+	$(BIN)/modelgate demo
+
+test: venv moto-venv services
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/mypy modelgate drift fairness evaluation reports dags
+
+bench: venv
+	$(BIN)/python -m bench.run_all
+
+clean:
+	rm -rf $(VENV) $(MOTO_VENV) .modelgate

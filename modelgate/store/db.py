@@ -1,0 +1,188 @@
+"""PostgreSQL connection and numbered migrations for the results store.
+
+The URL comes from ``MODELGATE_DATABASE_URL``; inside an Airflow task, from the Airflow
+connection ``MODELGATE_DB_CONN_ID``; otherwise an embedded PostgreSQL (``pgserver``) is
+started under ``MODELGATE_HOME`` so the demo needs no database server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+import psycopg2.extensions
+import psycopg2.extras
+
+from modelgate.config import Settings
+
+log = logging.getLogger("modelgate.store")
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "sql" / "migrations"
+_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+# Arbitrary constant: serialises concurrent `db upgrade` calls on one database.
+_MIGRATION_LOCK_ID = 7_302_114_001
+
+Connection = psycopg2.extensions.connection
+
+
+class MigrationError(RuntimeError):
+    """The migrations on disk and the ones recorded in the database disagree."""
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode()).hexdigest()
+
+
+def resolve_database_url(settings: Settings) -> str:
+    """Return the results-store URL: explicit URL, Airflow connection, or embedded server."""
+    if settings.database_url:
+        return settings.database_url
+    url = _airflow_connection_url(settings.db_conn_id)
+    if url:
+        return url
+    return embedded_database_url(settings.home)
+
+
+def _airflow_connection_url(conn_id: str) -> str | None:
+    # Only consult Airflow when running inside a task (or when the connection is given
+    # as an environment variable): outside Airflow a lookup would fail or hang.
+    in_task = bool(os.environ.get("AIRFLOW_CTX_DAG_ID"))
+    env_conn = f"AIRFLOW_CONN_{conn_id.upper()}"
+    if not in_task and env_conn not in os.environ:
+        return None
+    try:
+        from airflow.sdk import BaseHook
+
+        conn = BaseHook.get_connection(conn_id)
+    except Exception as exc:  # noqa: BLE001 - any lookup failure means "not configured"
+        log.info("no Airflow connection %r (%s); using the embedded PostgreSQL", conn_id,
+                 type(exc).__name__)
+        return None
+    return str(conn.get_uri()).replace("postgres://", "postgresql://", 1)
+
+
+def embedded_database_url(home: Path) -> str:
+    """Start (or reuse) the private PostgreSQL under ``home`` and return its URL.
+
+    The server keeps running after this process exits so later commands reuse it;
+    ``modelgate db stop`` stops it.
+    """
+    import pgserver  # heavy and only needed for the embedded default
+
+    data_dir = (home / "pgdata").resolve()
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    server = pgserver.get_server(str(data_dir), cleanup_mode=None)
+    exists = server.psql("SELECT 1 FROM pg_database WHERE datname = 'modelgate';")
+    if "(0 rows)" in exists:
+        server.psql("CREATE DATABASE modelgate;")
+        log.info("created database 'modelgate' in the embedded PostgreSQL at %s", data_dir)
+    return str(server.get_uri("modelgate"))
+
+
+def connect(url: str) -> Connection:
+    """Open a connection; ``autocommit`` is off so every unit of work is one transaction."""
+    conn = psycopg2.connect(url, connect_timeout=10, application_name="modelgate")
+    psycopg2.extras.register_default_jsonb(conn)
+    return conn
+
+
+@contextlib.contextmanager
+def transaction(url: str) -> Iterator[Any]:
+    """Yield a cursor inside one transaction: committed on success, rolled back on error."""
+    conn = connect(url)
+    try:
+        with conn:  # commits or rolls back
+            with conn.cursor() as cur:
+                yield cur
+    finally:
+        conn.close()
+
+
+def load_migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+    """Read ``NNNN_name.sql`` files in version order; a gap or duplicate is an error."""
+    migrations = []
+    for path in sorted(directory.glob("*.sql")):
+        match = _MIGRATION_NAME.match(path.name)
+        if not match:
+            raise MigrationError(f"migration file {path.name!r} is not named NNNN_name.sql")
+        migrations.append(Migration(int(match[1]), match[2], path.read_text()))
+    for expected, migration in enumerate(migrations, start=1):
+        if migration.version != expected:
+            raise MigrationError(
+                f"migration versions must run 1, 2, 3...; expected {expected:04d}, "
+                f"found {migration.version:04d}_{migration.name}.sql"
+            )
+    return migrations
+
+
+def upgrade(url: str, directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+    """Apply pending migrations in order, each in its own transaction; idempotent.
+
+    Returns the migrations applied by this call (empty when already up to date).
+    """
+    migrations = load_migrations(directory)
+    applied: list[Migration] = []
+    conn = connect(url)
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK_ID,))
+            cur.execute(
+                """CREATE TABLE IF NOT EXISTS schema_migration (
+                       version integer NOT NULL,
+                       name text NOT NULL,
+                       checksum text NOT NULL,
+                       applied_at timestamptz NOT NULL DEFAULT now(),
+                       CONSTRAINT schema_migration_pkey PRIMARY KEY (version))"""
+            )
+        with conn.cursor() as cur:
+            cur.execute("SELECT version, checksum FROM schema_migration")
+            recorded = dict(cur.fetchall())
+        conn.commit()
+        for migration in migrations:
+            if migration.version in recorded:
+                if recorded[migration.version] != migration.checksum:
+                    raise MigrationError(
+                        f"migration {migration.version:04d}_{migration.name}.sql was changed "
+                        "after it was applied; add a new migration instead"
+                    )
+                continue
+            with conn, conn.cursor() as cur:
+                cur.execute(migration.sql)
+                cur.execute(
+                    "INSERT INTO schema_migration (version, name, checksum) VALUES (%s, %s, %s)",
+                    (migration.version, migration.name, migration.checksum),
+                )
+            log.info("applied migration %04d_%s", migration.version, migration.name)
+            applied.append(migration)
+    finally:
+        with contextlib.suppress(psycopg2.Error):
+            conn.rollback()
+            with conn.cursor() as cur:
+                cur.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK_ID,))
+            conn.commit()
+        conn.close()
+    return applied
+
+
+def redact_url(url: str) -> str:
+    """Hide the password of a database URL so it can be logged.
+
+    >>> redact_url("postgresql://writer:s3cret@db:5432/modelgate")
+    'postgresql://writer:***@db:5432/modelgate'
+    """
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)

@@ -1,0 +1,249 @@
+"""Object store for model archives, scores and HTML reports.
+
+Two implementations behind one small interface: :class:`S3ObjectStore` talks to any S3 API
+server (MinIO in production, moto's server in tests) through the ``minio`` client, and
+:class:`LocalObjectStore` keeps objects in a directory with ``file://`` links (the embedded
+default). Keys are chosen by the caller and are deterministic, so re-running a task
+overwrites the same object instead of adding a new one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import io
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Protocol
+
+from modelgate.config import S3Settings, Settings
+
+log = logging.getLogger("modelgate.store")
+
+
+class ObjectStoreError(RuntimeError):
+    """The object store could not be reached or refused an operation."""
+
+
+class ObjectStore(Protocol):
+    def put_bytes(self, key: str, data: bytes, *, content_type: str) -> str:
+        """Store ``data`` under ``key`` atomically and return its URI."""
+        ...
+
+    def put_file(self, key: str, path: Path, *, content_type: str) -> str: ...
+
+    def get_bytes(self, key: str) -> bytes: ...
+
+    def download(self, key: str, path: Path) -> Path: ...
+
+    def exists(self, key: str) -> bool: ...
+
+    def uri(self, key: str) -> str: ...
+
+    def link(self, key: str, *, expiry_s: int) -> str:
+        """A URL a person can open: presigned with an expiry for S3, ``file://`` locally."""
+        ...
+
+
+def validate_key(key: str) -> str:
+    """Reject keys that could escape the bucket or the local root.
+
+    >>> validate_key("reports/gss/v1/evaluation.html")
+    'reports/gss/v1/evaluation.html'
+    """
+    parts = key.split("/")
+    if not key or key.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"object key must be a relative path without '..' or empty parts, got {key!r}")
+    return key
+
+
+class LocalObjectStore:
+    """Objects as files under ``root``; writes go to a temp file then ``os.replace``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+
+    def _path(self, key: str) -> Path:
+        return self.root / validate_key(key)
+
+    def put_bytes(self, key: str, data: bytes, *, content_type: str) -> str:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return self.uri(key)
+
+    def put_file(self, key: str, path: Path, *, content_type: str) -> str:
+        return self.put_bytes(key, path.read_bytes(), content_type=content_type)
+
+    def get_bytes(self, key: str) -> bytes:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError:
+            raise ObjectStoreError(f"object {key!r} does not exist in {self.root}") from None
+
+    def download(self, key: str, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(self.get_bytes(key))
+        return path
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def uri(self, key: str) -> str:
+        return self._path(key).as_uri()
+
+    def link(self, key: str, *, expiry_s: int) -> str:
+        return self.uri(key)
+
+
+class S3ObjectStore:
+    """Objects in an S3 bucket through the ``minio`` client; creates the bucket if missing."""
+
+    def __init__(self, settings: S3Settings, *, timeout_s: float = 30.0) -> None:
+        import urllib3
+        from minio import Minio
+
+        self.settings = settings
+        http = urllib3.PoolManager(
+            timeout=urllib3.Timeout(connect=5.0, read=timeout_s),
+            retries=urllib3.Retry(total=2, backoff_factor=0.2, status_forcelist=(500, 502, 503, 504)),
+        )
+        self.client = Minio(
+            settings.endpoint,
+            access_key=settings.access_key,
+            secret_key=settings.secret_key,
+            secure=settings.secure,
+            region=settings.region,
+            http_client=http,
+        )
+        self._bucket_checked = False
+
+    @property
+    def bucket(self) -> str:
+        return self.settings.bucket
+
+    def _ensure_bucket(self) -> None:
+        if self._bucket_checked:
+            return
+        try:
+            if not self.client.bucket_exists(self.bucket):
+                self.client.make_bucket(self.bucket)
+                log.info("created bucket %r on %s", self.bucket, self.settings.endpoint)
+        except Exception as exc:
+            raise self._error("reach bucket", self.bucket, exc) from exc
+        self._bucket_checked = True
+
+    def _error(self, action: str, key: str, exc: Exception) -> ObjectStoreError:
+        # The message names the server and key but never the credentials.
+        return ObjectStoreError(
+            f"object store at {self.settings.endpoint} could not {action} {key!r}: "
+            f"{type(exc).__name__}: {exc}"
+        )
+
+    def put_bytes(self, key: str, data: bytes, *, content_type: str) -> str:
+        validate_key(key)
+        self._ensure_bucket()
+        try:
+            self.client.put_object(
+                self.bucket, key, io.BytesIO(data), len(data), content_type=content_type,
+                metadata={"x-amz-meta-sha256": hashlib.sha256(data).hexdigest()},
+            )
+        except Exception as exc:
+            raise self._error("store", key, exc) from exc
+        return self.uri(key)
+
+    def put_file(self, key: str, path: Path, *, content_type: str) -> str:
+        validate_key(key)
+        self._ensure_bucket()
+        try:
+            self.client.fput_object(self.bucket, key, str(path), content_type=content_type)
+        except Exception as exc:
+            raise self._error("store", key, exc) from exc
+        return self.uri(key)
+
+    def get_bytes(self, key: str) -> bytes:
+        validate_key(key)
+        try:
+            response = self.client.get_object(self.bucket, key)
+            try:
+                return response.read()
+            finally:
+                response.close()
+                response.release_conn()
+        except Exception as exc:
+            raise self._error("read", key, exc) from exc
+
+    def download(self, key: str, path: Path) -> Path:
+        validate_key(key)
+        try:
+            self.client.fget_object(self.bucket, key, str(path))
+        except Exception as exc:
+            raise self._error("read", key, exc) from exc
+        return path
+
+    def exists(self, key: str) -> bool:
+        from minio.error import S3Error
+
+        validate_key(key)
+        try:
+            self.client.stat_object(self.bucket, key)
+        except S3Error as exc:
+            if exc.code in ("NoSuchKey", "NoSuchBucket", "NoSuchObject"):
+                return False
+            raise self._error("look up", key, exc) from exc
+        except Exception as exc:
+            raise self._error("look up", key, exc) from exc
+        return True
+
+    def uri(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
+
+    def link(self, key: str, *, expiry_s: int) -> str:
+        try:
+            return self.client.presigned_get_object(
+                self.bucket, key, expires=dt.timedelta(seconds=expiry_s)
+            )
+        except Exception as exc:
+            raise self._error("presign", key, exc) from exc
+
+
+def open_object_store(settings: Settings) -> ObjectStore:
+    """The configured store: S3 settings, an Airflow connection, or a local directory."""
+    if settings.s3 is not None:
+        return S3ObjectStore(settings.s3)
+    s3 = _airflow_s3_settings(settings.s3_conn_id)
+    if s3 is not None:
+        return S3ObjectStore(s3)
+    return LocalObjectStore(settings.home / "objects")
+
+
+def _airflow_s3_settings(conn_id: str) -> S3Settings | None:
+    if not os.environ.get("AIRFLOW_CTX_DAG_ID") and f"AIRFLOW_CONN_{conn_id.upper()}" not in os.environ:
+        return None
+    try:
+        from airflow.sdk import BaseHook
+
+        conn = BaseHook.get_connection(conn_id)
+    except Exception:  # noqa: BLE001 - any lookup failure means "not configured"
+        return None
+    extra = conn.extra_dejson or {}
+    endpoint = extra.get("endpoint_url") or f"{conn.host}:{conn.port or 9000}"
+    from modelgate.config import _strip_scheme
+
+    return S3Settings(
+        endpoint=_strip_scheme(str(endpoint)),
+        access_key=conn.login or "",
+        secret_key=conn.password or "",
+        bucket=extra.get("bucket", "modelgate"),
+        secure=str(endpoint).startswith("https://") or bool(extra.get("secure", False)),
+        region=extra.get("region_name", "us-east-1"),
+    )

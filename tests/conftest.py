@@ -1,0 +1,188 @@
+"""Shared fixtures: a real PostgreSQL database, a real S3 API server, an Airflow home.
+
+- PostgreSQL: a fresh database per test session on ``MODELGATE_TEST_PG`` (default the local
+  server on 127.0.0.1:5432 with trust auth), migrated with ``modelgate db upgrade``'s code,
+  emptied between tests.
+- S3: moto's server from its own virtualenv (``.venv-moto``; it pins packages Airflow uses),
+  started on a free loopback port and reached through the same ``minio`` client code that
+  talks to MinIO in production.
+- Airflow: ``AIRFLOW_HOME`` in a temp dir with a SQLite metadata DB, the repo's ``dags/`` as
+  the DAG folder. These variables must be set before anything imports airflow, hence here.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+_AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="modelgate-airflow-"))
+os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO / "dags")
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{_AIRFLOW_HOME}/airflow.db"
+os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
+# Tests must never fall back to the embedded services by accident.
+for _name in list(os.environ):
+    if _name.startswith("MODELGATE_") and not _name.startswith("MODELGATE_TEST_"):
+        del os.environ[_name]
+
+import psycopg2  # noqa: E402
+
+from modelgate.config import S3Settings, Settings  # noqa: E402
+from modelgate.store import db  # noqa: E402
+
+PG_ADMIN_URL = os.environ.get("MODELGATE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def _admin(sql: str) -> None:
+    conn = psycopg2.connect(PG_ADMIN_URL)
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    name = f"modelgate_test_{uuid.uuid4().hex[:10]}"
+    _admin(f"CREATE DATABASE {name}")
+    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    db.upgrade(url)
+    yield url
+    _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def _truncate_all(url: str) -> None:
+    with db.transaction(url) as cur:
+        cur.execute(
+            """SELECT string_agg(quote_ident(tablename), ', ') FROM pg_tables
+               WHERE schemaname = 'public' AND tablename <> 'schema_migration'"""
+        )
+        tables = cur.fetchone()[0]
+        if tables:
+            cur.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+
+
+@pytest.fixture()
+def clean_db(pg_url: str) -> Iterator[str]:
+    """The session database, emptied after the test."""
+    yield pg_url
+    _truncate_all(pg_url)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _moto_binary() -> Path:
+    override = os.environ.get("MODELGATE_TEST_MOTO_SERVER")
+    path = Path(override) if override else REPO / ".venv-moto" / "bin" / "moto_server"
+    if not path.exists():
+        pytest.fail(f"moto's S3 server is not installed at {path}; run `make moto-venv`")
+    return path
+
+
+class S3Server:
+    """A moto S3 server process that tests can stop and start again (for fault tests)."""
+
+    def __init__(self) -> None:
+        self.port = _free_port()
+        self.endpoint = f"127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [str(_moto_binary()), "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("moto S3 server did not start within 30 s")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+            self.proc = None
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    server = S3Server()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture()
+def s3_settings(s3_server: S3Server) -> S3Settings:
+    """S3 settings with a fresh bucket name per test (moto keeps state in memory)."""
+    if s3_server.proc is None:
+        s3_server.start()
+    return S3Settings(
+        endpoint=s3_server.endpoint,
+        access_key="modelgate-test",
+        secret_key="modelgate-test-secret",
+        bucket=f"mg-{uuid.uuid4().hex[:12]}",
+    )
+
+
+@pytest.fixture()
+def settings(clean_db: str, s3_settings: S3Settings, tmp_path: Path) -> Settings:
+    """Settings for a test that uses the real PostgreSQL and the real S3 server."""
+    return Settings(
+        home=tmp_path / "home",
+        database_url=clean_db,
+        db_conn_id="modelgate_db",
+        s3=s3_settings,
+        s3_conn_id="modelgate_s3",
+        presign_expiry_s=600,
+    )
+
+
+@pytest.fixture()
+def settings_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """The same settings, exported as MODELGATE_* variables (for CLI and DAG tests)."""
+    assert settings.s3 is not None
+    env = {
+        "MODELGATE_HOME": str(settings.home),
+        "MODELGATE_DATABASE_URL": str(settings.database_url),
+        "MODELGATE_S3_ENDPOINT": settings.s3.endpoint,
+        "MODELGATE_S3_ACCESS_KEY": settings.s3.access_key,
+        "MODELGATE_S3_SECRET_KEY": settings.s3.secret_key,
+        "MODELGATE_S3_BUCKET": settings.s3.bucket,
+        "MODELGATE_PRESIGN_EXPIRY_S": str(settings.presign_expiry_s),
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return settings
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> Path:
+    """Airflow's metadata DB (SQLite), migrated once per session."""
+    subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"],
+        check=True, capture_output=True, env=os.environ.copy(),
+    )
+    return _AIRFLOW_HOME

@@ -91,6 +91,16 @@ def get(url: str, model_name: str, version: str) -> ModelVersionRow:
     return _row(record)
 
 
+def get_by_id(url: str, model_version_id: int) -> ModelVersionRow:
+    with transaction(url) as cur:
+        cur.execute(f"SELECT {_COLUMNS} FROM model_version WHERE model_version_id = %s",
+                    (model_version_id,))
+        record = cur.fetchone()
+    if record is None:
+        raise RegistryError(f"model version id {model_version_id} does not exist")
+    return _row(record)
+
+
 def get_production(url: str, model_name: str) -> ModelVersionRow | None:
     with transaction(url) as cur:
         cur.execute(

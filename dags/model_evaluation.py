@@ -1,0 +1,166 @@
+"""Airflow DAG ``model_evaluation``: may this candidate model be promoted?
+
+verify -> score (candidate and champion) -> metrics -> fairness -> explain -> decide
+-> report -> store -> gate -> promote. Each task calls one step of
+``modelgate.pipelines.evaluate`` and passes the run's id and key through XCom, never data.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pendulum
+from airflow.sdk import Param, dag, get_current_context, task
+
+DOC_MD = """
+### model_evaluation — the promotion gate
+
+Scores a **candidate** model version on a held-out dataset, compares it with the model in
+`production` (the champion) on the same rows, checks fairness gaps per sensitive feature,
+explains it with SHAP, and applies the promotion policy.
+
+**Green run**: every blocking check passed; the candidate is now `production` and the
+previous production version is `archived`.
+
+**Red run at task `gate`**: the policy blocked the candidate. The task log lists each breach
+(metric, threshold, observed value and interval). Nothing was promoted; the candidate stays
+`candidate`. The HTML report (link in the `report` task's log and in
+`evaluation_run.report_uri`) shows the details; analysts can query `gate_check`.
+
+**Red run at any other task**: the evaluation itself failed (bad data, model archive that
+does not verify, store unreachable). `evaluation_run.status = 'failed'` with
+`failure_reason` says why. Fix the cause and clear the run: re-running gives the same rows
+and object keys.
+"""
+
+RETRIES = int(os.environ.get("MODELGATE_DAG_RETRIES", "1"))
+
+
+def _ctx() -> Any:
+    from modelgate.pipelines.context import Context
+
+    return Context.open(migrate=False)
+
+
+def _run_step(run: dict[str, Any], step: Callable[..., Any], *args: Any) -> Any:
+    """Run one pipeline step; on error record the run as failed with the reason, re-raise."""
+    from modelgate.pipelines import evaluate
+
+    ctx = _ctx()
+    ref = evaluate.RunRef(**run)
+    try:
+        return step(ctx, ref, *args)
+    except Exception as exc:
+        evaluate.fail(ctx, ref, exc)
+        raise
+
+
+@dag(
+    dag_id="model_evaluation",
+    schedule=None,
+    start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
+    catchup=False,
+    doc_md=DOC_MD,
+    tags=["modelgate", "evaluation"],
+    default_args={"retries": RETRIES, "retry_delay": dt.timedelta(seconds=10)},
+    params={
+        "model_name": Param("gss-high-income", type="string", description="registered model name"),
+        "model_version": Param("1", type="string", description="candidate version to evaluate"),
+        "dataset": Param("", type="string", description="held-out parquet: path or s3://bucket/key"),
+        "policy": Param("", type="string", description="policy YAML path (empty: the default policy)"),
+    },
+)
+def model_evaluation() -> None:
+    @task
+    def verify() -> dict[str, Any]:
+        """Open the run row for this candidate; the archive is verified when it is scored."""
+        from modelgate.pipelines import evaluate
+
+        context = get_current_context()
+        params = context["params"]
+        ref = evaluate.prepare(
+            _ctx(), model_name=params["model_name"], version=str(params["model_version"]),
+            dataset_uri=params["dataset"], run_key=f"{context['dag'].dag_id}__{context['run_id']}",
+        )
+        return ref.as_dict()
+
+    @task
+    def score(run: dict[str, Any]) -> str:
+        from modelgate.pipelines import evaluate
+
+        return str(_run_step(run, evaluate.score))
+
+    @task
+    def metrics(run: dict[str, Any], _scores: str) -> str:
+        from modelgate.pipelines import evaluate
+
+        return str(_run_step(run, evaluate.compute_metrics))
+
+    @task
+    def fairness(run: dict[str, Any], _scores: str) -> str:
+        from modelgate.pipelines import evaluate
+
+        return str(_run_step(run, evaluate.compute_fairness))
+
+    @task
+    def explain(run: dict[str, Any], _scores: str) -> str:
+        from modelgate.pipelines import evaluate
+
+        return str(_run_step(run, evaluate.explain))
+
+    @task
+    def decide(run: dict[str, Any], _metrics: str, _fairness: str) -> str:
+        from modelgate.pipelines import evaluate
+
+        policy = get_current_context()["params"]["policy"] or None
+        return str(_run_step(run, evaluate.decide, policy))
+
+    @task
+    def report(run: dict[str, Any], _decision: str, _explain: str) -> str:
+        from modelgate.pipelines import evaluate
+
+        link = _run_step(run, evaluate.render_report)
+        print(f"evaluation report: {link}")
+        return str(link)
+
+    @task
+    def store(run: dict[str, Any], _report: str) -> str:
+        from modelgate.pipelines import evaluate
+
+        return str(_run_step(run, evaluate.store_results))
+
+    @task(retries=0)
+    def gate(run: dict[str, Any], _status: str) -> None:
+        """Fail the DAG run, without retries, when the policy blocked the candidate."""
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from modelgate.pipelines import evaluate
+
+        try:
+            evaluate.enforce_gate(_ctx(), evaluate.RunRef(**run))
+        except evaluate.EvaluationBlocked as exc:
+            raise AirflowFailException(str(exc)) from exc
+
+    @task
+    def promote(run: dict[str, Any]) -> str:
+        from modelgate.pipelines import evaluate
+
+        return str(_run_step(run, evaluate.promote))
+
+    run = verify()
+    scores = score(run)
+    metric_key = metrics(run, scores)
+    fairness_key = fairness(run, scores)
+    explain_key = explain(run, scores)
+    decision = decide(run, metric_key, fairness_key)
+    stored = store(run, report(run, decision, explain_key))
+    gate(run, stored) >> promote(run)
+
+
+evaluation_dag = model_evaluation()
+
+if __name__ == "__main__":
+    evaluation_dag.test()

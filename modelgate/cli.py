@@ -1,0 +1,180 @@
+"""The ``modelgate`` command line.
+
+Exit codes: 0 success (or gate passed), 3 blocked by the promotion gate or drift breach,
+2 usage error, 1 any other error. Errors are one line on stderr; ``--debug`` adds the
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BLOCKED = 0, 1, 2, 3
+
+log = logging.getLogger("modelgate.cli")
+
+
+class UsageError(Exception):
+    """A command was called with arguments that cannot work."""
+
+
+def _print_json(payload: Any) -> None:
+    json.dump(payload, sys.stdout, indent=2, sort_keys=True, default=str)
+    sys.stdout.write("\n")
+
+
+def _context() -> Any:
+    from modelgate.pipelines.context import Context
+
+    return Context.open()
+
+
+# --- db -------------------------------------------------------------------------------
+
+def cmd_db_upgrade(args: argparse.Namespace) -> int:
+    from modelgate.config import Settings
+    from modelgate.store.db import redact_url, resolve_database_url, upgrade
+
+    url = resolve_database_url(Settings.from_env())
+    applied = upgrade(url)
+    names = [f"{m.version:04d}_{m.name}" for m in applied]
+    print(f"database {redact_url(url)}: applied {len(applied)} migration(s) {names}".rstrip())
+    return EXIT_OK
+
+
+# --- model ----------------------------------------------------------------------------
+
+def cmd_model_package(args: argparse.Namespace) -> int:
+    from modelgate.artifact import package
+
+    path = package(args.onnx, args.manifest, args.out)
+    print(path)
+    return EXIT_OK
+
+
+def cmd_model_verify(args: argparse.Namespace) -> int:
+    from modelgate.artifact import verify
+
+    model = verify(args.archive)
+    m = model.manifest
+    print(f"OK {m.name} v{m.version} model.onnx sha256 {m.sha256} "
+          f"({len(m.features)} features, opset {m.opset})")
+    return EXIT_OK
+
+
+def cmd_model_register(args: argparse.Namespace) -> int:
+    from modelgate.pipelines.context import register_archive
+
+    ctx = _context()
+    row, created = register_archive(ctx, Path(args.archive))
+    state = "registered" if created else "already registered"
+    print(f"{state}: {row.model_name} v{row.version} as {row.stage} "
+          f"(id {row.model_version_id}) at {row.archive_uri}")
+    return EXIT_OK
+
+
+# --- score ----------------------------------------------------------------------------
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from modelgate.artifact import verify
+    from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
+
+    scorer = open_session(verify(args.model), settings_from_os_environ())
+    result = score_parquet(scorer, args.data, args.out, batch_rows=args.batch_rows)
+    print(f"scored {result.rows} rows in {result.seconds:.2f} s ({result.rows_per_s:,.0f} rows/s) "
+          f"on {result.provider} -> {result.output_path}")
+    return EXIT_OK
+
+
+# --- demo -----------------------------------------------------------------------------
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from modelgate.demo import run_demo
+
+    return run_demo(Path(args.out) if args.out else None)
+
+
+# --- parser ---------------------------------------------------------------------------
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="modelgate", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    db = sub.add_parser("db", help="results database").add_subparsers(dest="db_command", required=True)
+    db.add_parser("upgrade", help="apply pending SQL migrations (idempotent)").set_defaults(
+        handler=cmd_db_upgrade)
+
+    model = sub.add_parser("model", help="model artifacts").add_subparsers(
+        dest="model_command", required=True)
+    p = model.add_parser("package", help="build model-<sha8>-v<version>.tar.gz from ONNX + manifest")
+    p.add_argument("--onnx", required=True, type=Path)
+    p.add_argument("--manifest", required=True, type=Path)
+    p.add_argument("--out", required=True, type=Path)
+    p.set_defaults(handler=cmd_model_package)
+    p = model.add_parser("verify", help="check an archive's hash and manifest against its graph")
+    p.add_argument("archive", type=Path)
+    p.set_defaults(handler=cmd_model_verify)
+    p = model.add_parser("register", help="store an archive and record it as a candidate")
+    p.add_argument("archive", type=Path)
+    p.set_defaults(handler=cmd_model_register)
+
+    p = sub.add_parser("score", help="score a parquet file with a model archive")
+    p.add_argument("--model", required=True, type=Path)
+    p.add_argument("--data", required=True, type=Path)
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--batch-rows", type=int, default=65536)
+    p.set_defaults(handler=cmd_score)
+
+    p = sub.add_parser("demo", help="build the GSS demo model and data, run the DAGs, show results")
+    p.add_argument("--out", help="directory for demo files (default MODELGATE_HOME/demo)")
+    p.set_defaults(handler=cmd_demo)
+
+    from modelgate import cli_analysis
+
+    cli_analysis.add_commands(sub)
+    return parser
+
+
+def _setup_logging(quiet: bool) -> None:
+    logging.basicConfig(
+        level=logging.WARNING if quiet else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for noisy in ("urllib3", "matplotlib", "numba", "shap", "botocore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    _setup_logging(args.quiet)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except UsageError as exc:
+        print(f"modelgate: usage error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # one clear line for people; --debug for the traceback
+        if args.debug:
+            raise
+        print(f"modelgate: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""Parquet adapter for data drift: read one column at a time, call the pure drift core.
+
+Each feature is read on its own with ``pq.read_table(path, columns=[c])`` inside a thread pool
+(two workers by default: parquet decoding, numpy sorts and searchsorted release the GIL), so
+memory holds about one column per worker. Categorical string columns are read dictionary
+encoded and counted with ``pyarrow.compute.value_counts``, so JS costs milliseconds; numeric
+columns are sorted once and compared with the pre-sorted reference.
+
+Type rules: a numeric feature needs an integer or floating column; a categorical feature needs
+a string, dictionary or boolean column (store integer codes as strings). Anything else is an
+error naming the column, the expected and the actual type.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Literal, TypeAlias, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from modelgate.drift.data_drift import (
+    DriftThresholds,
+    FeatureDrift,
+    categorical_drift_from_counts,
+    numeric_drift_sorted,
+)
+from modelgate.drift.reference import (
+    MISSING,
+    CategoricalReference,
+    NumericReference,
+    build_categorical_reference_from_counts,
+    build_numeric_reference,
+)
+
+__all__ = ["FeatureKind", "build_references_from_parquet", "drift_from_parquet"]
+
+FeatureKind: TypeAlias = Literal["numeric", "categorical"]
+Reference: TypeAlias = NumericReference | CategoricalReference
+T = TypeVar("T")
+
+
+def _is_numeric(t: pa.DataType) -> bool:
+    return bool(pa.types.is_integer(t) or pa.types.is_floating(t))
+
+
+def _is_categorical(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_boolean(t))
+
+
+_EXPECTED = {
+    "numeric": ("numeric (integer or floating)", _is_numeric),
+    "categorical": ("categorical (string, dictionary or boolean)", _is_categorical),
+}
+
+
+def _check_schema(path: str | os.PathLike[str], features: Mapping[str, str]) -> pa.Schema:
+    schema = pq.read_schema(path)
+    for name, kind in features.items():
+        if kind not in _EXPECTED:
+            raise ValueError(
+                f"kind of feature {name!r} must be 'numeric' or 'categorical', got {kind!r}"
+            )
+        if name not in schema.names:
+            raise ValueError(
+                f"column {name!r} is missing from {os.fspath(path)!r}; "
+                f"columns present: {schema.names!r}"
+            )
+        expected, ok = _EXPECTED[kind]
+        actual = schema.field(name).type
+        if not ok(actual):
+            raise ValueError(
+                f"column {name!r} in {os.fspath(path)!r} has the wrong type: expected "
+                f"{expected}, got {str(actual)!r}"
+            )
+    return schema
+
+
+def _read(path: str | os.PathLike[str], name: str, schema: pa.Schema) -> pa.ChunkedArray:
+    t = schema.field(name).type
+    as_dict = [name] if (pa.types.is_string(t) or pa.types.is_large_string(t)) else None
+    return pq.read_table(path, columns=[name], read_dictionary=as_dict).column(name)
+
+
+def _sorted_finite(col: pa.ChunkedArray) -> tuple[np.ndarray, int]:
+    """Finite values sorted ascending, and the count of null/NaN/inf values."""
+    arr = col.cast(pa.float64()).to_numpy()  # nulls become NaN
+    finite = np.isfinite(arr)
+    n_missing = int(arr.size - np.count_nonzero(finite))
+    kept = arr[finite] if n_missing else np.array(arr, copy=not arr.flags.writeable)
+    kept.sort()
+    return kept, n_missing
+
+
+def _counts(col: pa.ChunkedArray) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for row in pc.value_counts(col).to_pylist():
+        key = MISSING if row["values"] is None else str(row["values"])
+        out[key] = out.get(key, 0) + int(row["counts"])
+    return out
+
+
+def _map(fn: Callable[[str], T], names: list[str], max_workers: int) -> list[T]:
+    if not isinstance(max_workers, int) or max_workers < 1:
+        raise ValueError(f"max_workers must be an integer >= 1, got {max_workers!r}")
+    with ThreadPoolExecutor(max_workers=max_workers) as pool:
+        return list(pool.map(fn, names))
+
+
+def build_references_from_parquet(
+    path: str | os.PathLike[str],
+    features: Mapping[str, FeatureKind],
+    *,
+    bins: int = 10,
+    max_values: int | None = None,
+    seed: int = 0,
+    max_workers: int = 2,
+) -> dict[str, Reference]:
+    """Build reference sketches for ``features`` from a parquet file, one column at a time.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Reference parquet file.
+    features : mapping of str to {"numeric", "categorical"}
+        Feature names and kinds.
+    bins : int, default 10
+        Quantile bins for numeric JS.
+    max_values : int, optional
+        Thin each numeric reference to this many order statistics (see
+        :mod:`modelgate.drift.reference` for the W1 error bound).
+    seed : int, default 0
+        Seed of the baseline half splits.
+    max_workers : int, default 2
+        Columns processed at once.
+
+    Returns
+    -------
+    dict of str to NumericReference or CategoricalReference
+        In the order of ``features``.
+
+    Raises
+    ------
+    ValueError
+        Missing column, wrong column type, or a column without any usable value.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "ref.parquet"
+    >>> pq.write_table(pa.table({"x": [1.0, 2.0, 3.0], "c": ["a", "b", None]}), p)
+    >>> refs = build_references_from_parquet(p, {"x": "numeric", "c": "categorical"})
+    >>> refs["x"].values.tolist(), refs["c"].categories
+    ([1.0, 2.0, 3.0], ('a', 'b', '__missing__'))
+    """
+    schema = _check_schema(path, features)
+
+    def one(name: str) -> Reference:
+        col = _read(path, name, schema)
+        if len(col) == 0:
+            raise ValueError(f"column {name!r} in {os.fspath(path)!r} has no rows")
+        if features[name] == "categorical":
+            return build_categorical_reference_from_counts(_counts(col), name=name, seed=seed)
+        values, n_missing = _sorted_finite(col)
+        if values.size == 0:
+            raise ValueError(f"column {name!r} in {os.fspath(path)!r} has no finite value")
+        ref = build_numeric_reference(
+            values, name=name, bins=bins, max_values=max_values, seed=seed, assume_sorted=True
+        )
+        return replace(ref, n_missing=n_missing)
+
+    names = list(features)
+    return dict(zip(names, _map(one, names, max_workers), strict=True))
+
+
+def drift_from_parquet(
+    path: str | os.PathLike[str],
+    references: Mapping[str, Reference],
+    *,
+    thresholds: DriftThresholds | None = None,
+    max_workers: int = 2,
+) -> list[FeatureDrift]:
+    """Drift of each referenced feature in a current parquet file, one column at a time.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Current-data parquet file (an empty file gives ``"no_data"`` verdicts).
+    references : mapping of str to NumericReference or CategoricalReference
+        Sketches keyed by feature name.
+    thresholds : DriftThresholds, optional
+    max_workers : int, default 2
+        Columns processed at once.
+
+    Returns
+    -------
+    list of FeatureDrift
+        In the order of ``references``; pass to :func:`modelgate.drift.data_drift.summarise`.
+
+    Raises
+    ------
+    ValueError
+        Missing column or a column whose type no longer matches the reference kind.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "cur.parquet"
+    >>> pq.write_table(pa.table({"x": [1.0, 2.0, 3.0]}), p)
+    >>> refs = build_references_from_parquet(p, {"x": "numeric"})
+    >>> [(r.feature, r.wasserstein) for r in drift_from_parquet(p, refs)]
+    [('x', 0.0)]
+    """
+    kinds: dict[str, str] = {}
+    for name, ref in references.items():
+        if ref.name != name:
+            raise ValueError(f"references[{name!r}] is the sketch of {ref.name!r}")
+        kinds[name] = "numeric" if isinstance(ref, NumericReference) else "categorical"
+    schema = _check_schema(path, kinds)
+
+    def one(name: str) -> FeatureDrift:
+        ref = references[name]
+        col = _read(path, name, schema)
+        if isinstance(ref, CategoricalReference):
+            return categorical_drift_from_counts(ref, _counts(col), thresholds=thresholds)
+        values, n_missing = _sorted_finite(col)
+        return numeric_drift_sorted(ref, values, n_missing=n_missing, thresholds=thresholds)
+
+    return _map(one, list(references), max_workers)

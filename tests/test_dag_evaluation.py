@@ -13,17 +13,6 @@ from modelgate.store import models
 from modelgate.store.db import transaction
 
 
-@pytest.fixture(scope="session")
-def demo_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from modelgate.demo_data import build_demo
-
-    root = tmp_path_factory.mktemp("demo")
-    return {
-        "1": build_demo(root / "v1", version="1", variant="baseline"),
-        "2": build_demo(root / "v2", version="2", variant="with_gender"),
-    }
-
-
 def _run(version: str, dataset: Path, policy: str = "") -> Any:
     from modelgate.airflow_runner import run_dag
 

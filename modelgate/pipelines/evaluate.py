@@ -186,7 +186,8 @@ def compute_metrics(ctx: Context, ref: RunRef) -> str:
         champ_scores = table.column("champion_score").to_numpy()
         champ_options = {**options, "threshold": champ_manifest["threshold"]}
         champion = metrics.evaluate(y, champ_scores, **champ_options)
-        comparison = metrics.compare(score_col, champ_scores, y, **options)
+        comparison = metrics.compare(score_col, champ_scores, y, **options,
+                                     champion_threshold=champ_manifest["threshold"])
     log.info("metrics on %d rows with %d bootstrap resamples", len(y), N_BOOTSTRAP)
     return put_pickle(ctx, f"{ref.prefix()}/metrics.pkl", MetricsResult(candidate, champion, comparison))
 

@@ -42,6 +42,10 @@ class ObjectStore(Protocol):
 
     def uri(self, key: str) -> str: ...
 
+    def list_keys(self, prefix: str) -> list[str]:
+        """Keys under ``prefix``, sorted."""
+        ...
+
     def link(self, key: str, *, expiry_s: int) -> str:
         """A URL a person can open: presigned with an expiry for S3, ``file://`` locally."""
         ...
@@ -100,6 +104,13 @@ class LocalObjectStore:
 
     def uri(self, key: str) -> str:
         return self._path(key).as_uri()
+
+    def list_keys(self, prefix: str) -> list[str]:
+        base = self.root / prefix
+        if not base.is_dir():
+            return []
+        return sorted(p.relative_to(self.root).as_posix() for p in base.rglob("*")
+                      if p.is_file() and not p.name.startswith(".tmp-"))
 
     def link(self, key: str, *, expiry_s: int) -> str:
         return self.uri(key)
@@ -206,6 +217,14 @@ class S3ObjectStore:
 
     def uri(self, key: str) -> str:
         return f"s3://{self.bucket}/{key}"
+
+    def list_keys(self, prefix: str) -> list[str]:
+        self._ensure_bucket()
+        try:
+            objects = self.client.list_objects(self.bucket, prefix=prefix, recursive=True)
+            return sorted(o.object_name for o in objects)
+        except Exception as exc:
+            raise self._error("list", prefix, exc) from exc
 
     def link(self, key: str, *, expiry_s: int) -> str:
         try:

@@ -1,0 +1,427 @@
+"""Per-feature data drift results and verdicts against a stored reference sketch.
+
+Numeric features: exact Wasserstein-1 (raw and divided by the reference scale) plus binned
+Jensen-Shannon on the reference quantile bins. Categorical features: JS over the union of
+categories, missing values and unseen categories being categories of their own.
+
+Verdict rule
+------------
+Each statistic is compared with a baseline, the same statistic measured between two random
+halves of the reference, rescaled to the sizes being compared: sampling noise of W1 between
+two samples of sizes ``a`` and ``b`` scales like ``sqrt(1/a + 1/b)`` and that of JS on fixed
+bins like ``1/a + 1/b`` (a chi-square law), so the baseline measured on halves ``h1, h2`` is
+multiplied by ``sqrt((1/n + 1/m) / (1/h1 + 1/h2))`` (W1) or ``(1/n + 1/m) / (1/h1 + 1/h2)``
+(JS), with ``n`` reference and ``m`` current values. The feature drifts when
+
+    statistic > threshold = max(floor, relative * baseline)
+
+``relative`` defaults to 1.8; the floor (0.1 reference std for normalised W1, Evidently's
+default; 0.01 for base-2 JS) keeps a near-zero baseline, as from a huge reference, from
+flagging differences too small to matter.
+
+Every result depends only on its own feature's reference and data, so running one task per
+feature and calling :func:`summarise` on the union equals one run over all features.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .distances import categorical_js, js_divergence, wasserstein_sorted
+from .reference import (
+    MISSING,
+    CategoricalReference,
+    NumericReference,
+    bin_counts_sorted,
+    build_categorical_reference,  # noqa: F401  (used by the doctests)
+    build_numeric_reference,  # noqa: F401
+    count_categories,
+)
+
+__all__ = [
+    "DriftSummary",
+    "DriftThresholds",
+    "FeatureDrift",
+    "categorical_drift",
+    "categorical_drift_from_counts",
+    "numeric_drift",
+    "numeric_drift_sorted",
+    "summarise",
+]
+
+Statistic = Literal["wasserstein_normalised", "js_divergence"]
+Verdict = Literal["ok", "drift", "no_data"]
+
+
+@dataclass(frozen=True, slots=True)
+class DriftThresholds:
+    """Verdict thresholds, with optional per-feature overrides.
+
+    Attributes
+    ----------
+    relative : float, default 1.8
+        Breach when the statistic exceeds ``relative`` times the size-adjusted baseline.
+    wasserstein_floor : float, default 0.1
+        Absolute floor for W1 / reference scale.
+    js_floor : float, default 0.01
+        Absolute floor for base-2 JS divergence.
+    numeric_statistic : {"wasserstein_normalised", "js_divergence"}
+        Statistic that decides numeric verdicts (categorical ones always use JS).
+    overrides : mapping of str to DriftThresholds
+        Per-feature thresholds (their own ``overrides`` are ignored).
+
+    Examples
+    --------
+    >>> t = DriftThresholds(overrides={"age": DriftThresholds(relative=3.0)})
+    >>> t.for_feature("age").relative, t.for_feature("income").relative
+    (3.0, 1.8)
+    """
+
+    relative: float = 1.8
+    wasserstein_floor: float = 0.1
+    js_floor: float = 0.01
+    numeric_statistic: Statistic = "wasserstein_normalised"
+    overrides: Mapping[str, DriftThresholds] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for attr in ("relative", "wasserstein_floor", "js_floor"):
+            value = getattr(self, attr)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{attr} must be a finite number >= 0, got {value!r}")
+        if self.numeric_statistic not in ("wasserstein_normalised", "js_divergence"):
+            raise ValueError(
+                "numeric_statistic must be 'wasserstein_normalised' or 'js_divergence', "
+                f"got {self.numeric_statistic!r}"
+            )
+        for key, value in self.overrides.items():
+            if not isinstance(value, DriftThresholds):
+                raise ValueError(f"overrides[{key!r}] must be DriftThresholds, got {value!r}")
+        object.__setattr__(self, "overrides", MappingProxyType(dict(self.overrides)))
+
+    def for_feature(self, feature: str) -> DriftThresholds:
+        """Thresholds that apply to ``feature``."""
+        return self.overrides.get(feature, self)
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureDrift:
+    """Drift of one feature.
+
+    Attributes
+    ----------
+    feature : str
+    kind : {"numeric", "categorical"}
+    n_reference : int
+        Reference values behind the statistics (numeric: finite ones; categorical: all rows).
+    n_current : int
+        Current values behind the statistics (numeric: finite ones; categorical: all rows,
+        missing included as a category).
+    n_missing_current : int
+        Current NaN/inf (numeric, excluded) or missing labels (categorical, a category).
+    wasserstein : float or None
+        Exact W1 in data units (None for categorical or no data).
+    wasserstein_normalised : float or None
+        ``wasserstein / reference.scale``.
+    js_divergence : float or None
+        Base-2 JS divergence (numeric: on the reference quantile bins).
+    baseline : float or None
+        Size-adjusted reference-vs-reference value of ``statistic``.
+    threshold : float or None
+        ``max(floor, relative * baseline)``.
+    score : float or None
+        Value of ``statistic``.
+    statistic : {"wasserstein_normalised", "js_divergence"}
+    verdict : {"ok", "drift", "no_data"}
+    unseen_categories : tuple of str
+        Current categories absent from the reference, sorted.
+    """
+
+    feature: str
+    kind: Literal["numeric", "categorical"]
+    n_reference: int
+    n_current: int
+    n_missing_current: int
+    wasserstein: float | None
+    wasserstein_normalised: float | None
+    js_divergence: float | None
+    baseline: float | None
+    threshold: float | None
+    score: float | None
+    statistic: Statistic
+    verdict: Verdict
+    unseen_categories: tuple[str, ...] = ()
+
+    @property
+    def severity(self) -> float:
+        """``score / threshold``: inf for a zero threshold and positive score, -1 for no data."""
+        if self.score is None or self.threshold is None:
+            return -1.0
+        if self.threshold == 0:
+            return math.inf if self.score > 0 else 0.0
+        return self.score / self.threshold
+
+
+def _size_factor(n: int, m: int, halves: tuple[int, int]) -> float:
+    if min(halves) == 0:
+        return 0.0
+    return (1 / n + 1 / m) / (1 / halves[0] + 1 / halves[1])
+
+
+def _verdict(score: float, baseline: float, floor: float, relative: float) -> tuple[float, Verdict]:
+    threshold = max(floor, relative * baseline)
+    return threshold, "drift" if score > threshold else "ok"
+
+
+def numeric_drift_sorted(
+    reference: NumericReference,
+    current_sorted: ArrayLike,
+    *,
+    n_missing: int = 0,
+    thresholds: DriftThresholds | None = None,
+) -> FeatureDrift:
+    """Like :func:`numeric_drift` for finite, ascending current values (nothing is re-sorted).
+
+    Parameters
+    ----------
+    reference : NumericReference
+    current_sorted : array_like of float64
+        Finite current values sorted ascending (may be empty).
+    n_missing : int, default 0
+        Current values already dropped as missing, reported as ``n_missing_current``.
+    thresholds : DriftThresholds, optional
+
+    Returns
+    -------
+    FeatureDrift
+
+    Examples
+    --------
+    >>> ref = build_numeric_reference(np.arange(1000.0), name="x")
+    >>> numeric_drift_sorted(ref, np.arange(1000.0) + 500).verdict
+    'drift'
+    """
+    t = (thresholds or DriftThresholds()).for_feature(reference.name)
+    cur = np.asarray(current_sorted, dtype=np.float64)
+    stat = t.numeric_statistic
+    nodata = FeatureDrift(
+        feature=reference.name,
+        kind="numeric",
+        n_reference=reference.n,
+        n_current=int(cur.size),
+        n_missing_current=int(n_missing),
+        wasserstein=None,
+        wasserstein_normalised=None,
+        js_divergence=None,
+        baseline=None,
+        threshold=None,
+        score=None,
+        statistic=stat,
+        verdict="no_data",
+    )
+    if cur.size == 0:
+        return nodata
+    w = wasserstein_sorted(reference.values, cur)
+    wn = w / reference.scale
+    js = js_divergence(reference.probabilities, bin_counts_sorted(cur, reference.edges))
+    f = _size_factor(reference.n, cur.size, reference.half_sizes)
+    if stat == "wasserstein_normalised":
+        score, floor = wn, t.wasserstein_floor
+        baseline = reference.baseline_wasserstein * math.sqrt(f)
+    else:
+        score, baseline, floor = js, reference.baseline_js * f, t.js_floor
+    threshold, verdict = _verdict(score, baseline, floor, t.relative)
+    return replace(
+        nodata,
+        wasserstein=w,
+        wasserstein_normalised=wn,
+        js_divergence=js,
+        baseline=baseline,
+        threshold=threshold,
+        score=score,
+        verdict=verdict,
+    )
+
+
+def numeric_drift(
+    reference: NumericReference, current: ArrayLike, *, thresholds: DriftThresholds | None = None
+) -> FeatureDrift:
+    """Drift of a numeric feature: exact W1, normalised W1 and binned JS against the reference.
+
+    Parameters
+    ----------
+    reference : NumericReference
+        Sketch from :func:`~modelgate.drift.reference.build_numeric_reference`.
+    current : array_like of float
+        Current values; NaN and +-inf are counted as missing and excluded. Empty, or all
+        missing, gives verdict ``"no_data"``.
+    thresholds : DriftThresholds, optional
+        Defaults to ``DriftThresholds()``.
+
+    Returns
+    -------
+    FeatureDrift
+
+    Examples
+    --------
+    >>> ref = build_numeric_reference(np.arange(1000.0), name="x")
+    >>> r = numeric_drift(ref, np.r_[np.arange(1000.0), np.nan])
+    >>> r.verdict, r.wasserstein, r.n_missing_current
+    ('ok', 0.0, 1)
+    """
+    arr = np.asarray(current, dtype=np.float64).ravel()
+    finite = np.isfinite(arr)
+    n_missing = int(arr.size - np.count_nonzero(finite))
+    cur = np.sort(arr[finite] if n_missing else arr)
+    return numeric_drift_sorted(reference, cur, n_missing=n_missing, thresholds=thresholds)
+
+
+def categorical_drift_from_counts(
+    reference: CategoricalReference,
+    current_counts: Mapping[str, int],
+    *,
+    thresholds: DriftThresholds | None = None,
+) -> FeatureDrift:
+    """Drift of a categorical feature from current label counts (missing under ``MISSING``).
+
+    Parameters
+    ----------
+    reference : CategoricalReference
+    current_counts : mapping of str to int
+        Count per label, as strings; missing values under :data:`MISSING`.
+    thresholds : DriftThresholds, optional
+
+    Returns
+    -------
+    FeatureDrift
+
+    Raises
+    ------
+    ValueError
+        On a negative count.
+
+    Examples
+    --------
+    >>> ref = build_categorical_reference(["a"] * 50 + ["b"] * 50, name="c")
+    >>> r = categorical_drift_from_counts(ref, {"a": 50, "z": 50})
+    >>> r.verdict, r.unseen_categories
+    ('drift', ('z',))
+    """
+    t = (thresholds or DriftThresholds()).for_feature(reference.name)
+    bad = {k: v for k, v in current_counts.items() if v < 0}
+    if bad:
+        raise ValueError(f"current_counts of {reference.name!r} must be >= 0, got {bad!r}")
+    m = int(sum(current_counts.values()))
+    nodata = FeatureDrift(
+        feature=reference.name,
+        kind="categorical",
+        n_reference=reference.n,
+        n_current=m,
+        n_missing_current=int(current_counts.get(MISSING, 0)),
+        wasserstein=None,
+        wasserstein_normalised=None,
+        js_divergence=None,
+        baseline=None,
+        threshold=None,
+        score=None,
+        statistic="js_divergence",
+        verdict="no_data",
+    )
+    if m == 0:
+        return nodata
+    res = categorical_js(reference.categories, reference.counts, current_counts)
+    baseline = reference.baseline_js * _size_factor(reference.n, m, reference.half_sizes)
+    threshold, verdict = _verdict(res.js_divergence, baseline, t.js_floor, t.relative)
+    return replace(
+        nodata,
+        js_divergence=res.js_divergence,
+        baseline=baseline,
+        threshold=threshold,
+        score=res.js_divergence,
+        verdict=verdict,
+        unseen_categories=res.unseen_categories,
+    )
+
+
+def categorical_drift(
+    reference: CategoricalReference,
+    current: ArrayLike,
+    *,
+    thresholds: DriftThresholds | None = None,
+) -> FeatureDrift:
+    """Drift of a categorical feature: base-2 JS over the union of categories.
+
+    Parameters
+    ----------
+    reference : CategoricalReference
+    current : array_like
+        Current labels, compared as strings; None/NaN/pd.NA are the category ``MISSING``.
+        Empty gives verdict ``"no_data"``.
+    thresholds : DriftThresholds, optional
+
+    Returns
+    -------
+    FeatureDrift
+
+    Examples
+    --------
+    >>> ref = build_categorical_reference(["a"] * 50 + ["b"] * 50, name="c")
+    >>> categorical_drift(ref, ["a", "b"] * 40).verdict
+    'ok'
+    """
+    return categorical_drift_from_counts(
+        reference, count_categories(current), thresholds=thresholds
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DriftSummary:
+    """Features ordered by drift size, with the breached ones.
+
+    Attributes
+    ----------
+    features : tuple of FeatureDrift
+        Ordered by ``severity`` (score / threshold) descending, then name; no-data last.
+    n_breached : int
+    breached : tuple of str
+        Names with verdict ``"drift"``, in the same order.
+    no_data : tuple of str
+        Names with verdict ``"no_data"``.
+    """
+
+    features: tuple[FeatureDrift, ...]
+    n_breached: int
+    breached: tuple[str, ...]
+    no_data: tuple[str, ...]
+
+
+def summarise(features: Sequence[FeatureDrift]) -> DriftSummary:
+    """Merge per-feature results (from one task or many) into a :class:`DriftSummary`.
+
+    The order depends only on the results, so any fan-out order gives the same summary.
+
+    Raises
+    ------
+    ValueError
+        If a feature name appears twice.
+
+    Examples
+    --------
+    >>> ref = build_numeric_reference(np.arange(100.0), name="x")
+    >>> summarise([numeric_drift(ref, np.arange(100.0) + 80)]).breached
+    ('x',)
+    """
+    names = [f.feature for f in features]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"features must have unique names, got duplicates {dupes!r}")
+    ordered = tuple(sorted(features, key=lambda f: (-f.severity, f.feature)))
+    breached = tuple(f.feature for f in ordered if f.verdict == "drift")
+    no_data = tuple(f.feature for f in ordered if f.verdict == "no_data")
+    return DriftSummary(ordered, len(breached), breached, no_data)

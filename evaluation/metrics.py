@@ -1,0 +1,624 @@
+"""Binary-classification performance metrics with seeded, vectorised bootstrap intervals.
+
+Every metric here depends on the data only through one count table: how many rows of
+each label fall on each distinct score value.  A bootstrap resample is therefore a
+table of counts, obtained with one gather and one ``np.bincount`` per chunk of
+resamples, and every metric of every resample is computed from those tables with
+whole-array operations (ROC AUC is the Mann-Whitney statistic on the weighted ranks,
+with ties counted one half).  1000 resamples of 100 000 rows take seconds, not minutes.
+
+Conventions
+-----------
+* ``y_true`` holds 0/1 labels (bool, integer or float 0.0/1.0); ``score`` is the
+  predicted probability of the positive class, in [0, 1].
+* A row is predicted positive when ``score >= threshold``.
+* Log loss clips probabilities to ``[eps, 1 - eps]`` with ``eps`` the float64 machine
+  epsilon, as scikit-learn does.
+* A metric that is undefined on the data (ROC AUC with one label class, precision with
+  no predicted positives, ...) has ``value`` NaN and an ``undefined_reason``; it is never
+  replaced by 0 or 0.5.  Resamples on which a metric is undefined are left out of its
+  interval; if all are, the interval is NaN.
+* Intervals are percentile bootstrap intervals (``np.nanquantile``, linear
+  interpolation) over ``n_bootstrap`` resamples of the rows, drawn by
+  :func:`bootstrap_indices` from ``np.random.default_rng(seed)``.  The same seed gives
+  the same resamples for every model, so :func:`compare` pairs them row for row.
+
+References
+----------
+.. [1] Efron, B. and Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 13.
+.. [2] Mann, H. B. and Whitney, D. R. (1947). On a test of whether one of two random
+   variables is stochastically larger than the other.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "METRIC_NAMES",
+    "CalibrationBin",
+    "CalibrationTable",
+    "ComparisonReport",
+    "MetricDelta",
+    "MetricEstimate",
+    "PerformanceReport",
+    "bootstrap_indices",
+    "calibration_table",
+    "compare",
+    "evaluate",
+]
+
+MetricName = Literal["roc_auc", "accuracy", "precision", "recall", "f1", "log_loss", "brier"]
+METRIC_NAMES: tuple[MetricName, ...] = (
+    "roc_auc",
+    "accuracy",
+    "precision",
+    "recall",
+    "f1",
+    "log_loss",
+    "brier",
+)
+CalibrationStrategy = Literal["uniform", "quantile"]
+
+_FloatArray = npt.NDArray[np.float64]
+_IntArray = npt.NDArray[np.int64]
+# Elements of resample indices held in memory at once (32 MiB of int64 codes).
+_CHUNK_ELEMENTS = 1 << 22
+
+
+@dataclass(frozen=True, slots=True)
+class MetricEstimate:
+    """One metric on one data set, with its bootstrap interval.
+
+    Attributes
+    ----------
+    name : str
+        Metric name, one of :data:`METRIC_NAMES`.
+    value : float
+        Point estimate on all rows; NaN when undefined.
+    ci_lower, ci_upper : float
+        Percentile bootstrap interval; NaN when undefined or ``n_bootstrap == 0``.
+    n : int
+        Number of rows.
+    undefined_reason : str or None
+        Why ``value`` is NaN (for example ``"label has one class only"``), else None.
+    """
+
+    name: str
+    value: float
+    ci_lower: float
+    ci_upper: float
+    n: int
+    undefined_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDelta:
+    """Paired difference ``candidate - champion`` of one metric on the same rows.
+
+    The interval comes from the same resampled rows for both models.
+
+    Attributes
+    ----------
+    name : str
+        Metric name, one of :data:`METRIC_NAMES`.
+    candidate, champion : float
+        Point estimates of the two models (NaN when undefined).
+    delta : float
+        ``candidate - champion``; NaN when either is undefined.
+    ci_lower, ci_upper : float
+        Percentile bootstrap interval of the paired difference.
+    n : int
+        Number of rows.
+    undefined_reason : str or None
+        Why ``delta`` is NaN, else None.
+    """
+
+    name: str
+    candidate: float
+    champion: float
+    delta: float
+    ci_lower: float
+    ci_upper: float
+    n: int
+    undefined_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationBin:
+    """One reliability bin: rows with ``lower < score <= upper`` (the first bin includes 0).
+
+    ``mean_predicted`` and ``observed_rate`` are NaN for an empty bin.
+    """
+
+    lower: float
+    upper: float
+    n: int
+    mean_predicted: float
+    observed_rate: float
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationTable:
+    """Reliability table; empty bins are kept (scikit-learn's calibration_curve drops them)."""
+
+    bins: tuple[CalibrationBin, ...]
+    strategy: CalibrationStrategy
+    n_bins: int
+
+
+@dataclass(frozen=True, slots=True)
+class PerformanceReport:
+    """Result of :func:`evaluate`: every metric, the calibration table and the settings."""
+
+    metrics: tuple[MetricEstimate, ...]
+    calibration: CalibrationTable
+    n: int
+    threshold: float
+    n_bootstrap: int
+    confidence_level: float
+    seed: int
+
+    def by_name(self) -> Mapping[str, MetricEstimate]:
+        """Return a read-only mapping from metric name to estimate (the gate's input)."""
+        return MappingProxyType({m.name: m for m in self.metrics})
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonReport:
+    """Result of :func:`compare`: one paired delta per metric and the settings."""
+
+    deltas: tuple[MetricDelta, ...]
+    n: int
+    threshold: float
+    n_bootstrap: int
+    confidence_level: float
+    seed: int
+
+    def by_name(self) -> Mapping[str, MetricDelta]:
+        """Return a read-only mapping from metric name to paired delta."""
+        return MappingProxyType({d.name: d for d in self.deltas})
+
+
+@dataclass(frozen=True, slots=True)
+class _Cells:
+    """Rows of one model mapped to count cells ``label * n_unique + score_rank``.
+
+    ``weights`` has one row per cell and one column per additive statistic (see
+    :data:`_COLUMNS`), so a whole chunk of count tables reduces with one matrix product.
+    """
+
+    cell: npt.NDArray[np.int32] | npt.NDArray[np.intp]
+    n_unique: int
+    weights: _FloatArray
+
+
+# Additive per-row statistics, columns of _Cells.weights.
+_COLUMNS = ("n", "n_pos", "tp", "fp", "log_loss", "squared_error")
+
+
+def bootstrap_indices(
+    n: int, *, n_bootstrap: int, seed: int, chunk_size: int | None = None
+) -> Iterator[npt.NDArray[np.integer]]:
+    """Yield the row indices of the bootstrap resamples, a chunk of resamples at a time.
+
+    Resample ``b`` is ``n`` draws with replacement from ``range(n)``.  The stream does
+    not depend on ``chunk_size``: chunks concatenate to the same ``(n_bootstrap, n)``
+    array for any chunk size.
+
+    Parameters
+    ----------
+    n : int
+        Number of rows, at least 1.
+    n_bootstrap : int
+        Number of resamples, at least 0.
+    seed : int
+        Seed of ``np.random.default_rng``; non-negative.
+    chunk_size : int, optional
+        Resamples per chunk; by default about 4 million indices per chunk.
+
+    Yields
+    ------
+    numpy.ndarray
+        Integer array of shape ``(chunk, n)``.
+
+    Examples
+    --------
+    >>> chunks = list(bootstrap_indices(5, n_bootstrap=3, seed=0, chunk_size=2))
+    >>> [c.shape for c in chunks]
+    [(2, 5), (1, 5)]
+    """
+    _check_int(n, "n", minimum=1)
+    _check_int(n_bootstrap, "n_bootstrap", minimum=0)
+    _check_int(seed, "seed", minimum=0)
+    if chunk_size is None:
+        chunk_size = max(1, _CHUNK_ELEMENTS // n)
+    _check_int(chunk_size, "chunk_size", minimum=1)
+    rng = np.random.default_rng(seed)
+    dtype = np.int32 if n < 2**31 else np.int64
+    for start in range(0, n_bootstrap, chunk_size):
+        size = min(chunk_size, n_bootstrap - start)
+        yield rng.integers(0, n, size=(size, n), dtype=dtype)
+
+
+def evaluate(
+    y_true: npt.ArrayLike,
+    score: npt.ArrayLike,
+    *,
+    threshold: float = 0.5,
+    n_bootstrap: int = 1000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+    n_calibration_bins: int = 10,
+    calibration_strategy: CalibrationStrategy = "uniform",
+) -> PerformanceReport:
+    """Compute every metric of :data:`METRIC_NAMES` with a bootstrap interval.
+
+    Parameters
+    ----------
+    y_true : array_like of shape (n,)
+        True labels, 0 or 1.
+    score : array_like of shape (n,)
+        Predicted probability of label 1, in [0, 1].
+    threshold : float, default 0.5
+        A row is predicted positive when ``score >= threshold``.
+    n_bootstrap : int, default 1000
+        Number of bootstrap resamples; 0 gives NaN intervals.
+    confidence_level : float, default 0.95
+        Coverage of the percentile interval, in (0, 1).
+    seed : int, default 0
+        Seed of the resamples (see :func:`bootstrap_indices`).
+    n_calibration_bins : int, default 10
+        Number of reliability bins.
+    calibration_strategy : {"uniform", "quantile"}, default "uniform"
+        Equal-width bins on [0, 1] or bins at score quantiles (as scikit-learn).
+
+    Returns
+    -------
+    PerformanceReport
+
+    Raises
+    ------
+    ValueError
+        If an input is empty, of the wrong shape or outside its allowed values.
+
+    Examples
+    --------
+    >>> y = [0, 0, 1, 1, 0, 1]
+    >>> s = [0.1, 0.4, 0.35, 0.8, 0.2, 0.9]
+    >>> report = evaluate(y, s, n_bootstrap=200, seed=1)
+    >>> auc = report.by_name()["roc_auc"]
+    >>> round(auc.value, 4), auc.n
+    (0.8889, 6)
+    >>> bool(auc.ci_lower <= auc.value <= auc.ci_upper)
+    True
+    >>> evaluate([1, 1], [0.2, 0.9], n_bootstrap=0).by_name()["roc_auc"].undefined_reason
+    'label has one class only'
+    """
+    y, s = _check_labels_scores(y_true, score, "score")
+    _check_options(threshold, n_bootstrap, confidence_level, seed)
+    cells = _cells(y, s, threshold)
+    point, reasons = _point_estimates(cells)
+    boot = _bootstrap((cells,), len(y), n_bootstrap, seed)
+    metrics = tuple(
+        _estimate(name, point[name], reasons[name], boot[0][name], confidence_level, len(y))
+        for name in METRIC_NAMES
+    )
+    calibration = calibration_table(
+        y, s, n_bins=n_calibration_bins, strategy=calibration_strategy
+    )
+    return PerformanceReport(
+        metrics, calibration, len(y), float(threshold), n_bootstrap, confidence_level, seed
+    )
+
+
+def compare(
+    candidate_scores: npt.ArrayLike,
+    champion_scores: npt.ArrayLike,
+    y_true: npt.ArrayLike,
+    *,
+    threshold: float = 0.5,
+    champion_threshold: float | None = None,
+    n_bootstrap: int = 1000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> ComparisonReport:
+    """Paired bootstrap of ``candidate - champion`` for every metric, on the same rows.
+
+    Both models are scored on the same resampled rows (the same indices from
+    :func:`bootstrap_indices`), so the interval reflects the paired difference, which is
+    usually much narrower than the difference of two independent intervals.
+
+    Parameters
+    ----------
+    candidate_scores, champion_scores : array_like of shape (n,)
+        Predicted probabilities of label 1 of the two models, in [0, 1].
+    y_true : array_like of shape (n,)
+        True labels, 0 or 1.
+    threshold : float, default 0.5
+        Decision threshold of the candidate (and of the champion unless
+        ``champion_threshold`` is given).
+    champion_threshold : float, optional
+        Decision threshold of the champion when it differs from the candidate's.
+    n_bootstrap, confidence_level, seed
+        As in :func:`evaluate`.
+
+    Returns
+    -------
+    ComparisonReport
+
+    Raises
+    ------
+    ValueError
+        If an input is empty, of the wrong shape or outside its allowed values.
+
+    Examples
+    --------
+    >>> y = [0, 0, 1, 1, 0, 1]
+    >>> new = [0.1, 0.2, 0.7, 0.8, 0.3, 0.9]
+    >>> old = [0.1, 0.4, 0.35, 0.8, 0.2, 0.9]
+    >>> d = compare(new, old, y, n_bootstrap=200).by_name()["roc_auc"]
+    >>> round(d.candidate, 4), round(d.champion, 4), round(d.delta, 4)
+    (1.0, 0.8889, 0.1111)
+    """
+    y, s_new = _check_labels_scores(y_true, candidate_scores, "candidate_scores")
+    _, s_old = _check_labels_scores(y, champion_scores, "champion_scores")
+    _check_options(threshold, n_bootstrap, confidence_level, seed)
+    old_threshold = threshold if champion_threshold is None else champion_threshold
+    _check_options(old_threshold, n_bootstrap, confidence_level, seed)
+    cells = (_cells(y, s_new, threshold), _cells(y, s_old, old_threshold))
+    (p_new, r_new), (p_old, r_old) = _point_estimates(cells[0]), _point_estimates(cells[1])
+    boot_new, boot_old = _bootstrap(cells, len(y), n_bootstrap, seed)
+    deltas = []
+    for name in METRIC_NAMES:
+        reason = r_new[name] and f"candidate: {r_new[name]}"
+        reason = reason or (r_old[name] and f"champion: {r_old[name]}")
+        diff = _estimate(
+            name, p_new[name] - p_old[name], reason, boot_new[name] - boot_old[name],
+            confidence_level, len(y),
+        )
+        deltas.append(
+            MetricDelta(name, p_new[name], p_old[name], diff.value, diff.ci_lower,
+                        diff.ci_upper, len(y), diff.undefined_reason)
+        )
+    return ComparisonReport(
+        tuple(deltas), len(y), float(threshold), n_bootstrap, confidence_level, seed
+    )
+
+
+def calibration_table(
+    y_true: npt.ArrayLike,
+    score: npt.ArrayLike,
+    *,
+    n_bins: int = 10,
+    strategy: CalibrationStrategy = "uniform",
+) -> CalibrationTable:
+    """Reliability table: per score bin, the count, mean score and observed positive rate.
+
+    Bin edges and bin membership follow ``sklearn.calibration.calibration_curve``:
+    ``"uniform"`` uses ``n_bins`` equal-width bins on [0, 1], ``"quantile"`` puts the
+    edges at score percentiles; a score equal to an inner edge goes to the lower bin.
+
+    Parameters
+    ----------
+    y_true : array_like of shape (n,)
+        True labels, 0 or 1.
+    score : array_like of shape (n,)
+        Predicted probability of label 1, in [0, 1].
+    n_bins : int, default 10
+        Number of bins, at least 1.
+    strategy : {"uniform", "quantile"}, default "uniform"
+        How bin edges are placed.
+
+    Returns
+    -------
+    CalibrationTable
+
+    Raises
+    ------
+    ValueError
+        If an input is invalid.
+
+    Examples
+    --------
+    >>> t = calibration_table([0, 1, 1, 0], [0.1, 0.8, 0.9, 0.7], n_bins=2)
+    >>> [(b.n, round(b.mean_predicted, 4), round(b.observed_rate, 4)) for b in t.bins]
+    [(1, 0.1, 0.0), (3, 0.8, 0.6667)]
+    """
+    y, s = _check_labels_scores(y_true, score, "score")
+    _check_int(n_bins, "n_bins", minimum=1)
+    if strategy == "uniform":
+        edges = np.linspace(0.0, 1.0, n_bins + 1)
+    elif strategy == "quantile":
+        edges = np.percentile(s, np.linspace(0.0, 1.0, n_bins + 1) * 100)
+    else:
+        raise ValueError(f"strategy must be 'uniform' or 'quantile'; got {strategy!r}")
+    bin_ids = np.searchsorted(edges[1:-1], s)
+    total = np.bincount(bin_ids, minlength=n_bins)
+    sum_score = np.bincount(bin_ids, weights=s, minlength=n_bins)
+    sum_label = np.bincount(bin_ids, weights=y.astype(np.float64), minlength=n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_score, rate = sum_score / total, sum_label / total
+    bins = tuple(
+        CalibrationBin(float(edges[i]), float(edges[i + 1]), int(total[i]),
+                       float(mean_score[i]), float(rate[i]))
+        for i in range(n_bins)
+    )
+    return CalibrationTable(bins, strategy, n_bins)
+
+
+# ----------------------------------------------------------------------------- internals
+
+
+def _cells(y: npt.NDArray[np.int8], s: _FloatArray, threshold: float) -> _Cells:
+    scores, rank = np.unique(s, return_inverse=True)
+    n_unique = len(scores)
+    cell = y.astype(np.intp) * n_unique + rank.astype(np.intp)
+    if 2 * n_unique < 2**31:
+        cell = cell.astype(np.int32)
+    eps = np.finfo(np.float64).eps
+    label = np.repeat([0.0, 1.0], n_unique)
+    prob = np.tile(scores, 2)
+    predicted = np.tile(scores >= threshold, 2)
+    weights = np.column_stack([
+        np.ones(2 * n_unique),
+        label,
+        predicted & (label == 1),
+        predicted & (label == 0),
+        -np.log(np.clip(np.where(label == 1, prob, 1.0 - prob), eps, 1 - eps)),
+        (label - prob) ** 2,
+    ])
+    return _Cells(cell, n_unique, weights)
+
+
+def _counts(cells: _Cells, idx: npt.NDArray[np.integer] | None) -> _FloatArray:
+    """Count table of shape (resamples, 2 * n_unique); ``idx=None`` means the data.
+
+    One ``bincount`` per resample: the table of a single resample stays in cache, which
+    is faster than one ``bincount`` over the whole chunk.
+    """
+    width = 2 * cells.n_unique
+    if idx is None:
+        return np.bincount(cells.cell, minlength=width)[None, :].astype(np.float64)
+    codes = cells.cell[idx]
+    out = np.empty((idx.shape[0], width), dtype=np.float64)
+    for b in range(idx.shape[0]):
+        out[b] = np.bincount(codes[b], minlength=width)
+    return out
+
+
+def _statistics(counts: _FloatArray, cells: _Cells) -> dict[str, _FloatArray]:
+    """Every metric for every row of ``counts`` (exact integer counts); NaN where undefined."""
+    sums = dict(zip(_COLUMNS, (counts @ cells.weights).T, strict=True))
+    n, n_pos, tp, fp = sums["n"], sums["n_pos"], sums["tp"], sums["fp"]
+    neg, pos = counts[:, : cells.n_unique], counts[:, cells.n_unique :]
+    # Mann-Whitney U: a positive scores 1 per lower negative and 1/2 per tied negative.
+    twice_u = 2.0 * np.einsum("ij,ij->i", pos, np.cumsum(neg, axis=1)) - np.einsum(
+        "ij,ij->i", pos, neg
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {
+            "roc_auc": twice_u / (2.0 * n_pos * (n - n_pos)),
+            "accuracy": (n - n_pos - fp + tp) / n,
+            "precision": tp / (tp + fp),
+            "recall": tp / n_pos,
+            "f1": 2.0 * tp / (tp + fp + n_pos),
+            "log_loss": sums["log_loss"] / n,
+            "brier": sums["squared_error"] / n,
+        }
+
+
+def _point_estimates(cells: _Cells) -> tuple[dict[str, float], dict[str, str | None]]:
+    counts = _counts(cells, None)
+    values = {k: float(v[0]) for k, v in _statistics(counts, cells).items()}
+    n, n_pos, tp, fp = (counts @ cells.weights)[0, :4]
+    reasons: dict[str, str | None] = dict.fromkeys(METRIC_NAMES)
+    if n_pos == 0 or n_pos == n:
+        reasons["roc_auc"] = "label has one class only"
+    if tp + fp == 0:
+        reasons["precision"] = "no predicted positives at this threshold"
+    if n_pos == 0:
+        reasons["recall"] = "no positive labels"
+    if n_pos == 0 and tp + fp == 0:
+        reasons["f1"] = "no positive labels and no predicted positives"
+    return values, reasons
+
+
+def _bootstrap(
+    cells: tuple[_Cells, ...], n: int, n_bootstrap: int, seed: int
+) -> list[dict[str, _FloatArray]]:
+    """Per model, per metric: the ``n_bootstrap`` resampled values."""
+    parts: list[list[dict[str, _FloatArray]]] = [[] for _ in cells]
+    for idx in bootstrap_indices(n, n_bootstrap=n_bootstrap, seed=seed):
+        for model, c in enumerate(cells):
+            parts[model].append(_statistics(_counts(c, idx), c))
+    empty = np.empty(0, dtype=np.float64)
+    return [
+        {name: np.concatenate([p[name] for p in chunks]) if chunks else empty
+         for name in METRIC_NAMES}
+        for chunks in parts
+    ]
+
+
+def _estimate(
+    name: str,
+    value: float,
+    reason: str | None,
+    resampled: _FloatArray,
+    confidence_level: float,
+    n: int,
+) -> MetricEstimate:
+    lower, upper = _percentile_interval(resampled, confidence_level)
+    if reason is not None or not np.isfinite(value):
+        return MetricEstimate(name, float("nan"), float("nan"), float("nan"), n,
+                              reason or "not finite")
+    return MetricEstimate(name, value, lower, upper, n, None)
+
+
+def _percentile_interval(resampled: _FloatArray, confidence_level: float) -> tuple[float, float]:
+    """Percentile interval of the finite resampled values; NaN when there are none.
+
+    Examples
+    --------
+    >>> _percentile_interval(np.array([1.0, 2.0, 3.0, np.nan]), 0.5)
+    (1.5, 2.5)
+    """
+    finite = resampled[np.isfinite(resampled)]
+    if finite.size == 0:
+        return float("nan"), float("nan")
+    alpha = 1.0 - confidence_level
+    lower, upper = np.quantile(finite, [alpha / 2, 1 - alpha / 2])
+    return float(lower), float(upper)
+
+
+def _check_labels_scores(
+    y_true: npt.ArrayLike, score: npt.ArrayLike, score_name: str
+) -> tuple[npt.NDArray[np.int8], _FloatArray]:
+    y = _as_1d(y_true, "y_true")
+    if y.size == 0:
+        raise ValueError("y_true must have at least one row; got an empty array")
+    if y.dtype.kind not in "biuf" or not np.all((y == 0) | (y == 1)):
+        found = np.unique(y[~((y == 0) | (y == 1))])[:3] if y.dtype.kind in "biuf" else y.dtype
+        raise ValueError(f"y_true must contain only 0 and 1; found {found!r}")
+    raw = _as_1d(score, score_name)
+    if raw.dtype.kind not in "biuf":
+        raise ValueError(f"{score_name} must be numeric; got dtype {raw.dtype!r}")
+    s: _FloatArray = np.asarray(raw, dtype=np.float64)
+    if s.shape != y.shape:
+        raise ValueError(f"{score_name} must have the length of y_true ({y.size}); got {s.size}")
+    if not np.all((s >= 0.0) & (s <= 1.0)):
+        raise ValueError(f"{score_name} must be probabilities in [0, 1]; found values outside "
+                         f"(min {np.nanmin(s)!r}, max {np.nanmax(s)!r}, or NaN)")
+    return y.astype(np.int8), s
+
+
+def _as_1d(values: npt.ArrayLike, name: str) -> npt.NDArray[np.generic]:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape!r}")
+    return arr
+
+
+def _check_options(threshold: float, n_bootstrap: int, confidence_level: float, seed: int) -> None:
+    if not _is_real(threshold) or not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be a number in [0, 1]; got {threshold!r}")
+    _check_int(n_bootstrap, "n_bootstrap", minimum=0)
+    _check_int(seed, "seed", minimum=0)
+    if not _is_real(confidence_level) or not 0.0 < confidence_level < 1.0:
+        raise ValueError(f"confidence_level must be a number in (0, 1); got {confidence_level!r}")
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def _check_int(value: object, name: str, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")

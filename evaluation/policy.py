@@ -1,0 +1,402 @@
+"""Promotion policy: which metric values, champion changes and fairness gaps a model must meet.
+
+The policy is YAML, validated strictly: an unknown key, metric or severity, a
+non-numeric bound or ``lower > upper`` raises :class:`PolicyError` naming the key path,
+what was expected and what came.
+
+Format
+------
+.. code-block:: yaml
+
+    version: 1                       # optional; only 1 exists
+    use_confidence_bound: false      # optional default for every threshold below
+    metrics:                         # roc_auc accuracy precision recall f1 log_loss brier
+      roc_auc:
+        value:                       # absolute bounds on the candidate's value
+          lower: 0.70                # at least one of lower / upper
+          severity: block            # block (default) or warn
+        change:                      # against the champion (skipped without one)
+          absolute: -0.01            # improvement >= -0.01: may be 0.01 worse
+          severity: block
+      log_loss:
+        change:
+          relative: -0.02            # improvement / |champion| >= -0.02
+          direction: lower_is_better # optional; the metric's natural direction by default
+          use_confidence_bound: true # judge by the pessimistic interval bound
+    fairness:                        # gaps are judged against an upper bound
+      default:                       # applies to every sensitive feature reported
+        equalized_odds_difference: {upper: 0.03, severity: block}
+        demographic_parity_difference: {upper: 0.10, severity: warn}
+      features:                      # per feature; replaces the default metric by metric
+        age_band:
+          equalized_odds_difference: {upper: 0.05}
+
+Semantics
+---------
+* ``improvement`` is ``candidate - champion`` for a higher-is-better metric and
+  ``champion - candidate`` for a lower-is-better one, so a change margin always reads
+  "improvement must be at least this"; a negative margin allows that much worsening.
+  (TFMA writes the bound on the raw difference and flips its meaning with the
+  direction; here the sign means the same for every metric.)  Relative margins divide
+  the improvement by ``|champion|``.  ``absolute`` and ``relative`` in one ``change``
+  give two checks, both applied.
+* Bounds are inclusive.  With ``use_confidence_bound`` the gate uses the pessimistic
+  end of the bootstrap interval: ``ci_lower`` against a lower bound, ``ci_upper``
+  against an upper bound and the pessimistic end of the paired delta's interval for a
+  change.
+* Fairness metrics: equalized_odds_difference, tpr_gap, fpr_gap, tpr_fpr_gap_sum,
+  demographic_parity_difference, predictive_parity_difference; keys ``upper`` (>= 0,
+  required), ``severity``, ``use_confidence_bound``.
+
+:func:`merge_policies` overlays a per-model override on a base policy: a threshold in
+the override replaces the base threshold with the same metric and kind (value, change,
+fairness default, or fairness for a feature); everything else is kept.  A threshold
+cannot be removed by an override, only relaxed or set to ``warn``.
+
+Examples
+--------
+>>> policy = load_policy('''
+... metrics:
+...   roc_auc: {value: {lower: 0.7}}
+... fairness:
+...   default: {equalized_odds_difference: {upper: 0.03}}
+... ''')
+>>> policy.values[0]
+ValueThreshold(metric='roc_auc', lower=0.7, upper=None, severity='block', use_confidence_bound=None)
+>>> try:
+...     load_policy("metrics: {auc: {value: {lower: 0.7}}}")
+... except PolicyError as exc:
+...     print(exc)  # doctest: +NORMALIZE_WHITESPACE
+policy key 'metrics.auc': expected one of accuracy, brier, f1, log_loss, precision, recall,
+roc_auc; got 'auc'
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+__all__ = [
+    "DEFAULT_POLICY_PATH",
+    "FAIRNESS_METRICS",
+    "HIGHER_IS_BETTER",
+    "PERFORMANCE_METRICS",
+    "ChangeThreshold",
+    "FairnessThreshold",
+    "Policy",
+    "PolicyError",
+    "ValueThreshold",
+    "default_policy",
+    "load_policy",
+    "merge_policies",
+]
+
+Severity = Literal["block", "warn"]
+Direction = Literal["higher_is_better", "lower_is_better"]
+
+HIGHER_IS_BETTER: Mapping[str, bool] = {
+    "roc_auc": True,
+    "accuracy": True,
+    "precision": True,
+    "recall": True,
+    "f1": True,
+    "log_loss": False,
+    "brier": False,
+}
+PERFORMANCE_METRICS: tuple[str, ...] = tuple(HIGHER_IS_BETTER)
+FAIRNESS_METRICS: tuple[str, ...] = (
+    "equalized_odds_difference",
+    "tpr_gap",
+    "fpr_gap",
+    "tpr_fpr_gap_sum",
+    "demographic_parity_difference",
+    "predictive_parity_difference",
+)
+DEFAULT_POLICY_PATH = Path(__file__).with_name("default_policy.yaml")
+
+
+class PolicyError(ValueError):
+    """A policy document is malformed; the message names the key path."""
+
+
+@dataclass(frozen=True, slots=True)
+class ValueThreshold:
+    """Inclusive bounds on a candidate metric (``lower`` and/or ``upper``)."""
+
+    metric: str
+    lower: float | None
+    upper: float | None
+    severity: Severity = "block"
+    use_confidence_bound: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeThreshold:
+    """Minimum improvement over the champion (``absolute`` and/or ``relative``)."""
+
+    metric: str
+    absolute: float | None
+    relative: float | None
+    direction: Direction
+    severity: Severity = "block"
+    use_confidence_bound: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FairnessThreshold:
+    """Inclusive upper bound on a fairness gap."""
+
+    metric: str
+    upper: float
+    severity: Severity = "block"
+    use_confidence_bound: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A validated promotion policy.
+
+    ``use_confidence_bound`` of a threshold, when None, falls back to the policy's,
+    and None there means False.
+    """
+
+    values: tuple[ValueThreshold, ...] = ()
+    changes: tuple[ChangeThreshold, ...] = ()
+    fairness_default: tuple[FairnessThreshold, ...] = ()
+    fairness_features: tuple[tuple[str, tuple[FairnessThreshold, ...]], ...] = ()
+    use_confidence_bound: bool | None = None
+
+    def fairness_for(self, feature: str) -> tuple[FairnessThreshold, ...]:
+        """Thresholds for one sensitive feature: the default, replaced metric by metric."""
+        specific = dict(self.fairness_features).get(feature, ())
+        overridden = {t.metric for t in specific}
+        return tuple(t for t in self.fairness_default if t.metric not in overridden) + specific
+
+
+def load_policy(path_or_text: str | os.PathLike[str]) -> Policy:
+    """Parse and validate a policy from a file or from YAML text.
+
+    Parameters
+    ----------
+    path_or_text : str or os.PathLike
+        A path object, a one-line string ending in ``.yaml``/``.yml`` (read as a path),
+        or YAML text.
+
+    Returns
+    -------
+    Policy
+
+    Raises
+    ------
+    PolicyError
+        If the document is not valid YAML or breaks the format.
+    FileNotFoundError
+        If a path is given and does not exist.
+    """
+    if isinstance(path_or_text, os.PathLike) or (
+        "\n" not in path_or_text and path_or_text.strip().endswith((".yaml", ".yml"))
+    ):
+        text = Path(path_or_text).read_text(encoding="utf-8")
+    else:
+        text = path_or_text
+    try:
+        document = yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"policy is not valid YAML: {exc}") from exc
+    return _policy(document)
+
+
+def default_policy() -> Policy:
+    """The policy shipped as ``evaluation/default_policy.yaml``.
+
+    Examples
+    --------
+    >>> [t.metric for t in default_policy().fairness_default]
+    ['equalized_odds_difference', 'demographic_parity_difference']
+    """
+    return load_policy(DEFAULT_POLICY_PATH)
+
+
+def merge_policies(base: Policy, override: Policy) -> Policy:
+    """Overlay ``override`` on ``base`` threshold by threshold.
+
+    A threshold of the override replaces the base threshold with the same metric in the
+    same place (value, change, fairness default, fairness of one feature); other base
+    thresholds are kept; ``use_confidence_bound`` is the override's unless it is None.
+
+    Examples
+    --------
+    >>> base = load_policy("metrics: {roc_auc: {value: {lower: 0.7}}, f1: {value: {lower: 0.5}}}")
+    >>> strict = load_policy("metrics: {roc_auc: {value: {lower: 0.8, severity: warn}}}")
+    >>> [(t.metric, t.lower, t.severity) for t in merge_policies(base, strict).values]
+    [('roc_auc', 0.8, 'warn'), ('f1', 0.5, 'block')]
+    """
+    features = dict(base.fairness_features)
+    for feature, thresholds in override.fairness_features:
+        features[feature] = _overlay(features.get(feature, ()), thresholds)
+    return replace(
+        base,
+        values=_overlay(base.values, override.values),
+        changes=_overlay(base.changes, override.changes),
+        fairness_default=_overlay(base.fairness_default, override.fairness_default),
+        fairness_features=tuple(features.items()),
+        use_confidence_bound=(base.use_confidence_bound if override.use_confidence_bound is None
+                              else override.use_confidence_bound),
+    )
+
+
+def _overlay(base: tuple[Any, ...], override: tuple[Any, ...]) -> tuple[Any, ...]:
+    new = {t.metric: t for t in override}
+    kept = tuple(new.pop(t.metric, t) for t in base)
+    return kept + tuple(new.values())
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate mapping keys instead of keeping the last."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    result: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node)
+        if key in result:
+            line = key_node.start_mark.line + 1
+            raise PolicyError(f"policy has the key {key!r} twice (line {line})")
+        result[key] = loader.construct_object(value_node, deep=True)
+    return result
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _policy(document: object) -> Policy:
+    if document is None:
+        document = {}
+    top = _mapping(document, "", {"version", "use_confidence_bound", "metrics", "fairness"})
+    if "version" in top and (top["version"] != 1 or isinstance(top["version"], bool)):
+        raise PolicyError(f"policy key 'version': expected 1; got {top['version']!r}")
+    values: list[ValueThreshold] = []
+    changes: list[ChangeThreshold] = []
+    metrics = _mapping(top.get("metrics", {}), "metrics", None)
+    for metric, spec in metrics.items():
+        path = f"metrics.{metric}"
+        _known(metric, PERFORMANCE_METRICS, path, other=FAIRNESS_METRICS, other_place="fairness")
+        body = _mapping(spec, path, {"value", "change"})
+        if "value" in body:
+            values.append(_value_threshold(metric, body["value"], f"{path}.value"))
+        if "change" in body:
+            changes.append(_change_threshold(metric, body["change"], f"{path}.change"))
+    default, features = _fairness(top.get("fairness", {}))
+    return Policy(tuple(values), tuple(changes), default, features,
+                  _optional_bool(top, "use_confidence_bound", ""))
+
+
+def _value_threshold(metric: str, spec: object, path: str) -> ValueThreshold:
+    body = _mapping(spec, path, {"lower", "upper", "severity", "use_confidence_bound"})
+    lower, upper = _number(body, "lower", path), _number(body, "upper", path)
+    if lower is None and upper is None:
+        raise PolicyError(f"policy key {path!r}: expected at least one of 'lower', 'upper'; "
+                          f"got keys {sorted(body)!r}")
+    if lower is not None and upper is not None and lower > upper:
+        raise PolicyError(f"policy key {path!r}: expected lower <= upper; got lower={lower!r}, "
+                          f"upper={upper!r}")
+    return ValueThreshold(metric, lower, upper, _severity(body, path),
+                          _optional_bool(body, "use_confidence_bound", path))
+
+
+def _change_threshold(metric: str, spec: object, path: str) -> ChangeThreshold:
+    keys = {"absolute", "relative", "direction", "severity", "use_confidence_bound"}
+    body = _mapping(spec, path, keys)
+    absolute, relative = _number(body, "absolute", path), _number(body, "relative", path)
+    if absolute is None and relative is None:
+        raise PolicyError(f"policy key {path!r}: expected at least one of 'absolute', "
+                          f"'relative'; got keys {sorted(body)!r}")
+    natural: Direction = "higher_is_better" if HIGHER_IS_BETTER[metric] else "lower_is_better"
+    direction = body.get("direction", natural)
+    if direction not in ("higher_is_better", "lower_is_better"):
+        raise PolicyError(f"policy key '{path}.direction': expected 'higher_is_better' or "
+                          f"'lower_is_better'; got {direction!r}")
+    return ChangeThreshold(metric, absolute, relative, direction, _severity(body, path),
+                           _optional_bool(body, "use_confidence_bound", path))
+
+
+def _fairness(spec: object) -> tuple[tuple[FairnessThreshold, ...],
+                                     tuple[tuple[str, tuple[FairnessThreshold, ...]], ...]]:
+    body = _mapping(spec, "fairness", {"default", "features"})
+    default = _fairness_block(body.get("default", {}), "fairness.default")
+    features = []
+    for feature, block in _mapping(body.get("features", {}), "fairness.features", None).items():
+        features.append((feature, _fairness_block(block, f"fairness.features.{feature}")))
+    return default, tuple(features)
+
+
+def _fairness_block(spec: object, path: str) -> tuple[FairnessThreshold, ...]:
+    thresholds = []
+    for metric, threshold in _mapping(spec, path, None).items():
+        where = f"{path}.{metric}"
+        _known(metric, FAIRNESS_METRICS, where, other=PERFORMANCE_METRICS, other_place="metrics")
+        body = _mapping(threshold, where, {"upper", "severity", "use_confidence_bound"})
+        upper = _number(body, "upper", where)
+        if upper is None or upper < 0:
+            raise PolicyError(f"policy key '{where}.upper': expected a number >= 0; got "
+                              f"{body.get('upper')!r}")
+        thresholds.append(FairnessThreshold(metric, upper, _severity(body, where),
+                                            _optional_bool(body, "use_confidence_bound", where)))
+    return tuple(thresholds)
+
+
+def _mapping(value: object, path: str, allowed: set[str] | None) -> dict[str, Any]:
+    where = f"policy key {path!r}" if path else "policy"
+    if not isinstance(value, dict):
+        raise PolicyError(f"{where}: expected a mapping; got {value!r}")
+    for key in value:
+        if not isinstance(key, str) or not key:
+            raise PolicyError(f"{where}: expected string keys; got {key!r}")
+        if allowed is not None and key not in allowed:
+            raise PolicyError(f"{where}: unknown key {key!r}; expected one of "
+                              f"{', '.join(sorted(allowed))}")
+    return value
+
+
+def _known(name: str, known: tuple[str, ...], path: str, *, other: tuple[str, ...],
+           other_place: str) -> None:
+    if name in known:
+        return
+    hint = f" ({name!r} is a metric for the '{other_place}' section)" if name in other else ""
+    raise PolicyError(f"policy key {path!r}: expected one of {', '.join(sorted(known))}; "
+                      f"got {name!r}{hint}")
+
+
+def _number(body: Mapping[str, Any], key: str, path: str) -> float | None:
+    if key not in body:
+        return None
+    value = body[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise PolicyError(f"policy key '{path}.{key}': expected a finite number; got {value!r}")
+    return float(value)
+
+
+def _severity(body: Mapping[str, Any], path: str) -> Severity:
+    severity = body.get("severity", "block")
+    if severity not in ("block", "warn"):
+        raise PolicyError(f"policy key '{path}.severity': expected 'block' or 'warn'; got "
+                          f"{severity!r}")
+    return "block" if severity == "block" else "warn"
+
+
+def _optional_bool(body: Mapping[str, Any], key: str, path: str) -> bool | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, bool):
+        where = f"{path}.{key}" if path else key
+        raise PolicyError(f"policy key {where!r}: expected true or false; got {value!r}")
+    return value

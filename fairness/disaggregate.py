@@ -1,0 +1,274 @@
+"""One disaggregation primitive: confusion counts and rates per group of a sensitive feature.
+
+Every group-fairness metric in :mod:`modelgate.fairness.metrics` is a thin function of the
+``(groups, 4)`` confusion-count table built here (fairlearn builds its metrics on its
+``MetricFrame`` in the same way).
+
+Conventions
+-----------
+* Group labels are strings: ``str(value)`` of each distinct value of the sensitive
+  column, in ascending order of the values (``np.unique`` order).
+* Missing values (``None``, NaN, ``pd.NA``, NaT) form their own group labelled
+  :data:`MISSING_LABEL` (``"__missing__"``), listed last.  They are never dropped.
+* A rate whose denominator is zero is NaN in :class:`GroupStats`: TPR and FNR for a
+  group with no positive labels, FPR with no negative labels, PPV with no predicted
+  positives.  (fairlearn reports 0 in these cases; see :mod:`modelgate.fairness.metrics`.)
+* Groups with fewer than ``min_group_size`` rows are flagged ``small_group``; they are
+  reported, never dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+__all__ = [
+    "MISSING_LABEL",
+    "DisaggregatedTable",
+    "GroupStats",
+    "disaggregate",
+    "encode_groups",
+    "group_counts",
+]
+
+MISSING_LABEL = "__missing__"
+_IntArray = npt.NDArray[np.intp]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStats:
+    """Confusion counts and rates of one group.
+
+    Attributes
+    ----------
+    group : str
+        Group label (``str`` of the sensitive value, or ``"__missing__"``).
+    n : int
+        Rows in the group.
+    tp, fp, tn, fn : int
+        Confusion counts (label 1 is positive).
+    base_rate : float
+        Share of rows with label 1.
+    selection_rate : float
+        Share of rows predicted 1.
+    tpr, fpr, ppv, fnr : float
+        True positive rate, false positive rate, positive predictive value (precision)
+        and false negative rate; NaN when the denominator is zero.
+    small_group : bool
+        ``n < min_group_size``.
+    """
+
+    group: str
+    n: int
+    tp: int
+    fp: int
+    tn: int
+    fn: int
+    base_rate: float
+    selection_rate: float
+    tpr: float
+    fpr: float
+    ppv: float
+    fnr: float
+    small_group: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DisaggregatedTable:
+    """Per-group statistics of one sensitive feature, groups in label order (missing last)."""
+
+    groups: tuple[GroupStats, ...]
+    n: int
+    min_group_size: int
+
+    def group(self, label: str) -> GroupStats:
+        """Return the statistics of the group labelled ``label``.
+
+        Raises
+        ------
+        KeyError
+            If there is no such group.
+        """
+        for stats in self.groups:
+            if stats.group == label:
+                return stats
+        raise KeyError(f"no group {label!r}; groups are {[g.group for g in self.groups]!r}")
+
+    def counts(self) -> npt.NDArray[np.int64]:
+        """Return the ``(groups, 4)`` count table, columns ``tn, fp, fn, tp``."""
+        return np.array([[g.tn, g.fp, g.fn, g.tp] for g in self.groups], dtype=np.int64)
+
+
+def disaggregate(
+    y_true: npt.ArrayLike,
+    y_pred: npt.ArrayLike,
+    sensitive: npt.ArrayLike,
+    *,
+    min_group_size: int = 30,
+) -> DisaggregatedTable:
+    """Confusion counts and rates per group of one sensitive feature.
+
+    Parameters
+    ----------
+    y_true : array_like of shape (n,)
+        True labels, 0 or 1.
+    y_pred : array_like of shape (n,)
+        Predicted labels, 0 or 1.
+    sensitive : array_like of shape (n,)
+        Sensitive feature values (numbers, strings, booleans, or objects); missing
+        values form the group ``"__missing__"``.
+    min_group_size : int, default 30
+        Groups with fewer rows are flagged ``small_group`` (still reported).
+
+    Returns
+    -------
+    DisaggregatedTable
+
+    Raises
+    ------
+    ValueError
+        If the arrays differ in length, are empty, labels are not 0/1, or two distinct
+        sensitive values have the same string form.
+
+    Examples
+    --------
+    >>> t = disaggregate([1, 1, 0, 0, 1, 0], [1, 0, 1, 0, 1, 1], ["a", "a", "a", "b", "b", None])
+    >>> [(g.group, g.n, g.tpr, g.fpr) for g in t.groups]
+    [('a', 3, 0.5, 1.0), ('b', 2, 1.0, 0.0), ('__missing__', 1, nan, 1.0)]
+    """
+    labels, counts = group_counts(y_true, y_pred, sensitive)
+    if isinstance(min_group_size, bool) or not isinstance(min_group_size, int | np.integer) or (
+        min_group_size < 1
+    ):
+        raise ValueError(f"min_group_size must be an integer >= 1; got {min_group_size!r}")
+    groups = tuple(_group_stats(label, row, min_group_size) for label, row in zip(labels, counts,
+                                                                                 strict=True))
+    return DisaggregatedTable(groups, int(counts.sum()), int(min_group_size))
+
+
+def group_counts(
+    y_true: npt.ArrayLike, y_pred: npt.ArrayLike, sensitive: npt.ArrayLike
+) -> tuple[tuple[str, ...], npt.NDArray[np.int64]]:
+    """Group labels and the ``(groups, 4)`` table of counts ``tn, fp, fn, tp``.
+
+    Examples
+    --------
+    >>> labels, counts = group_counts([1, 0, 1], [1, 1, 0], [2, 1, 2])
+    >>> labels, counts.tolist()
+    (('1', '2'), [[0, 1, 0, 0], [0, 0, 1, 1]])
+    """
+    y = _binary(y_true, "y_true")
+    p = _binary(y_pred, "y_pred")
+    if p.shape != y.shape:
+        raise ValueError(f"y_pred must have the length of y_true ({y.size}); got {p.size}")
+    labels, codes = encode_groups(sensitive)
+    if codes.shape != y.shape:
+        raise ValueError(f"sensitive must have the length of y_true ({y.size}); got {codes.size}")
+    cell = codes * 4 + (2 * y + p)
+    counts = np.bincount(cell, minlength=4 * len(labels)).reshape(len(labels), 4)
+    return labels, counts.astype(np.int64)
+
+
+def encode_groups(sensitive: npt.ArrayLike) -> tuple[tuple[str, ...], _IntArray]:
+    """Map a sensitive column to string labels and integer group codes.
+
+    Missing values get the label ``"__missing__"`` and the last code.
+
+    Examples
+    --------
+    >>> labels, codes = encode_groups([3.0, float("nan"), 1.0, 3.0])
+    >>> labels, codes.tolist()
+    (('1.0', '3.0', '__missing__'), [1, 2, 0, 1])
+    """
+    arr = np.asarray(sensitive)
+    if arr.ndim != 1:
+        raise ValueError(f"sensitive must be one-dimensional; got shape {arr.shape!r}")
+    if arr.dtype.kind in "biu":
+        return _encode_integers(arr)
+    if arr.dtype.kind == "S":
+        arr = arr.astype(str)
+    if arr.dtype.kind == "U":
+        uniques, codes = np.unique(arr, return_inverse=True)
+        return _labels(list(uniques), has_missing=False), codes.astype(np.intp)
+    if arr.dtype.kind in "fcmMO":
+        return _encode_with_missing(arr)
+    raise ValueError(f"sensitive has unsupported dtype {arr.dtype!r}")
+
+
+def _encode_integers(arr: npt.NDArray[np.generic]) -> tuple[tuple[str, ...], _IntArray]:
+    if arr.size == 0:
+        return (), np.zeros(0, dtype=np.intp)
+    values = arr.astype(np.int64)
+    low, high = int(values.min()), int(values.max())
+    if high - low > 4 * arr.size + 65536:  # sparse values: sort
+        uniques, codes = np.unique(arr, return_inverse=True)
+        return _labels(list(uniques), has_missing=False), codes.astype(np.intp)
+    present = np.bincount(values - low) > 0  # dense values: one pass, no sort
+    code_of = np.cumsum(present) - 1
+    uniques = np.flatnonzero(present) + low
+    if arr.dtype.kind == "b":
+        return _labels([bool(v) for v in uniques], has_missing=False), code_of[values - low]
+    return _labels(list(uniques), has_missing=False), code_of[values - low].astype(np.intp)
+
+
+def _encode_with_missing(arr: npt.NDArray[np.generic]) -> tuple[tuple[str, ...], _IntArray]:
+    missing = np.asarray(pd.isna(arr), dtype=bool)
+    codes_present, uniques = pd.factorize(arr[~missing])  # hashing, first-seen order
+    values = list(uniques)
+    try:  # natural order of the values; by string form when they do not compare
+        order = sorted(range(len(values)), key=lambda i: values[i])
+    except TypeError:
+        order = sorted(range(len(values)), key=lambda i: str(values[i]))
+    rank = np.empty(len(values), dtype=np.intp)
+    rank[order] = np.arange(len(values))
+    codes = np.full(arr.shape, len(values), dtype=np.intp)
+    codes[~missing] = rank[codes_present]
+    return _labels([values[i] for i in order], has_missing=bool(missing.any())), codes
+
+
+def _labels(values: list[object], *, has_missing: bool) -> tuple[str, ...]:
+    labels = [str(v.item()) if isinstance(v, np.generic) else str(v) for v in values]
+    if len(set(labels)) != len(labels):
+        seen: dict[str, object] = {}
+        for value, label in zip(values, labels, strict=True):
+            if label in seen:
+                raise ValueError(f"sensitive values {seen[label]!r} and {value!r} both have the "
+                                 f"label {label!r}; make the column one type")
+            seen[label] = value
+    if MISSING_LABEL in labels:
+        raise ValueError(f"sensitive contains the reserved label {MISSING_LABEL!r}, used for "
+                         "missing values; rename that value")
+    return (*labels, MISSING_LABEL) if has_missing else tuple(labels)
+
+
+def _binary(values: npt.ArrayLike, name: str) -> _IntArray:
+    arr = np.asarray(values)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty one-dimensional array; got shape "
+                         f"{arr.shape!r}")
+    if arr.dtype.kind == "b":
+        return arr.astype(np.intp)
+    ok = arr.dtype.kind in "iuf" and bool(np.all((arr == 0) | (arr == 1)))
+    if not ok:
+        found = np.unique(arr[~((arr == 0) | (arr == 1))])[:3] if arr.dtype.kind in "iuf" else (
+            arr.dtype)
+        raise ValueError(f"{name} must contain only 0 and 1; found {found!r}")
+    return arr.astype(np.intp)
+
+
+def _group_stats(label: str, row: npt.NDArray[np.int64], min_group_size: int) -> GroupStats:
+    tn, fp, fn, tp = (int(v) for v in row)
+    n = tn + fp + fn + tp
+
+    def ratio(num: int, den: int) -> float:
+        return num / den if den else float("nan")
+
+    return GroupStats(
+        group=label, n=n, tp=tp, fp=fp, tn=tn, fn=fn,
+        base_rate=ratio(tp + fn, n), selection_rate=ratio(tp + fp, n),
+        tpr=ratio(tp, tp + fn), fpr=ratio(fp, fp + tn), ppv=ratio(tp, tp + fp),
+        fnr=ratio(fn, tp + fn), small_group=n < min_group_size,
+    )

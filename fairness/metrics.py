@@ -1,0 +1,379 @@
+"""Group-fairness gaps with bootstrap intervals, thin functions of one disaggregated table.
+
+A gap is the largest minus the smallest group rate (fairlearn's ``between_groups``
+difference):
+
+=================================  =======================================
+``tpr_gap``                        true positive rate gap
+``fpr_gap``                        false positive rate gap
+``equalized_odds_difference``      ``max(tpr_gap, fpr_gap)`` (fairlearn's ``worst_case``)
+``tpr_fpr_gap_sum``                ``tpr_gap + fpr_gap``
+``demographic_parity_difference``  selection rate gap
+``predictive_parity_difference``   positive predictive value (precision) gap
+=================================  =======================================
+
+Undefined rates
+---------------
+A group with no positive labels has no TPR, one with no negative labels no FPR, one
+with no predicted positives no PPV.  ``undefined_rates`` says what to do:
+
+* ``"exclude"`` (default): leave the group out of that gap and list it in
+  ``FairnessEstimate.excluded_groups``; a gap over fewer than two groups is undefined
+  (NaN with an ``undefined_reason``), never 0.
+* ``"zero"``: count the rate as 0, as fairlearn (<= 0.15) does: its rates come from
+  ``sklearn.metrics.confusion_matrix(normalize="true")``, which turns 0/0 into 0, and
+  a gap over a single group is 0.  Use it to reproduce fairlearn's numbers.
+
+Small groups (``n < min_group_size``) are included in the gaps by default, as fairlearn
+includes every group; ``include_small_groups=False`` leaves them out (they stay in the
+table, flagged, and are listed in ``excluded_groups``).
+
+Bootstrap
+---------
+The gaps depend on the data only through the ``(groups, 4)`` count table, so resampling
+``n`` rows with replacement is exactly a multinomial draw of that table with cell
+probabilities ``count / n``.  All ``n_bootstrap`` tables are drawn at once with
+``np.random.default_rng(seed).multinomial`` (cells in table order: groups as listed,
+then ``tn, fp, fn, tp``), independent of ``n``.  Small groups are fixed from the full
+data; undefined rates are handled per resample as above; intervals are percentile
+intervals over the resamples where the gap is defined.
+
+References
+----------
+.. [1] Hardt, M., Price, E. and Srebro, N. (2016). Equality of Opportunity in Supervised
+   Learning.
+.. [2] fairlearn, ``fairlearn.metrics.equalized_odds_difference`` and ``MetricFrame``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from .disaggregate import DisaggregatedTable, disaggregate
+
+__all__ = [
+    "FAIRNESS_METRIC_NAMES",
+    "FairnessEstimate",
+    "FairnessReport",
+    "demographic_parity_difference",
+    "equalized_odds_difference",
+    "fairness_report",
+]
+
+FairnessMetricName = Literal[
+    "equalized_odds_difference",
+    "tpr_gap",
+    "fpr_gap",
+    "tpr_fpr_gap_sum",
+    "demographic_parity_difference",
+    "predictive_parity_difference",
+]
+FAIRNESS_METRIC_NAMES: tuple[FairnessMetricName, ...] = (
+    "equalized_odds_difference",
+    "tpr_gap",
+    "fpr_gap",
+    "tpr_fpr_gap_sum",
+    "demographic_parity_difference",
+    "predictive_parity_difference",
+)
+UndefinedRates = Literal["exclude", "zero"]
+
+_FloatArray = npt.NDArray[np.float64]
+# rate name, description, and why it can be undefined
+_RATES = {
+    "tpr": ("true positive rate", "no positive labels"),
+    "fpr": ("false positive rate", "no negative labels"),
+    "selection_rate": ("selection rate", "no rows"),
+    "ppv": ("positive predictive value", "no predicted positives"),
+}
+_GAP_RATE = {
+    "tpr_gap": "tpr",
+    "fpr_gap": "fpr",
+    "demographic_parity_difference": "selection_rate",
+    "predictive_parity_difference": "ppv",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FairnessEstimate:
+    """One fairness gap of one sensitive feature, with its bootstrap interval.
+
+    Attributes
+    ----------
+    name : str
+        One of :data:`FAIRNESS_METRIC_NAMES`.
+    value : float
+        Gap on all rows; NaN when undefined.
+    ci_lower, ci_upper : float
+        Percentile bootstrap interval; NaN when undefined or ``n_bootstrap == 0``.
+    n : int
+        Rows.
+    highest_group, lowest_group : str or None
+        Groups with the highest and lowest rate behind the gap (for
+        ``equalized_odds_difference``, of the larger of the two gaps); None for
+        ``tpr_fpr_gap_sum`` or when undefined.
+    excluded_groups : tuple of (str, str)
+        ``(group, why)`` for each group left out of the gap.
+    undefined_reason : str or None
+        Why ``value`` is NaN, else None.
+    """
+
+    name: str
+    value: float
+    ci_lower: float
+    ci_upper: float
+    n: int
+    highest_group: str | None
+    lowest_group: str | None
+    excluded_groups: tuple[tuple[str, str], ...]
+    undefined_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FairnessReport:
+    """Every fairness gap of one sensitive feature, the group table and the settings."""
+
+    sensitive_feature: str
+    table: DisaggregatedTable
+    estimates: tuple[FairnessEstimate, ...]
+    n_bootstrap: int
+    confidence_level: float
+    seed: int
+    undefined_rates: UndefinedRates
+    include_small_groups: bool
+
+    def by_name(self) -> Mapping[str, FairnessEstimate]:
+        """Return a read-only mapping from metric name to estimate."""
+        return MappingProxyType({e.name: e for e in self.estimates})
+
+
+def fairness_report(
+    y_true: npt.ArrayLike,
+    y_pred: npt.ArrayLike,
+    sensitive: npt.ArrayLike,
+    *,
+    sensitive_feature: str,
+    min_group_size: int = 30,
+    include_small_groups: bool = True,
+    undefined_rates: UndefinedRates = "exclude",
+    n_bootstrap: int = 1000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> FairnessReport:
+    """Disaggregate by one sensitive feature and compute every gap with an interval.
+
+    Parameters
+    ----------
+    y_true, y_pred : array_like of shape (n,)
+        True and predicted labels, 0 or 1.
+    sensitive : array_like of shape (n,)
+        Values of the sensitive feature; missing values form the group ``"__missing__"``.
+    sensitive_feature : str
+        Name of the feature (reported, and used by the gate's policy).
+    min_group_size : int, default 30
+        Groups with fewer rows are flagged ``small_group``.
+    include_small_groups : bool, default True
+        Whether small groups take part in the gaps (fairlearn: all groups do).
+    undefined_rates : {"exclude", "zero"}, default "exclude"
+        How undefined group rates enter a gap (see the module docstring).
+    n_bootstrap : int, default 1000
+        Resamples; 0 gives NaN intervals.
+    confidence_level : float, default 0.95
+        Coverage of the percentile interval, in (0, 1).
+    seed : int, default 0
+        Seed of ``np.random.default_rng`` for the resamples.
+
+    Returns
+    -------
+    FairnessReport
+
+    Raises
+    ------
+    ValueError
+        On invalid data or options.
+
+    Examples
+    --------
+    >>> y = [1, 1, 0, 0, 1, 1, 0, 0]
+    >>> p = [1, 0, 0, 1, 1, 1, 0, 0]
+    >>> g = ["a", "a", "a", "a", "b", "b", "b", "b"]
+    >>> r = fairness_report(y, p, g, sensitive_feature="group", n_bootstrap=100)
+    >>> eod = r.by_name()["equalized_odds_difference"]
+    >>> eod.value, eod.highest_group, eod.lowest_group
+    (0.5, 'b', 'a')
+    """
+    _check_options(sensitive_feature, include_small_groups, undefined_rates, n_bootstrap,
+                   confidence_level, seed)
+    table = disaggregate(y_true, y_pred, sensitive, min_group_size=min_group_size)
+    counts = table.counts()
+    small = np.array([g.small_group for g in table.groups], dtype=bool)
+    included = np.ones_like(small) if include_small_groups else ~small
+    zero = undefined_rates == "zero"
+    point = _gaps(counts[None], included, zero=zero)
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(table.n, counts.ravel() / table.n, size=n_bootstrap)
+    boot = _gaps(draws.reshape(n_bootstrap, *counts.shape), included, zero=zero)
+    rates = _rates(counts[None], zero=zero)
+    estimates = tuple(
+        _estimate(name, point, boot, rates, table, included, zero, confidence_level)
+        for name in FAIRNESS_METRIC_NAMES
+    )
+    return FairnessReport(sensitive_feature, table, estimates, n_bootstrap, confidence_level,
+                          seed, undefined_rates, include_small_groups)
+
+
+def equalized_odds_difference(
+    y_true: npt.ArrayLike,
+    y_pred: npt.ArrayLike,
+    sensitive: npt.ArrayLike,
+    *,
+    undefined_rates: UndefinedRates = "exclude",
+) -> float:
+    """``max(tpr_gap, fpr_gap)`` over all groups, without an interval; NaN when undefined.
+
+    Examples
+    --------
+    >>> equalized_odds_difference([1, 0, 1, 0], [1, 0, 0, 0], ["a", "a", "b", "b"])
+    1.0
+    """
+    return _single_gap("equalized_odds_difference", y_true, y_pred, sensitive, undefined_rates)
+
+
+def demographic_parity_difference(
+    y_true: npt.ArrayLike,
+    y_pred: npt.ArrayLike,
+    sensitive: npt.ArrayLike,
+    *,
+    undefined_rates: UndefinedRates = "exclude",
+) -> float:
+    """Selection rate gap over all groups, without an interval.
+
+    Examples
+    --------
+    >>> demographic_parity_difference([1, 0, 1, 0], [1, 1, 0, 1], ["a", "a", "b", "b"])
+    0.5
+    """
+    return _single_gap("demographic_parity_difference", y_true, y_pred, sensitive,
+                       undefined_rates)
+
+
+def _single_gap(name: str, y_true: npt.ArrayLike, y_pred: npt.ArrayLike,
+                sensitive: npt.ArrayLike, undefined_rates: UndefinedRates) -> float:
+    if undefined_rates not in ("exclude", "zero"):
+        raise ValueError(f"undefined_rates must be 'exclude' or 'zero'; got {undefined_rates!r}")
+    counts = disaggregate(y_true, y_pred, sensitive).counts()
+    included = np.ones(len(counts), dtype=bool)
+    return float(_gaps(counts[None], included, zero=undefined_rates == "zero")[name][0])
+
+
+def _rates(counts: npt.NDArray[np.int64], *, zero: bool) -> dict[str, _FloatArray]:
+    """Rates of shape (resamples, groups); NaN where undefined or the group is absent."""
+    tn, fp, fn, tp = (counts[..., i].astype(np.float64) for i in range(4))
+    n = tn + fp + fn + tp
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rates = {"tpr": tp / (tp + fn), "fpr": fp / (fp + tn),
+                 "selection_rate": (tp + fp) / n, "ppv": tp / (tp + fp)}
+    if zero:  # fairlearn: a present group with an undefined rate counts as 0
+        rates = {k: np.where(np.isnan(v) & (n > 0), 0.0, v) for k, v in rates.items()}
+    return rates
+
+
+def _gaps(counts: npt.NDArray[np.int64], included: npt.NDArray[np.bool_], *,
+          zero: bool) -> dict[str, _FloatArray]:
+    """Every gap for every resample; NaN when fewer groups than needed have the rate."""
+    rates = _rates(counts, zero=zero)
+    needed = 1 if zero else 2
+    gaps = {}
+    for gap, rate in _GAP_RATE.items():
+        values = np.where(included, rates[rate], np.nan)
+        defined = (~np.isnan(values)).sum(axis=1)
+        with np.errstate(invalid="ignore"):
+            spread = np.fmax.reduce(values, axis=1) - np.fmin.reduce(values, axis=1)
+        gaps[gap] = np.where(defined >= needed, spread, np.nan)
+    gaps["equalized_odds_difference"] = np.maximum(gaps["tpr_gap"], gaps["fpr_gap"])
+    gaps["tpr_fpr_gap_sum"] = gaps["tpr_gap"] + gaps["fpr_gap"]
+    return gaps
+
+
+def _estimate(
+    name: str,
+    point: Mapping[str, _FloatArray],
+    boot: Mapping[str, _FloatArray],
+    rates: Mapping[str, _FloatArray],
+    table: DisaggregatedTable,
+    included: npt.NDArray[np.bool_],
+    zero: bool,
+    confidence_level: float,
+) -> FairnessEstimate:
+    parts = _components(name)
+    labels = tuple(g.group for g in table.groups)
+    n = table.n
+    excluded: dict[str, str] = {}
+    reasons = []
+    for gap in parts:
+        rate = _GAP_RATE[gap]
+        for i, stats in enumerate(table.groups):
+            if not included[i]:
+                excluded[stats.group] = f"small group (n={stats.n} < {table.min_group_size})"
+            elif np.isnan(rates[rate][0][i]) and not zero:
+                excluded.setdefault(stats.group, f"{_RATES[rate][1]} (undefined {rate})")
+        if np.isnan(point[gap][0]):
+            reasons.append(f"fewer than two groups have a defined {_RATES[rate][0]}")
+    value = float(point[name][0])
+    if np.isnan(value):
+        return FairnessEstimate(name, float("nan"), float("nan"), float("nan"), n, None, None,
+                                tuple(excluded.items()), "; ".join(reasons) or "undefined")
+    lower, upper = _percentile_interval(boot[name], confidence_level)
+    high, low = _extremes(name, parts, point, rates, labels, included)
+    return FairnessEstimate(name, value, lower, upper, n, high, low, tuple(excluded.items()))
+
+
+def _components(name: str) -> tuple[str, ...]:
+    if name in ("equalized_odds_difference", "tpr_fpr_gap_sum"):
+        return ("tpr_gap", "fpr_gap")
+    return (name,)
+
+
+def _extremes(name: str, parts: tuple[str, ...], point: Mapping[str, _FloatArray],
+              rates: Mapping[str, _FloatArray], labels: tuple[str, ...],
+              included: npt.NDArray[np.bool_]) -> tuple[str | None, str | None]:
+    if name == "tpr_fpr_gap_sum":
+        return None, None
+    gap = max(parts, key=lambda g: float(point[g][0]))
+    values = np.where(included, rates[_GAP_RATE[gap]][0], np.nan)
+    return labels[int(np.nanargmax(values))], labels[int(np.nanargmin(values))]
+
+
+def _percentile_interval(resampled: _FloatArray, confidence_level: float) -> tuple[float, float]:
+    finite = resampled[np.isfinite(resampled)]
+    if finite.size == 0:
+        return float("nan"), float("nan")
+    alpha = 1.0 - confidence_level
+    lower, upper = np.quantile(finite, [alpha / 2, 1 - alpha / 2])
+    return float(lower), float(upper)
+
+
+def _check_options(sensitive_feature: object, include_small_groups: object,
+                   undefined_rates: object, n_bootstrap: object, confidence_level: object,
+                   seed: object) -> None:
+    if not isinstance(sensitive_feature, str) or not sensitive_feature:
+        raise ValueError(f"sensitive_feature must be a non-empty string; got "
+                         f"{sensitive_feature!r}")
+    if not isinstance(include_small_groups, bool):
+        raise ValueError(f"include_small_groups must be True or False; got "
+                         f"{include_small_groups!r}")
+    if undefined_rates not in ("exclude", "zero"):
+        raise ValueError(f"undefined_rates must be 'exclude' or 'zero'; got {undefined_rates!r}")
+    for name, value in (("n_bootstrap", n_bootstrap), ("seed", seed)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+            raise ValueError(f"{name} must be an integer >= 0; got {value!r}")
+    if isinstance(confidence_level, bool) or not isinstance(confidence_level, float | int) or (
+        not 0.0 < confidence_level < 1.0
+    ):
+        raise ValueError(f"confidence_level must be a number in (0, 1); got {confidence_level!r}")

@@ -1,0 +1,46 @@
+"""The drift part of ``modelgate demo``: later GSS survey years replayed as live intervals."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from typing import Any
+
+UTC = dt.timezone.utc
+
+
+def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, say: Callable[[str], None]) -> None:
+    """Run the drift_monitoring DAG once per survey-year partition, oldest first."""
+    from modelgate.airflow_runner import run_dag
+    from modelgate.demo_data import MODEL_NAME
+    from modelgate.store import models
+    from modelgate.store.db import transaction
+
+    production = models.get_production(ctx.db_url, MODEL_NAME)
+    if production is None:
+        say("      no model in production (the gate blocked every candidate); nothing to monitor")
+        return
+    conf = {"model_name": MODEL_NAME, "live": str(build.live_dir), "labels": str(build.labels_dir),
+            "reference": str(build.reference_path), "sample_size": 5000}
+    for day in dates:
+        dagrun = run_dag("drift_monitoring", conf=conf,
+                         logical_date=dt.datetime.combine(day, dt.time(), UTC))
+        with transaction(ctx.db_url) as cur:
+            cur.execute(
+                """SELECT drift_run_id, status, rows_sampled, n_features_breached, report_key,
+                          failure_reason,
+                          (SELECT string_agg(feature, ', ' ORDER BY drift_rank) FROM feature_drift f
+                           WHERE f.drift_run_id = r.drift_run_id AND f.verdict = 'drift'),
+                          (SELECT count(*) FROM concept_drift_change c WHERE c.drift_run_id = r.drift_run_id)
+                   FROM drift_run r WHERE model_version_id = %s AND interval_start = %s""",
+                (production.model_version_id, dt.datetime.combine(day, dt.time(), UTC)))
+            record = cur.fetchone()
+        if record is None:
+            say(f"      {day}: DAG run {dagrun.state}, no drift run recorded")
+            continue
+        run_id, status, rows, breached, report_key, reason, names, changes = record
+        link = ctx.store.link(report_key, expiry_s=ctx.settings.presign_expiry_s) if report_key else "-"
+        detail = reason or (f"{breached} feature(s) breached" + (f" ({names})" if names else "")
+                            + f", {changes} ADWIN change point(s)")
+        say(f"      {day}: run {run_id} {status.upper()} on {rows} sampled rows; {detail}\n"
+            f"        report: {link}")

@@ -1,0 +1,89 @@
+"""The evaluation pipeline run in-process for ``modelgate evaluate`` (same steps as the DAG)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from modelgate.pipelines import evaluate
+from modelgate.pipelines.context import Context, register_archive
+from modelgate.scoring import file_sha256
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationOutcome:
+    payload: dict[str, Any]
+    text: str
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(float(value)) else float(value)
+
+
+def run_evaluation_locally(model: Path, data: Path, policy: Path | None, *,
+                           promote: bool = False) -> EvaluationOutcome:
+    """Register (if needed) and evaluate ``model`` on ``data``; deterministic run key.
+
+    The same archive, data and policy give the same run key, so running the command twice
+    replaces the first run's rows and report instead of adding new ones.
+    """
+    if not data.is_file():
+        raise FileNotFoundError(f"data file {str(data)!r} does not exist")
+    ctx = Context.open()
+    row, _ = register_archive(ctx, model)
+    policy_sha = hashlib.sha256(policy.read_bytes()).hexdigest()[:8] if policy else "default"
+    run_key = f"cli__{row.sha256[:12]}__{file_sha256(data)[:12]}__{policy_sha}"
+    ref = evaluate.prepare(ctx, model_name=row.model_name, version=row.version,
+                           dataset_uri=str(data.resolve()), run_key=run_key)
+    try:
+        evaluate.score(ctx, ref)
+        evaluate.compute_metrics(ctx, ref)
+        evaluate.compute_fairness(ctx, ref)
+        evaluate.explain(ctx, ref)
+        evaluate.decide(ctx, ref, str(policy) if policy else None)
+        link = evaluate.render_report(ctx, ref)
+        status = evaluate.store_results(ctx, ref)
+        promoted = evaluate.promote(ctx, ref) if promote and status == "passed" else None
+    except Exception as exc:
+        evaluate.fail(ctx, ref, exc)
+        raise
+    return _outcome(ctx, ref, status, link, promoted)
+
+
+def _outcome(ctx: Context, ref: evaluate.RunRef, status: str, link: str,
+             promoted: str | None) -> EvaluationOutcome:
+    from modelgate.cli_analysis import fairness_json
+    from modelgate.store import runs
+
+    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
+    metrics: evaluate.MetricsResult = evaluate.get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")
+    decided: evaluate.DecisionResult = evaluate.get_pickle(ctx, f"{ref.prefix()}/decision.pkl")
+    fairness = evaluate.get_pickle(ctx, f"{ref.prefix()}/fairness.pkl")
+    d = decided.decision
+    payload: dict[str, Any] = {
+        "evaluation_run_id": run.evaluation_run_id, "run_key": run.run_key, "status": status,
+        "provider": run.provider, "rows_scored": run.rows_scored,
+        "scoring_rows_per_s": run.scoring_rows_per_s, "report": link, "promoted": promoted,
+        "metrics": {m.name: {"value": _num(m.value), "ci_lower": _num(m.ci_lower),
+                             "ci_upper": _num(m.ci_upper), "n": m.n,
+                             "undefined_reason": m.undefined_reason}
+                    for m in metrics.candidate.metrics},
+        "champion_deltas": None if metrics.comparison is None else {
+            x.name: {"candidate": _num(x.candidate), "champion": _num(x.champion),
+                     "delta": _num(x.delta), "ci_lower": _num(x.ci_lower),
+                     "ci_upper": _num(x.ci_upper)} for x in metrics.comparison.deltas},
+        "fairness": fairness_json(fairness),
+        "gate": {"passed": d.passed, "summary": d.summary, "checks": [
+            {"check_id": c.check_id, "kind": c.kind, "metric": c.metric,
+             "sensitive_feature": c.sensitive_feature, "threshold": c.threshold,
+             "observed": _num(c.observed), "ci_lower": _num(c.ci_lower),
+             "ci_upper": _num(c.ci_upper), "n": c.n, "verdict": c.verdict,
+             "severity": c.severity, "reason": c.reason} for c in d.checks]},
+    }
+    text = (f"evaluation run {run.evaluation_run_id}: {status.upper()} "
+            f"({run.rows_scored} rows on {run.provider}, {run.scoring_rows_per_s or 0:,.0f} rows/s)\n"
+            f"{d.summary}\nreport: {link}" + (f"\n{promoted}" if promoted else ""))
+    return EvaluationOutcome(payload, text)

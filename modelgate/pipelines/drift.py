@@ -1,0 +1,472 @@
+"""The drift-monitoring pipeline, one function per DAG task.
+
+Per data interval ``[start, end)`` (Airflow's data interval, never the clock): sample the
+live rows of the interval, score them with the production model, compare every feature and
+the score distribution with the cached reference sketch, feed the labels that have arrived
+(for this or earlier intervals) to ADWIN, render the report and store everything at once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from modelgate.pipelines.context import Context, load_registered_model, safe_key_part
+from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
+from modelgate.store import drift_runs, models
+
+log = logging.getLogger("modelgate.drift")
+
+DEFAULT_SAMPLE_SIZE = 5000
+SCORE_FEATURE = "__score__"  # the prediction distribution, drifted like a numeric feature
+
+
+class DriftBreached(RuntimeError):
+    """Data drift breached the thresholds; the message lists each breached feature."""
+
+
+@dataclass(frozen=True, slots=True)
+class DriftRef:
+    drift_run_id: int
+    model_version_id: int
+    model_name: str
+    version: str
+    interval_start: str  # ISO 8601, UTC
+    interval_end: str
+
+    def start(self) -> dt.datetime:
+        return dt.datetime.fromisoformat(self.interval_start)
+
+    def end(self) -> dt.datetime:
+        return dt.datetime.fromisoformat(self.interval_end)
+
+    def prefix(self) -> str:
+        return (f"runs/drift/{safe_key_part(self.model_name)}/{safe_key_part(self.version)}/"
+                f"{safe_key_part(self.interval_start)}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__slots__}  # type: ignore[attr-defined]
+
+
+def _put(ctx: Context, key: str, value: object) -> str:
+    ctx.store.put_bytes(key, pickle.dumps(value, protocol=5), content_type="application/octet-stream")
+    return key
+
+
+def _get(ctx: Context, key: str) -> Any:
+    return pickle.loads(ctx.store.get_bytes(key))  # noqa: S301 - our own bucket
+
+
+def _features_of(manifest: dict[str, Any]) -> dict[str, str]:
+    return {f["name"]: f["kind"] for f in manifest["features"]}
+
+
+# --- prepare and reference ---------------------------------------------------------------
+
+MANUAL_INTERVAL = dt.timedelta(days=1)
+
+
+def resolve_interval(start: dt.datetime, end: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    """The data interval a run covers. Manually triggered runs (and ``dag.test()``) get an
+    empty interval from Airflow; they cover the day that starts at the logical date.
+
+    >>> resolve_interval(dt.datetime(2000, 1, 1), dt.datetime(2000, 1, 1))
+    (datetime.datetime(2000, 1, 1, 0, 0), datetime.datetime(2000, 1, 2, 0, 0))
+    """
+    if end < start:
+        raise ValueError(f"data interval ends before it starts: {start}..{end}")
+    return (start, end) if end > start else (start, start + MANUAL_INTERVAL)
+
+
+def prepare(ctx: Context, *, model_name: str, interval_start: dt.datetime,
+            interval_end: dt.datetime, reference_uri: str) -> dict[str, Any]:
+    """Open the run row for the production model and interval; make sure a sketch exists.
+
+    Returns the run reference and the list of features the drift step fans out over.
+    """
+    interval_start, interval_end = resolve_interval(interval_start, interval_end)
+    production = models.get_production(ctx.db_url, model_name)
+    if production is None:
+        raise models.RegistryError(f"model {model_name!r} has no version in production to monitor")
+    run_id = drift_runs.start_drift_run(ctx.db_url, model_version_id=production.model_version_id,
+                                        interval_start=interval_start, interval_end=interval_end)
+    ref = DriftRef(run_id, production.model_version_id, model_name, production.version,
+                   interval_start.isoformat(), interval_end.isoformat())
+    ensure_reference(ctx, production, reference_uri)
+    features = [*_features_of(production.manifest), SCORE_FEATURE]
+    log.info("drift run %d: %s v%s over %s..%s, %d features", run_id, model_name,
+             production.version, ref.interval_start, ref.interval_end, len(features))
+    return {"run": ref.as_dict(), "features": features}
+
+
+def reference_key(row: models.ModelVersionRow) -> str:
+    return f"references/{safe_key_part(row.model_name)}/{safe_key_part(row.version)}/sketch.pkl"
+
+
+def ensure_reference(ctx: Context, row: models.ModelVersionRow, reference_uri: str) -> str:
+    """Build the reference sketch once per model version (features and scores) and store it."""
+    from modelgate.pipelines.drift_columns import build_references_from_parquet
+    from modelgate.pipelines.evaluate import fetch_dataset
+
+    key = drift_runs.get_reference(ctx.db_url, row.model_version_id)
+    if key is not None:
+        return key
+    if not reference_uri:
+        raise ValueError(f"no reference sketch stored for {row.model_name} v{row.version}; "
+                         "pass the reference dataset (param 'reference') once")
+    work = ctx.scratch("reference", row.model_name, row.version)
+    data = fetch_dataset(ctx, reference_uri, work)
+    scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
+    scored = score_parquet(scorer, data, work / "reference-scores.parquet")
+    sketches = build_references_from_parquet(data, _features_of(row.manifest))
+    score_table = pq.read_table(scored.output_path, columns=["score"]).rename_columns([SCORE_FEATURE])
+    pq.write_table(score_table, work / "score.parquet")
+    sketches.update(build_references_from_parquet(work / "score.parquet", {SCORE_FEATURE: "numeric"}))
+    key = reference_key(row)
+    uri = ctx.store.put_bytes(key, pickle.dumps({k: v.to_bytes() for k, v in sketches.items()}),
+                              content_type="application/octet-stream")
+    drift_runs.put_reference(ctx.db_url, model_version_id=row.model_version_id, object_key=key,
+                             object_uri=uri, n_rows=scored.rows, n_features=len(sketches))
+    log.info("stored reference sketch of %s v%s: %d rows, %d features", row.model_name,
+             row.version, scored.rows, len(sketches))
+    return key
+
+
+def load_references(ctx: Context, ref: DriftRef) -> dict[str, Any]:
+    from modelgate.drift.reference import CategoricalReference, NumericReference
+
+    key = drift_runs.get_reference(ctx.db_url, ref.model_version_id)
+    if key is None:
+        raise LookupError(f"no reference sketch for model version id {ref.model_version_id}")
+    raw = _get(ctx, key)
+    manifest = models.get_by_id(ctx.db_url, ref.model_version_id).manifest
+    kinds = {**_features_of(manifest), SCORE_FEATURE: "numeric"}
+    return {name: (NumericReference if kinds[name] == "numeric" else CategoricalReference)
+            .from_bytes(payload) for name, payload in raw.items()}
+
+
+# --- sample and score --------------------------------------------------------------------
+
+def partition_dates(start: dt.datetime, end: dt.datetime) -> list[dt.date]:
+    """Dates ``d`` of daily partitions ``dt=YYYY-MM-DD`` with start <= d < end.
+
+    >>> partition_dates(dt.datetime(2000, 1, 1), dt.datetime(2000, 1, 3))
+    [datetime.date(2000, 1, 1), datetime.date(2000, 1, 2)]
+    """
+    days, day = [], start.date()
+    while dt.datetime.combine(day, dt.time(), start.tzinfo) < end:
+        if dt.datetime.combine(day, dt.time(), start.tzinfo) >= start:
+            days.append(day)
+        day += dt.timedelta(days=1)
+    return days
+
+
+def partition_files(ctx: Context, root_uri: str, day: dt.date, work: Path) -> list[Path]:
+    """The parquet files of partition ``dt=<day>`` under a directory or ``s3://`` prefix."""
+    part = f"dt={day.isoformat()}"
+    if root_uri.startswith("s3://"):
+        _, _, prefix = root_uri[5:].partition("/")
+        keys = [k for k in ctx.store.list_keys(f"{prefix.rstrip('/')}/{part}/") if k.endswith(".parquet")]
+        return [ctx.store.download(k, work / part / Path(k).name) for k in keys]
+    directory = Path(root_uri[7:] if root_uri.startswith("file://") else root_uri) / part
+    return sorted(directory.glob("*.parquet")) if directory.is_dir() else []
+
+
+def interval_seed(ref: DriftRef) -> int:
+    """Sampling seed derived from the interval, so a re-run samples the same rows."""
+    return int(ref.start().timestamp()) % (2**32)
+
+
+def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: int) -> dict[str, Any]:
+    """Sample the interval's live rows (seeded by the interval) and score them."""
+    row = models.get_by_id(ctx.db_url, ref.model_version_id)
+    manifest = row.manifest
+    work = ctx.scratch("drift", ref.model_name, ref.version, ref.interval_start)
+    files = [f for day in partition_dates(ref.start(), ref.end())
+             for f in partition_files(ctx, live_uri, day, work)]
+    tables = [pq.read_table(f) for f in files]
+    total = sum(t.num_rows for t in tables)
+    if total == 0:
+        log.warning("drift run %d: no live rows in %s..%s under %s", ref.drift_run_id,
+                    ref.interval_start, ref.interval_end, live_uri)
+        drift_runs.record_sample(ctx.db_url, ref.drift_run_id, provider=None, rows_available=0,
+                                 rows_sampled=0, scores_uri=None)
+        return {"rows": 0, "key": None}
+    table = _concat(tables, files)
+    rng = np.random.default_rng(interval_seed(ref))
+    take = np.sort(rng.choice(total, size=min(sample_size, total), replace=False))
+    sample = table.take(pa.array(take))
+    pq.write_table(sample, work / "sample.parquet")
+    scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
+    id_column = manifest.get("id_column")
+    keep = [c for c in ("event_time",) if c in sample.column_names]
+    scored = score_parquet(scorer, work / "sample.parquet", work / "scored.parquet",
+                           id_column=id_column, keep_columns=keep)
+    merged = sample.append_column(SCORE_FEATURE, pq.read_table(scored.output_path).column("score"))
+    merged = merged.append_column("__prediction__",
+                                  pq.read_table(scored.output_path).column("prediction"))
+    pq.write_table(merged, work / "scored-sample.parquet")
+    key = f"{ref.prefix()}/scored-sample.parquet"
+    uri = ctx.store.put_file(key, work / "scored-sample.parquet", content_type="application/vnd.apache.parquet")
+    drift_runs.record_sample(ctx.db_url, ref.drift_run_id, provider=scored.provider,
+                             rows_available=total, rows_sampled=len(take), scores_uri=uri)
+    drift_runs.upsert_scored_interval(ctx.db_url, model_version_id=ref.model_version_id,
+                                      interval_start=ref.start(), interval_end=ref.end(),
+                                      scores_key=key, rows=len(take))
+    log.info("drift run %d: sampled %d of %d live rows, scored on %s", ref.drift_run_id,
+             len(take), total, scored.provider)
+    return {"rows": len(take), "key": key}
+
+
+def _concat(tables: list[pa.Table], files: list[Path]) -> pa.Table:
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except pa.ArrowInvalid as exc:
+        raise ValueError(f"live partitions {[str(f) for f in files]} have incompatible schemas: {exc}") from exc
+
+
+# --- data drift (fans out per feature) ---------------------------------------------------
+
+def _sample_path(ctx: Context, ref: DriftRef, key: str) -> Path:
+    work = ctx.settings.home.resolve() / "work" / "drift-sample" / safe_key_part(ref.interval_start)
+    work.mkdir(parents=True, exist_ok=True)
+    return ctx.store.download(key, work / f"{ref.drift_run_id}-sample.parquet")
+
+
+def feature_drift(ctx: Context, ref: DriftRef, sample: dict[str, Any], feature: str) -> str:
+    """Drift of one feature (one mapped task); the result is stored under a per-feature key."""
+    from modelgate.pipelines.drift_columns import drift_from_parquet
+
+    references = load_references(ctx, ref)
+    if feature not in references:
+        raise KeyError(f"feature {feature!r} has no reference sketch")
+    key = f"{ref.prefix()}/feature-{safe_key_part(feature)}.pkl"
+    if sample["key"] is None:
+        return _put(ctx, key, None)
+    path = _sample_path(ctx, ref, sample["key"])
+    (result,) = drift_from_parquet(path, {feature: references[feature]}, max_workers=1)
+    return _put(ctx, key, result)
+
+
+def all_feature_drift(ctx: Context, ref: DriftRef, sample: dict[str, Any]) -> list[Any]:
+    """Every feature in one call (the single-task path the fan-out must agree with)."""
+    from modelgate.pipelines.drift_columns import drift_from_parquet
+
+    if sample["key"] is None:
+        return []
+    return drift_from_parquet(_sample_path(ctx, ref, sample["key"]), load_references(ctx, ref))
+
+
+# --- concept drift (ADWIN on the error stream) -------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class ConceptResult:
+    change_points: tuple[tuple[int, dt.datetime | None, float, float], ...]
+    consumed: tuple[tuple[dt.datetime, dt.datetime], ...]
+    state: bytes | None
+    seen_before: int
+    seen_after: int
+    rows_labelled: int
+    timeline: tuple[tuple[int, float], ...]  # (stream position, rolling error rate)
+
+
+ROLLING_WINDOW = 200
+
+
+def _labelled_errors(ctx: Context, ref: DriftRef, labels_uri: str, scores_key: str,
+                     start: dt.datetime, manifest: dict[str, Any]) -> tuple[Any, Any] | None:
+    """Errors (prediction != label) of one scored interval in event-time order, or None
+    when its labels have not arrived yet."""
+    work = ctx.scratch("labels", ref.model_name, ref.version, start.isoformat())
+    files = [f for day in partition_dates(start, start + dt.timedelta(days=1))
+             for f in partition_files(ctx, labels_uri, day, work)]
+    if not files:
+        return None
+    id_column = manifest.get("id_column")
+    label = manifest["label"]["column"]
+    if not id_column:
+        raise ValueError("labels are joined by the manifest's id_column, which is not set")
+    labels = pa.concat_tables([pq.read_table(f, columns=[id_column, label]) for f in files]).to_pandas()
+    scored = pq.read_table(ctx.store.download(scores_key, work / "scored.parquet")).to_pandas()
+    joined = scored.merge(labels, on=id_column, how="inner", validate="one_to_one")
+    if "event_time" in joined.columns:
+        joined = joined.sort_values(["event_time", id_column], kind="stable")
+    truth = (joined[label].to_numpy() == manifest["label"]["positive"]).astype(np.int8)
+    errors = (joined["__prediction__"].to_numpy() != truth).astype(np.float64)
+    times = joined["event_time"].to_numpy() if "event_time" in joined.columns else None
+    return errors, times
+
+
+def concept_drift(ctx: Context, ref: DriftRef, labels_uri: str, delta: float = 0.002) -> str:
+    """Feed every newly labelled interval (oldest first) to the persisted ADWIN detector."""
+    from modelgate.drift.adwin import AdwinDetector
+
+    manifest = models.get_by_id(ctx.db_url, ref.model_version_id).manifest
+    state, seen = drift_runs.load_detector(ctx.db_url, ref.model_version_id)
+    detector = AdwinDetector.from_bytes(state) if state else AdwinDetector(delta=delta)
+    points, consumed, timeline, labelled = [], [], [], 0
+    for start, end, scores_key in drift_runs.pending_label_intervals(
+            ctx.db_url, ref.model_version_id, ref.end()):
+        found = _labelled_errors(ctx, ref, labels_uri, scores_key, start, manifest) if labels_uri else None
+        if found is None:
+            continue
+        errors, times = found
+        first = detector.n_seen
+        for cp in detector.update_many(errors):
+            when = None if times is None else _as_datetime(times[cp.position - first])
+            points.append((cp.position, when, cp.error_rate_before, cp.error_rate_after))
+        timeline += _rolling(errors, first)
+        consumed.append((start, end))
+        labelled += len(errors)
+    result = ConceptResult(tuple(points), tuple(consumed),
+                           detector.to_bytes() if consumed else None, seen, detector.n_seen,
+                           labelled, tuple(timeline))
+    log.info("drift run %d: fed %d labelled rows from %d interval(s) to ADWIN, %d change point(s)",
+             ref.drift_run_id, labelled, len(consumed), len(points))
+    return _put(ctx, f"{ref.prefix()}/concept.pkl", result)
+
+
+def _as_datetime(value: Any) -> dt.datetime:
+    import pandas as pd
+
+    return pd.Timestamp(value).to_pydatetime()
+
+
+def _rolling(errors: Any, first: int) -> list[tuple[int, float]]:
+    if len(errors) == 0:
+        return []
+    window = min(ROLLING_WINDOW, len(errors))
+    cumulative = np.concatenate([[0.0], np.cumsum(errors)])
+    ends = np.arange(window, len(errors) + 1)
+    rates = (cumulative[ends] - cumulative[ends - window]) / window
+    step = max(1, len(ends) // 200)
+    return [(first + int(e) - 1, float(r)) for e, r in zip(ends[::step], rates[::step], strict=True)]
+
+
+# --- report, store, decide ---------------------------------------------------------------
+
+TOP_HISTOGRAMS = 4
+
+
+def collect_features(ctx: Context, ref: DriftRef, features: list[str]) -> list[Any]:
+    """Merge the fanned-out per-feature results (exactly: each is independent)."""
+    results = [_get(ctx, f"{ref.prefix()}/feature-{safe_key_part(f)}.pkl") for f in features]
+    return [r for r in results if r is not None]
+
+
+def _view_verdict(verdict: str) -> str:
+    return {"ok": "ok", "drift": "drift", "no_data": "warn"}[verdict]
+
+
+def _histogram(ref_sketch: Any, values: Any) -> tuple[tuple[str, ...], tuple[float, ...], tuple[float, ...]]:
+    from modelgate.drift.reference import NumericReference
+
+    if isinstance(ref_sketch, NumericReference):
+        edges = ref_sketch.edges
+        finite = values[np.isfinite(values)].astype(np.float64)
+        # bin i is [edges[i], edges[i+1]) with open outer bins, as in the reference sketch
+        index = np.searchsorted(edges[1:-1], finite, side="right")
+        counts = np.bincount(index, minlength=len(edges) - 1)
+        labels = tuple(f"[{a:.3g}, {b:.3g})" for a, b in zip(edges[:-1], edges[1:], strict=True))
+        current = counts / max(counts.sum(), 1)
+        return labels, tuple(map(float, ref_sketch.probabilities)), tuple(map(float, current))
+    cats = list(ref_sketch.categories)
+    ref_p = np.asarray(ref_sketch.counts, dtype=np.float64) / max(ref_sketch.n, 1)
+    strs = np.array(["__missing__" if v is None else str(v) for v in values], dtype=object)
+    cur = np.array([np.count_nonzero(strs == c) for c in cats], dtype=np.float64)
+    return tuple(cats), tuple(map(float, ref_p)), tuple(map(float, cur / max(len(strs), 1)))
+
+
+def render_report(ctx: Context, ref: DriftRef, sample: dict[str, Any], features: list[str]) -> str:
+    from modelgate.drift.data_drift import summarise
+    from modelgate.reports.html import render_drift_report
+    from modelgate.reports.views import (
+        ChangePointRow, DriftReportView, FeatureDriftRow, HistogramView,
+    )
+
+    summary = summarise(collect_features(ctx, ref, features))
+    concept: ConceptResult = _get(ctx, f"{ref.prefix()}/concept.pkl")
+    rows = tuple(FeatureDriftRow(
+        f.feature, f.kind, f.wasserstein, f.wasserstein_normalised, f.js_divergence or 0.0,
+        f.threshold or 0.0, _view_verdict(f.verdict), f.n_current, f.n_missing_current,
+        f.unseen_categories, "js" if f.statistic == "js_divergence" else "wasserstein_normalised")
+        for f in summary.features)
+    histograms = []
+    if sample["key"] is not None:
+        refs = load_references(ctx, ref)
+        table = pq.read_table(_sample_path(ctx, ref, sample["key"]))
+        for f in [f for f in summary.features if f.verdict != "no_data"][:TOP_HISTOGRAMS]:
+            values = table.column(f.feature).to_numpy(zero_copy_only=False)
+            histograms.append(HistogramView(f.feature, *_histogram(refs[f.feature], values)))
+    verdict = "drift" if summary.n_breached else "ok"
+    text = (f"{summary.n_breached} of {len(summary.features)} feature(s) breached"
+            + (f": {', '.join(summary.breached)}" if summary.breached else "")
+            + (f"; no data for {', '.join(summary.no_data)}" if summary.no_data else "")
+            + f". ADWIN: {len(concept.change_points)} change point(s) over "
+              f"{concept.rows_labelled} newly labelled row(s).")
+    view = DriftReportView(
+        model_name=ref.model_name, model_version=ref.version, interval_start=ref.interval_start,
+        interval_end=ref.interval_end, run_id=str(ref.drift_run_id), rows_sampled=sample["rows"],
+        features=rows, histograms=tuple(histograms), error_rate=concept.timeline,
+        change_points=tuple(ChangePointRow(p, "" if t is None else t.isoformat(), b, a)
+                            for p, t, b, a in concept.change_points),
+        summary=text if sample["rows"] else "No live rows in this interval. " + text,
+        verdict=verdict)
+    key = f"reports/{safe_key_part(ref.model_name)}/{safe_key_part(ref.version)}/drift-{safe_key_part(ref.interval_start)}.html"
+    ctx.store.put_bytes(key, render_drift_report(view).encode(), content_type="text/html")
+    return key
+
+
+def store_results(ctx: Context, ref: DriftRef, sample: dict[str, Any], features: list[str],
+                  report: str) -> str:
+    """Feature rows, change points, detector state, verdict and link in one transaction."""
+    from modelgate.drift.data_drift import summarise
+
+    summary = summarise(collect_features(ctx, ref, features))
+    concept: ConceptResult = _get(ctx, f"{ref.prefix()}/concept.pkl")
+    verdict = "no_data" if not sample["rows"] else ("drift" if summary.n_breached else "ok")
+    feature_rows = [
+        (f.feature, "prediction" if f.feature == SCORE_FEATURE else f.kind, rank, f.wasserstein,
+         f.wasserstein_normalised, f.js_divergence, f.statistic, f.score, f.baseline, f.threshold,
+         f.verdict, f.n_reference, f.n_current, f.n_missing_current, list(f.unseen_categories))
+        for rank, f in enumerate(summary.features, start=1)]
+    drift_runs.write_drift_results(
+        ctx.db_url, ref.drift_run_id, ref.model_version_id,
+        drift_runs.DriftRows(feature_rows, verdict, summary.n_breached, concept.rows_labelled,
+                             concept.change_points, concept.consumed, concept.state,
+                             concept.seen_before, concept.seen_after),
+        report_key=report, report_uri=ctx.store.uri(report))
+    log.info("drift run %d stored: %s (%d breached)", ref.drift_run_id, verdict, summary.n_breached)
+    return verdict
+
+
+def decide(ctx: Context, ref: DriftRef) -> str:
+    """Raise :class:`DriftBreached` listing the breached features when the run found drift."""
+    from modelgate.store.db import transaction
+
+    with transaction(ctx.db_url) as cur:
+        cur.execute("""SELECT feature, statistic_name, statistic_value, threshold FROM feature_drift
+                       WHERE drift_run_id = %s AND verdict = 'drift' ORDER BY drift_rank""",
+                    (ref.drift_run_id,))
+        breaches = cur.fetchall()
+        cur.execute("SELECT status FROM drift_run WHERE drift_run_id = %s", (ref.drift_run_id,))
+        status = cur.fetchone()[0]
+    if breaches:
+        lines = [f"{f}: {s} = {v:.4f} > threshold {t:.4f}" for f, s, v, t in breaches]
+        raise DriftBreached(f"{ref.model_name} v{ref.version}: drift in {len(breaches)} feature(s) "
+                            f"over {ref.interval_start}..{ref.interval_end}\n" + "\n".join(lines))
+    return str(status)
+
+
+def fail(ctx: Context, ref: DriftRef, exc: BaseException) -> None:
+    reason = f"{type(exc).__name__}: {exc}"
+    log.error("drift run %d failed: %s", ref.drift_run_id, reason)
+    drift_runs.fail_drift_run(ctx.db_url, ref.drift_run_id, reason)

@@ -1,0 +1,204 @@
+"""Drift runs, reference sketches and the ADWIN detector state in the results store."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from modelgate.store.db import transaction
+
+
+class StaleDetectorState(RuntimeError):
+    """Another run advanced the detector state since this run read it."""
+
+
+@dataclass(frozen=True, slots=True)
+class DriftRunRow:
+    drift_run_id: int
+    model_version_id: int
+    interval_start: dt.datetime
+    interval_end: dt.datetime
+    status: str
+
+
+def start_drift_run(url: str, *, model_version_id: int, interval_start: dt.datetime,
+                    interval_end: dt.datetime) -> int:
+    """Create the run row for (model version, interval), or reset it on a re-run.
+
+    Feature rows are cleared on a re-run; concept-drift change points are kept because the
+    labels behind them were consumed by the earlier attempt and are not fed twice.
+    """
+    with transaction(url) as cur:
+        cur.execute(
+            """INSERT INTO drift_run (model_version_id, interval_start, interval_end)
+               VALUES (%s, %s, %s)
+               ON CONFLICT ON CONSTRAINT drift_run_model_version_id_interval_start_interval_end_key
+               DO UPDATE SET status = 'running', verdict = NULL, failure_reason = NULL,
+                   report_key = NULL, report_uri = NULL, started_at = now(), finished_at = NULL
+               RETURNING drift_run_id""",
+            (model_version_id, interval_start, interval_end),
+        )
+        run_id = int(cur.fetchone()[0])
+        cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
+    return run_id
+
+
+def get_drift_run(url: str, run_id: int) -> DriftRunRow:
+    with transaction(url) as cur:
+        cur.execute("""SELECT drift_run_id, model_version_id, interval_start, interval_end, status
+                       FROM drift_run WHERE drift_run_id = %s""", (run_id,))
+        record = cur.fetchone()
+    if record is None:
+        raise LookupError(f"drift run {run_id} does not exist")
+    return DriftRunRow(*record)
+
+
+def fail_drift_run(url: str, run_id: int, reason: str) -> None:
+    with transaction(url) as cur:
+        cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
+        cur.execute("""UPDATE drift_run SET status = 'failed', failure_reason = %s,
+                       finished_at = now() WHERE drift_run_id = %s""", (reason[:4000], run_id))
+
+
+def record_sample(url: str, run_id: int, *, provider: str | None, rows_available: int,
+                  rows_sampled: int, scores_uri: str | None) -> None:
+    with transaction(url) as cur:
+        cur.execute("""UPDATE drift_run SET provider = %s, rows_available = %s, rows_sampled = %s,
+                       scores_uri = %s WHERE drift_run_id = %s""",
+                    (provider, rows_available, rows_sampled, scores_uri, run_id))
+
+
+def get_reference(url: str, model_version_id: int) -> str | None:
+    with transaction(url) as cur:
+        cur.execute("SELECT object_key FROM reference_sketch WHERE model_version_id = %s",
+                    (model_version_id,))
+        record = cur.fetchone()
+    return None if record is None else str(record[0])
+
+
+def put_reference(url: str, *, model_version_id: int, object_key: str, object_uri: str,
+                  n_rows: int, n_features: int) -> None:
+    with transaction(url) as cur:
+        cur.execute(
+            """INSERT INTO reference_sketch (model_version_id, object_key, object_uri, n_rows, n_features)
+               VALUES (%s, %s, %s, %s, %s)
+               ON CONFLICT ON CONSTRAINT reference_sketch_pkey DO NOTHING""",
+            (model_version_id, object_key, object_uri, n_rows, n_features),
+        )
+
+
+def upsert_scored_interval(url: str, *, model_version_id: int, interval_start: dt.datetime,
+                           interval_end: dt.datetime, scores_key: str, rows: int) -> None:
+    with transaction(url) as cur:
+        cur.execute(
+            """INSERT INTO scored_interval (model_version_id, interval_start, interval_end,
+                                            scores_key, rows_scored)
+               VALUES (%s, %s, %s, %s, %s)
+               ON CONFLICT ON CONSTRAINT scored_interval_pkey DO UPDATE SET
+                   scores_key = EXCLUDED.scores_key, rows_scored = EXCLUDED.rows_scored
+               WHERE scored_interval.labels_consumed_at IS NULL""",
+            (model_version_id, interval_start, interval_end, scores_key, rows),
+        )
+
+
+def pending_label_intervals(url: str, model_version_id: int,
+                            until: dt.datetime) -> list[tuple[dt.datetime, dt.datetime, str]]:
+    """Scored intervals ending no later than ``until`` whose labels were not fed yet."""
+    with transaction(url) as cur:
+        cur.execute(
+            """SELECT interval_start, interval_end, scores_key FROM scored_interval
+               WHERE model_version_id = %s AND labels_consumed_at IS NULL AND interval_end <= %s
+               ORDER BY interval_start""",
+            (model_version_id, until),
+        )
+        return list(cur.fetchall())
+
+
+def load_detector(url: str, model_version_id: int) -> tuple[bytes | None, int]:
+    with transaction(url) as cur:
+        cur.execute("""SELECT state, elements_seen FROM detector_state
+                       WHERE model_version_id = %s AND detector = 'adwin_error'""",
+                    (model_version_id,))
+        record = cur.fetchone()
+    return (None, 0) if record is None else (bytes(record[0]), int(record[1]))
+
+
+@dataclass(frozen=True, slots=True)
+class DriftRows:
+    features: Sequence[tuple[Any, ...]]
+    verdict: str
+    n_breached: int
+    rows_labelled: int
+    change_points: Sequence[tuple[Any, ...]]  # (position, event_time, before, after)
+    consumed: Sequence[tuple[dt.datetime, dt.datetime]]
+    detector_state: bytes | None
+    detector_seen_before: int
+    detector_seen_after: int
+
+
+_FEATURE_INSERT = (
+    "INSERT INTO feature_drift (drift_run_id, feature, kind, drift_rank, wasserstein, "
+    "wasserstein_normalised, js_divergence_base2, statistic_name, statistic_value, baseline, "
+    "threshold, verdict, n_reference, n_current, n_missing_current, unseen_categories) "
+    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+)
+
+
+def write_drift_results(url: str, run_id: int, model_version_id: int, rows: DriftRows, *,
+                        report_key: str | None, report_uri: str | None) -> None:
+    """Everything a drift run produces, the detector state and the status, in one transaction.
+
+    The detector state is compare-and-swapped on ``elements_seen`` so two runs can never
+    feed the same labels twice or lose each other's updates.
+    """
+    with transaction(url) as cur:
+        cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
+        if rows.features:
+            cur.executemany(_FEATURE_INSERT, [(run_id, *f) for f in rows.features])
+        _swap_detector(cur, model_version_id, run_id, rows)
+        for position, event_time, before, after in rows.change_points:
+            cur.execute(
+                """INSERT INTO concept_drift_change (model_version_id, stream_position, drift_run_id,
+                       event_time, error_rate_before, error_rate_after) VALUES (%s,%s,%s,%s,%s,%s)
+                   ON CONFLICT ON CONSTRAINT concept_drift_change_pkey DO NOTHING""",
+                (model_version_id, position, run_id, event_time, before, after),
+            )
+        for start, end in rows.consumed:
+            cur.execute(
+                """UPDATE scored_interval SET labels_consumed_at = now(), consumed_by_run_id = %s
+                   WHERE model_version_id = %s AND interval_start = %s AND interval_end = %s""",
+                (run_id, model_version_id, start, end),
+            )
+        cur.execute(
+            """UPDATE drift_run SET status = %s, verdict = %s, n_features_breached = %s,
+                   rows_labelled = %s, report_key = %s, report_uri = %s, failure_reason = NULL,
+                   finished_at = now() WHERE drift_run_id = %s""",
+            (rows.verdict, rows.verdict, rows.n_breached, rows.rows_labelled, report_key,
+             report_uri, run_id),
+        )
+        cur.execute("UPDATE model_version SET is_drifting = %s WHERE model_version_id = %s",
+                    (rows.verdict == "drift", model_version_id))
+
+
+def _swap_detector(cur: Any, model_version_id: int, run_id: int, rows: DriftRows) -> None:
+    if rows.detector_state is None:
+        return
+    cur.execute(
+        """INSERT INTO detector_state (model_version_id, detector, state, elements_seen,
+                                       updated_by_run_id)
+           VALUES (%s, 'adwin_error', %s, %s, %s)
+           ON CONFLICT ON CONSTRAINT detector_state_pkey DO UPDATE SET
+               state = EXCLUDED.state, elements_seen = EXCLUDED.elements_seen,
+               updated_at = now(), updated_by_run_id = EXCLUDED.updated_by_run_id
+           WHERE detector_state.elements_seen = %s
+           RETURNING 1""",
+        (model_version_id, rows.detector_state, rows.detector_seen_after, run_id,
+         rows.detector_seen_before),
+    )
+    if cur.fetchone() is None:
+        raise StaleDetectorState(
+            f"the ADWIN state of model version id {model_version_id} moved on since this run read "
+            f"it ({rows.detector_seen_before} elements); retry the run"
+        )

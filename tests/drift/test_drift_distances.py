@@ -1,0 +1,169 @@
+"""Distances against scipy (independent implementation) and hand-worked cases."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from modelgate.drift.distances import (
+    categorical_js,
+    js_divergence,
+    wasserstein_1d,
+    wasserstein_sorted,
+)
+from scipy.spatial.distance import jensenshannon
+from scipy.stats import wasserstein_distance
+
+
+def _samples(case: str) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(42)
+    if case == "normal-shift":
+        return rng.normal(size=5000), rng.normal(0.4, 1.3, size=3001)
+    if case == "heavy-ties":
+        return rng.integers(0, 5, 4000).astype(float), rng.integers(1, 7, 999).astype(float)
+    if case == "constant-vs-spread":
+        return np.full(100, 2.5), rng.normal(size=50)
+    if case == "both-constant":
+        return np.full(10, 1.0), np.full(7, 3.0)
+    if case == "n1-n1":
+        return np.array([0.3]), np.array([-1.2])
+    if case == "n1-n2":
+        return np.array([0.3]), np.array([-1.2, 4.0])
+    if case == "n2-big":
+        return np.array([0.0, 1.0]), rng.exponential(size=10_000)
+    if case == "large-offset":  # cancellation check: tiny W1 far from zero
+        return 1e6 + rng.normal(size=20_000), 1e6 + rng.normal(0.001, 1.0, size=15_000)
+    if case == "block-crossing":  # more than one block of the blocked sum
+        return rng.normal(size=700_001), rng.standard_t(3, size=500_000)
+    raise AssertionError(case)
+
+
+CASES = [
+    "normal-shift",
+    "heavy-ties",
+    "constant-vs-spread",
+    "both-constant",
+    "n1-n1",
+    "n1-n2",
+    "n2-big",
+    "large-offset",
+    "block-crossing",
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASES)
+def test_wasserstein_matches_scipy(case: str) -> None:
+    u, v = _samples(case)
+    expected = wasserstein_distance(u, v)
+    assert wasserstein_1d(u, v) == pytest.approx(expected, rel=1e-9, abs=1e-15)
+    assert wasserstein_sorted(np.sort(u), np.sort(v)) == pytest.approx(
+        expected, rel=1e-9, abs=1e-15
+    )
+
+
+def test_wasserstein_hand_worked() -> None:
+    # CDFs differ by 1/2 on [0, 1) and by 1/2 on [2, 4): W1 = 0.5 + 1.0.
+    assert wasserstein_1d([0.0, 2.0], [1.0, 4.0]) == pytest.approx(1.5)
+
+
+def test_wasserstein_sorted_does_not_sort_and_rejects_unsorted() -> None:
+    u = np.array([0.0, 1.0, 2.0])
+    u.setflags(write=False)  # any in-place sort would raise
+    assert wasserstein_sorted(u, np.array([1.0])) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="sorted ascending"):
+        wasserstein_sorted(np.array([2.0, 1.0]), np.array([1.0]))
+
+
+@pytest.mark.parametrize("bad", [[], [np.nan], [[1.0, 2.0]]], ids=["empty", "nan", "2d"])
+def test_wasserstein_rejects_bad_input(bad: list) -> None:
+    with pytest.raises(ValueError, match="u"):
+        wasserstein_1d(bad, [1.0])
+
+
+JS_CASES = {
+    "disjoint": ([1, 0], [0, 1]),
+    "identical": ([3, 1, 2], [6, 2, 4]),
+    "counts": ([10, 20, 30, 0], [5, 0, 30, 12]),
+    "probabilities": ([0.1, 0.2, 0.7], [0.3, 0.3, 0.4]),
+    "one-bin": ([7], [3]),
+}
+
+
+@pytest.mark.parametrize("pq", JS_CASES.values(), ids=JS_CASES.keys())
+def test_js_matches_scipy(pq: tuple) -> None:
+    p, q = pq
+    expected = jensenshannon(p, q, base=2) ** 2
+    assert js_divergence(p, q) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+def test_js_hand_worked() -> None:
+    # P=(1,0), Q=(.5,.5), M=(.75,.25): KL(P|M)=log2(4/3), KL(Q|M)=.5*log2(2/3)+.5*log2(2).
+    expected = 0.5 * (np.log2(4 / 3) + 0.5 * np.log2(2 / 3) + 0.5)
+    assert js_divergence([1, 0], [1, 1]) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "p, q, match",
+    [([1, 2], [1], "same length"), ([-1, 2], [1, 1], "non-negative"), ([0, 0], [1, 1], "positive")],
+    ids=["length", "negative", "all-zero"],
+)
+def test_js_rejects_bad_input(p: list, q: list, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        js_divergence(p, q)
+
+
+def test_categorical_js_union_matches_scipy_on_aligned_counts() -> None:
+    rng = np.random.default_rng(5)
+    ref = pd.Series(rng.choice(["a", "b", "c", "d"], size=1000, p=[0.4, 0.3, 0.2, 0.1]))
+    cur = pd.Series(rng.choice(["a", "b", "e", "f"], size=700))
+    ref_counts = ref.value_counts()
+    cur_counts = cur.value_counts()
+    union = sorted(set(ref_counts.index) | set(cur_counts.index))
+    expected = (
+        jensenshannon(
+            ref_counts.reindex(union, fill_value=0).to_numpy(),
+            cur_counts.reindex(union, fill_value=0).to_numpy(),
+            base=2,
+        )
+        ** 2
+    )
+    res = categorical_js(list(ref_counts.index), ref_counts.to_numpy(), cur_counts.to_dict())
+    assert res.js_divergence == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    assert res.unseen_categories == ("e", "f")
+    assert set(res.categories) == set(union)
+
+
+finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
+samples = arrays(np.float64, st.integers(1, 40), elements=finite)
+count_vectors = (
+    st.integers(1, 8)
+    .flatmap(
+        lambda k: st.tuples(
+            arrays(np.int64, k, elements=st.integers(0, 50)),
+            arrays(np.int64, k, elements=st.integers(0, 50)),
+        )
+    )
+    .filter(lambda pq: pq[0].sum() > 0 and pq[1].sum() > 0)
+)
+
+
+@given(samples, samples)
+def test_wasserstein_properties(u: np.ndarray, v: np.ndarray) -> None:
+    d = wasserstein_1d(u, v)
+    assert d >= 0
+    assert d == pytest.approx(wasserstein_distance(u, v), rel=1e-9, abs=1e-6)
+    assert wasserstein_1d(u, u) == 0.0
+    rng = np.random.default_rng(0)
+    assert wasserstein_1d(rng.permutation(u), rng.permutation(v)) == pytest.approx(d, rel=1e-12)
+
+
+@given(count_vectors)
+def test_js_properties(pq: tuple[np.ndarray, np.ndarray]) -> None:
+    p, q = pq
+    d = js_divergence(p, q)
+    assert 0.0 <= d <= 1.0 + 1e-12
+    assert d == pytest.approx(js_divergence(q, p), abs=1e-15)
+    assert js_divergence(p, p) == pytest.approx(0.0, abs=1e-15)
+    perm = np.random.default_rng(1).permutation(p.size)
+    assert js_divergence(p[perm], q[perm]) == pytest.approx(d, rel=1e-12, abs=1e-15)

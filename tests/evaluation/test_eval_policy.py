@@ -1,0 +1,156 @@
+"""Policy parsing: strict validation with key paths, defaults, the shipped policy, merging."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from modelgate.evaluation.policy import (
+    ChangeThreshold,
+    FairnessThreshold,
+    Policy,
+    PolicyError,
+    ValueThreshold,
+    default_policy,
+    load_policy,
+    merge_policies,
+)
+
+FULL = """
+version: 1
+use_confidence_bound: true
+metrics:
+  roc_auc:
+    value: {lower: 0.7, upper: 0.99, severity: warn}
+    change: {absolute: -0.01, relative: -0.02}
+  log_loss:
+    change: {relative: -0.05, use_confidence_bound: false}
+fairness:
+  default:
+    equalized_odds_difference: {upper: 0.03}
+    demographic_parity_difference: {upper: 0.1, severity: warn}
+  features:
+    sex:
+      equalized_odds_difference: {upper: 0.05, use_confidence_bound: false}
+"""
+
+
+def test_full_policy_parses_to_expected_dataclasses() -> None:
+    policy = load_policy(FULL)
+    assert policy.use_confidence_bound is True
+    assert policy.values == (ValueThreshold("roc_auc", 0.7, 0.99, "warn", None),)
+    assert policy.changes == (
+        ChangeThreshold("roc_auc", -0.01, -0.02, "higher_is_better", "block", None),
+        ChangeThreshold("log_loss", None, -0.05, "lower_is_better", "block", False),
+    )
+    assert policy.fairness_default == (
+        FairnessThreshold("equalized_odds_difference", 0.03, "block", None),
+        FairnessThreshold("demographic_parity_difference", 0.1, "warn", None),
+    )
+    assert policy.fairness_for("sex") == (
+        FairnessThreshold("demographic_parity_difference", 0.1, "warn", None),
+        FairnessThreshold("equalized_odds_difference", 0.05, "block", False),
+    )
+    assert policy.fairness_for("age") == policy.fairness_default
+
+
+def test_empty_document_is_an_empty_policy() -> None:
+    assert load_policy("") == Policy()
+    assert load_policy("version: 1") == Policy()
+
+
+def test_policy_loads_from_a_path(tmp_path: Path) -> None:
+    path = tmp_path / "model.yaml"
+    path.write_text(FULL, encoding="utf-8")
+    assert load_policy(path) == load_policy(FULL) == load_policy(str(path))
+
+
+def test_default_policy_is_sensible() -> None:
+    policy = default_policy()
+    assert ValueThreshold("roc_auc", 0.7, None, "block", None) in policy.values
+    assert ChangeThreshold("roc_auc", -0.01, None, "higher_is_better", "block",
+                           None) in policy.changes
+    assert any(c.metric == "log_loss" and c.direction == "lower_is_better"
+               for c in policy.changes)
+    assert FairnessThreshold("equalized_odds_difference", 0.03, "block",
+                             None) in policy.fairness_default
+    assert any(t.metric == "demographic_parity_difference" and t.severity == "warn"
+               for t in policy.fairness_default)
+
+
+BAD = [
+    ("metrics: {auc: {value: {lower: 0.7}}}", "'metrics.auc': expected one of accuracy"),
+    ("metrics: {roc_auc: {value: {lower: high}}}",
+     "'metrics.roc_auc.value.lower': expected a finite number; got 'high'"),
+    ("metrics: {roc_auc: {value: {lower: .nan}}}", "expected a finite number; got nan"),
+    ("metrics: {roc_auc: {value: {lower: true}}}", "expected a finite number; got True"),
+    ("metrics: {roc_auc: {value: {lower: 0.9, upper: 0.8}}}",
+     "'metrics.roc_auc.value': expected lower <= upper; got lower=0.9, upper=0.8"),
+    ("metrics: {roc_auc: {value: {severity: warn}}}", "expected at least one of 'lower', 'upper'"),
+    ("metrics: {roc_auc: {value: {lower: 0.7, severity: fatal}}}",
+     "'metrics.roc_auc.value.severity': expected 'block' or 'warn'; got 'fatal'"),
+    ("metrics: {roc_auc: {value: {lower: 0.7, minimum: 1}}}", "unknown key 'minimum'"),
+    ("metrics: {roc_auc: {change: {direction: up, absolute: 0}}}",
+     "'metrics.roc_auc.change.direction': expected 'higher_is_better'"),
+    ("metrics: {roc_auc: {change: {severity: warn}}}", "expected at least one of 'absolute'"),
+    ("metrics: {roc_auc: {value: {lower: 0.7, use_confidence_bound: maybe}}}",
+     "use_confidence_bound': expected true or false; got 'maybe'"),
+    ("metrics: {equalized_odds_difference: {value: {upper: 0.1}}}",
+     "is a metric for the 'fairness' section"),
+    ("fairness: {default: {roc_auc: {upper: 0.1}}}", "is a metric for the 'metrics' section"),
+    ("fairness: {default: {tpr_gap: {upper: -0.1}}}",
+     "'fairness.default.tpr_gap.upper': expected a number >= 0; got -0.1"),
+    ("fairness: {default: {tpr_gap: {lower: 0.1}}}", "unknown key 'lower'"),
+    ("fairness: {features: {sex: {fpr_gap: {}}}}",
+     "'fairness.features.sex.fpr_gap.upper': expected a number >= 0; got None"),
+    ("fairness: {features: {1: {fpr_gap: {upper: 1}}}}", "expected string keys; got 1"),
+    ("metrics: [roc_auc]", "'metrics': expected a mapping; got ['roc_auc']"),
+    ("thresholds: {}", "unknown key 'thresholds'"),
+    ("version: 2", "'version': expected 1; got 2"),
+    ("metrics: {roc_auc: {value: {lower: 0.7}}, roc_auc: {}}", "key 'roc_auc' twice"),
+    ("metrics: {roc_auc: [", "not valid YAML"),
+    ("- a\n- b", "policy: expected a mapping"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD, ids=[m for _, m in BAD])
+def test_malformed_policies_raise_policy_error_naming_the_key(text: str, message: str) -> None:
+    with pytest.raises(PolicyError) as info:
+        load_policy(text)
+    assert message in str(info.value)
+
+
+def test_policy_error_is_a_value_error() -> None:
+    assert issubclass(PolicyError, ValueError)
+
+
+def test_merge_replaces_threshold_by_threshold() -> None:
+    base = load_policy(FULL)
+    override = load_policy("""
+use_confidence_bound: false
+metrics:
+  roc_auc: {value: {lower: 0.8}}
+  f1: {value: {lower: 0.4}}
+fairness:
+  default: {tpr_gap: {upper: 0.2}}
+  features:
+    sex: {demographic_parity_difference: {upper: 0.2}}
+    race: {equalized_odds_difference: {upper: 0.04}}
+""")
+    merged = merge_policies(base, override)
+    assert merged.use_confidence_bound is False
+    assert merged.values == (ValueThreshold("roc_auc", 0.8, None, "block", None),
+                             ValueThreshold("f1", 0.4, None, "block", None))
+    assert merged.changes == base.changes
+    assert [t.metric for t in merged.fairness_default] == [
+        "equalized_odds_difference", "demographic_parity_difference", "tpr_gap"]
+    sex = {t.metric: t.upper for t in merged.fairness_for("sex")}
+    assert sex == {"equalized_odds_difference": 0.05, "demographic_parity_difference": 0.2,
+                   "tpr_gap": 0.2}
+    assert {t.metric: t.upper for t in merged.fairness_for("race")}[
+        "equalized_odds_difference"] == 0.04
+
+
+def test_merge_keeps_base_confidence_setting_when_override_is_silent() -> None:
+    base = load_policy("use_confidence_bound: true")
+    assert merge_policies(base, Policy()).use_confidence_bound is True

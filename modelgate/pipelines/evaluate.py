@@ -295,21 +295,37 @@ class DecisionResult:
     had_champion: bool
 
 
-def load_policy_for_run(policy_path: str | None) -> tuple[Any, str]:
-    """The default policy, with the per-model override file merged on top if given."""
+REPO_POLICY_DIR = Path(__file__).resolve().parents[2] / "policies"
+
+
+def policy_dir() -> Path:
+    """Where per-model policy overrides live: ``MODELGATE_POLICY_DIR`` or the repo's ``policies/``."""
+    import os
+
+    return Path(os.environ.get("MODELGATE_POLICY_DIR") or REPO_POLICY_DIR)
+
+
+def load_policy_for_run(policy_path: str | None, model_name: str) -> tuple[Any, str]:
+    """The default policy, then ``<policy dir>/<model name>.yaml``, then ``policy_path``,
+    each merged over the previous one; returns the policy and a sha256 of all its sources."""
     import hashlib
 
-    from modelgate.evaluation.policy import default_policy, load_policy, merge_policies
+    from modelgate.evaluation.policy import (
+        DEFAULT_POLICY_PATH, default_policy, load_policy, merge_policies,
+    )
 
-    digest = hashlib.sha256((Path(__file__).resolve().parents[2] / "evaluation" /
-                             "default_policy.yaml").read_bytes())
+    digest = hashlib.sha256(DEFAULT_POLICY_PATH.read_bytes())
     policy = default_policy()
+    layers = [policy_dir() / f"{safe_key_part(model_name)}.yaml"]
     if policy_path:
-        path = Path(policy_path)
-        if not path.is_file():
+        if not Path(policy_path).is_file():
             raise FileNotFoundError(f"policy file {policy_path!r} does not exist")
-        digest.update(path.read_bytes())
-        policy = merge_policies(policy, load_policy(path))
+        layers.append(Path(policy_path))
+    for path in layers:
+        if path.is_file():
+            digest.update(path.read_bytes())
+            policy = merge_policies(policy, load_policy(path))
+            log.info("policy override %s applied", path)
     return policy, digest.hexdigest()
 
 
@@ -317,7 +333,8 @@ def decide(ctx: Context, ref: RunRef, policy_path: str | None = None) -> str:
     """Apply the promotion policy to the results (pure decision; nothing is promoted here)."""
     from modelgate.evaluation.gate import decide as gate_decide
 
-    policy, policy_sha = load_policy_for_run(policy_path)
+    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
+    policy, policy_sha = load_policy_for_run(policy_path, _model_row(ctx, run.model_version_id).model_name)
     metrics_result: MetricsResult = get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")
     fairness_reports = get_pickle(ctx, f"{ref.prefix()}/fairness.pkl")
     champion = metrics_result.champion.by_name() if metrics_result.champion else None

@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 import pendulum
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import BaseOperatorLink, Param, dag, get_current_context, task
 
 DOC_MD = """
 ### drift_monitoring — is the production model still seeing the data it was judged on?
@@ -37,6 +37,22 @@ RETRIES = int(os.environ.get("MODELGATE_DAG_RETRIES", "1"))
 SCHEDULE = os.environ.get("MODELGATE_DRIFT_SCHEDULE", "@daily")
 CATCHUP = os.environ.get("MODELGATE_DRIFT_CATCHUP", "false").lower() == "true"
 START = pendulum.parse(os.environ.get("MODELGATE_DRIFT_START_DATE", "1970-01-01"), tz="UTC")
+
+
+class ReportLink(BaseOperatorLink):
+    """The "Report" button on the ``report`` task in the Airflow UI: the link it pushed.
+
+    Airflow 3 calls ``get_link`` on the worker when the task ends and stores the result as
+    the XCom ``_link_ReportLink``; the UI reads that XCom (no plugin needed). Object-store
+    links are presigned and expire; a local store gives ``file://`` links.
+    """
+
+    name = "Report"
+
+    def get_link(self, operator: Any, *, ti_key: Any) -> str:
+        from airflow.sdk.execution_time.xcom import XCom
+
+        return str(XCom.get_value(ti_key=ti_key, key="report_url") or "")
 
 
 def _ctx() -> Any:
@@ -121,7 +137,9 @@ def drift_monitoring() -> None:
 
         ctx = _ctx()
         key = _step(run, drift.render_report, sample, features)
-        print(f"drift report: {ctx.store.link(key, expiry_s=ctx.settings.presign_expiry_s)}")
+        link = ctx.store.link(key, expiry_s=ctx.settings.presign_expiry_s)
+        get_current_context()["ti"].xcom_push(key="report_url", value=link)  # for ReportLink
+        print(f"drift report: {link}")
         return str(key)
 
     @task
@@ -148,6 +166,7 @@ def drift_monitoring() -> None:
     parts = feature_drift.partial(run=run, sample=sample).expand(feature=features)
     concept = concept_drift(run, sample)
     key = report(run, sample, features, parts, concept)
+    key.operator.operator_extra_links = (ReportLink(),)  # type: ignore[attr-defined]
     decide(run, store(run, sample, features, key))
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pendulum
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import BaseOperatorLink, Param, dag, get_current_context, task
 
 DOC_MD = """
 ### model_evaluation — the promotion gate
@@ -37,6 +37,22 @@ and object keys.
 """
 
 RETRIES = int(os.environ.get("MODELGATE_DAG_RETRIES", "1"))
+
+
+class ReportLink(BaseOperatorLink):
+    """The "Report" button on the ``report`` task in the Airflow UI: the link it returned.
+
+    Airflow 3 calls ``get_link`` on the worker when the task ends and stores the result as
+    the XCom ``_link_ReportLink``; the UI reads that XCom (no plugin needed). Object-store
+    links are presigned and expire; a local store gives ``file://`` links.
+    """
+
+    name = "Report"
+
+    def get_link(self, operator: Any, *, ti_key: Any) -> str:
+        from airflow.sdk.execution_time.xcom import XCom
+
+        return str(XCom.get_value(ti_key=ti_key, key="return_value") or "")
 
 
 def _ctx() -> Any:
@@ -156,7 +172,9 @@ def model_evaluation() -> None:
     fairness_key = fairness(run, scores)
     explain_key = explain(run, scores)
     decision = decide(run, metric_key, fairness_key)
-    stored = store(run, report(run, decision, explain_key))
+    reported = report(run, decision, explain_key)
+    reported.operator.operator_extra_links = (ReportLink(),)  # type: ignore[attr-defined]
+    stored = store(run, reported)
     gate(run, stored) >> promote(run)
 
 

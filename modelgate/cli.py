@@ -86,7 +86,9 @@ def cmd_score(args: argparse.Namespace) -> int:
     from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
 
     scorer = open_session(verify(args.model), settings_from_os_environ())
-    result = score_parquet(scorer, args.data, args.out, batch_rows=args.batch_rows)
+    keep = [c for c in (args.keep or "").split(",") if c]
+    result = score_parquet(scorer, args.data, args.out, batch_rows=args.batch_rows,
+                           id_column=scorer.manifest.id_column, keep_columns=keep)
     print(f"scored {result.rows} rows in {result.seconds:.2f} s ({result.rows_per_s:,.0f} rows/s) "
           f"on {result.provider} -> {result.output_path}")
     return EXIT_OK
@@ -134,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, type=Path)
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--batch-rows", type=int, default=65536)
+    p.add_argument("--keep", help="comma-separated input columns copied to the output")
     p.set_defaults(handler=cmd_score)
 
     p = sub.add_parser("demo", help="build the GSS demo model and data, run the DAGs, show results")

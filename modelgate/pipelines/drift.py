@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from modelgate.pipelines import index_page
 from modelgate.pipelines.context import Context, load_registered_model, safe_key_part
 from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.store import drift_runs, models
@@ -445,6 +446,7 @@ def store_results(ctx: Context, ref: DriftRef, sample: dict[str, Any], features:
                              concept.seen_before, concept.seen_after),
         report_key=report, report_uri=ctx.store.uri(report))
     log.info("drift run %d stored: %s (%d breached)", ref.drift_run_id, verdict, summary.n_breached)
+    index_page.write_model_index(ctx, ref.model_name)  # reports/<model>/index.html
     return verdict
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from modelgate.pipelines import index_page
 from modelgate.pipelines.context import Context, load_registered_model, safe_key_part
 from modelgate.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.store import models, runs
@@ -573,4 +574,5 @@ def store_results(ctx: Context, ref: RunRef) -> str:
     runs.write_evaluation_results(ctx.db_url, ref.evaluation_run_id, rows, status=status,
                                   report_key=key, report_uri=ctx.store.uri(key))
     log.info("stored evaluation run %d: %s", ref.evaluation_run_id, status)
+    index_page.write_model_index(ctx, row.model_name)  # reports/<model>/index.html
     return status

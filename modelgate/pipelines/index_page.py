@@ -1,0 +1,174 @@
+"""A model's report index page: every evaluation and drift report, newest first.
+
+The page lives next to the reports at ``reports/<model>/index.html`` and links to them with
+relative hrefs (``<version>/evaluation-<run key>.html``), so the whole ``reports/<model>/``
+folder can be opened from a local object store, synced to a static site, or browsed in
+MinIO without rewriting links. It is rebuilt from PostgreSQL (the source of truth) at the
+end of every ``store`` step, so it lists exactly the runs whose results were committed;
+re-running a step rewrites the same key with the same page.
+
+Which runs are listed
+---------------------
+* evaluation runs with a ``report_key`` and status ``passed`` or ``blocked``. A passed run
+  whose gate had a failing ``warn``-severity check is shown as ``warn``.
+* drift runs with a ``report_key`` and status ``ok``, ``drift`` or ``no_data``
+  (``no_data`` is shown as ``ok``: nothing was found to drift).
+* Runs still ``running`` or ``failed`` are left out: their report, if any, may not match
+  what is stored.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from modelgate.pipelines.context import safe_key_part
+from modelgate.reports.views import IndexRow, IndexVerdict, ModelIndexView, RunKind
+
+if TYPE_CHECKING:
+    from modelgate.pipelines.context import Context
+
+log = logging.getLogger("modelgate.index_page")
+
+_EVALUATION_SQL = """
+SELECT r.evaluation_run_id, v.version, COALESCE(r.finished_at, r.started_at), r.status,
+       EXISTS (SELECT 1 FROM gate_check g WHERE g.evaluation_run_id = r.evaluation_run_id
+               AND g.verdict = 'fail' AND g.severity = 'warn'),
+       r.report_key
+FROM evaluation_run r JOIN model_version v USING (model_version_id)
+WHERE v.model_name = %s AND r.report_key IS NOT NULL AND r.status IN ('passed', 'blocked')
+"""
+
+_DRIFT_SQL = """
+SELECT r.drift_run_id, v.version, r.interval_start, r.status, FALSE, r.report_key
+FROM drift_run r JOIN model_version v USING (model_version_id)
+WHERE v.model_name = %s AND r.report_key IS NOT NULL AND r.status IN ('ok', 'drift', 'no_data')
+"""
+
+_VERDICTS: dict[tuple[str, bool], IndexVerdict] = {
+    ("passed", False): "passed", ("passed", True): "warn", ("blocked", False): "blocked",
+    ("ok", False): "ok", ("no_data", False): "ok",
+    ("drift", False): "drift",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One run as read from PostgreSQL, before it becomes a row of the index page.
+
+    ``when`` is the evaluation's finish time, or the drift run's data interval start;
+    ``warned`` is true when a passed evaluation had a failing warn-severity check.
+    """
+
+    kind: RunKind
+    run_id: int
+    version: str
+    when: dt.datetime
+    status: str
+    warned: bool
+    report_key: str
+
+
+def index_key(model_name: str) -> str:
+    """The object key of a model's index page.
+
+    >>> index_key("gss-high-income")
+    'reports/gss-high-income/index.html'
+    """
+    return f"reports/{safe_key_part(model_name)}/index.html"
+
+
+def build_index_view(model_name: str, records: Iterable[RunRecord]) -> ModelIndexView:
+    """Turn run records into the index page's view: newest first, relative links.
+
+    Parameters
+    ----------
+    model_name : str
+        The registered model name (as in ``model_version.model_name``).
+    records : iterable of RunRecord
+        Runs of that model, in any order. ``when`` must be timezone-aware.
+
+    Returns
+    -------
+    ModelIndexView
+        Rows sorted by ``when`` (newest first), then kind, then run id (highest first), so
+        the page is the same for the same records whatever order they came in.
+
+    Raises
+    ------
+    ValueError
+        A record's ``status`` is not one listed on the page, or ``when`` is naive.
+
+    Examples
+    --------
+    >>> utc = dt.UTC
+    >>> rec = RunRecord("drift", 4, "1", dt.datetime(2024, 1, 2, tzinfo=utc), "no_data", False,
+    ...                 "reports/churn/1/drift-2024-01-02T00-00-00-00-00.html")
+    >>> row = build_index_view("churn", [rec]).runs[0]
+    >>> row.verdict, row.href, row.when
+    ('ok', '1/drift-2024-01-02T00-00-00-00-00.html', '2024-01-02T00:00:00Z')
+    """
+    folder = posixpath.dirname(index_key(model_name))
+    ordered = sorted(records, key=lambda r: (r.kind, -r.run_id))
+    ordered.sort(key=lambda r: _utc(r).timestamp(), reverse=True)
+    rows = tuple(IndexRow(r.kind, str(r.run_id), r.version, _utc(r).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                          _verdict(r), posixpath.relpath(r.report_key, folder))
+                 for r in ordered)
+    return ModelIndexView(model_name, runs=rows)
+
+
+def _utc(record: RunRecord) -> dt.datetime:
+    if record.when.tzinfo is None:
+        raise ValueError(f"RunRecord.when must be timezone-aware, got {record.when!r}")
+    return record.when.astimezone(dt.UTC)
+
+
+def _verdict(record: RunRecord) -> IndexVerdict:
+    try:
+        return _VERDICTS[(record.status, record.warned and record.status == "passed")]
+    except KeyError:
+        allowed = sorted({status for status, _ in _VERDICTS})
+        raise ValueError(f"RunRecord.status for a {record.kind} run must be one of {allowed!r}, "
+                         f"got {record.status!r}") from None
+
+
+def read_runs(db_url: str, model_name: str) -> list[RunRecord]:
+    """Read the model's listed evaluation and drift runs (see the module docstring)."""
+    from modelgate.store.db import transaction
+
+    records: list[RunRecord] = []
+    with transaction(db_url) as cur:
+        for kind, sql in (("evaluation", _EVALUATION_SQL), ("drift", _DRIFT_SQL)):
+            cur.execute(sql, (model_name,))
+            records.extend(RunRecord(kind, int(i), str(v), when, status, bool(warned), key)
+                           for i, v, when, status, warned, key in cur.fetchall())
+    return records
+
+
+def write_model_index(ctx: Context, model_name: str) -> str:
+    """Rebuild and store ``reports/<model>/index.html``; return its object key.
+
+    Parameters
+    ----------
+    ctx : Context
+        The database URL and object store to use.
+    model_name : str
+        The registered model whose runs are listed.
+
+    Returns
+    -------
+    str
+        The object key of the index page (see :func:`index_key`).
+    """
+    from modelgate.reports.html import render_model_index
+
+    view = build_index_view(model_name, read_runs(ctx.db_url, model_name))
+    key = index_key(model_name)
+    ctx.store.put_bytes(key, render_model_index(view).encode("utf-8"),
+                        content_type="text/html; charset=utf-8")
+    log.info("index page for %s: %d run(s) at %s", model_name, len(view.runs), ctx.store.uri(key))
+    return key

@@ -1,0 +1,130 @@
+"""The README's commands run as written, and the CLI's JSON agrees with independent libraries."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats
+
+from modelgate.config import Settings
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text()
+
+
+def _sh_blocks() -> list[str]:
+    return re.findall(r"```sh\n(.*?)```", README, flags=re.S)
+
+
+def test_readme_opens_with_the_two_commands_and_make_has_them() -> None:
+    first = _sh_blocks()[0].splitlines()
+    assert [line.split("#")[0].strip() for line in first] == ["make demo", "make test"]
+    makefile = (REPO / "Makefile").read_text()
+    assert re.search(r"^demo:", makefile, flags=re.M) and re.search(r"^test:", makefile, flags=re.M)
+    assert "make test" in (REPO / ".ci" / "run").read_text()
+
+
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "modelgate.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, env=os.environ.copy(), timeout=600)
+
+
+@pytest.fixture()
+def demo_workdir(tmp_path: Path, demo_builds: dict[str, Any]) -> Path:
+    """A directory laid out like the repo after `make demo` (.modelgate/demo/v1, v2)."""
+    for version, build in demo_builds.items():
+        target = tmp_path / ".modelgate" / "demo" / f"v{version}"
+        shutil.copytree(build.archive_path.parents[1], target)
+    return tmp_path
+
+
+def test_readme_walkthrough_runs_as_written(settings_env: Settings, demo_workdir: Path) -> None:
+    block = next(b for b in _sh_blocks() if b.startswith("mkdir -p try"))
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=demo_workdir, env=env,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert "OK gss-high-income v2" in out  # verify
+    assert "scored 4257 rows" in out  # score
+    assert "gate exit code 3 (3 = blocked)" in out and "BLOCK" in out  # evaluate
+    assert "row 0: output" in out  # explain
+    assert "gender: equalized_odds_difference" in out  # fairness
+    assert "feature(s) breached" in out  # drift
+
+
+def test_cli_exit_codes_and_evaluate_json(settings_env: Settings, demo_builds: dict[str, Any]) -> None:
+    passed = _cli("evaluate", "--model", str(demo_builds["1"].archive_path),
+                  "--data", str(demo_builds["1"].heldout_path), "--format", "json", "--promote")
+    assert passed.returncode == 0, passed.stderr[-2000:]
+    payload = json.loads(passed.stdout)
+    assert payload["status"] == "passed" and payload["gate"]["passed"] is True
+    assert payload["promoted"].startswith("promoted gss-high-income v1")
+    auc = payload["metrics"]["roc_auc"]
+    assert auc["ci_lower"] <= auc["value"] <= auc["ci_upper"]
+    blocked = _cli("evaluate", "--model", str(demo_builds["2"].archive_path),
+                   "--data", str(demo_builds["2"].heldout_path), "--format", "json")
+    assert blocked.returncode == 3, blocked.stderr[-2000:]
+    payload = json.loads(blocked.stdout)
+    assert payload["status"] == "blocked" and payload["champion_deltas"] is not None
+    assert any(c["verdict"] == "fail" and c["sensitive_feature"] == "gender"
+               for c in payload["gate"]["checks"])
+    usage = _cli("evaluate", "--model")
+    assert usage.returncode == 2
+    missing = _cli("evaluate", "--model", str(demo_builds["1"].archive_path), "--data", "/nope.parquet")
+    assert missing.returncode == 1 and "/nope.parquet" in missing.stderr
+
+
+def test_cli_fairness_matches_fairlearn(tmp_path: Path) -> None:
+    from fairlearn.metrics import demographic_parity_difference, equalized_odds_difference
+
+    rng = np.random.default_rng(7)
+    n = 3000
+    frame = pd.DataFrame({
+        "y": rng.integers(0, 2, n), "y_hat": rng.integers(0, 2, n),
+        "g": rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]),
+    })
+    frame.to_parquet(tmp_path / "scored.parquet")
+    out = _cli("fairness", "--data", str(tmp_path / "scored.parquet"), "--label", "y",
+               "--prediction", "y_hat", "--sensitive", "g", "--format", "json", "--bootstrap", "50")
+    assert out.returncode == 0, out.stderr
+    gaps = json.loads(out.stdout)["g"]["gaps"]
+    expected_eod = equalized_odds_difference(frame.y, frame.y_hat, sensitive_features=frame.g)
+    expected_dpd = demographic_parity_difference(frame.y, frame.y_hat, sensitive_features=frame.g)
+    assert gaps["equalized_odds_difference"]["value"] == pytest.approx(expected_eod, abs=1e-12)
+    assert gaps["demographic_parity_difference"]["value"] == pytest.approx(expected_dpd, abs=1e-12)
+
+
+def test_cli_drift_matches_scipy_and_explain_is_additive(
+    tmp_path: Path, demo_builds: dict[str, Any],
+) -> None:
+    build = demo_builds["1"]
+    current = build.live_dir / f"dt={build.live_dates[-1].isoformat()}" / "part-0.parquet"
+    out = _cli("drift", "--reference", str(build.reference_path), "--current", str(current),
+               "--features", "age,prestg10,educcat", "--format", "json")
+    assert out.returncode in (0, 3), out.stderr
+    features = {f["feature"]: f for f in json.loads(out.stdout)["features"]}
+    ref, cur = pd.read_parquet(build.reference_path), pd.read_parquet(current)
+    for name in ("age", "prestg10"):
+        expected = scipy.stats.wasserstein_distance(ref[name].dropna(), cur[name].dropna())
+        assert features[name]["wasserstein"] == pytest.approx(expected, rel=1e-9)
+    assert features["educcat"]["kind"] == "categorical"
+    explained = _cli("explain", "--model", str(build.archive_path), "--data", str(build.heldout_path),
+                     "--rows", "3", "--format", "json")
+    assert explained.returncode == 0, explained.stderr
+    shap = json.loads(explained.stdout)
+    values = np.asarray(shap["values"])
+    assert values.shape == (3, len(shap["features"]))
+    gap = np.asarray(shap["base_values"]) + values.sum(axis=1) - np.asarray(shap["model_output"])
+    assert np.abs(gap).max() < 1e-6

@@ -30,12 +30,13 @@ services:
 demo: venv
 	$(BIN)/modelgate demo
 
-test: venv moto-venv services
+test: venv moto-venv services lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
+# DAG files are left out of mypy: TaskFlow turns typed task calls into XComArgs.
 lint: venv
 	$(BIN)/ruff check .
-	$(BIN)/mypy modelgate drift fairness evaluation reports dags
+	$(BIN)/mypy modelgate drift fairness evaluation reports
 
 bench: venv
 	$(BIN)/python -m bench.run_all

@@ -19,12 +19,12 @@ def _num(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(float(value)) else float(value)
 
 
-def infer_feature_kinds(path: Path, exclude: set[str]) -> dict[str, str]:
+def infer_feature_kinds(path: Path, exclude: set[str]) -> dict[str, Any]:
     """Numeric columns are numeric features, string/bool/dictionary columns categorical."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    kinds = {}
+    kinds: dict[str, Any] = {}
     for field in pq.read_schema(path):
         if field.name in exclude:
             continue

@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import Any
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, say: Callable[[str], None]) -> None:

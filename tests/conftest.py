@@ -20,8 +20,8 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 

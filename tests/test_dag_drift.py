@@ -13,7 +13,7 @@ from modelgate.pipelines.context import Context, register_archive
 from modelgate.store import models
 from modelgate.store.db import transaction
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def _run_interval(build: Any, day: dt.date, **extra: Any) -> Any:
@@ -57,7 +57,8 @@ def test_drift_dag_runs_intervals_and_fanout_matches_single_task(
         dagrun = _run_interval(build, day)
         assert str(dagrun.state) in ("success", "failed")
     with transaction(production.db_url) as cur:
-        cur.execute("SELECT status, rows_sampled, report_key, drift_run_id FROM drift_run ORDER BY interval_start")
+        cur.execute("SELECT status, rows_sampled, report_key, drift_run_id FROM drift_run "
+                    "ORDER BY interval_start")
         runs = cur.fetchall()
     assert [r[0] in ("ok", "drift") for r in runs] == [True, True]
     assert all(r[1] > 0 and r[2] for r in runs)

@@ -54,7 +54,7 @@ class DriftRef:
                 f"{safe_key_part(self.interval_start)}")
 
     def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__slots__}  # type: ignore[attr-defined]
+        return {f: getattr(self, f) for f in self.__slots__}
 
 
 def _put(ctx: Context, key: str, value: object) -> str:
@@ -66,7 +66,7 @@ def _get(ctx: Context, key: str) -> Any:
     return pickle.loads(ctx.store.get_bytes(key))  # noqa: S301 - our own bucket
 
 
-def _features_of(manifest: dict[str, Any]) -> dict[str, str]:
+def _features_of(manifest: dict[str, Any]) -> dict[str, Any]:
     return {f["name"]: f["kind"] for f in manifest["features"]}
 
 
@@ -216,7 +216,8 @@ def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: in
                                   pq.read_table(scored.output_path).column("prediction"))
     pq.write_table(merged, work / "scored-sample.parquet")
     key = f"{ref.prefix()}/scored-sample.parquet"
-    uri = ctx.store.put_file(key, work / "scored-sample.parquet", content_type="application/vnd.apache.parquet")
+    uri = ctx.store.put_file(key, work / "scored-sample.parquet",
+                             content_type="application/vnd.apache.parquet")
     drift_runs.record_sample(ctx.db_url, ref.drift_run_id, provider=scored.provider,
                              rows_available=total, rows_sampled=len(take), scores_uri=uri)
     drift_runs.upsert_scored_interval(ctx.db_url, model_version_id=ref.model_version_id,
@@ -231,7 +232,8 @@ def _concat(tables: list[pa.Table], files: list[Path]) -> pa.Table:
     try:
         return pa.concat_tables(tables, promote_options="permissive")
     except pa.ArrowInvalid as exc:
-        raise ValueError(f"live partitions {[str(f) for f in files]} have incompatible schemas: {exc}") from exc
+        names = [str(f) for f in files]
+        raise ValueError(f"live partitions {names} have incompatible schemas: {exc}") from exc
 
 
 # --- data drift (fans out per feature) ---------------------------------------------------
@@ -390,7 +392,10 @@ def render_report(ctx: Context, ref: DriftRef, sample: dict[str, Any], features:
     from modelgate.drift.data_drift import summarise
     from modelgate.reports.html import render_drift_report
     from modelgate.reports.views import (
-        ChangePointRow, DriftReportView, FeatureDriftRow, HistogramView,
+        ChangePointRow,
+        DriftReportView,
+        FeatureDriftRow,
+        HistogramView,
     )
 
     summary = summarise(collect_features(ctx, ref, features))
@@ -421,7 +426,8 @@ def render_report(ctx: Context, ref: DriftRef, sample: dict[str, Any], features:
                             for p, t, b, a in concept.change_points),
         summary=text if sample["rows"] else "No live rows in this interval. " + text,
         verdict=verdict)
-    key = f"reports/{safe_key_part(ref.model_name)}/{safe_key_part(ref.version)}/drift-{safe_key_part(ref.interval_start)}.html"
+    key = (f"reports/{safe_key_part(ref.model_name)}/{safe_key_part(ref.version)}/"
+           f"drift-{safe_key_part(ref.interval_start)}.html")
     ctx.store.put_bytes(key, render_drift_report(view).encode(), content_type="text/html")
     return key
 

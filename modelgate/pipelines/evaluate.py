@@ -312,7 +312,10 @@ def load_policy_for_run(policy_path: str | None, model_name: str) -> tuple[Any, 
     import hashlib
 
     from modelgate.evaluation.policy import (
-        DEFAULT_POLICY_PATH, default_policy, load_policy, merge_policies,
+        DEFAULT_POLICY_PATH,
+        default_policy,
+        load_policy,
+        merge_policies,
     )
 
     digest = hashlib.sha256(DEFAULT_POLICY_PATH.read_bytes())

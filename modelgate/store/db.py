@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg2
-import psycopg2.extensions
 import psycopg2.extras
+from psycopg2.extensions import connection as Connection
 
 from modelgate.config import Settings
 
@@ -30,7 +30,6 @@ _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 # Arbitrary constant: serialises concurrent `db upgrade` calls on one database.
 _MIGRATION_LOCK_ID = 7_302_114_001
 
-Connection = psycopg2.extensions.connection
 
 
 class MigrationError(RuntimeError):
@@ -106,9 +105,8 @@ def transaction(url: str) -> Iterator[Any]:
     """Yield a cursor inside one transaction: committed on success, rolled back on error."""
     conn = connect(url)
     try:
-        with conn:  # commits or rolls back
-            with conn.cursor() as cur:
-                yield cur
+        with conn, conn.cursor() as cur:  # commits or rolls back
+            yield cur
     finally:
         conn.close()
 

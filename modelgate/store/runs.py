@@ -109,11 +109,13 @@ class EvaluationRows:
 
     metrics: Sequence[tuple[Any, ...]] = ()  # (role, name, value, lo, hi, n, undefined_reason)
     calibration: Sequence[tuple[Any, ...]] = ()  # (bin_index, lower, upper, n, mean_pred, observed)
-    fairness_groups: Sequence[tuple[Any, ...]] = ()  # (feature, group, n, base, sel, tpr, fpr, ppv, fnr, small)
+    # (feature, group, n, base, sel, tpr, fpr, ppv, fnr, small)
+    fairness_groups: Sequence[tuple[Any, ...]] = ()
     fairness_metrics: Sequence[tuple[Any, ...]] = ()  # (feature, metric, value, lo, hi)
     shap_importance: Sequence[tuple[Any, ...]] = ()  # (feature, rank, mean_abs)
     shap_budget: tuple[Any, ...] | None = None  # (algorithm, rows, background, evals/row, max err)
-    gate_checks: Sequence[tuple[Any, ...]] = ()  # (check_id, kind, metric, feature, thr, obs, lo, hi, n, verdict, severity, reason)
+    # (check_id, kind, metric, feature, threshold, observed, lo, hi, n, verdict, severity, reason)
+    gate_checks: Sequence[tuple[Any, ...]] = ()
     gate: tuple[Any, ...] | None = None  # (passed, summary, policy_sha256, had_champion)
 
 

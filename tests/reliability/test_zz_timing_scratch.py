@@ -1,6 +1,9 @@
 import time
+
 import pandas as pd
+
 from modelgate.pipelines.cli_runs import run_evaluation_locally
+
 
 def test_time(settings_env, demo_builds, tmp_path):
     t = time.perf_counter()

@@ -77,10 +77,10 @@ def test_promote_archives_previous_in_one_step(clean_db: str) -> None:
 def test_database_enforces_one_production_model(clean_db: str) -> None:
     v1, v2 = _register(clean_db, "1"), _register(clean_db, "2", SHA_B)
     models.promote(clean_db, v1.model_version_id, expected_champion_id=None)
-    with pytest.raises(psycopg2.errors.UniqueViolation, match="model_version_model_name_production_key"):
-        with db.transaction(clean_db) as cur:
-            cur.execute("UPDATE model_version SET stage = 'production' WHERE model_version_id = %s",
-                        (v2.model_version_id,))
+    with pytest.raises(psycopg2.errors.UniqueViolation, match="model_version_model_name_production_key"), \
+            db.transaction(clean_db) as cur:
+        cur.execute("UPDATE model_version SET stage = 'production' WHERE model_version_id = %s",
+                    (v2.model_version_id,))
 
 
 def test_concurrent_promotions_of_two_candidates_promote_exactly_one(clean_db: str) -> None:

@@ -53,7 +53,8 @@ def test_local_store_atomic_and_file_links(tmp_path: Path) -> None:
         store.get_bytes("r/none")
 
 
-@pytest.mark.parametrize("key", ["", "/abs", "a/../b", "a//b", "./a"], ids=["empty", "absolute", "dotdot", "double-slash", "dot"])
+@pytest.mark.parametrize("key", ["", "/abs", "a/../b", "a//b", "./a"],
+                         ids=["empty", "absolute", "dotdot", "double-slash", "dot"])
 def test_unsafe_keys_are_rejected(key: str) -> None:
     with pytest.raises(ValueError, match="object key"):
         validate_key(key)

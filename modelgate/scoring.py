@@ -424,8 +424,9 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
             writer.write_table(table)
             rows += batch.num_rows
             if (now := time.perf_counter()) - last >= PROGRESS_EVERY_S:
-                progress.info("scored %d/%d rows (%.0f rows/s)", rows, total,
-                              rows / (now - start))
+                rate = rows / (now - start)
+                progress.info("scored %d/%d rows (%.0f%%, %.0f rows/s, ETA %.0f s)", rows, total,
+                              100.0 * rows / total, rate, (total - rows) / rate)
                 last = now
     except BaseException:
         if writer is not None:

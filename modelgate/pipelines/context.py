@@ -32,6 +32,11 @@ class Context:
             upgrade(url)
         return cls(settings=settings, db_url=url, store=open_object_store(settings))
 
+    def discard_scratch(self, *parts: str) -> None:
+        """Remove a scratch directory once the run that used it has stored its results."""
+        shutil.rmtree(self.settings.home.resolve() / "work" / Path(*[safe_key_part(p) for p in parts]),
+                      ignore_errors=True)
+
     def scratch(self, *parts: str) -> Path:
         """A private working directory under ``MODELGATE_HOME/work``, emptied first."""
         path = self.settings.home.resolve() / "work" / Path(*[safe_key_part(p) for p in parts])

@@ -453,6 +453,9 @@ def store_results(ctx: Context, ref: DriftRef, sample: dict[str, Any], features:
         report_key=report, report_uri=ctx.store.uri(report))
     log.info("drift run %d stored: %s (%d breached)", ref.drift_run_id, verdict, summary.n_breached)
     index_page.write_model_index(ctx, ref.model_name)  # reports/<model>/index.html
+    ctx.discard_scratch("drift", ref.model_name, ref.version, ref.interval_start)
+    ctx.discard_scratch("drift-sample", ref.interval_start)
+    ctx.discard_scratch("labels", ref.model_name, ref.version)
     return verdict
 
 

@@ -578,4 +578,6 @@ def store_results(ctx: Context, ref: RunRef) -> str:
                                   report_key=key, report_uri=ctx.store.uri(key))
     log.info("stored evaluation run %d: %s", ref.evaluation_run_id, status)
     index_page.write_model_index(ctx, row.model_name)  # reports/<model>/index.html
+    for kind in ("evaluation", "explain"):
+        ctx.discard_scratch(kind, ref.run_key)
     return status

@@ -1,0 +1,103 @@
+"""Soak: many small evaluations and drift intervals back to back against the real PostgreSQL
+and S3 server, bounded in count and time. Nothing may grow: open connections, memory, files.
+
+Run with ``-s`` to see the figures (they are copied into bench/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from modelgate.config import Settings
+from modelgate.pipelines import drift, evaluate
+from modelgate.pipelines.context import Context, register_archive
+from modelgate.store import models
+from modelgate.store.db import transaction
+
+ROUNDS = int(os.environ.get("MODELGATE_SOAK_ROUNDS", "6"))
+TIME_LIMIT_S = 240.0
+UTC = dt.UTC
+
+
+def _connections(url: str) -> int:
+    with transaction(url) as cur:
+        cur.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid()")
+        return int(cur.fetchone()[0])
+
+
+def _files(root: Path) -> int:
+    return sum(1 for p in root.rglob("*") if p.is_file()) if root.exists() else 0
+
+
+def _evaluate(ctx: Context, heldout: Path, i: int) -> str:
+    ref = evaluate.prepare(ctx, model_name="gss-high-income", version="2",
+                           dataset_uri=str(heldout), run_key=f"soak-{i}")
+    for step in (evaluate.score, evaluate.compute_metrics, evaluate.compute_fairness,
+                 evaluate.explain, evaluate.decide, evaluate.render_report, evaluate.store_results):
+        step(ctx, ref)
+    return ref.run_key
+
+
+def _drift(ctx: Context, build: Any, day: dt.date) -> str:
+    start = dt.datetime.combine(day, dt.time(), UTC)
+    prepared = drift.prepare(ctx, model_name="gss-high-income", interval_start=start,
+                             interval_end=start + dt.timedelta(days=1),
+                             reference_uri=str(build.reference_path))
+    ref = drift.DriftRef(**prepared["run"])
+    sample = drift.sample_and_score(ctx, ref, str(build.live_dir), 500)
+    for feature in prepared["features"]:
+        drift.feature_drift(ctx, ref, sample, feature)
+    drift.concept_drift(ctx, ref, str(build.labels_dir))
+    key = drift.render_report(ctx, ref, sample, prepared["features"])
+    return drift.store_results(ctx, ref, sample, prepared["features"], key)
+
+
+def test_soak_no_growth(settings: Settings, demo_builds: dict[str, Any], tmp_path: Path,
+                        monkeypatch: pytest.MonkeyPatch) -> None:
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))  # only our own temp files count
+    tmp_root = private_tmp
+    ctx = Context.open(settings)
+    for build in demo_builds.values():
+        register_archive(ctx, build.archive_path)
+    v1 = models.get(ctx.db_url, "gss-high-income", "1")
+    models.promote(ctx.db_url, v1.model_version_id, expected_champion_id=None)
+    process = psutil.Process()
+    days = list(demo_builds["1"].live_dates)
+    # warm-up round: imports, ONNX Runtime arenas, the reference sketch
+    _evaluate(ctx, demo_builds["2"].heldout_path, 0)
+    _drift(ctx, demo_builds["1"], days[0])
+    before = {"connections": _connections(ctx.db_url), "rss_mb": process.memory_info().rss / 2**20,
+              "tmp_entries": len(os.listdir(tmp_root)), "work_files": _files(settings.home / "work")}
+    started, done = time.monotonic(), 0
+    for i in range(1, ROUNDS + 1):
+        if time.monotonic() - started > TIME_LIMIT_S:
+            break
+        _evaluate(ctx, demo_builds["2"].heldout_path, i)
+        _drift(ctx, demo_builds["1"], days[i % len(days)])
+        done += 1
+    after = {"connections": _connections(ctx.db_url), "rss_mb": process.memory_info().rss / 2**20,
+             "tmp_entries": len(os.listdir(tmp_root)), "work_files": _files(settings.home / "work")}
+    elapsed = time.monotonic() - started
+    print(f"\nsoak: {done} evaluation + {done} drift rounds in {elapsed:.1f} s; before {before}; "
+          f"after {after}")
+    assert done >= 2, "the soak must complete at least two rounds within its time limit"
+    assert after["connections"] <= before["connections"]
+    assert after["tmp_entries"] <= before["tmp_entries"]
+    assert after["work_files"] <= before["work_files"]  # each run removes its scratch files
+    assert after["rss_mb"] - before["rss_mb"] < 150, "resident memory kept growing"
+    with transaction(ctx.db_url) as cur:
+        cur.execute("SELECT count(*) FROM evaluation_run")
+        assert cur.fetchone()[0] == done + 1
+        cur.execute("SELECT count(DISTINCT interval_start) = count(*) FROM drift_run")
+        assert cur.fetchone()[0]

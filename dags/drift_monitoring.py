@@ -56,22 +56,15 @@ class ReportLink(BaseOperatorLink):
 
 
 def _ctx() -> Any:
-    from modelgate.pipelines.context import Context
+    from modelgate.pipelines.tasks import open_context
 
-    return Context.open(migrate=False)
+    return open_context()
 
 
 def _step(run: dict[str, Any], fn: Any, *args: Any) -> Any:
-    """Run one step; on error record the drift run as failed with the reason, re-raise."""
-    from modelgate.pipelines import drift
+    from modelgate.pipelines.tasks import run_step
 
-    ctx = _ctx()
-    ref = drift.DriftRef(**run)
-    try:
-        return fn(ctx, ref, *args)
-    except Exception as exc:
-        drift.fail(ctx, ref, exc)
-        raise
+    return run_step("drift", run, fn, *args)
 
 
 @dag(

@@ -56,22 +56,15 @@ class ReportLink(BaseOperatorLink):
 
 
 def _ctx() -> Any:
-    from modelgate.pipelines.context import Context
+    from modelgate.pipelines.tasks import open_context
 
-    return Context.open(migrate=False)
+    return open_context()
 
 
 def _run_step(run: dict[str, Any], step: Callable[..., Any], *args: Any) -> Any:
-    """Run one pipeline step; on error record the run as failed with the reason, re-raise."""
-    from modelgate.pipelines import evaluate
+    from modelgate.pipelines.tasks import run_step
 
-    ctx = _ctx()
-    ref = evaluate.RunRef(**run)
-    try:
-        return step(ctx, ref, *args)
-    except Exception as exc:
-        evaluate.fail(ctx, ref, exc)
-        raise
+    return run_step("evaluation", run, step, *args)
 
 
 @dag(

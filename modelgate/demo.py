@@ -51,6 +51,8 @@ def run_demo(out_dir: Path | None = None) -> int:
     exit_code = 0
     for version, build in builds.items():
         exit_code = max(exit_code, _evaluate(ctx, version, build))
+    _say("      and what a broken input looks like: v2 on a held-out file without its 'educcat' column")
+    _evaluate(ctx, "2", builds["2"], dataset=_drop_column(builds["2"].heldout_path, "educcat"))
     _say("[3/4] replaying later survey years through the drift_monitoring DAG")
     _drift(ctx, builds["1"])
     _say("[4/4] where to look")
@@ -60,18 +62,26 @@ def run_demo(out_dir: Path | None = None) -> int:
     return 0 if exit_code in (0, 3) else exit_code
 
 
-def _evaluate(ctx: Any, version: str, build: Any) -> int:
+def _drop_column(path: Path, column: str) -> Path:
+    import pyarrow.parquet as pq
+
+    broken = path.with_name(f"heldout-without-{column}.parquet")
+    pq.write_table(pq.read_table(path).drop_columns([column]), broken)
+    return broken
+
+
+def _evaluate(ctx: Any, version: str, build: Any, *, dataset: Path | None = None) -> int:
     from modelgate.airflow_runner import run_dag
     from modelgate.demo_data import MODEL_NAME
     from modelgate.store import models
 
     row = models.get(ctx.db_url, MODEL_NAME, version)
-    if row.stage != "candidate":
+    if row.stage != "candidate" and dataset is None:
         _say(f"      v{row.version} is already {row.stage}; not evaluated again")
         return 0
     dagrun = run_dag("model_evaluation", conf={
         "model_name": MODEL_NAME, "model_version": version,
-        "dataset": str(build.heldout_path), "policy": "",
+        "dataset": str(dataset or build.heldout_path), "policy": "",
     }, log_path=dag_log(ctx))
     summary = _latest_run_summary(ctx, row.model_version_id)
     _say(f"      v{version}: DAG run {dagrun.state}; {summary}")
@@ -98,11 +108,12 @@ def _latest_run_summary(ctx: Any, model_version_id: int) -> str:
     if record is None:
         return "no evaluation run recorded"
     run_id, status, provider, rows, rps, report_key, reason, gate = record
+    if status == "failed":
+        return f"run {run_id} FAILED: {reason}"
     link = ctx.store.link(report_key, expiry_s=ctx.settings.presign_expiry_s) if report_key else "-"
-    gate_text = (gate or reason or "").replace("\n", "\n          ")
-    text = (f"run {run_id} {status.upper()}; scored {rows} rows on {provider} "
+    gate_text = (gate or "").replace("\n", "\n          ")
+    return (f"run {run_id} {status.upper()}; scored {rows} rows on {provider} "
             f"at {rps or 0:,.0f} rows/s\n        gate: {gate_text}\n        report: {link}")
-    return text
 
 
 def _drift(ctx: Any, build: Any) -> None:

@@ -318,9 +318,20 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
+def _read_schema(path: Path) -> pa.Schema:
+    try:
+        return pq.read_schema(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise ScoringError(f"cannot read parquet file {str(path)!r}: {exc}") from exc
+
+
 def _open_parquet(path: Path, categorical: Sequence[str] = ()) -> pq.ParquetFile:
-    try:  # categorical features are read dictionary-encoded: far cheaper to stringify
-        return pq.ParquetFile(path, read_dictionary=list(categorical) or None)
+    # Categorical features are read dictionary-encoded: far cheaper to stringify. Only
+    # columns present are named (pyarrow answers a missing one with a bare KeyError);
+    # missing columns are reported by _needed_columns with the column's name.
+    present = [c for c in categorical if c in _read_schema(path).names]
+    try:
+        return pq.ParquetFile(path, read_dictionary=present or None)
     except (pa.ArrowException, OSError) as exc:
         raise ScoringError(f"cannot read parquet file {str(path)!r}: {exc}") from exc
 
@@ -409,7 +420,7 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
     total = pf.metadata.num_rows
     if total == 0:
         raise ScoringError(f"parquet file {str(src)!r} has no rows")
-    file_schema = pq.read_schema(src)  # as stored: pf.schema_arrow shows dictionary types
+    file_schema = _read_schema(src)  # as stored: pf.schema_arrow shows dictionary types
     columns = _needed_columns(scorer, file_schema, src, id_column, keep_columns)
     fingerprint = file_sha256(src)
     tmp = out.with_name(f".{out.name}.tmp")

@@ -26,6 +26,7 @@ moto-venv: $(MOTO_VENV)/bin/moto_server
 
 services:
 	@.ci/ensure-postgres
+	@.ci/ensure-chromium
 
 demo: venv
 	$(BIN)/modelgate demo

@@ -57,7 +57,10 @@ def run_demo(out_dir: Path | None = None) -> int:
     _drift(ctx, builds["1"])
     _say("[4/4] where to look")
     _say(f"      Airflow task logs: {dag_log(ctx)}")
-    _say(f"      reports: {ctx.store.uri('reports')}")
+    from modelgate.demo_data import MODEL_NAME
+    from modelgate.pipelines.index_page import index_key
+
+    _say(f"      reports: {ctx.store.link(index_key(MODEL_NAME), expiry_s=ctx.settings.presign_expiry_s)}")
     _say(f"      SQL:     psql '{ctx.db_url}' -c 'SELECT * FROM analytics.latest_gate_decision'")
     return 0 if exit_code in (0, 3) else exit_code
 

@@ -69,7 +69,7 @@ def _airflow_connection_url(conn_id: str) -> str | None:
 
         conn = BaseHook.get_connection(conn_id)
     except Exception as exc:  # noqa: BLE001 - any lookup failure means "not configured"
-        log.info("no Airflow connection %r (%s); using the embedded PostgreSQL", conn_id,
+        log.warning("no Airflow connection %r (%s); using the embedded PostgreSQL", conn_id,
                  type(exc).__name__)
         return None
     return str(conn.get_uri()).replace("postgres://", "postgresql://", 1)

@@ -62,15 +62,15 @@ INSERT INTO evaluation_metric VALUES
     (2, 'delta', 'roc_auc', -0.02, -0.03, -0.01, 20000, NULL);
 
 INSERT INTO fairness_group VALUES
-    (1, 'sex', 'female', 9800, 0.21, 0.19, 0.70, 0.08, 0.66, 0.30, false),
-    (1, 'sex', 'male', 10150, 0.23, 0.22, 0.72, 0.09, 0.67, 0.28, false),
-    (1, 'sex', 'unknown', 50, 0.20, 0.18, 0.60, 0.10, 0.55, 0.40, true),
-    (2, 'sex', 'female', 9800, 0.21, 0.15, 0.62, 0.06, 0.68, 0.38, false),
-    (2, 'sex', 'male', 10200, 0.23, 0.25, 0.75, 0.11, 0.66, 0.25, false);
+    (1, 'gender', 'female', 9800, 0.21, 0.19, 0.70, 0.08, 0.66, 0.30, false),
+    (1, 'gender', 'male', 10150, 0.23, 0.22, 0.72, 0.09, 0.67, 0.28, false),
+    (1, 'gender', 'unknown', 50, 0.20, 0.18, 0.60, 0.10, 0.55, 0.40, true),
+    (2, 'gender', 'female', 9800, 0.21, 0.15, 0.62, 0.06, 0.68, 0.38, false),
+    (2, 'gender', 'male', 10200, 0.23, 0.25, 0.75, 0.11, 0.66, 0.25, false);
 
 INSERT INTO fairness_metric VALUES
-    (1, 'sex', 'demographic_parity_difference', 0.03, 0.01, 0.05),
-    (2, 'sex', 'demographic_parity_difference', 0.10, 0.08, 0.12);
+    (1, 'gender', 'demographic_parity_difference', 0.03, 0.01, 0.05),
+    (2, 'gender', 'demographic_parity_difference', 0.10, 0.08, 0.12);
 
 INSERT INTO shap_importance VALUES
     (1, 'income', 1, 0.42), (1, 'age', 2, 0.17),
@@ -83,7 +83,7 @@ INSERT INTO gate_check VALUES
      'roc_auc 0.79 >= 0.75'),
     (2, 'auc_no_worse', 'change', 'roc_auc', NULL, 'delta >= -0.01', -0.02, -0.03, -0.01, 20000,
      'fail', 'block', 'roc_auc fell by 0.02 vs champion 1.0.0 (CI upper -0.01 < -0.01)'),
-    (2, 'dp_sex', 'fairness', 'demographic_parity_difference', 'sex', '<= 0.05', 0.10, 0.08,
+    (2, 'dp_gender', 'fairness', 'demographic_parity_difference', 'gender', '<= 0.05', 0.10, 0.08,
      0.12, 20000, 'fail', 'warn', 'demographic parity gap 0.10 on sex exceeds 0.05');
 
 INSERT INTO gate_decision VALUES

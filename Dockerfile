@@ -23,7 +23,8 @@ ENV PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore \
     AIRFLOW_HOME=/opt/airflow \
-    MODELGATE_HOME=/opt/airflow/modelgate
+    MODELGATE_HOME=/opt/airflow/modelgate \
+    MODELGATE_POLICY_DIR=/opt/airflow/policies
 
 # tini: PID 1 that forwards signals (Celery's warm shutdown) and reaps children.
 # curl: the compose healthchecks of the api-server and the scheduler.
@@ -50,6 +51,8 @@ COPY fairness/ fairness/
 COPY evaluation/ evaluation/
 COPY reports/ reports/
 COPY sql/ sql/
+# Per-model promotion policy overrides (policies/<model>.yaml), found via MODELGATE_POLICY_DIR.
+COPY policies/ /opt/airflow/policies/
 COPY docker/check_image.py /usr/local/lib/modelgate-build/
 # The SQL migrations are not package data: modelgate.store.db looks for them at its
 # MIGRATIONS_DIR, so they are copied there; check_image.py then loads them, and fails the

@@ -149,12 +149,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class ProgressBarHandler(logging.StreamHandler):
+    """On a terminal, records carrying ``extra={"progress": (done, total, unit)}`` redraw one
+    progress bar line in place; every other record is printed as a plain line."""
+
+    width = 30
+
+    def emit(self, record: logging.LogRecord) -> None:
+        progress = getattr(record, "progress", None)
+        if progress is None:
+            super().emit(record)
+            return
+        done, total, unit = progress
+        filled = int(self.width * done / max(total, 1))
+        bar = "#" * filled + "." * (self.width - filled)
+        end = "\n" if done >= total else ""
+        self.stream.write(f"\r[{bar}] {done:,}/{total:,} {unit} {record.getMessage()[-40:]}{end}")
+        self.flush()
+
+
 def _setup_logging(quiet: bool) -> None:
-    logging.basicConfig(
-        level=logging.WARNING if quiet else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    handler: logging.Handler = (ProgressBarHandler(sys.stderr) if sys.stderr.isatty()
+                                else logging.StreamHandler(sys.stderr))
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, handlers=[handler])
     for noisy in ("urllib3", "matplotlib", "numba", "shap", "botocore"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 

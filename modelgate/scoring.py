@@ -437,7 +437,8 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
             if (now := time.perf_counter()) - last >= PROGRESS_EVERY_S:
                 rate = rows / (now - start)
                 progress.info("scored %d/%d rows (%.0f%%, %.0f rows/s, ETA %.0f s)", rows, total,
-                              100.0 * rows / total, rate, (total - rows) / rate)
+                              100.0 * rows / total, rate, (total - rows) / rate,
+                              extra={"progress": (rows, total, "rows")})
                 last = now
     except BaseException:
         if writer is not None:

@@ -1,0 +1,416 @@
+"""Bad input end to end: each case either works exactly as documented or fails cleanly.
+
+"Cleanly" means: a message naming the file, column, key or version at fault; the run row
+``failed`` with that message as ``failure_reason``; no result rows for the run; no report
+row; the model's stage unchanged. Runs go through ``run_evaluation_locally`` (the code of
+``modelgate evaluate``) against the real PostgreSQL and S3 server; the drift cases call the
+drift steps the way the DAG's ``_step`` does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from modelgate.evaluation.policy import PolicyError
+
+from modelgate.artifact import ArtifactError, package
+from modelgate.config import Settings
+from modelgate.pipelines import drift, evaluate
+from modelgate.pipelines.cli_runs import run_evaluation_locally
+from modelgate.pipelines.context import Context, register_archive
+from modelgate.scoring import ScoringError
+from modelgate.store import models
+from modelgate.store.db import transaction
+from modelgate.store.runs import EVALUATION_RESULT_TABLES
+
+MODEL = "gss-high-income"
+SMALL_ROWS = 500  # enough rows for every group of the demo data; keeps full runs ~2 s
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+@pytest.fixture()
+def env(settings_env: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """settings_env with no per-model policy overrides, so outcomes depend on this file only."""
+    empty = tmp_path / "no-policies"
+    empty.mkdir()
+    monkeypatch.setenv("MODELGATE_POLICY_DIR", str(empty))
+    return settings_env
+
+
+def _heldout(build: Any, rows: int | None = SMALL_ROWS) -> pd.DataFrame:
+    frame = pd.read_parquet(build.heldout_path)
+    return frame if rows is None else frame.iloc[:rows].reset_index(drop=True)
+
+
+def _write(frame: pd.DataFrame, path: Path) -> Path:
+    frame.to_parquet(path, index=False)
+    return path
+
+
+def _fetch(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with transaction(url) as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+
+
+def _runs(url: str) -> list[tuple[Any, ...]]:
+    return _fetch(url, "SELECT status, failure_reason, report_key, report_uri FROM evaluation_run "
+                       "ORDER BY evaluation_run_id")
+
+
+def _result_counts(url: str) -> dict[str, int]:
+    return {t: _fetch(url, f"SELECT count(*) FROM {t}")[0][0] for t in EVALUATION_RESULT_TABLES}
+
+
+def _stages(url: str) -> dict[str, str]:
+    return dict(_fetch(url, "SELECT version, stage FROM model_version"))
+
+
+def _assert_failed_cleanly(url: str, *needles: str) -> str:
+    """One run row, failed, reason containing every needle; no results; stage unchanged."""
+    (status, reason, report_key, report_uri), = _runs(url)
+    assert status == "failed"
+    for needle in needles:
+        assert needle in reason, (needle, reason)
+    assert report_key is None and report_uri is None
+    assert _result_counts(url) == dict.fromkeys(EVALUATION_RESULT_TABLES, 0)
+    assert _stages(url) == {"1": "candidate"}
+    return str(reason)
+
+
+# --- held-out data ---------------------------------------------------------------------------
+
+def _drop_prestg10(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.drop(columns=["prestg10"])
+
+
+def _age_as_text(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.assign(age=frame["age"].astype(str))
+
+
+def _one_infinite_age(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    out.loc[7, "age"] = np.inf
+    return out
+
+
+def _no_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.iloc[:0]
+
+
+BAD_DATA: list[tuple[Callable[[pd.DataFrame], pd.DataFrame], tuple[str, ...]]] = [
+    (_drop_prestg10, ("column 'prestg10' is missing from parquet file",)),
+    (_age_as_text, ("column 'age': expected a numeric dtype, got 'str'",)),
+    (_one_infinite_age, ("column 'age': 1 rows are infinite",)),
+    (_no_rows, ("has no rows",)),
+]
+
+
+@pytest.mark.parametrize(("mutate", "needles"), BAD_DATA,
+                         ids=["missing_feature_column", "numeric_column_now_string",
+                              "inf_in_numeric_feature", "empty_file"])
+def test_bad_heldout_data_fails_the_run_cleanly(
+    env: Settings, demo_builds: dict[str, Any], tmp_path: Path,
+    mutate: Callable[[pd.DataFrame], pd.DataFrame], needles: tuple[str, ...],
+) -> None:
+    data = _write(mutate(_heldout(demo_builds["1"])), tmp_path / "bad heldout.parquet")
+    with pytest.raises(ScoringError) as caught:
+        run_evaluation_locally(demo_builds["1"].archive_path, data, None)
+    for needle in needles:
+        assert needle in str(caught.value)
+    reason = _assert_failed_cleanly(str(env.database_url), *needles)
+    assert reason.startswith("ScoringError: ")
+    if mutate in (_drop_prestg10, _no_rows):  # messages about the file name the file
+        assert str(data.resolve()) in reason
+
+
+def test_truncated_parquet_names_the_file(
+    env: Settings, demo_builds: dict[str, Any], tmp_path: Path,
+) -> None:
+    whole = demo_builds["1"].heldout_path.read_bytes()
+    data = tmp_path / "truncated.parquet"
+    data.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ScoringError, match="cannot read parquet file") as caught:
+        run_evaluation_locally(demo_builds["1"].archive_path, data, None)
+    assert repr(str(data.resolve())) in str(caught.value)
+    _assert_failed_cleanly(str(env.database_url), "cannot read parquet file",
+                           str(data.resolve()))
+
+
+def test_extra_column_is_ignored(env: Settings, demo_builds: dict[str, Any], tmp_path: Path) -> None:
+    frame = _heldout(demo_builds["1"])
+    plain = _write(frame, tmp_path / "plain.parquet")
+    extra = _write(frame.assign(unexpected_text="surprise", unexpected_number=np.arange(len(frame))),
+                   tmp_path / "extra.parquet")
+    first = run_evaluation_locally(demo_builds["1"].archive_path, plain, None).payload
+    second = run_evaluation_locally(demo_builds["1"].archive_path, extra, None).payload
+    assert second["status"] in ("passed", "blocked")
+    assert second["rows_scored"] == len(frame)
+    # the extra columns change nothing: the same metrics and verdicts as without them
+    assert second["metrics"] == first["metrics"] and second["status"] == first["status"]
+    url = str(env.database_url)
+    by_run = _fetch(url, "SELECT evaluation_run_id, metric_name, value FROM evaluation_metric "
+                         "ORDER BY evaluation_run_id, metric_name")
+    one, two = (sorted((m, v) for r, m, v in by_run if r == run) for run in (1, 2))
+    assert one == two and len(one) == 7
+
+
+def test_categories_never_seen_in_training_are_scored(
+    env: Settings, demo_builds: dict[str, Any], tmp_path: Path,
+) -> None:
+    frame = _heldout(demo_builds["1"])
+    frame.loc[::3, "occrecode"] = "Astronaut (never seen in training)"
+    frame.loc[1::4, "wrkstat"] = "On sabbatical"
+    data = _write(frame, tmp_path / "unseen.parquet")
+    outcome = run_evaluation_locally(demo_builds["1"].archive_path, data, None).payload
+    assert outcome["status"] in ("passed", "blocked")
+    assert outcome["rows_scored"] == len(frame)
+    assert 0.5 < outcome["metrics"]["roc_auc"]["value"] <= 1.0
+    (status, reason, report_key, _), = _runs(str(env.database_url))
+    assert status == outcome["status"] and reason is None and report_key
+
+
+def test_label_with_one_class_leaves_auc_undefined_and_fails_its_check(
+    env: Settings, demo_builds: dict[str, Any], tmp_path: Path,
+) -> None:
+    frame = _heldout(demo_builds["1"]).assign(high_income=0)
+    data = _write(frame, tmp_path / "negatives-only.parquet")
+    outcome = run_evaluation_locally(demo_builds["1"].archive_path, data, None).payload
+    url = str(env.database_url)
+    assert outcome["status"] == "blocked"
+    auc = _fetch(url, "SELECT value, ci_lower, ci_upper, n, undefined_reason FROM evaluation_metric "
+                      "WHERE model_role = 'candidate' AND metric_name = 'roc_auc'")
+    assert auc == [(None, None, None, len(frame), "label has one class only")]
+    check = _fetch(url, "SELECT verdict, severity, observed, reason FROM gate_check "
+                        "WHERE check_id = 'value:roc_auc'")
+    assert len(check) == 1
+    verdict, severity, observed, reason = check[0]
+    assert (verdict, severity, observed) == ("fail", "block", None)
+    assert "undefined" in reason and "label has one class only" in reason
+    assert "0.5" not in reason
+    # accuracy stays defined; recomputed with scikit-learn from the stored predictions
+    from sklearn.metrics import accuracy_score
+
+    ctx = Context.open(env)
+    prefix = evaluate.RunRef(outcome["evaluation_run_id"], outcome["run_key"]).prefix()
+    scores = pd.read_parquet(io.BytesIO(ctx.store.get_bytes(f"{prefix}/scores.parquet")))
+    accuracy = _fetch(url, "SELECT value FROM evaluation_metric WHERE model_role = 'candidate' "
+                           "AND metric_name = 'accuracy'")[0][0]
+    assert accuracy == pytest.approx(accuracy_score(frame["high_income"], scores["prediction"]))
+    assert _stages(url) == {"1": "candidate"}
+
+
+# --- model archives ------------------------------------------------------------------------
+
+def _members(archive: Path) -> dict[str, bytes]:
+    with tarfile.open(archive, "r:gz") as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar if m.isfile()}  # type: ignore[union-attr]
+
+
+def _tar(members: dict[str, bytes], path: Path) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _flip_one_byte(members: dict[str, bytes]) -> dict[str, bytes]:
+    onnx = bytearray(members["model.onnx"])
+    onnx[len(onnx) // 2] ^= 0x01
+    return {**members, "model.onnx": bytes(onnx)}
+
+
+def _without_manifest(members: dict[str, bytes]) -> dict[str, bytes]:
+    return {"model.onnx": members["model.onnx"]}
+
+
+def _manifest_renames_age(members: dict[str, bytes]) -> dict[str, bytes]:
+    manifest = json.loads(members["manifest.json"])
+    for feature in manifest["features"]:
+        if feature["name"] == "age":
+            feature["name"] = "age_years"
+    return {**members, "manifest.json": json.dumps(manifest).encode()}
+
+
+BAD_ARCHIVES = [
+    (_flip_one_byte, "model.onnx sha256 mismatch: manifest expects"),
+    (_without_manifest, "has no member 'manifest.json'"),
+    (_manifest_renames_age, "manifest feature 'age_years' is not an input of the graph"),
+]
+
+
+@pytest.mark.parametrize(("tamper", "message"), BAD_ARCHIVES,
+                         ids=["onnx_altered_old_manifest", "manifest_missing",
+                              "manifest_does_not_match_graph"])
+def test_bad_archive_is_refused_before_anything_is_stored(
+    env: Settings, demo_builds: dict[str, Any], tmp_path: Path,
+    tamper: Callable[[dict[str, bytes]], dict[str, bytes]], message: str,
+) -> None:
+    build = demo_builds["1"]
+    archive = _tar(tamper(_members(build.archive_path)), tmp_path / build.archive_path.name)
+    data = _write(_heldout(build), tmp_path / "heldout.parquet")
+    with pytest.raises(ArtifactError, match=message) as caught:
+        run_evaluation_locally(archive, data, None)
+    if tamper is not _manifest_renames_age:  # archive-level problems name the archive
+        assert str(archive) in str(caught.value)
+    if tamper is _flip_one_byte:
+        assert build.sha256 in str(caught.value)
+    url = str(env.database_url)
+    assert _fetch(url, "SELECT count(*) FROM model_version") == [(0,)]
+    assert _runs(url) == []
+    assert Context.open(env).store.list_keys("models/") == []
+
+
+def test_stored_archive_replaced_after_registration_fails_the_run(
+    env: Settings, demo_builds: dict[str, Any], tmp_path: Path,
+) -> None:
+    """The archive in the object store no longer holds the registered graph."""
+    ctx = Context.open(env)
+    row, _ = register_archive(ctx, demo_builds["1"].archive_path)
+    ref = evaluate.prepare(ctx, model_name=MODEL, version="1", run_key="swapped",
+                           dataset_uri=str(_write(_heldout(demo_builds["1"]), tmp_path / "h.parquet")))
+    ctx.store.put_file(row.archive_key, demo_builds["2"].archive_path, content_type="application/gzip")
+    with pytest.raises(models.RegistryError) as caught:
+        try:
+            evaluate.score(ctx, ref)
+        except Exception as exc:
+            evaluate.fail(ctx, ref, exc)
+            raise
+    assert repr(row.archive_key) in str(caught.value)
+    assert demo_builds["2"].sha256 in str(caught.value) and row.sha256 in str(caught.value)
+    _assert_failed_cleanly(ctx.db_url, "RegistryError: stored archive", row.archive_key)
+
+
+# --- policies ------------------------------------------------------------------------------
+
+BAD_POLICIES = [
+    ("metrics:\n  auc: {value: {lower: 0.7}}\n", "policy key 'metrics.auc'"),
+    ("metrics:\n  roc_auc: {value: {lower: 0.9, upper: 0.1}}\n",
+     "policy key 'metrics.roc_auc.value': expected lower <= upper; got lower=0.9, upper=0.1"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_POLICIES,
+                         ids=["unknown_metric", "lower_above_upper"])
+def test_bad_policy_fails_the_run_naming_the_key(
+    env: Settings, demo_builds: dict[str, Any], tmp_path: Path, text: str, message: str,
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(text)
+    data = _write(_heldout(demo_builds["1"]), tmp_path / "heldout.parquet")
+    with pytest.raises(PolicyError) as caught:
+        run_evaluation_locally(demo_builds["1"].archive_path, data, policy)
+    assert message in str(caught.value)
+    _assert_failed_cleanly(str(env.database_url), f"PolicyError: {message}")
+    reports = Context.open(env).store.list_keys("reports/")
+    assert reports == []
+
+
+# --- the registry --------------------------------------------------------------------------
+
+def test_unknown_model_version_is_named(env: Settings, demo_builds: dict[str, Any]) -> None:
+    ctx = Context.open(env)
+    register_archive(ctx, demo_builds["1"].archive_path)
+    expected = f"model {MODEL!r} version '99' is not registered"
+    with pytest.raises(models.RegistryError) as caught:
+        models.get(ctx.db_url, MODEL, "99")
+    assert str(caught.value) == expected
+    with pytest.raises(models.RegistryError) as caught:
+        evaluate.prepare(ctx, model_name=MODEL, version="99", dataset_uri="unused.parquet",
+                         run_key="no-such-version")
+    assert str(caught.value) == expected
+    assert _runs(ctx.db_url) == []
+
+
+def test_same_version_with_another_hash_is_refused_and_stored_bytes_kept(
+    env: Settings, demo_builds: dict[str, Any], tmp_path: Path,
+) -> None:
+    ctx = Context.open(env)
+    original, created = register_archive(ctx, demo_builds["1"].archive_path)
+    assert created
+    # the v2 graph (gender as input) relabelled as version "1"
+    members = _members(demo_builds["2"].archive_path)
+    (tmp_path / "model.onnx").write_bytes(members["model.onnx"])
+    manifest = json.loads(members["manifest.json"])
+    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "version": "1"}))
+    impostor = package(tmp_path / "model.onnx", tmp_path / "manifest.json", tmp_path / "out")
+    with pytest.raises(models.RegistryError) as caught:
+        register_archive(ctx, impostor)
+    message = str(caught.value)
+    assert f"model {MODEL!r} version '1' is already registered" in message
+    assert original.sha256 in message and demo_builds["2"].sha256 in message
+    # nothing changed: one row with the old hash, the old archive bytes, no second object
+    assert _fetch(ctx.db_url, "SELECT version, sha256 FROM model_version") == [("1", original.sha256)]
+    assert ctx.store.get_bytes(original.archive_key) == demo_builds["1"].archive_path.read_bytes()
+    assert ctx.store.list_keys(f"models/{MODEL}/1/") == [original.archive_key]
+    # the database refuses it too (the path a concurrent registration would take)
+    with pytest.raises(models.RegistryError, match="already registered"):
+        models.register(ctx.db_url, model_name=MODEL, version="1", sha256=demo_builds["2"].sha256,
+                        archive_sha256=original.archive_sha256, archive_key="models/x/1/y.tar.gz",
+                        archive_uri="s3://x/y", manifest=original.manifest)
+    assert _fetch(ctx.db_url, "SELECT count(*) FROM model_version") == [(1,)]
+
+
+# --- drift: live partitions ----------------------------------------------------------------
+
+def _live_with(build: Any, root: Path, mutate: Callable[[pd.DataFrame], pd.DataFrame]) -> dt.date:
+    day = build.live_dates[0]
+    part = f"dt={day.isoformat()}"
+    frame = pd.read_parquet(build.live_dir / part / "part-0.parquet")
+    (root / part).mkdir(parents=True)
+    _write(mutate(frame), root / part / "part-0.parquet")
+    return day
+
+
+BAD_LIVE = [
+    (lambda f: f.drop(columns=["childs"]), "column 'childs' is missing from parquet file"),
+    (lambda f: f.assign(prestg10=f["prestg10"].astype(str)),
+     "column 'prestg10': expected a numeric dtype, got 'str'"),
+]
+
+
+@pytest.mark.parametrize(("mutate", "message"), BAD_LIVE,
+                         ids=["missing_feature_column", "numeric_column_now_string"])
+def test_bad_live_partition_fails_the_drift_run_naming_the_column(
+    env: Settings, demo_builds: dict[str, Any], tmp_path: Path,
+    mutate: Callable[[pd.DataFrame], pd.DataFrame], message: str,
+) -> None:
+    build = demo_builds["1"]
+    ctx = Context.open(env)
+    row, _ = register_archive(ctx, build.archive_path)
+    models.promote(ctx.db_url, row.model_version_id, expected_champion_id=None)
+    live = tmp_path / "live"
+    day = _live_with(build, live, mutate)
+    start = dt.datetime.combine(day, dt.time(), dt.UTC)
+    prepared = drift.prepare(ctx, model_name=MODEL, interval_start=start, interval_end=start,
+                             reference_uri=str(build.reference_path))
+    ref = drift.DriftRef(**prepared["run"])
+    with pytest.raises(ScoringError) as caught:
+        try:  # what dags/drift_monitoring.py's _step does around each step
+            sample = drift.sample_and_score(ctx, ref, str(live), 2000)
+            drift.feature_drift(ctx, ref, sample, prepared["features"][0])
+        except Exception as exc:
+            drift.fail(ctx, ref, exc)
+            raise
+    assert message in str(caught.value)
+    rows = _fetch(ctx.db_url, "SELECT status, failure_reason, report_key, verdict FROM drift_run")
+    assert len(rows) == 1
+    status, reason, report_key, verdict = rows[0]
+    assert status == "failed" and reason.startswith("ScoringError: ") and message in reason
+    assert report_key is None and verdict is None
+    assert _fetch(ctx.db_url, "SELECT count(*) FROM feature_drift") == [(0,)]
+    assert _fetch(ctx.db_url, "SELECT count(*) FROM scored_interval") == [(0,)]
+    assert _fetch(ctx.db_url, "SELECT stage, is_drifting FROM model_version") == [("production", False)]
+

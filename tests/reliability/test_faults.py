@@ -1,0 +1,268 @@
+"""Faults during a run: the object store goes away, the database connection drops in the
+middle of the final write, the task dies between the report and its row, Airflow retries.
+
+Each fault must leave a run that is either ``failed`` with a reason or still ``running``
+with nothing half-written, and a re-run with the same run key must end in exactly the
+state a clean run reaches: one run row, one set of results, the same object keys.
+Everything is real: PostgreSQL, moto's S3 server process, Airflow's ``dag.test()``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import psycopg2
+import pytest
+
+from modelgate.config import Settings
+from modelgate.pipelines import evaluate
+from modelgate.pipelines.cli_runs import run_evaluation_locally
+from modelgate.pipelines.context import Context, register_archive
+from modelgate.store import runs
+from modelgate.store.db import transaction
+from modelgate.store.objects import ObjectStoreError
+from modelgate.store.runs import EVALUATION_RESULT_TABLES
+
+MODEL = "gss-high-income"
+SMALL_ROWS = 500
+
+
+@pytest.fixture()
+def env(settings_env: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """settings_env with no per-model policy overrides (outcomes depend on this file only)."""
+    empty = tmp_path / "no-policies"
+    empty.mkdir()
+    monkeypatch.setenv("MODELGATE_POLICY_DIR", str(empty))
+    return settings_env
+
+
+@pytest.fixture()
+def data(demo_builds: dict[str, Any], tmp_path: Path) -> Path:
+    path = tmp_path / "heldout-small.parquet"
+    pd.read_parquet(demo_builds["1"].heldout_path).iloc[:SMALL_ROWS].to_parquet(path, index=False)
+    return path
+
+
+@pytest.fixture()
+def s3_restored(s3_server: Any) -> Iterator[Any]:
+    """The session's S3 server, running again after the test whatever happened."""
+    yield s3_server
+    if s3_server.proc is None:
+        s3_server.start()
+
+
+def _fetch(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with transaction(url) as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+
+
+def _runs(url: str) -> list[tuple[Any, ...]]:
+    return _fetch(url, "SELECT evaluation_run_id, run_key, status, failure_reason, report_key "
+                       "FROM evaluation_run ORDER BY evaluation_run_id")
+
+
+def _counts(url: str, run_id: int | None = None) -> dict[str, int]:
+    where = "" if run_id is None else f" WHERE evaluation_run_id = {int(run_id)}"
+    return {t: _fetch(url, f"SELECT count(*) FROM {t}{where}")[0][0] for t in EVALUATION_RESULT_TABLES}
+
+
+NO_RESULTS = dict.fromkeys(EVALUATION_RESULT_TABLES, 0)
+
+
+def _assert_one_complete_run(url: str, run_key: str) -> tuple[Any, ...]:
+    """Exactly one run row, finished, and exactly one set of results for it."""
+    (run_id, key, status, reason, report_key), = _runs(url)
+    assert key == run_key and status in ("passed", "blocked") and reason is None
+    assert report_key == evaluate.report_key(MODEL, "1", run_key)
+    counts = _counts(url, run_id)
+    assert counts["evaluation_metric"] == 7  # the candidate's metrics, no champion
+    assert counts["gate_decision"] == 1 and counts["shap_budget"] == 1
+    duplicates = _fetch(url, """SELECT metric_name FROM evaluation_metric GROUP BY model_role,
+                                metric_name HAVING count(*) > 1
+                                UNION ALL SELECT check_id FROM gate_check GROUP BY check_id
+                                HAVING count(*) > 1""")
+    assert duplicates == []
+    return run_id, status
+
+
+# --- (a) the object store goes down -------------------------------------------------------
+
+def test_object_store_down_before_the_report_then_rerun(
+    env: Settings, demo_builds: dict[str, Any], data: Path, s3_restored: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url = str(env.database_url)
+    original = evaluate.render_report
+
+    def store_goes_down_first(ctx: Context, ref: evaluate.RunRef) -> str:
+        s3_restored.stop()
+        return original(ctx, ref)
+
+    monkeypatch.setattr(evaluate, "render_report", store_goes_down_first)
+    with pytest.raises(ObjectStoreError) as caught:
+        run_evaluation_locally(demo_builds["1"].archive_path, data, None)
+    monkeypatch.setattr(evaluate, "render_report", original)
+    endpoint = s3_restored.endpoint
+    assert f"object store at {endpoint} could not" in str(caught.value)
+    assert env.s3 is not None and env.s3.secret_key not in str(caught.value)
+    (_, run_key, status, reason, report_key), = _runs(url)
+    assert status == "failed" and reason.startswith(f"ObjectStoreError: object store at {endpoint}")
+    assert report_key is None and _counts(url) == NO_RESULTS
+    assert _fetch(url, "SELECT stage FROM model_version") == [("candidate",)]
+
+    s3_restored.start()  # moto keeps objects in memory: the re-run re-uploads what it needs
+    outcome = run_evaluation_locally(demo_builds["1"].archive_path, data, None)
+    assert outcome.payload["run_key"] == run_key
+    _assert_one_complete_run(url, run_key)
+
+
+# --- (b) the database connection drops in the middle of the final write -------------------
+
+def _terminate_when_paused(url: str, paused: threading.Event, killed: threading.Event,
+                           found: list[int]) -> None:
+    try:
+        if not paused.wait(120):
+            return
+        conn = psycopg2.connect(url)
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur:
+                cur.execute("""SELECT pid FROM pg_stat_activity WHERE datname = current_database()
+                               AND application_name = 'modelgate'
+                               AND state = 'idle in transaction'""")
+                found.extend(pid for (pid,) in cur.fetchall())
+                for pid in found:  # wait (up to 10 s) until the backend is really gone
+                    cur.execute("SELECT pg_terminate_backend(%s, 10000)", (pid,))
+        finally:
+            conn.close()
+    finally:
+        killed.set()
+
+
+def test_connection_killed_while_storing_rolls_everything_back_then_rerun(
+    env: Settings, demo_builds: dict[str, Any], data: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url = str(env.database_url)
+    paused, killed = threading.Event(), threading.Event()
+    found: list[int] = []
+    original = runs._with_run
+    calls: list[int] = []
+
+    def pause_before_second_table(run_id: int, rows: Any) -> list[tuple[Any, ...]]:
+        # called once per result table inside write_evaluation_results' transaction; by the
+        # second call the evaluation_metric rows are already inserted (not yet committed)
+        calls.append(run_id)
+        if len(calls) == 2:
+            paused.set()
+            assert killed.wait(120), "the killer thread never finished"
+        return original(run_id, rows)
+
+    killer = threading.Thread(target=_terminate_when_paused, args=(url, paused, killed, found))
+    killer.start()
+    monkeypatch.setattr(runs, "_with_run", pause_before_second_table)
+    try:
+        with pytest.raises(psycopg2.Error) as caught:
+            run_evaluation_locally(demo_builds["1"].archive_path, data, None)
+    finally:
+        paused.set()  # release the killer if the run failed before storing
+        killer.join(timeout=150)
+        monkeypatch.setattr(runs, "_with_run", original)
+    assert len(found) == 1, found  # exactly our writer's backend was terminated
+    assert "terminat" in str(caught.value) or "closed" in str(caught.value)
+    (_, run_key, status, reason, report_key), = _runs(url)
+    # none of the dead transaction is visible; the run is recorded failed, not half-written
+    assert status == "failed" and reason.startswith(type(caught.value).__name__)
+    assert report_key is None and _counts(url) == NO_RESULTS
+
+    outcome = run_evaluation_locally(demo_builds["1"].archive_path, data, None)
+    assert outcome.payload["run_key"] == run_key
+    _assert_one_complete_run(url, run_key)
+
+
+# --- (c) the task dies between writing the report and writing its row ----------------------
+
+def _steps_up_to_report(ctx: Context, data: Path, run_key: str) -> tuple[evaluate.RunRef, str]:
+    ref = evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data),
+                           run_key=run_key)
+    evaluate.score(ctx, ref)
+    evaluate.compute_metrics(ctx, ref)
+    evaluate.compute_fairness(ctx, ref)
+    evaluate.explain(ctx, ref)
+    evaluate.decide(ctx, ref, None)
+    return ref, evaluate.render_report(ctx, ref)
+
+
+def test_killed_after_the_report_before_its_row_then_rerun(
+    env: Settings, demo_builds: dict[str, Any], data: Path,
+) -> None:
+    ctx = Context.open(env)
+    register_archive(ctx, demo_builds["1"].archive_path)
+    run_key = "killed-between-report-and-row"
+    ref, _ = _steps_up_to_report(ctx, data, run_key)
+    # the process dies here: store_results never runs
+    key = evaluate.report_key(MODEL, "1", run_key)
+    assert ctx.store.exists(key)
+    assert _runs(ctx.db_url) == [(ref.evaluation_run_id, run_key, "running", None, None)]
+    assert _counts(ctx.db_url) == NO_RESULTS  # no row points at the report (or anything)
+
+    again, _ = _steps_up_to_report(Context.open(env), data, run_key)
+    status = evaluate.store_results(ctx, again)
+    assert again.evaluation_run_id == ref.evaluation_run_id
+    run_id, stored = _assert_one_complete_run(ctx.db_url, run_key)
+    assert (run_id, stored) == (ref.evaluation_run_id, status)
+    reports = [k for k in ctx.store.list_keys("reports/") if "/evaluation-" in k]
+    assert reports == [key]  # the same object, overwritten
+
+
+# --- (d) an Airflow retry reaches the state of a clean run --------------------------------
+
+def _dag_run(dataset: Path) -> Any:
+    from modelgate.airflow_runner import run_dag
+
+    return run_dag("model_evaluation", conf={"model_name": MODEL, "model_version": "1",
+                                             "dataset": str(dataset), "policy": ""})
+
+
+def _final_state(url: str, run_id: int) -> tuple[Any, ...]:
+    status = _fetch(url, "SELECT status, failure_reason, rows_scored FROM evaluation_run "
+                         "WHERE evaluation_run_id = %s", (run_id,))
+    checks = _fetch(url, "SELECT check_id, verdict, observed FROM gate_check "
+                         "WHERE evaluation_run_id = %s ORDER BY check_id", (run_id,))
+    metrics = _fetch(url, "SELECT model_role, metric_name, value FROM evaluation_metric "
+                          "WHERE evaluation_run_id = %s ORDER BY model_role, metric_name", (run_id,))
+    return status, checks, metrics, _counts(url, run_id)
+
+
+def test_airflow_retry_of_a_failed_score_task_reaches_the_clean_state(
+    env: Settings, airflow_db: Path, demo_builds: dict[str, Any], data: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MODELGATE_DAG_RETRIES", "1")
+    ctx = Context.open(env)
+    register_archive(ctx, demo_builds["1"].archive_path)
+    clean = _dag_run(data)
+    # second run: the held-out file lands ~3 s late, so the first try of `score` fails and
+    # the retry (retry_delay 10 s) finds it
+    late = tmp_path / "landing" / "heldout.parquet"
+    late.parent.mkdir()
+    timer = threading.Timer(3.0, shutil.copyfile, args=(data, late))
+    timer.start()
+    try:
+        retried = _dag_run(late)
+    finally:
+        timer.cancel()
+        timer.join()
+    tries = {ti.task_id: (ti.try_number, str(ti.state)) for ti in retried.get_task_instances()}
+    assert tries["score"] == (2, "success")
+    assert str(retried.state) == str(clean.state)
+    (first, *_), (second, *_) = _runs(ctx.db_url)
+    clean_state, retried_state = _final_state(ctx.db_url, first), _final_state(ctx.db_url, second)
+    assert retried_state == clean_state
+    assert clean_state[0][0][0] in ("passed", "blocked") and clean_state[0][0][1] is None
+    assert clean_state[3]["evaluation_metric"] == 7 and clean_state[3]["gate_check"] > 0

@@ -93,6 +93,7 @@ def model_evaluation() -> None:
         ref = evaluate.prepare(
             _ctx(), model_name=params["model_name"], version=str(params["model_version"]),
             dataset_uri=params["dataset"], run_key=f"{context['dag'].dag_id}__{context['run_id']}",
+            policy_path=params["policy"] or None,
         )
         return ref.as_dict()
 

@@ -37,7 +37,8 @@ def run_evaluation_locally(model: Path, data: Path, policy: Path | None, *,
     policy_sha = hashlib.sha256(policy.read_bytes()).hexdigest()[:8] if policy else "default"
     run_key = f"cli__{row.sha256[:12]}__{file_sha256(data)[:12]}__{policy_sha}"
     ref = evaluate.prepare(ctx, model_name=row.model_name, version=row.version,
-                           dataset_uri=str(data.resolve()), run_key=run_key)
+                           dataset_uri=str(data.resolve()), run_key=run_key,
+                           policy_path=str(policy) if policy else None)
     try:
         evaluate.score(ctx, ref)
         evaluate.compute_metrics(ctx, ref)

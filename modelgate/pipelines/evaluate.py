@@ -66,8 +66,12 @@ def fetch_dataset(ctx: Context, dataset_uri: str, workdir: Path) -> Path:
     return path
 
 
-def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, run_key: str) -> RunRef:
-    """Look the candidate (and the production champion) up and open the run row."""
+def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, run_key: str,
+            policy_path: str | None = None) -> RunRef:
+    """Look the candidate (and the production champion) up and open the run row.
+
+    The policy is validated here too, so a malformed one fails the run before any scoring.
+    """
     candidate = models.get(ctx.db_url, model_name, version)
     if candidate.stage not in ("candidate", "production"):
         raise models.RegistryError(
@@ -84,7 +88,13 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     )
     log.info("evaluation run %d (%s): %s v%s against %s", run_id, run_key, model_name, version,
              "no champion" if champion_id is None else f"champion v{champion.version}")  # type: ignore[union-attr]
-    return RunRef(run_id, run_key)
+    ref = RunRef(run_id, run_key)
+    try:
+        load_policy_for_run(policy_path, model_name)
+    except Exception as exc:
+        fail(ctx, ref, exc)
+        raise
+    return ref
 
 
 def _score_one(ctx: Context, row: models.ModelVersionRow, data: Path, out: Path,

@@ -9,6 +9,7 @@ that is the trust boundary for unpickling).
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import pickle
 from dataclasses import dataclass
@@ -480,8 +481,9 @@ def render_report(ctx: Context, ref: RunRef) -> str:
     view = EvaluationReportView(
         title=f"Evaluation of {row.model_name} v{row.version}", model_name=row.model_name,
         model_version=row.version, model_sha256=row.sha256,
-        data_fingerprint=_dataset_sha(ctx, run.evaluation_run_id), dataset_name=run.dataset_uri,
-        run_id=f"{run.evaluation_run_id} ({ref.run_key})", created_at=_run_started(ctx, run),
+        data_fingerprint=str(run.dataset_sha256), dataset_name=run.dataset_uri,
+        run_id=f"{run.evaluation_run_id} ({ref.run_key})",
+        created_at=run.started_at.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         provider=run.provider or "unknown", rows_scored=run.rows_scored or 0,
         metrics=_metric_rows(metrics_result), calibration=calibration,
         fairness=_fairness_sections(fairness_reports, decided.decision),
@@ -496,23 +498,6 @@ def render_report(ctx: Context, ref: RunRef) -> str:
     key = report_key(row.model_name, row.version, ref.run_key)
     ctx.store.put_bytes(key, render_evaluation_report(view).encode(), content_type="text/html")
     return ctx.store.link(key, expiry_s=ctx.settings.presign_expiry_s)
-
-
-def _dataset_sha(ctx: Context, run_id: int) -> str:
-    from modelgate.store.db import transaction
-
-    with transaction(ctx.db_url) as cur:
-        cur.execute("SELECT dataset_sha256 FROM evaluation_run WHERE evaluation_run_id = %s", (run_id,))
-        return str(cur.fetchone()[0])
-
-
-def _run_started(ctx: Context, run: runs.EvaluationRunRow) -> str:
-    from modelgate.store.db import transaction
-
-    with transaction(ctx.db_url) as cur:
-        cur.execute("SELECT to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') "
-                    "FROM evaluation_run WHERE evaluation_run_id = %s", (run.evaluation_run_id,))
-        return str(cur.fetchone()[0])
 
 
 def _drift_context(ctx: Context, model_name: str) -> str | None:

@@ -8,6 +8,7 @@ together with the final status, so readers see either nothing or everything.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,11 +37,14 @@ class EvaluationRunRow:
     scores_uri: str | None
     report_key: str | None
     report_uri: str | None
+    dataset_sha256: str | None
+    started_at: dt.datetime
 
 
 _RUN_COLUMNS = (
     "evaluation_run_id, run_key, model_version_id, champion_version_id, dataset_uri, status, "
-    "failure_reason, provider, rows_scored, scoring_rows_per_s, scores_uri, report_key, report_uri"
+    "failure_reason, provider, rows_scored, scoring_rows_per_s, scores_uri, report_key, report_uri, "
+    "dataset_sha256, started_at"
 )
 
 

@@ -13,7 +13,9 @@ import os
 from typing import Any
 
 import pendulum
-from airflow.sdk import BaseOperatorLink, Param, dag, get_current_context, task
+from airflow.sdk import Param, dag, get_current_context, task
+
+from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
 
 DOC_MD = """
 ### drift_monitoring — is the production model still seeing the data it was judged on?
@@ -37,22 +39,6 @@ RETRIES = int(os.environ.get("MODELGATE_DAG_RETRIES", "1"))
 SCHEDULE = os.environ.get("MODELGATE_DRIFT_SCHEDULE", "@daily")
 CATCHUP = os.environ.get("MODELGATE_DRIFT_CATCHUP", "false").lower() == "true"
 START = pendulum.parse(os.environ.get("MODELGATE_DRIFT_START_DATE", "1970-01-01"), tz="UTC")
-
-
-class ReportLink(BaseOperatorLink):
-    """The "Report" button on the ``report`` task in the Airflow UI: the link it pushed.
-
-    Airflow 3 calls ``get_link`` on the worker when the task ends and stores the result as
-    the XCom ``_link_ReportLink``; the UI reads that XCom (no plugin needed). Object-store
-    links are presigned and expire; a local store gives ``file://`` links.
-    """
-
-    name = "Report"
-
-    def get_link(self, operator: Any, *, ti_key: Any) -> str:
-        from airflow.sdk.execution_time.xcom import XCom
-
-        return str(XCom.get_value(ti_key=ti_key, key="report_url") or "")
 
 
 def _ctx() -> Any:
@@ -131,7 +117,7 @@ def drift_monitoring() -> None:
         ctx = _ctx()
         key = _step(run, drift.render_report, sample, features)
         link = ctx.store.link(key, expiry_s=ctx.settings.presign_expiry_s)
-        get_current_context()["ti"].xcom_push(key="report_url", value=link)  # for ReportLink
+        get_current_context()["ti"].xcom_push(key=REPORT_URL_XCOM, value=link)  # for ReportLink
         print(f"drift report: {link}")
         return str(key)
 

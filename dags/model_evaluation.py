@@ -13,7 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pendulum
-from airflow.sdk import BaseOperatorLink, Param, dag, get_current_context, task
+from airflow.sdk import Param, dag, get_current_context, task
+
+from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
 
 DOC_MD = """
 ### model_evaluation — the promotion gate
@@ -37,22 +39,6 @@ and object keys.
 """
 
 RETRIES = int(os.environ.get("MODELGATE_DAG_RETRIES", "1"))
-
-
-class ReportLink(BaseOperatorLink):
-    """The "Report" button on the ``report`` task in the Airflow UI: the link it returned.
-
-    Airflow 3 calls ``get_link`` on the worker when the task ends and stores the result as
-    the XCom ``_link_ReportLink``; the UI reads that XCom (no plugin needed). Object-store
-    links are presigned and expire; a local store gives ``file://`` links.
-    """
-
-    name = "Report"
-
-    def get_link(self, operator: Any, *, ti_key: Any) -> str:
-        from airflow.sdk.execution_time.xcom import XCom
-
-        return str(XCom.get_value(ti_key=ti_key, key="return_value") or "")
 
 
 def _ctx() -> Any:
@@ -132,9 +118,10 @@ def model_evaluation() -> None:
     def report(run: dict[str, Any], _decision: str, _explain: str) -> str:
         from modelgate.pipelines import evaluate
 
-        link = _run_step(run, evaluate.render_report)
+        link = str(_run_step(run, evaluate.render_report))
         print(f"evaluation report: {link}")
-        return str(link)
+        get_current_context()["ti"].xcom_push(key=REPORT_URL_XCOM, value=link)  # for ReportLink
+        return link
 
     @task
     def store(run: dict[str, Any], _report: str) -> str:

@@ -1,0 +1,107 @@
+"""ADWIN in the drift pipeline: late labels, state carried between runs, no double feeding."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from river.drift import ADWIN
+
+from modelgate.config import Settings
+from modelgate.pipelines import drift
+from modelgate.pipelines.context import Context, register_archive
+from modelgate.store import models
+from modelgate.store.db import transaction
+
+UTC = dt.UTC
+
+
+def _run(ctx: Context, build: Any, live: Path, labels: Path, day: dt.date) -> drift.DriftRef:
+    start = dt.datetime.combine(day, dt.time(), UTC)
+    prepared = drift.prepare(ctx, model_name="gss-high-income", interval_start=start,
+                             interval_end=start + dt.timedelta(days=1),
+                             reference_uri=str(build.reference_path))
+    ref = drift.DriftRef(**prepared["run"])
+    sample = drift.sample_and_score(ctx, ref, str(live), 100_000)
+    for feature in prepared["features"]:
+        drift.feature_drift(ctx, ref, sample, feature)
+    drift.concept_drift(ctx, ref, str(labels))
+    key = drift.render_report(ctx, ref, sample, prepared["features"])
+    drift.store_results(ctx, ref, sample, prepared["features"], key)
+    return ref
+
+
+def _flip(labels: pd.DataFrame, share: float, seed: int) -> pd.DataFrame:
+    """Labels of a world that changed: a share of the truths flipped (the model errs more)."""
+    rng = np.random.default_rng(seed)
+    flipped = labels.copy()
+    mask = rng.random(len(flipped)) < share
+    flipped.loc[mask, "high_income"] = 1 - flipped.loc[mask, "high_income"]
+    return flipped
+
+
+def test_late_labels_feed_adwin_once_and_a_change_is_recorded(
+    settings: Settings, demo_builds: dict[str, Any], tmp_path: Path,
+) -> None:
+    build = demo_builds["1"]
+    ctx = Context.open(settings)
+    row, _ = register_archive(ctx, build.archive_path)
+    models.promote(ctx.db_url, row.model_version_id, expected_champion_id=None)
+    days = list(build.live_dates)[:4]
+    live, labels = tmp_path / "live", tmp_path / "labels"
+    for day in days:
+        shutil.copytree(build.live_dir / f"dt={day}", live / f"dt={day}")
+    truth = {d: pd.read_parquet(build.labels_dir / f"dt={d}" / "part-0.parquet") for d in days}
+    served = {d: truth[d] if i == 0 else _flip(truth[d], 0.5, i) for i, d in enumerate(days)}
+
+    # the first interval's labels are late: its run feeds nothing
+    _run(ctx, build, live, labels, days[0])
+    with transaction(ctx.db_url) as cur:
+        cur.execute("SELECT rows_labelled FROM drift_run")
+        assert cur.fetchone()[0] == 0
+    for i, day in enumerate(days):
+        (labels / f"dt={day}").mkdir(parents=True)
+        served[day].to_parquet(labels / f"dt={day}" / "part-0.parquet")
+        if i > 0:
+            _run(ctx, build, live, labels, day)  # feeds every interval whose labels arrived
+    _run(ctx, build, live, labels, days[-1])  # a re-run must not feed anything twice
+
+    with transaction(ctx.db_url) as cur:
+        cur.execute("SELECT elements_seen FROM detector_state")
+        seen = cur.fetchone()[0]
+        cur.execute("SELECT count(*) FROM scored_interval WHERE labels_consumed_at IS NULL")
+        pending = cur.fetchone()[0]
+        cur.execute("SELECT stream_position, error_rate_before, error_rate_after "
+                    "FROM concept_drift_change ORDER BY stream_position")
+        changes = cur.fetchall()
+    sizes = [len(truth[d]) for d in days]
+    assert seen == sum(sizes) and pending == 0
+    # independent check: river's own ADWIN, element by element, over the same errors in order
+    expected = _expected_positions(ctx, build, days, served)
+    assert [c[0] for c in changes] == expected and expected
+    assert all(after > before for _, before, after in changes[:1])
+
+
+def _expected_positions(ctx: Context, build: Any, days: list[dt.date],
+                        served: dict[dt.date, pd.DataFrame]) -> list[int]:
+    from modelgate.artifact import verify
+    from modelgate.scoring import open_session
+
+    scorer = open_session(verify(build.archive_path))
+    errors = []
+    for day in days:
+        frame = pd.read_parquet(build.live_dir / f"dt={day}" / "part-0.parquet")
+        frame = frame.merge(served[day], on="row_id").sort_values(["event_time", "row_id"],
+                                                                  kind="stable")
+        predicted = (scorer.predict_proba(frame) >= scorer.manifest.threshold).astype(int)
+        errors.append((predicted != frame["high_income"].to_numpy()).astype(float))
+    detector, positions = ADWIN(delta=0.002), []
+    for position, error in enumerate(np.concatenate(errors)):
+        detector.update(error)
+        if detector.drift_detected:
+            positions.append(position)
+    return positions

@@ -22,6 +22,9 @@ log = logging.getLogger("modelgate.demo")
 
 #: Later survey years replayed as live intervals through the drift DAG.
 DRIFT_DEMO_INTERVALS = 4
+#: Further years replayed with part of their labels flipped, to show a concept shift.
+SIMULATED_SHIFT_INTERVALS = 3
+SIMULATED_FLIP_SHARE = 0.4
 
 
 def _say(text: str) -> None:
@@ -123,10 +126,14 @@ def _drift(ctx: Any, build: Any) -> None:
     if os.environ.get("MODELGATE_DEMO_SKIP_DRIFT"):
         _say("      skipped (MODELGATE_DEMO_SKIP_DRIFT is set)")
         return
-    try:
-        from modelgate.demo_drift import replay
-    except ImportError:
-        _say("      the drift DAG is not available in this build")
-        return
-    dates: list[dt.date] = list(build.live_dates)[:DRIFT_DEMO_INTERVALS]
-    replay(ctx, build, dates, say=_say)
+    from modelgate.demo_drift import replay, simulated_labels
+
+    dates: list[dt.date] = list(build.live_dates)
+    replay(ctx, build, dates[:DRIFT_DEMO_INTERVALS], labels_dir=build.labels_dir, say=_say)
+    _say("      SIMULATED concept shift (the GSS error rate is stable, 0.22-0.27 a year): the next "
+         f"{SIMULATED_SHIFT_INTERVALS} years again, with {SIMULATED_FLIP_SHARE:.0%} of their labels "
+         "flipped, so ADWIN has a change to find")
+    shifted = dates[DRIFT_DEMO_INTERVALS:DRIFT_DEMO_INTERVALS + SIMULATED_SHIFT_INTERVALS]
+    labels = simulated_labels(build.labels_dir, shifted, Path(build.labels_dir).parent /
+                              "labels-simulated-shift", flip_share=SIMULATED_FLIP_SHARE)
+    replay(ctx, build, shifted, labels_dir=labels, say=_say)

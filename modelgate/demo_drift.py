@@ -4,12 +4,33 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 UTC = dt.UTC
 
 
-def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, say: Callable[[str], None]) -> None:
+def simulated_labels(labels_dir: Path, dates: Sequence[dt.date], out_dir: Path, *,
+                     flip_share: float, seed: int = 0) -> Path:
+    """Copies of the label partitions of ``dates`` with ``flip_share`` of the labels flipped
+    (seeded): a world whose relation between features and label changed."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    for day in dates:
+        table = pq.read_table(labels_dir / f"dt={day.isoformat()}" / "part-0.parquet")
+        frame = table.to_pandas()
+        flip = rng.random(len(frame)) < flip_share
+        frame.loc[flip, "high_income"] = 1 - frame.loc[flip, "high_income"]
+        target = out_dir / f"dt={day.isoformat()}"
+        target.mkdir(parents=True, exist_ok=True)
+        frame.to_parquet(target / "part-0.parquet", index=False)
+    return out_dir
+
+
+def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path,
+           say: Callable[[str], None]) -> None:
     """Run the drift_monitoring DAG once per survey-year partition, oldest first."""
     from modelgate.airflow_runner import run_dag
     from modelgate.demo import dag_log
@@ -21,7 +42,7 @@ def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, say: Callable[[str
     if production is None:
         say("      no model in production (the gate blocked every candidate); nothing to monitor")
         return
-    conf = {"model_name": MODEL_NAME, "live": str(build.live_dir), "labels": str(build.labels_dir),
+    conf = {"model_name": MODEL_NAME, "live": str(build.live_dir), "labels": str(labels_dir),
             "reference": str(build.reference_path), "sample_size": 5000}
     log_path = dag_log(ctx)
     for day in dates:

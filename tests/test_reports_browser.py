@@ -421,10 +421,6 @@ def _readme_queries() -> list[tuple[str, str]]:
     return re.findall(r"<!-- query: (\w+) -->\s*```sql\n(.*?)```", text, flags=re.S)
 
 
-# The GSS model's yearly error rate stays between 0.22 and 0.27 (1991-2018), so ADWIN finds no
-# change point in the demo: that query is shown to return rows on seeded data instead
-# (tests/store/test_analyst.py), and here only to run.
-NO_ROWS_IN_DEMO = {"concept_drift_change_points"}
 
 
 def test_sql_readme_queries_return_rows_on_demo_data(demo_home: Path) -> None:
@@ -440,7 +436,7 @@ def test_sql_readme_queries_return_rows_on_demo_data(demo_home: Path) -> None:
         for name, sql in queries:
             with conn.cursor() as cur:
                 cur.execute(sql)
-                if not cur.fetchall() and name not in NO_ROWS_IN_DEMO:
+                if not cur.fetchall():
                     empty.append(name)
     finally:
         conn.close()

@@ -48,6 +48,16 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_db_stop(args: argparse.Namespace) -> int:
+    from modelgate.config import Settings
+    from modelgate.store.db import stop_embedded
+
+    home = Settings.from_env().home
+    stopped = stop_embedded(home)
+    print(f"embedded PostgreSQL under {home}: {'stopped' if stopped else 'not running'}")
+    return EXIT_OK
+
+
 # --- model ----------------------------------------------------------------------------
 
 def cmd_model_package(args: argparse.Namespace) -> int:
@@ -116,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     db = sub.add_parser("db", help="results database").add_subparsers(dest="db_command", required=True)
     db.add_parser("upgrade", help="apply pending SQL migrations (idempotent)").set_defaults(
         handler=cmd_db_upgrade)
+    db.add_parser("stop", help="stop the embedded PostgreSQL under MODELGATE_HOME").set_defaults(
+        handler=cmd_db_stop)
 
     model = sub.add_parser("model", help="model artifacts").add_subparsers(
         dest="model_command", required=True)

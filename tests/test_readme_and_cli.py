@@ -128,3 +128,30 @@ def test_cli_drift_matches_scipy_and_explain_is_additive(
     assert values.shape == (3, len(shap["features"]))
     gap = np.asarray(shap["base_values"]) + values.sum(axis=1) - np.asarray(shap["model_output"])
     assert np.abs(gap).max() < 1e-6
+
+
+def test_db_upgrade_and_stop_on_the_embedded_default() -> None:
+    """No MODELGATE_DATABASE_URL: `db upgrade` starts a private PostgreSQL, `db stop` stops it."""
+    import tempfile
+
+    # Not under pytest's basetemp (mode 0700): pgserver runs PostgreSQL as its own user.
+    home = Path(tempfile.mkdtemp(prefix="modelgate-embedded-"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MODELGATE_")}
+    env["MODELGATE_HOME"] = str(home)
+    try:
+        up = subprocess.run([sys.executable, "-m", "modelgate.cli", "db", "upgrade"], env=env,
+                            capture_output=True, text=True, timeout=300)
+        assert up.returncode == 0, up.stderr[-2000:]
+        from modelgate.store.db import load_migrations
+
+        assert f"applied {len(load_migrations())} migration(s)" in up.stdout
+        assert f"host={home}" in up.stdout
+        again = subprocess.run([sys.executable, "-m", "modelgate.cli", "db", "upgrade"], env=env,
+                               capture_output=True, text=True, timeout=300)
+        assert "applied 0 migration(s)" in again.stdout
+        stop = subprocess.run([sys.executable, "-m", "modelgate.cli", "db", "stop"], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert stop.returncode == 0 and "stopped" in stop.stdout
+        assert not (home / "pgdata" / "postmaster.pid").exists()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

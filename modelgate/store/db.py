@@ -103,6 +103,24 @@ def embedded_database_url(home: Path) -> str:
     return str(server.get_uri("modelgate"))
 
 
+def stop_embedded(home: Path, timeout_s: float = 30.0) -> bool:
+    """Stop the embedded PostgreSQL under ``home`` if it runs; True if one was stopped."""
+    import signal
+    import time
+
+    pid_file = (home / "pgdata" / "postmaster.pid").resolve()
+    if not pid_file.exists():
+        return False
+    try:
+        os.kill(int(pid_file.read_text().split()[0]), signal.SIGTERM)  # "smart" shutdown
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + timeout_s
+    while pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return not pid_file.exists()
+
+
 def connect(url: str) -> Connection:
     """Open a connection; ``autocommit`` is off so every unit of work is one transaction."""
     conn = psycopg2.connect(url, connect_timeout=10, application_name="modelgate")

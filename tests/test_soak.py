@@ -1,7 +1,8 @@
 """Soak: many small evaluations and drift intervals back to back against the real PostgreSQL
 and S3 server, bounded in count and time. Nothing may grow: open connections, memory, files.
 
-Run with ``-s`` to see the figures (they are copied into bench/RESULTS.md).
+Run with ``-s`` to see the figures (they are copied into bench/RESULTS.md);
+``MODELGATE_TEST_SOAK_ROUNDS`` sets the number of rounds (default 8).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from modelgate.pipelines.context import Context, register_archive
 from modelgate.store import models
 from modelgate.store.db import transaction
 
-ROUNDS = int(os.environ.get("MODELGATE_SOAK_ROUNDS", "6"))
+ROUNDS = int(os.environ.get("MODELGATE_TEST_SOAK_ROUNDS", "8"))
 TIME_LIMIT_S = 240.0
 UTC = dt.UTC
 
@@ -79,23 +80,26 @@ def test_soak_no_growth(settings: Settings, demo_builds: dict[str, Any], tmp_pat
     _drift(ctx, demo_builds["1"], days[0])
     before = {"connections": _connections(ctx.db_url), "rss_mb": process.memory_info().rss / 2**20,
               "tmp_entries": len(os.listdir(tmp_root)), "work_files": _files(settings.home / "work")}
-    started, done = time.monotonic(), 0
+    started, done, rss = time.monotonic(), 0, []
     for i in range(1, ROUNDS + 1):
         if time.monotonic() - started > TIME_LIMIT_S:
             break
         _evaluate(ctx, demo_builds["2"].heldout_path, i)
         _drift(ctx, demo_builds["1"], days[i % len(days)])
         done += 1
+        rss.append(round(process.memory_info().rss / 2**20))
     after = {"connections": _connections(ctx.db_url), "rss_mb": process.memory_info().rss / 2**20,
              "tmp_entries": len(os.listdir(tmp_root)), "work_files": _files(settings.home / "work")}
     elapsed = time.monotonic() - started
     print(f"\nsoak: {done} evaluation + {done} drift rounds in {elapsed:.1f} s; before {before}; "
-          f"after {after}")
+          f"after {after}; RSS MB after each round {rss}")
     assert done >= 2, "the soak must complete at least two rounds within its time limit"
     assert after["connections"] <= before["connections"]
     assert after["tmp_entries"] <= before["tmp_entries"]
     assert after["work_files"] <= before["work_files"]  # each run removes its scratch files
     assert after["rss_mb"] - before["rss_mb"] < 150, "resident memory kept growing"
+    half = len(rss) // 2
+    assert rss[-1] - rss[half - 1] < 40, f"resident memory still growing in the second half: {rss}"
     with transaction(ctx.db_url) as cur:
         cur.execute("SELECT count(*) FROM evaluation_run")
         assert cur.fetchone()[0] == done + 1

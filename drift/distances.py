@@ -99,13 +99,14 @@ def _quantile_w1(u: NDArray[np.float64], v: NDArray[np.float64]) -> float:
     (``int |F_u - F_v| dx``); zero-width pieces from common breakpoints add nothing.
     """
     n, m = u.size, v.size
-    i = np.arange(n, dtype=np.int64)
-    j = np.arange(m, dtype=np.int64)
     breaks = np.empty(n + m + 1, dtype=np.int64)
-    breaks[i + (i * m + n - 1) // n] = i * m
-    breaks[j + (j * n) // m + 1] = j * n
+    for start in range(0, n, _BLOCK):  # blockwise: temporaries stay small at 10M rows
+        i = np.arange(start, min(start + _BLOCK, n), dtype=np.int64)
+        breaks[i + (i * m + n - 1) // n] = i * m
+    for start in range(0, m, _BLOCK):
+        j = np.arange(start, min(start + _BLOCK, m), dtype=np.int64)
+        breaks[j + (j * n) // m + 1] = j * n
     breaks[-1] = n * m
-    del i, j
     total = 0.0
     for start in range(0, n + m, _BLOCK):
         b = breaks[start : min(start + _BLOCK, n + m) + 1]

@@ -12,7 +12,7 @@ Chromium through the DevTools protocol, and must:
 * be under 2 MB.
 
 A 1280x2000 screenshot of each page goes to ``tests/out/browser/`` with ``report_sizes.md``
-(copy it to ``bench/results_report_sizes.md`` to update the recorded sizes).
+(copy it into the report-size section of ``bench/RESULTS.md`` to update the recorded sizes).
 
 Chromium is required: without ``/usr/bin/chromium`` (or ``MODELGATE_TEST_CHROMIUM``) the test
 fails and says to run ``.ci/ensure-chromium``.

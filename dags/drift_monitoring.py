@@ -69,6 +69,8 @@ def _step(run: dict[str, Any], fn: Any, *args: Any) -> Any:
         "reference": Param("", type="string", description="reference parquet (first run only)"),
         "sample_size": Param(5000, type="integer", minimum=1),
         "adwin_delta": Param(0.002, type="number", exclusiveMinimum=0, exclusiveMaximum=1),
+        "thresholds": Param({}, type="object", description=(
+            'drift thresholds, e.g. {"relative": 1.8, "features": {"age": {"relative": 3.0}}}')),
     },
 )
 def drift_monitoring() -> None:
@@ -100,7 +102,8 @@ def drift_monitoring() -> None:
     def feature_drift(run: dict[str, Any], sample: dict[str, Any], feature: str) -> str:
         from modelgate.pipelines import drift
 
-        return str(_step(run, drift.feature_drift, sample, feature))
+        thresholds = get_current_context()["params"]["thresholds"]
+        return str(_step(run, drift.feature_drift, sample, feature, thresholds))
 
     @task
     def concept_drift(run: dict[str, Any], _sample: dict[str, Any]) -> str:

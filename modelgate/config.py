@@ -22,6 +22,7 @@ Variable                           Meaning (default)
 ``MODELGATE_ORT_GRAPH_OPT``        ``disable``, ``basic``, ``extended``, ``all`` (``all``)
 ``MODELGATE_ORT_INTRA_OP_THREADS`` ONNX Runtime intra-op threads (ONNX Runtime's default)
 ``MODELGATE_ORT_GPU_MEM_LIMIT_MB`` CUDA arena limit in MiB (no limit)
+``MODELGATE_MIN_GROUP_SIZE``       fairness groups below this many rows are flagged (``30``)
 ``MODELGATE_POLICY_DIR``           per-model policy overrides ``<model>.yaml`` (``policies/``)
 ``MODELGATE_DAG_RETRIES``          task retries in both DAGs (``1``)
 ``MODELGATE_DRIFT_SCHEDULE``       schedule of the drift DAG (``@daily``)
@@ -55,6 +56,7 @@ ENV_VARS = (
     "MODELGATE_ORT_INTRA_OP_THREADS",
     "MODELGATE_ORT_GPU_MEM_LIMIT_MB",
     "MODELGATE_POLICY_DIR",
+    "MODELGATE_MIN_GROUP_SIZE",
     "MODELGATE_DAG_RETRIES",
     "MODELGATE_DRIFT_SCHEDULE",
     "MODELGATE_DRIFT_CATCHUP",
@@ -105,6 +107,7 @@ class Settings:
     s3: S3Settings | None
     s3_conn_id: str
     presign_expiry_s: int
+    min_group_size: int = 30
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -128,6 +131,7 @@ class Settings:
             s3=s3,
             s3_conn_id=env.get("MODELGATE_S3_CONN_ID") or "modelgate_s3",
             presign_expiry_s=_positive_int(env, "MODELGATE_PRESIGN_EXPIRY_S", 3600),
+            min_group_size=_positive_int(env, "MODELGATE_MIN_GROUP_SIZE", 30),
         )
 
 

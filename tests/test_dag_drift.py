@@ -71,11 +71,28 @@ def test_drift_dag_runs_intervals_and_fanout_matches_single_task(
     for name, (w, js, verdict, n) in stored.items():
         assert (w, js, verdict, n) == (single[name].wasserstein, single[name].js_divergence,
                                        single[name].verdict, single[name].n_current)
+    # a per-feature threshold override changes that feature's verdict only
+    breached = next(name for name, f in single.items() if f.verdict == "drift")
+    lenient = {"features": {breached: {"relative": 1e9, "wasserstein_floor": 1e9, "js_floor": 1.0}}}
+    relaxed = {f.feature: f.verdict for f in drift.all_feature_drift(
+        production, row, {"key": f"{row.prefix()}/scored-sample.parquet"}, lenient)}
+    assert relaxed[breached] == "ok"
+    assert {k: v for k, v in relaxed.items() if k != breached} == {
+        k: f.verdict for k, f in single.items() if k != breached}
     # re-running an interval gives the same rows
     _run_interval(build, days[0])
     assert _features(production.db_url, days[0]) == stored
     html = production.store.get_bytes(runs[0][2]).decode()
     assert "<svg" in html and "gss-high-income" in html
+
+
+@pytest.mark.parametrize("spec", [{"relativ": 2}, {"features": {"age": {"floor": 1}}}],
+                         ids=["unknown-key", "unknown-feature-key"])
+def test_bad_drift_thresholds_are_named(spec: dict[str, Any]) -> None:
+    from modelgate.pipelines import drift
+
+    with pytest.raises(ValueError, match="unknown key"):
+        drift.parse_thresholds(spec)
 
 
 def drift_runs_ref(ctx: Context, run_id: int) -> Any:

@@ -238,13 +238,41 @@ def _concat(tables: list[pa.Table], files: list[Path]) -> pa.Table:
 
 # --- data drift (fans out per feature) ---------------------------------------------------
 
+_THRESHOLD_KEYS = ("relative", "wasserstein_floor", "js_floor", "numeric_statistic")
+
+
+def parse_thresholds(spec: dict[str, Any] | None) -> Any:
+    """``DriftThresholds`` from the DAG's ``thresholds`` parameter, e.g.
+    ``{"relative": 1.8, "js_floor": 0.01, "features": {"age": {"relative": 3.0}}}``.
+
+    >>> parse_thresholds({"features": {"age": {"relative": 3.0}}}).for_feature("age").relative
+    3.0
+    """
+    from modelgate.drift.data_drift import DriftThresholds
+
+    spec = dict(spec or {})
+    features = spec.pop("features", {}) or {}
+    unknown = sorted(set(spec) - set(_THRESHOLD_KEYS))
+    if unknown or not isinstance(features, dict):
+        raise ValueError(f"drift thresholds: unknown key(s) {unknown}; expected "
+                         f"{list(_THRESHOLD_KEYS)} and 'features' (a mapping of feature to thresholds)")
+    overrides = {}
+    for name, override in features.items():
+        bad = sorted(set(override or {}) - set(_THRESHOLD_KEYS))
+        if bad:
+            raise ValueError(f"drift thresholds for feature {name!r}: unknown key(s) {bad}")
+        overrides[name] = DriftThresholds(**{**spec, **(override or {})})
+    return DriftThresholds(**spec, overrides=overrides)
+
+
 def _sample_path(ctx: Context, ref: DriftRef, key: str) -> Path:
     work = ctx.settings.home.resolve() / "work" / "drift-sample" / safe_key_part(ref.interval_start)
     work.mkdir(parents=True, exist_ok=True)
     return ctx.store.download(key, work / f"{ref.drift_run_id}-sample.parquet")
 
 
-def feature_drift(ctx: Context, ref: DriftRef, sample: dict[str, Any], feature: str) -> str:
+def feature_drift(ctx: Context, ref: DriftRef, sample: dict[str, Any], feature: str,
+                  thresholds: dict[str, Any] | None = None) -> str:
     """Drift of one feature (one mapped task); the result is stored under a per-feature key."""
     from modelgate.pipelines.drift_columns import drift_from_parquet
 
@@ -255,17 +283,20 @@ def feature_drift(ctx: Context, ref: DriftRef, sample: dict[str, Any], feature: 
     if sample["key"] is None:
         return _put(ctx, key, None)
     path = _sample_path(ctx, ref, sample["key"])
-    (result,) = drift_from_parquet(path, {feature: references[feature]}, max_workers=1)
+    (result,) = drift_from_parquet(path, {feature: references[feature]}, max_workers=1,
+                                   thresholds=parse_thresholds(thresholds))
     return _put(ctx, key, result)
 
 
-def all_feature_drift(ctx: Context, ref: DriftRef, sample: dict[str, Any]) -> list[Any]:
+def all_feature_drift(ctx: Context, ref: DriftRef, sample: dict[str, Any],
+                      thresholds: dict[str, Any] | None = None) -> list[Any]:
     """Every feature in one call (the single-task path the fan-out must agree with)."""
     from modelgate.pipelines.drift_columns import drift_from_parquet
 
     if sample["key"] is None:
         return []
-    return drift_from_parquet(_sample_path(ctx, ref, sample["key"]), load_references(ctx, ref))
+    return drift_from_parquet(_sample_path(ctx, ref, sample["key"]), load_references(ctx, ref),
+                              thresholds=parse_thresholds(thresholds))
 
 
 # --- concept drift (ADWIN on the error stream) -------------------------------------------

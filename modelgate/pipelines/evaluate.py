@@ -270,10 +270,10 @@ def explain(ctx: Context, ref: RunRef) -> str:
 
 # --- fairness ----------------------------------------------------------------------------
 
-MIN_GROUP_SIZE = 30
-# Groups below MIN_GROUP_SIZE are reported and flagged but kept out of the gaps the gate
-# judges: a gap driven by a handful of rows is noise, not evidence. Each gap lists the
-# groups it left out (FairnessEstimate.excluded_groups) and the report flags them.
+# Groups below the minimum group size (MODELGATE_MIN_GROUP_SIZE, default 30) are reported and
+# flagged but kept out of the gaps the gate judges: a gap driven by a handful of rows is noise,
+# not evidence. Each gap lists the groups it left out (FairnessEstimate.excluded_groups) and the
+# report flags them.
 INCLUDE_SMALL_GROUPS_IN_GAPS = False
 
 
@@ -290,7 +290,8 @@ def compute_fairness(ctx: Context, ref: RunRef) -> str:
     for feature in manifest["sensitive_features"]:
         sensitive = table.column(feature).to_pandas().to_numpy(dtype=object)
         reports[feature] = fairness_report(
-            y, preds, sensitive, sensitive_feature=feature, min_group_size=MIN_GROUP_SIZE,
+            y, preds, sensitive, sensitive_feature=feature,
+            min_group_size=ctx.settings.min_group_size,
             include_small_groups=INCLUDE_SMALL_GROUPS_IN_GAPS,
             n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED,
         )
@@ -298,7 +299,7 @@ def compute_fairness(ctx: Context, ref: RunRef) -> str:
         if small:
             log.warning("sensitive feature %r: groups smaller than %d rows are reported and "
                         "flagged, and left out of the gaps: %s",
-                        feature, MIN_GROUP_SIZE, small)
+                        feature, ctx.settings.min_group_size, small)
     return put_pickle(ctx, f"{ref.prefix()}/fairness.pkl", reports)
 
 

@@ -414,3 +414,21 @@ def test_bad_live_partition_fails_the_drift_run_naming_the_column(
     assert _fetch(ctx.db_url, "SELECT count(*) FROM scored_interval") == [(0,)]
     assert _fetch(ctx.db_url, "SELECT stage, is_drifting FROM model_version") == [("production", False)]
 
+
+
+def test_group_smaller_than_the_minimum_is_flagged_and_left_out_of_gated_gaps(
+    env: Settings, demo_builds: dict[str, Any], tmp_path: Path,
+) -> None:
+    frame = _heldout(demo_builds["1"], rows=None)
+    frame.loc[frame.index[:12], "gender"] = "Nonbinary"  # 12 rows < the minimum of 30
+    data = _write(frame, tmp_path / "small-group.parquet")
+    outcome = run_evaluation_locally(demo_builds["1"].archive_path, data, None)
+    groups = _fetch(env.database_url or "", """SELECT group_label, n, is_small_group FROM fairness_group
+                                              WHERE sensitive_feature = 'gender' ORDER BY group_label""")
+    assert ("Nonbinary", 12, True) in groups
+    assert all(not small for label, _, small in groups if label != "Nonbinary")
+    reason = next(c["reason"] for c in outcome.payload["gate"]["checks"]
+                  if c["check_id"] == "fairness:gender:equalized_odds_difference")
+    assert "excluded: 'Nonbinary' (small group (n=12 < 30))" in reason
+    gap = outcome.payload["fairness"]["gender"]["gaps"]["equalized_odds_difference"]
+    assert gap["excluded_groups"] == [["Nonbinary", "small group (n=12 < 30)"]]

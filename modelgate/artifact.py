@@ -31,13 +31,14 @@ import math
 import os
 import re
 import tarfile
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import onnx
+
+from modelgate.files import atomic_write
 
 __all__ = [
     "ArtifactError",
@@ -416,17 +417,6 @@ def _read_manifest_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def package(onnx_path: str | os.PathLike[str], manifest_path: str | os.PathLike[str],
             out_dir: str | os.PathLike[str]) -> Path:
     """Build a deterministic model archive from an ONNX file and a manifest draft.
@@ -465,7 +455,7 @@ def package(onnx_path: str | os.PathLike[str], manifest_path: str | os.PathLike[
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / archive_name(sha, manifest.version)
-    _atomic_write(path, archive)
+    atomic_write(path, archive)
     logger.info("packaged model %s v%s (%d bytes) into %s",
                 manifest.name, manifest.version, len(archive), path)
     return path

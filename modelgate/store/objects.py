@@ -14,11 +14,11 @@ import hashlib
 import io
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Protocol
 
 from modelgate.config import S3Settings, Settings
+from modelgate.files import atomic_write
 
 log = logging.getLogger("modelgate.store")
 
@@ -75,14 +75,7 @@ class LocalObjectStore:
     def put_bytes(self, key: str, data: bytes, *, content_type: str) -> str:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, data)
         return self.uri(key)
 
     def put_file(self, key: str, path: Path, *, content_type: str) -> str:

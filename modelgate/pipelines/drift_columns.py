@@ -13,7 +13,9 @@ error naming the column, the expected and the actual type.
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -43,6 +45,10 @@ __all__ = ["FeatureKind", "build_references_from_parquet", "drift_from_parquet"]
 FeatureKind: TypeAlias = Literal["numeric", "categorical"]
 Reference: TypeAlias = NumericReference | CategoricalReference
 T = TypeVar("T")
+
+
+log = logging.getLogger("modelgate.drift")
+PROGRESS_EVERY_S = 2.0
 
 
 def _is_numeric(t: pa.DataType) -> bool:
@@ -108,10 +114,21 @@ def _counts(col: pa.ChunkedArray) -> dict[str, int]:
 
 
 def _map(fn: Callable[[str], T], names: list[str], max_workers: int) -> list[T]:
+    """``[fn(name) for name in names]`` on a thread pool, logging progress (columns/s, ETA)."""
     if not isinstance(max_workers, int) or max_workers < 1:
         raise ValueError(f"max_workers must be an integer >= 1, got {max_workers!r}")
+    start = last = time.perf_counter()
+    results: list[T] = []
     with ThreadPoolExecutor(max_workers=max_workers) as pool:
-        return list(pool.map(fn, names))
+        for done, result in enumerate(pool.map(fn, names), start=1):
+            results.append(result)
+            now = time.perf_counter()
+            if now - last >= PROGRESS_EVERY_S and done < len(names):
+                rate = done / (now - start)
+                log.info("%d/%d columns (%.1f columns/s, ETA %.0f s)", done, len(names), rate,
+                         (len(names) - done) / rate, extra={"progress": (done, len(names), "columns")})
+                last = now
+    return results
 
 
 def build_references_from_parquet(

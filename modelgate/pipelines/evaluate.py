@@ -246,7 +246,7 @@ def explain(ctx: Context, ref: RunRef) -> str:
     rng = np.random.default_rng(SHAP_SEED)
     background = data.iloc[np.sort(rng.choice(len(data), min(100, len(data)), replace=False))]
     sample = data.iloc[np.sort(rng.choice(len(data), min(SHAP_GLOBAL_ROWS, len(data)), replace=False))]
-    overall = shap_explain(scorer.predict_proba, sample, background, features=features, seed=SHAP_SEED)
+    overall = _explain_with_progress(scorer.predict_proba, sample, background, features)
     chosen = select_rows(scores, y, preds, seed=SHAP_SEED)
     picked = shap_explain(scorer.predict_proba, data.iloc[chosen.indices], background,
                           features=features, seed=SHAP_SEED)
@@ -266,6 +266,30 @@ def explain(ctx: Context, ref: RunRef) -> str:
              result.rows_explained, result.algorithm, result.evaluations_per_row,
              result.background_rows, result.max_additivity_error)
     return put_pickle(ctx, f"{ref.prefix()}/explain.pkl", result)
+
+
+SHAP_CHUNK_ROWS = 10
+
+
+def _explain_with_progress(predict: Any, rows: Any, background: Any, features: list[str]) -> Any:
+    """Explain ``rows`` a chunk at a time, logging rows/s and an ETA; one merged Explanation."""
+    import dataclasses
+    import time
+
+    import numpy as np
+
+    from modelgate.reports.explain import explain as shap_explain
+
+    parts, start = [], time.perf_counter()
+    for first in range(0, len(rows), SHAP_CHUNK_ROWS):
+        parts.append(shap_explain(predict, rows.iloc[first:first + SHAP_CHUNK_ROWS], background,
+                                  features=features, seed=SHAP_SEED + first))
+        done, elapsed = min(first + SHAP_CHUNK_ROWS, len(rows)), time.perf_counter() - start
+        log.info("SHAP: %d/%d rows (%.1f rows/s, ETA %.0f s)", done, len(rows), done / elapsed,
+                 (len(rows) - done) * elapsed / done, extra={"progress": (done, len(rows), "rows")})
+    return dataclasses.replace(parts[0], **{
+        name: np.concatenate([getattr(p, name) for p in parts])
+        for name in ("values", "base_values", "model_output", "feature_values")})
 
 
 # --- fairness ----------------------------------------------------------------------------

@@ -555,19 +555,19 @@ def _estimate(
     confidence_level: float,
     n: int,
 ) -> MetricEstimate:
-    lower, upper = _percentile_interval(resampled, confidence_level)
+    lower, upper = percentile_interval(resampled, confidence_level)
     if reason is not None or not np.isfinite(value):
         return MetricEstimate(name, float("nan"), float("nan"), float("nan"), n,
                               reason or "not finite")
     return MetricEstimate(name, value, lower, upper, n, None)
 
 
-def _percentile_interval(resampled: _FloatArray, confidence_level: float) -> tuple[float, float]:
+def percentile_interval(resampled: _FloatArray, confidence_level: float) -> tuple[float, float]:
     """Percentile interval of the finite resampled values; NaN when there are none.
 
     Examples
     --------
-    >>> _percentile_interval(np.array([1.0, 2.0, 3.0, np.nan]), 0.5)
+    >>> percentile_interval(np.array([1.0, 2.0, 3.0, np.nan]), 0.5)
     (1.5, 2.5)
     """
     finite = resampled[np.isfinite(resampled)]

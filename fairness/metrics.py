@@ -54,6 +54,7 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
+from modelgate.evaluation.metrics import percentile_interval
 
 from .disaggregate import DisaggregatedTable, disaggregate
 
@@ -329,7 +330,7 @@ def _estimate(
     if np.isnan(value):
         return FairnessEstimate(name, float("nan"), float("nan"), float("nan"), n, None, None,
                                 tuple(excluded.items()), "; ".join(reasons) or "undefined")
-    lower, upper = _percentile_interval(boot[name], confidence_level)
+    lower, upper = percentile_interval(boot[name], confidence_level)
     high, low = _extremes(name, parts, point, rates, labels, included)
     return FairnessEstimate(name, value, lower, upper, n, high, low, tuple(excluded.items()))
 
@@ -348,15 +349,6 @@ def _extremes(name: str, parts: tuple[str, ...], point: Mapping[str, _FloatArray
     gap = max(parts, key=lambda g: float(point[g][0]))
     values = np.where(included, rates[_GAP_RATE[gap]][0], np.nan)
     return labels[int(np.nanargmax(values))], labels[int(np.nanargmin(values))]
-
-
-def _percentile_interval(resampled: _FloatArray, confidence_level: float) -> tuple[float, float]:
-    finite = resampled[np.isfinite(resampled)]
-    if finite.size == 0:
-        return float("nan"), float("nan")
-    alpha = 1.0 - confidence_level
-    lower, upper = np.quantile(finite, [alpha / 2, 1 - alpha / 2])
-    return float(lower), float(upper)
 
 
 def _check_options(sensitive_feature: object, include_small_groups: object,

@@ -139,6 +139,13 @@ def transaction(url: str) -> Iterator[Any]:
         conn.close()
 
 
+def fetch_all(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Run one parameterised read query in its own transaction and return every row."""
+    with transaction(url) as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+
+
 def load_migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
     """Read ``NNNN_name.sql`` files in version order; a gap or duplicate is an error."""
     migrations = []

@@ -29,7 +29,7 @@ from modelgate.pipelines.cli_runs import run_evaluation_locally
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.scoring import ScoringError
 from modelgate.store import models
-from modelgate.store.db import transaction
+from modelgate.store.db import fetch_all
 from modelgate.store.runs import EVALUATION_RESULT_TABLES
 
 MODEL = "gss-high-income"
@@ -57,23 +57,17 @@ def _write(frame: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def _fetch(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with transaction(url) as cur:
-        cur.execute(sql, args)
-        return list(cur.fetchall())
-
-
 def _runs(url: str) -> list[tuple[Any, ...]]:
-    return _fetch(url, "SELECT status, failure_reason, report_key, report_uri FROM evaluation_run "
+    return fetch_all(url, "SELECT status, failure_reason, report_key, report_uri FROM evaluation_run "
                        "ORDER BY evaluation_run_id")
 
 
 def _result_counts(url: str) -> dict[str, int]:
-    return {t: _fetch(url, f"SELECT count(*) FROM {t}")[0][0] for t in EVALUATION_RESULT_TABLES}
+    return {t: fetch_all(url, f"SELECT count(*) FROM {t}")[0][0] for t in EVALUATION_RESULT_TABLES}
 
 
 def _stages(url: str) -> dict[str, str]:
-    return dict(_fetch(url, "SELECT version, stage FROM model_version"))
+    return dict(fetch_all(url, "SELECT version, stage FROM model_version"))
 
 
 def _assert_failed_cleanly(url: str, *needles: str) -> str:
@@ -159,7 +153,7 @@ def test_extra_column_is_ignored(env: Settings, demo_builds: dict[str, Any], tmp
     # the extra columns change nothing: the same metrics and verdicts as without them
     assert second["metrics"] == first["metrics"] and second["status"] == first["status"]
     url = str(env.database_url)
-    by_run = _fetch(url, "SELECT evaluation_run_id, metric_name, value FROM evaluation_metric "
+    by_run = fetch_all(url, "SELECT evaluation_run_id, metric_name, value FROM evaluation_metric "
                          "ORDER BY evaluation_run_id, metric_name")
     one, two = (sorted((m, v) for r, m, v in by_run if r == run) for run in (1, 2))
     assert one == two and len(one) == 7
@@ -188,10 +182,10 @@ def test_label_with_one_class_leaves_auc_undefined_and_fails_its_check(
     outcome = run_evaluation_locally(demo_builds["1"].archive_path, data, None).payload
     url = str(env.database_url)
     assert outcome["status"] == "blocked"
-    auc = _fetch(url, "SELECT value, ci_lower, ci_upper, n, undefined_reason FROM evaluation_metric "
+    auc = fetch_all(url, "SELECT value, ci_lower, ci_upper, n, undefined_reason FROM evaluation_metric "
                       "WHERE model_role = 'candidate' AND metric_name = 'roc_auc'")
     assert auc == [(None, None, None, len(frame), "label has one class only")]
-    check = _fetch(url, "SELECT verdict, severity, observed, reason FROM gate_check "
+    check = fetch_all(url, "SELECT verdict, severity, observed, reason FROM gate_check "
                         "WHERE check_id = 'value:roc_auc'")
     assert len(check) == 1
     verdict, severity, observed, reason = check[0]
@@ -204,7 +198,7 @@ def test_label_with_one_class_leaves_auc_undefined_and_fails_its_check(
     ctx = Context.open(env)
     prefix = evaluate.RunRef(outcome["evaluation_run_id"], outcome["run_key"]).prefix()
     scores = pd.read_parquet(io.BytesIO(ctx.store.get_bytes(f"{prefix}/scores.parquet")))
-    accuracy = _fetch(url, "SELECT value FROM evaluation_metric WHERE model_role = 'candidate' "
+    accuracy = fetch_all(url, "SELECT value FROM evaluation_metric WHERE model_role = 'candidate' "
                            "AND metric_name = 'accuracy'")[0][0]
     assert accuracy == pytest.approx(accuracy_score(frame["high_income"], scores["prediction"]))
     assert _stages(url) == {"1": "candidate"}
@@ -268,7 +262,7 @@ def test_bad_archive_is_refused_before_anything_is_stored(
     if tamper is _flip_one_byte:
         assert build.sha256 in str(caught.value)
     url = str(env.database_url)
-    assert _fetch(url, "SELECT count(*) FROM model_version") == [(0,)]
+    assert fetch_all(url, "SELECT count(*) FROM model_version") == [(0,)]
     assert _runs(url) == []
     assert Context.open(env).store.list_keys("models/") == []
 
@@ -352,7 +346,7 @@ def test_same_version_with_another_hash_is_refused_and_stored_bytes_kept(
     assert f"model {MODEL!r} version '1' is already registered" in message
     assert original.sha256 in message and demo_builds["2"].sha256 in message
     # nothing changed: one row with the old hash, the old archive bytes, no second object
-    assert _fetch(ctx.db_url, "SELECT version, sha256 FROM model_version") == [("1", original.sha256)]
+    assert fetch_all(ctx.db_url, "SELECT version, sha256 FROM model_version") == [("1", original.sha256)]
     assert ctx.store.get_bytes(original.archive_key) == demo_builds["1"].archive_path.read_bytes()
     assert ctx.store.list_keys(f"models/{MODEL}/1/") == [original.archive_key]
     # the database refuses it too (the path a concurrent registration would take)
@@ -360,7 +354,7 @@ def test_same_version_with_another_hash_is_refused_and_stored_bytes_kept(
         models.register(ctx.db_url, model_name=MODEL, version="1", sha256=demo_builds["2"].sha256,
                         archive_sha256=original.archive_sha256, archive_key="models/x/1/y.tar.gz",
                         archive_uri="s3://x/y", manifest=original.manifest)
-    assert _fetch(ctx.db_url, "SELECT count(*) FROM model_version") == [(1,)]
+    assert fetch_all(ctx.db_url, "SELECT count(*) FROM model_version") == [(1,)]
 
 
 # --- drift: live partitions ----------------------------------------------------------------
@@ -405,14 +399,14 @@ def test_bad_live_partition_fails_the_drift_run_naming_the_column(
             drift.fail(ctx, ref, exc)
             raise
     assert message in str(caught.value)
-    rows = _fetch(ctx.db_url, "SELECT status, failure_reason, report_key, verdict FROM drift_run")
+    rows = fetch_all(ctx.db_url, "SELECT status, failure_reason, report_key, verdict FROM drift_run")
     assert len(rows) == 1
     status, reason, report_key, verdict = rows[0]
     assert status == "failed" and reason.startswith("ScoringError: ") and message in reason
     assert report_key is None and verdict is None
-    assert _fetch(ctx.db_url, "SELECT count(*) FROM feature_drift") == [(0,)]
-    assert _fetch(ctx.db_url, "SELECT count(*) FROM scored_interval") == [(0,)]
-    assert _fetch(ctx.db_url, "SELECT stage, is_drifting FROM model_version") == [("production", False)]
+    assert fetch_all(ctx.db_url, "SELECT count(*) FROM feature_drift") == [(0,)]
+    assert fetch_all(ctx.db_url, "SELECT count(*) FROM scored_interval") == [(0,)]
+    assert fetch_all(ctx.db_url, "SELECT stage, is_drifting FROM model_version") == [("production", False)]
 
 
 
@@ -423,7 +417,7 @@ def test_group_smaller_than_the_minimum_is_flagged_and_left_out_of_gated_gaps(
     frame.loc[frame.index[:12], "gender"] = "Nonbinary"  # 12 rows < the minimum of 30
     data = _write(frame, tmp_path / "small-group.parquet")
     outcome = run_evaluation_locally(demo_builds["1"].archive_path, data, None)
-    groups = _fetch(env.database_url or "", """SELECT group_label, n, is_small_group FROM fairness_group
+    groups = fetch_all(env.database_url or "", """SELECT group_label, n, is_small_group FROM fairness_group
                                               WHERE sensitive_feature = 'gender' ORDER BY group_label""")
     assert ("Nonbinary", 12, True) in groups
     assert all(not small for label, _, small in groups if label != "Nonbinary")

@@ -24,7 +24,7 @@ from modelgate.pipelines import evaluate
 from modelgate.pipelines.cli_runs import run_evaluation_locally
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.store import runs
-from modelgate.store.db import transaction
+from modelgate.store.db import fetch_all
 from modelgate.store.objects import ObjectStoreError
 from modelgate.store.runs import EVALUATION_RESULT_TABLES
 
@@ -56,20 +56,14 @@ def s3_restored(s3_server: Any) -> Iterator[Any]:
         s3_server.start()
 
 
-def _fetch(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with transaction(url) as cur:
-        cur.execute(sql, args)
-        return list(cur.fetchall())
-
-
 def _runs(url: str) -> list[tuple[Any, ...]]:
-    return _fetch(url, "SELECT evaluation_run_id, run_key, status, failure_reason, report_key "
+    return fetch_all(url, "SELECT evaluation_run_id, run_key, status, failure_reason, report_key "
                        "FROM evaluation_run ORDER BY evaluation_run_id")
 
 
 def _counts(url: str, run_id: int | None = None) -> dict[str, int]:
     where = "" if run_id is None else f" WHERE evaluation_run_id = {int(run_id)}"
-    return {t: _fetch(url, f"SELECT count(*) FROM {t}{where}")[0][0] for t in EVALUATION_RESULT_TABLES}
+    return {t: fetch_all(url, f"SELECT count(*) FROM {t}{where}")[0][0] for t in EVALUATION_RESULT_TABLES}
 
 
 NO_RESULTS = dict.fromkeys(EVALUATION_RESULT_TABLES, 0)
@@ -83,7 +77,7 @@ def _assert_one_complete_run(url: str, run_key: str) -> tuple[Any, ...]:
     counts = _counts(url, run_id)
     assert counts["evaluation_metric"] == 7  # the candidate's metrics, no champion
     assert counts["gate_decision"] == 1 and counts["shap_budget"] == 1
-    duplicates = _fetch(url, """SELECT metric_name FROM evaluation_metric GROUP BY model_role,
+    duplicates = fetch_all(url, """SELECT metric_name FROM evaluation_metric GROUP BY model_role,
                                 metric_name HAVING count(*) > 1
                                 UNION ALL SELECT check_id FROM gate_check GROUP BY check_id
                                 HAVING count(*) > 1""")
@@ -114,7 +108,7 @@ def test_object_store_down_before_the_report_then_rerun(
     (_, run_key, status, reason, report_key), = _runs(url)
     assert status == "failed" and reason.startswith(f"ObjectStoreError: object store at {endpoint}")
     assert report_key is None and _counts(url) == NO_RESULTS
-    assert _fetch(url, "SELECT stage FROM model_version") == [("candidate",)]
+    assert fetch_all(url, "SELECT stage FROM model_version") == [("candidate",)]
 
     s3_restored.start()  # moto keeps objects in memory: the re-run re-uploads what it needs
     outcome = run_evaluation_locally(demo_builds["1"].archive_path, data, None)
@@ -230,11 +224,11 @@ def _dag_run(dataset: Path) -> Any:
 
 
 def _final_state(url: str, run_id: int) -> tuple[Any, ...]:
-    status = _fetch(url, "SELECT status, failure_reason, rows_scored FROM evaluation_run "
+    status = fetch_all(url, "SELECT status, failure_reason, rows_scored FROM evaluation_run "
                          "WHERE evaluation_run_id = %s", (run_id,))
-    checks = _fetch(url, "SELECT check_id, verdict, observed FROM gate_check "
+    checks = fetch_all(url, "SELECT check_id, verdict, observed FROM gate_check "
                          "WHERE evaluation_run_id = %s ORDER BY check_id", (run_id,))
-    metrics = _fetch(url, "SELECT model_role, metric_name, value FROM evaluation_metric "
+    metrics = fetch_all(url, "SELECT model_role, metric_name, value FROM evaluation_metric "
                           "WHERE evaluation_run_id = %s ORDER BY model_role, metric_name", (run_id,))
     return status, checks, metrics, _counts(url, run_id)
 

@@ -24,10 +24,14 @@ Run from the repository root: ``.venv/bin/python -m bench.bench_shap``
 
 from __future__ import annotations
 
+import json
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pandas as pd
 import shap
@@ -39,6 +43,9 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
+from modelgate.artifact import package, verify
+from modelgate.scoring import SessionSettings, open_session
+
 NUMERIC = [f"x{i}" for i in range(6)]
 CATEGORICAL = {
     "colour": ["red", "green", "blue"],
@@ -48,9 +55,9 @@ CATEGORICAL = {
 FEATURES = NUMERIC + list(CATEGORICAL)
 N_BACKGROUND = 100
 N_PERMUTATIONS = 10
-ROWS = {"ours": 50, "shap_permutation": 20, "shap_kernel": 20}
+ROWS = {"ours": 50, "shap_permutation": 20, "shap_kernel": 20, "shap_kernel_scorer": 20}
 #: Timed runs per explainer, interleaved; best and median are reported (the CPU is shared).
-REPEATS = {"ours": 7, "shap_permutation": 1, "shap_kernel": 7}
+REPEATS = {"ours": 7, "shap_permutation": 1, "shap_kernel": 7, "shap_kernel_scorer": 7}
 
 
 def make_data(rng: np.random.Generator, n: int) -> pd.DataFrame:
@@ -62,7 +69,9 @@ def make_data(rng: np.random.Generator, n: int) -> pd.DataFrame:
 
 def build_model(
     rng: np.random.Generator,
-) -> tuple[Callable[[pd.DataFrame], np.ndarray], pd.DataFrame]:
+) -> tuple[Callable[[pd.DataFrame], np.ndarray], Callable[[pd.DataFrame], np.ndarray]]:
+    """The model twice: a plain session fed strings (what a shap user writes), and
+    modelgate's scorer on the same ONNX bytes, packaged and verified as the DAG does."""
     frame = make_data(rng, 2000)
     z = frame["x0"] * frame["x1"] - frame["x2"] + np.sin(frame["x3"]) + (frame["colour"] == "red")
     y = (rng.random(len(frame)) < 1 / (1 + np.exp(-z))).astype(int)
@@ -84,7 +93,26 @@ def build_model(
         feeds |= {c: df[c].to_numpy(dtype=object).reshape(-1, 1) for c in CATEGORICAL}
         return sess.run([out], feeds)[0][:, 1].astype(np.float64)
 
-    return predict, frame
+    return predict, modelgate_scorer(onx.SerializeToString(), out)
+
+
+def modelgate_scorer(onnx_bytes: bytes, output: str) -> Callable[[pd.DataFrame], np.ndarray]:
+    """``ModelScorer.predict_proba`` of the model, packaged and verified like a candidate."""
+    opset = next(o.version for o in onnx.load_from_string(onnx_bytes).opset_import if o.domain == "")
+    features = [{"name": c, "kind": "numeric"} for c in NUMERIC]
+    features += [{"name": c, "kind": "categorical"} for c in CATEGORICAL]
+    manifest = {
+        "format_version": 1, "name": "bench-shap", "version": "1", "opset": opset,
+        "features": features, "label": {"column": "y", "positive": 1},
+        "output": {"name": output, "positive_index": 1}, "threshold": 0.5,
+        "sensitive_features": [],
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "model.onnx").write_bytes(onnx_bytes)
+        (Path(tmp) / "manifest.json").write_text(json.dumps(manifest))
+        archive = package(Path(tmp) / "model.onnx", Path(tmp) / "manifest.json", tmp)
+        scorer = open_session(verify(archive), SessionSettings(provider="cpu"))
+    return scorer.predict_proba
 
 
 def encode(frame: pd.DataFrame) -> np.ndarray:
@@ -156,7 +184,7 @@ def low_cardinality(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def run_scenario(predict, pool, bg, names: tuple[str, ...]) -> dict[str, tuple]:
+def run_scenario(predict, scorer, pool, bg, names: tuple[str, ...]) -> dict[str, tuple]:
     """Time the explainers in ``names`` on ``pool`` against ``bg``; one result row each."""
     m = len(FEATURES)
     max_evals = N_PERMUTATIONS * (2 * m + 1)
@@ -165,9 +193,10 @@ def run_scenario(predict, pool, bg, names: tuple[str, ...]) -> dict[str, tuple]:
     # ExactExplainer in tests/reports/test_explain.py) for the rows every explainer covers
     exact = explain(predict, pool.iloc[:n_check], bg, features=FEATURES, algorithm="exact").values
     runners = {
-        "ours": lambda rows: run_ours(predict, rows, bg),
+        "ours": lambda rows: run_ours(scorer, rows, bg),
         "shap_permutation": lambda rows: run_shap_permutation(predict, rows, bg, max_evals),
         "shap_kernel": lambda rows: run_shap_kernel(predict, rows, bg, max_evals),
+        "shap_kernel_scorer": lambda rows: run_shap_kernel(scorer, rows, bg, max_evals),
     }
     runs: dict[str, list] = {n: [] for n in names}
     for i in range(max(REPEATS[n] for n in names)):  # interleaved: all see the same load
@@ -210,13 +239,15 @@ def print_table(title: str, results: dict[str, tuple]) -> None:
 
 def main() -> None:
     rng = np.random.default_rng(0)
-    predict, _ = build_model(rng)
+    predict, scorer = build_model(rng)
     bg = make_data(rng, N_BACKGROUND)
     pool = make_data(rng, max(ROWS.values()))
-    predict(pool.iloc[:5])  # warm-up
-    every = ("ours", "shap_permutation", "shap_kernel")
-    print_table("Continuous numeric columns", run_scenario(predict, pool, bg, every))
-    low = run_scenario(predict, low_cardinality(pool), low_cardinality(bg), ("ours", "shap_kernel"))
+    gap = np.abs(predict(pool) - scorer(pool)).max()  # also warms both sessions up
+    print(f"plain session vs modelgate scorer on {len(pool)} rows: max |difference| {gap:.1e}\n")
+    every = ("ours", "shap_permutation", "shap_kernel", "shap_kernel_scorer")
+    print_table("Continuous numeric columns", run_scenario(predict, scorer, pool, bg, every))
+    low = run_scenario(predict, scorer, low_cardinality(pool), low_cardinality(bg),
+                       ("ours", "shap_kernel", "shap_kernel_scorer"))
     print_table("Numeric columns rounded to -1, 0, 1 (many repeated masked inputs)", low)
 
 

@@ -20,8 +20,9 @@ Variable                           Meaning (default)
 ``MODELGATE_PRESIGN_EXPIRY_S``     lifetime of presigned report links, seconds (``3600``)
 ``MODELGATE_ORT_PROVIDER``         ``auto``, ``cpu`` or ``cuda`` (``auto``)
 ``MODELGATE_ORT_GRAPH_OPT``        ``disable``, ``basic``, ``extended``, ``all`` (``all``)
-``MODELGATE_ORT_INTRA_OP_THREADS`` ONNX Runtime intra-op threads (ONNX Runtime's default)
+``MODELGATE_ORT_INTRA_OP_THREADS`` ONNX Runtime intra-op threads (1 with parallel runs, else ORT's)
 ``MODELGATE_ORT_GPU_MEM_LIMIT_MB`` CUDA arena limit in MiB (no limit)
+``MODELGATE_ORT_PARALLEL_RUNS``    concurrent runs a prediction is split over (CPU: one per core)
 ``MODELGATE_MIN_GROUP_SIZE``       fairness groups below this many rows are flagged (``30``)
 ``MODELGATE_POLICY_DIR``           per-model policy overrides ``<model>.yaml`` (``policies/``)
 ``MODELGATE_DAG_RETRIES``          task retries in both DAGs (``1``)
@@ -55,6 +56,7 @@ ENV_VARS = (
     "MODELGATE_ORT_GRAPH_OPT",
     "MODELGATE_ORT_INTRA_OP_THREADS",
     "MODELGATE_ORT_GPU_MEM_LIMIT_MB",
+    "MODELGATE_ORT_PARALLEL_RUNS",
     "MODELGATE_POLICY_DIR",
     "MODELGATE_MIN_GROUP_SIZE",
     "MODELGATE_DAG_RETRIES",

@@ -180,8 +180,11 @@ def explain(
     ----------
     predict : callable
         ``predict(frame)`` returns the probability of the positive class, one float per
-        row of ``frame``; ``frame`` holds the columns ``features`` (numeric columns as a
-        numeric dtype, others as ``object``).
+        row of ``frame``; ``frame`` holds the columns ``features``: numeric columns as a
+        numeric dtype, others as a pandas ``category`` whose categories are the distinct
+        values of ``rows`` and ``background`` (or as ``object`` when those values cannot
+        all be categories unchanged: missing values, unhashable values, or values that are
+        equal but not identical, like ``1`` and ``1.0``).
     rows : DataFrame
         Rows to explain (at most ``max_rows``); must hold every column in ``features``.
     background : DataFrame
@@ -379,11 +382,22 @@ class _Evaluator:
         self.x_cols, self.bg_cols = x_cols, bg_cols
         self.output, self.max_batch_rows = output, max_batch_rows
         self.n_rows, self.n_bg = len(x_cols[0]), len(bg_cols[0])
-        self.pooled = [np.concatenate([x, bg]) for x, bg in zip(x_cols, bg_cols, strict=True)]
-        codes = [_value_codes(col) for col in self.pooled]
+        pooled = [np.concatenate([x, bg]) for x, bg in zip(x_cols, bg_cols, strict=True)]
+        coded = [_value_codes(col) for col in pooled]
+        codes = [c for c, _ in coded]
         self.x_codes = np.column_stack([c[: self.n_rows] for c in codes])
         self.bg_codes = np.column_stack([c[self.n_rows :] for c in codes])
         self.cards = [int(c.max()) + 1 for c in codes]
+        # Non-numeric columns go to predict as pandas categoricals over these codes where
+        # the values allow it: building a masked column is then integer work and a model
+        # scorer can feed codes (modelgate.onnx_codes) instead of strings.
+        self.dtypes = [_categorical_dtype(col, vals) for col, (_, vals) in zip(pooled, coded, strict=True)]
+        self.pooled = [
+            col if d is None else c.astype(_code_dtype(card))
+            for c, d, col, card in zip(codes, self.dtypes, pooled, self.cards, strict=True)
+        ]
+        self.x_cols = [c[: self.n_rows] for c in self.pooled]
+        self.bg_cols = [c[self.n_rows :] for c in self.pooled]
 
     def endpoints(self) -> tuple[float, npt.NDArray[np.float64]]:
         """Mean output over the background, and the output on each explained row."""
@@ -434,7 +448,7 @@ class _Evaluator:
         for start in range(0, len(row_idx), step):
             sl = slice(start, start + step)
             cols = [
-                np.where(masks[sl, j, None], x[row_idx[sl], None], bg[None, :]).ravel()
+                _masked_column(masks[sl, j], x[row_idx[sl]], bg)
                 for j, (x, bg) in enumerate(zip(self.x_cols, self.bg_cols, strict=True))
             ]
             out[sl] = self._call(cols).reshape(-1, self.n_bg).mean(axis=1)
@@ -468,9 +482,13 @@ class _Evaluator:
         return out
 
     def _call(self, cols: list[np.ndarray]) -> npt.NDArray[np.float64]:
-        # explicit Series keep object columns as object (pandas 3 would infer "str", slowly)
-        pairs = zip(self.names, cols, strict=True)
-        series = {n: pd.Series(c, dtype=c.dtype, copy=False) for n, c in pairs}
+        # explicit dtypes keep object columns as object (pandas 3 would infer "str", slowly)
+        series = {
+            name: pd.Series(
+                col if dtype is None else pd.Categorical.from_codes(col, dtype=dtype, validate=False),
+                dtype=col.dtype if dtype is None else dtype, copy=False)
+            for name, col, dtype in zip(self.names, cols, self.dtypes, strict=True)
+        }
         frame = pd.DataFrame(series, copy=False)
         prob = np.asarray(self.predict(frame), dtype=np.float64)
         if prob.shape != (len(frame),):
@@ -488,6 +506,18 @@ class _Evaluator:
         return np.log(prob) - np.log1p(-prob)
 
 
+def _masked_column(present: npt.NDArray[np.bool_], x: np.ndarray, bg: np.ndarray) -> np.ndarray:
+    """Flat ``(pair, background row)`` column: ``x[pair]`` where present, else ``bg``.
+
+    Tiling the background and overwriting the present pairs is about twice as fast as
+    ``np.where`` with broadcasting.
+    """
+    out = np.empty((len(present), len(bg)), dtype=bg.dtype)
+    out[...] = bg
+    out[present] = x[present][:, None]
+    return out.ravel()
+
+
 #: Most (row, coalition, background row) triples deduplicated together (bounds memory).
 _DEDUP_TRIPLES = 2_000_000
 #: Smallest share of repeated masked inputs (in a sample) for which deduplicating pays off:
@@ -497,19 +527,53 @@ _DEDUP_MIN_SAVING = 0.3
 _RADIX_LIMIT = 2**62
 
 
-def _value_codes(col: np.ndarray) -> npt.NDArray[np.int64]:
-    """Integer code per value; equal codes mean identical model input values.
+def _value_codes(col: np.ndarray) -> tuple[npt.NDArray[np.int64], list[object] | None]:
+    """Integer code per value, and for object columns the value of each code.
 
-    Floats are compared by bit pattern (-0.0 and 0.0 differ); other objects by type and
-    equality (1, 1.0 and True differ), unhashable ones by identity.
+    Equal codes mean identical model input values. Floats are compared by bit pattern
+    (-0.0 and 0.0 differ); other objects by type and equality (1, 1.0 and True differ),
+    unhashable ones by identity.
     """
     if col.dtype.kind == "f":
         col = col.view(np.dtype(f"i{col.dtype.itemsize}"))
     elif col.dtype.kind == "O":
         seen: dict[object, int] = {}
-        return np.array([seen.setdefault(_object_key(v), len(seen)) for v in col], np.int64)
+        values: list[object] = []
+        codes = np.empty(len(col), dtype=np.int64)
+        for i, v in enumerate(col):
+            code = seen.setdefault(_object_key(v), len(seen))
+            if code == len(values):
+                values.append(v)
+            codes[i] = code
+        return codes, values
     codes, _ = pd.factorize(col, use_na_sentinel=False)
-    return codes.astype(np.int64, copy=False)
+    return codes.astype(np.int64, copy=False), None
+
+
+def _code_dtype(cardinality: int) -> type[np.signedinteger]:
+    """Smallest signed integer type for codes ``0 .. cardinality - 1`` (as pandas stores them)."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if cardinality <= np.iinfo(dtype).max:
+            return dtype
+    return np.int64
+
+
+def _categorical_dtype(col: np.ndarray, values: list[object] | None) -> pd.CategoricalDtype | None:
+    """A categorical dtype whose categories are ``values`` (code order), if it is faithful.
+
+    Faithful: an object column whose distinct values are hashable, not missing, and stay
+    distinct as pandas categories (``1`` and ``1.0``, or ``0.0`` and ``-0.0``, would merge);
+    then ``Categorical.from_codes`` gives back exactly the original values.
+    """
+    if col.dtype.kind != "O" or values is None:
+        return None
+    try:
+        categories = pd.Index(values, dtype=object)
+        if categories.hasnans or not categories.is_unique:
+            return None
+        return pd.CategoricalDtype(categories)
+    except TypeError:  # unhashable values
+        return None
 
 
 def _object_key(value: object) -> object:

@@ -302,9 +302,9 @@ def test_settings_from_env() -> None:
     settings = SessionSettings.from_env({
         "MODELGATE_ORT_PROVIDER": "CUDA", "MODELGATE_ORT_GRAPH_OPT": "basic",
         "MODELGATE_ORT_INTRA_OP_THREADS": "3", "MODELGATE_ORT_GPU_MEM_LIMIT_MB": "512",
-        "UNRELATED": "x"})
+        "MODELGATE_ORT_PARALLEL_RUNS": "4", "UNRELATED": "x"})
     assert settings == SessionSettings(provider="cuda", graph_optimization_level="basic",
-                                       intra_op_threads=3, gpu_mem_limit_mb=512)
+                                       intra_op_threads=3, gpu_mem_limit_mb=512, parallel_runs=4)
     assert SessionSettings.from_env({}) == SessionSettings()
     assert SessionSettings.from_env({"MODELGATE_ORT_PROVIDER": ""}).provider == "auto"
 
@@ -315,7 +315,8 @@ def test_settings_from_env() -> None:
     ("MODELGATE_ORT_INTRA_OP_THREADS", "two"),
     ("MODELGATE_ORT_INTRA_OP_THREADS", "0"),
     ("MODELGATE_ORT_GPU_MEM_LIMIT_MB", "-1"),
-], ids=["provider", "graph-opt", "threads-text", "threads-zero", "mem-negative"])
+    ("MODELGATE_ORT_PARALLEL_RUNS", "0"),
+], ids=["provider", "graph-opt", "threads-text", "threads-zero", "mem-negative", "runs-zero"])
 def test_settings_from_env_errors_name_variable(key: str, value: str) -> None:
     with pytest.raises(ScoringError, match=f"{key}: expected .*got {value!r}"):
         SessionSettings.from_env({key: value})
@@ -333,6 +334,38 @@ def test_settings_validate_direct_construction() -> None:
         SessionSettings(provider="gpu")  # type: ignore[arg-type]
     with pytest.raises(ScoringError, match="intra_op_threads: expected"):
         SessionSettings(intra_op_threads=0)
+
+
+@pytest.mark.parametrize(("settings", "cuda", "expected"), [
+    (SessionSettings(), False, (1, 6)),  # CPU: one single-threaded run per core
+    (SessionSettings(), True, (None, 1)),  # CUDA listed: one run, ORT's own threads
+    (SessionSettings(intra_op_threads=3), False, (3, 1)),  # explicit threads: as before
+    (SessionSettings(parallel_runs=2), False, (1, 2)),
+    (SessionSettings(parallel_runs=1), False, (None, 1)),
+    (SessionSettings(intra_op_threads=2, parallel_runs=3), True, (2, 3)),
+])
+def test_resolved_threads(settings: SessionSettings, cuda: bool,
+                          expected: tuple[int | None, int]) -> None:
+    assert settings.resolved_threads(cuda=cuda, cores=6) == expected
+
+
+@pytest.mark.parametrize("n", [0, 1, 2047, 2048, 4097, 50_001])
+def test_parallel_runs_give_the_single_runs_scores(trained: tuple[Pipeline, LoadedModel],
+                                                   n: int) -> None:
+    one = open_session(trained[1], SessionSettings(provider="cpu", parallel_runs=1))
+    three = open_session(trained[1], SessionSettings(provider="cpu", parallel_runs=3))
+    assert (one.parallel_runs, three.parallel_runs) == (1, 3)
+    frame = _frame(np.random.default_rng(n), n)
+    np.testing.assert_array_equal(three.predict_proba(frame), one.predict_proba(frame))
+
+
+def test_a_failing_slice_fails_the_whole_prediction(trained: tuple[Pipeline, LoadedModel]) -> None:
+    """An ONNX Runtime error in one parallel slice reaches the caller (nothing half-scored)."""
+    three = open_session(trained[1], SessionSettings(provider="cpu", parallel_runs=3))
+    feeds = three.feeds(_frame(np.random.default_rng(1), 9000))
+    feeds["x1"] = feeds["x1"].astype(np.float64)  # wrong element type for the graph
+    with pytest.raises(Exception, match="Unexpected input data type"):  # noqa: B017 - ORT type
+        three._run(feeds, 9000)
 
 
 @pytest.mark.parametrize("level", ["disable", "basic", "extended", "all"])

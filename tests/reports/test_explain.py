@@ -468,6 +468,37 @@ def test_negative_zero_is_not_merged_with_zero(dtype) -> None:
     assert ex.values[0, 0] > 0 > ex.values[1, 0]
 
 
+@pytest.mark.parametrize(
+    ("values", "as_category"),
+    [
+        (["red", "green", "blue"], True),
+        ([3, "x", (1, 2)], True),  # mixed but distinct and hashable
+        (["red", None, "blue"], False),  # missing value
+        ([1, 1.0, "x"], False),  # 1 == 1.0: one category would stand for both
+        (["a", ["unhashable"], "b"], False),
+    ],
+    ids=["strings", "mixed", "missing", "equal-not-identical", "unhashable"],
+)
+def test_predict_sees_categoricals_only_when_they_keep_every_value(values, as_category) -> None:
+    seen: list[pd.Series] = []
+    keys = {repr(v): k for k, v in enumerate(values)}
+
+    def predict(df: pd.DataFrame) -> np.ndarray:
+        seen.append(df["c"])
+        z = df["x"].to_numpy() + np.array([keys[repr(v)] for v in df["c"].to_numpy(dtype=object)])
+        return 1 / (1 + np.exp(-z))
+
+    column = np.empty(6, dtype=object)
+    column[:] = [values[k % 3] for k in range(6)]
+    bg = pd.DataFrame({"x": np.linspace(-1, 1, 6), "c": pd.Series(column, dtype=object)})
+    ex = explain(predict, bg.iloc[:2], bg, features=["x", "c"], algorithm="exact")
+    assert {isinstance(s.dtype, pd.CategoricalDtype) for s in seen} == {as_category}
+    assert {s.dtype == object for s in seen} == {not as_category}
+    # the values predict sees are the originals either way (type included: 1 is not 1.0)
+    expected = _reference_exact(predict, bg.iloc[:2], bg, ["x", "c"], "probability")
+    np.testing.assert_allclose(ex.values, expected, rtol=0, atol=1e-12)
+
+
 def test_deduplicated_wide_model_equals_plain_loop() -> None:
     # 64 features: masks and keys no longer fit one int64, the slower exact paths run
     names = [f"w{j}" for j in range(64)]

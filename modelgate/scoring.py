@@ -373,6 +373,11 @@ def _run_pool(workers: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="modelgate-ort")
 
 
+# A forked child (a prefork Celery or LocalExecutor worker) inherits the pool object but not
+# its threads: it must build its own, or work queued there would wait forever.
+os.register_at_fork(after_in_child=_run_pool.cache_clear)
+
+
 def _usable_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))

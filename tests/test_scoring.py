@@ -424,3 +424,27 @@ def test_missing_categorical_column_is_named_not_a_bare_keyerror(tmp_path: Path)
     pq.write_table(pq.read_table(build.heldout_path).drop_columns(["educcat"]), broken)
     with pytest.raises(ScoringError, match="column 'educcat' is missing from parquet file"):
         score_parquet(scorer, broken, tmp_path / "out.parquet")
+
+
+def _score_in_child(scorer: ModelScorer, frame: pd.DataFrame, queue: object) -> None:
+    queue.put(scorer.predict_proba(frame))  # type: ignore[attr-defined]
+
+
+def test_parallel_runs_work_in_a_forked_child(trained: tuple[Pipeline, LoadedModel]) -> None:
+    """A prefork worker inherits the run pool without its threads; it must not hang."""
+    import multiprocessing
+
+    two = open_session(trained[1], SessionSettings(provider="cpu", parallel_runs=2))
+    frame = _frame(np.random.default_rng(4), 9000)
+    expected = two.predict_proba(frame)  # the parent's pool now exists, with threads
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_score_in_child, args=(two, frame, queue))
+    child.start()
+    try:
+        got = queue.get(timeout=30)
+    finally:
+        child.join(timeout=10)
+        if child.is_alive():
+            child.kill()
+    np.testing.assert_array_equal(got, expected)

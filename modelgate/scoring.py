@@ -333,14 +333,16 @@ class ModelScorer:
             A feature column is missing, has a wrong dtype, or holds values the model
             cannot take (message names the column and the count of bad rows).
         """
-        feeds = self.feeds(frame)
-        if len(frame) == 0:
+        return self._predict_feeds(self.feeds(frame), len(frame))
+
+    def _predict_feeds(self, feeds: dict[str, np.ndarray], n: int) -> np.ndarray:
+        if n == 0:
             return np.empty(0, dtype=np.float64)
-        out = self._run(feeds, len(frame))
+        out = self._run(feeds, n)
         index = self.manifest.output.positive_index
-        if out.ndim != 2 or out.shape[0] != len(frame) or index >= out.shape[1]:
+        if out.ndim != 2 or out.shape[0] != n or index >= out.shape[1]:
             raise ScoringError(
-                f"output {self.manifest.output.name!r}: expected shape ({len(frame)}, >"
+                f"output {self.manifest.output.name!r}: expected shape ({n}, >"
                 f"{index}), got {out.shape}")
         return np.asarray(out[:, index], dtype=np.float64)
 
@@ -512,10 +514,18 @@ def _batches(pf: pq.ParquetFile, path: Path, batch_rows: int,
         raise ScoringError(f"cannot read parquet file {str(path)!r}: {exc}") from exc
 
 
-def _score_batch(scorer: ModelScorer, batch: pa.RecordBatch, schema: pa.Schema,
-                 id_column: str | None, keep_columns: Sequence[str]) -> pa.Table:
-    frame = batch.select(list(scorer.feature_names)).to_pandas()
-    scores = scorer.predict_proba(frame)
+def _prepared(scorer: ModelScorer, batches: Iterator[pa.RecordBatch],
+              ) -> tuple[pa.RecordBatch, dict[str, np.ndarray]] | None:
+    """The next batch and its validated ONNX inputs, or None at the end."""
+    batch = next(batches, None)
+    if batch is None:
+        return None
+    return batch, scorer.feeds(batch.select(list(scorer.feature_names)).to_pandas())
+
+
+def _score_batch(scorer: ModelScorer, batch: pa.RecordBatch, feeds: dict[str, np.ndarray],
+                 schema: pa.Schema, id_column: str | None, keep_columns: Sequence[str]) -> pa.Table:
+    scores = scorer._predict_feeds(feeds, batch.num_rows)
     prediction = (scores >= scorer.manifest.threshold).astype(np.int8)
     arrays: dict[str, pa.Array] = {}
     if id_column:
@@ -583,9 +593,16 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
     rows, start = 0, time.perf_counter()
     last = start
     writer: pq.ParquetWriter | None = None
+    batches = _batches(pf, src, batch_rows, columns)
+    # One batch read and checked ahead, in a thread, while the current one is scored and
+    # written: parquet decoding and ONNX Runtime release the GIL, so the stages overlap.
+    ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="modelgate-read")
     try:
-        for batch in _batches(pf, src, batch_rows, columns):
-            table = _score_batch(scorer, batch, file_schema, id_column, keep_columns)
+        pending = ahead.submit(_prepared, scorer, batches)
+        while (item := pending.result()) is not None:
+            pending = ahead.submit(_prepared, scorer, batches)
+            batch, feeds = item
+            table = _score_batch(scorer, batch, feeds, file_schema, id_column, keep_columns)
             writer = writer or pq.ParquetWriter(tmp, table.schema,
                                                 use_dictionary=list(keep_columns))
             writer.write_table(table)
@@ -597,10 +614,12 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
                               extra={"progress": (rows, total, "rows")})
                 last = now
     except BaseException:
+        ahead.shutdown(wait=True, cancel_futures=True)
         if writer is not None:
             writer.close()
         tmp.unlink(missing_ok=True)
         raise
+    ahead.shutdown(wait=True)
     assert writer is not None  # total > 0 so at least one batch was written
     writer.close()
     os.replace(tmp, out)

@@ -77,13 +77,13 @@ def code_string_inputs(onnx_bytes: bytes) -> CodedGraph:
     """
     model = onnx.load_from_string(onnx_bytes)
     graph = model.graph
-    outputs = {o.name for o in graph.output}
-    in_subgraphs = set(_subgraph_names(graph))
+    # an input that is also a graph output or read inside a subgraph must stay a string
+    elsewhere = {o.name for o in graph.output} | set(_subgraph_names(graph))
     categories: dict[str, tuple[str, ...]] = {}
     strict: set[str] = set()
     for value in graph.input:
         name = value.name
-        if value.type.tensor_type.elem_type != TensorProto.STRING or name in outputs | in_subgraphs:
+        if value.type.tensor_type.elem_type != TensorProto.STRING or name in elsewhere:
             continue
         users = [n for n in graph.node if name in n.input]
         cats = {_encoder_categories(n, name) for n in users}
@@ -93,7 +93,7 @@ def code_string_inputs(onnx_bytes: bytes) -> CodedGraph:
         (labels,) = cats
         assert labels is not None
         for node in users:
-            keep = [a for a in node.attribute if a.name not in ("cats_strings", "cats_int64s")]
+            keep = [a for a in node.attribute if a.name != "cats_strings"]
             del node.attribute[:]
             node.attribute.extend(keep)
             node.attribute.append(helper.make_attribute("cats_int64s", list(range(len(labels)))))

@@ -226,8 +226,7 @@ def _categorical_strings(feature: Feature, series: pd.Series) -> np.ndarray:
     missing = series.isna().to_numpy()
     _refuse_missing(feature, int(missing.sum()))
     if isinstance(series.dtype, pd.CategoricalDtype):  # cheap: stringify categories only
-        labels = _as_strings(series.cat.categories.to_numpy(dtype=object, copy=True))
-        values = np.append(labels, "")[series.cat.codes.to_numpy()]  # code -1 (NA) -> ""
+        values = _category_strings(series.cat.categories)[series.cat.codes.to_numpy()]
     elif pd.api.types.is_string_dtype(series.dtype) and series.dtype != object:
         values = series.to_numpy(dtype=object, na_value="")
     else:  # object, categorical, integer...: stringify non-missing values
@@ -243,6 +242,16 @@ def _as_strings(values: np.ndarray) -> np.ndarray:
     if not_str.any():
         values[not_str] = values[not_str].astype(str)
     return values
+
+
+def _category_strings(categories: pd.Index) -> np.ndarray:
+    """Each category as the string fed to the graph, then ``""`` for code -1 (missing)."""
+    return np.append(_as_strings(categories.to_numpy(dtype=object, copy=True)), "")
+
+
+def _label_codes(labels: pd.Index, strings: np.ndarray) -> np.ndarray:
+    """Position of each string in ``labels`` (-1: not a label), int64."""
+    return labels.get_indexer(pd.Index(strings, dtype=object)).astype(np.int64)
 
 
 def _categorical_feed(feature: Feature, series: pd.Series) -> np.ndarray:
@@ -265,9 +274,7 @@ def _code_feed(feature: Feature, series: pd.Series, labels: pd.Index, strict: bo
         if hit is not None and hit[0] is categories:
             code_of = hit[1]
         else:
-            # the strings the string-fed graph would get; the last, "", is for code -1 (missing)
-            strings = np.append(_as_strings(categories.to_numpy(dtype=object, copy=True)), "")
-            code_of = labels.get_indexer(pd.Index(strings, dtype=object)).astype(np.int64)
+            code_of = _label_codes(labels, _category_strings(categories))
             cache[feature.name] = (categories, code_of)
     else:
         codes, distinct = pd.factorize(series)  # missing values get code -1
@@ -276,7 +283,7 @@ def _code_feed(feature: Feature, series: pd.Series, labels: pd.Index, strict: bo
             strings = np.append(distinct.to_numpy(dtype=object), "")  # code -1 -> ""
         else:  # mixed types: 1 and 1.0 are one value to factorize, not to str()
             codes, strings = pd.factorize(_categorical_strings(feature, series))
-        code_of = labels.get_indexer(pd.Index(strings, dtype=object)).astype(np.int64)
+        code_of = _label_codes(labels, strings)
     fed = code_of.take(codes)  # code -1 takes the last entry: the code of ""
     if strict and code_of.size and code_of.min() < 0 and (fed < 0).any():
         raise ScoringError(
@@ -320,7 +327,7 @@ class ModelScorer:
         return {
             f.name: (_code_feed(f, frame[f.name], self.coded[f.name], f.name in self.strict,
                                 self._codes_cache)
-                     if f.name in self.coded and f.kind != "numeric" else _frame_feed(f, frame[f.name]))
+                     if f.name in self.coded else _frame_feed(f, frame[f.name]))
             for f in self.manifest.features
         }
 
@@ -614,12 +621,12 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
                               extra={"progress": (rows, total, "rows")})
                 last = now
     except BaseException:
-        ahead.shutdown(wait=True, cancel_futures=True)
         if writer is not None:
             writer.close()
         tmp.unlink(missing_ok=True)
         raise
-    ahead.shutdown(wait=True)
+    finally:
+        ahead.shutdown(wait=True, cancel_futures=True)
     assert writer is not None  # total > 0 so at least one batch was written
     writer.close()
     os.replace(tmp, out)

@@ -379,7 +379,6 @@ class _Evaluator:
         max_batch_rows: int,
     ) -> None:
         self.predict, self.names = predict, names
-        self.x_cols, self.bg_cols = x_cols, bg_cols
         self.output, self.max_batch_rows = output, max_batch_rows
         self.n_rows, self.n_bg = len(x_cols[0]), len(bg_cols[0])
         pooled = [np.concatenate([x, bg]) for x, bg in zip(x_cols, bg_cols, strict=True)]
@@ -391,7 +390,7 @@ class _Evaluator:
         # Non-numeric columns go to predict as pandas categoricals over these codes where
         # the values allow it: building a masked column is then integer work and a model
         # scorer can feed codes (modelgate.onnx_codes) instead of strings.
-        self.dtypes = [_categorical_dtype(col, vals) for col, (_, vals) in zip(pooled, coded, strict=True)]
+        self.dtypes = [_categorical_dtype(values) for _, values in coded]
         self.pooled = [
             col if d is None else c.astype(_code_dtype(card))
             for c, d, col, card in zip(codes, self.dtypes, pooled, self.cards, strict=True)
@@ -482,12 +481,8 @@ class _Evaluator:
         return out
 
     def _call(self, cols: list[np.ndarray]) -> npt.NDArray[np.float64]:
-        # explicit dtypes keep object columns as object (pandas 3 would infer "str", slowly)
         series = {
-            name: pd.Series(
-                col if dtype is None else pd.Categorical.from_codes(col, dtype=dtype, validate=False),
-                dtype=col.dtype if dtype is None else dtype, copy=False)
-            for name, col, dtype in zip(self.names, cols, self.dtypes, strict=True)
+            name: _series(col, dtype) for name, col, dtype in zip(self.names, cols, self.dtypes, strict=True)
         }
         frame = pd.DataFrame(series, copy=False)
         prob = np.asarray(self.predict(frame), dtype=np.float64)
@@ -504,6 +499,14 @@ class _Evaluator:
                 "returned 0 or 1 (saturated model); use output='probability'"
             )
         return np.log(prob) - np.log1p(-prob)
+
+
+def _series(col: np.ndarray, dtype: pd.CategoricalDtype | None) -> pd.Series:
+    """``col`` as a Series: codes of ``dtype`` as a categorical, else values as they are."""
+    if dtype is not None:
+        return pd.Series(pd.Categorical.from_codes(col, dtype=dtype, validate=False), copy=False)
+    # an explicit dtype keeps object columns as object (pandas 3 would infer "str", slowly)
+    return pd.Series(col, dtype=col.dtype, copy=False)
 
 
 def _masked_column(present: npt.NDArray[np.bool_], x: np.ndarray, bg: np.ndarray) -> np.ndarray:
@@ -558,14 +561,15 @@ def _code_dtype(cardinality: int) -> type[np.signedinteger]:
     return np.int64
 
 
-def _categorical_dtype(col: np.ndarray, values: list[object] | None) -> pd.CategoricalDtype | None:
+def _categorical_dtype(values: list[object] | None) -> pd.CategoricalDtype | None:
     """A categorical dtype whose categories are ``values`` (code order), if it is faithful.
 
-    Faithful: an object column whose distinct values are hashable, not missing, and stay
-    distinct as pandas categories (``1`` and ``1.0``, or ``0.0`` and ``-0.0``, would merge);
-    then ``Categorical.from_codes`` gives back exactly the original values.
+    ``values`` are an object column's distinct values from :func:`_value_codes` (None for
+    other columns). Faithful: they are hashable, not missing, and stay distinct as pandas
+    categories (``1`` and ``1.0``, or ``0.0`` and ``-0.0``, would merge); then
+    ``Categorical.from_codes`` gives back exactly the original values.
     """
-    if col.dtype.kind != "O" or values is None:
+    if values is None:
         return None
     try:
         categories = pd.Index(values, dtype=object)

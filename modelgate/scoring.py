@@ -17,11 +17,12 @@ import hashlib
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import Literal, cast, get_args
 
 import numpy as np
 import onnxruntime as ort
@@ -29,6 +30,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from modelgate import devices
 from modelgate.artifact import Feature, LoadedModel, Manifest
 from modelgate.onnx_codes import code_string_inputs
 
@@ -46,8 +48,14 @@ logger = logging.getLogger("modelgate.scoring")
 
 Provider = Literal["auto", "cpu", "cuda"]
 GraphOpt = Literal["disable", "basic", "extended", "all"]
-CPU = "CPUExecutionProvider"
-CUDA = "CUDAExecutionProvider"
+OrtLogLevel = Literal["verbose", "info", "warning", "error", "fatal"]
+CPU = devices.CPU
+CUDA = devices.CUDA
+#: ONNX Runtime's severity numbers (``SessionOptions.log_severity_level``).
+_ORT_SEVERITY = {"verbose": 0, "info": 1, "warning": 2, "error": 3, "fatal": 4}
+#: Rows per parquet batch when none is given: larger on CUDA, where a ``run`` call's fixed
+#: cost (launches, copies) is spread over more rows.
+DEFAULT_BATCH_ROWS = {CPU: 65536, CUDA: 262144}
 _OPT_LEVELS = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
     "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
@@ -81,6 +89,15 @@ def _env_int(environ: Mapping[str, str], key: str) -> int | None:
     return value
 
 
+def _env_bool(environ: Mapping[str, str], key: str) -> bool:
+    raw = environ.get(key, "").strip().lower()
+    if raw in ("", "0", "false", "no"):
+        return False
+    if raw in ("1", "true", "yes"):
+        return True
+    raise ScoringError(f"{key}: expected true or false, got {raw!r}")
+
+
 def _env_choice(environ: Mapping[str, str], key: str, allowed: tuple[str, ...],
                 default: str) -> str:
     raw = environ.get(key, "").strip().lower() or default
@@ -104,7 +121,16 @@ class SessionSettings:
         Threads per operator (None: one when ``parallel_runs`` is above one, else ONNX
         Runtime's default, one per core).
     gpu_mem_limit_mb
-        CUDA arena limit in MiB (None: no limit).
+        CUDA arena limit in MiB (None: no limit). CUDA runs are split into slices sized
+        from it (or from 2 GiB without one); a slice that still runs out of device memory
+        is halved and retried.
+    allow_tf32
+        Let CUDA round matrix-product inputs to TF32 (faster on Ampere and later; scores
+        then differ from the CPU's by about 1e-3). Off by default: ``use_tf32=0``.
+        Recorded on every run.
+    ort_log_level
+        Least severity ONNX Runtime itself prints (``"error"``; ``modelgate --debug``
+        makes it ``"warning"``).
     parallel_runs
         Concurrent ``run`` calls that one prediction's rows are split over, in slices of
         at most 4096 rows (None: one per usable core on the CPU when ``intra_op_threads``
@@ -118,6 +144,8 @@ class SessionSettings:
     ...                               "MODELGATE_ORT_INTRA_OP_THREADS": "2"})
     >>> s.provider, s.graph_optimization_level, s.intra_op_threads, s.gpu_mem_limit_mb
     ('cpu', 'all', 2, None)
+    >>> s.allow_tf32, s.ort_log_level
+    (False, 'error')
     >>> s.resolved_threads(cuda=False, cores=4)  # (intra-op threads, parallel runs)
     (2, 1)
     >>> SessionSettings().resolved_threads(cuda=False, cores=4)
@@ -129,6 +157,8 @@ class SessionSettings:
     intra_op_threads: int | None = None
     gpu_mem_limit_mb: int | None = None
     parallel_runs: int | None = None
+    allow_tf32: bool = False
+    ort_log_level: OrtLogLevel = "error"
 
     def __post_init__(self) -> None:
         if self.provider not in get_args(Provider):
@@ -141,6 +171,11 @@ class SessionSettings:
         _positive_or_none(self.intra_op_threads, "intra_op_threads")
         _positive_or_none(self.gpu_mem_limit_mb, "gpu_mem_limit_mb")
         _positive_or_none(self.parallel_runs, "parallel_runs")
+        if not isinstance(self.allow_tf32, bool):
+            raise ScoringError(f"allow_tf32: expected True or False, got {self.allow_tf32!r}")
+        if self.ort_log_level not in _ORT_SEVERITY:
+            raise ScoringError(f"ort_log_level: expected one of {list(_ORT_SEVERITY)}, "
+                               f"got {self.ort_log_level!r}")
 
     def resolved_threads(self, *, cuda: bool, cores: int) -> tuple[int | None, int]:
         """``(intra_op_threads, parallel_runs)`` to use; None leaves ONNX Runtime's default.
@@ -164,16 +199,20 @@ class SessionSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> SessionSettings:
         """Read ``MODELGATE_ORT_PROVIDER``, ``MODELGATE_ORT_GRAPH_OPT``,
-        ``MODELGATE_ORT_INTRA_OP_THREADS``, ``MODELGATE_ORT_GPU_MEM_LIMIT_MB`` and
-        ``MODELGATE_ORT_PARALLEL_RUNS`` from ``environ``; unset or empty variables keep
-        the defaults."""
+        ``MODELGATE_ORT_INTRA_OP_THREADS``, ``MODELGATE_ORT_GPU_MEM_LIMIT_MB``,
+        ``MODELGATE_ORT_PARALLEL_RUNS``, ``MODELGATE_ORT_ALLOW_TF32`` (true/false) and
+        ``MODELGATE_ORT_LOG_LEVEL`` from ``environ``; unset or empty variables keep the
+        defaults."""
         provider = _env_choice(environ, f"{_ENV_PREFIX}PROVIDER", get_args(Provider), "auto")
         level = _env_choice(environ, f"{_ENV_PREFIX}GRAPH_OPT", tuple(_OPT_LEVELS), "all")
+        log_level = _env_choice(environ, f"{_ENV_PREFIX}LOG_LEVEL", tuple(_ORT_SEVERITY), "error")
         return cls(provider=cast(Provider, provider),
                    graph_optimization_level=cast(GraphOpt, level),
                    intra_op_threads=_env_int(environ, f"{_ENV_PREFIX}INTRA_OP_THREADS"),
                    gpu_mem_limit_mb=_env_int(environ, f"{_ENV_PREFIX}GPU_MEM_LIMIT_MB"),
-                   parallel_runs=_env_int(environ, f"{_ENV_PREFIX}PARALLEL_RUNS"))
+                   parallel_runs=_env_int(environ, f"{_ENV_PREFIX}PARALLEL_RUNS"),
+                   allow_tf32=_env_bool(environ, f"{_ENV_PREFIX}ALLOW_TF32"),
+                   ort_log_level=cast(OrtLogLevel, log_level))
 
 
 def settings_from_os_environ() -> SessionSettings:
@@ -296,13 +335,19 @@ def _code_feed(feature: Feature, series: pd.Series, labels: pd.Index, strict: bo
 class ModelScorer:
     """An open ONNX Runtime session for one verified model.
 
-    ``provider`` is the execution provider that really runs (``session.get_providers()[0]``).
+    ``provider`` is the execution provider that really runs (``session.get_providers()[0]``),
+    ``provider_reason`` why it was chosen, ``tf32_allowed`` whether CUDA may use TF32
+    (False on the CPU).
     """
 
     manifest: Manifest
     session: ort.InferenceSession
     provider: str
     settings: SessionSettings
+    provider_reason: str = ""
+    tf32_allowed: bool = False
+    #: Rows per CUDA ``run`` (None on the CPU); halved for good on an out-of-memory error.
+    gpu_slices: devices.SliceBudget | None = None
     #: Categorical features the session takes as int64 codes: the labels, by code.
     coded: Mapping[str, pd.Index] = dataclasses.field(default_factory=dict)
     #: Coded features whose encoder rejects unknown values.
@@ -354,8 +399,11 @@ class ModelScorer:
         return np.asarray(out[:, index], dtype=np.float64)
 
     def _run(self, feeds: dict[str, np.ndarray], n: int) -> np.ndarray:
-        """The model output for ``n`` rows of ``feeds``, split over ``parallel_runs`` runs."""
+        """The model output for ``n`` rows of ``feeds``, split over ``parallel_runs`` runs
+        (on CUDA: in slices that fit device memory)."""
         names = [self.manifest.output.name]
+        if self.gpu_slices is not None:
+            return _run_on_gpu(self.session, names, feeds, n, self.gpu_slices)
         slices = max(self.parallel_runs, -(-n // RUN_SLICE_ROWS)) if self.parallel_runs > 1 else 1
         if slices == 1 or n < 2 * _MIN_SLICE_ROWS:
             return self.session.run(names, feeds)[0]
@@ -368,6 +416,14 @@ class ModelScorer:
         # ONNX Runtime's run is thread-safe and releases the GIL while it computes.
         parts = list(_run_pool(self.parallel_runs).map(run_slice, range(len(bounds) - 1)))
         return np.concatenate(parts)
+
+
+def _run_on_gpu(session: ort.InferenceSession, names: list[str], feeds: dict[str, np.ndarray],
+                n: int, budget: devices.SliceBudget) -> np.ndarray:
+    try:
+        return devices.run_in_slices(lambda part: session.run(names, part)[0], feeds, n, budget)
+    except MemoryError as exc:
+        raise ScoringError(f"CUDA: {exc}; raise MODELGATE_ORT_GPU_MEM_LIMIT_MB or use the CPU") from exc
 
 
 #: Most rows per ``run`` call when a prediction is split over parallel runs.
@@ -399,23 +455,21 @@ def _session_options(settings: SessionSettings) -> ort.SessionOptions:
     options.graph_optimization_level = _OPT_LEVELS[settings.graph_optimization_level]
     if settings.intra_op_threads is not None:
         options.intra_op_num_threads = settings.intra_op_threads
+    # Quiet by default: session creation on CUDA warns about every Memcpy node it adds.
+    options.log_severity_level = _ORT_SEVERITY[settings.ort_log_level]
+    options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
     return options
 
 
-def _requested_providers(settings: SessionSettings) -> list[Any]:
-    available = ort.get_available_providers()
-    if settings.provider == "cpu":
-        return [CPU]
-    if settings.provider == "cuda" and CUDA not in available:
-        raise ScoringError(
-            f"provider 'cuda' requested but ONNX Runtime offers only {available} "
-            "(install onnxruntime-gpu with matching CUDA/cuDNN, or use 'auto'/'cpu')")
-    if CUDA not in available:
-        return [CPU]
-    cuda_options: dict[str, Any] = {}
-    if settings.gpu_mem_limit_mb is not None:
-        cuda_options["gpu_mem_limit"] = settings.gpu_mem_limit_mb * 1024 * 1024
-    return [(CUDA, cuda_options), CPU]
+def _device_choice(settings: SessionSettings, work: devices.GraphWork) -> devices.DeviceChoice:
+    """Providers for this model (see :func:`modelgate.devices.choose_device`)."""
+    options = devices.cuda_provider_options(allow_tf32=settings.allow_tf32,
+                                            gpu_mem_limit_mb=settings.gpu_mem_limit_mb)
+    try:
+        return devices.choose_device(settings.provider, ort.get_available_providers(), work,
+                                     cuda_options=options)
+    except ValueError as exc:
+        raise ScoringError(str(exc)) from None
 
 
 def open_session(model: LoadedModel, settings: SessionSettings | None = None) -> ModelScorer:
@@ -440,26 +494,40 @@ def open_session(model: LoadedModel, settings: SessionSettings | None = None) ->
         ``provider="cuda"`` and CUDA is not available or did not load.
     """
     settings = settings or SessionSettings()
-    requested = _requested_providers(settings)
-    intra, runs = settings.resolved_threads(cuda=len(requested) > 1, cores=_usable_cores())
     coded = code_string_inputs(model.onnx_bytes)
+    work = devices.graph_work(coded.onnx_bytes)
+    choice = _device_choice(settings, work)
+    intra, runs = settings.resolved_threads(cuda=choice.wants_cuda, cores=_usable_cores())
     options = _session_options(dataclasses.replace(settings, intra_op_threads=intra))
-    session = ort.InferenceSession(coded.onnx_bytes, sess_options=options, providers=requested)
+    # ONNX Runtime's process-wide logger prints provider-loading messages outside a session.
+    ort.set_default_logger_severity(_ORT_SEVERITY[settings.ort_log_level])
+    session = ort.InferenceSession(coded.onnx_bytes, sess_options=options,
+                                   providers=list(choice.providers))
     actual = session.get_providers()[0]
+    reason = choice.reason
     if settings.provider == "cuda" and actual != CUDA:
         raise ScoringError(
             f"provider 'cuda' requested but ONNX Runtime fell back to {actual!r} "
             "(CUDA/cuDNN libraries failed to load; see ONNX Runtime's log)")
-    if len(requested) > 1 and actual != CUDA:
+    if choice.wants_cuda and actual != CUDA:
         logger.warning("CUDA was listed as available but the session runs on %s", actual)
-    logger.info("opened model %s v%s on %s (%d parallel run(s), intra-op threads: %s; "
-                "%d categorical input(s) fed as codes)", model.manifest.name,
-                model.manifest.version, actual, runs, intra or "ONNX Runtime's default",
-                len(coded.categories))
+        reason = f"{reason}; CUDA failed to load, ran on {actual}"
+    on_cuda = actual == CUDA
+    slices = (devices.SliceBudget(devices.gpu_slice_rows(work, settings.gpu_mem_limit_mb))
+              if on_cuda else None)
+    logger.info("opened model %s v%s on %s (%s; %d parallel run(s), intra-op threads: %s; "
+                "%d categorical input(s) fed as codes%s)", model.manifest.name,
+                model.manifest.version, actual, reason, runs, intra or "ONNX Runtime's default",
+                len(coded.categories),
+                f"; TF32 {'allowed' if settings.allow_tf32 else 'off'}, "
+                f"{slices.rows} rows per run" if slices else "")
+    logger.info("model %s v%s nodes: %s", model.manifest.name, model.manifest.version,
+                devices.node_placement(session, work, actual))
     labels = {name: pd.Index(cats, dtype=object) for name, cats in coded.categories.items()}
     return ModelScorer(manifest=model.manifest, session=session, provider=actual,
-                       settings=settings, coded=labels, strict=coded.unknown_is_error,
-                       parallel_runs=runs)
+                       settings=settings, provider_reason=reason,
+                       tf32_allowed=on_cuda and settings.allow_tf32, gpu_slices=slices,
+                       coded=labels, strict=coded.unknown_is_error, parallel_runs=runs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,6 +540,10 @@ class ScoringRun:
     provider: str
     input_fingerprint: str
     output_path: Path
+    #: Why ``provider`` was chosen (see :func:`modelgate.devices.choose_device`).
+    provider_reason: str = ""
+    #: Whether CUDA could use TF32 (False on the CPU).
+    tf32_allowed: bool = False
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -521,13 +593,49 @@ def _batches(pf: pq.ParquetFile, path: Path, batch_rows: int,
         raise ScoringError(f"cannot read parquet file {str(path)!r}: {exc}") from exc
 
 
-def _prepared(scorer: ModelScorer, batches: Iterator[pa.RecordBatch],
-              ) -> tuple[pa.RecordBatch, dict[str, np.ndarray]] | None:
-    """The next batch and its validated ONNX inputs, or None at the end."""
-    batch = next(batches, None)
-    if batch is None:
-        return None
-    return batch, scorer.feeds(batch.select(list(scorer.feature_names)).to_pandas())
+Prepared = tuple[pa.RecordBatch, dict[str, np.ndarray]]
+
+
+#: Batches read and checked ahead of the one being scored: on CUDA the device outruns one
+#: host thread decoding parquet and building feeds, so several batches are built at once.
+READ_AHEAD = {CPU: 1, CUDA: 3}
+
+
+class _ReadAhead:
+    """Batches decoded in order by one thread, their feeds built by ``depth`` threads.
+
+    Parquet decoding, pandas conversion and ONNX Runtime mostly release the GIL, so these
+    stages overlap the ``run`` of the current batch.
+    """
+
+    def __init__(self, scorer: ModelScorer, batches: Iterator[pa.RecordBatch], depth: int) -> None:
+        self._scorer, self._batches = scorer, batches
+        self._read = ThreadPoolExecutor(max_workers=1, thread_name_prefix="modelgate-read")
+        self._build = ThreadPoolExecutor(max_workers=depth, thread_name_prefix="modelgate-feed")
+        self._queue: deque[Future[Prepared | None]] = deque()
+        for _ in range(depth):
+            self._submit()
+
+    def _submit(self) -> None:
+        # One reader thread: batches come out of the iterator in file order.
+        read = self._read.submit(next, self._batches, None)
+        self._queue.append(self._build.submit(self._feeds, read))
+
+    def _feeds(self, read: Future[pa.RecordBatch | None]) -> Prepared | None:
+        batch = read.result()
+        if batch is None:
+            return None
+        return batch, self._scorer.feeds(batch.select(list(self._scorer.feature_names)).to_pandas())
+
+    def __next__(self) -> Prepared | None:
+        item = self._queue.popleft().result()
+        if item is not None:
+            self._submit()
+        return item
+
+    def close(self) -> None:
+        for pool in (self._build, self._read):
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _score_batch(scorer: ModelScorer, batch: pa.RecordBatch, feeds: dict[str, np.ndarray],
@@ -550,7 +658,7 @@ def _as_in_file(column: pa.Array, field: pa.Field) -> pa.Array:
 
 
 def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
-                  out_path: str | os.PathLike[str], *, batch_rows: int = 65536,
+                  out_path: str | os.PathLike[str], *, batch_rows: int | None = None,
                   id_column: str | None = None, keep_columns: Sequence[str] = (),
                   progress: logging.Logger = logger) -> ScoringRun:
     """Score a parquet file batch by batch and write the scores to another parquet file.
@@ -567,7 +675,7 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
     parquet_path, out_path
         Input and output parquet files.
     batch_rows
-        Rows per batch (>= 1).
+        Rows per batch (>= 1; None: :data:`DEFAULT_BATCH_ROWS` for the scorer's provider).
     id_column
         Input column copied to the output first (None: none).
     keep_columns
@@ -585,6 +693,8 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
     ScoringError
         Unreadable/corrupt parquet (names the file), no rows, missing or invalid columns.
     """
+    if batch_rows is None:
+        batch_rows = DEFAULT_BATCH_ROWS.get(scorer.provider, DEFAULT_BATCH_ROWS[CPU])
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise ScoringError(f"batch_rows: expected a positive integer, got {batch_rows!r}")
     src, out = Path(parquet_path), Path(out_path)
@@ -601,13 +711,11 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
     last = start
     writer: pq.ParquetWriter | None = None
     batches = _batches(pf, src, batch_rows, columns)
-    # One batch read and checked ahead, in a thread, while the current one is scored and
+    # Batches read and checked ahead, in threads, while the current one is scored and
     # written: parquet decoding and ONNX Runtime release the GIL, so the stages overlap.
-    ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="modelgate-read")
+    ahead = _ReadAhead(scorer, batches, READ_AHEAD.get(scorer.provider, 1))
     try:
-        pending = ahead.submit(_prepared, scorer, batches)
-        while (item := pending.result()) is not None:
-            pending = ahead.submit(_prepared, scorer, batches)
+        while (item := next(ahead)) is not None:
             batch, feeds = item
             table = _score_batch(scorer, batch, feeds, file_schema, id_column, keep_columns)
             writer = writer or pq.ParquetWriter(tmp, table.schema,
@@ -626,7 +734,7 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
         tmp.unlink(missing_ok=True)
         raise
     finally:
-        ahead.shutdown(wait=True, cancel_futures=True)
+        ahead.close()
     assert writer is not None  # total > 0 so at least one batch was written
     writer.close()
     os.replace(tmp, out)
@@ -634,4 +742,5 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
     progress.info("scored %d rows in %.2f s (%.0f rows/s) on %s", rows, seconds,
                   rows / seconds, scorer.provider)
     return ScoringRun(rows=rows, seconds=seconds, rows_per_s=rows / seconds,
-                      provider=scorer.provider, input_fingerprint=fingerprint, output_path=out)
+                      provider=scorer.provider, input_fingerprint=fingerprint, output_path=out,
+                      provider_reason=scorer.provider_reason, tf32_allowed=scorer.tf32_allowed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -119,7 +120,8 @@ Handler = Callable[[argparse.Namespace], int]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="modelgate", description=__doc__.splitlines()[0])
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks on errors and ONNX Runtime's warnings")
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -147,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, type=Path)
     p.add_argument("--data", required=True, type=Path)
     p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--batch-rows", type=int, default=65536)
+    p.add_argument("--batch-rows", type=int, default=None,
+                   help="rows per batch (default 65536 on the CPU, 262144 on CUDA)")
     p.add_argument("--keep", help="comma-separated input columns copied to the output")
     p.set_defaults(handler=cmd_score)
 
@@ -196,6 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     _setup_logging(args.quiet)
+    if args.debug:  # read by modelgate.scoring.settings_from_os_environ; an explicit value wins
+        os.environ.setdefault("MODELGATE_ORT_LOG_LEVEL", "warning")
     handler: Handler = args.handler
     try:
         return handler(args)

@@ -23,6 +23,8 @@ Variable                           Meaning (default)
 ``MODELGATE_ORT_INTRA_OP_THREADS`` ONNX Runtime intra-op threads (1 with parallel runs, else ORT's)
 ``MODELGATE_ORT_GPU_MEM_LIMIT_MB`` CUDA arena limit in MiB (no limit)
 ``MODELGATE_ORT_PARALLEL_RUNS``    concurrent runs a prediction is split over (CPU: one per core)
+``MODELGATE_ORT_ALLOW_TF32``       ``true`` lets CUDA use TF32 matrix products (``false``)
+``MODELGATE_ORT_LOG_LEVEL``        ONNX Runtime's own log: ``error`` ... ``verbose`` (``error``)
 ``MODELGATE_MIN_GROUP_SIZE``       fairness groups below this many rows are flagged (``30``)
 ``MODELGATE_POLICY_DIR``           per-model policy overrides ``<model>.yaml`` (``policies/``)
 ``MODELGATE_DAG_RETRIES``          task retries in both DAGs (``1``)
@@ -57,6 +59,8 @@ ENV_VARS = (
     "MODELGATE_ORT_INTRA_OP_THREADS",
     "MODELGATE_ORT_GPU_MEM_LIMIT_MB",
     "MODELGATE_ORT_PARALLEL_RUNS",
+    "MODELGATE_ORT_ALLOW_TF32",
+    "MODELGATE_ORT_LOG_LEVEL",
     "MODELGATE_POLICY_DIR",
     "MODELGATE_MIN_GROUP_SIZE",
     "MODELGATE_DAG_RETRIES",

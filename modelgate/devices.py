@@ -85,8 +85,8 @@ class GraphWork:
     cuda_lacking_share : float
         Share of the work in those nodes, 0..1.
     activation_bytes_per_row : int
-        Estimated float32 bytes one row needs on the device (inputs plus every
-        MatMul/Gemm output width), before headroom.
+        Estimated float32 bytes one row needs on the device (input widths plus every
+        MatMul/Gemm output width, at least 64 floats), before headroom.
     """
 
     nodes: int
@@ -145,10 +145,16 @@ def graph_work(onnx_bytes: bytes) -> GraphWork:
         weight = dims.get(node.input[1], ()) if len(node.input) > 1 else ()
         if node.op_type in ("MatMul", "Gemm") and weight:
             widths += int(weight[0] if node.op_type == "Gemm" and _transposed_b(node) else weight[-1])
-    floats = max(_MIN_FLOATS_PER_ROW, len(graph.input) + widths)
+    floats = max(_MIN_FLOATS_PER_ROW, sum(_row_width(i) for i in graph.input) + widths)
     return GraphWork(nodes=len(graph.node), cuda_lacking_nodes=lacking_nodes,
                      cuda_lacking_share=lacking / total if total else 0.0,
                      activation_bytes_per_row=4 * floats)
+
+
+def _row_width(value: onnx.ValueInfoProto) -> int:
+    """Elements per row of a graph input: its last dimension when static, else 1."""
+    dims = value.type.tensor_type.shape.dim
+    return dims[-1].dim_value if len(dims) > 1 and dims[-1].dim_value > 0 else 1
 
 
 def _transposed_b(node: onnx.NodeProto) -> bool:

@@ -61,6 +61,9 @@ def test_drift_dag_runs_intervals_and_fanout_matches_single_task(
                     "ORDER BY interval_start")
         runs = cur.fetchall()
     assert [r[0] in ("ok", "drift") for r in runs] == [True, True]
+    with transaction(production.db_url) as cur:  # migration 0010
+        cur.execute("SELECT DISTINCT provider_reason, tf32_allowed FROM drift_run")
+        assert cur.fetchall() == [("auto: CPU, ONNX Runtime offers no CUDA provider", False)]
     assert all(r[1] > 0 and r[2] for r in runs)
     # the mapped per-feature tasks give exactly the numbers of one call over all features
     stored = _features(production.db_url, days[0])

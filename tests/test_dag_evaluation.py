@@ -62,6 +62,9 @@ def test_dag_promotes_a_passing_candidate_then_blocks_an_unfair_one(
                        WHERE mv.version = '2'""")
         status, provider, rows, report_key, champion = cur.fetchone()
     assert status == "blocked" and provider == "CPUExecutionProvider"
+    with transaction(ctx.db_url) as cur:  # migration 0010: why that provider, TF32 not allowed
+        cur.execute("SELECT provider_reason, tf32_allowed FROM evaluation_run ORDER BY evaluation_run_id")
+        assert cur.fetchall() == [("auto: CPU, ONNX Runtime offers no CUDA provider", False)] * 2
     assert rows == demo_builds["2"].n_heldout and champion is not None
     html = ctx.store.get_bytes(report_key).decode()
     assert "BLOCKED" in html and "equalized_odds_difference" in html and "data:image/png;base64," in html

@@ -219,7 +219,9 @@ def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: in
     uri = ctx.store.put_file(key, work / "scored-sample.parquet",
                              content_type="application/vnd.apache.parquet")
     drift_runs.record_sample(ctx.db_url, ref.drift_run_id, provider=scored.provider,
-                             rows_available=total, rows_sampled=len(take), scores_uri=uri)
+                             rows_available=total, rows_sampled=len(take), scores_uri=uri,
+                             provider_reason=scored.provider_reason,
+                             tf32_allowed=scored.tf32_allowed)
     drift_runs.upsert_scored_interval(ctx.db_url, model_version_id=ref.model_version_id,
                                       interval_start=ref.start(), interval_end=ref.end(),
                                       scores_key=key, rows=len(take))

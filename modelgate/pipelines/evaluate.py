@@ -131,11 +131,12 @@ def score(ctx: Context, ref: RunRef) -> str:
     runs.record_scoring(
         ctx.db_url, ref.evaluation_run_id, provider=scored.provider, rows=scored.rows,
         seconds=scored.seconds, dataset_sha256=scored.input_fingerprint, scores_uri=uri,
+        provider_reason=scored.provider_reason, tf32_allowed=scored.tf32_allowed,
     )
     # Logs identify the data by its hash, never by its rows.
-    log.info("evaluation run %d: %s v%s scored %d rows of dataset sha256 %s in %.2f s on %s",
+    log.info("evaluation run %d: %s v%s scored %d rows of dataset sha256 %s in %.2f s on %s (%s)",
              ref.evaluation_run_id, candidate.model_name, candidate.version, scored.rows,
-             scored.input_fingerprint[:16], scored.seconds, scored.provider)
+             scored.input_fingerprint[:16], scored.seconds, scored.provider, scored.provider_reason)
     return key
 
 

@@ -147,18 +147,22 @@ def fetch_all(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any,
 
 
 def load_migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
-    """Read ``NNNN_name.sql`` files in version order; a gap or duplicate is an error."""
+    """Read ``NNNN_name.sql`` files in version order; a duplicate version is an error.
+
+    Gaps are allowed: numbers are handed out to changes developed in parallel, so one may
+    land before a lower-numbered one (each is written not to depend on the others).
+    """
     migrations = []
     for path in sorted(directory.glob("*.sql")):
         match = _MIGRATION_NAME.match(path.name)
         if not match:
             raise MigrationError(f"migration file {path.name!r} is not named NNNN_name.sql")
         migrations.append(Migration(int(match[1]), match[2], path.read_text()))
-    for expected, migration in enumerate(migrations, start=1):
-        if migration.version != expected:
+    for before, migration in zip(migrations, migrations[1:], strict=False):
+        if migration.version == before.version:
             raise MigrationError(
-                f"migration versions must run 1, 2, 3...; expected {expected:04d}, "
-                f"found {migration.version:04d}_{migration.name}.sql"
+                f"migration version {migration.version:04d} is used twice: "
+                f"{before.version:04d}_{before.name}.sql and {migration.version:04d}_{migration.name}.sql"
             )
     return migrations
 

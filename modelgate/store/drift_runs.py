@@ -63,11 +63,14 @@ def fail_drift_run(url: str, run_id: int, reason: str) -> None:
 
 
 def record_sample(url: str, run_id: int, *, provider: str | None, rows_available: int,
-                  rows_sampled: int, scores_uri: str | None) -> None:
+                  rows_sampled: int, scores_uri: str | None, provider_reason: str | None = None,
+                  tf32_allowed: bool | None = None) -> None:
     with transaction(url) as cur:
         cur.execute("""UPDATE drift_run SET provider = %s, rows_available = %s, rows_sampled = %s,
-                       scores_uri = %s WHERE drift_run_id = %s""",
-                    (provider, rows_available, rows_sampled, scores_uri, run_id))
+                       scores_uri = %s, provider_reason = %s, tf32_allowed = %s
+                       WHERE drift_run_id = %s""",
+                    (provider, rows_available, rows_sampled, scores_uri, provider_reason,
+                     tf32_allowed, run_id))
 
 
 def get_reference(url: str, model_version_id: int) -> str | None:

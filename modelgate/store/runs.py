@@ -82,16 +82,17 @@ def get_evaluation_run(url: str, run_id: int) -> EvaluationRunRow:
 
 def record_scoring(
     url: str, run_id: int, *, provider: str, rows: int, seconds: float, dataset_sha256: str,
-    scores_uri: str,
+    scores_uri: str, provider_reason: str | None = None, tf32_allowed: bool | None = None,
 ) -> None:
-    """Record how scoring went (provider that really ran, rows, speed)."""
+    """Record how scoring went (provider that really ran and why, TF32, rows, speed)."""
     with transaction(url) as cur:
         cur.execute(
             """UPDATE evaluation_run SET provider = %s, rows_scored = %s, scoring_seconds = %s,
-                   scoring_rows_per_s = %s, dataset_sha256 = %s, scores_uri = %s
+                   scoring_rows_per_s = %s, dataset_sha256 = %s, scores_uri = %s,
+                   provider_reason = %s, tf32_allowed = %s
                WHERE evaluation_run_id = %s""",
             (provider, rows, seconds, rows / seconds if seconds > 0 else None, dataset_sha256,
-             scores_uri, run_id),
+             scores_uri, provider_reason, tf32_allowed, run_id),
         )
 
 

@@ -4,7 +4,8 @@ VENV := .venv
 MOTO_VENV := .venv-moto
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-# `make ORT=gpu ...` installs onnxruntime-gpu instead of the CPU build (never both).
+# `make ORT=gpu ...` installs onnxruntime-gpu for CUDA 13 instead of the CPU build (never both);
+# `make ORT=gpu-cu12 ...` the CUDA 12 build.
 ORT ?= cpu
 
 .PHONY: demo test venv moto-venv services lint bench clean

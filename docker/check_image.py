@@ -7,7 +7,8 @@ GPU, that the CUDA major version onnxruntime-gpu was built for is the base image
 that its CUDA provider library finds every CUDA and cuDNN library it links to: with a
 mismatch, ONNX Runtime would list ``CUDAExecutionProvider`` yet quietly run on the CPU.
 
-Usage: ``python check_image.py cpu`` or ``python check_image.py gpu``
+Usage: ``python check_image.py cpu``, ``python check_image.py gpu`` (CUDA 13) or
+``python check_image.py gpu-cu12`` (CUDA 12): the pyproject extra the image installed.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ import re
 import sys
 from pathlib import Path
 
-ORT_DISTRIBUTIONS = {"cpu": "onnxruntime", "gpu": "onnxruntime-gpu"}
-ORT_PROVIDER = {"cpu": "CPUExecutionProvider", "gpu": "CUDAExecutionProvider"}
+ORT_DISTRIBUTIONS = {"cpu": "onnxruntime", "gpu": "onnxruntime-gpu", "gpu-cu12": "onnxruntime-gpu"}
+ORT_PROVIDER = {"cpu": "CPUExecutionProvider", "gpu": "CUDAExecutionProvider",
+                "gpu-cu12": "CUDAExecutionProvider"}
+#: The CUDA major each GPU extra's onnxruntime-gpu wheels are built for (pyproject.toml).
+CUDA_MAJOR = {"gpu": 13, "gpu-cu12": 12}
 _CUDA_RUNTIME_REQ = re.compile(r"^nvidia-cuda-runtime(?:-cu(\d+))?\s*~=\s*(\d+)")
 
 
@@ -46,10 +50,13 @@ def _installed() -> set[str]:
     return {re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower() for d in md.distributions()}
 
 
-def _cuda_problems() -> list[str]:
+def _cuda_problems(variant: str) -> list[str]:
     found: list[str] = []
     base = os.environ.get("CUDA_VERSION", "")
     wanted = cuda_major_required(md.requires("onnxruntime-gpu") or [])
+    if wanted is not None and wanted != CUDA_MAJOR[variant]:
+        found.append(f"extra {variant!r} is for CUDA {CUDA_MAJOR[variant]}, but onnxruntime-gpu "
+                     f"{md.version('onnxruntime-gpu')} is built for CUDA {wanted}")
     if not base:
         found.append("CUDA_VERSION is not set: the base is not an nvidia/cuda image")
     elif wanted is not None and int(base.split(".")[0]) != wanted:
@@ -72,18 +79,19 @@ def problems(variant: str) -> list[str]:
     """What is wrong with this environment for ``variant`` (empty when nothing is)."""
     found: list[str] = []
     installed = _installed()
-    for name, dist in ORT_DISTRIBUTIONS.items():
-        if name == variant and dist not in installed:
-            found.append(f"{dist} is not installed")
-        if name != variant and dist in installed:
+    wanted = ORT_DISTRIBUTIONS[variant]
+    if wanted not in installed:
+        found.append(f"{wanted} is not installed")
+    for dist in sorted(set(ORT_DISTRIBUTIONS.values()) - {wanted}):
+        if dist in installed:
             found.append(f"{dist} is installed in the {variant} image (exactly one ONNX Runtime)")
     import onnxruntime
 
     if ORT_PROVIDER[variant] not in onnxruntime.get_available_providers():
         found.append(f"onnxruntime offers {onnxruntime.get_available_providers()}, "
                      f"not {ORT_PROVIDER[variant]}")
-    if variant == "gpu":
-        found.extend(_cuda_problems())
+    if variant in CUDA_MAJOR:
+        found.extend(_cuda_problems(variant))
     from modelgate.store.db import MIGRATIONS_DIR, load_migrations
 
     if not load_migrations():

@@ -435,39 +435,72 @@ def _load(path: Path) -> ModuleType:
     return module
 
 
+# Dockerfile.gpu: one base stage per CUDA line, each naming its pyproject extra.
+_GPU_STAGE = re.compile(r"^FROM nvidia/cuda:(?P<cuda>\d+)\.[\w.]*-cudnn-runtime-ubuntu[\d.]+ "
+                        r"AS cuda(?P<name>\d+)\nENV ORT_EXTRA=(?P<extra>[\w-]+)$", re.M)
+
+
+def _gpu_stages() -> dict[int, tuple[int, str]]:
+    """Stage's CUDA major -> (major in the base image's tag, extra)."""
+    return {int(m["name"]): (int(m["cuda"]), m["extra"])
+            for m in _GPU_STAGE.finditer(DOCKERFILES["gpu"].read_text())}
+
+
 @pytest.mark.parametrize("variant", ["cpu", "gpu"])
 def test_each_dockerfile_installs_exactly_its_own_extra(variant: str) -> None:
     text = DOCKERFILES[variant].read_text()
-    installs = re.findall(r"pip install [^\n]*?\"?\.\[([a-z,]+)\]", text)
-    assert installs == [variant], installs
-    helper = re.findall(r"pyproject_requirements\.py pyproject\.toml (\w+)", text)
-    assert helper == [variant]
-    other = "gpu" if variant == "cpu" else "cpu"
-    assert f".[{other}" not in text and "dev]" not in text
+    # the GPU image installs the extra its base stage names (ENV ORT_EXTRA, see below)
+    extra = r"[a-z,]+" if variant == "cpu" else r"\$\{ORT_EXTRA\}"
+    wanted = variant if variant == "cpu" else "${ORT_EXTRA}"
+    installs = re.findall(r"pip install [^\n]*?\"?\.\[(" + extra + r")\]", text)
+    assert installs == [wanted], installs
+    assert len(re.findall(r"pip install [^\n]*?\"?\.\[", text)) == 1
+    helper = re.findall(r"pyproject_requirements\.py pyproject\.toml \"?([\w${}]+)", text)
+    assert helper == [wanted]
+    assert ".[cpu" not in text if variant == "gpu" else ".[gpu" not in text
+    assert "dev]" not in text
     assert "apache-airflow-providers-celery" in text and " redis" in text
-    assert re.search(r"check_image\.py " + variant + r"\b", text)
+    assert re.search(r"check_image\.py \"?" + re.escape(wanted) + r"(?![\w-])", text)
 
 
-@pytest.mark.parametrize("variant", ["cpu", "gpu"])
+def test_gpu_dockerfile_builds_cuda_13_by_default_and_12_by_build_arg() -> None:
+    text = DOCKERFILES["gpu"].read_text()
+    stages = _gpu_stages()
+    assert stages == {13: (13, "gpu"), 12: (12, "gpu-cu12")}
+    assert re.search(r"^ARG CUDA_MAJOR=13$", text, re.M)
+    assert re.search(r"^FROM cuda\$\{CUDA_MAJOR\}$", text, re.M)
+    assert "ORT_GPU_REQUIREMENT" not in text  # the extras pin the wheels now
+    check = _load(REPO / "docker" / "check_image.py")
+    assert {extra: major for major, (_, extra) in stages.items()} == check.CUDA_MAJOR
+
+
+@pytest.mark.parametrize("variant", ["cpu", "gpu", "gpu-cu12"])
 def test_pyproject_extra_holds_one_onnxruntime(variant: str) -> None:
     helper = _load(REPO / "docker" / "pyproject_requirements.py")
     names = {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0]
              for r in helper.requirements(REPO / "pyproject.toml", variant)}
     ort = {n for n in names if n.startswith("onnxruntime")}
     assert ort == {"onnxruntime" if variant == "cpu" else "onnxruntime-gpu"}
+    assert _load(REPO / "docker" / "check_image.py").ORT_DISTRIBUTIONS[variant] in ort
     with pytest.raises(SystemExit, match="extra: expected one of"):
         helper.requirements(REPO / "pyproject.toml", "tpu")
 
 
-def test_gpu_dockerfile_pins_ort_to_the_base_images_cuda() -> None:
-    text = DOCKERFILES["gpu"].read_text()
-    base = re.search(r"ARG CUDA_IMAGE=nvidia/cuda:(\d+)\.[\w.]*-cudnn-runtime-ubuntu", text)
-    pin = re.search(r'ARG ORT_GPU_REQUIREMENT="onnxruntime-gpu([^"]+)"', text)
-    assert base and pin
+@pytest.mark.parametrize(("extra", "inside", "outside"), [
+    ("gpu", ["1.27.0", "1.31.1"], ["1.26.0", "2.0.0"]),
+    ("gpu-cu12", ["1.19.0", "1.26.0"], ["1.18.1", "1.27.0"]),
+], ids=["cuda13", "cuda12"])
+def test_gpu_extras_pin_ort_to_their_cuda_line(extra: str, inside: list[str],
+                                               outside: list[str]) -> None:
     # onnxruntime-gpu on PyPI: CUDA 12 + cuDNN 9 wheels for 1.19 to 1.26, CUDA 13 from 1.27.
-    allowed = SpecifierSet(pin[1])
-    assert base[1] == "12"
-    assert "1.26.0" in allowed and "1.27.0" not in allowed and "1.18.1" not in allowed
+    helper = _load(REPO / "docker" / "pyproject_requirements.py")
+    pins = [r for r in helper.requirements(REPO / "pyproject.toml", extra)
+            if r.startswith("onnxruntime-gpu")]
+    assert len(pins) == 1
+    allowed = SpecifierSet(pins[0].removeprefix("onnxruntime-gpu"))
+    assert all(v in allowed for v in inside) and not any(v in allowed for v in outside)
+    major = {"gpu": 13, "gpu-cu12": 12}[extra]  # and the stage building it has that CUDA
+    assert _gpu_stages()[major] == (major, extra)
 
 
 @pytest.mark.parametrize(

@@ -304,3 +304,31 @@ def test_slice_rows_from_the_memory_limit_fit_the_issues_case() -> None:
     assert 1000 < rows < 100_000
     assert devices.gpu_slice_rows(wide, None) == 2 * 2**30 // (4 * wide.activation_bytes_per_row)
     assert devices.gpu_slice_rows(wide, 1) == 48  # 1 MiB / (4 x 5396 bytes), worked by hand
+
+
+# --- deeper read-ahead (CUDA's) --------------------------------------------------------------------
+
+def test_deeper_read_ahead_keeps_row_order_and_fails_whole(mlp: LoadedModel, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """CUDA reads three batches ahead with feeds built in threads; run here on the CPU."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from modelgate import scoring
+
+    scorer = open_session(mlp, SessionSettings(provider="cpu", parallel_runs=1))
+    frame, _ = _data(1000, 8)
+    frame.insert(0, "row_id", np.arange(1000))
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp_path / "in.parquet")
+    monkeypatch.setitem(scoring.READ_AHEAD, "CPUExecutionProvider", 3)
+    scoring.score_parquet(scorer, tmp_path / "in.parquet", tmp_path / "out.parquet",
+                          batch_rows=7, id_column="row_id")
+    out = pq.read_table(tmp_path / "out.parquet").to_pandas()
+    np.testing.assert_array_equal(out["row_id"], np.arange(1000))
+    np.testing.assert_array_equal(out["score"], scorer.predict_proba(frame))
+    frame.loc[500, "x3"] = np.inf  # batch 71 of 143 is bad: nothing may be written
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp_path / "bad.parquet")
+    with pytest.raises(ScoringError, match="column 'x3': 1 rows are infinite"):
+        scoring.score_parquet(scorer, tmp_path / "bad.parquet", tmp_path / "bad-out.parquet",
+                              batch_rows=7)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet", "in.parquet", "out.parquet"]

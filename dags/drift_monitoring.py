@@ -16,6 +16,7 @@ import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
 
 from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
+from modelgate.logsafe import link_for_log
 
 DOC_MD = """
 ### drift_monitoring — is the production model still seeing the data it was judged on?
@@ -121,7 +122,7 @@ def drift_monitoring() -> None:
         key = _step(run, drift.render_report, sample, features)
         link = ctx.store.link(key, expiry_s=ctx.settings.presign_expiry_s)
         get_current_context()["ti"].xcom_push(key=REPORT_URL_XCOM, value=link)  # for ReportLink
-        print(f"drift report: {link}")
+        print(f"drift report: {link_for_log(link)} (signed link: Report button / XCom)")
         return str(key)
 
     @task

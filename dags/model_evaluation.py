@@ -16,6 +16,7 @@ import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
 
 from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
+from modelgate.logsafe import link_for_log
 
 DOC_MD = """
 ### model_evaluation — the promotion gate
@@ -119,7 +120,7 @@ def model_evaluation() -> None:
         from modelgate.pipelines import evaluate
 
         link = str(_run_step(run, evaluate.render_report))
-        print(f"evaluation report: {link}")
+        print(f"evaluation report: {link_for_log(link)} (signed link: Report button / XCom)")
         get_current_context()["ti"].xcom_push(key=REPORT_URL_XCOM, value=link)  # for ReportLink
         return link
 

@@ -1,8 +1,8 @@
 """The ``modelgate`` command line.
 
 Exit codes: 0 success (or gate passed), 3 blocked by the promotion gate or drift breach,
-2 usage error, 1 any other error. Errors are one line on stderr; ``--debug`` adds the
-traceback.
+2 usage error, 1 any other error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). Errors
+are one line on stderr; ``--debug`` adds the traceback.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BLOCKED = 0, 1, 2, 3
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM, as shells report
 
 log = logging.getLogger("modelgate.cli")
 
@@ -184,6 +185,9 @@ class ProgressBarHandler(logging.StreamHandler):
 
 
 def _setup_logging(quiet: bool) -> None:
+    from modelgate import logsafe
+
+    logsafe.install()
     handler: logging.Handler = (ProgressBarHandler(sys.stderr) if sys.stderr.isatty()
                                 else logging.StreamHandler(sys.stderr))
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -201,16 +205,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(args.quiet)
     if args.debug:  # read by modelgate.scoring.settings_from_os_environ; an explicit value wins
         os.environ.setdefault("MODELGATE_ORT_LOG_LEVEL", "warning")
+    from modelgate.pipelines.liveness import Terminated, sigterm_raises
+
     handler: Handler = args.handler
     try:
-        return handler(args)
+        with sigterm_raises():
+            return handler(args)
+    except KeyboardInterrupt:
+        print("modelgate: interrupted; any run in progress was recorded as failed", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Terminated:
+        print("modelgate: terminated (SIGTERM); any run in progress was recorded as failed",
+              file=sys.stderr)
+        return EXIT_TERMINATED
     except UsageError as exc:
         print(f"modelgate: usage error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # one clear line for people; --debug for the traceback
         if args.debug:
             raise
-        print(f"modelgate: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        from modelgate.logsafe import one_line, redact_secrets
+
+        print(f"modelgate: error: {one_line(redact_secrets(f'{type(exc).__name__}: {exc}'))}",
+              file=sys.stderr)
         return EXIT_ERROR
 
 

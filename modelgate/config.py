@@ -26,6 +26,7 @@ Variable                           Meaning (default)
 ``MODELGATE_ORT_ALLOW_TF32``       ``true`` lets CUDA use TF32 matrix products (``false``)
 ``MODELGATE_ORT_LOG_LEVEL``        ONNX Runtime's own log: ``error`` ... ``verbose`` (``error``)
 ``MODELGATE_MIN_GROUP_SIZE``       fairness groups below this many rows are flagged (``30``)
+``MODELGATE_STALE_RUN_MINUTES``    a running evaluation without heartbeat this long is abandoned (``30``)
 ``MODELGATE_POLICY_DIR``           per-model policy overrides ``<model>.yaml`` (``policies/``)
 ``MODELGATE_DAG_RETRIES``          task retries in both DAGs (``1``)
 ``MODELGATE_DRIFT_SCHEDULE``       schedule of the drift DAG (``@daily``)
@@ -63,6 +64,7 @@ ENV_VARS = (
     "MODELGATE_ORT_LOG_LEVEL",
     "MODELGATE_POLICY_DIR",
     "MODELGATE_MIN_GROUP_SIZE",
+    "MODELGATE_STALE_RUN_MINUTES",
     "MODELGATE_DAG_RETRIES",
     "MODELGATE_DRIFT_SCHEDULE",
     "MODELGATE_DRIFT_CATCHUP",
@@ -114,6 +116,7 @@ class Settings:
     s3_conn_id: str
     presign_expiry_s: int
     min_group_size: int = 30
+    stale_run_minutes: int = 30
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -138,6 +141,7 @@ class Settings:
             s3_conn_id=env.get("MODELGATE_S3_CONN_ID") or "modelgate_s3",
             presign_expiry_s=_positive_int(env, "MODELGATE_PRESIGN_EXPIRY_S", 3600),
             min_group_size=_positive_int(env, "MODELGATE_MIN_GROUP_SIZE", 30),
+            stale_run_minutes=_positive_int(env, "MODELGATE_STALE_RUN_MINUTES", 30),
         )
 
 

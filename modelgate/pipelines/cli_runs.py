@@ -10,7 +10,9 @@ from typing import Any
 
 from modelgate.pipelines import evaluate
 from modelgate.pipelines.context import Context, register_archive
+from modelgate.pipelines.liveness import heartbeat
 from modelgate.scoring import file_sha256
+from modelgate.store import runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,28 +29,32 @@ def run_evaluation_locally(model: Path, data: Path, policy: Path | None, *,
                            promote: bool = False) -> EvaluationOutcome:
     """Register (if needed) and evaluate ``model`` on ``data``; deterministic run key.
 
-    The same archive, data and policy give the same run key, so running the command twice
-    replaces the first run's rows and report instead of adding new ones.
+    The same archive, data and policy give the same run key
+    (``cli__<data sha>__<policy sha>__<name>__v<version>__<archive sha>``), so running the
+    command twice replaces the first run's rows and report instead of adding new ones; the
+    same ONNX under another name or version is another run. Ctrl-C and SIGTERM (raised by
+    the CLI as :class:`~modelgate.pipelines.liveness.Terminated`) record the run as failed.
     """
     if not data.is_file():
         raise FileNotFoundError(f"data file {str(data)!r} does not exist")
     ctx = Context.open()
     row, _ = register_archive(ctx, model)
     policy_sha = hashlib.sha256(policy.read_bytes()).hexdigest()[:8] if policy else "default"
-    run_key = f"cli__{row.sha256[:12]}__{file_sha256(data)[:12]}__{policy_sha}"
+    run_key = f"cli__{file_sha256(data)[:12]}__{policy_sha}"
     ref = evaluate.prepare(ctx, model_name=row.model_name, version=row.version,
                            dataset_uri=str(data.resolve()), run_key=run_key,
                            policy_path=str(policy) if policy else None)
     try:
-        evaluate.score(ctx, ref)
-        evaluate.compute_metrics(ctx, ref)
-        evaluate.compute_fairness(ctx, ref)
-        evaluate.explain(ctx, ref)
-        evaluate.decide(ctx, ref, str(policy) if policy else None)
-        link = evaluate.render_report(ctx, ref)
-        status = evaluate.store_results(ctx, ref)
-        promoted = evaluate.promote(ctx, ref) if promote and status == "passed" else None
-    except Exception as exc:
+        with heartbeat(lambda: runs.beat(ctx.db_url, ref.evaluation_run_id)):
+            evaluate.score(ctx, ref)
+            evaluate.compute_metrics(ctx, ref)
+            evaluate.compute_fairness(ctx, ref)
+            evaluate.explain(ctx, ref)
+            evaluate.decide(ctx, ref, str(policy) if policy else None)
+            link = evaluate.render_report(ctx, ref)
+            status = evaluate.store_results(ctx, ref)
+            promoted = evaluate.promote(ctx, ref) if promote and status == "passed" else None
+    except BaseException as exc:
         evaluate.fail(ctx, ref, exc)
         raise
     return _outcome(ctx, ref, status, link, promoted)
@@ -57,7 +63,6 @@ def run_evaluation_locally(model: Path, data: Path, policy: Path | None, *,
 def _outcome(ctx: Context, ref: evaluate.RunRef, status: str, link: str,
              promoted: str | None) -> EvaluationOutcome:
     from modelgate.cli_analysis import fairness_json
-    from modelgate.store import runs
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     metrics: evaluate.MetricsResult = evaluate.get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")

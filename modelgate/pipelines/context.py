@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from modelgate.artifact import LoadedModel, verify
+from modelgate.artifact import LoadedModel, archive_sha256, verify
 from modelgate.config import Settings
+from modelgate.logsafe import escape_for_log
 from modelgate.store import models
 from modelgate.store.db import resolve_database_url, upgrade
-from modelgate.store.objects import ObjectStore, open_object_store
+from modelgate.store.objects import ObjectStore, open_object_store, put_once
 
 log = logging.getLogger("modelgate.pipeline")
 
@@ -45,50 +47,102 @@ class Context:
         return path
 
 
-def safe_key_part(text: str) -> str:
-    """Make a run id usable as one object-key or path segment (deterministically).
+_SAFE_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 
+
+def safe_key_part(text: str) -> str:
+    """Make a name or run id usable as one object-key or path segment, injectively.
+
+    A text that is already a safe segment is kept as it is. Any other text is sanitised and
+    given ``~`` and the first 16 hex digits of its sha256; a safe segment never contains
+    ``~``, so two different texts never share a segment (``toy`` and ``toy/`` stay apart,
+    and so do the policy files ``toy.yaml`` and ``toy~....yaml``).
+
+    >>> safe_key_part("gss-high-income")
+    'gss-high-income'
+    >>> safe_key_part("toy/")
+    'toy~ecb4dd29ab4611dd'
     >>> safe_key_part("manual__2024-01-01T00:00:00+00:00")
-    'manual__2024-01-01T00-00-00-00-00'
+    'manual__2024-01-01T00-00-00-00-00~c87eaaa68ce71ef4'
     """
-    return re.sub(r"[^A-Za-z0-9._-]", "-", text).strip(".-") or "_"
+    if _SAFE_PART.fullmatch(text) and not text.endswith("."):
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{re.sub(r'[^A-Za-z0-9._-]', '-', text).strip('.-')[:64] or '_'}~{digest}"
 
 
 def model_archive_key(model_name: str, version: str, archive_filename: str) -> str:
     return f"models/{safe_key_part(model_name)}/{safe_key_part(version)}/{archive_filename}"
 
 
+def _conflict(existing: models.ModelVersionRow, model: LoadedModel) -> str | None:
+    """Why ``model`` may not be registered under ``existing``'s (name, version), or None."""
+    if existing.sha256 != model.manifest.sha256:
+        return f"a different model.onnx (sha256 {model.manifest.sha256}, registered {existing.sha256})"
+    if existing.manifest != model.manifest.to_dict():
+        changed = sorted(k for k in {*existing.manifest, *model.manifest.to_dict()}
+                         if existing.manifest.get(k) != model.manifest.to_dict().get(k))
+        return f"a different manifest (changed: {', '.join(changed)})"
+    return None
+
+
 def register_archive(ctx: Context, archive_path: Path) -> tuple[models.ModelVersionRow, bool]:
-    """Verify an archive, store it in the object store and record it as a candidate."""
+    """Verify an archive, store it write-once and record it as a candidate (append-only).
+
+    A (name, version) is bound to one archive forever. Registering the same model.onnx and
+    manifest again is a no-op that changes nothing stored; anything else under a registered
+    (name, version) raises :class:`~modelgate.store.models.RegistryError` naming both
+    archive sha256s, before any byte is written.
+    """
     model = verify(archive_path)
     manifest = model.manifest
+    existing = models.find(ctx.db_url, manifest.name, manifest.version)
+    if existing is not None:
+        conflict = _conflict(existing, model)
+        if conflict is not None:
+            raise models.RegistryError(
+                f"model {manifest.name!r} version {manifest.version!r} is already registered with "
+                f"archive sha256 {existing.archive_sha256}; {str(archive_path)!r} has archive sha256 "
+                f"{model.archive_sha256} with {conflict}. Registered versions never change: "
+                "give this archive a new version."
+            )
+        if model.archive_sha256 == existing.archive_sha256 and not ctx.store.exists(existing.archive_key):
+            # The same bytes restore a lost object; different bytes never replace it.
+            put_once(ctx.store, existing.archive_key, archive_path.read_bytes(),
+                     content_type="application/gzip")
+        log.info("already had model %s v%s (archive sha256 %s)", escape_for_log(manifest.name),
+                 escape_for_log(manifest.version), existing.archive_sha256[:12])
+        return existing, False
     key = model_archive_key(manifest.name, manifest.version, archive_path.name)
-    # Check for a conflicting registration before uploading so a rejected archive never
-    # overwrites the stored bytes of the registered version.
-    try:
-        existing = models.get(ctx.db_url, manifest.name, manifest.version)
-    except models.RegistryError:
-        existing = None
-    if existing is not None and existing.sha256 != manifest.sha256:
-        raise models.RegistryError(
-            f"model {manifest.name!r} version {manifest.version!r} is already registered with "
-            f"model.onnx sha256 {existing.sha256}; this archive has {manifest.sha256}. "
-            "Give the new model a new version."
-        )
-    uri = ctx.store.put_file(key, archive_path, content_type="application/gzip")
+    if safe_key_part(manifest.name) != manifest.name:
+        log.warning("model name %s is not a plain key segment: its objects and policy file use %r",
+                    escape_for_log(repr(manifest.name)), safe_key_part(manifest.name))
+    uri = put_once(ctx.store, key, archive_path.read_bytes(), content_type="application/gzip")
     row, created = models.register(
         ctx.db_url, model_name=manifest.name, version=manifest.version, sha256=manifest.sha256,
         archive_sha256=model.archive_sha256, archive_key=key, archive_uri=uri,
         manifest=manifest.to_dict(),
     )
-    log.info("%s model %s v%s (sha256 %s) at %s", "registered" if created else "already had",
-             manifest.name, manifest.version, manifest.sha256[:12], uri)
+    log.info("%s model %s v%s (archive sha256 %s) at %s", "registered" if created else "already had",
+             escape_for_log(manifest.name), escape_for_log(manifest.version),
+             model.archive_sha256[:12], uri)
     return row, created
 
 
 def load_registered_model(ctx: Context, row: models.ModelVersionRow, workdir: Path) -> LoadedModel:
-    """Fetch a registered archive and verify it against the hash recorded at registration."""
+    """Fetch a registered archive and verify its bytes against the sha256 recorded at registration.
+
+    Every read is checked, so an archive object replaced behind the registry's back (another
+    manifest, another graph) is refused instead of scored.
+    """
     path = ctx.store.download(row.archive_key, workdir / Path(row.archive_key).name)
+    actual = archive_sha256(path)
+    if actual != row.archive_sha256:
+        raise models.RegistryError(
+            f"stored archive {row.archive_key!r} has sha256 {actual}, but {row.model_name!r} "
+            f"v{row.version} was registered with archive sha256 {row.archive_sha256}; "
+            "the stored object was replaced and is not used"
+        )
     model = verify(path)
     if model.manifest.sha256 != row.sha256:
         raise models.RegistryError(

@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from modelgate.logsafe import one_line
 from modelgate.pipelines import index_page
 from modelgate.pipelines.context import Context, load_registered_model, safe_key_part
 from modelgate.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
@@ -67,29 +68,68 @@ def fetch_dataset(ctx: Context, dataset_uri: str, workdir: Path) -> Path:
     return path
 
 
+def evaluation_run_key(base: str, row: models.ModelVersionRow) -> str:
+    """The run key: the caller's key plus the model's name, version and archive sha256.
+
+    The same ONNX bytes registered under two names or versions give two runs, never one.
+
+    >>> row = models.ModelVersionRow(1, "churn", "2", "a" * 64, "b" * 64, "k", "u", {}, "candidate",
+    ...                              False)
+    >>> evaluation_run_key("cli__0123__default", row)
+    'cli__0123__default__churn__v2__bbbbbbbbbbbb'
+    """
+    return (f"{base}__{safe_key_part(row.model_name)}__v{safe_key_part(row.version)}__"
+            f"{row.archive_sha256[:12]}")
+
+
+def _candidate(ctx: Context, *, model_name: str, version: str, dataset_uri: str,
+               run_key: str) -> models.ModelVersionRow:
+    """The registered candidate; a refusal (unknown version, wrong stage) is recorded first."""
+    try:
+        candidate = models.get(ctx.db_url, model_name, version)
+        if candidate.stage not in ("candidate", "production"):
+            raise models.RegistryError(
+                f"model {model_name!r} version {version!r} is {candidate.stage!r}; only a candidate "
+                "can be evaluated for promotion"
+            )
+    except models.RegistryError as exc:
+        runs.record_refusal(ctx.db_url, run_key=run_key, model_name=model_name, version=version,
+                            dataset_uri=dataset_uri, reason=one_line(f"{type(exc).__name__}: {exc}"))
+        raise
+    return candidate
+
+
 def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, run_key: str,
             policy_path: str | None = None) -> RunRef:
     """Look the candidate (and the production champion) up and open the run row.
 
-    The policy is validated here too, so a malformed one fails the run before any scoring.
+    ``run_key`` is the caller's key (the DAG run, or the CLI's data and policy hashes); the
+    run's key adds the model's identity (:func:`evaluation_run_key`) and the row pins the
+    archive sha256. Runs of the same model left ``running`` without a heartbeat for
+    ``MODELGATE_STALE_RUN_MINUTES`` are marked ``abandoned``. The policy is validated here
+    too, so a malformed one fails the run before any scoring.
     """
-    candidate = models.get(ctx.db_url, model_name, version)
-    if candidate.stage not in ("candidate", "production"):
-        raise models.RegistryError(
-            f"model {model_name!r} version {version!r} is {candidate.stage!r}; only a candidate "
-            "can be evaluated for promotion"
-        )
+    candidate = _candidate(ctx, model_name=model_name, version=version, dataset_uri=dataset_uri,
+                           run_key=run_key)
     champion = models.get_production(ctx.db_url, model_name)
     champion_id = None
     if champion is not None and champion.model_version_id != candidate.model_version_id:
         champion_id = champion.model_version_id
+    key = evaluation_run_key(run_key, candidate)
+    abandoned = runs.abandon_stale_runs(ctx.db_url, model_name, by_run_key=key,
+                                        stale_minutes=ctx.settings.stale_run_minutes)
+    if abandoned:
+        log.warning("marked evaluation run(s) %s of %s abandoned: no heartbeat for %d min",
+                    abandoned, model_name, ctx.settings.stale_run_minutes)
+        _rebuild_index(ctx, model_name)
     run_id = runs.start_evaluation_run(
-        ctx.db_url, run_key=run_key, model_version_id=candidate.model_version_id,
+        ctx.db_url, run_key=key, model_version_id=candidate.model_version_id,
         champion_version_id=champion_id, dataset_uri=dataset_uri,
+        archive_sha256=candidate.archive_sha256,
     )
-    log.info("evaluation run %d (%s): %s v%s against %s", run_id, run_key, model_name, version,
+    log.info("evaluation run %d (%s): %s v%s against %s", run_id, key, model_name, version,
              "no champion" if champion_id is None else f"champion v{champion.version}")  # type: ignore[union-attr]
-    ref = RunRef(run_id, run_key)
+    ref = RunRef(run_id, key)
     try:
         load_policy_for_run(policy_path, model_name)
     except Exception as exc:
@@ -114,9 +154,12 @@ def score(ctx: Context, ref: RunRef) -> str:
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     work = ctx.scratch("evaluation", ref.run_key)
     data = fetch_dataset(ctx, run.dataset_uri, work)
-    candidate = _model_row(ctx, run.model_version_id)
+    candidate = _candidate_row(ctx, run)
     manifest = candidate.manifest
     keep = list(dict.fromkeys([manifest["label"]["column"], *manifest["sensitive_features"]]))
+    held_out = _read_columns(data, keep)
+    if held_out is not None:
+        check_held_out(held_out, manifest)
     scored = _score_one(ctx, candidate, data, work / "candidate.parquet", keep)
     table = pq.read_table(scored.output_path)
     if run.champion_version_id is not None:
@@ -140,8 +183,32 @@ def score(ctx: Context, ref: RunRef) -> str:
     return key
 
 
+def _read_columns(data: Path, columns: list[str]) -> pa.Table | None:
+    """The named columns of a parquet file, or None when it cannot be read or lacks one
+    (scoring then names the problem with its own, file-specific message)."""
+    try:
+        if not set(columns) <= set(pq.read_schema(data).names):
+            return None
+        return pq.read_table(data, columns=columns)
+    except (pa.ArrowException, OSError):
+        return None
+
+
 def _model_row(ctx: Context, model_version_id: int) -> models.ModelVersionRow:
     return models.get_by_id(ctx.db_url, model_version_id)
+
+
+def _candidate_row(ctx: Context, run: runs.EvaluationRunRow) -> models.ModelVersionRow:
+    """The run's model version, checked against the archive sha256 pinned on the run row.
+
+    Every step reads the manifest through here, so all steps of one run see one manifest.
+    """
+    row = _model_row(ctx, run.model_version_id)
+    if run.archive_sha256 is not None and row.archive_sha256 != run.archive_sha256:
+        raise models.RegistryError(
+            f"evaluation run {run.evaluation_run_id} pinned archive sha256 {run.archive_sha256}, "
+            f"but {row.model_name!r} v{row.version} now has {row.archive_sha256}")
+    return row
 
 
 def load_scores(ctx: Context, ref: RunRef) -> pa.Table:
@@ -151,11 +218,57 @@ def load_scores(ctx: Context, ref: RunRef) -> pa.Table:
     return pq.read_table(path)
 
 
+FAIL_RECORD_ATTEMPTS = 3
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line: the exception's type and message, control characters escaped.
+
+    >>> failure_reason(KeyboardInterrupt())
+    'KeyboardInterrupt: interrupted'
+    >>> print(failure_reason(ValueError("bad\\nline")))
+    ValueError: bad\\nline
+    """
+    return one_line(f"{type(exc).__name__}: {str(exc) or 'interrupted'}")
+
+
 def fail(ctx: Context, ref: RunRef, exc: BaseException) -> None:
-    """Record a failed run with a one-line reason (type and message, no data rows)."""
-    reason = f"{type(exc).__name__}: {exc}"
+    """Record a failed run with a one-line reason (type and message, no data rows).
+
+    Each attempt opens a fresh connection (the one that failed may be the cause); if every
+    attempt fails the error is logged and the caller's exception is left to propagate: the
+    row stays ``running`` and the next run of the model marks it ``abandoned``. The model's
+    index page is rebuilt so it no longer lists the run.
+    """
+    import time
+
+    from modelgate.store.db import DatabaseError
+
+    reason = failure_reason(exc)
     log.error("evaluation run %d failed: %s", ref.evaluation_run_id, reason)
-    runs.fail_evaluation_run(ctx.db_url, ref.evaluation_run_id, reason)
+    for attempt in range(1, FAIL_RECORD_ATTEMPTS + 1):
+        try:
+            runs.fail_evaluation_run(ctx.db_url, ref.evaluation_run_id, reason)
+            break
+        except DatabaseError as db_exc:
+            log.error("could not record the failure of evaluation run %d (attempt %d/%d): %s",
+                      ref.evaluation_run_id, attempt, FAIL_RECORD_ATTEMPTS, failure_reason(db_exc))
+            if attempt == FAIL_RECORD_ATTEMPTS:
+                return
+            time.sleep(0.5 * attempt)
+    try:
+        row = _model_row(ctx, runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id).model_version_id)
+    except (DatabaseError, LookupError):
+        return
+    _rebuild_index(ctx, row.model_name)
+
+
+def _rebuild_index(ctx: Context, model_name: str) -> None:
+    """Rebuild the model's index page after a state change; a failure here is only logged."""
+    try:
+        index_page.write_model_index(ctx, model_name)
+    except Exception as exc:  # noqa: BLE001 - the run's state is recorded; the page is derived
+        log.error("could not rebuild the index page of %s: %s", model_name, failure_reason(exc))
 
 
 # --- metrics -----------------------------------------------------------------------------
@@ -172,8 +285,8 @@ class MetricsResult:
 
 
 def labels_from_scores(table: pa.Table, manifest: dict[str, Any]) -> Any:
-    """0/1 labels from the label column; a missing label is an error naming the column."""
-    import numpy as np
+    """0/1 labels from the label column; a missing or non-binary label is an error naming it."""
+    from modelgate.evaluation.labels import binary_labels
 
     column = manifest["label"]["column"]
     values = table.column(column).to_pandas()
@@ -181,7 +294,24 @@ def labels_from_scores(table: pa.Table, manifest: dict[str, Any]) -> Any:
     if missing:
         raise ValueError(f"label column {column!r} has {missing} missing value(s); "
                          "held-out rows must all be labelled")
-    return (values.to_numpy() == manifest["label"]["positive"]).astype(np.int8)
+    return binary_labels(values.to_numpy(dtype=object), column=column,
+                         positive=manifest["label"]["positive"])
+
+
+# Group labels are stored in full (fairness_group is keyed by their sha256) but one longer than
+# this is not a group name: it is refused before any scoring so no report is written for it.
+MAX_GROUP_LABEL_CHARS = 1000
+
+
+def check_held_out(table: pa.Table, manifest: dict[str, Any]) -> None:
+    """Labels and sensitive-group labels, checked before any work is done on the rows."""
+    labels_from_scores(table, manifest)
+    for feature in manifest["sensitive_features"]:
+        lengths = {len(str(v)) for v in table.column(feature).unique().to_pylist() if v is not None}
+        if lengths and max(lengths) > MAX_GROUP_LABEL_CHARS:
+            raise ValueError(
+                f"sensitive feature {feature!r} has a group label of {max(lengths):,} characters; "
+                f"group labels may have at most {MAX_GROUP_LABEL_CHARS:,}")
 
 
 def compute_metrics(ctx: Context, ref: RunRef) -> str:
@@ -189,7 +319,7 @@ def compute_metrics(ctx: Context, ref: RunRef) -> str:
     from modelgate.evaluation import metrics
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
-    manifest = _model_row(ctx, run.model_version_id).manifest
+    manifest = _candidate_row(ctx, run).manifest
     table = load_scores(ctx, ref)
     if table.num_rows == 0:
         raise ValueError(f"held-out dataset {run.dataset_uri!r} has no rows")
@@ -236,7 +366,7 @@ def explain(ctx: Context, ref: RunRef) -> str:
     from modelgate.reports.waterfall import waterfall_png
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
-    row = _model_row(ctx, run.model_version_id)
+    row = _candidate_row(ctx, run)
     work = ctx.scratch("explain", ref.run_key)
     scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
     features = list(scorer.feature_names)
@@ -307,7 +437,7 @@ def compute_fairness(ctx: Context, ref: RunRef) -> str:
     from modelgate.fairness.metrics import fairness_report
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
-    manifest = _model_row(ctx, run.model_version_id).manifest
+    manifest = _candidate_row(ctx, run).manifest
     table = load_scores(ctx, ref)
     y = labels_from_scores(table, manifest)
     preds = table.column("prediction").to_numpy()
@@ -379,7 +509,7 @@ def decide(ctx: Context, ref: RunRef, policy_path: str | None = None) -> str:
     from modelgate.evaluation.gate import decide as gate_decide
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
-    policy, policy_sha = load_policy_for_run(policy_path, _model_row(ctx, run.model_version_id).model_name)
+    policy, policy_sha = load_policy_for_run(policy_path, _candidate_row(ctx, run).model_name)
     metrics_result: MetricsResult = get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")
     fairness_reports = get_pickle(ctx, f"{ref.prefix()}/fairness.pkl")
     champion = metrics_result.champion.by_name() if metrics_result.champion else None
@@ -412,7 +542,7 @@ def promote(ctx: Context, ref: RunRef) -> str:
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     if run.status != "passed":
         raise EvaluationBlocked(f"evaluation run {run.evaluation_run_id} is {run.status!r}, not passed")
-    row = _model_row(ctx, run.model_version_id)
+    row = _candidate_row(ctx, run)
     if row.stage == "production":
         return f"{row.model_name} v{row.version} is already in production"
     archived = models.promote(ctx.db_url, run.model_version_id,
@@ -500,7 +630,7 @@ def render_report(ctx: Context, ref: RunRef) -> str:
     from modelgate.reports.views import CalibrationRow, EvaluationReportView, WaterfallImage
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
-    row = _model_row(ctx, run.model_version_id)
+    row = _candidate_row(ctx, run)
     metrics_result: MetricsResult = get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")
     fairness_reports = get_pickle(ctx, f"{ref.prefix()}/fairness.pkl")
     shap: ExplainResult = get_pickle(ctx, f"{ref.prefix()}/explain.pkl")
@@ -590,7 +720,7 @@ def _rows_for_store(result: MetricsResult, fairness_reports: dict[str, Any], sha
 def store_results(ctx: Context, ref: RunRef) -> str:
     """Write every result row and the final status in one transaction; return the status."""
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
-    row = _model_row(ctx, run.model_version_id)
+    row = _candidate_row(ctx, run)
     decided: DecisionResult = get_pickle(ctx, f"{ref.prefix()}/decision.pkl")
     rows = _rows_for_store(get_pickle(ctx, f"{ref.prefix()}/metrics.pkl"),
                            get_pickle(ctx, f"{ref.prefix()}/fairness.pkl"),

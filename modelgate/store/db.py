@@ -42,6 +42,10 @@ _MIGRATION_LOCK_ID = 7_302_114_001
 
 
 
+# What a lost or refused database connection raises (re-exported so callers need no psycopg2).
+DatabaseError = psycopg2.Error
+
+
 class MigrationError(RuntimeError):
     """The migrations on disk and the ones recorded in the database disagree."""
 
@@ -133,10 +137,18 @@ def transaction(url: str) -> Iterator[Any]:
     """Yield a cursor inside one transaction: committed on success, rolled back on error."""
     conn = connect(url)
     try:
-        with conn, conn.cursor() as cur:  # commits or rolls back
-            yield cur
+        cur = conn.cursor()
+        yield cur
+        cur.close()
+        conn.commit()
+    except BaseException:
+        # A lost connection cannot roll back; that second error must not hide the first.
+        with contextlib.suppress(psycopg2.Error):
+            conn.rollback()
+        raise
     finally:
-        conn.close()
+        with contextlib.suppress(psycopg2.Error):
+            conn.close()
 
 
 def fetch_all(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -217,9 +229,15 @@ def upgrade(url: str, directory: Path = MIGRATIONS_DIR) -> list[Migration]:
 
 
 def redact_url(url: str) -> str:
-    """Hide the password of a database URL so it can be logged.
+    """Hide the password of a database URL or key=value DSN so it can be logged.
 
     >>> redact_url("postgresql://writer:s3cret@db:5432/modelgate")
     'postgresql://writer:***@db:5432/modelgate'
+    >>> redact_url("postgresql:///modelgate?host=db&password=s3cret")
+    'postgresql:///modelgate?host=db&password=***'
+    >>> redact_url("dbname=modelgate password=s3cret host=db")
+    'dbname=modelgate password=*** host=db'
     """
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+    from modelgate.logsafe import redact_secrets
+
+    return redact_secrets(url)

@@ -50,8 +50,9 @@ def register(
 ) -> tuple[ModelVersionRow, bool]:
     """Record a model version as ``candidate``; returns (row, created).
 
-    Registering the same version again with the same model hash is a no-op; with a
-    different hash it is an error (a version never changes its bytes).
+    Registering the same version again with the same model hash and manifest is a no-op;
+    anything else is an error (a version never changes its bytes or its manifest; the
+    table's ``model_version_append_only_trigger`` refuses updates of either).
     """
     with transaction(url) as cur:
         cur.execute(
@@ -71,12 +72,21 @@ def register(
             (model_name, version),
         )
         existing = _row(cur.fetchone())
-    if existing.sha256 != sha256:
+    if existing.sha256 != sha256 or existing.manifest != manifest:
         raise RegistryError(
-            f"model {model_name!r} version {version!r} is already registered with model.onnx "
-            f"sha256 {existing.sha256}; this archive has {sha256}. Give the new model a new version."
+            f"model {model_name!r} version {version!r} is already registered with archive "
+            f"sha256 {existing.archive_sha256}; this archive has {archive_sha256} with a different "
+            "model.onnx or manifest. Give the new model a new version."
         )
     return existing, False
+
+
+def find(url: str, model_name: str, version: str) -> ModelVersionRow | None:
+    """The registered (name, version), or None."""
+    try:
+        return get(url, model_name, version)
+    except RegistryError:
+        return None
 
 
 def get(url: str, model_name: str, version: str) -> ModelVersionRow:

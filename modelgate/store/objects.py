@@ -228,6 +228,23 @@ class S3ObjectStore:
             raise self._error("presign", key, exc) from exc
 
 
+def put_once(store: ObjectStore, key: str, data: bytes, *, content_type: str) -> str:
+    """Store ``data`` under ``key`` unless it is there already; never replace other bytes.
+
+    For write-once objects (model archives). The same bytes again are a no-op; different
+    bytes under an existing key raise :class:`ObjectStoreError` naming both sha256s.
+    """
+    if store.exists(key):
+        stored = hashlib.sha256(store.get_bytes(key)).hexdigest()
+        offered = hashlib.sha256(data).hexdigest()
+        if stored != offered:
+            raise ObjectStoreError(
+                f"object {key!r} is write-once and already holds sha256 {stored}; refusing to "
+                f"replace it with sha256 {offered}")
+        return store.uri(key)
+    return store.put_bytes(key, data, content_type=content_type)
+
+
 def open_object_store(settings: Settings) -> ObjectStore:
     """The configured store: S3 settings, an Airflow connection, or a local directory."""
     if settings.s3 is not None:

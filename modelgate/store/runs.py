@@ -39,33 +39,52 @@ class EvaluationRunRow:
     report_uri: str | None
     dataset_sha256: str | None
     started_at: dt.datetime
+    archive_sha256: str | None = None
 
 
 _RUN_COLUMNS = (
     "evaluation_run_id, run_key, model_version_id, champion_version_id, dataset_uri, status, "
     "failure_reason, provider, rows_scored, scoring_rows_per_s, scores_uri, report_key, report_uri, "
-    "dataset_sha256, started_at"
+    "dataset_sha256, started_at, archive_sha256"
 )
+
+
+class RunKeyConflict(LookupError):
+    """A run key is already used by a run of another model version or archive."""
 
 
 def start_evaluation_run(
     url: str, *, run_key: str, model_version_id: int, champion_version_id: int | None,
-    dataset_uri: str,
+    dataset_uri: str, archive_sha256: str,
 ) -> int:
-    """Create the run row, or reset it (results cleared, status ``running``) on a re-run."""
+    """Create the run row, or reset it (results cleared, status ``running``) on a re-run.
+
+    The archive sha256 is pinned on the row: every step of the run uses that archive's
+    manifest. A run key already used by another model version or archive is never taken
+    over (:class:`RunKeyConflict`).
+    """
     with transaction(url) as cur:
         cur.execute(
-            """INSERT INTO evaluation_run (run_key, model_version_id, champion_version_id, dataset_uri)
-               VALUES (%s, %s, %s, %s)
+            """INSERT INTO evaluation_run (run_key, model_version_id, champion_version_id, dataset_uri,
+                                           archive_sha256, heartbeat_at)
+               VALUES (%s, %s, %s, %s, %s, now())
                ON CONFLICT ON CONSTRAINT evaluation_run_run_key_key DO UPDATE SET
-                   model_version_id = EXCLUDED.model_version_id,
                    champion_version_id = EXCLUDED.champion_version_id,
                    dataset_uri = EXCLUDED.dataset_uri, status = 'running', failure_reason = NULL,
-                   report_key = NULL, report_uri = NULL, started_at = now(), finished_at = NULL
+                   report_key = NULL, report_uri = NULL, started_at = now(), finished_at = NULL,
+                   heartbeat_at = now()
+               WHERE evaluation_run.model_version_id = EXCLUDED.model_version_id
+                 AND evaluation_run.archive_sha256 IS NOT DISTINCT FROM EXCLUDED.archive_sha256
                RETURNING evaluation_run_id""",
-            (run_key, model_version_id, champion_version_id, dataset_uri),
+            (run_key, model_version_id, champion_version_id, dataset_uri, archive_sha256),
         )
-        run_id = int(cur.fetchone()[0])
+        inserted = cur.fetchone()
+        if inserted is None:
+            raise RunKeyConflict(
+                f"run key {run_key!r} belongs to a run of another model version or archive; "
+                f"it is not reused for model version id {model_version_id} "
+                f"(archive sha256 {archive_sha256})")
+        run_id = int(inserted[0])
         for table in EVALUATION_RESULT_TABLES:
             cur.execute(f"DELETE FROM {table} WHERE evaluation_run_id = %s", (run_id,))
     return run_id
@@ -106,6 +125,48 @@ def fail_evaluation_run(url: str, run_id: int, reason: str) -> None:
                WHERE evaluation_run_id = %s""",
             (reason[:4000], run_id),
         )
+
+
+def beat(url: str, run_id: int) -> None:
+    """Record a sign of life of the process running ``run_id`` (only while it is running)."""
+    with transaction(url) as cur:
+        cur.execute("UPDATE evaluation_run SET heartbeat_at = now() "
+                    "WHERE evaluation_run_id = %s AND status = 'running'", (run_id,))
+
+
+def abandon_stale_runs(url: str, model_name: str, *, stale_minutes: int, by_run_key: str) -> list[int]:
+    """Mark the model's ``running`` runs with no heartbeat for ``stale_minutes`` abandoned.
+
+    Their process died without recording anything (killed, machine lost); the reason names
+    the last heartbeat and the run that noticed. Returns the ids marked.
+    """
+    with transaction(url) as cur:
+        cur.execute(
+            """UPDATE evaluation_run r SET status = 'abandoned', finished_at = now(),
+                   failure_reason = 'abandoned: no heartbeat since '
+                       || to_char(COALESCE(r.heartbeat_at, r.started_at) AT TIME ZONE 'UTC',
+                                  'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                       || ' (more than ' || %s || ' min); noticed by run ' || %s
+               FROM model_version mv
+               WHERE mv.model_version_id = r.model_version_id AND mv.model_name = %s
+                 AND r.status = 'running' AND r.run_key <> %s
+                 AND COALESCE(r.heartbeat_at, r.started_at) < now() - make_interval(mins => %s)
+               RETURNING r.evaluation_run_id""",
+            (stale_minutes, by_run_key, model_name, by_run_key, stale_minutes),
+        )
+        return sorted(int(r[0]) for r in cur.fetchall())
+
+
+def record_refusal(url: str, *, run_key: str, model_name: str, version: str, dataset_uri: str,
+                   reason: str) -> int:
+    """Record an evaluation refused before its run row could exist (e.g. unknown version)."""
+    with transaction(url) as cur:
+        cur.execute(
+            """INSERT INTO evaluation_refusal (run_key, model_name, version, dataset_uri, reason)
+               VALUES (%s, %s, %s, %s, %s) RETURNING evaluation_refusal_id""",
+            (run_key, model_name, version, dataset_uri, reason[:4000]),
+        )
+        return int(cur.fetchone()[0])
 
 
 @dataclass(frozen=True, slots=True)

@@ -197,15 +197,15 @@ def test_killed_after_the_report_before_its_row_then_rerun(
 ) -> None:
     ctx = Context.open(env)
     register_archive(ctx, demo_builds["1"].archive_path)
-    run_key = "killed-between-report-and-row"
-    ref, _ = _steps_up_to_report(ctx, data, run_key)
+    ref, _ = _steps_up_to_report(ctx, data, "killed-between-report-and-row")
+    run_key = ref.run_key  # the caller's key plus the model's name, version and archive sha256
     # the process dies here: store_results never runs
     key = evaluate.report_key(MODEL, "1", run_key)
     assert ctx.store.exists(key)
     assert _runs(ctx.db_url) == [(ref.evaluation_run_id, run_key, "running", None, None)]
     assert _counts(ctx.db_url) == NO_RESULTS  # no row points at the report (or anything)
 
-    again, _ = _steps_up_to_report(Context.open(env), data, run_key)
+    again, _ = _steps_up_to_report(Context.open(env), data, "killed-between-report-and-row")
     status = evaluate.store_results(ctx, again)
     assert again.evaluation_run_id == ref.evaluation_run_id
     run_id, stored = _assert_one_complete_run(ctx.db_url, run_key)

@@ -26,7 +26,7 @@ QUERIES = _QUERY.findall(README.read_text())
 VIEWS = (
     "model_versions", "evaluation_runs", "metric_history", "gate_checks", "latest_gate_decision",
     "fairness_by_group", "fairness_gaps", "feature_importance", "drift_runs",
-    "feature_drift_by_interval", "concept_drift_changes", "report_links",
+    "feature_drift_by_interval", "concept_drift_changes", "report_links", "evaluation_refusals",
 )
 SHA_1, SHA_2 = "1" * 64, "2" * 64
 
@@ -114,6 +114,19 @@ INSERT INTO concept_drift_change VALUES (1, 118400, 1, '2026-11-20T14:32Z', 0.11
 
 INSERT INTO detector_state (model_version_id, detector, state, elements_seen, updated_by_run_id)
 VALUES (1, 'adwin', '\\x00', 122400, 1);
+
+-- migration 0005: a run whose process died, marked abandoned by the next run of the model
+INSERT INTO evaluation_run (run_key, model_version_id, champion_version_id, dataset_uri, status,
+                            failure_reason, started_at, finished_at, heartbeat_at)
+VALUES ('eval-credit_default-1.1.0-d4', 2, 1, 's3://modelgate/data/eval-2026-11c.parquet',
+        'abandoned', 'abandoned: no heartbeat since 2026-11-03T10:01:00Z (more than 30 min)',
+        '2026-11-03T10:00Z', '2026-11-03T11:00Z', '2026-11-03T10:01Z');
+
+INSERT INTO evaluation_refusal (run_key, model_name, version, dataset_uri, reason, refused_at)
+VALUES ('model_evaluation__manual__2026-11-04', 'credit_default', '9.9.9',
+        's3://modelgate/data/eval-2026-11.parquet',
+        'RegistryError: model ''credit_default'' version ''9.9.9'' is not registered',
+        '2026-11-04T10:00Z');
 """
 
 
@@ -219,7 +232,8 @@ def test_run_durations_and_report_links(seeded: str, analyst_url: str) -> None:
                                        FROM analytics.evaluation_runs ORDER BY run_key""")
     assert durations == [("eval-credit_default-1.0.0-a1", 120_000.0, None),
                          ("eval-credit_default-1.1.0-b2", 180_000.0, "1.0.0"),
-                         ("eval-credit_default-1.1.0-c3", 5_000.0, "1.0.0")]
+                         ("eval-credit_default-1.1.0-c3", 5_000.0, "1.0.0"),
+                         ("eval-credit_default-1.1.0-d4", 3_600_000.0, "1.0.0")]
     links = _fetch(analyst_url, "SELECT kind, run_id FROM analytics.report_links ORDER BY 1, 2")
     assert links == [("drift", 1), ("evaluation", 1), ("evaluation", 2)]
 

@@ -1,0 +1,90 @@
+"""Binary labels from a label column, checked before any metric is computed.
+
+A label column must hold the manifest's positive value and at most one other value (the
+negative class). Anything else (a third class, ``"1"`` where ``1`` is positive, ``"yes"``)
+is an error naming the column and the offending values with their counts, never a silent
+"everything else is negative". Equality is exact and typed: ``"1"`` is not ``1``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+MAX_SHOWN_VALUES = 5
+
+
+class LabelError(ValueError):
+    """The label column does not hold a binary label with the declared positive value."""
+
+
+def _key(value: Any) -> tuple[str, Any]:
+    # Typed identity: 1 and 1.0 are one label; "1" and True are not the number 1.
+    if isinstance(value, (bool, np.bool_)):
+        return ("bool", bool(value))
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return ("number", float(value))
+    return (type(value).__name__, value)
+
+
+def binary_labels(values: Sequence[Any] | np.ndarray, *, column: str, positive: Any) -> np.ndarray:
+    """0/1 labels (int8) from ``values``: 1 where the value is ``positive``.
+
+    Parameters
+    ----------
+    values : sequence or ndarray
+        The label column, no missing values.
+    column : str
+        The column's name, used in error messages.
+    positive : str, int or bool
+        The positive class (the manifest's ``label.positive``).
+
+    Returns
+    -------
+    ndarray of int8
+        1 for the positive class, 0 for the one other value.
+
+    Raises
+    ------
+    LabelError
+        More than one value other than ``positive``, or no positive row and a value of
+        another type (``"1"`` for ``1``); the message names the column and up to 5 offending
+        values with their counts (most frequent first).
+
+    Examples
+    --------
+    >>> binary_labels([1, 0, 1], column="y", positive=1).tolist()
+    [1, 0, 1]
+    >>> binary_labels(["<=50K", ">50K"], column="income", positive=">50K").tolist()
+    [0, 1]
+    >>> def why(values):
+    ...     try:
+    ...         binary_labels(values, column="y", positive=1)
+    ...     except LabelError as exc:
+    ...         return str(exc)
+    >>> why(["1", "1"])
+    "label column 'y' must hold the positive value 1 and one other value; found 1 other value: '1' (2 rows)"
+    >>> why([1, 0, 2, 2]).split("; ")[1]
+    'found 2 other values: 2 (2 rows), 0 (1 row)'
+
+    """
+    items = list(values.tolist() if isinstance(values, np.ndarray) else values)
+    wanted = _key(positive)
+    is_positive = np.fromiter((_key(v) == wanted for v in items), dtype=bool, count=len(items))
+    others = Counter(_key(v) for v, pos in zip(items, is_positive, strict=True) if not pos)
+    # One other value of another type than the positive one ("1" vs 1) is a typing mistake,
+    # not a column of negatives only.
+    mistyped = not is_positive.any() and any(k[0] != wanted[0] for k in others)
+    if len(others) > 1 or mistyped:
+        shown = {_key(v): v for v in items}
+        listed = ", ".join(f"{shown[k]!r} ({n} row{'s' if n != 1 else ''})"
+                           for k, n in others.most_common(MAX_SHOWN_VALUES))
+        more = f" and {len(others) - MAX_SHOWN_VALUES} more" if len(others) > MAX_SHOWN_VALUES else ""
+        raise LabelError(
+            f"label column {column!r} must hold the positive value {positive!r} and one other "
+            f"value; found {len(others)} other value{'s' if len(others) != 1 else ''}: "
+            f"{listed}{more}")
+    return is_positive.astype(np.int8)

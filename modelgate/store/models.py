@@ -73,10 +73,12 @@ def register(
         )
         existing = _row(cur.fetchone())
     if existing.sha256 != sha256 or existing.manifest != manifest:
+        what = "model.onnx" if existing.sha256 != sha256 else "manifest"
         raise RegistryError(
-            f"model {model_name!r} version {version!r} is already registered with archive "
-            f"sha256 {existing.archive_sha256}; this archive has {archive_sha256} with a different "
-            "model.onnx or manifest. Give the new model a new version."
+            f"model {model_name!r} version {version!r} is already registered with archive sha256 "
+            f"{existing.archive_sha256} (model.onnx sha256 {existing.sha256}); this archive has "
+            f"{archive_sha256} (model.onnx sha256 {sha256}) with a different {what}. "
+            "Give the new model a new version."
         )
     return existing, False
 

@@ -60,11 +60,15 @@ def test_register_same_version_twice_is_noop_but_other_hash_fails(clean_db: str)
     first = _register(clean_db, "1")
     again, created = models.register(
         clean_db, model_name="m", version="1", sha256=SHA_A, archive_sha256=SHA_A,
-        archive_key="k", archive_uri="u", manifest={},
+        archive_key="k", archive_uri="u", manifest={"name": "m", "version": "1"},
     )
     assert not created and again.model_version_id == first.model_version_id
-    with pytest.raises(models.RegistryError, match=f"already registered with model.onnx sha256 {SHA_A}"):
+    with pytest.raises(models.RegistryError, match=rf"model.onnx sha256 {SHA_A}\); this archive has {SHA_B}"):
         _register(clean_db, "1", SHA_B)
+    with pytest.raises(models.RegistryError, match="different manifest"):  # same bytes, edited manifest
+        models.register(clean_db, model_name="m", version="1", sha256=SHA_A, archive_sha256=SHA_B,
+                        archive_key="k", archive_uri="u", manifest={"name": "m", "version": "1",
+                                                                     "threshold": 0.01})
     assert first.stage == "candidate"
 
 

@@ -81,13 +81,14 @@ def cmd_model_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_model_register(args: argparse.Namespace) -> int:
+    from modelgate.logsafe import escape_for_log
     from modelgate.pipelines.context import register_archive
 
     ctx = _context()
     row, created = register_archive(ctx, Path(args.archive))
     state = "registered" if created else "already registered"
-    print(f"{state}: {row.model_name} v{row.version} as {row.stage} "
-          f"(id {row.model_version_id}) at {row.archive_uri}")
+    print(f"{state}: {escape_for_log(row.model_name)} v{row.version} as {row.stage} "
+          f"(id {row.model_version_id}) at {escape_for_log(row.archive_uri)}")
     return EXIT_OK
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import hashlib
 import itertools
 import json
 import os
@@ -121,7 +122,10 @@ def test_index_orders_newest_first_with_relative_links() -> None:
 
 
 def test_index_key_is_safe() -> None:
-    assert index_key("churn v2/eu") == "reports/churn-v2-eu/index.html"
+    assert index_key("churn-v2") == "reports/churn-v2/index.html"
+    # a name that is not a plain segment is sanitised and made unique by 16 hex of its sha256
+    digest = hashlib.sha256(b"churn v2/eu").hexdigest()[:16]
+    assert index_key("churn v2/eu") == f"reports/churn-v2-eu~{digest}/index.html"
 
 
 # --- the DAGs still import, with their "Report" extra link -----------------------------------

@@ -122,11 +122,16 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
         log.warning("marked evaluation run(s) %s of %s abandoned: no heartbeat for %d min",
                     abandoned, model_name, ctx.settings.stale_run_minutes)
         _rebuild_index(ctx, model_name)
-    run_id = runs.start_evaluation_run(
-        ctx.db_url, run_key=key, model_version_id=candidate.model_version_id,
-        champion_version_id=champion_id, dataset_uri=dataset_uri,
-        archive_sha256=candidate.archive_sha256,
-    )
+    try:
+        run_id = runs.start_evaluation_run(
+            ctx.db_url, run_key=key, model_version_id=candidate.model_version_id,
+            champion_version_id=champion_id, dataset_uri=dataset_uri,
+            archive_sha256=candidate.archive_sha256,
+        )
+    except runs.RunKeyConflict as exc:  # the other run's row stays as it is
+        runs.record_refusal(ctx.db_url, run_key=key, model_name=model_name, version=version,
+                            dataset_uri=dataset_uri, reason=failure_reason(exc))
+        raise
     log.info("evaluation run %d (%s): %s v%s against %s", run_id, key, model_name, version,
              "no champion" if champion_id is None else f"champion v{champion.version}")  # type: ignore[union-attr]
     ref = RunRef(run_id, key)

@@ -4,8 +4,9 @@ The page lives next to the reports at ``reports/<model>/index.html`` and links t
 relative hrefs (``<version>/evaluation-<run key>.html``), so the whole ``reports/<model>/``
 folder can be opened from a local object store, synced to a static site, or browsed in
 MinIO without rewriting links. It is rebuilt from PostgreSQL (the source of truth) at the
-end of every ``store`` step, so it lists exactly the runs whose results were committed;
-re-running a step rewrites the same key with the same page.
+end of every ``store`` step and after every other change of a run's state (a failure, a
+refused promotion, runs marked abandoned), so it lists exactly the runs whose results are
+committed; re-running a step rewrites the same key with the same page.
 
 Which runs are listed
 ---------------------

@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -347,6 +348,11 @@ def test_a_run_left_running_by_a_dead_process_is_abandoned_by_the_next_run(
     assert reason.startswith("abandoned: no heartbeat since ") and following.run_key in reason
     assert shown[alive.evaluation_run_id][0] == "running"  # a recent heartbeat: still working
     assert shown[following.evaluation_run_id][0] == "running"
+    # the README's query for stuck work finds it
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (query,) = [q for q in re.findall(r"```sql\n(.*?)```", readme, flags=re.S) if "heartbeat_at" in q]
+    stuck = fetch_all(ctx.db_url, query.replace("\n  ", "\n"))
+    assert [r[0] for r in stuck] == [dead.evaluation_run_id]
 
 
 def test_an_unknown_model_version_leaves_a_refusal_record(

@@ -1,9 +1,10 @@
 """Airflow DAG ``drift_monitoring``: does live data still look like the reference?
 
-prepare -> sample_and_score -> feature_drift (mapped, one task per feature) + concept_drift
--> report -> store -> decide. Each run works on its own data interval
-(``data_interval_start``/``end``), never the clock, so catchup and backfills work and a
-re-run of an interval gives the same rows.
+Per data interval, for every production model with a monitoring config (``modelgate monitor
+set``): plan -> prepare (mapped over models) -> sample_and_score (mapped over models) ->
+feature_drift (mapped over every model's features) -> per model: concept_drift -> report ->
+store -> decide. Each run reads its own data interval, never the clock, so catch-up and
+back-fills read each interval once and a re-run of an interval replaces its rows.
 """
 
 from __future__ import annotations
@@ -13,33 +14,46 @@ import os
 from typing import Any
 
 import pendulum
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_context, task, task_group
 
 from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
 from modelgate.logsafe import link_for_log
 
 DOC_MD = """
-### drift_monitoring — is the production model still seeing the data it was judged on?
+### drift_monitoring — are the production models still seeing the data they were judged on?
 
-Every interval: samples the live rows of the interval, scores them with the model in
-`production`, compares each feature and the score distribution with the model's reference
+**Which data a run reads**: exactly its data interval `[data_interval_start, data_interval_end)`
+of the cron schedule (`MODELGATE_DRIFT_SCHEDULE`, default `@daily`, in UTC), and it runs after
+that interval has ended: the run of 2024-03-01 (logical date) starts at 2024-03-02 00:00 and
+reads the partitions `dt=2024-03-01`. This DAG uses a cron *data-interval* timetable whatever
+`[scheduler] create_cron_data_intervals` says. A manual run reads the last whole interval
+before it was triggered. Catch-up and back-fills read each past interval once; re-running an
+interval replaces its rows.
+
+**Which models**: every model name with a version in `production` and a monitoring config
+(`modelgate monitor set NAME --live URI --labels URI`), one mapped task per model. Params are
+for manual runs: `model_name` restricts the run to one model, and non-empty `live`, `labels`,
+`reference`, `sample_size`, `thresholds` override its config.
+
+Every interval and model: samples the live rows of the interval, scores them with the model
+in `production`, compares each feature and the score distribution with the model's reference
 (Wasserstein-1 normalised by the reference std for numeric features, Jensen-Shannon base 2
 for categorical and binned numeric ones), and feeds newly labelled rows to ADWIN.
 
 **Red run at task `decide`**: at least one feature breached its threshold. The task log lists
-them, largest first; the production model is marked `is_drifting` in PostgreSQL and the next
-evaluation of a candidate shows this drift context. The drift report (link in the `report`
-task log and `drift_run.report_uri`) has histograms and the error-rate timeline.
-
-**Red run at another task**: the run itself failed (no production model, a column missing or
-of a changed type in the live data); `drift_run.status = 'failed'` with `failure_reason`.
-An interval with no live rows is recorded as `no_data`, not a failure.
+them; the model is marked `is_drifting` in PostgreSQL. **Red run at another task**: the run
+itself failed; `drift_run.status = 'failed'` with `failure_reason`. A labels partition with
+duplicate ids fails its run once and is quarantined (`analytics.quarantined_partitions`);
+later intervals go on; `modelgate monitor retry NAME --interval START` reprocesses it.
+An interval with no live rows is `no_data` (amber): not a failure, and the drift flag stays.
 """
 
 RETRIES = int(os.environ.get("MODELGATE_DAG_RETRIES", "1"))
 SCHEDULE = os.environ.get("MODELGATE_DRIFT_SCHEDULE", "@daily")
 CATCHUP = os.environ.get("MODELGATE_DRIFT_CATCHUP", "false").lower() == "true"
 START = pendulum.parse(os.environ.get("MODELGATE_DRIFT_START_DATE", "1970-01-01"), tz="UTC")
+_END = os.environ.get("MODELGATE_DRIFT_END_DATE")  # last interval start (back-fills, tests)
+END = pendulum.parse(_END, tz="UTC") if _END else None
 
 
 def _ctx() -> Any:
@@ -54,103 +68,136 @@ def _step(run: dict[str, Any], fn: Any, *args: Any) -> Any:
     return run_step("drift", run, fn, *args)
 
 
+def _spec_of(prepared: dict[str, Any]) -> dict[str, Any]:
+    return dict(prepared["spec"])
+
+
 @dag(
     dag_id="drift_monitoring",
-    schedule=SCHEDULE,
+    schedule=CronDataIntervalTimetable(SCHEDULE, timezone="UTC"),
     start_date=START,
+    end_date=END,
     catchup=CATCHUP,
     max_active_runs=1,  # ADWIN's state carries from one interval to the next
     doc_md=DOC_MD,
     tags=["modelgate", "drift"],
     default_args={"retries": RETRIES, "retry_delay": dt.timedelta(seconds=10)},
     params={
-        "model_name": Param("gss-high-income", type="string"),
-        "live": Param("", type="string", description="live partitions: directory or s3://bucket/prefix"),
-        "labels": Param("", type="string", description="label partitions (joined by id_column)"),
-        "reference": Param("", type="string", description="reference parquet (first run only)"),
-        "sample_size": Param(5000, type="integer", minimum=1),
+        "model_name": Param("", type="string", description="one model only (default: every monitored one)"),
+        "live": Param("", type="string", description="override: live partitions (directory or s3://)"),
+        "labels": Param("", type="string", description="override: label partitions (joined by id_column)"),
+        "reference": Param("", type="string", description="build a missing reference sketch from this"),
+        "sample_size": Param(0, type="integer", minimum=0, description="override (0: the config's)"),
         "adwin_delta": Param(0.002, type="number", exclusiveMinimum=0, exclusiveMaximum=1),
         "thresholds": Param({}, type="object", description=(
-            'drift thresholds, e.g. {"relative": 1.8, "features": {"age": {"relative": 3.0}}}')),
+            'override, e.g. {"relative": 1.8, "features": {"age": {"relative": 3.0}}}')),
     },
 )
 def drift_monitoring() -> None:
     @task
-    def prepare() -> dict[str, Any]:
+    def plan() -> list[dict[str, Any]]:
+        """The models this run watches, each with the data it reads."""
+        from modelgate.pipelines import drift
+
+        return drift.monitor_specs(_ctx(), dict(get_current_context()["params"]))
+
+    @task(map_index_template="{{ spec['model_name'] }}")
+    def prepare(spec: dict[str, Any]) -> dict[str, Any]:
         from modelgate.pipelines import drift
 
         context = get_current_context()
-        params = context["params"]
-        return drift.prepare(_ctx(), model_name=params["model_name"],
-                             interval_start=context["data_interval_start"],
-                             interval_end=context["data_interval_end"],
-                             reference_uri=params["reference"])
+        prepared = drift.prepare(_ctx(), model_name=spec["model_name"],
+                                 interval_start=context["data_interval_start"],
+                                 interval_end=context["data_interval_end"],
+                                 reference_uri=spec["reference"])
+        return {**prepared, "spec": spec}
 
-    @task
+    @task(trigger_rule="all_done")
+    def carry_on(done: Any) -> list[dict[str, Any]]:
+        """The models whose previous step succeeded (a failed model drops out, the rest go on)."""
+        return [d for d in done if d is not None]
+
+    @task(map_index_template="{{ prepared['spec']['model_name'] }}")
     def sample_and_score(prepared: dict[str, Any]) -> dict[str, Any]:
         from modelgate.pipelines import drift
 
-        params = get_current_context()["params"]
-        return dict(_step(prepared["run"], drift.sample_and_score, params["live"],
-                          int(params["sample_size"])))
+        spec = _spec_of(prepared)
+        sample = _step(prepared["run"], drift.sample_and_score, spec["live"], int(spec["sample_size"]))
+        return {**prepared, "sample": dict(sample)}
 
     @task
-    def features_of(prepared: dict[str, Any]) -> list[str]:
-        """The features to fan out over (Airflow maps only over a task's return value)."""
-        return list(prepared["features"])
+    def features_of(sampled: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One entry per (model, feature) to fan out over."""
+        return [{"run": s["run"], "sample": s["sample"], "feature": f,
+                 "thresholds": s["spec"]["thresholds"]} for s in sampled for f in s["features"]]
 
-    @task(map_index_template="{{ feature }}")
-    def feature_drift(run: dict[str, Any], sample: dict[str, Any], feature: str) -> str:
+    @task(map_index_template="{{ run['model_name'] }}: {{ feature }}")
+    def feature_drift(run: dict[str, Any], sample: dict[str, Any], feature: str,
+                      thresholds: dict[str, Any]) -> str:
         from modelgate.pipelines import drift
 
-        thresholds = get_current_context()["params"]["thresholds"]
         return str(_step(run, drift.feature_drift, sample, feature, thresholds))
 
+    @task_group
+    def finish(sampled: dict[str, Any]) -> None:
+        """Per model: labels to ADWIN, the report, the rows, the verdict."""
+
+        @task
+        def concept_drift(sampled: dict[str, Any]) -> str:
+            from modelgate.pipelines import drift
+
+            spec = _spec_of(sampled)
+            return str(_step(sampled["run"], drift.concept_drift, spec["labels"],
+                             float(spec["adwin_delta"])))
+
+        @task(trigger_rule="all_done")  # runs when another model's feature task failed
+        def report(sampled: dict[str, Any], _concept: str) -> str:
+            from modelgate.pipelines import drift
+
+            ctx, run = _ctx(), sampled["run"]
+            drift.check_not_failed(ctx, drift.DriftRef(**run))
+            key = _step(run, drift.render_report, sampled["sample"], sampled["features"])
+            link = ctx.store.link(key, expiry_s=ctx.settings.presign_expiry_s)
+            get_current_context()["ti"].xcom_push(key=REPORT_URL_XCOM, value=link)  # for ReportLink
+            print(f"drift report: {link_for_log(link)} (signed link: Report button / XCom)")
+            return str(key)
+
+        @task
+        def store(sampled: dict[str, Any], key: str) -> str:
+            from modelgate.pipelines import drift
+
+            return str(_step(sampled["run"], drift.store_results, sampled["sample"],
+                             sampled["features"], key))
+
+        @task(retries=0)
+        def decide(sampled: dict[str, Any], _verdict: str) -> str:
+            """Fail, without retries, when drift breached the thresholds."""
+            from airflow.sdk.exceptions import AirflowFailException
+
+            from modelgate.pipelines import drift
+
+            try:
+                return str(drift.decide(_ctx(), drift.DriftRef(**sampled["run"])))
+            except drift.DriftBreached as exc:
+                raise AirflowFailException(str(exc)) from exc
+
+        concept = concept_drift(sampled)
+        key = report(sampled, concept)
+        key.operator.operator_extra_links = (ReportLink(),)  # type: ignore[attr-defined]
+        decide(sampled, store(sampled, key))
+        return None
+
     @task
-    def concept_drift(run: dict[str, Any], _sample: dict[str, Any]) -> str:
-        from modelgate.pipelines import drift
+    def all_models_done() -> None:
+        """Leaf that fails (upstream_failed) when any model's step failed, so the run is red."""
 
-        params = get_current_context()["params"]
-        return str(_step(run, drift.concept_drift, params["labels"], float(params["adwin_delta"])))
-
-    @task
-    def report(run: dict[str, Any], sample: dict[str, Any], features: list[str],
-               _parts: Any, _concept: str) -> str:
-        from modelgate.pipelines import drift
-
-        ctx = _ctx()
-        key = _step(run, drift.render_report, sample, features)
-        link = ctx.store.link(key, expiry_s=ctx.settings.presign_expiry_s)
-        get_current_context()["ti"].xcom_push(key=REPORT_URL_XCOM, value=link)  # for ReportLink
-        print(f"drift report: {link_for_log(link)} (signed link: Report button / XCom)")
-        return str(key)
-
-    @task
-    def store(run: dict[str, Any], sample: dict[str, Any], features: list[str], key: str) -> str:
-        from modelgate.pipelines import drift
-
-        return str(_step(run, drift.store_results, sample, features, key))
-
-    @task(retries=0)
-    def decide(run: dict[str, Any], _verdict: str) -> str:
-        """Fail the run, without retries, when drift breached the thresholds."""
-        from airflow.sdk.exceptions import AirflowFailException
-
-        from modelgate.pipelines import drift
-
-        try:
-            return str(drift.decide(_ctx(), drift.DriftRef(**run)))
-        except drift.DriftBreached as exc:
-            raise AirflowFailException(str(exc)) from exc
-
-    prepared = prepare()  # `-> dict` pushes "run" and "features" as XComs of their own
-    run, features = prepared["run"], features_of(prepared)
-    sample = sample_and_score(prepared)
-    parts = feature_drift.partial(run=run, sample=sample).expand(feature=features)
-    concept = concept_drift(run, sample)
-    key = report(run, sample, features, parts, concept)
-    key.operator.operator_extra_links = (ReportLink(),)  # type: ignore[attr-defined]
-    decide(run, store(run, sample, features, key))
+    prepared = prepare.expand(spec=plan())
+    scored = sample_and_score.expand(prepared=carry_on(prepared))
+    sampled = carry_on(scored)
+    parts = feature_drift.expand_kwargs(features_of(sampled))
+    finished = finish.expand(sampled=sampled)
+    parts >> finished  # every model's report waits for the whole feature fan-out
+    [prepared, scored, parts, finished] >> all_models_done()
 
 
 drift_dag = drift_monitoring()

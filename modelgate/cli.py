@@ -163,6 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     from modelgate import cli_analysis
 
     cli_analysis.add_commands(sub)
+    from modelgate import cli_monitor
+
+    cli_monitor.add_monitor_command(sub)
     return parser
 
 

@@ -22,8 +22,9 @@ def _run_interval(build: Any, day: dt.date, **extra: Any) -> Any:
     conf = {"model_name": "gss-high-income", "live": str(build.live_dir),
             "labels": str(build.labels_dir), "reference": str(build.reference_path),
             "sample_size": 2000, **extra}
+    # a manual run reads the last whole interval before its logical date: the day before
     return run_dag("drift_monitoring", conf=conf,
-                   logical_date=dt.datetime.combine(day, dt.time(), UTC))
+                   logical_date=dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), UTC))
 
 
 @pytest.fixture()

@@ -72,28 +72,79 @@ def _features_of(manifest: dict[str, Any]) -> dict[str, Any]:
 
 # --- prepare and reference ---------------------------------------------------------------
 
-MANUAL_INTERVAL = dt.timedelta(days=1)
+def check_interval(start: dt.datetime, end: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    """The data interval ``[start, end)`` a run reads, checked.
 
+    The DAG's cron data-interval timetable gives every run (scheduled, caught up, back-filled
+    or manual) a whole past interval; an empty one means the DAG was scheduled with a
+    trigger timetable, which has no interval to read.
 
-def resolve_interval(start: dt.datetime, end: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
-    """The data interval a run covers. Manually triggered runs (and ``dag.test()``) get an
-    empty interval from Airflow; they cover the day that starts at the logical date.
-
-    >>> resolve_interval(dt.datetime(2000, 1, 1), dt.datetime(2000, 1, 1))
+    >>> check_interval(dt.datetime(2000, 1, 1), dt.datetime(2000, 1, 2))
     (datetime.datetime(2000, 1, 1, 0, 0), datetime.datetime(2000, 1, 2, 0, 0))
     """
-    if end < start:
-        raise ValueError(f"data interval ends before it starts: {start}..{end}")
-    return (start, end) if end > start else (start, start + MANUAL_INTERVAL)
+    if end <= start:
+        raise ValueError(f"data interval {start.isoformat()}..{end.isoformat()} is empty or reversed; "
+                         "drift runs need a cron data-interval timetable")
+    return start, end
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorSpec:
+    """What one model's run reads: its monitoring config, overridden by the run's params."""
+
+    model_name: str
+    live: str
+    labels: str
+    reference: str  # builds the sketch when given (manual runs); scheduled runs pass ""
+    sample_size: int
+    thresholds: dict[str, Any]
+    adwin_delta: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__slots__}
+
+
+def monitor_specs(ctx: Context, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """One spec per production model with a monitoring config (or only ``params['model_name']``).
+
+    Non-empty params override the stored config, so a manual run can point one model at
+    other data; a model with neither a config nor ``live`` and ``labels`` params is an error.
+    """
+    from modelgate.store import monitors
+
+    wanted = params.get("model_name") or ""
+    configs = ([monitors.get(ctx.db_url, wanted)] if wanted
+               else monitors.list_monitored_production(ctx.db_url))
+    if wanted and configs[0] is None:
+        if not (params.get("live") and params.get("labels")):
+            raise LookupError(f"model {wanted!r} has no monitoring config; run `modelgate monitor "
+                              "set` or pass params 'live' and 'labels'")
+        configs = [monitors.MonitorConfig(wanted, "", "", "", DEFAULT_SAMPLE_SIZE, {})]
+    specs = []
+    for c in configs:
+        assert c is not None
+        specs.append(MonitorSpec(
+            c.model_name, params.get("live") or c.live_uri, params.get("labels") or c.labels_uri,
+            params.get("reference") or "", int(params.get("sample_size") or c.sample_rows),
+            params.get("thresholds") or c.thresholds,
+            float(params.get("adwin_delta") or DEFAULT_ADWIN_DELTA)).as_dict())
+    log.info("monitoring %d model(s): %s", len(specs), ", ".join(s["model_name"] for s in specs))
+    return specs
+
+
+DEFAULT_ADWIN_DELTA = 0.002
 
 
 def prepare(ctx: Context, *, model_name: str, interval_start: dt.datetime,
-            interval_end: dt.datetime, reference_uri: str) -> dict[str, Any]:
-    """Open the run row for the production model and interval; make sure a sketch exists.
+            interval_end: dt.datetime, reference_uri: str = "") -> dict[str, Any]:
+    """Open the run row for the production model and interval; check the sketch exists.
 
-    Returns the run reference and the list of features the drift step fans out over.
+    The reference sketch is built by ``modelgate monitor set`` or at promotion; only a run
+    given ``reference_uri`` (a manual run's param) builds a missing one. Returns the run
+    reference and the list of features the drift step fans out over. A failure after the
+    row exists records the run as failed with its reason.
     """
-    interval_start, interval_end = resolve_interval(interval_start, interval_end)
+    interval_start, interval_end = check_interval(interval_start, interval_end)
     production = models.get_production(ctx.db_url, model_name)
     if production is None:
         raise models.RegistryError(f"model {model_name!r} has no version in production to monitor")
@@ -101,7 +152,15 @@ def prepare(ctx: Context, *, model_name: str, interval_start: dt.datetime,
                                         interval_start=interval_start, interval_end=interval_end)
     ref = DriftRef(run_id, production.model_version_id, model_name, production.version,
                    interval_start.isoformat(), interval_end.isoformat())
-    ensure_reference(ctx, production, reference_uri)
+    try:
+        if reference_uri:
+            ensure_reference(ctx, production, reference_uri)
+        elif drift_runs.get_reference(ctx.db_url, production.model_version_id) is None:
+            raise LookupError(f"no reference sketch stored for {model_name} v{production.version}; "
+                              f"`modelgate monitor set {model_name} ...` builds it")
+    except Exception as exc:
+        fail(ctx, ref, exc)
+        raise
     features = [*_features_of(production.manifest), SCORE_FEATURE]
     log.info("drift run %d: %s v%s over %s..%s, %d features", run_id, model_name,
              production.version, ref.interval_start, ref.interval_end, len(features))
@@ -317,6 +376,10 @@ class ConceptResult:
 ROLLING_WINDOW = 200
 
 
+class BadLabelPartition(ValueError):
+    """A labels partition cannot be joined to its scored rows; it is quarantined."""
+
+
 def _labelled_errors(ctx: Context, ref: DriftRef, labels_uri: str, scores_key: str,
                      start: dt.datetime, manifest: dict[str, Any]) -> tuple[Any, Any] | None:
     """Errors (prediction != label) of one scored interval in event-time order, or None
@@ -331,6 +394,14 @@ def _labelled_errors(ctx: Context, ref: DriftRef, labels_uri: str, scores_key: s
     if not id_column:
         raise ValueError("labels are joined by the manifest's id_column, which is not set")
     labels = pa.concat_tables([pq.read_table(f, columns=[id_column, label]) for f in files]).to_pandas()
+    duplicated = int(labels[id_column].duplicated(keep=False).sum())
+    if duplicated:
+        # one line, a count and no id values: the reason lands in logs and the database
+        raise BadLabelPartition(
+            f"labels partition dt={start.date().isoformat()} under {labels_uri}: {duplicated} rows "
+            f"share an {id_column!r} value with another row (ids must be unique); partition "
+            f"quarantined, fix it and run `modelgate monitor retry {ref.model_name} "
+            f"--interval {start.isoformat()}`")
     scored = pq.read_table(ctx.store.download(scores_key, work / "scored.parquet")).to_pandas()
     joined = scored.merge(labels, on=id_column, how="inner", validate="one_to_one")
     if "event_time" in joined.columns:
@@ -351,7 +422,15 @@ def concept_drift(ctx: Context, ref: DriftRef, labels_uri: str, delta: float = 0
     points, consumed, timeline, labelled = [], [], [], 0
     for start, end, scores_key in drift_runs.pending_label_intervals(
             ctx.db_url, ref.model_version_id, ref.end()):
-        found = _labelled_errors(ctx, ref, labels_uri, scores_key, start, manifest) if labels_uri else None
+        try:
+            found = _labelled_errors(ctx, ref, labels_uri, scores_key, start, manifest) if labels_uri else None
+        except BadLabelPartition as exc:
+            from modelgate.store import monitors
+
+            monitors.quarantine(ctx.db_url, model_version_id=ref.model_version_id,
+                                interval_start=start, interval_end=end, reason=str(exc),
+                                run_id=ref.drift_run_id)
+            raise
         if found is None:
             continue
         errors, times = found
@@ -421,6 +500,14 @@ def _histogram(ref_sketch: Any, values: Any) -> tuple[tuple[str, ...], tuple[flo
     return tuple(cats), tuple(map(float, ref_p)), tuple(map(float, cur / max(len(strs), 1)))
 
 
+def check_not_failed(ctx: Context, ref: DriftRef) -> None:
+    """Stop a run's later steps when an earlier one (e.g. a feature task) already failed it."""
+    run = drift_runs.get_drift_run(ctx.db_url, ref.drift_run_id)
+    if run.status == "failed":
+        raise RuntimeError(f"drift run {ref.drift_run_id} failed at an earlier step; "
+                           "its reason is in drift_run.failure_reason")
+
+
 def render_report(ctx: Context, ref: DriftRef, sample: dict[str, Any], features: list[str]) -> str:
     from modelgate.drift.data_drift import summarise
     from modelgate.reports.html import render_drift_report
@@ -445,7 +532,7 @@ def render_report(ctx: Context, ref: DriftRef, sample: dict[str, Any], features:
         for f in [f for f in summary.features if f.verdict != "no_data"][:TOP_HISTOGRAMS]:
             values = table.column(f.feature).to_numpy(zero_copy_only=False)
             histograms.append(HistogramView(f.feature, *_histogram(refs[f.feature], values)))
-    verdict = "drift" if summary.n_breached else "ok"
+    verdict = "drift" if summary.n_breached else ("ok" if sample["rows"] else "warn")  # amber
     text = (f"{summary.n_breached} of {len(summary.features)} feature(s) breached"
             + (f": {', '.join(summary.breached)}" if summary.breached else "")
             + (f"; no data for {', '.join(summary.no_data)}" if summary.no_data else "")
@@ -511,6 +598,55 @@ def decide(ctx: Context, ref: DriftRef) -> str:
 
 
 def fail(ctx: Context, ref: DriftRef, exc: BaseException) -> None:
-    reason = f"{type(exc).__name__}: {exc}"
+    """Record the run as failed; the first failure's reason is kept (later steps only follow it)."""
+    reason = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
     log.error("drift run %d failed: %s", ref.drift_run_id, reason)
     drift_runs.fail_drift_run(ctx.db_url, ref.drift_run_id, reason)
+
+
+# --- one interval in-process (retry, tests) -------------------------------------------------
+
+def run_interval(ctx: Context, spec: dict[str, Any], start: dt.datetime, end: dt.datetime) -> str:
+    """Every step of one model's run over ``[start, end)`` in this process, in DAG order.
+
+    ``modelgate monitor retry`` and the tests call this; the DAG runs the same steps as
+    tasks (features fanned out). Returns the verdict; raises :class:`DriftBreached` like
+    the DAG's ``decide`` task.
+    """
+    prepared = prepare(ctx, model_name=spec["model_name"], interval_start=start,
+                       interval_end=end, reference_uri=spec["reference"])
+    ref = DriftRef(**prepared["run"])
+    features = prepared["features"]
+    try:
+        sample = sample_and_score(ctx, ref, spec["live"], int(spec["sample_size"]))
+        for feature in features:
+            feature_drift(ctx, ref, sample, feature, spec["thresholds"])
+        concept_drift(ctx, ref, spec["labels"], float(spec["adwin_delta"]))
+        store_results(ctx, ref, sample, features, render_report(ctx, ref, sample, features))
+    except Exception as exc:
+        fail(ctx, ref, exc)
+        raise
+    return decide(ctx, ref)
+
+
+def retry_interval(ctx: Context, model_name: str, interval_start: dt.datetime) -> str:
+    """Release a quarantined interval of the production model and run it again.
+
+    The interval's end is the one its earlier run recorded. Labels of the interval are fed
+    to ADWIN after those of later intervals that were processed meanwhile.
+    """
+    production = models.get_production(ctx.db_url, model_name)
+    if production is None:
+        raise models.RegistryError(f"model {model_name!r} has no version in production")
+    end = drift_runs.interval_end_of(ctx.db_url, production.model_version_id, interval_start)
+    if end is None:
+        raise LookupError(f"{model_name} v{production.version} has no drift run starting at "
+                          f"{interval_start.isoformat()} (see analytics.drift_runs)")
+    from modelgate.store import monitors
+
+    released = monitors.release(ctx.db_url, model_version_id=production.model_version_id,
+                                interval_start=interval_start)
+    log.info("retrying %s v%s over %s..%s (%d quarantined partition(s) released)", model_name,
+             production.version, interval_start.isoformat(), end.isoformat(), released)
+    (spec,) = monitor_specs(ctx, {"model_name": model_name})
+    return run_interval(ctx, spec, interval_start, end)

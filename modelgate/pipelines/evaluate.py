@@ -554,6 +554,10 @@ def promote(ctx: Context, ref: RunRef) -> str:
     text = f"promoted {row.model_name} v{row.version} to production"
     if archived is not None:
         text += f"; archived version id {archived}"
+    from modelgate.pipelines.monitor import reference_on_promotion
+
+    if reference_on_promotion(ctx, row) is not None:
+        text += "; built its drift reference sketch"
     log.info(text)
     return text
 

@@ -13,7 +13,7 @@ Which runs are listed
 * evaluation runs with a ``report_key`` and status ``passed`` or ``blocked``. A passed run
   whose gate had a failing ``warn``-severity check is shown as ``warn``.
 * drift runs with a ``report_key`` and status ``ok``, ``drift`` or ``no_data``
-  (``no_data`` is shown as ``ok``: nothing was found to drift).
+  (``no_data`` is shown as ``warn``, amber: there was nothing to judge).
 * Runs still ``running`` or ``failed`` are left out: their report, if any, may not match
   what is stored.
 """
@@ -52,7 +52,7 @@ WHERE v.model_name = %s AND r.report_key IS NOT NULL AND r.status IN ('ok', 'dri
 
 _VERDICTS: dict[tuple[str, bool], IndexVerdict] = {
     ("passed", False): "passed", ("passed", True): "warn", ("blocked", False): "blocked",
-    ("ok", False): "ok", ("no_data", False): "ok",
+    ("ok", False): "ok", ("no_data", False): "warn",
     ("drift", False): "drift",
 }
 
@@ -111,7 +111,7 @@ def build_index_view(model_name: str, records: Iterable[RunRecord]) -> ModelInde
     ...                 "reports/churn/1/drift-2024-01-02T00-00-00-00-00.html")
     >>> row = build_index_view("churn", [rec]).runs[0]
     >>> row.verdict, row.href, row.when
-    ('ok', '1/drift-2024-01-02T00-00-00-00-00.html', '2024-01-02T00:00:00Z')
+    ('warn', '1/drift-2024-01-02T00-00-00-00-00.html', '2024-01-02T00:00:00Z')
     """
     folder = posixpath.dirname(index_key(model_name))
     ordered = sorted(records, key=lambda r: (r.kind, -r.run_id))

@@ -55,11 +55,24 @@ def get_drift_run(url: str, run_id: int) -> DriftRunRow:
     return DriftRunRow(*record)
 
 
+def interval_end_of(url: str, model_version_id: int, interval_start: dt.datetime) -> dt.datetime | None:
+    """End of the (latest) drift-run interval of a model version starting at ``interval_start``."""
+    with transaction(url) as cur:
+        cur.execute("""SELECT max(interval_end) FROM drift_run
+                       WHERE model_version_id = %s AND interval_start = %s""",
+                    (model_version_id, interval_start))
+        record = cur.fetchone()
+    return None if record is None or record[0] is None else record[0]
+
+
 def fail_drift_run(url: str, run_id: int, reason: str) -> None:
+    """Mark the run failed; a run already failed keeps its first reason (the cause)."""
     with transaction(url) as cur:
         cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
-        cur.execute("""UPDATE drift_run SET status = 'failed', failure_reason = %s,
-                       finished_at = now() WHERE drift_run_id = %s""", (reason[:4000], run_id))
+        cur.execute("""UPDATE drift_run SET status = 'failed',
+                           failure_reason = CASE WHEN status = 'failed' THEN failure_reason ELSE %s END,
+                           finished_at = COALESCE(finished_at, now())
+                       WHERE drift_run_id = %s""", (reason[:4000], run_id))
 
 
 def record_sample(url: str, run_id: int, *, provider: str | None, rows_available: int,
@@ -113,6 +126,7 @@ def pending_label_intervals(url: str, model_version_id: int,
         cur.execute(
             """SELECT interval_start, interval_end, scores_key FROM scored_interval
                WHERE model_version_id = %s AND labels_consumed_at IS NULL AND interval_end <= %s
+                 AND quarantined_at IS NULL
                ORDER BY interval_start""",
             (model_version_id, until),
         )
@@ -181,8 +195,9 @@ def write_drift_results(url: str, run_id: int, model_version_id: int, rows: Drif
             (rows.verdict, rows.verdict, rows.n_breached, rows.rows_labelled, report_key,
              report_uri, run_id),
         )
-        cur.execute("UPDATE model_version SET is_drifting = %s WHERE model_version_id = %s",
-                    (rows.verdict == "drift", model_version_id))
+        if rows.verdict != "no_data":  # nothing judged: the flag stays as it was
+            cur.execute("UPDATE model_version SET is_drifting = %s WHERE model_version_id = %s",
+                        (rows.verdict == "drift", model_version_id))
 
 
 def _swap_detector(cur: Any, model_version_id: int, run_id: int, rows: DriftRows) -> None:

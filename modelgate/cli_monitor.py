@@ -1,0 +1,110 @@
+"""``modelgate monitor``: which production models the drift DAG watches, and with what data."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from typing import Any
+
+
+def _context() -> Any:
+    from modelgate.pipelines.context import Context
+
+    return Context.open()
+
+
+def _thresholds(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--thresholds must be a JSON object, got {text!r}: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"--thresholds must be a JSON object, got {text!r}")
+    return value
+
+
+def _interval_start(text: str) -> dt.datetime:
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"--interval must be the ISO 8601 start of a data interval "
+                         f"(e.g. 2024-03-01 or 2024-03-01T00:00:00+00:00), got {text!r}") from None
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+def cmd_monitor_set(args: argparse.Namespace) -> int:
+    from modelgate.pipelines.monitor import set_monitor
+
+    config, created = set_monitor(
+        _context(), args.name, live=args.live, labels=args.labels, reference=args.reference,
+        sample_rows=args.sample_rows, thresholds=_thresholds(args.thresholds))
+    print(f"{'monitoring' if created else 'updated monitoring of'} {config.model_name}: "
+          f"live {config.live_uri}, labels {config.labels_uri}, reference {config.reference_uri}, "
+          f"{config.sample_rows} sampled rows per interval")
+    return 0
+
+
+def cmd_monitor_list(args: argparse.Namespace) -> int:
+    from modelgate.store import models, monitors
+
+    ctx = _context()
+    configs = monitors.list_all(ctx.db_url)
+    if args.format == "json":
+        print(json.dumps([c.to_record() for c in configs], indent=2, sort_keys=True))
+        return 0
+    print(f"{'model':<24} {'production':<11} {'rows':>6}  live | labels")
+    for c in configs:
+        production = models.get_production(ctx.db_url, c.model_name)
+        version = f"v{production.version}" if production else "-"
+        print(f"{c.model_name[:24]:<24} {version:<11} {c.sample_rows:>6}  {c.live_uri} | {c.labels_uri}")
+    if not configs:
+        print("(no model is monitored; `modelgate monitor set NAME --live URI --labels URI`)")
+    return 0
+
+
+def cmd_monitor_unset(args: argparse.Namespace) -> int:
+    from modelgate.store import monitors
+
+    if not monitors.delete(_context().db_url, args.name):
+        raise LookupError(f"model {args.name!r} is not monitored (see `modelgate monitor list`)")
+    print(f"stopped monitoring {args.name} (its drift history is kept)")
+    return 0
+
+
+def cmd_monitor_retry(args: argparse.Namespace) -> int:
+    from modelgate.pipelines.drift import DriftBreached, retry_interval
+
+    try:
+        verdict = retry_interval(_context(), args.name, _interval_start(args.interval))
+    except DriftBreached as exc:
+        print(str(exc))
+        return 3
+    print(f"{args.name} over the interval starting {args.interval}: {verdict}")
+    return 0
+
+
+def add_monitor_command(sub: Any) -> None:
+    p = sub.add_parser("monitor", help="configure drift monitoring of production models")
+    msub = p.add_subparsers(dest="monitor_command", required=True)
+    s = msub.add_parser("set", help="monitor a model (builds the reference sketch now)")
+    s.add_argument("name", help="model name (every version promoted to production is watched)")
+    s.add_argument("--live", required=True, help="live partitions dt=YYYY-MM-DD: directory or s3://")
+    s.add_argument("--labels", required=True, help="label partitions, joined by the manifest's id_column")
+    s.add_argument("--reference", help="reference parquet (default: the production version's "
+                                       "latest evaluation dataset)")
+    s.add_argument("--sample-rows", type=int, default=5000, help="live rows sampled per interval")
+    s.add_argument("--thresholds", help='drift thresholds as JSON, e.g. {"relative": 1.8}')
+    s.set_defaults(handler=cmd_monitor_set)
+    lst = msub.add_parser("list", help="the monitored models")
+    lst.add_argument("--format", choices=("text", "json"), default="text")
+    lst.set_defaults(handler=cmd_monitor_list)
+    u = msub.add_parser("unset", help="stop monitoring a model")
+    u.add_argument("name")
+    u.set_defaults(handler=cmd_monitor_unset)
+    r = msub.add_parser("retry", help="reprocess one interval (e.g. a quarantined labels partition)")
+    r.add_argument("name")
+    r.add_argument("--interval", required=True, help="start of the data interval (ISO 8601)")
+    r.set_defaults(handler=cmd_monitor_retry)

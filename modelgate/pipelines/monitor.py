@@ -1,0 +1,59 @@
+"""Setting up drift monitoring of a model: validate the config, build the reference sketch.
+
+The sketch is built here (and when a version of a monitored model is promoted), never by a
+scheduled drift run, so a run only reads.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from modelgate.pipelines.context import Context
+from modelgate.store import models, monitors
+
+log = logging.getLogger("modelgate.monitor")
+
+
+def set_monitor(ctx: Context, model_name: str, *, live: str, labels: str,
+                reference: str | None = None, sample_rows: int = 5000,
+                thresholds: dict[str, Any] | None = None) -> tuple[monitors.MonitorConfig, bool]:
+    """Store the monitoring config of ``model_name`` and build its production version's sketch.
+
+    ``reference`` defaults to the dataset the production version was last evaluated on.
+    The sketch is built before the config is written, so a bad reference leaves nothing
+    half-written. A version's sketch, once built, is kept (evidence is append-only): a
+    changed ``reference`` applies to versions promoted later. Returns the config and
+    whether it was new.
+    """
+    from modelgate.pipelines.drift import ensure_reference, parse_thresholds
+
+    for name, value in (("live", live), ("labels", labels)):
+        if not value:
+            raise ValueError(f"monitor set {model_name!r}: --{name} must be a directory or "
+                             f"s3://bucket/prefix of dt=YYYY-MM-DD partitions, got {value!r}")
+    if sample_rows < 1:
+        raise ValueError(f"monitor set {model_name!r}: --sample-rows must be >= 1, got {sample_rows!r}")
+    parse_thresholds(thresholds)  # refuses unknown keys before anything is stored
+    production = models.get_production(ctx.db_url, model_name)
+    if not reference:
+        reference = (monitors.latest_evaluation_dataset(ctx.db_url, production.model_version_id)
+                     if production else None)
+        if not reference:
+            raise ValueError(f"monitor set {model_name!r}: pass --reference (no evaluated version "
+                             "in production whose held-out data could serve)")
+    if production is not None:
+        ensure_reference(ctx, production, reference)
+    config = monitors.MonitorConfig(model_name, live, labels, reference, sample_rows,
+                                    dict(thresholds or {}))
+    created = monitors.put(ctx.db_url, config)
+    log.info("%s monitoring of %s", "set up" if created else "updated", model_name)
+    return config, created
+
+
+def reference_on_promotion(ctx: Context, row: models.ModelVersionRow) -> str | None:
+    """Build the sketch of a newly promoted version of a monitored model (None if unmonitored)."""
+    from modelgate.pipelines.drift import ensure_reference
+
+    config = monitors.get(ctx.db_url, row.model_name)
+    return None if config is None else ensure_reference(ctx, row, config.reference_uri)

@@ -31,10 +31,12 @@ def simulated_labels(labels_dir: Path, dates: Sequence[dt.date], out_dir: Path, 
 
 def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path,
            say: Callable[[str], None]) -> None:
-    """Run the drift_monitoring DAG once per survey-year partition, oldest first."""
+    """Monitor the demo model (``modelgate monitor set``'s code) and run the drift_monitoring
+    DAG once per survey-year partition, oldest first, as a deployment's manual runs would."""
     from modelgate.airflow_runner import run_dag
     from modelgate.demo import dag_log
     from modelgate.demo_data import MODEL_NAME
+    from modelgate.pipelines.monitor import set_monitor
     from modelgate.store import models
     from modelgate.store.db import transaction
 
@@ -42,12 +44,13 @@ def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path,
     if production is None:
         say("      no model in production (the gate blocked every candidate); nothing to monitor")
         return
-    conf = {"model_name": MODEL_NAME, "live": str(build.live_dir), "labels": str(labels_dir),
-            "reference": str(build.reference_path), "sample_size": 5000}
+    set_monitor(ctx, MODEL_NAME, live=str(build.live_dir), labels=str(labels_dir),
+                reference=str(build.reference_path), sample_rows=5000)
     log_path = dag_log(ctx)
     for day in dates:
-        dagrun = run_dag("drift_monitoring", conf=conf, log_path=log_path,
-                         logical_date=dt.datetime.combine(day, dt.time(), UTC))
+        # a manual run reads the last whole daily interval before its logical date: ``day``
+        dagrun = run_dag("drift_monitoring", log_path=log_path,
+                         logical_date=dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), UTC))
         with transaction(ctx.db_url) as cur:
             cur.execute(
                 """SELECT drift_run_id, status, rows_sampled, n_features_breached, report_key,

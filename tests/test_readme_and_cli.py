@@ -64,6 +64,31 @@ def test_readme_walkthrough_runs_as_written(settings_env: Settings, demo_workdir
     assert "feature(s) breached" in out  # drift
 
 
+def test_readme_monitoring_runs_as_written(settings_env: Settings, demo_workdir: Path,
+                                           airflow_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from modelgate.store.db import fetch_all
+
+    monkeypatch.setenv("MODELGATE_DAG_RETRIES", "0")
+    block = next(b for b in _sh_blocks() if b.startswith("modelgate evaluate --model .modelgate/demo/v1"))
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=demo_workdir, env=env,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert "monitoring gss-high-income: live .modelgate/demo/v1/live" in out  # set
+    assert re.search(r"^gss-high-income +v1 +2000 ", out, flags=re.M)  # list
+    assert "stopped monitoring gss-high-income" in out  # unset
+    # the DAG run read the day before its logical date; the retry replaced that run's rows
+    runs = fetch_all(str(settings_env.database_url), """SELECT interval_start::date::text,
+        interval_end::date::text, status, rows_sampled FROM drift_run""")
+    assert len(runs) == 1 and runs[0][:2] == ("2018-01-01", "2018-01-02"), runs
+    assert runs[0][2] in ("ok", "drift") and runs[0][3] > 0
+    retried = f"over the interval starting 2018-01-01: {runs[0][2]}" if runs[0][2] == "ok" \
+        else "retry exit code 3"
+    assert retried in out
+
+
 def test_cli_exit_codes_and_evaluate_json(settings_env: Settings, demo_builds: dict[str, Any]) -> None:
     passed = _cli("evaluate", "--model", str(demo_builds["1"].archive_path),
                   "--data", str(demo_builds["1"].heldout_path), "--format", "json", "--promote")

@@ -399,7 +399,7 @@ def _labelled_errors(ctx: Context, ref: DriftRef, labels_uri: str, scores_key: s
         # one line, a count and no id values: the reason lands in logs and the database
         raise BadLabelPartition(
             f"labels partition dt={start.date().isoformat()} under {labels_uri}: {duplicated} rows "
-            f"share an {id_column!r} value with another row (ids must be unique); partition "
+            f"share their {id_column!r} value with another row (ids must be unique); partition "
             f"quarantined, fix it and run `modelgate monitor retry {ref.model_name} "
             f"--interval {start.isoformat()}`")
     scored = pq.read_table(ctx.store.download(scores_key, work / "scored.parquet")).to_pandas()
@@ -423,7 +423,8 @@ def concept_drift(ctx: Context, ref: DriftRef, labels_uri: str, delta: float = 0
     for start, end, scores_key in drift_runs.pending_label_intervals(
             ctx.db_url, ref.model_version_id, ref.end()):
         try:
-            found = _labelled_errors(ctx, ref, labels_uri, scores_key, start, manifest) if labels_uri else None
+            found = (_labelled_errors(ctx, ref, labels_uri, scores_key, start, manifest)
+                     if labels_uri else None)
         except BadLabelPartition as exc:
             from modelgate.store import monitors
 

@@ -391,7 +391,8 @@ def test_bad_live_partition_fails_the_drift_run_naming_the_column(
     live = tmp_path / "live"
     day = _live_with(build, live, mutate)
     start = dt.datetime.combine(day, dt.time(), dt.UTC)
-    prepared = drift.prepare(ctx, model_name=MODEL, interval_start=start, interval_end=start,
+    prepared = drift.prepare(ctx, model_name=MODEL, interval_start=start,
+                             interval_end=start + dt.timedelta(days=1),
                              reference_uri=str(build.reference_path))
     ref = drift.DriftRef(**prepared["run"])
     with pytest.raises(ScoringError) as caught:

@@ -1,0 +1,221 @@
+"""drift_monitoring under a real Airflow deployment, not ``dag.test()``.
+
+The test migrates a PostgreSQL metadata database of its own, starts ``airflow api-server``
+(the Execution API the LocalExecutor's tasks report to), ``airflow scheduler`` and
+``airflow dag-processor`` on loopback, configures two production models with
+``modelgate monitor set`` and lets the scheduler catch up over three daily intervals:
+
+- 2024-03-01: live rows; model A's labels repeat some ids (quarantined), model B's are fine
+- 2024-03-02: no live partition (``no_data``)
+- 2024-03-03: live rows and labels for both
+
+It stops every process it started, whatever happens.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from conftest import PG_ADMIN_URL, REPO, _admin, _free_port
+
+from modelgate.config import Settings
+from modelgate.pipelines.context import Context, register_archive
+from modelgate.store import models
+from modelgate.store.db import fetch_all
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
+
+UTC = dt.UTC
+DAYS = (dt.date(2024, 3, 1), dt.date(2024, 3, 2), dt.date(2024, 3, 3))
+MODEL_A, MODEL_B = "gss-high-income", "gss-income-b"
+DUPLICATED_IDS = 7
+WAIT_S = 1200
+
+
+def _renamed_archive(archive: Path, name: str, out: Path) -> Path:
+    """The same model packaged under another model name (a second monitored model)."""
+    from modelgate.artifact import package
+
+    work = out / "unpacked"
+    work.mkdir(parents=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(work, filter="data")
+    manifest = json.loads((work / "manifest.json").read_text())
+    (work / "manifest.json").write_text(json.dumps({**manifest, "name": name}))
+    return package(work / "model.onnx", work / "manifest.json", out / "model")
+
+
+def _partitions(build: Any, root: Path) -> tuple[Path, Path, Path]:
+    """Live and label partitions of DAYS copied from two demo survey years."""
+    live, labels_a, labels_b = root / "live", root / "labels-a", root / "labels-b"
+    source = {DAYS[0]: build.live_dates[-1], DAYS[2]: build.live_dates[-2]}
+    for day, year in source.items():
+        for src, dst in ((build.live_dir, live), (build.labels_dir, labels_b)):
+            shutil.copytree(src / f"dt={year}", dst / f"dt={day}")
+        frame = pd.read_parquet(build.labels_dir / f"dt={year}" / "part-0.parquet")
+        if day == DAYS[0]:  # a bad delivery: some ids twice
+            frame = pd.concat([frame, frame.head(DUPLICATED_IDS)], ignore_index=True)
+        (labels_a / f"dt={day}").mkdir(parents=True)
+        frame.to_parquet(labels_a / f"dt={day}" / "part-0.parquet", index=False)
+    return live, labels_a, labels_b
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"api-server exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"api-server did not listen on {port}")
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:  # each was started in its own session: signal its whole group
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+@pytest.fixture()
+def airflow_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """Environment of a LocalExecutor deployment on a fresh PostgreSQL metadata database."""
+    name = f"airflow_e2e_{uuid.uuid4().hex[:10]}"
+    _admin(f"CREATE DATABASE {name}")
+    base = PG_ADMIN_URL.rsplit("/", 1)[0].split("://", 1)[1] + f"/{name}"
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    (dags / "drift_monitoring.py").symlink_to(REPO / "dags" / "drift_monitoring.py")
+    port = _free_port()
+    env = {**os.environ,
+           "AIRFLOW_HOME": str(tmp_path / "airflow"),
+           "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+           "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://{base}",
+           "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": f"postgresql+asyncpg://{base}",
+           "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+           "AIRFLOW__CORE__PARALLELISM": "4",
+           "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+           "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+           "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+           "AIRFLOW__API__PORT": str(port),
+           "AIRFLOW__API_AUTH__JWT_SECRET": uuid.uuid4().hex,
+           "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+           "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+           "MODELGATE_DAG_RETRIES": "0",
+           "MODELGATE_DRIFT_SCHEDULE": "@daily",
+           "MODELGATE_DRIFT_CATCHUP": "true",
+           "MODELGATE_DRIFT_START_DATE": DAYS[0].isoformat(),
+           "MODELGATE_DRIFT_END_DATE": DAYS[-1].isoformat()}
+    try:
+        yield env
+    finally:
+        _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def _configure(ctx: Context, demo_builds: dict[str, Any], root: Path) -> None:
+    from modelgate.cli import main
+
+    archive_b = _renamed_archive(demo_builds["2"].archive_path, MODEL_B, root / "b")
+    for archive in (demo_builds["1"].archive_path, archive_b):
+        row, _ = register_archive(ctx, archive)
+        models.promote(ctx.db_url, row.model_version_id, expected_champion_id=None)
+    live, labels_a, labels_b = _partitions(demo_builds["1"], root)
+    for model, labels, build in ((MODEL_A, labels_a, demo_builds["1"]),
+                                 (MODEL_B, labels_b, demo_builds["2"])):
+        assert main(["monitor", "set", model, "--live", str(live), "--labels", str(labels),
+                     "--reference", str(build.reference_path), "--sample-rows", "800"]) == 0
+
+
+def _drift_runs(url: str) -> list[tuple[Any, ...]]:
+    return fetch_all(url, """SELECT model_name, interval_start, interval_end, status, light,
+                                    failure_reason, rows_labelled
+                             FROM analytics.drift_runs ORDER BY model_name, interval_start""")
+
+
+def test_scheduler_catches_up_every_monitored_model(
+    settings_env: Settings, demo_builds: dict[str, Any], airflow_env: dict[str, str], tmp_path: Path,
+) -> None:
+    ctx = Context.open(settings_env)
+    _configure(ctx, demo_builds, tmp_path / "data")
+    airflow = [sys.executable, "-m", "airflow"]
+    subprocess.run([*airflow, "db", "migrate"], env=airflow_env, check=True, capture_output=True,
+                   timeout=600)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    procs: list[subprocess.Popen[bytes]] = []
+    expected = len(DAYS) * 2
+    try:
+        for command in (["api-server", "--host", "127.0.0.1", "--port",
+                         airflow_env["AIRFLOW__API__PORT"], "--workers", "1"],
+                        ["dag-processor"], ["scheduler"]):
+            with open(logs / f"{command[0]}.log", "wb") as sink:
+                procs.append(subprocess.Popen([*airflow, *command], env=airflow_env, stdout=sink,
+                                              stderr=subprocess.STDOUT, start_new_session=True))
+            if command[0] == "api-server":
+                _wait_port(int(airflow_env["AIRFLOW__API__PORT"]), procs[0], time.monotonic() + 180)
+        deadline = time.monotonic() + WAIT_S
+        rows: list[tuple[Any, ...]] = []
+        while time.monotonic() < deadline:
+            rows = _drift_runs(ctx.db_url)
+            if len(rows) == expected and all(r[3] != "running" for r in rows):
+                break
+            if any(p.poll() is not None for p in procs):
+                break
+            time.sleep(5)
+        dead = [p.args for p in procs if p.poll() is not None]
+    finally:
+        _stop(procs)
+    tails = {f.name: f.read_text(errors="replace")[-3000:] for f in logs.iterdir()}
+    assert not dead, f"Airflow processes exited early: {dead}\n{tails}"
+    assert len(rows) == expected and all(r[3] != "running" for r in rows), (rows, tails)
+
+    # one run per model and daily interval, with exact interval bounds
+    starts = [dt.datetime.combine(d, dt.time(), UTC) for d in DAYS]
+    for model in (MODEL_A, MODEL_B):
+        mine = [r for r in rows if r[0] == model]
+        assert [(r[1], r[2]) for r in mine] == [(s, s + dt.timedelta(days=1)) for s in starts]
+        assert mine[1][3:5] == ("no_data", "amber")  # no live partition on DAYS[1]
+    a = {r[1].date(): r for r in rows if r[0] == MODEL_A}
+    b = {r[1].date(): r for r in rows if r[0] == MODEL_B}
+    # model A: the bad labels partition failed its run once, with a one-line reason and no ids
+    reason = a[DAYS[0]][5]
+    assert a[DAYS[0]][3:5] == ("failed", "red")
+    assert "BadLabelPartition" in reason and f"dt={DAYS[0]}" in reason and "\n" not in reason
+    assert f"{2 * DUPLICATED_IDS} rows share" in reason
+    quarantined = fetch_all(ctx.db_url, "SELECT model_name, interval_start FROM "
+                                        "analytics.quarantined_partitions")
+    assert quarantined == [(MODEL_A, starts[0])]
+    # ... and the next interval with data was processed: its labels fed, not the quarantined ones
+    assert a[DAYS[2]][3] in ("ok", "drift") and a[DAYS[2]][6] > 0
+    labelled = fetch_all(ctx.db_url, """SELECT mv.model_name, s.interval_start, s.labels_consumed_at
+                                        IS NOT NULL FROM scored_interval s JOIN model_version mv
+                                        USING (model_version_id) ORDER BY 1, 2""")
+    assert labelled == [(MODEL_A, starts[0], False), (MODEL_A, starts[2], True),
+                        (MODEL_B, starts[0], True), (MODEL_B, starts[2], True)]
+    # model B (clean labels) was not held back by model A's failure
+    assert b[DAYS[0]][3] in ("ok", "drift") and b[DAYS[0]][6] > 0
+    # is_drifting follows the last interval with data; the no_data interval left it alone
+    flags = dict(fetch_all(ctx.db_url, "SELECT model_name, is_drifting FROM model_version"))
+    assert flags == {MODEL_A: a[DAYS[2]][3] == "drift", MODEL_B: b[DAYS[2]][3] == "drift"}

@@ -1,0 +1,215 @@
+"""Monitoring configs, quarantine and retry, no_data and the drift flag, prepare failures,
+and the DAG over two monitored models (dag.test(); the real scheduler is in test_e2e_scheduler)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import shutil
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from modelgate.cli import main
+from modelgate.config import Settings
+from modelgate.pipelines import drift
+from modelgate.pipelines.context import Context, register_archive
+from modelgate.store import models, monitors
+from modelgate.store.db import fetch_all
+
+UTC = dt.UTC
+NAME = "gss-high-income"
+LENIENT = {"relative": 1e9, "wasserstein_floor": 1e9, "js_floor": 1.0}  # nothing can breach
+
+
+def renamed_archive(archive: Path, name: str, out: Path) -> Path:
+    """The same model packaged under another model name (a second monitored model)."""
+    from modelgate.artifact import package
+
+    work = out / "unpacked"
+    work.mkdir(parents=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(work, filter="data")
+    manifest = json.loads((work / "manifest.json").read_text())
+    (work / "manifest.json").write_text(json.dumps({**manifest, "name": name}))
+    return package(work / "model.onnx", work / "manifest.json", out / "model")
+
+
+def _promote(ctx: Context, archive: Path) -> models.ModelVersionRow:
+    row, _ = register_archive(ctx, archive)
+    models.promote(ctx.db_url, row.model_version_id, expected_champion_id=None)
+    return models.get_by_id(ctx.db_url, row.model_version_id)
+
+
+def _start(day: dt.date) -> dt.datetime:
+    return dt.datetime.combine(day, dt.time(), UTC)
+
+
+@pytest.fixture()
+def ctx(settings_env: Settings) -> Context:
+    return Context.open(settings_env)
+
+
+def test_monitor_set_list_unset(ctx: Context, demo_builds: dict[str, Any],
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    build = demo_builds["1"]
+    row = _promote(ctx, build.archive_path)
+    args = ["monitor", "set", NAME, "--live", str(build.live_dir), "--labels", str(build.labels_dir)]
+    # bad input is refused with the parameter named, and nothing is stored
+    assert main([*args, "--reference", str(build.reference_path), "--thresholds", "[1]"]) == 1
+    assert main([*args, "--reference", str(build.reference_path), "--sample-rows", "0"]) == 1
+    assert main([*args, "--reference", str(build.reference_path),
+                 "--thresholds", '{"relativ": 2}']) == 1
+    assert main(args) == 1  # no --reference and no evaluation to take it from
+    err = capsys.readouterr().err
+    assert "--thresholds must be a JSON object" in err and "--sample-rows must be >= 1" in err
+    assert "unknown key(s) ['relativ']" in err and "pass --reference" in err
+    assert monitors.list_all(ctx.db_url) == []
+    assert fetch_all(ctx.db_url, "SELECT count(*) FROM reference_sketch") == [(0,)]
+
+    assert main([*args, "--reference", str(build.reference_path), "--sample-rows", "300",
+                 "--thresholds", '{"relative": 2.5}']) == 0
+    assert fetch_all(ctx.db_url, "SELECT model_version_id, n_features FROM reference_sketch") == [
+        (row.model_version_id, 8)]  # built at `monitor set`: 7 inputs + the score
+    assert main(["monitor", "list", "--format", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    assert listed == [{"model_name": NAME, "live_uri": str(build.live_dir),
+                       "labels_uri": str(build.labels_dir),
+                       "reference_uri": str(build.reference_path), "sample_rows": 300,
+                       "thresholds": {"relative": 2.5}}]
+    assert main(["monitor", "unset", NAME]) == 0
+    assert main(["monitor", "unset", NAME]) == 1
+    assert "is not monitored" in capsys.readouterr().err
+    assert monitors.list_all(ctx.db_url) == []
+
+
+def _copy_days(build: Any, root: Path, days: dict[dt.date, dt.date]) -> tuple[Path, Path]:
+    live, labels = root / "live", root / "labels"
+    for day, year in days.items():
+        shutil.copytree(build.live_dir / f"dt={year}", live / f"dt={day}")
+        shutil.copytree(build.labels_dir / f"dt={year}", labels / f"dt={day}")
+    return live, labels
+
+
+def _spec(live: Path, labels: Path, **extra: Any) -> dict[str, Any]:
+    return drift.MonitorSpec(NAME, str(live), str(labels), "", 400, dict(extra.get("thresholds", {})),
+                             0.002).as_dict()
+
+
+def test_no_data_keeps_the_drift_flag_and_a_clean_interval_clears_it(
+    ctx: Context, demo_builds: dict[str, Any], tmp_path: Path,
+) -> None:
+    build = demo_builds["1"]
+    row = _promote(ctx, build.archive_path)
+    drift.ensure_reference(ctx, row, str(build.reference_path))
+    day1, day2 = dt.date(2024, 3, 1), dt.date(2024, 3, 2)
+    live, labels = _copy_days(build, tmp_path, {day2: build.live_dates[0]})
+    models.set_drifting(ctx.db_url, row.model_version_id, True)
+    spec = _spec(live, labels, thresholds=LENIENT)
+    assert drift.run_interval(ctx, spec, _start(day1), _start(day2)) == "no_data"
+    assert models.get_by_id(ctx.db_url, row.model_version_id).is_drifting is True
+    assert fetch_all(ctx.db_url, "SELECT status, light FROM analytics.drift_runs") == [("no_data", "amber")]
+    report = fetch_all(ctx.db_url, "SELECT report_key FROM drift_run")[0][0]
+    assert '<span class="verdict">WARN</span>' in ctx.store.get_bytes(report).decode()
+    assert drift.run_interval(ctx, spec, _start(day2), _start(day2 + dt.timedelta(days=1))) == "ok"
+    assert models.get_by_id(ctx.db_url, row.model_version_id).is_drifting is False
+
+
+def test_bad_labels_partition_is_quarantined_later_intervals_go_on_and_retry_reprocesses(
+    ctx: Context, demo_builds: dict[str, Any], tmp_path: Path,
+) -> None:
+    build = demo_builds["1"]
+    _promote(ctx, build.archive_path)
+    days = [dt.date(2024, 3, 1), dt.date(2024, 3, 2)]
+    live, labels = _copy_days(build, tmp_path, dict(zip(days, build.live_dates[:2], strict=True)))
+    bad = labels / f"dt={days[0]}" / "part-0.parquet"
+    good = pd.read_parquet(bad)
+    pd.concat([good, good.iloc[10:13]], ignore_index=True).to_parquet(bad, index=False)
+    assert main(["monitor", "set", NAME, "--live", str(live), "--labels", str(labels),
+                 "--reference", str(build.reference_path), "--sample-rows", "100000",
+                 "--thresholds", json.dumps(LENIENT)]) == 0
+    (spec,) = drift.monitor_specs(ctx, {})
+
+    with pytest.raises(drift.BadLabelPartition):
+        drift.run_interval(ctx, spec, _start(days[0]), _start(days[1]))
+    (run_id, status, reason), = fetch_all(
+        ctx.db_url, "SELECT drift_run_id, status, failure_reason FROM drift_run")
+    assert status == "failed" and "\n" not in reason
+    assert f"labels partition dt={days[0]}" in reason and "6 rows share their 'row_id' value" in reason
+    assert not any(re.search(rf"\b{i}\b", reason) for i in good["row_id"].iloc[10:13])  # no raw ids
+    # the next interval is processed; the quarantined labels are not fed (nor retried) by it
+    assert drift.run_interval(ctx, spec, _start(days[1]), _start(days[1] + dt.timedelta(days=1))) == "ok"
+    assert fetch_all(ctx.db_url, """SELECT interval_start, labels_consumed_at IS NOT NULL,
+                                           quarantined_at IS NOT NULL FROM scored_interval
+                                    ORDER BY interval_start""") == [
+        (_start(days[0]), False, True), (_start(days[1]), True, False)]
+    assert fetch_all(ctx.db_url, "SELECT model_name, interval_start FROM "
+                                 "analytics.quarantined_partitions") == [(NAME, _start(days[0]))]
+
+    good.to_parquet(bad, index=False)  # the delivery is fixed
+    assert main(["monitor", "retry", NAME, "--interval", days[0].isoformat()]) == 0
+    assert fetch_all(ctx.db_url, """SELECT drift_run_id, status, failure_reason, rows_labelled
+                                    FROM drift_run WHERE interval_start = %s""",
+                     (_start(days[0]),)) == [(run_id, "ok", None, len(good))]
+    assert fetch_all(ctx.db_url, """SELECT labels_consumed_at IS NOT NULL, quarantined_at
+                                    FROM scored_interval WHERE interval_start = %s""",
+                     (_start(days[0]),)) == [(True, None)]
+    assert main(["monitor", "retry", NAME, "--interval", "2024-02-01"]) == 1
+
+
+def test_prepare_failure_leaves_a_failed_run_with_its_reason(
+    ctx: Context, demo_builds: dict[str, Any],
+) -> None:
+    _promote(ctx, demo_builds["1"].archive_path)  # no `monitor set`: no reference sketch
+    with pytest.raises(LookupError, match="no reference sketch"):
+        drift.prepare(ctx, model_name=NAME, interval_start=_start(dt.date(2024, 3, 1)),
+                      interval_end=_start(dt.date(2024, 3, 2)))
+    (status, reason, finished), = fetch_all(
+        ctx.db_url, "SELECT status, failure_reason, finished_at IS NOT NULL FROM drift_run")
+    assert (status, finished) == ("failed", True)
+    assert reason.startswith("LookupError: no reference sketch stored for gss-high-income v1")
+
+
+def test_dag_fans_out_over_monitored_models_and_one_failure_does_not_stop_the_other(
+    ctx: Context, airflow_db: Path, demo_builds: dict[str, Any], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from modelgate.airflow_runner import run_dag
+
+    monkeypatch.setenv("MODELGATE_DAG_RETRIES", "0")
+    build = demo_builds["1"]
+    day = dt.date(2024, 3, 1)
+    live, labels = _copy_days(build, tmp_path, {day: build.live_dates[0]})
+    other = "gss-income-b"
+    _promote(ctx, build.archive_path)
+    row_b = _promote(ctx, renamed_archive(build.archive_path, other, tmp_path / "b"))
+    for name in (NAME, other):
+        assert main(["monitor", "set", name, "--live", str(live), "--labels", str(labels),
+                     "--reference", str(build.reference_path), "--sample-rows", "500"]) == 0
+    fetch_all(ctx.db_url, "DELETE FROM reference_sketch WHERE model_version_id = %s RETURNING 1",
+              (row_b.model_version_id,))  # model B's prepare will fail
+
+    # a manual run reads the last whole interval before its logical date
+    dagrun = run_dag("drift_monitoring", logical_date=_start(day + dt.timedelta(days=1)))
+    assert str(dagrun.state) == "failed"  # red: one model failed
+    rows = fetch_all(ctx.db_url, """SELECT model_name, interval_start, interval_end, status,
+                                           failure_reason, drift_run_id FROM analytics.drift_runs
+                                    ORDER BY model_name""")
+    assert [r[:3] for r in rows] == [(NAME, _start(day), _start(day) + dt.timedelta(days=1)),
+                                     (other, _start(day), _start(day) + dt.timedelta(days=1))]
+    assert rows[0][3] in ("ok", "drift") and rows[0][4] is None
+    assert rows[1][3] == "failed" and "no reference sketch stored for gss-income-b" in rows[1][4]
+    features = fetch_all(ctx.db_url, "SELECT count(*) FROM feature_drift WHERE drift_run_id = %s",
+                         (rows[0][5],))
+    assert features == [(8,)]
+    # the same interval again (as a manual run on a date the schedule used): replaced, not duplicated
+    run_dag("drift_monitoring", conf={"model_name": NAME},
+            logical_date=_start(day + dt.timedelta(days=1)) + dt.timedelta(hours=5))
+    again = fetch_all(ctx.db_url, "SELECT drift_run_id, status FROM drift_run "
+                                  "WHERE drift_run_id = %s", (rows[0][5],))
+    assert again == [(rows[0][5], rows[0][3])]
+    assert fetch_all(ctx.db_url, "SELECT count(*) FROM drift_run") == [(2,)]

@@ -27,6 +27,7 @@ VIEWS = (
     "model_versions", "evaluation_runs", "metric_history", "gate_checks", "latest_gate_decision",
     "fairness_by_group", "fairness_gaps", "feature_importance", "drift_runs",
     "feature_drift_by_interval", "concept_drift_changes", "report_links", "evaluation_refusals",
+    "quarantined_partitions",
 )
 SHA_1, SHA_2 = "1" * 64, "2" * 64
 
@@ -127,6 +128,12 @@ VALUES ('model_evaluation__manual__2026-11-04', 'credit_default', '9.9.9',
         's3://modelgate/data/eval-2026-11.parquet',
         'RegistryError: model ''credit_default'' version ''9.9.9'' is not registered',
         '2026-11-04T10:00Z');
+
+INSERT INTO scored_interval (model_version_id, interval_start, interval_end, scores_key, rows_scored,
+                             quarantined_at, quarantine_reason, quarantined_by_run_id)
+VALUES (1, '2026-11-20T00:00Z', '2026-11-21T00:00Z', 'runs/drift/1/scored-sample.parquet', 5000,
+        '2026-11-21T00:05Z', 'labels partition dt=2026-11-20 under s3://labels: 4 rows share '
+        'their ''id'' value with another row (ids must be unique); partition quarantined', 1);
 """
 
 

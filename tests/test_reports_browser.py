@@ -81,7 +81,7 @@ def test_index_maps_evaluation_status(status: str, warned: bool, expected: str) 
     assert build_index_view("churn", [rec]).runs[0].verdict == expected
 
 
-@pytest.mark.parametrize(("status", "expected"), [("ok", "ok"), ("no_data", "ok"), ("drift", "drift")],
+@pytest.mark.parametrize(("status", "expected"), [("ok", "ok"), ("no_data", "warn"), ("drift", "drift")],
                          ids=["ok", "no_data", "drift"])
 def test_index_maps_drift_status(status: str, expected: str) -> None:
     rec = _rec("drift", 1, dt.datetime(2024, 1, 2, tzinfo=UTC), status, DRIFT_KEY)

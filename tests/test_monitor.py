@@ -213,3 +213,29 @@ def test_dag_fans_out_over_monitored_models_and_one_failure_does_not_stop_the_ot
                                   "WHERE drift_run_id = %s", (rows[0][5],))
     assert again == [(rows[0][5], rows[0][3])]
     assert fetch_all(ctx.db_url, "SELECT count(*) FROM drift_run") == [(2,)]
+
+
+def test_monitor_set_before_production_builds_the_sketch_at_promotion(
+    ctx: Context, demo_builds: dict[str, Any], capsys: pytest.CaptureFixture[str],
+) -> None:
+    build = demo_builds["1"]
+    assert main(["monitor", "set", NAME, "--live", str(build.live_dir), "--labels",
+                 str(build.labels_dir), "--reference", str(build.reference_path)]) == 0
+    assert fetch_all(ctx.db_url, "SELECT count(*) FROM reference_sketch") == [(0,)]
+    assert main(["monitor", "list"]) == 0
+    assert re.search(rf"^{NAME} +- +5000 ", capsys.readouterr().out, flags=re.M)  # not in production
+    assert main(["evaluate", "--model", str(build.archive_path), "--data", str(build.heldout_path),
+                 "--promote", "--format", "json"]) == 0
+    assert "built its drift reference sketch" in json.loads(capsys.readouterr().out)["promoted"]
+    production = models.get_production(ctx.db_url, NAME)
+    assert production is not None
+    assert fetch_all(ctx.db_url, "SELECT model_version_id, n_rows FROM reference_sketch") == [
+        (production.model_version_id, len(pd.read_parquet(build.reference_path)))]
+
+
+def test_dag_with_no_monitored_model_records_nothing(ctx: Context, airflow_db: Path) -> None:
+    from modelgate.airflow_runner import run_dag
+
+    dagrun = run_dag("drift_monitoring", logical_date=_start(dt.date(2024, 3, 2)))
+    assert str(dagrun.state) == "success"
+    assert fetch_all(ctx.db_url, "SELECT count(*) FROM drift_run") == [(0,)]

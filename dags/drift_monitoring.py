@@ -63,9 +63,10 @@ def _ctx() -> Any:
 
 
 def _step(run: dict[str, Any], fn: Any, *args: Any) -> Any:
+    from modelgate.pipelines import drift
     from modelgate.pipelines.tasks import run_step
 
-    return run_step("drift", run, fn, *args)
+    return run_step(drift.DriftRef(**run), drift.fail, fn, *args)
 
 
 def _spec_of(prepared: dict[str, Any]) -> dict[str, Any]:

@@ -49,9 +49,10 @@ def _ctx() -> Any:
 
 
 def _run_step(run: dict[str, Any], step: Callable[..., Any], *args: Any) -> Any:
+    from modelgate.pipelines import evaluate
     from modelgate.pipelines.tasks import run_step
 
-    return run_step("evaluation", run, step, *args)
+    return run_step(evaluate.RunRef(**run), evaluate.fail, step, *args, beat=evaluate.beat)
 
 
 @dag(

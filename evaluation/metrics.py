@@ -41,6 +41,9 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+# Shared with fairness/, so it lives below both cores.
+from modelgate.intervals import percentile_interval
+
 __all__ = [
     "METRIC_NAMES",
     "CalibrationBin",
@@ -560,22 +563,6 @@ def _estimate(
         return MetricEstimate(name, float("nan"), float("nan"), float("nan"), n,
                               reason or "not finite")
     return MetricEstimate(name, value, lower, upper, n, None)
-
-
-def percentile_interval(resampled: _FloatArray, confidence_level: float) -> tuple[float, float]:
-    """Percentile interval of the finite resampled values; NaN when there are none.
-
-    Examples
-    --------
-    >>> percentile_interval(np.array([1.0, 2.0, 3.0, np.nan]), 0.5)
-    (1.5, 2.5)
-    """
-    finite = resampled[np.isfinite(resampled)]
-    if finite.size == 0:
-        return float("nan"), float("nan")
-    alpha = 1.0 - confidence_level
-    lower, upper = np.quantile(finite, [alpha / 2, 1 - alpha / 2])
-    return float(lower), float(upper)
 
 
 def _check_labels_scores(

@@ -54,7 +54,8 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from modelgate.evaluation.metrics import percentile_interval
+
+from modelgate.intervals import percentile_interval
 
 from .disaggregate import DisaggregatedTable, disaggregate
 

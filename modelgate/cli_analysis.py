@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
+from modelgate.pipelines.json_records import fairness_json
+
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BLOCKED = 0, 1, 2, 3
-
-
-def _num(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(float(value)) else float(value)
 
 
 def _emit(payload: dict[str, Any], fmt: str, text: str) -> None:
@@ -26,31 +23,6 @@ def _emit(payload: dict[str, Any], fmt: str, text: str) -> None:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(text.rstrip() + "\n")
-
-
-def _estimate(e: Any) -> dict[str, Any]:
-    out = {"value": _num(e.value), "ci_lower": _num(e.ci_lower), "ci_upper": _num(e.ci_upper),
-           "n": e.n}
-    if getattr(e, "undefined_reason", None):
-        out["undefined_reason"] = e.undefined_reason
-    return out
-
-
-def fairness_json(reports: dict[str, Any]) -> dict[str, Any]:
-    """JSON form of fairness reports: per feature, the group table and every gap."""
-    out = {}
-    for feature, rep in reports.items():
-        out[feature] = {
-            "groups": [{"group": g.group, "n": g.n, "base_rate": _num(g.base_rate),
-                        "selection_rate": _num(g.selection_rate), "tpr": _num(g.tpr),
-                        "fpr": _num(g.fpr), "ppv": _num(g.ppv), "fnr": _num(g.fnr),
-                        "small_group": g.small_group} for g in rep.table.groups],
-            "gaps": {e.name: {**_estimate(e), "highest_group": e.highest_group,
-                              "lowest_group": e.lowest_group,
-                              "excluded_groups": [list(x) for x in e.excluded_groups]}
-                     for e in rep.estimates},
-        }
-    return out
 
 
 # --- evaluate ----------------------------------------------------------------------------

@@ -129,11 +129,12 @@ def _drift(ctx: Any, build: Any) -> None:
     from modelgate.demo_drift import replay, simulated_labels
 
     dates: list[dt.date] = list(build.live_dates)
-    replay(ctx, build, dates[:DRIFT_DEMO_INTERVALS], labels_dir=build.labels_dir, say=_say)
+    replay(ctx, build, dates[:DRIFT_DEMO_INTERVALS], labels_dir=build.labels_dir,
+           log_path=dag_log(ctx), say=_say)
     _say("      SIMULATED concept shift (the GSS error rate is stable, 0.22-0.27 a year): the next "
          f"{SIMULATED_SHIFT_INTERVALS} years again, with {SIMULATED_FLIP_SHARE:.0%} of their labels "
          "flipped, so ADWIN has a change to find")
     shifted = dates[DRIFT_DEMO_INTERVALS:DRIFT_DEMO_INTERVALS + SIMULATED_SHIFT_INTERVALS]
     labels = simulated_labels(build.labels_dir, shifted, Path(build.labels_dir).parent /
                               "labels-simulated-shift", flip_share=SIMULATED_FLIP_SHARE)
-    replay(ctx, build, shifted, labels_dir=labels, say=_say)
+    replay(ctx, build, shifted, labels_dir=labels, log_path=dag_log(ctx), say=_say)

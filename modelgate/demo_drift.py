@@ -29,12 +29,12 @@ def simulated_labels(labels_dir: Path, dates: Sequence[dt.date], out_dir: Path, 
     return out_dir
 
 
-def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path,
+def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path, log_path: Path,
            say: Callable[[str], None]) -> None:
     """Monitor the demo model (``modelgate monitor set``'s code) and run the drift_monitoring
-    DAG once per survey-year partition, oldest first, as a deployment's manual runs would."""
+    DAG once per survey-year partition, oldest first, as a deployment's manual runs would;
+    task logs go to ``log_path``."""
     from modelgate.airflow_runner import run_dag
-    from modelgate.demo import dag_log
     from modelgate.demo_data import MODEL_NAME
     from modelgate.pipelines.monitor import set_monitor
     from modelgate.store import models
@@ -46,7 +46,6 @@ def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path,
         return
     set_monitor(ctx, MODEL_NAME, live=str(build.live_dir), labels=str(labels_dir),
                 reference=str(build.reference_path), sample_rows=5000)
-    log_path = dag_log(ctx)
     for day in dates:
         # a manual run reads the last whole daily interval before its logical date: ``day``
         dagrun = run_dag("drift_monitoring", log_path=log_path,

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from modelgate.pipelines import evaluate
 from modelgate.pipelines.context import Context, register_archive
+from modelgate.pipelines.json_records import fairness_json
+from modelgate.pipelines.json_records import finite_or_none as _num
 from modelgate.pipelines.liveness import heartbeat
 from modelgate.scoring import file_sha256
 from modelgate.store import runs
@@ -19,10 +20,6 @@ from modelgate.store import runs
 class EvaluationOutcome:
     payload: dict[str, Any]
     text: str
-
-
-def _num(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(float(value)) else float(value)
 
 
 def run_evaluation_locally(model: Path, data: Path, policy: Path | None, *,
@@ -62,7 +59,6 @@ def run_evaluation_locally(model: Path, data: Path, policy: Path | None, *,
 
 def _outcome(ctx: Context, ref: evaluate.RunRef, status: str, link: str,
              promoted: str | None) -> EvaluationOutcome:
-    from modelgate.cli_analysis import fairness_json
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     metrics: evaluate.MetricsResult = evaluate.get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")

@@ -71,6 +71,19 @@ def safe_key_part(text: str) -> str:
     return f"{re.sub(r'[^A-Za-z0-9._-]', '-', text).strip('.-')[:64] or '_'}~{digest}"
 
 
+def fetch_dataset(ctx: Context, dataset_uri: str, workdir: Path) -> Path:
+    """A local path for a dataset given as a path, ``file://`` URI or ``s3://bucket/key``."""
+    if dataset_uri.startswith("s3://"):
+        bucket, _, key = dataset_uri[5:].partition("/")
+        if bucket != getattr(ctx.store, "bucket", None):
+            raise ValueError(f"dataset {dataset_uri!r} is not in the configured bucket")
+        return ctx.store.download(key, workdir / Path(key).name)
+    path = Path(dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri)
+    if not path.is_file():
+        raise FileNotFoundError(f"held-out dataset {str(path)!r} does not exist")
+    return path
+
+
 def model_archive_key(model_name: str, version: str, archive_filename: str) -> str:
     return f"models/{safe_key_part(model_name)}/{safe_key_part(version)}/{archive_filename}"
 

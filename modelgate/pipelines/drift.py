@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from modelgate.pipelines import index_page
-from modelgate.pipelines.context import Context, load_registered_model, safe_key_part
+from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.store import drift_runs, models
 
@@ -174,7 +174,6 @@ def reference_key(row: models.ModelVersionRow) -> str:
 def ensure_reference(ctx: Context, row: models.ModelVersionRow, reference_uri: str) -> str:
     """Build the reference sketch once per model version (features and scores) and store it."""
     from modelgate.pipelines.drift_columns import build_references_from_parquet
-    from modelgate.pipelines.evaluate import fetch_dataset
 
     key = drift_runs.get_reference(ctx.db_url, row.model_version_id)
     if key is not None:

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from modelgate.logsafe import one_line
 from modelgate.pipelines import index_page
-from modelgate.pipelines.context import Context, load_registered_model, safe_key_part
+from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.store import models, runs
 
@@ -53,19 +53,6 @@ def put_pickle(ctx: Context, key: str, value: object) -> str:
 
 def get_pickle(ctx: Context, key: str) -> Any:
     return pickle.loads(ctx.store.get_bytes(key))  # noqa: S301 - our own bucket, see module doc
-
-
-def fetch_dataset(ctx: Context, dataset_uri: str, workdir: Path) -> Path:
-    """A local path for a dataset given as a path, ``file://`` URI or ``s3://bucket/key``."""
-    if dataset_uri.startswith("s3://"):
-        bucket, _, key = dataset_uri[5:].partition("/")
-        if bucket != getattr(ctx.store, "bucket", None):
-            raise ValueError(f"dataset {dataset_uri!r} is not in the configured bucket")
-        return ctx.store.download(key, workdir / Path(key).name)
-    path = Path(dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri)
-    if not path.is_file():
-        raise FileNotFoundError(f"held-out dataset {str(path)!r} does not exist")
-    return path
 
 
 def evaluation_run_key(base: str, row: models.ModelVersionRow) -> str:
@@ -235,6 +222,11 @@ def failure_reason(exc: BaseException) -> str:
     ValueError: bad\\nline
     """
     return one_line(f"{type(exc).__name__}: {str(exc) or 'interrupted'}")
+
+
+def beat(ctx: Context, ref: RunRef) -> None:
+    """Keep the run's heartbeat (``run_step`` calls this every minute while a step works)."""
+    runs.beat(ctx.db_url, ref.evaluation_run_id)
 
 
 def fail(ctx: Context, ref: RunRef, exc: BaseException) -> None:

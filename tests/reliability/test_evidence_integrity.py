@@ -180,7 +180,7 @@ def test_every_step_uses_the_manifest_of_the_pinned_archive(
     assert metrics_result.candidate.by_name()["accuracy"].value == pytest.approx(expected)
     # a step that reads the archive again finds it replaced and refuses it, naming both hashes
     with pytest.raises(models.RegistryError) as caught:
-        tasks.run_step("evaluation", ref.as_dict(), evaluate.explain)
+        tasks.run_step(ref, evaluate.fail, evaluate.explain)
     assert _sha(edited) in str(caught.value) and _sha(archive) in str(caught.value)
     (_, _, status, reason), = _run_rows(ctx.db_url)
     assert status == "failed" and reason.startswith("RegistryError: stored archive")
@@ -292,7 +292,7 @@ def test_a_killed_airflow_task_records_the_run_failed(
     ref = evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="killed")
     started, handler = time.monotonic(), signal.getsignal(signal.SIGTERM)
     with pytest.raises(Terminated):
-        tasks.run_step("evaluation", ref.as_dict(), _terminated_step)
+        tasks.run_step(ref, evaluate.fail, _terminated_step)
     assert time.monotonic() - started < 10
     assert signal.getsignal(signal.SIGTERM) is handler  # the task's own handler is restored
     (_, _, status, reason), = _run_rows(ctx.db_url)
@@ -413,9 +413,9 @@ def test_the_index_page_drops_a_run_whose_promotion_was_refused(
     assert href in ctx.store.get_bytes(index).decode()
     ref1 = evaluate.RunRef(first["evaluation_run_id"], first["run_key"])
     ref2 = evaluate.RunRef(second["evaluation_run_id"], second["run_key"])
-    tasks.run_step("evaluation", ref2.as_dict(), evaluate.promote)  # v2 wins the race
+    tasks.run_step(ref2, evaluate.fail, evaluate.promote)  # v2 wins the race
     with pytest.raises(models.RegistryError, match="production changed"):
-        tasks.run_step("evaluation", ref1.as_dict(), evaluate.promote)
+        tasks.run_step(ref1, evaluate.fail, evaluate.promote)
     page = ctx.store.get_bytes(index).decode()
     assert href not in page
     assert second["run_key"] in fetch_all(ctx.db_url, "SELECT run_key FROM evaluation_run "

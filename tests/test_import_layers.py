@@ -1,0 +1,162 @@
+"""Imports only go downward: no import cycle anywhere in the package, cores import no I/O.
+
+The graph is read from the source with ``ast`` (imports inside functions count too: a lazy
+import is still a dependency), over the folders installed as ``modelgate.*``
+(``pyproject.toml``'s ``package-dir``), and checked twice: between modules, and between
+"units" (a sub-package such as ``modelgate.store`` or a top-level module such as
+``modelgate.cli``), which is where a layer cycle like evaluation -> fairness -> evaluation
+shows even when the two modules involved differ.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+#: Source folder -> the package it is installed as (pyproject.toml, [tool.setuptools]).
+PACKAGE_DIRS = {"modelgate": "modelgate", "drift": "modelgate.drift", "fairness": "modelgate.fairness",
+                "evaluation": "modelgate.evaluation", "reports": "modelgate.reports"}
+#: The numeric cores: numpy in, dataclasses out; they may import only one another.
+CORES = {"modelgate.drift", "modelgate.fairness", "modelgate.evaluation", "modelgate.intervals"}
+#: The edge: DAG helpers, CLI and demo. Nothing below them may import them.
+EDGE_PREFIXES = ("modelgate.cli", "modelgate.demo", "modelgate.airflow_runner")
+
+
+def module_files(root: Path, package_dirs: Mapping[str, str]) -> dict[str, Path]:
+    """Dotted module name -> source file, for every ``.py`` file under the package folders."""
+    out = {}
+    for folder, package in package_dirs.items():
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = [p for p in path.relative_to(root / folder).with_suffix("").parts if p != "__init__"]
+            out[".".join([package, *parts])] = path
+    return out
+
+
+def import_graph(files: Mapping[str, Path]) -> dict[str, set[str]]:
+    """Module -> the package modules it imports (``from a import b`` counts ``a.b`` if a module)."""
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                found.add(target)
+                found.update(f"{target}.{alias.name}" for alias in node.names)
+        graph[name] = {m for m in found if m in files and m != name}
+    return graph
+
+
+def unit(module: str) -> str:
+    """``modelgate.store.runs`` -> ``modelgate.store``; ``modelgate.cli`` stays itself."""
+    return ".".join(module.split(".")[:2])
+
+
+def unit_graph(graph: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        out.setdefault(unit(module), set()).update(unit(t) for t in targets if unit(t) != unit(module))
+    return out
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+FILES = module_files(REPO, PACKAGE_DIRS)
+GRAPH = import_graph(FILES)
+
+
+def _edges_within(component: list[str], graph: Mapping[str, set[str]]) -> str:
+    return "; ".join(f"{a} -> {sorted(graph[a] & set(component))}" for a in component)
+
+
+def test_the_package_has_no_module_import_cycle() -> None:
+    found = cycles(GRAPH)
+    assert not found, "import cycles: " + " | ".join(_edges_within(c, GRAPH) for c in found)
+
+
+def test_the_package_has_no_cycle_between_its_parts() -> None:
+    units = unit_graph(GRAPH)
+    found = cycles(units)
+    assert not found, "cycles between parts: " + " | ".join(_edges_within(c, units) for c in found)
+
+
+def test_cores_import_only_cores() -> None:
+    leaks = {m: sorted(unit(t) for t in targets if unit(t) not in CORES)
+             for m, targets in GRAPH.items() if unit(m) in CORES}
+    assert not any(leaks.values()), {m: t for m, t in leaks.items() if t}
+
+
+def test_nothing_below_the_edge_imports_the_cli_or_the_demo() -> None:
+    upward = {m: sorted(t for t in targets if t.startswith(EDGE_PREFIXES))
+              for m, targets in GRAPH.items() if not m.startswith(EDGE_PREFIXES)}
+    assert not any(upward.values()), {m: t for m, t in upward.items() if t}
+
+
+def test_each_pipeline_stands_alone() -> None:
+    """Shared step helpers live in ``pipelines.context``; a pipeline never imports another,
+    and the task wrapper imports neither (its caller passes the pipeline's ``fail``)."""
+    pipelines = {"modelgate.pipelines.evaluate", "modelgate.pipelines.drift"}
+    for module in sorted(pipelines) + ["modelgate.pipelines.tasks"]:
+        assert not (GRAPH[module] & (pipelines - {module})), (module, sorted(GRAPH[module]))
+
+
+def test_the_checker_finds_a_cycle_it_is_shown(tmp_path: Path) -> None:
+    """The checks above can fail: a two-module cycle through a lazy import is found."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "a.py").write_text("from pkg import b\n")
+    (tmp_path / "pkg" / "b.py").write_text("def f():\n    from . import a\n")
+    (tmp_path / "pkg" / "c.py").write_text("import pkg.a\n")
+    graph = import_graph(module_files(tmp_path, {"pkg": "pkg"}))
+    # ``from pkg import b`` runs pkg/__init__.py first, so the package is a dependency too.
+    assert graph == {"pkg": set(), "pkg.a": {"pkg", "pkg.b"}, "pkg.b": {"pkg", "pkg.a"}, "pkg.c": {"pkg.a"}}
+    assert cycles(graph) == [["pkg.a", "pkg.b"]]
+
+
+@pytest.mark.parametrize("module", sorted(FILES), ids=str)
+def test_every_module_imports(module: str) -> None:
+    importlib.import_module(module)

@@ -233,10 +233,18 @@ def _change_check(t: ChangeThreshold, mode: str, margin: float,
                                  f"{t.metric}: the change has no confidence interval to judge.",
                                  nums)
     verdict: Verdict = "pass" if judged >= margin else "fail"
-    label = "pessimistic bound of the improvement" if use_cb else "improvement"
-    relation = "meets" if verdict == "pass" else "is below"
-    reason = (f"{t.metric} {mode} {label} {judged:+.4f} {relation} the allowed {margin:+.4f} "
-              f"(candidate {cand:.4f}, champion {champ:.4f}, n={n}).")
+    context = f"(candidate {cand:.4f}, champion {champ:.4f}, n={n})"
+    if sign > 0:
+        label = "pessimistic bound of the improvement" if use_cb else "improvement"
+        relation = "meets" if verdict == "pass" else "is below"
+        reason = f"{t.metric} {mode} {label} {judged:+.4f} {relation} the allowed {margin:+.4f} {context}."
+    else:
+        # Lower is better: say it in the sign of ``observed`` (candidate - champion), the
+        # number shown beside the reason, so a worse candidate reads as a positive change.
+        label = "pessimistic (upper) bound of the change" if use_cb else "change"
+        relation = "meets" if verdict == "pass" else "exceeds"
+        reason = (f"{t.metric} {mode} {label} {-judged:+.4f} {relation} the limit <= {-margin:+.4f} "
+                  f"(lower is better; {context[1:]}.")
     return _change_gatecheck(t, mode, margin, use_cb, verdict, reason, nums)
 
 
@@ -244,7 +252,11 @@ def _change_gatecheck(t: ChangeThreshold, mode: str, margin: float, use_cb: bool
                       verdict: Verdict, reason: str,
                       nums: tuple[float | None, float | None, float | None, int | None] = (
                           None, None, None, None)) -> GateCheck:
-    what = f"{mode} improvement >= {margin:g} ({t.direction.replace('_', ' ')})"
+    # In the sign of ``observed`` (candidate - champion), so the two read the same way.
+    if t.direction == "higher_is_better":
+        what = f"{mode} change >= {margin:+g} (higher is better)"
+    else:
+        what = f"{mode} change <= {-margin:+g} (lower is better)"
     return GateCheck(f"change:{t.metric}:{mode}", "change", t.metric, None, what, *nums,
                      _basis(use_cb), verdict, t.severity, reason)
 

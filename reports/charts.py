@@ -35,7 +35,9 @@ WIDTH = 640
 ROW_HEIGHT = 22
 TOP = 34
 BOTTOM = 46
-LABEL_CHARS = 26
+LABEL_CHARS = 48
+"""Longest row label drawn in full; a longer one is cut with "…" (its tooltip has it all)."""
+MIN_PLOT_WIDTH = 260.0
 MAX_LINE_POINTS = 600
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif"
 
@@ -77,6 +79,32 @@ def _c(value: float) -> str:
 
 def _clip(label: str, chars: int = LABEL_CHARS) -> str:
     return label if len(label) <= chars else label[: chars - 1] + "…"
+
+
+_NARROW = frozenset("iljtfrI.,;:'|!()[] ")
+_WIDE = frozenset("mwMWOQGDHNU@%")
+
+
+def text_width(text: str, font_size: float = 11.0) -> float:
+    """A generous estimate of the rendered width of ``text`` in pixels (sans-serif).
+
+    The charts have no font metrics (no fonts are shipped); laying out by this estimate,
+    which errs wide, keeps labels inside their SVG. The browser test checks the real
+    bounding boxes.
+
+    Examples
+    --------
+    >>> text_width("0.1235") < text_width("demographic_parity_difference")
+    True
+    """
+    em = sum(0.36 if ch in _NARROW else 0.95 if ch in _WIDE else 0.62 for ch in text)
+    return em * font_size
+
+
+def _label_room(labels: Sequence[str]) -> float:
+    """Pixels to reserve left of the plot for row labels (clipped at ``LABEL_CHARS``)."""
+    widest = max((text_width(_clip(label)) for label in labels), default=0.0)
+    return max(60.0, widest + 14.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +232,7 @@ def _threshold_tick(x: float, y: float) -> str:
             f'{_cls("th")} stroke="{THRESHOLD_COLOUR}"/>')
 
 
-def bar_chart(bars: Sequence[Bar], *, title: str, x_label: str, left: float = 190.0) -> str:
+def bar_chart(bars: Sequence[Bar], *, title: str, x_label: str, left: float | None = None) -> str:
     """Horizontal bars in the order given, value printed at the bar end.
 
     Parameters
@@ -213,8 +241,10 @@ def bar_chart(bars: Sequence[Bar], *, title: str, x_label: str, left: float = 19
         Non-negative finite values; ``marker`` (e.g. a threshold) is drawn as a dashed tick.
     title, x_label : str
         Chart title and x-axis label (escaped).
-    left : float, default 190.0
-        Width in pixels reserved for row labels.
+    left : float, optional
+        Width in pixels reserved for row labels; by default the widest label's (labels
+        over ``LABEL_CHARS`` characters are cut, with the full text as a tooltip). The
+        chart grows wider than ``WIDTH`` when the labels need it.
 
     Returns
     -------
@@ -239,8 +269,11 @@ def bar_chart(bars: Sequence[Bar], *, title: str, x_label: str, left: float = 19
     top_value = max([b.value for b in bars] + [b.marker or 0.0 for b in bars] + [0.0])
     ticks = nice_ticks(0.0, top_value)
     height = TOP + ROW_HEIGHT * max(len(bars), 1) + BOTTOM
-    scale = _Scale(0.0, ticks[-1], left, WIDTH - 70.0)
-    parts = _open(height, title)
+    left = _label_room([b.label for b in bars]) if left is None else left
+    value_room = max((text_width(format_number(b.value)) for b in bars), default=0.0) + 16.0
+    width = max(WIDTH, round(left + MIN_PLOT_WIDTH + value_room))
+    scale = _Scale(0.0, ticks[-1], left, width - value_room)
+    parts = _open(height, title, width)
     for i, bar in enumerate(bars):
         y = TOP + ROW_HEIGHT * (i + 0.5)
         colour = TONE_COLOURS[bar.tone]
@@ -271,7 +304,7 @@ def _interval_marks(row: Interval, scale: _Scale, y: float) -> list[str]:
 
 
 def interval_chart(
-    rows: Sequence[Interval], *, title: str, x_label: str, left: float = 190.0
+    rows: Sequence[Interval], *, title: str, x_label: str, left: float | None = None
 ) -> str:
     """Point estimates with interval whiskers and per-row threshold ticks (dashed).
 
@@ -284,8 +317,9 @@ def interval_chart(
         One row per estimate, drawn top to bottom.
     title, x_label : str
         Chart title and x-axis label (escaped).
-    left : float, default 190.0
-        Width in pixels reserved for row labels.
+    left : float, optional
+        Width in pixels reserved for row labels; by default the widest label's. The chart
+        grows wider than ``WIDTH`` when the labels and printed intervals need it.
 
     Returns
     -------
@@ -303,17 +337,21 @@ def interval_chart(
               if v is not None and math.isfinite(v)]
     ticks = nice_ticks(min(finite + [0.0]), max(finite + [0.0]))
     height = TOP + ROW_HEIGHT * max(len(rows), 1) + BOTTOM
-    scale = _Scale(ticks[0], ticks[-1], left, WIDTH - 130.0)
-    parts = _open(height, title)
-    for i, row in enumerate(rows):
+    texts = [f"{format_number(r.value)} [{format_number(r.lower)}, {format_number(r.upper)}]"
+             for r in rows]
+    left = _label_room([r.label for r in rows]) if left is None else left
+    value_room = max((text_width(t) for t in texts), default=0.0) + 24.0
+    width = max(WIDTH, round(left + MIN_PLOT_WIDTH + value_room))
+    scale = _Scale(ticks[0], ticks[-1], left, width - value_room)
+    parts = _open(height, title, width)
+    for i, (row, text) in enumerate(zip(rows, texts, strict=True)):
         y = TOP + ROW_HEIGHT * (i + 0.5)
         parts.append(_row_label(row.label, y, left))
         if row.threshold is not None:
             parts.append(_threshold_tick(scale(row.threshold), y))
         parts += _interval_marks(row, scale, y)
-        bounds = f"{format_number(row.lower)}, {format_number(row.upper)}"
-        text = f"{format_number(row.value)} [{bounds}]"
-        parts.append(f'<text x="{WIDTH - 124}" y="{_c(y)}" {_cls("vl")}>{esc(text)}</text>')
+        parts.append(f'<text x="{_c(width - value_room + 16)}" y="{_c(y)}" {_cls("vl")}>'
+                     f"{esc(text)}</text>")
     parts += _x_axis(scale, ticks, TOP + ROW_HEIGHT * max(len(rows), 1), x_label)
     parts.append("</svg>")
     return "\n".join(parts)
@@ -339,7 +377,9 @@ def histogram_chart(
 ) -> str:
     """Reference (grey, wide) and current (blue, narrow) bin probabilities, overlaid.
 
-    Bin labels are thinned out to about 12 when there are more bins.
+    Bin labels are thinned out to about 12 when there are more bins, and slanted (the
+    chart growing taller) when they do not fit side by side; none is cut short below
+    ``LABEL_CHARS`` characters.
 
     Parameters
     ----------
@@ -371,11 +411,20 @@ def histogram_chart(
             "bin_labels, reference and current must have the same length, got "
             f"{len(bin_labels)!r}, {len(reference)!r} and {len(current)!r}"
         )
-    height, left, bottom = 270.0, 56.0, 220.0
+    n_bins, bottom = max(len(bin_labels), 1), 220.0
     ticks = nice_ticks(0.0, max(list(reference) + list(current) + [0.0]), count=4)
     y_scale = _Scale(0.0, ticks[-1], bottom, TOP + 24)
-    width = (WIDTH - 20 - left) / max(len(bin_labels), 1)
     every = max(1, math.ceil(len(bin_labels) / 12))
+    shown = [_clip(label) for label in bin_labels[::every]]
+    widest = max((text_width(label) for label in shown), default=0.0)
+    left = 56.0
+    rotate = widest > (WIDTH - 20 - left) / n_bins * every - 8
+    if rotate:  # slanted labels hang down-left of their bin: room below and to the left
+        reach = widest * math.cos(math.radians(_SLANT)) - (WIDTH - 20 - left) / n_bins / 2
+        left = max(left, reach + 8)
+    width = (WIDTH - 20 - left) / n_bins
+    drop = widest * math.sin(math.radians(_SLANT)) + 8 if rotate else 0.0
+    height = bottom + 50 + drop
     parts = _open(height, title)
     parts += _legend([("reference", REFERENCE_COLOUR), ("current", TONE_COLOURS["neutral"])],
                      WIDTH - 270, TOP + 4)
@@ -390,16 +439,28 @@ def histogram_chart(
                      f'fill="{TONE_COLOURS["neutral"]}"><title>{esc(label)}: current '
                      f"{esc(format_number(cur))}</title></rect>")
         if i % every == 0:
-            clipped = _clip(label, max(3, int(width * every / 7)))
-            parts.append(f'<text x="{_c(x + width / 2)}" y="{_c(bottom + 14)}" {_cls("tk")}>'
-                         f"{esc(clipped)}</text>")
+            parts.append(_bin_label(label, x + width / 2, bottom, rotate))
     parts.append(f'<line x1="{_c(left)}" y1="{_c(bottom)}" x2="{_c(WIDTH - 20)}" '
                  f'y2="{_c(bottom)}" {_cls("ax")}/>')
-    parts.append(f'<text x="{_c((left + WIDTH - 20) / 2)}" y="{_c(bottom + 34)}" {_cls("al")}>'
-                 f"{esc(x_label)}</text>")
+    parts.append(f'<text x="{_c((left + WIDTH - 20) / 2)}" y="{_c(bottom + 34 + drop)}" '
+                 f'{_cls("al")}>{esc(x_label)}</text>')
     parts += _y_axis(y_scale, ticks, left, "probability")
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+_SLANT = 40.0
+"""Degrees bin labels are turned when they do not fit side by side."""
+
+
+def _bin_label(label: str, x: float, bottom: float, rotate: bool) -> str:
+    """A bin's label under the axis: level, or slanted and ending under its bin."""
+    if not rotate:
+        return f'<text x="{_c(x)}" y="{_c(bottom + 14)}" {_cls("tk")}>{esc(_clip(label))}</text>'
+    y = bottom + 10
+    return (f'<text x="{_c(x)}" y="{_c(y)}" {_cls("tk tky")} '
+            f'transform="rotate(-{_SLANT:g} {_c(x)} {_c(y)})">'
+            f"<title>{esc(label)}</title>{esc(_clip(label))}</text>")
 
 
 def downsample(points: Sequence[tuple[int, float]], limit: int) -> list[tuple[float, float]]:

@@ -10,10 +10,13 @@ drawn literally); HTML escaping is left to the report that embeds the image.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from .explain import Explanation
 
@@ -77,7 +80,6 @@ def waterfall_png(
         title = f"Row {row_index}: f(x) = {output:.3f}"
     fig = _draw(labels, values, base, output, title, explanation.output)
     buf = io.BytesIO()
-    FigureCanvasAgg(fig)
     fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None})
     return buf.getvalue()
 
@@ -123,17 +125,17 @@ def _draw(
     ypos = np.arange(n)
     colours = [_POSITIVE if v >= 0 else _NEGATIVE for v in values[::-1]]
     ax.barh(ypos, values[::-1], left=starts, color=colours, height=0.6)
-    span = max(float(np.ptp(np.r_[starts, ends, base])), 1e-12)
-    for y, v, s in zip(ypos, values[::-1], starts, strict=True):
-        ax.text(
-            s + v + (0.01 if v >= 0 else -0.01) * span,
-            float(y),
-            f"{v:+.3f}",
-            va="center",
-            ha="left" if v >= 0 else "right",
-            fontsize=8,
-            parse_math=False,
-        )
+    # Value labels sit 3 points beyond the bar end (an offset in points, not data units, so
+    # the gap does not change with the x range); _fit_labels then widens the x range until
+    # every label is inside the axes and so clear of the feature names left of them.
+    labels_drawn = [
+        ax.annotate(f"{v:+.3f}", (s + v, float(y)), xytext=(3 if v >= 0 else -3, 0),
+                    textcoords="offset points", va="center", ha="left" if v >= 0 else "right",
+                    fontsize=8, annotation_clip=False)
+        for y, v, s in zip(ypos, values[::-1], starts, strict=True)
+    ]
+    for text in labels_drawn:
+        text.set_parse_math(False)
     ax.axvline(base, color="#888888", linestyle="--", linewidth=0.8)
     ax.axvline(output, color="#333333", linestyle=":", linewidth=0.8)
     ax.set_yticks(ypos, labels=labels[::-1], fontsize=8)
@@ -145,5 +147,26 @@ def _draw(
     ax.tick_params(axis="x", labelsize=8)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    fig.tight_layout()
+    _fit_labels(fig, ax, labels_drawn)
     return fig
+
+
+def _fit_labels(fig: Figure, ax: Axes, texts: Sequence[Text], *, pad_px: float = 4.0) -> None:
+    """Lay the figure out, then widen the x range until every text lies inside the axes.
+
+    A few rounds suffice: each widening shrinks the bars, which only moves the labels
+    inwards, and the final ``tight_layout`` changes the axes width by a few pixels at most.
+    """
+    canvas = FigureCanvasAgg(fig)
+    for _ in range(6):
+        fig.tight_layout()
+        renderer = canvas.get_renderer()
+        box = ax.get_window_extent(renderer)
+        extents = [t.get_window_extent(renderer) for t in texts]
+        over_left = max([box.x0 - e.x0 + pad_px for e in extents] + [0.0])
+        over_right = max([e.x1 - box.x1 + pad_px for e in extents] + [0.0])
+        if over_left <= 0.5 and over_right <= 0.5:  # inside, up to rounding
+            return
+        lo, hi = ax.get_xlim()
+        per_px = (hi - lo) / box.width
+        ax.set_xlim(lo - over_left * per_px, hi + over_right * per_px)

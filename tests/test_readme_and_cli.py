@@ -105,6 +105,12 @@ def test_cli_exit_codes_and_evaluate_json(settings_env: Settings, demo_builds: d
     assert payload["status"] == "blocked" and payload["champion_deltas"] is not None
     assert any(c["verdict"] == "fail" and c["sensitive_feature"] == "gender"
                for c in payload["gate"]["checks"])
+    text = _cli("evaluate", "--model", str(demo_builds["2"].archive_path),
+                "--data", str(demo_builds["2"].heldout_path), "--format", "text")
+    assert text.returncode == 3, text.stderr[-2000:]
+    for name, metric in payload["metrics"].items():  # passing metrics too, with their values
+        if metric["value"] is not None:
+            assert f"{name}" in text.stdout and f"{metric['value']:.4f}" in text.stdout, name
     usage = _cli("evaluate", "--model")
     assert usage.returncode == 2
     missing = _cli("evaluate", "--model", str(demo_builds["1"].archive_path), "--data", "/nope.parquet")

@@ -14,6 +14,12 @@ Chromium through the DevTools protocol, and must:
 A 1280x2000 screenshot of each page goes to ``tests/out/browser/`` with ``report_sizes.md``
 (copy it into the report-size section of ``bench/RESULTS.md`` to update the recorded sizes).
 
+At 1400 px wide, a release manager's screen, nothing may be cut off: no table wider than its
+scrolling container, no chart label outside its SVG, no image outside its figure (bounding
+boxes as the browser laid them out). Screenshots of the sections a reader checks first (the
+banner, the gate checks, a fairness-gap chart, a SHAP waterfall, a drift histogram, the ADWIN
+change points) go to ``tests/out/browser/sections/``.
+
 Chromium is required: without ``/usr/bin/chromium`` (or ``MODELGATE_TEST_CHROMIUM``) the test
 fails and says to run ``.ci/ensure-chromium``.
 
@@ -385,6 +391,105 @@ def _write_sizes(sizes: list[tuple[str, int]]) -> None:
              "", "| report | bytes |", "|---|---:|"]
     lines += [f"| `{rel}` | {size:,} |" for rel, size in sizes]
     (OUT / "report_sizes.md").write_text("\n".join(lines) + "\n")
+
+
+# --- layout at a release manager's screen width: nothing cut off, sections screenshotted ----
+
+LAYOUT_WIDTH = 1400
+#: Per report kind, the sections the issue names: (screenshot name, CSS selector). A table's
+#: screenshot is of its scrolling container.
+SECTIONS: dict[str, list[tuple[str, str]]] = {
+    "evaluation": [("banner", "#banner"), ("gate-checks", "#gate-checks"),
+                   ("fairness-gaps", "svg[aria-label^='Fairness gaps']"),
+                   ("waterfall", "figure")],
+    "drift": [("banner", "#banner"), ("histogram", "svg[aria-label$='reference vs current']"),
+              ("change-points", "#change-points")],
+}
+
+_LAYOUT_PROBE = """JSON.stringify((() => {
+  const problems = [];
+  const inside = (inner, outer) => inner.left >= outer.left - 0.5 && inner.right <= outer.right + 0.5
+    && inner.top >= outer.top - 0.5 && inner.bottom <= outer.bottom + 0.5;
+  const main = document.querySelector("main").getBoundingClientRect();
+  for (const table of document.querySelectorAll("table")) {
+    const box = table.parentElement;
+    if (box.scrollWidth > box.clientWidth + 1)
+      problems.push(`table #${table.id} overflows its container by ${box.scrollWidth - box.clientWidth}px`);
+    if (!inside(table.getBoundingClientRect(), main))
+      problems.push(`table #${table.id} sticks out of the page`);
+  }
+  document.querySelectorAll("svg").forEach((svg, i) => {
+    const box = svg.getBoundingClientRect();
+    const name = svg.getAttribute("aria-label");
+    if (!inside(box, main)) problems.push(`chart ${i} (${name}) sticks out of the page`);
+    for (const text of svg.querySelectorAll("text")) {
+      if (!inside(text.getBoundingClientRect(), box))
+        problems.push(`chart ${i} (${name}): label ${JSON.stringify(text.textContent)} is clipped`);
+    }
+  });
+  for (const fig of document.querySelectorAll("figure")) {
+    const img = fig.querySelector("img");
+    if (img && !inside(img.getBoundingClientRect(), fig.getBoundingClientRect()))
+      problems.push(`image ${JSON.stringify(img.alt)} overflows its figure`);
+  }
+  return problems;
+})())"""
+
+_SECTION_BOX = """JSON.stringify((() => {
+  const found = document.querySelector(%s);
+  if (!found) return null;
+  const el = found.tagName === "TABLE" ? found.parentElement : found;
+  const r = el.getBoundingClientRect();
+  return [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height];
+})())"""
+
+
+def layout_problems(tools: DevTools, session: str, path: Path, kind: str,
+                    shots: Path) -> list[str]:
+    """Load ``path`` at ``LAYOUT_WIDTH`` px, screenshot the named sections into ``shots``,
+    and return what is cut off: tables wider than their container, chart labels outside
+    their SVG, images outside their figure."""
+    tools.events.clear()
+    tools.call("Page.navigate", session, url=path.as_uri())
+    tools.wait_for("Page.loadEventFired")
+    probe = tools.call("Runtime.evaluate", session, expression=_LAYOUT_PROBE, returnByValue=True)
+    problems = list(json.loads(probe["result"]["value"]))
+    for name, selector in SECTIONS.get(kind, []):
+        found = tools.call("Runtime.evaluate", session, returnByValue=True,
+                           expression=_SECTION_BOX % json.dumps(selector))
+        box = json.loads(found["result"]["value"])
+        if box is None:
+            if name != "change-points":  # a drift interval without change points has none
+                problems.append(f"no {name} section ({selector})")
+            continue
+        x, y, width, height = box
+        shot = tools.call("Page.captureScreenshot", session, format="png", captureBeyondViewport=True,
+                          clip={"x": x, "y": y, "width": width, "height": height, "scale": 1})
+        (shots / f"{path.stem}--{name}.png").write_bytes(base64.b64decode(shot["data"]))
+    tools.drain()
+    return problems
+
+
+def test_report_sections_fit_at_1400px(browser: tuple[DevTools, str], demo_home: Path) -> None:
+    tools, session = browser
+    shots = OUT / "sections"
+    shutil.rmtree(shots, ignore_errors=True)
+    shots.mkdir(parents=True)
+    tools.call("Emulation.setDeviceMetricsOverride", session, width=LAYOUT_WIDTH, height=1000,
+               deviceScaleFactor=1, mobile=False)
+    problems = []
+    try:
+        for path in _report_files(demo_home):
+            kind = path.name.split("-")[0].removesuffix(".html")
+            rel = path.relative_to(demo_home / "objects").as_posix()
+            problems += [f"{rel}: {p}" for p in layout_problems(tools, session, path, kind, shots)]
+    finally:
+        tools.call("Emulation.setDeviceMetricsOverride", session, width=1280, height=2000,
+                   deviceScaleFactor=1, mobile=False)
+    assert not problems, "\n".join(problems)
+    names = {p.name.split("--")[1] for p in shots.glob("*.png")}
+    assert {"banner", "gate-checks", "fairness-gaps", "waterfall", "histogram",
+            "change-points"} <= {n.removesuffix(".png") for n in names}, names
 
 
 class _Links(HTMLParser):

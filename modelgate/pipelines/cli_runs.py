@@ -87,5 +87,20 @@ def _outcome(ctx: Context, ref: evaluate.RunRef, status: str, link: str,
     }
     text = (f"evaluation run {run.evaluation_run_id}: {status.upper()} "
             f"({run.rows_scored} rows on {run.provider}, {run.scoring_rows_per_s or 0:,.0f} rows/s)\n"
-            f"{d.summary}\nreport: {link}" + (f"\n{promoted}" if promoted else ""))
+            f"{d.summary}\n{_metrics_text(metrics)}\nreport: {link}"
+            + (f"\n{promoted}" if promoted else ""))
     return EvaluationOutcome(payload, text)
+
+
+def _metrics_text(metrics: evaluate.MetricsResult) -> str:
+    """Every metric's value and interval, passing or not (the summary lists only problems)."""
+    deltas = {} if metrics.comparison is None else {x.name: x for x in metrics.comparison.deltas}
+    level = metrics.candidate.confidence_level
+    lines = [f"metrics (candidate [{level:.0%} CI]; champion and candidate - champion when there is one):"]
+    for m in metrics.candidate.metrics:
+        value = (f"undefined ({m.undefined_reason})" if m.undefined_reason
+                 else f"{m.value:.4f} [{m.ci_lower:.4f}, {m.ci_upper:.4f}]")
+        x = deltas.get(m.name)
+        vs = "" if x is None else f"; champion {x.champion:.4f}, delta {x.delta:+.4f}"
+        lines.append(f"  {m.name:<18} {value}{vs}")
+    return "\n".join(lines)

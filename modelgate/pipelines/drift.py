@@ -542,7 +542,7 @@ def render_report(ctx: Context, ref: DriftRef, sample: dict[str, Any], features:
         model_name=ref.model_name, model_version=ref.version, interval_start=ref.interval_start,
         interval_end=ref.interval_end, run_id=str(ref.drift_run_id), rows_sampled=sample["rows"],
         features=rows, histograms=tuple(histograms), error_rate=concept.timeline,
-        change_points=tuple(ChangePointRow(p, "" if t is None else t.isoformat(), b, a)
+        change_points=tuple(ChangePointRow(p, _event_time_text(t), b, a)
                             for p, t, b, a in concept.change_points),
         summary=text if sample["rows"] else "No live rows in this interval. " + text,
         verdict=verdict)
@@ -550,6 +550,14 @@ def render_report(ctx: Context, ref: DriftRef, sample: dict[str, Any], features:
            f"drift-{safe_key_part(ref.interval_start)}.html")
     ctx.store.put_bytes(key, render_drift_report(view).encode(), content_type="text/html")
     return key
+
+
+def _event_time_text(when: dt.datetime | None) -> str:
+    """A change point's event time for the report, to the second in UTC; said to be unknown,
+    not left blank, when the live data has no ``event_time`` column."""
+    if when is None:
+        return "unknown (the live data has no event_time column)"
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def store_results(ctx: Context, ref: DriftRef, sample: dict[str, Any], features: list[str],

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -366,7 +367,9 @@ def explain(ctx: Context, ref: RunRef) -> str:
     work = ctx.scratch("explain", ref.run_key)
     scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
     features = list(scorer.feature_names)
-    data = pq.read_table(fetch_dataset(ctx, run.dataset_uri, work), columns=features).to_pandas()
+    dataset = fetch_dataset(ctx, run.dataset_uri, work)
+    data = pq.read_table(dataset, columns=features).to_pandas()
+    row_name = _row_namer(dataset, row.manifest.get("id_column"))
     table = load_scores(ctx, ref)
     y = labels_from_scores(table, row.manifest)
     scores, preds = table.column("score").to_numpy(), table.column("prediction").to_numpy()
@@ -378,8 +381,8 @@ def explain(ctx: Context, ref: RunRef) -> str:
     picked = shap_explain(scorer.predict_proba, data.iloc[chosen.indices], background,
                           features=features, seed=SHAP_SEED)
     waterfalls = tuple(
-        (f"row {int(i)} (score {scores[i]:.3f}, label {int(y[i])})", ", ".join(reasons),
-         waterfall_png(picked, k, title=f"row {int(i)}: {', '.join(reasons)}"))
+        (f"{row_name(int(i))} (score {scores[i]:.3f}, label {int(y[i])})", ", ".join(reasons),
+         waterfall_png(picked, k, title=f"{row_name(int(i))}: {', '.join(reasons)}"))
         for k, (i, reasons) in enumerate(zip(chosen.indices, chosen.reasons, strict=True))
     )
     gaps = [np.abs(e.base_values + e.values.sum(axis=1) - e.model_output).max() for e in (overall, picked)]
@@ -393,6 +396,15 @@ def explain(ctx: Context, ref: RunRef) -> str:
              result.rows_explained, result.algorithm, result.evaluations_per_row,
              result.background_rows, result.max_additivity_error)
     return put_pickle(ctx, f"{ref.prefix()}/explain.pkl", result)
+
+
+def _row_namer(dataset: Path, id_column: str | None) -> Callable[[int], str]:
+    """How a report names a held-out row: by the manifest's ``id_column`` when the data has
+    it (``row_id 8812``), else by its position in the file (``row 17``)."""
+    if not id_column or id_column not in pq.read_schema(dataset).names:
+        return lambda i: f"row {i}"
+    ids = pq.read_table(dataset, columns=[id_column]).column(id_column).to_pylist()
+    return lambda i: f"{id_column} {ids[i]}"
 
 
 SHAP_CHUNK_ROWS = 10

@@ -133,6 +133,22 @@ def test_change_thresholds(metric: str, spec: str, new: float, old: float, verdi
     assert check.kind == "change" and check.check_id == f"change:{metric}:{mode}"
 
 
+def test_lower_is_better_change_reads_in_the_sign_of_observed() -> None:
+    """A worse log loss is a positive change everywhere: observed, threshold and reason."""
+    policy = load_policy("metrics: {log_loss: {change: {relative: -0.02}}}")
+    (check,) = decide({"log_loss": est("log_loss", 0.41)}, {"log_loss": est("log_loss", 0.40)},
+                      {}, policy).checks
+    assert check.observed == pytest.approx(0.025)  # (0.41 - 0.40) / 0.40, worked by hand
+    assert check.threshold == "relative change <= +0.02 (lower is better)"
+    assert "relative change +0.0250 exceeds the limit <= +0.0200" in check.reason
+    assert "-0.0250" not in check.reason and check.verdict == "fail"
+    cb = load_policy("use_confidence_bound: true\nmetrics: {log_loss: {change: {absolute: -0.01}}}")
+    loss = {"log_loss": est("log_loss", 0.4, 0.38, 0.42)}
+    delta = {"log_loss": MetricDelta("log_loss", 0.40, 0.40, 0.0, -0.005, 0.008, 1000)}
+    (check,) = decide(loss, dict(loss), {}, cb, deltas=delta).checks
+    assert "pessimistic (upper) bound of the change +0.0080 meets the limit <= +0.0100" in check.reason
+
+
 def test_change_needs_the_metric_from_both_models() -> None:
     policy = load_policy("metrics: {roc_auc: {change: {absolute: -0.01}}}")
     (check,) = decide({"roc_auc": est("roc_auc", 0.8)}, {}, {}, policy).checks

@@ -427,3 +427,43 @@ def test_evaluation_view_rejects_bad_sha256() -> None:
     fields = {f: getattr(view, f) for f in EvaluationReportView.__dataclass_fields__}
     with pytest.raises(ValueError, match=r"model_sha256 .*'not-a-hash'"):
         EvaluationReportView(**{**fields, "model_sha256": "not-a-hash"})
+
+
+def test_banner_shows_one_line_per_check() -> None:
+    view = evaluation_view()
+    summary = ("Promotion gate FAILED: 1 blocking failure(s)\nBLOCK   value:auc: low\n"
+               "WARN    value:brier: high")
+    fields = {f: getattr(view, f) for f in EvaluationReportView.__dataclass_fields__}
+    view = EvaluationReportView(**{**fields, "gate": GateView(False, summary, view.gate.checks)})
+    parsed = parse(render_evaluation_report(view))
+    assert parsed.banner_text == ["BLOCKED", "Promotion gate FAILED: 1 blocking failure(s)",
+                                  "BLOCK   value:auc: low", "WARN    value:brier: high"]
+
+
+LONG = "demographic_parity_difference_of_age"  # 36 characters, under LABEL_CHARS
+
+
+def test_chart_labels_are_not_cut_short() -> None:
+    from modelgate.reports.charts import Bar, Interval, bar_chart, histogram_chart, interval_chart
+
+    charts = [
+        bar_chart([Bar(LONG, 0.3)], title="t", x_label="x"),
+        interval_chart([Interval(LONG, 0.08832, 0.05976, 0.1287, 0.1)], title="t", x_label="x"),
+        histogram_chart([f"{LONG} {i}" for i in range(6)], [1 / 6] * 6, [1 / 6] * 6,
+                        title="t", x_label="x"),
+    ]
+    for svg in charts:
+        texts = ["".join(t.itertext()) for t in ElementTree.fromstring(svg).iter(f"{SVG_NS}text")]
+        assert not any("…" in t for t in texts), texts
+        assert any(LONG in t for t in texts)
+    assert "0.08832 [0.05976, 0.1287]" in charts[1]
+    assert 'transform="rotate(' in charts[2]  # six long bin labels do not fit side by side
+
+
+def test_change_point_without_event_time_is_not_blank() -> None:
+    view = drift_view()
+    view = DriftReportView(**{**{f: getattr(view, f) for f in DriftReportView.__dataclass_fields__},
+                              "change_points": (ChangePointRow(500, "", 0.1, 0.2),)})
+    page = render_drift_report(view)
+    table = page[page.index('id="change-points"'):]
+    assert re.findall(r"<tr>(.*?)</tr>", table)[1].count("<td></td>") == 0

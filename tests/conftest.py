@@ -1,8 +1,8 @@
 """Shared fixtures: a real PostgreSQL database, a real S3 API server, an Airflow home.
 
 - PostgreSQL: a fresh database per test session on ``MODELGATE_TEST_PG`` (default the local
-  server on 127.0.0.1:5432 with trust auth), migrated with ``modelgate db upgrade``'s code,
-  emptied between tests.
+  server on 127.0.0.1:5432 with trust auth; without one, an embedded ``pgserver``, see
+  :func:`pg_admin_url`), migrated with ``modelgate db upgrade``'s code, emptied between tests.
 - S3: moto's server from its own virtualenv (``.venv-moto``; it pins packages Airflow uses),
   started on a free loopback port and reached through the same ``minio`` client code that
   talks to MinIO in production.
@@ -12,7 +12,10 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -22,6 +25,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -42,11 +46,51 @@ import psycopg2  # noqa: E402
 from modelgate.config import S3Settings, Settings  # noqa: E402
 from modelgate.store import db  # noqa: E402
 
-PG_ADMIN_URL = os.environ.get("MODELGATE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+LOCAL_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+@functools.cache
+def pg_admin_url() -> str:
+    """Where each session makes its database, in order of preference:
+
+    ``MODELGATE_TEST_PG`` when set (a URL; ``embedded`` forces the embedded server), else the
+    local server on 127.0.0.1:5432 when it answers, else an embedded PostgreSQL (``pgserver``,
+    as the demo uses) in a temporary folder, stopped and deleted when the session ends, so
+    ``make test`` works on a machine with no PostgreSQL installed.
+    """
+    explicit = os.environ.get("MODELGATE_TEST_PG")
+    if explicit and explicit != "embedded":
+        return explicit
+    if not explicit:
+        try:
+            psycopg2.connect(LOCAL_PG_URL, connect_timeout=3).close()
+            return LOCAL_PG_URL
+        except psycopg2.OperationalError:
+            pass
+    import pgserver
+
+    # Not under pytest's basetemp (0700 there): the server runs as pgserver's own user
+    # when the tests run as root, and must reach its data folder.
+    parent = Path(tempfile.mkdtemp(prefix="modelgate-test-pg-"))
+    parent.chmod(0o755)
+    atexit.register(shutil.rmtree, parent, ignore_errors=True)  # runs after pgserver's own cleanup
+    server = pgserver.get_server(str(parent / "pgdata"), cleanup_mode="delete")
+    return str(server.get_uri("postgres"))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say which PostgreSQL the session used, when it used one."""
+    if pg_admin_url.cache_info().currsize:
+        terminalreporter.write_line(f"modelgate test PostgreSQL: {db.redact_url(pg_admin_url())}")
+
+
+def database_url(admin_url: str, name: str) -> str:
+    """``admin_url`` pointing at database ``name`` (a socket ``?host=`` query is kept)."""
+    return urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
 
 
 def _admin(sql: str) -> None:
-    conn = psycopg2.connect(PG_ADMIN_URL)
+    conn = psycopg2.connect(pg_admin_url())
     conn.autocommit = True
     try:
         with conn.cursor() as cur:
@@ -59,7 +103,7 @@ def _admin(sql: str) -> None:
 def pg_url() -> Iterator[str]:
     name = f"modelgate_test_{uuid.uuid4().hex[:10]}"
     _admin(f"CREATE DATABASE {name}")
-    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    url = database_url(pg_admin_url(), name)
     db.upgrade(url)
     yield url
     _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -140,7 +140,7 @@ VALUES (1, '2026-11-20T00:00Z', '2026-11-21T00:00Z', 'runs/drift/1/scored-sample
 def _as_user(url: str, user: str) -> str:
     """``url`` with its user replaced (trust auth: no password)."""
     parts = urlsplit(url)
-    host = parts.hostname or "127.0.0.1"
+    host = parts.hostname or ""  # empty for the embedded server's socket (``?host=/dir``)
     netloc = f"{user}@{host}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))
 

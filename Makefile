@@ -8,12 +8,12 @@ STAMP := $(VENV)/.installed-stamp
 # `make ORT=gpu-cu12 ...` the CUDA 12 build.
 ORT ?= cpu
 
-.PHONY: demo test venv moto-venv services lint bench clean
+.PHONY: demo test test-fast venv moto-venv services lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[$(strip $(ORT)),dev]"
+	$(BIN)/python -m pip install --quiet -e ".[$(strip $(ORT)),dev,demo]"
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -34,6 +34,11 @@ demo: venv
 
 test: venv moto-venv services lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The fast tier: everything but the end-to-end tests (browser, soak, DAG runs, demo).
+test-fast: venv moto-venv lint
+	@.ci/ensure-postgres
+	$(BIN)/python -m pytest -q -m "not e2e" $(PYTEST_ARGS)
 
 # DAG files are left out of mypy: TaskFlow turns typed task calls into XComArgs.
 lint: venv

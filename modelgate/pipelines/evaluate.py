@@ -475,14 +475,14 @@ class DecisionResult:
     had_champion: bool
 
 
-REPO_POLICY_DIR = Path(__file__).resolve().parents[2] / "policies"
-
-
 def policy_dir() -> Path:
-    """Where per-model policy overrides live: ``MODELGATE_POLICY_DIR`` or the repo's ``policies/``."""
+    """Where per-model policy overrides live: ``MODELGATE_POLICY_DIR``, else the ``policies/``
+    shipped with modelgate (installed or in the checkout)."""
     import os
 
-    return Path(os.environ.get("MODELGATE_POLICY_DIR") or REPO_POLICY_DIR)
+    from modelgate.resources import shipped_dir
+
+    return Path(os.environ.get("MODELGATE_POLICY_DIR") or shipped_dir("policies"))
 
 
 def load_policy_for_run(policy_path: str | None, model_name: str) -> tuple[Any, str]:

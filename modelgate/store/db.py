@@ -22,20 +22,11 @@ import psycopg2.extras
 from psycopg2.extensions import connection as Connection
 
 from modelgate.config import Settings
+from modelgate.resources import shipped_dir
 
 log = logging.getLogger("modelgate.store")
 
-def _migrations_dir() -> Path:
-    """``sql/migrations`` of the checkout, or the copy an installed wheel ships as ``modelgate.sql``."""
-    checkout = Path(__file__).resolve().parents[2] / "sql" / "migrations"
-    if checkout.is_dir():
-        return checkout
-    from importlib.resources import files
-
-    return Path(str(files("modelgate.sql").joinpath("migrations")))
-
-
-MIGRATIONS_DIR = _migrations_dir()
+MIGRATIONS_DIR = shipped_dir("sql/migrations")
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 # Arbitrary constant: serialises concurrent `db upgrade` calls on one database.
 _MIGRATION_LOCK_ID = 7_302_114_001

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
 from river.drift import ADWIN
 
 from modelgate.config import Settings
@@ -16,6 +17,8 @@ from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.store import models
 from modelgate.store.db import transaction
+
+pytestmark = pytest.mark.e2e  # the slow tier: `pytest -m 'not e2e'` leaves it out
 
 UTC = dt.UTC
 

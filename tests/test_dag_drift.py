@@ -47,6 +47,7 @@ def _features(url: str, day: dt.date) -> dict[str, tuple[Any, ...]]:
         return {r[0]: r[1:] for r in cur.fetchall()}
 
 
+@pytest.mark.e2e
 def test_drift_dag_runs_intervals_and_fanout_matches_single_task(
     production: Context, demo_builds: dict[str, Any],
 ) -> None:
@@ -109,6 +110,7 @@ def drift_runs_ref(ctx: Context, run_id: int) -> Any:
                           run.interval_start.isoformat(), run.interval_end.isoformat())
 
 
+@pytest.mark.e2e
 def test_interval_without_live_rows_is_recorded_as_no_data(
     production: Context, demo_builds: dict[str, Any],
 ) -> None:

@@ -15,6 +15,8 @@ from modelgate.artifact import verify
 from modelgate.demo_data import DemoBuild, build_demo
 from modelgate.scoring import SessionSettings, open_session
 
+pytestmark = pytest.mark.e2e  # the slow tier: `pytest -m 'not e2e'` leaves it out
+
 
 @pytest.fixture(scope="module")
 def raw() -> pd.DataFrame:

@@ -48,6 +48,7 @@ def demo_workdir(tmp_path: Path, demo_builds: dict[str, Any]) -> Path:
     return tmp_path
 
 
+@pytest.mark.e2e
 def test_readme_walkthrough_runs_as_written(settings_env: Settings, demo_workdir: Path) -> None:
     block = next(b for b in _sh_blocks() if b.startswith("mkdir -p try"))
     bin_dir = Path(sys.executable).parent
@@ -64,6 +65,7 @@ def test_readme_walkthrough_runs_as_written(settings_env: Settings, demo_workdir
     assert "feature(s) breached" in out  # drift
 
 
+@pytest.mark.e2e
 def test_readme_monitoring_runs_as_written(settings_env: Settings, demo_workdir: Path,
                                            airflow_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from modelgate.store.db import fetch_all
@@ -89,6 +91,7 @@ def test_readme_monitoring_runs_as_written(settings_env: Settings, demo_workdir:
     assert retried in out
 
 
+@pytest.mark.e2e
 def test_cli_exit_codes_and_evaluate_json(settings_env: Settings, demo_builds: dict[str, Any]) -> None:
     passed = _cli("evaluate", "--model", str(demo_builds["1"].archive_path),
                   "--data", str(demo_builds["1"].heldout_path), "--format", "json", "--promote")
@@ -137,6 +140,7 @@ def test_cli_fairness_matches_fairlearn(tmp_path: Path) -> None:
     assert gaps["demographic_parity_difference"]["value"] == pytest.approx(expected_dpd, abs=1e-12)
 
 
+@pytest.mark.e2e
 def test_cli_drift_matches_scipy_and_explain_is_additive(
     tmp_path: Path, demo_builds: dict[str, Any],
 ) -> None:
@@ -161,6 +165,7 @@ def test_cli_drift_matches_scipy_and_explain_is_additive(
     assert np.abs(gap).max() < 1e-6
 
 
+@pytest.mark.e2e
 def test_db_upgrade_and_stop_on_the_embedded_default() -> None:
     """No MODELGATE_DATABASE_URL: `db upgrade` starts a private PostgreSQL, `db stop` stops it."""
     import tempfile

@@ -353,6 +353,7 @@ def _shot_name(rel: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", rel.removesuffix(".html").replace("/", "__")) + ".png"
 
 
+@pytest.mark.e2e
 def test_every_demo_report_renders_in_chromium(browser: tuple[DevTools, str],
                                                demo_home: Path) -> None:
     tools, session = browser
@@ -470,6 +471,7 @@ def layout_problems(tools: DevTools, session: str, path: Path, kind: str,
     return problems
 
 
+@pytest.mark.e2e
 def test_report_sections_fit_at_1400px(browser: tuple[DevTools, str], demo_home: Path) -> None:
     tools, session = browser
     shots = OUT / "sections"
@@ -501,6 +503,7 @@ class _Links(HTMLParser):
         self.hrefs += [v for k, v in attrs if tag == "a" and k == "href" and v]
 
 
+@pytest.mark.e2e
 def test_index_pages_link_every_report(demo_home: Path) -> None:
     root = demo_home / "objects"
     indexes = sorted((root / "reports").glob("*/index.html"))
@@ -515,6 +518,7 @@ def test_index_pages_link_every_report(demo_home: Path) -> None:
         assert linked == on_disk, f"{index}: links {sorted(linked)} but reports {sorted(on_disk)}"
 
 
+@pytest.mark.e2e
 def test_report_tasks_pushed_their_airflow_link(demo_home: Path) -> None:
     db = sqlite3.connect(demo_home / "airflow" / "airflow.db")
     try:
@@ -537,6 +541,7 @@ def _readme_queries() -> list[tuple[str, str]]:
 
 
 
+@pytest.mark.e2e
 def test_sql_readme_queries_return_rows_on_demo_data(demo_home: Path) -> None:
     import psycopg2
 

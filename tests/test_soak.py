@@ -25,6 +25,8 @@ from modelgate.pipelines.context import Context, register_archive
 from modelgate.store import models
 from modelgate.store.db import transaction
 
+pytestmark = pytest.mark.e2e  # the slow tier: `pytest -m 'not e2e'` leaves it out
+
 ROUNDS = int(os.environ.get("MODELGATE_TEST_SOAK_ROUNDS", "8"))
 # Memory is measured in a fresh interpreter: in the middle of the whole suite the process
 # carries every earlier test's heap, and its growth says nothing about these rounds.

@@ -33,6 +33,8 @@ from modelgate.store import models
 from modelgate.store.db import fetch_all
 from modelgate.store.runs import EVALUATION_RESULT_TABLES
 
+pytestmark = pytest.mark.e2e  # the slow tier: `pytest -m 'not e2e'` leaves it out
+
 MODEL = "gss-high-income"
 SMALL_ROWS = 500  # enough rows for every group of the demo data; keeps full runs ~2 s
 

@@ -28,6 +28,8 @@ from modelgate.store.db import fetch_all
 from modelgate.store.objects import ObjectStoreError
 from modelgate.store.runs import EVALUATION_RESULT_TABLES
 
+pytestmark = pytest.mark.e2e  # the slow tier: `pytest -m 'not e2e'` leaves it out
+
 MODEL = "gss-high-income"
 SMALL_ROWS = 500
 

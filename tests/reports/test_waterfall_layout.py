@@ -19,7 +19,7 @@ def _explanation(weights: np.ndarray, seed: int = 0) -> Explanation:
     import pandas as pd
 
     background = pd.DataFrame(rng.normal(size=(30, len(weights))), columns=names)
-    rows = pd.DataFrame(rng.normal(size=(3, len(weights))) * 2, columns=names)
+    rows = pd.DataFrame(rng.normal(size=(1, len(weights))) * 2, columns=names)
 
     def predict(frame: pd.DataFrame) -> np.ndarray:
         return 1 / (1 + np.exp(-(frame.to_numpy() @ weights)))

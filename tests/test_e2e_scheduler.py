@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import PG_ADMIN_URL, REPO, _admin, _free_port
+from conftest import REPO, _admin, _free_port, database_url, pg_admin_url
 
 from modelgate.config import Settings
 from modelgate.pipelines.context import Context, register_archive
@@ -104,7 +104,7 @@ def airflow_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     """Environment of a LocalExecutor deployment on a fresh PostgreSQL metadata database."""
     name = f"airflow_e2e_{uuid.uuid4().hex[:10]}"
     _admin(f"CREATE DATABASE {name}")
-    base = PG_ADMIN_URL.rsplit("/", 1)[0].split("://", 1)[1] + f"/{name}"
+    base = database_url(pg_admin_url(), name).split("://", 1)[1]
     dags = tmp_path / "dags"
     dags.mkdir()
     (dags / "drift_monitoring.py").symlink_to(REPO / "dags" / "drift_monitoring.py")

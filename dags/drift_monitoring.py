@@ -2,9 +2,10 @@
 
 Per data interval, for every production model with a monitoring config (``modelgate monitor
 set``): plan -> prepare (mapped over models) -> sample_and_score (mapped over models) ->
-feature_drift (mapped over every model's features) -> per model: concept_drift -> report ->
-store -> decide. Each run reads its own data interval, never the clock, so catch-up and
-back-fills read each interval once and a re-run of an interval replaces its rows.
+feature_drift (mapped over every model's features) -> per model: concept_drift + joint_drift
+(multivariate and attribution drift) -> report -> store -> decide. Each run reads its own data
+interval, never the clock, so catch-up and back-fills read each interval once and a re-run of an
+interval replaces its rows.
 """
 
 from __future__ import annotations
@@ -38,10 +39,13 @@ for manual runs: `model_name` restricts the run to one model, and non-empty `liv
 Every interval and model: samples the live rows of the interval, scores them with the model
 in `production`, compares each feature and the score distribution with the model's reference
 (Wasserstein-1 normalised by the reference std for numeric features, Jensen-Shannon base 2
-for categorical and binned numeric ones), and feeds newly labelled rows to ADWIN.
+for categorical and binned numeric ones), the numeric features jointly (sliced Wasserstein on
+reference-standardised features) and the model's SHAP attribution profile on a sample of live
+rows, and feeds newly labelled rows to ADWIN.
 
-**Red run at task `decide`**: at least one feature breached its threshold. The task log lists
-them; the model is marked `is_drifting` in PostgreSQL. **Red run at another task**: the run
+**Red run at task `decide`**: at least one feature, the multivariate statistic or the
+attribution profile breached its threshold. The task log lists them; the model is marked
+`is_drifting` in PostgreSQL. **Red run at another task**: the run
 itself failed; `drift_run.status = 'failed'` with `failure_reason`. A labels partition with
 duplicate ids fails its run once and is quarantined (`analytics.quarantined_partitions`);
 later intervals go on; `modelgate monitor retry NAME --interval START` reprocesses it.
@@ -91,7 +95,8 @@ def _spec_of(prepared: dict[str, Any]) -> dict[str, Any]:
         "sample_size": Param(0, type="integer", minimum=0, description="override (0: the config's)"),
         "adwin_delta": Param(0.002, type="number", exclusiveMinimum=0, exclusiveMaximum=1),
         "thresholds": Param({}, type="object", description=(
-            'override, e.g. {"relative": 1.8, "features": {"age": {"relative": 3.0}}}')),
+            'override, e.g. {"relative": 1.8, "features": {"age": {"relative": 3.0}}, '
+            '"multivariate": {"relative": 1.8, "floor": 0.05}, "attribution": {"floor": 0.1}}')),
     },
 )
 def drift_monitoring() -> None:
@@ -151,8 +156,16 @@ def drift_monitoring() -> None:
             return str(_step(sampled["run"], drift.concept_drift, spec["labels"],
                              float(spec["adwin_delta"])))
 
+        @task
+        def joint_drift(sampled: dict[str, Any]) -> str:
+            """Multivariate drift of the numeric features and drift of the SHAP attribution profile."""
+            from modelgate.pipelines import drift_joint
+
+            return str(_step(sampled["run"], drift_joint.joint_drift, sampled["sample"],
+                             _spec_of(sampled)["thresholds"]))
+
         @task(trigger_rule="all_done")  # runs when another model's feature task failed
-        def report(sampled: dict[str, Any], _concept: str) -> str:
+        def report(sampled: dict[str, Any], _concept: str, _joint: str) -> str:
             from modelgate.pipelines import drift
 
             ctx, run = _ctx(), sampled["run"]
@@ -183,7 +196,7 @@ def drift_monitoring() -> None:
                 raise AirflowFailException(str(exc)) from exc
 
         concept = concept_drift(sampled)
-        key = report(sampled, concept)
+        key = report(sampled, concept, joint_drift(sampled))
         key.operator.operator_extra_links = (ReportLink(),)  # type: ignore[attr-defined]
         decide(sampled, store(sampled, key))
         return None

@@ -32,6 +32,7 @@ from modelgate.reports.charts import (
     reliability_chart,
 )
 from modelgate.reports.views import (
+    AttributionShareRow,
     DriftReportView,
     EvaluationReportView,
     FairnessSection,
@@ -191,6 +192,15 @@ def _timeline_chart(view: DriftReportView) -> Markup | None:
                              x_label="position in stream", y_label="error rate"))
 
 
+def _attribution_chart(shares: Sequence[AttributionShareRow]) -> Markup | None:
+    if not shares:
+        return None
+    bars = [Bar(s.feature, s.current, s.reference, "neutral")
+            for s in sorted(shares, key=lambda s: (-s.reference, s.feature))[:MAX_BARS]]
+    return Markup(bar_chart(bars, title="Share of mean |SHAP| per feature: live rows (bar) vs "
+                            "reference (dashed tick)", x_label="share of attribution"))
+
+
 def render_drift_report(view: DriftReportView) -> str:
     """Render the drift report of one monitoring interval as a self-contained HTML page.
 
@@ -223,6 +233,7 @@ def render_drift_report(view: DriftReportView) -> str:
         "drift.html.j2", f"Drift report — {view.model_name} {view.model_version}",
         view=view, features=ranked, features_chart=_features_chart(ranked),
         histogram_charts=histograms, timeline_chart=_timeline_chart(view),
+        attribution_chart=_attribution_chart(view.attribution_shares),
         change_points=list(enumerate(view.change_points, start=1)),
     )
 

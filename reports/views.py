@@ -444,6 +444,49 @@ class ChangePointRow:
         _check_rate("ChangePointRow.rate_after", self.rate_after)
 
 
+@dataclass(frozen=True, slots=True)
+class JointDriftRow:
+    """A drift statistic over several features at once (multivariate or attribution drift).
+
+    Examples
+    --------
+    >>> JointDriftRow("multivariate", "sliced Wasserstein-2", 0.3, 0.05, 0.02, "drift", "3 features").verdict
+    'drift'
+    """
+
+    check: str
+    statistic: str
+    value: float | None
+    threshold: float | None
+    baseline: float | None
+    verdict: DriftVerdict
+    note: str
+
+    def __post_init__(self) -> None:
+        _check_choice("JointDriftRow.verdict", self.verdict, DriftVerdict)
+        for name in ("value", "threshold", "baseline"):
+            _check_optional_finite(f"JointDriftRow.{name}", getattr(self, name))
+
+
+@dataclass(frozen=True, slots=True)
+class AttributionShareRow:
+    """Share of one feature in the mean |SHAP| of the reference and of the live rows.
+
+    Examples
+    --------
+    >>> AttributionShareRow("age", 0.5, 0.25).current
+    0.25
+    """
+
+    feature: str
+    reference: float
+    current: float
+
+    def __post_init__(self) -> None:
+        _check_rate("AttributionShareRow.reference", self.reference)
+        _check_rate("AttributionShareRow.current", self.current)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DriftReportView:
     """Everything the drift report shows (keyword-only).
@@ -474,6 +517,8 @@ class DriftReportView:
     change_points: tuple[ChangePointRow, ...]
     summary: str
     verdict: DriftVerdict
+    joint: tuple[JointDriftRow, ...] = ()
+    attribution_shares: tuple[AttributionShareRow, ...] = ()
 
     def __post_init__(self) -> None:
         _check_count("DriftReportView.rows_sampled", self.rows_sampled)

@@ -19,7 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from modelgate.pipelines import index_page
+from modelgate.metrics import emit as emit_metrics
+from modelgate.pipelines import drift_joint, index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.store import drift_runs, models
@@ -172,12 +173,18 @@ def reference_key(row: models.ModelVersionRow) -> str:
 
 
 def ensure_reference(ctx: Context, row: models.ModelVersionRow, reference_uri: str) -> str:
-    """Build the reference sketch once per model version (features and scores) and store it."""
+    """Build the reference sketch (features and scores) and the multivariate and attribution
+    references once per model version, and store them."""
+    key = drift_runs.get_reference(ctx.db_url, row.model_version_id)
+    if key is None:
+        key = _build_reference_sketch(ctx, row, reference_uri)
+    drift_joint.ensure_references(ctx, row, reference_uri)  # multivariate + attribution
+    return key
+
+
+def _build_reference_sketch(ctx: Context, row: models.ModelVersionRow, reference_uri: str) -> str:
     from modelgate.pipelines.drift_columns import build_references_from_parquet
 
-    key = drift_runs.get_reference(ctx.db_url, row.model_version_id)
-    if key is not None:
-        return key
     if not reference_uri:
         raise ValueError(f"no reference sketch stored for {row.model_name} v{row.version}; "
                          "pass the reference dataset (param 'reference') once")
@@ -310,7 +317,7 @@ def parse_thresholds(spec: dict[str, Any] | None) -> Any:
     """
     from modelgate.drift.data_drift import DriftThresholds
 
-    spec = dict(spec or {})
+    spec, _ = drift_joint.split_thresholds(spec)  # "multivariate"/"attribution" are checked there
     features = spec.pop("features", {}) or {}
     unknown = sorted(set(spec) - set(_THRESHOLD_KEYS))
     if unknown or not isinstance(features, dict):
@@ -532,10 +539,15 @@ def render_report(ctx: Context, ref: DriftRef, sample: dict[str, Any], features:
         for f in [f for f in summary.features if f.verdict != "no_data"][:TOP_HISTOGRAMS]:
             values = table.column(f.feature).to_numpy(zero_copy_only=False)
             histograms.append(HistogramView(f.feature, *_histogram(refs[f.feature], values)))
-    verdict = "drift" if summary.n_breached else ("ok" if sample["rows"] else "warn")  # amber
+    joint = drift_joint.load_result(ctx, ref.prefix())
+    joint_rows, attribution_shares = drift_joint.report_rows(joint)
+    joint_breaches = drift_joint.breaches(joint)
+    verdict = ("drift" if summary.n_breached or joint_breaches
+               else ("ok" if sample["rows"] else "warn"))  # amber: no data
     text = (f"{summary.n_breached} of {len(summary.features)} feature(s) breached"
             + (f": {', '.join(summary.breached)}" if summary.breached else "")
             + (f"; no data for {', '.join(summary.no_data)}" if summary.no_data else "")
+            + (f"; also breached: {'; '.join(joint_breaches)}" if joint_breaches else "")
             + f". ADWIN: {len(concept.change_points)} change point(s) over "
               f"{concept.rows_labelled} newly labelled row(s).")
     view = DriftReportView(
@@ -545,7 +557,7 @@ def render_report(ctx: Context, ref: DriftRef, sample: dict[str, Any], features:
         change_points=tuple(ChangePointRow(p, _event_time_text(t), b, a)
                             for p, t, b, a in concept.change_points),
         summary=text if sample["rows"] else "No live rows in this interval. " + text,
-        verdict=verdict)
+        verdict=verdict, joint=joint_rows, attribution_shares=attribution_shares)
     key = (f"reports/{safe_key_part(ref.model_name)}/{safe_key_part(ref.version)}/"
            f"drift-{safe_key_part(ref.interval_start)}.html")
     ctx.store.put_bytes(key, render_drift_report(view).encode(), content_type="text/html")
@@ -567,7 +579,9 @@ def store_results(ctx: Context, ref: DriftRef, sample: dict[str, Any], features:
 
     summary = summarise(collect_features(ctx, ref, features))
     concept: ConceptResult = _get(ctx, f"{ref.prefix()}/concept.pkl")
-    verdict = "no_data" if not sample["rows"] else ("drift" if summary.n_breached else "ok")
+    joint = drift_joint.load_result(ctx, ref.prefix())
+    drifting = bool(summary.n_breached or drift_joint.breaches(joint))
+    verdict = "no_data" if not sample["rows"] else ("drift" if drifting else "ok")
     feature_rows = [
         (f.feature, "prediction" if f.feature == SCORE_FEATURE else f.kind, rank, f.wasserstein,
          f.wasserstein_normalised, f.js_divergence, f.statistic, f.score, f.baseline, f.threshold,
@@ -578,7 +592,10 @@ def store_results(ctx: Context, ref: DriftRef, sample: dict[str, Any], features:
         drift_runs.DriftRows(feature_rows, verdict, summary.n_breached, concept.rows_labelled,
                              concept.change_points, concept.consumed, concept.state,
                              concept.seen_before, concept.seen_after),
-        report_key=report, report_uri=ctx.store.uri(report))
+        report_key=report, report_uri=ctx.store.uri(report),
+        multivariate=joint.multivariate, attribution=joint.attribution)
+    emit_metrics(drift_joint.metrics(ref, drifting=verdict == "drift", features_breached=summary.n_breached,
+                                     adwin_change_points=len(concept.change_points), result=joint))
     log.info("drift run %d stored: %s (%d breached)", ref.drift_run_id, verdict, summary.n_breached)
     index_page.write_model_index(ctx, ref.model_name)  # reports/<model>/index.html
     ctx.discard_scratch("drift", ref.model_name, ref.version, ref.interval_start)
@@ -598,10 +615,12 @@ def decide(ctx: Context, ref: DriftRef) -> str:
         breaches = cur.fetchall()
         cur.execute("SELECT status FROM drift_run WHERE drift_run_id = %s", (ref.drift_run_id,))
         status = cur.fetchone()[0]
-    if breaches:
-        lines = [f"{f}: {s} = {v:.4f} > threshold {t:.4f}" for f, s, v, t in breaches]
-        raise DriftBreached(f"{ref.model_name} v{ref.version}: drift in {len(breaches)} feature(s) "
-                            f"over {ref.interval_start}..{ref.interval_end}\n" + "\n".join(lines))
+    joint_lines = drift_joint.breaches(drift_joint.load_result(ctx, ref.prefix()))
+    if breaches or joint_lines:
+        lines = [f"{f}: {s} = {v:.4f} > threshold {t:.4f}" for f, s, v, t in breaches] + joint_lines
+        raise DriftBreached(f"{ref.model_name} v{ref.version}: drift in {len(breaches)} feature(s)"
+                            + (f" and {len(joint_lines)} joint check(s)" if joint_lines else "")
+                            + f" over {ref.interval_start}..{ref.interval_end}\n" + "\n".join(lines))
     return str(status)
 
 

@@ -21,6 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from modelgate.logsafe import one_line
+from modelgate.metrics import emit as emit_metrics
+from modelgate.metrics import gate_metrics
 from modelgate.pipelines import index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
@@ -744,6 +746,8 @@ def store_results(ctx: Context, ref: RunRef) -> str:
     runs.write_evaluation_results(ctx.db_url, ref.evaluation_run_id, rows, status=status,
                                   report_key=key, report_uri=ctx.store.uri(key))
     log.info("stored evaluation run %d: %s", ref.evaluation_run_id, status)
+    emit_metrics(gate_metrics(row.model_name, row.version, passed=decided.decision.passed,
+                              checks_breached=sum(c.verdict == "fail" for c in decided.decision.checks)))
     index_page.write_model_index(ctx, row.model_name)  # reports/<model>/index.html
     for kind in ("evaluation", "explain"):
         ctx.discard_scratch(kind, ref.run_key)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from modelgate.store import drift_joint
 from modelgate.store.db import transaction
 
 
@@ -42,6 +43,7 @@ def start_drift_run(url: str, *, model_version_id: int, interval_start: dt.datet
         )
         run_id = int(cur.fetchone()[0])
         cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
+        drift_joint.clear_run(cur, run_id)
     return run_id
 
 
@@ -69,6 +71,7 @@ def fail_drift_run(url: str, run_id: int, reason: str) -> None:
     """Mark the run failed; a run already failed keeps its first reason (the cause)."""
     with transaction(url) as cur:
         cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
+        drift_joint.clear_run(cur, run_id)
         cur.execute("""UPDATE drift_run SET status = 'failed',
                            failure_reason = CASE WHEN status = 'failed' THEN failure_reason ELSE %s END,
                            finished_at = COALESCE(finished_at, now())
@@ -164,8 +167,12 @@ _FEATURE_INSERT = (
 
 
 def write_drift_results(url: str, run_id: int, model_version_id: int, rows: DriftRows, *,
-                        report_key: str | None, report_uri: str | None) -> None:
+                        report_key: str | None, report_uri: str | None,
+                        multivariate: Any | None = None, attribution: Any | None = None) -> None:
     """Everything a drift run produces, the detector state and the status, in one transaction.
+
+    ``multivariate`` and ``attribution`` are the run's ``MultivariateDrift`` and
+    ``AttributionDrift`` (None when the model version has no such reference).
 
     The detector state is compare-and-swapped on ``elements_seen`` so two runs can never
     feed the same labels twice or lose each other's updates.
@@ -174,6 +181,7 @@ def write_drift_results(url: str, run_id: int, model_version_id: int, rows: Drif
         cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
         if rows.features:
             cur.executemany(_FEATURE_INSERT, [(run_id, *f) for f in rows.features])
+        drift_joint.write_run(cur, run_id, multivariate, attribution)
         _swap_detector(cur, model_version_id, run_id, rows)
         for position, event_time, before, after in rows.change_points:
             cur.execute(

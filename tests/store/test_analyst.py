@@ -28,6 +28,7 @@ VIEWS = (
     "fairness_by_group", "fairness_gaps", "feature_importance", "drift_runs",
     "feature_drift_by_interval", "concept_drift_changes", "report_links", "evaluation_refusals",
     "quarantined_partitions",
+    "multivariate_drift_by_interval", "attribution_drift_by_interval",  # 0008
 )
 SHA_1, SHA_2 = "1" * 64, "2" * 64
 
@@ -112,6 +113,11 @@ VALUES (1, 'income', 'numeric', 1, 5200.0, 0.31, 0.22, 'js_divergence_base2', 0.
         0.1, 'ok', 20000, 5000, 0, '{}');
 
 INSERT INTO concept_drift_change VALUES (1, 118400, 1, '2026-11-20T14:32Z', 0.11, 0.19);
+
+INSERT INTO multivariate_drift VALUES (1, 'sliced_wasserstein_2', 0.21, 0.02, 0.05, 'drift', 3, 64,
+                                       20000, 5000, 5000, 0);
+INSERT INTO attribution_drift VALUES (1, 'total_variation', 0.04, 0.03, 0.1, 'ok', 100, 50);
+INSERT INTO attribution_drift_share VALUES (1, 'income', 0.6, 0.58), (1, 'age', 0.4, 0.42);
 
 INSERT INTO detector_state (model_version_id, detector, state, elements_seen, updated_by_run_id)
 VALUES (1, 'adwin', '\\x00', 122400, 1);

@@ -1,0 +1,131 @@
+"""Multivariate and attribution drift in a real drift_monitoring run, and the metrics it sends
+through Airflow's StatsD client to a UDP listener on loopback (dag.test(), real PG and S3)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from modelgate.config import Settings
+from modelgate.pipelines.context import Context, register_archive
+from modelgate.store import models
+from modelgate.store.db import fetch_all
+
+UTC = dt.UTC
+
+
+@pytest.fixture()
+def statsd_listener(monkeypatch: pytest.MonkeyPatch) -> Iterator[socket.socket]:
+    """A UDP socket on loopback that Airflow's StatsD client is configured to send to."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(0.2)
+    for key, value in {"STATSD_ON": "True", "STATSD_HOST": "127.0.0.1",
+                       "STATSD_PORT": str(sock.getsockname()[1]), "STATSD_PREFIX": "airflow",
+                       "STATSD_INFLUXDB_ENABLED": "True"}.items():
+        monkeypatch.setenv(f"AIRFLOW__METRICS__{key}", value)
+    yield sock
+    sock.close()
+
+
+def _received(sock: socket.socket) -> list[str]:
+    lines = []
+    while True:
+        try:
+            lines += sock.recv(65536).decode().splitlines()
+        except TimeoutError:
+            return lines
+
+
+def _gauges(lines: list[str], model: str) -> dict[str, float]:
+    """``airflow.modelgate.<name>,model=<m>,version=<v>:<value>|g`` -> {name: value}."""
+    out = {}
+    for line in lines:
+        head, _, rest = line.partition(":")
+        name, *tags = head.split(",")
+        if name.startswith("airflow.modelgate.") and f"model={model}" in tags and rest.endswith("|g"):
+            out[name.removeprefix("airflow.")] = float(rest[:-2])
+    return out
+
+
+@pytest.fixture()
+def production(settings_env: Settings, airflow_db: Path, demo_builds: dict[str, Any],
+               monkeypatch: pytest.MonkeyPatch) -> Context:
+    monkeypatch.setenv("MODELGATE_DAG_RETRIES", "0")
+    ctx = Context.open(settings_env)
+    row, _ = register_archive(ctx, demo_builds["1"].archive_path)
+    models.promote(ctx.db_url, row.model_version_id, expected_champion_id=None)
+    return ctx
+
+
+def test_drift_run_stores_joint_drift_and_sends_documented_metrics(
+    production: Context, demo_builds: dict[str, Any], statsd_listener: socket.socket,
+) -> None:
+    from modelgate.airflow_runner import run_dag
+
+    build = demo_builds["1"]
+    day = list(build.live_dates)[0]
+    conf = {"model_name": "gss-high-income", "live": str(build.live_dir), "labels": str(build.labels_dir),
+            "reference": str(build.reference_path), "sample_size": 2000}
+    dagrun = run_dag("drift_monitoring", conf=conf, logical_date=dt.datetime.combine(day, dt.time(), UTC))
+    assert str(dagrun.state) in ("success", "failed")  # failed = drift found (decide)
+    url = production.db_url
+    ((run_id, n_breached, verdict, report_key),) = fetch_all(
+        url, "SELECT drift_run_id, n_features_breached, verdict, report_key FROM drift_run")
+    ((mv_value, mv_threshold, mv_verdict, n_features),) = fetch_all(
+        url, "SELECT statistic_value, threshold, verdict, n_features FROM multivariate_drift")
+    ((at_value, at_threshold, n_explained),) = fetch_all(
+        url, "SELECT statistic_value, threshold, n_current FROM attribution_drift")
+    shares = fetch_all(url, "SELECT feature, reference_share, current_share FROM attribution_drift_share")
+    assert n_features == 3 and mv_verdict in ("ok", "drift") and n_explained == 50
+    assert len(shares) == 7
+    assert sum(r[1] for r in shares) == pytest.approx(1.0) and sum(r[2] for r in shares) == pytest.approx(1.0)
+    # the distance stored is the one the stored shares give
+    assert at_value == pytest.approx(0.5 * sum(abs(r[1] - r[2]) for r in shares), rel=1e-9)
+    analyst = fetch_all(url, "SELECT count(*) FROM analytics.attribution_drift_by_interval "
+                             "WHERE drift_run_id = %s", (run_id,))
+    assert analyst == [(7,)]
+    html = production.store.get_bytes(report_key).decode()
+    assert "Multivariate and attribution drift" in html and "Attribution profile" in html
+
+    lines = _received(statsd_listener)
+    gauges = _gauges(lines, "gss-high-income")
+    changes = fetch_all(url, "SELECT count(*) FROM concept_drift_change WHERE drift_run_id = %s", (run_id,))
+    assert gauges == pytest.approx({
+        "modelgate.drift.drifting": float(verdict == "drift"),
+        "modelgate.drift.features_breached": float(n_breached),
+        "modelgate.drift.adwin_change_points": float(changes[0][0]),
+        "modelgate.drift.multivariate": mv_value,
+        "modelgate.drift.multivariate_threshold": mv_threshold,
+        "modelgate.drift.attribution": at_value,
+        "modelgate.drift.attribution_threshold": at_threshold,
+    }, rel=1e-9)
+    ours = [line for line in lines if line.startswith("airflow.modelgate.")]
+    assert len(ours) == 7 and all(",model=gss-high-income,version=1:" in line for line in ours)
+
+
+def test_gate_metrics_reach_a_statsd_listener(statsd_listener: socket.socket) -> None:
+    from modelgate.metrics import emit, gate_metrics
+
+    emit(gate_metrics("churn", "7", passed=False, checks_breached=2))
+    lines = [ln for ln in _received(statsd_listener) if "modelgate" in ln]
+    assert lines == ["airflow.modelgate.gate.passed,model=churn,version=7:0.0|g",
+                     "airflow.modelgate.gate.checks_breached,model=churn,version=7:2.0|g"]
+
+
+def test_metrics_are_not_sent_when_no_backend_is_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    from modelgate.metrics import emit, gate_metrics
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(0.2)
+    monkeypatch.setenv("AIRFLOW__METRICS__STATSD_ON", "False")
+    monkeypatch.setenv("AIRFLOW__METRICS__STATSD_PORT", str(sock.getsockname()[1]))
+    emit(gate_metrics("churn", "7", passed=True, checks_breached=0))
+    assert _received(sock) == []
+    sock.close()

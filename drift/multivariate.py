@@ -216,7 +216,13 @@ def _sample_rows(arr: NDArray[np.float64], max_rows: int, rng: np.random.Generat
 
 
 def _sliced(sorted_a: NDArray[np.float64], sorted_b: NDArray[np.float64], p: int) -> float:
-    per_direction = ot.wasserstein_1d(sorted_a, sorted_b, p=p, require_sort=False)
+    if sorted_a.shape == sorted_b.shape:
+        # Equal sizes (the usual case: both sides sampled to max_rows, even halves): the
+        # quantile functions step at the same points, so W_p^p is the mean of |a_i - b_i|^p.
+        # POT's general merge costs about 20x more here.
+        per_direction = np.mean(np.abs(sorted_a - sorted_b) ** p, axis=0)
+    else:
+        per_direction = ot.wasserstein_1d(sorted_a, sorted_b, p=p, require_sort=False)
     return float(np.mean(per_direction) ** (1.0 / p))
 
 

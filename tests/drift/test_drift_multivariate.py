@@ -38,6 +38,17 @@ def test_statistic_equals_pots_sliced_wasserstein_on_standardised_rows() -> None
     assert (got.n_reference, got.n_current, got.n_compared) == (1500, 700, 700)
 
 
+def test_equal_sizes_agree_with_pots_general_computation() -> None:
+    rng = np.random.default_rng(4)
+    rows = rng.normal(size=(1200, 4))
+    ref = build_multivariate_reference(rows[:600], features=NAMES)
+    current = rows[600:] * [1.0, 1.5, 1.0, 0.5]
+    mean, std = rows[:600].mean(axis=0), rows[:600].std(axis=0)
+    expected = ot.sliced_wasserstein_distance((rows[:600] - mean) / std, (current - mean) / std,
+                                              projections=ref.projections, p=2)
+    assert multivariate_drift(ref, current).statistic == pytest.approx(float(expected), rel=1e-9)
+
+
 def test_correlation_flip_with_identical_marginals_is_caught_only_by_the_multivariate_statistic() -> None:
     rng = np.random.default_rng(11)
     reference = _correlated(rng, 20_000, 0.8)

@@ -5,6 +5,8 @@ converted with skl2onnx, scored by onnxruntime), one background of 100 rows, one
 of 10 antithetic permutations per row:
 
 * ours: ``explain(..., algorithm="permutation", n_permutations=10)``
+* ours_kernel / ours_kernel_2x: ``explain(..., algorithm="kernel")`` with the budget of 10 / 20
+  permutation pairs (160 / 320 coalitions): KernelExplainer's estimator on our batched evaluator
 * shap.PermutationExplainer with ``max_evals = 10 * (2 * M + 1)`` (its 10 permutations)
 * shap.KernelExplainer with ``nsamples`` equal to the same ``max_evals``
 
@@ -18,6 +20,9 @@ input is distinct), and the same rows with the numeric columns rounded to -1, 0 
 many masked inputs repeat and ours scores each distinct input once (shap's PermutationExplainer
 is left out there: it takes several seconds and does not change between scenarios). Ours and
 KernelExplainer runs are interleaved so that both see the same load on a shared CPU.
+
+After the tables, "time to accuracy" compares seconds per explained row at equal-or-lower max
+abs error against exact Shapley values than KernelExplainer reaches at its budget.
 
 Run from the repository root: ``.venv/bin/python -m bench.bench_shap``
 """
@@ -55,9 +60,11 @@ CATEGORICAL = {
 FEATURES = NUMERIC + list(CATEGORICAL)
 N_BACKGROUND = 100
 N_PERMUTATIONS = 10
-ROWS = {"ours": 50, "shap_permutation": 20, "shap_kernel": 20, "shap_kernel_scorer": 20}
+ROWS = {"ours": 50, "ours_kernel": 50, "ours_kernel_2x": 50, "shap_permutation": 20,
+        "shap_kernel": 20, "shap_kernel_scorer": 20}
 #: Timed runs per explainer, interleaved; best and median are reported (the CPU is shared).
-REPEATS = {"ours": 7, "shap_permutation": 1, "shap_kernel": 7, "shap_kernel_scorer": 7}
+REPEATS = {"ours": 7, "ours_kernel": 7, "ours_kernel_2x": 7, "shap_permutation": 1,
+           "shap_kernel": 7, "shap_kernel_scorer": 7}
 
 
 def make_data(rng: np.random.Generator, n: int) -> pd.DataFrame:
@@ -136,7 +143,7 @@ def numeric_wrapper(predict: Callable[[pd.DataFrame], np.ndarray], counter: list
     return f
 
 
-def run_ours(predict, rows, bg):
+def run_ours(predict, rows, bg, algorithm="permutation", n_permutations=N_PERMUTATIONS):
     calls: list[int] = []
 
     def counted(df: pd.DataFrame) -> np.ndarray:
@@ -149,8 +156,8 @@ def run_ours(predict, rows, bg):
         rows,
         bg,
         features=FEATURES,
-        algorithm="permutation",
-        n_permutations=N_PERMUTATIONS,
+        algorithm=algorithm,
+        n_permutations=n_permutations,
         seed=0,
     )
     dt = time.perf_counter() - t0
@@ -194,6 +201,8 @@ def run_scenario(predict, scorer, pool, bg, names: tuple[str, ...]) -> dict[str,
     exact = explain(predict, pool.iloc[:n_check], bg, features=FEATURES, algorithm="exact").values
     runners = {
         "ours": lambda rows: run_ours(scorer, rows, bg),
+        "ours_kernel": lambda rows: run_ours(scorer, rows, bg, "kernel"),
+        "ours_kernel_2x": lambda rows: run_ours(scorer, rows, bg, "kernel", 2 * N_PERMUTATIONS),
         "shap_permutation": lambda rows: run_shap_permutation(predict, rows, bg, max_evals),
         "shap_kernel": lambda rows: run_shap_kernel(predict, rows, bg, max_evals),
         "shap_kernel_scorer": lambda rows: run_shap_kernel(scorer, rows, bg, max_evals),
@@ -237,6 +246,26 @@ def print_table(title: str, results: dict[str, tuple]) -> None:
     print()
 
 
+def print_time_to_accuracy(results: dict[str, tuple]) -> None:
+    """Seconds per explained row each of ours needs to be at least as accurate as KernelExplainer."""
+    _, best, median, _, target, _ = results["shap_kernel"]
+    per_row = {n: (r[1] / r[0], r[2] / r[0], r[4]) for n, r in results.items()}
+    kernel_best, kernel_median = per_row["shap_kernel"][:2]
+    print(f"Time to accuracy: KernelExplainer (nsamples {N_PERMUTATIONS * (2 * len(FEATURES) + 1)}) "
+          f"reaches max abs error {target:.4f} in {1000 * kernel_best:.2f} ms per row (best).\n")
+    print("| ours | max abs error vs exact | <= KernelExplainer's? | ms per row (best) "
+          "| speed-up at equal-or-lower error (best / median) |")
+    print("|---|---|---|---|---|")
+    for name in ("ours", "ours_kernel", "ours_kernel_2x"):
+        if name not in per_row:
+            continue
+        b, m, err = per_row[name]
+        ok = err <= target
+        speed = f"{kernel_best / b:.1f}x / {kernel_median / m:.1f}x" if ok else "-"
+        print(f"| {name} | {err:.4f} | {'yes' if ok else 'no'} | {1000 * b:.2f} | {speed} |")
+    print()
+
+
 def main() -> None:
     rng = np.random.default_rng(0)
     predict, scorer = build_model(rng)
@@ -244,8 +273,11 @@ def main() -> None:
     pool = make_data(rng, max(ROWS.values()))
     gap = np.abs(predict(pool) - scorer(pool)).max()  # also warms both sessions up
     print(f"plain session vs modelgate scorer on {len(pool)} rows: max |difference| {gap:.1e}\n")
-    every = ("ours", "shap_permutation", "shap_kernel", "shap_kernel_scorer")
-    print_table("Continuous numeric columns", run_scenario(predict, scorer, pool, bg, every))
+    every = ("ours", "ours_kernel", "ours_kernel_2x", "shap_permutation", "shap_kernel",
+             "shap_kernel_scorer")
+    continuous = run_scenario(predict, scorer, pool, bg, every)
+    print_table("Continuous numeric columns", continuous)
+    print_time_to_accuracy(continuous)
     low = run_scenario(predict, scorer, low_cardinality(pool), low_cardinality(bg),
                        ("ours", "shap_kernel", "shap_kernel_scorer"))
     print_table("Numeric columns rounded to -1, 0, 1 (many repeated masked inputs)", low)

@@ -204,7 +204,12 @@ def _complete_rows(data: ArrayLike, n_features: int, name: str) -> tuple[NDArray
     arr = np.asarray(data, dtype=np.float64)
     if arr.ndim != 2 or arr.shape[1] != n_features:
         raise ValueError(f"{name} must have shape (n_rows, {n_features}), got {arr.shape!r}")
-    complete = np.isfinite(arr).all(axis=1)
+    # A row sum is finite unless the row holds NaN/inf (or overflows, hence the exact check on
+    # the suspects): one matrix-vector product instead of an n x d boolean temporary.
+    complete = np.isfinite(arr @ np.ones(arr.shape[1]))
+    suspects = np.flatnonzero(~complete)
+    if suspects.size:
+        complete[suspects] = np.isfinite(arr[suspects]).all(axis=1)
     n_bad = int(arr.shape[0] - np.count_nonzero(complete))
     return (arr[complete] if n_bad else arr), n_bad
 
@@ -213,6 +218,13 @@ def _sample_rows(arr: NDArray[np.float64], max_rows: int, rng: np.random.Generat
     if arr.shape[0] <= max_rows:
         return arr
     return arr[np.sort(rng.choice(arr.shape[0], size=max_rows, replace=False))]
+
+
+def _sorted_projections(rows: NDArray[np.float64], mean: NDArray[np.float64], scale: NDArray[np.float64],
+                        directions: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Standardised rows projected on each direction, each column sorted, shape (n, K)."""
+    # sorted as contiguous rows of the transpose: 1.5-2x faster than sorting strided columns
+    return np.sort(directions.T @ ((rows - mean) / scale).T, axis=1).T
 
 
 def _sliced(sorted_a: NDArray[np.float64], sorted_b: NDArray[np.float64], p: int) -> float:
@@ -292,16 +304,16 @@ def build_multivariate_reference(
     directions = np.asarray(ot.sliced.get_random_projections(len(names), n_projections, seed=seed),
                             dtype=np.float64)
     kept = _sample_rows(rows, max_rows, rng)
-    projected = ((kept - mean) / scale) @ directions
+    raw = directions.T @ ((kept - mean) / scale).T  # (K, n): one contiguous row per direction
     halves = (kept.shape[0] // 2, kept.shape[0] - kept.shape[0] // 2)
     splits = []
     for _ in range(baseline_repeats):
         mask = np.zeros(kept.shape[0], dtype=bool)
         mask[rng.choice(kept.shape[0], size=halves[0], replace=False)] = True
-        splits.append(_sliced(np.sort(projected[mask], axis=0), np.sort(projected[~mask], axis=0), p))
+        splits.append(_sliced(np.sort(raw[:, mask], axis=1).T, np.sort(raw[:, ~mask], axis=1).T, p))
     return MultivariateReference(
         features=names, mean=_readonly(mean), scale=_readonly(scale),
-        projections=_readonly(directions), projected=_readonly(np.sort(projected, axis=0)),
+        projections=_readonly(directions), projected=_readonly(np.sort(raw, axis=1).T),
         n=int(rows.shape[0]), n_incomplete=n_bad, baseline=float(np.mean(splits)),
         half_sizes=halves, p=int(p), max_rows=int(max_rows), seed=int(seed),
     )
@@ -362,7 +374,7 @@ def multivariate_drift(
     if rows.shape[0] == 0:
         return result
     kept = _sample_rows(rows, reference.max_rows, np.random.default_rng(seed))
-    projected = np.sort(((kept - reference.mean) / reference.scale) @ reference.projections, axis=0)
+    projected = _sorted_projections(kept, reference.mean, reference.scale, reference.projections)
     statistic = _sliced(reference.projected, projected, reference.p)
     h1, h2 = reference.half_sizes
     factor = math.sqrt((1 / reference.n_kept + 1 / kept.shape[0]) / (1 / h1 + 1 / h2))

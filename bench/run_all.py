@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-BENCHMARKS = ("bench_fairness", "bench_scoring", "bench_shap", "bench_adwin", "bench_drift")
+BENCHMARKS = ("bench_fairness", "bench_scoring", "bench_shap", "bench_adwin", "bench_drift",
+              "bench_multivariate")
 
 
 def main() -> int:

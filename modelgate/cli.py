@@ -76,7 +76,7 @@ def cmd_model_verify(args: argparse.Namespace) -> int:
     model = verify(args.archive)
     m = model.manifest
     print(f"OK {m.name} v{m.version} model.onnx sha256 {m.sha256} "
-          f"({len(m.features)} features, opset {m.opset})")
+          f"({m.task}, {len(m.features)} features, opset {m.opset or 'none (ai.onnx.ml only)'})")
     return EXIT_OK
 
 

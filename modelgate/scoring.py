@@ -1,12 +1,18 @@
 """Scoring with ONNX Runtime: session settings, frame validation and streamed parquet scoring.
 
-The graph is fed one input per manifest feature: numeric columns as float32 ``[N, 1]``,
-categorical columns as string (object) ``[N, 1]``, or as int64 codes where the graph
-was rewritten to take them (:mod:`modelgate.onnx_codes`: same function, no per-element
-string conversion). Missing values are refused unless the manifest feature says
-``allow_missing`` (the graph handles them, e.g. a skl2onnx ``SimpleImputer``); then missing
-numerics are fed as NaN and missing categoricals as ``""``. Infinite numerics are always
-refused. Errors name columns and counts, never rows.
+The graph is fed one input per manifest feature (numeric columns ``[N, 1]`` in the graph
+input's own element type, float32, float64 or int64; categorical columns as string
+(object) ``[N, 1]``, or as int64 codes where the graph was rewritten to take them,
+:mod:`modelgate.onnx_codes`: same function, no per-element string conversion), or, with
+the manifest's ``input_tensor``, one ``[N, F]`` tensor of the features in manifest order.
+Missing values are refused unless the manifest feature says ``allow_missing`` (the graph
+handles them, e.g. a skl2onnx ``SimpleImputer``); then missing numerics are fed as NaN and
+missing categoricals as ``""``. Infinite numerics are always refused, and so are missing or
+fractional values for an int64 input. Errors name columns and counts, never rows.
+
+The output read is the manifest's: class probabilities ``[N, C]`` (a ``ZipMap`` is
+rewritten away in memory by :func:`modelgate.onnx_layouts.unzip_probabilities`) or a
+regression's values ``[N]``/``[N, 1]``.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, cast, get_args
+from typing import Any, Literal, cast, get_args
 
 import numpy as np
 import onnxruntime as ort
@@ -33,6 +39,7 @@ import pyarrow.parquet as pq
 from modelgate import devices
 from modelgate.artifact import Feature, LoadedModel, Manifest
 from modelgate.onnx_codes import code_string_inputs
+from modelgate.onnx_layouts import unzip_probabilities
 
 __all__ = [
     "ModelScorer",
@@ -220,38 +227,63 @@ def settings_from_os_environ() -> SessionSettings:
     return SessionSettings.from_env(os.environ)
 
 
-def _frame_feed(feature: Feature, series: pd.Series) -> np.ndarray:
+#: How to fix a refused missing value (the manifest's ``allow_missing``, and when it is right).
+_ALLOW_MISSING_HINT = ("(if the graph handles missing values itself, e.g. with an imputer, set "
+                       "\"allow_missing\": true on this feature in the manifest)")
+#: numpy type fed for each ONNX Runtime input type of a numeric feature.
+_NUMERIC_FEEDS: dict[str, np.dtype] = {"tensor(float)": np.dtype(np.float32), "tensor(double)": np.dtype(np.float64),
+                  "tensor(int64)": np.dtype(np.int64)}
+
+
+def _frame_feed(feature: Feature, series: pd.Series, dtype: np.dtype | None = None) -> np.ndarray:
     if feature.kind == "numeric":
-        return _numeric_feed(feature, series)
+        return _numeric_feed(feature, series, dtype or np.dtype(np.float32))
     return _categorical_feed(feature, series)
 
 
-def _numeric_feed(feature: Feature, series: pd.Series) -> np.ndarray:
-    dtype = series.dtype
-    if not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+def _numeric_feed(feature: Feature, series: pd.Series,
+                  dtype: np.dtype = np.dtype(np.float32)) -> np.ndarray:  # noqa: B008
+    """The column as ``[N, 1]`` of ``dtype`` (the graph input's type)."""
+    if not pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         raise ScoringError(
-            f"column {feature.name!r}: expected a numeric dtype, got {str(dtype)!r}")
+            f"column {feature.name!r}: expected a numeric dtype, got {str(series.dtype)!r}")
+    float_type = np.float32 if dtype == np.float32 else np.float64
     with np.errstate(over="ignore"):
-        values = series.to_numpy(dtype=np.float32, na_value=np.nan)
+        values = series.to_numpy(dtype=float_type, na_value=np.nan)
     finite = np.isfinite(values)
     if not finite.all():
         n_nan = int(np.isnan(values).sum())
         n_inf = int(values.size - finite.sum()) - n_nan
         if n_inf:
-            raise ScoringError(
-                f"column {feature.name!r}: {n_inf} rows are infinite or overflow float32")
+            raise ScoringError(f"column {feature.name!r}: {n_inf} rows are infinite or overflow "
+                               f"{np.dtype(float_type).name}")
+        if dtype == np.int64:
+            raise ScoringError(f"column {feature.name!r}: {n_nan} rows are missing (NaN) and the "
+                               "graph takes this feature as INT64, which cannot hold missing values")
         if not feature.allow_missing:
             raise ScoringError(
-                f"column {feature.name!r}: {n_nan} rows are missing (NaN) and the model "
-                "does not allow missing values for this feature")
+                f"column {feature.name!r}: {n_nan} rows are missing (NaN) and the manifest "
+                f"does not allow missing values for this feature {_ALLOW_MISSING_HINT}")
+    if dtype == np.int64:
+        return _int64_feed(feature, series, values)
     return values.reshape(-1, 1)
+
+
+def _int64_feed(feature: Feature, series: pd.Series, values: np.ndarray) -> np.ndarray:
+    if pd.api.types.is_integer_dtype(series.dtype):
+        return series.to_numpy(dtype=np.int64).reshape(-1, 1)
+    fractional = int((values != np.round(values)).sum())
+    if fractional:
+        raise ScoringError(f"column {feature.name!r}: {fractional} rows are not whole numbers and "
+                           "the graph takes this feature as INT64")
+    return values.astype(np.int64).reshape(-1, 1)
 
 
 def _refuse_missing(feature: Feature, n_missing: int) -> None:
     if n_missing and not feature.allow_missing:
         raise ScoringError(
-            f"column {feature.name!r}: {n_missing} rows are missing and the model does not "
-            "allow missing values for this feature")
+            f"column {feature.name!r}: {n_missing} rows are missing and the manifest does not "
+            f"allow missing values for this feature {_ALLOW_MISSING_HINT}")
 
 
 def _refuse_missing_codes(feature: Feature, codes: np.ndarray) -> None:
@@ -354,6 +386,8 @@ class ModelScorer:
     strict: frozenset[str] = frozenset()
     #: Concurrent ``run`` calls one prediction is split over (see SessionSettings).
     parallel_runs: int = 1
+    #: numpy type of each numeric graph input (float32, float64 or int64), by input name.
+    input_dtypes: Mapping[str, np.dtype] = dataclasses.field(default_factory=dict)
     _codes_cache: dict[str, tuple[pd.Index, np.ndarray]] = dataclasses.field(
         default_factory=dict, repr=False, compare=False)
 
@@ -363,55 +397,96 @@ class ModelScorer:
         return tuple(f.name for f in self.manifest.features)
 
     def feeds(self, frame: pd.DataFrame) -> dict[str, np.ndarray]:
-        """Validate ``frame`` and build the ONNX input dict (one ``[N, 1]`` array per feature)."""
+        """Validate ``frame`` and build the ONNX input dict: one ``[N, 1]`` array per
+        feature, or one ``[N, F]`` array under the manifest's ``input_tensor``."""
         missing = [f.name for f in self.manifest.features if f.name not in frame.columns]
         if missing:
             raise ScoringError(
                 f"column {missing[0]!r} is missing from the data (model needs "
                 f"{list(self.feature_names)}; missing {missing})")
+        tensor = self.manifest.input_tensor
+        if tensor is not None:
+            dtype = self.input_dtypes[tensor]
+            return {tensor: np.hstack([_numeric_feed(f, frame[f.name], dtype)
+                                       for f in self.manifest.features])}
         return {
             f.name: (_code_feed(f, frame[f.name], self.coded[f.name], f.name in self.strict,
                                 self._codes_cache)
-                     if f.name in self.coded else _frame_feed(f, frame[f.name]))
+                     if f.name in self.coded else _frame_feed(f, frame[f.name],
+                                                              self.input_dtypes.get(f.name)))
             for f in self.manifest.features
         }
 
     def predict_proba(self, frame: pd.DataFrame) -> np.ndarray:
-        """Positive-class probability per row, float64 of shape ``(len(frame),)``.
+        """Positive-class probability per row, float64 of shape ``(len(frame),)``
+        (binary classifiers; see :meth:`predict_class_proba` and :meth:`predict_value`).
 
         Raises
         ------
         ScoringError
             A feature column is missing, has a wrong dtype, or holds values the model
-            cannot take (message names the column and the count of bad rows).
+            cannot take (message names the column and the count of bad rows); or the
+            model is not a binary classifier.
         """
+        self._require_task("binary_classification", "predict_proba")
         return self._predict_feeds(self.feeds(frame), len(frame))
 
+    def predict_class_proba(self, frame: pd.DataFrame) -> np.ndarray:
+        """Probability of every class, float64 ``(len(frame), C)``, columns in class order
+        (classifiers, binary or multiclass)."""
+        if self.manifest.task == "regression":
+            raise ScoringError(f"model {self.manifest.name!r} is a regression model: use "
+                               "predict_value, it has no class probabilities")
+        return self._output_matrix(self.feeds(frame), len(frame))
+
+    def predict_value(self, frame: pd.DataFrame) -> np.ndarray:
+        """The predicted value per row, float64 ``(len(frame),)`` (regression models)."""
+        self._require_task("regression", "predict_value")
+        return self._output_matrix(self.feeds(frame), len(frame))[:, 0]
+
+    def _require_task(self, task: str, method: str) -> None:
+        if self.manifest.task != task:
+            raise ScoringError(f"{method} is for task {task}; model {self.manifest.name!r} is "
+                               f"{self.manifest.task} (use predict_class_proba for classifiers, "
+                               "predict_value for regression)")
+
     def _predict_feeds(self, feeds: dict[str, np.ndarray], n: int) -> np.ndarray:
-        if n == 0:
-            return np.empty(0, dtype=np.float64)
-        out = self._run(feeds, n)
+        """Positive-class probabilities of a binary classifier."""
+        out = self._output_matrix(feeds, n)
         index = self.manifest.output.positive_index
-        if out.ndim != 2 or out.shape[0] != n or index >= out.shape[1]:
+        if n and (index is None or index >= out.shape[1]):
             raise ScoringError(
-                f"output {self.manifest.output.name!r}: expected shape ({n}, >"
-                f"{index}), got {out.shape}")
-        return np.asarray(out[:, index], dtype=np.float64)
+                f"output {self.manifest.output.name!r}: expected a column for positive_index "
+                f"{index}, got shape {out.shape}")
+        return out[:, index] if n else np.empty(0, dtype=np.float64)
+
+    def _output_matrix(self, feeds: dict[str, np.ndarray], n: int) -> np.ndarray:
+        """The manifest's output as float64 ``[n, C]`` (``C`` = 1 for regression)."""
+        if n == 0:
+            width = 1 if self.manifest.task == "regression" else 0
+            return np.empty((0, width), dtype=np.float64)
+        out = _as_matrix(self._run(feeds, n))
+        if out.shape[0] != n or (self.manifest.task == "regression" and out.shape[1] != 1):
+            raise ScoringError(
+                f"output {self.manifest.output.name!r}: expected {n} rows"
+                f"{' of one value' if self.manifest.task == 'regression' else ''}, "
+                f"got shape {out.shape}")
+        return out
 
     def _run(self, feeds: dict[str, np.ndarray], n: int) -> np.ndarray:
         """The model output for ``n`` rows of ``feeds``, split over ``parallel_runs`` runs
         (on CUDA: in slices that fit device memory)."""
         names = [self.manifest.output.name]
         if self.gpu_slices is not None:
-            return _run_on_gpu(self.session, names, feeds, n, self.gpu_slices)
+            return _as_matrix(_run_on_gpu(self.session, names, feeds, n, self.gpu_slices))
         slices = max(self.parallel_runs, -(-n // RUN_SLICE_ROWS)) if self.parallel_runs > 1 else 1
         if slices == 1 or n < 2 * _MIN_SLICE_ROWS:
-            return self.session.run(names, feeds)[0]
+            return _as_matrix(self.session.run(names, feeds)[0])
         bounds = np.linspace(0, n, min(slices, n // _MIN_SLICE_ROWS) + 1).astype(np.int64)
 
         def run_slice(k: int) -> np.ndarray:
             part = {name: v[bounds[k]:bounds[k + 1]] for name, v in feeds.items()}
-            return self.session.run(names, part)[0]
+            return _as_matrix(self.session.run(names, part)[0])
 
         # ONNX Runtime's run is thread-safe and releases the GIL while it computes.
         parts = list(_run_pool(self.parallel_runs).map(run_slice, range(len(bounds) - 1)))
@@ -424,6 +499,15 @@ def _run_on_gpu(session: ort.InferenceSession, names: list[str], feeds: dict[str
         return devices.run_in_slices(lambda part: session.run(names, part)[0], feeds, n, budget)
     except MemoryError as exc:
         raise ScoringError(f"CUDA: {exc}; raise MODELGATE_ORT_GPU_MEM_LIMIT_MB or use the CPU") from exc
+
+
+def _as_matrix(out: Any) -> np.ndarray:
+    """An output as float64 ``[N, C]`` (a ``[N]`` vector becomes one column)."""
+    if isinstance(out, list):  # a sequence of maps that unzip_probabilities could not reach
+        raise ScoringError("the model output is a sequence of maps not made directly by a ZipMap: "
+                           "convert with zipmap=False (skl2onnx, onnxmltools) to get a tensor")
+    matrix = np.asarray(out, dtype=np.float64)
+    return matrix.reshape(-1, 1) if matrix.ndim == 1 else matrix
 
 
 #: Most rows per ``run`` call when a prediction is split over parallel runs.
@@ -494,7 +578,7 @@ def open_session(model: LoadedModel, settings: SessionSettings | None = None) ->
         ``provider="cuda"`` and CUDA is not available or did not load.
     """
     settings = settings or SessionSettings()
-    coded = code_string_inputs(model.onnx_bytes)
+    coded = code_string_inputs(unzip_probabilities(model.onnx_bytes, model.manifest.output.name))
     work = devices.graph_work(coded.onnx_bytes)
     choice = _device_choice(settings, work)
     intra, runs = settings.resolved_threads(cuda=choice.wants_cuda, cores=_usable_cores())
@@ -527,7 +611,13 @@ def open_session(model: LoadedModel, settings: SessionSettings | None = None) ->
     return ModelScorer(manifest=model.manifest, session=session, provider=actual,
                        settings=settings, provider_reason=reason,
                        tf32_allowed=on_cuda and settings.allow_tf32, gpu_slices=slices,
-                       coded=labels, strict=coded.unknown_is_error, parallel_runs=runs)
+                       coded=labels, strict=coded.unknown_is_error, parallel_runs=runs,
+                       input_dtypes=_numeric_input_dtypes(session))
+
+
+def _numeric_input_dtypes(session: ort.InferenceSession) -> dict[str, np.dtype]:
+    """The numpy type to feed each float, double or int64 graph input in."""
+    return {i.name: _NUMERIC_FEEDS[i.type] for i in session.get_inputs() if i.type in _NUMERIC_FEEDS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -576,7 +666,8 @@ def _open_parquet(path: Path, categorical: Sequence[str] = ()) -> pq.ParquetFile
 def _needed_columns(scorer: ModelScorer, schema: pa.Schema, path: Path,
                     id_column: str | None, keep_columns: Sequence[str]) -> list[str]:
     wanted = [*scorer.feature_names, *([id_column] if id_column else []), *keep_columns]
-    clash = {"score", "prediction"} & ({id_column} | set(keep_columns))
+    chosen = {*([id_column] if id_column else []), *keep_columns}
+    clash = {c for c in chosen if c in ("score", "prediction") or c.startswith("proba_")}
     if clash:
         raise ScoringError(f"id_column/keep_columns: {sorted(clash)} clash with output columns")
     for name in wanted:
@@ -640,16 +731,34 @@ class _ReadAhead:
 
 def _score_batch(scorer: ModelScorer, batch: pa.RecordBatch, feeds: dict[str, np.ndarray],
                  schema: pa.Schema, id_column: str | None, keep_columns: Sequence[str]) -> pa.Table:
-    scores = scorer._predict_feeds(feeds, batch.num_rows)
-    prediction = (scores >= scorer.manifest.threshold).astype(np.int8)
     arrays: dict[str, pa.Array] = {}
     if id_column:
         arrays[id_column] = _as_in_file(batch.column(id_column), schema.field(id_column))
-    arrays["score"] = pa.array(scores, type=pa.float64())
-    arrays["prediction"] = pa.array(prediction, type=pa.int8())
+    arrays.update(_output_columns(scorer, feeds, batch.num_rows))
     for name in keep_columns:
         arrays[name] = _as_in_file(batch.column(name), schema.field(name))
     return pa.table(arrays)
+
+
+def _output_columns(scorer: ModelScorer, feeds: dict[str, np.ndarray], n: int
+                    ) -> dict[str, pa.Array]:
+    """What one batch's predictions are written as, per task (see :func:`score_parquet`)."""
+    task = scorer.manifest.task
+    if task == "binary_classification":
+        scores = scorer._predict_feeds(feeds, n)
+        assert scorer.manifest.threshold is not None  # required for binary models
+        prediction = (scores >= scorer.manifest.threshold).astype(np.int8)
+        return {"score": pa.array(scores, type=pa.float64()),
+                "prediction": pa.array(prediction, type=pa.int8())}
+    matrix = scorer._output_matrix(feeds, n)
+    if task == "regression":
+        return {"prediction": pa.array(matrix[:, 0], type=pa.float64())}
+    predicted = matrix.argmax(axis=1)
+    columns = {"score": pa.array(matrix[np.arange(n), predicted], type=pa.float64()),
+               "prediction": pa.array(predicted.astype(np.int32), type=pa.int32())}
+    columns.update({f"proba_{k}": pa.array(matrix[:, k], type=pa.float64())
+                    for k in range(matrix.shape[1])})
+    return columns
 
 
 def _as_in_file(column: pa.Array, field: pa.Field) -> pa.Array:
@@ -664,9 +773,13 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
     """Score a parquet file batch by batch and write the scores to another parquet file.
 
     Only the needed columns are read, ``batch_rows`` at a time; the output holds
-    ``id_column`` (if given), ``score`` (float64), ``prediction`` (int8,
-    ``score >= manifest.threshold``) and ``keep_columns``, in input row order. It is
-    written to a temporary file and renamed, so a failed run leaves no partial output.
+    ``id_column`` (if given), the predictions and ``keep_columns``, in input row order.
+    The predictions, by task: binary classification ``score`` (float64, the positive
+    class's probability) and ``prediction`` (int8, ``score >= manifest.threshold``);
+    multiclass ``prediction`` (int32, index of the most probable class in the model's
+    class order), ``score`` (its probability) and ``proba_0`` .. ``proba_<C-1>`` (float64);
+    regression ``prediction`` (float64, the predicted value). It is written to a temporary
+    file and renamed, so a failed run leaves no partial output.
 
     Parameters
     ----------

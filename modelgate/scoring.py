@@ -231,8 +231,9 @@ def settings_from_os_environ() -> SessionSettings:
 _ALLOW_MISSING_HINT = ("(if the graph handles missing values itself, e.g. with an imputer, set "
                        "\"allow_missing\": true on this feature in the manifest)")
 #: numpy type fed for each ONNX Runtime input type of a numeric feature.
-_NUMERIC_FEEDS: dict[str, np.dtype] = {"tensor(float)": np.dtype(np.float32), "tensor(double)": np.dtype(np.float64),
-                  "tensor(int64)": np.dtype(np.int64)}
+_NUMERIC_FEEDS: dict[str, np.dtype] = {
+    "tensor(float)": np.dtype(np.float32), "tensor(double)": np.dtype(np.float64),
+    "tensor(int64)": np.dtype(np.int64)}
 
 
 def _frame_feed(feature: Feature, series: pd.Series, dtype: np.dtype | None = None) -> np.ndarray:

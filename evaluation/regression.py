@@ -1,0 +1,123 @@
+"""Regression metrics with seeded bootstrap intervals: ``rmse``, ``mae``, ``r2``, ``mean_error``.
+
+Conventions
+-----------
+* ``mean_error`` is the bias, ``mean(prediction - y_true)``: positive means the model
+  predicts too high.
+* ``r2`` is scikit-learn's ``r2_score``; undefined (NaN) when ``y_true`` is constant
+  (scikit-learn then returns 0 or 1 by convention, which would read as a real score).
+* Every metric is a function of five per-row sums (error, squared error, absolute error,
+  label, squared label; labels centred on their mean first so the variance does not
+  cancel), so a chunk of bootstrap resamples is one matrix product with the counts of
+  :func:`modelgate.evaluation.resampling.bootstrap_counts`. Hand-written for that speed;
+  point estimates are tested equal to scikit-learn's to 1e-9.
+* Intervals are percentile bootstrap intervals; resamples where a metric is undefined
+  are left out of its interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+import numpy.typing as npt
+from modelgate.evaluation.metrics import MetricEstimate, percentile_interval
+from modelgate.evaluation.resampling import bootstrap_counts
+
+__all__ = ["REGRESSION_METRIC_NAMES", "RegressionReport", "evaluate_regression"]
+
+REGRESSION_METRIC_NAMES = ("rmse", "mae", "r2", "mean_error")
+_FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class RegressionReport:
+    """Result of :func:`evaluate_regression`: every metric and the settings."""
+
+    metrics: tuple[MetricEstimate, ...]
+    n: int
+    n_bootstrap: int
+    confidence_level: float
+    seed: int
+
+    def by_name(self) -> Mapping[str, MetricEstimate]:
+        """Read-only mapping from metric name to estimate (the gate's input)."""
+        return MappingProxyType({m.name: m for m in self.metrics})
+
+
+def _check(y_true: npt.ArrayLike, prediction: npt.ArrayLike) -> tuple[_FloatArray, _FloatArray]:
+    y = np.asarray(y_true, dtype=np.float64)
+    pred = np.asarray(prediction, dtype=np.float64)
+    if y.ndim != 1 or y.size == 0:
+        raise ValueError(f"y_true must be a non-empty 1-D array; got shape {y.shape}")
+    if pred.shape != y.shape:
+        raise ValueError(f"prediction must have the shape of y_true {y.shape}; got {pred.shape}")
+    for name, values in (("y_true", y), ("prediction", pred)):
+        if not np.isfinite(values).all():
+            raise ValueError(f"{name} must be finite; found {int((~np.isfinite(values)).sum())} "
+                             "NaN or infinite values")
+    return y, pred
+
+
+def _metrics(sums: _FloatArray) -> _FloatArray:
+    """``(B, 4)`` metrics from ``(B, 6)`` sums: n, e, e^2, |e|, y_c, y_c^2."""
+    n, e, e2, ae, yc, yc2 = sums.T
+    total = yc2 - yc * yc / n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r2 = np.where(total > 0, 1.0 - e2 / total, np.nan)
+    return np.column_stack([np.sqrt(e2 / n), ae / n, r2, e / n])
+
+
+def evaluate_regression(
+    y_true: npt.ArrayLike,
+    prediction: npt.ArrayLike,
+    *,
+    n_bootstrap: int = 1000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> RegressionReport:
+    """Regression metrics with percentile bootstrap intervals.
+
+    Parameters
+    ----------
+    y_true, prediction : array_like of float, shape (N,)
+        Observed and predicted values (finite).
+    n_bootstrap : int
+        Resamples (0: no intervals).
+    confidence_level : float
+        Interval coverage, in (0, 1).
+    seed : int
+        Seed of the resamples (the binary metrics' resamples for the same seed).
+
+    Returns
+    -------
+    RegressionReport
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: wrong shapes, NaN or infinite values.
+
+    Examples
+    --------
+    >>> m = evaluate_regression([1.0, 2.0, 3.0, 4.0], [1.5, 2.0, 2.5, 5.0], n_bootstrap=0).by_name()
+    >>> m["mae"].value, m["mean_error"].value, m["r2"].value
+    (0.5, 0.25, 0.7)
+    """
+    y, pred = _check(y_true, prediction)
+    if not 0.0 < confidence_level < 1.0:
+        raise ValueError(f"confidence_level must be in (0, 1); got {confidence_level!r}")
+    e, yc = pred - y, y - y.mean()
+    rows = np.column_stack([np.ones_like(y), e, e * e, np.abs(e), yc, yc * yc])
+    point = _metrics(rows.sum(axis=0, keepdims=True))[0]
+    parts = [_metrics(w @ rows) for w in bootstrap_counts(len(y), n_bootstrap=n_bootstrap, seed=seed)]
+    boot = np.vstack(parts) if parts else np.empty((0, 4))
+    metrics = []
+    for j, name in enumerate(REGRESSION_METRIC_NAMES):
+        reason = None if np.isfinite(point[j]) else "y_true is constant"
+        lower, upper = (float("nan"),) * 2 if reason else percentile_interval(boot[:, j],
+                                                                               confidence_level)
+        metrics.append(MetricEstimate(name, float(point[j]), lower, upper, len(y), reason))
+    return RegressionReport(tuple(metrics), len(y), n_bootstrap, confidence_level, seed)

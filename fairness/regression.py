@@ -150,9 +150,9 @@ def regression_fairness_report(
         raise ValueError(f"sensitive must have the length of y_true ({y.size}); got {codes.size}")
     e = pred - y
     stats = np.column_stack([np.ones_like(y), np.abs(e), e * e, pred, e])
-    rows = np.zeros((len(y), len(labels), stats.shape[1]))
-    rows[np.arange(len(y)), codes] = stats
-    rows = rows.reshape(len(y), -1)
+    by_group = np.zeros((len(y), len(labels), stats.shape[1]))
+    by_group[np.arange(len(y)), codes] = stats
+    rows = by_group.reshape(len(y), -1)  # a row's statistics sit in its group's columns
     sums = rows.sum(axis=0).reshape(len(labels), -1)
     point = _group_values(sums[None])
     groups = tuple(RegressionGroup(label, int(s[0]), float(v[0]), float(v[1]), float(v[2]),

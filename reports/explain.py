@@ -59,7 +59,7 @@ import numpy.typing as npt
 import pandas as pd
 
 Algorithm = Literal["permutation", "exact", "kernel", "auto"]
-Output = Literal["probability", "logit"]
+Output = Literal["probability", "logit", "value"]
 Reason = Literal["highest_score", "lowest_score", "false_positive", "false_negative", "random"]
 Predict = Callable[[pd.DataFrame], npt.ArrayLike]
 
@@ -134,7 +134,7 @@ class Explanation:
         Model output for each row; equals ``base_values + values.sum(axis=1)``.
     feature_values : ndarray of object, shape (n_rows, n_features)
         Raw feature values of the explained rows (for display).
-    output : {"probability", "logit"}
+    output : {"probability", "logit", "value"}
         Space in which the model output was explained.
     algorithm : {"permutation", "exact", "kernel"}
         Algorithm actually used.
@@ -214,8 +214,9 @@ def explain(
         Most rows accepted.
     max_batch_rows : int, default 100_000
         Most rows passed to one ``predict`` call.
-    output : {"probability", "logit"}
-        Explain the probability, or its log-odds (averaged in log-odds space).
+    output : {"probability", "logit", "value"}
+        Explain the probability, or its log-odds (averaged in log-odds space), or, for a
+        regression model, the raw predicted value (any finite number).
 
     Returns
     -------
@@ -274,6 +275,77 @@ def explain(
     return Explanation(
         feats, _frozen(values), _frozen(base), _frozen(full), _frozen(raw), output, chosen, budget
     )
+
+
+def explain_class(
+    predict_classes: Callable[[pd.DataFrame], npt.ArrayLike],
+    rows: pd.DataFrame,
+    background: pd.DataFrame,
+    *,
+    features: Sequence[str],
+    class_index: int | None = None,
+    **options: object,
+) -> tuple[Explanation, npt.NDArray[np.int64]]:
+    """SHAP values of a multiclass model: each row's predicted class, or one given class.
+
+    The probability of class ``k`` is explained with :func:`explain`; rows are grouped by
+    the class explained, so each group is one :func:`explain` call, and the results are
+    put back in row order (the background, and so the base value, is shared; the base
+    value differs per class).
+
+    Parameters
+    ----------
+    predict_classes : callable
+        ``predict_classes(frame)`` returns the ``[N, C]`` class probabilities.
+    rows, background, features
+        As for :func:`explain`.
+    class_index : int, optional
+        Explain this class for every row; by default each row's most probable class.
+    **options
+        Passed on to :func:`explain` (``seed``, ``algorithm``, ``output``...).
+
+    Returns
+    -------
+    (Explanation, ndarray of int64)
+        The explanation, and the class explained for each row.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> def proba(f):
+    ...     z = np.exp(np.column_stack([f["a"], f["b"], 0 * f["a"]]))
+    ...     return z / z.sum(axis=1, keepdims=True)
+    >>> bg = pd.DataFrame({"a": [0.0, 1.0, 0.0], "b": [0.0, 0.0, 2.0]})
+    >>> ex, explained = explain_class(proba, bg.iloc[[1, 2]], bg, features=["a", "b"])
+    >>> explained.tolist(), bool(np.allclose(ex.base_values + ex.values.sum(axis=1), ex.model_output))
+    ([0, 1], True)
+    """
+    all_proba = np.asarray(predict_classes(rows[list(features)]), dtype=np.float64)
+    if all_proba.ndim != 2 or all_proba.shape[0] != len(rows):
+        raise ValueError(f"predict_classes must return shape ({len(rows)}, C); got {all_proba.shape!r}")
+    if class_index is not None and not 0 <= class_index < all_proba.shape[1]:
+        raise ValueError(f"class_index must be in 0..{all_proba.shape[1] - 1}; got {class_index!r}")
+    explained = (np.full(len(rows), class_index, dtype=np.int64) if class_index is not None
+                 else all_proba.argmax(axis=1).astype(np.int64))
+    parts: dict[int, Explanation] = {}
+    for k in np.unique(explained):
+        def predict_k(frame: pd.DataFrame, k: int = int(k)) -> npt.NDArray[np.float64]:
+            return np.asarray(predict_classes(frame), dtype=np.float64)[:, k]
+
+        parts[int(k)] = explain(predict_k, rows.iloc[np.flatnonzero(explained == k)], background,
+                                features=features, **options)  # type: ignore[arg-type]
+    first = next(iter(parts.values()))
+    fields = {name: np.empty((len(rows), *getattr(first, name).shape[1:]),
+                             dtype=getattr(first, name).dtype)
+              for name in ("values", "base_values", "model_output", "feature_values")}
+    for k, part in parts.items():
+        where = np.flatnonzero(explained == k)
+        for name, out in fields.items():
+            out[where] = getattr(part, name)
+    merged = Explanation(first.features, _frozen(fields["values"]), _frozen(fields["base_values"]),
+                         _frozen(fields["model_output"]), _frozen(fields["feature_values"]),
+                         first.output, first.algorithm, first.budget)
+    return merged, explained
 
 
 def global_importance(explanation: Explanation) -> tuple[tuple[str, float], ...]:
@@ -501,6 +573,10 @@ class _Evaluator:
         prob = np.asarray(self.predict(frame), dtype=np.float64)
         if prob.shape != (len(frame),):
             raise ValueError(f"predict must return shape ({len(frame)},); got {prob.shape!r}")
+        if self.output == "value":  # a regression's raw output: any finite number
+            if not np.isfinite(prob).all():
+                raise ValueError("predict must return finite values; got NaN or infinity")
+            return prob
         if not np.all((prob >= 0.0) & (prob <= 1.0)):
             bad = float(prob[~((prob >= 0.0) & (prob <= 1.0))][0])
             raise ValueError(f"predict must return probabilities in [0, 1]; got {bad!r}")

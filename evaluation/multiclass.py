@@ -37,7 +37,7 @@ import numpy.typing as npt
 from modelgate.evaluation.metrics import MetricEstimate, percentile_interval
 from modelgate.evaluation.resampling import bootstrap_counts
 
-__all__ = ["MulticlassReport", "evaluate_multiclass", "multiclass_metric_names"]
+__all__ = ["MulticlassReport", "class_indices", "evaluate_multiclass", "multiclass_metric_names"]
 
 _FloatArray = npt.NDArray[np.float64]
 _SUMMARY = ("accuracy", "macro_f1", "weighted_f1", "roc_auc_ovr_macro", "log_loss")
@@ -69,6 +69,33 @@ def multiclass_metric_names(classes: Sequence[object]) -> tuple[str, ...]:
     """
     labels = [str(c) for c in classes]
     return (*_SUMMARY, *(f"recall[{c}]" for c in labels), *(f"precision[{c}]" for c in labels))
+
+
+def class_indices(labels: npt.ArrayLike, classes: Sequence[object], *, column: str
+                  ) -> npt.NDArray[np.int64]:
+    """Position of each label among the model's ``classes`` (strings match strings, integers
+    integers).
+
+    Raises
+    ------
+    ValueError
+        Naming ``column``, the count of labels that are missing or not among the classes, and
+        the classes.
+
+    Examples
+    --------
+    >>> class_indices(["b", "a", "b"], ["a", "b", "c"], column="y").tolist()
+    [1, 0, 1]
+    """
+    values = np.asarray(labels, dtype=object)
+    by_key = {(isinstance(c, str), c): i for i, c in enumerate(classes)}
+    out = np.fromiter((by_key.get((isinstance(v, str), v), -1) if not isinstance(v, float)
+                       or v == v else -1 for v in values), dtype=np.int64, count=len(values))
+    bad = int((out < 0).sum())
+    if bad:
+        raise ValueError(f"label column {column!r}: {bad} value(s) are missing or not among the "
+                         f"model's classes {list(classes)}")
+    return out
 
 
 def _check(y_true: npt.ArrayLike, proba: npt.ArrayLike) -> tuple[npt.NDArray[np.int64], _FloatArray]:

@@ -649,6 +649,9 @@ def _completed_draft(draft: dict[str, Any], layout: GraphLayout) -> dict[str, An
         index = _index_of(positive, layout.class_labels)
         if index is not None:  # else the check below names the classes
             output["positive_index"] = index
+    if (isinstance(output, dict) and task == "multiclass_classification" and layout.class_labels
+            and "classes" not in output):  # stored with the model: pipelines map labels by it
+        output["classes"] = list(layout.class_labels)
     out["output"] = output
     return out
 
@@ -684,7 +687,8 @@ def package(onnx_path: str | os.PathLike[str], manifest_path: str | os.PathLike[
     The sha256 of ``model.onnx`` is computed and written into the manifest (any
     ``sha256`` already in the draft is replaced); what the draft leaves out and the graph
     says is filled in (``opset``, ``output.name`` when the graph has one probability or
-    value output, ``output.positive_index`` from the graph's class labels); the manifest
+    value output, ``output.positive_index`` from the graph's class labels, and for a
+    multiclass model ``output.classes``); the manifest
     is checked against the graph, and the archive is written atomically. Same inputs ->
     same bytes.
 

@@ -193,7 +193,8 @@ def _build_reference_sketch(ctx: Context, row: models.ModelVersionRow, reference
     scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
     scored = score_parquet(scorer, data, work / "reference-scores.parquet")
     sketches = build_references_from_parquet(data, _features_of(row.manifest))
-    score_table = pq.read_table(scored.output_path, columns=["score"]).rename_columns([SCORE_FEATURE])
+    score_table = pq.read_table(scored.output_path, columns=[score_column(row.manifest)]
+                                ).rename_columns([SCORE_FEATURE])
     pq.write_table(score_table, work / "score.parquet")
     sketches.update(build_references_from_parquet(work / "score.parquet", {SCORE_FEATURE: "numeric"}))
     key = reference_key(row)
@@ -276,7 +277,8 @@ def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: in
     keep = [c for c in ("event_time",) if c in sample.column_names]
     scored = score_parquet(scorer, work / "sample.parquet", work / "scored.parquet",
                            id_column=id_column, keep_columns=keep)
-    merged = sample.append_column(SCORE_FEATURE, pq.read_table(scored.output_path).column("score"))
+    merged = sample.append_column(SCORE_FEATURE, pq.read_table(scored.output_path).column(
+        score_column(manifest)))
     merged = merged.append_column("__prediction__",
                                   pq.read_table(scored.output_path).column("prediction"))
     pq.write_table(merged, work / "scored-sample.parquet")
@@ -293,6 +295,13 @@ def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: in
     log.info("drift run %d: sampled %d of %d live rows, scored on %s", ref.drift_run_id,
              len(take), total, scored.provider)
     return {"rows": len(take), "key": key}
+
+
+def score_column(manifest: dict[str, Any]) -> str:
+    """The scored column whose distribution is drifted: a classifier's ``score`` (binary: the
+    positive class's probability; multiclass: the predicted class's), a regression's
+    predicted value."""
+    return "prediction" if manifest.get("task") == "regression" else "score"
 
 
 def _concat(tables: list[pa.Table], files: list[Path]) -> pa.Table:
@@ -412,10 +421,27 @@ def _labelled_errors(ctx: Context, ref: DriftRef, labels_uri: str, scores_key: s
     joined = scored.merge(labels, on=id_column, how="inner", validate="one_to_one")
     if "event_time" in joined.columns:
         joined = joined.sort_values(["event_time", id_column], kind="stable")
-    truth = (joined[label].to_numpy() == manifest["label"]["positive"]).astype(np.int8)
-    errors = (joined["__prediction__"].to_numpy() != truth).astype(np.float64)
+    errors = _error_stream(ctx, ref, manifest, joined[label].to_numpy(),
+                           joined["__prediction__"].to_numpy())
     times = joined["event_time"].to_numpy() if "event_time" in joined.columns else None
     return errors, times
+
+
+def _error_stream(ctx: Context, ref: DriftRef, manifest: dict[str, Any], labels: Any,
+                  predicted: Any) -> Any:
+    """What ADWIN watches, per task (see :mod:`modelgate.drift.error_stream`)."""
+    from modelgate.drift.error_stream import bounded_absolute_errors, classification_errors
+    from modelgate.evaluation.multiclass import class_indices
+
+    task, column = manifest.get("task", "binary_classification"), manifest["label"]["column"]
+    if task == "regression":
+        scale = load_references(ctx, ref)[SCORE_FEATURE].scale  # std of reference predictions
+        return bounded_absolute_errors(labels.astype(np.float64), predicted, scale=scale)
+    if task == "multiclass_classification":
+        return classification_errors(class_indices(labels, manifest["output"]["classes"],
+                                                    column=column), predicted)
+    return classification_errors((labels == manifest["label"]["positive"]).astype(np.int8),
+                                 predicted)
 
 
 def concept_drift(ctx: Context, ref: DriftRef, labels_uri: str, delta: float = 0.002) -> str:

@@ -10,7 +10,10 @@ Format
 
     version: 1                       # optional; only 1 exists
     use_confidence_bound: false      # optional default for every threshold below
-    metrics:                         # roc_auc accuracy precision recall f1 log_loss brier
+    metrics:                         # binary: roc_auc accuracy precision recall f1 log_loss brier
+                                     # multiclass: accuracy macro_f1 weighted_f1 roc_auc_ovr_macro
+                                     #   log_loss recall[<class>] precision[<class>]
+                                     # regression: rmse mae r2 mean_error
       roc_auc:
         value:                       # absolute bounds on the candidate's value
           lower: 0.70                # at least one of lower / upper
@@ -45,8 +48,11 @@ Semantics
   against an upper bound and the pessimistic end of the paired delta's interval for a
   change.
 * Fairness metrics: equalized_odds_difference, tpr_gap, fpr_gap, tpr_fpr_gap_sum,
-  demographic_parity_difference, predictive_parity_difference; keys ``upper`` (>= 0,
-  required), ``severity``, ``use_confidence_bound``.
+  demographic_parity_difference, predictive_parity_difference (binary; per class as
+  ``tpr_gap[<class>]`` for multiclass models), mae_gap, rmse_gap, mean_prediction_gap
+  (regression); keys ``upper`` (>= 0, required), ``severity``, ``use_confidence_bound``.
+  :func:`check_policy_for_task` refuses names the model's task does not report, and each
+  task has its default policy (:func:`default_policy`).
 
 :func:`merge_policies` overlays a per-model override on a base policy: a threshold in
 the override replaces the base threshold with the same metric and kind (value, change,
@@ -67,8 +73,8 @@ ValueThreshold(metric='roc_auc', lower=0.7, upper=None, severity='block', use_co
 ...     load_policy("metrics: {auc: {value: {lower: 0.7}}}")
 ... except PolicyError as exc:
 ...     print(exc)  # doctest: +NORMALIZE_WHITESPACE
-policy key 'metrics.auc': expected one of accuracy, brier, f1, log_loss, precision, recall,
-roc_auc; got 'auc'
+policy key 'metrics.auc': expected one of accuracy, brier, f1, log_loss, macro_f1, mae,
+mean_error, precision, r2, recall, rmse, roc_auc, roc_auc_ovr_macro, weighted_f1; got 'auc'
 """
 
 from __future__ import annotations
@@ -84,6 +90,10 @@ import yaml
 
 __all__ = [
     "DEFAULT_POLICY_PATH",
+    "TASK_FAIRNESS_METRICS",
+    "TASK_METRICS",
+    "check_policy_for_task",
+    "default_policy_path",
     "FAIRNESS_METRICS",
     "HIGHER_IS_BETTER",
     "PERFORMANCE_METRICS",
@@ -119,6 +129,29 @@ FAIRNESS_METRICS: tuple[str, ...] = (
     "predictive_parity_difference",
 )
 DEFAULT_POLICY_PATH = Path(__file__).with_name("default_policy.yaml")
+
+# Multiclass and regression metrics (evaluation.multiclass, evaluation.regression). Per-class
+# metrics are written ``recall[<class>]`` / ``precision[<class>]``; ``mean_error`` (the bias)
+# has no better direction, so a change threshold on it must say ``direction``.
+_MORE_HIGHER_IS_BETTER: Mapping[str, bool] = {
+    "macro_f1": True, "weighted_f1": True, "roc_auc_ovr_macro": True,
+    "rmse": False, "mae": False, "r2": True,
+}
+_PER_CLASS = ("recall", "precision")
+TASK_METRICS: Mapping[str, tuple[str, ...]] = {
+    "binary_classification": PERFORMANCE_METRICS,
+    "multiclass_classification": ("accuracy", "macro_f1", "weighted_f1", "roc_auc_ovr_macro",
+                                  "log_loss"),
+    "regression": ("rmse", "mae", "r2", "mean_error"),
+}
+#: Fairness gaps per task; multiclass gaps are per class, ``<binary gap>[<class>]``.
+TASK_FAIRNESS_METRICS: Mapping[str, tuple[str, ...]] = {
+    "binary_classification": FAIRNESS_METRICS,
+    "multiclass_classification": FAIRNESS_METRICS,
+    "regression": ("mae_gap", "rmse_gap", "mean_prediction_gap"),
+}
+_ALL_METRICS = tuple(dict.fromkeys(m for names in TASK_METRICS.values() for m in names))
+_ALL_FAIRNESS = tuple(dict.fromkeys(m for names in TASK_FAIRNESS_METRICS.values() for m in names))
 
 
 class PolicyError(ValueError):
@@ -212,15 +245,20 @@ def load_policy(path_or_text: str | os.PathLike[str]) -> Policy:
     return _policy(document)
 
 
-def default_policy() -> Policy:
-    """The policy shipped as ``evaluation/default_policy.yaml``.
+def default_policy(task: str = "binary_classification") -> Policy:
+    """The policy shipped for a task: ``evaluation/default_policy.yaml`` for binary models,
+    ``default_policy_<task>.yaml`` for the others.
 
     Examples
     --------
     >>> [t.metric for t in default_policy().fairness_default]
     ['equalized_odds_difference', 'demographic_parity_difference']
+    >>> [t.metric for t in default_policy("regression").values]
+    ['r2']
     """
-    return load_policy(DEFAULT_POLICY_PATH)
+    policy = load_policy(default_policy_path(task))
+    check_policy_for_task(policy, task)
+    return policy
 
 
 def merge_policies(base: Policy, override: Policy) -> Policy:
@@ -290,7 +328,8 @@ def _policy(document: object) -> Policy:
     metrics = _mapping(top.get("metrics", {}), "metrics", None)
     for metric, spec in metrics.items():
         path = f"metrics.{metric}"
-        _known(metric, PERFORMANCE_METRICS, path, other=FAIRNESS_METRICS, other_place="fairness")
+        _known(_base_name(metric, _PER_CLASS), _ALL_METRICS, path, other=_ALL_FAIRNESS,
+               other_place="fairness")
         body = _mapping(spec, path, {"value", "change"})
         if "value" in body:
             values.append(_value_threshold(metric, body["value"], f"{path}.value"))
@@ -321,7 +360,12 @@ def _change_threshold(metric: str, spec: object, path: str) -> ChangeThreshold:
     if absolute is None and relative is None:
         raise PolicyError(f"policy key {path!r}: expected at least one of 'absolute', "
                           f"'relative'; got keys {sorted(body)!r}")
-    natural: Direction = "higher_is_better" if HIGHER_IS_BETTER[metric] else "lower_is_better"
+    higher = _higher_is_better(metric)
+    if higher is None and "direction" not in body:
+        raise PolicyError(f"policy key '{path}.direction': {metric!r} has no better direction "
+                          "(a bias can be too high or too low); give 'higher_is_better' or "
+                          "'lower_is_better'")
+    natural: Direction = "higher_is_better" if higher else "lower_is_better"
     direction = body.get("direction", natural)
     if direction not in ("higher_is_better", "lower_is_better"):
         raise PolicyError(f"policy key '{path}.direction': expected 'higher_is_better' or "
@@ -344,7 +388,8 @@ def _fairness_block(spec: object, path: str) -> tuple[FairnessThreshold, ...]:
     thresholds = []
     for metric, threshold in _mapping(spec, path, None).items():
         where = f"{path}.{metric}"
-        _known(metric, FAIRNESS_METRICS, where, other=PERFORMANCE_METRICS, other_place="metrics")
+        _known(_base_name(metric, FAIRNESS_METRICS), _ALL_FAIRNESS, where, other=_ALL_METRICS,
+               other_place="metrics")
         body = _mapping(threshold, where, {"upper", "severity", "use_confidence_bound"})
         upper = _number(body, "upper", where)
         if upper is None or upper < 0:
@@ -353,6 +398,69 @@ def _fairness_block(spec: object, path: str) -> tuple[FairnessThreshold, ...]:
         thresholds.append(FairnessThreshold(metric, upper, _severity(body, where),
                                             _optional_bool(body, "use_confidence_bound", where)))
     return tuple(thresholds)
+
+
+def _base_name(metric: str, per_class: tuple[str, ...]) -> str:
+    """``recall[cat]`` -> ``recall`` for the metrics that exist per class; else unchanged."""
+    base, bracket, rest = metric.partition("[")
+    return base if bracket and rest.endswith("]") and len(rest) > 1 and base in per_class else metric
+
+
+def _higher_is_better(metric: str) -> bool | None:
+    base = _base_name(metric, _PER_CLASS)
+    if base in HIGHER_IS_BETTER:
+        return HIGHER_IS_BETTER[base]
+    return _MORE_HIGHER_IS_BETTER.get(base)
+
+
+def default_policy_path(task: str = "binary_classification") -> Path:
+    """The shipped default policy of a task (``default_policy.yaml`` for binary models)."""
+    if task not in TASK_METRICS:
+        raise PolicyError(f"task: expected one of {list(TASK_METRICS)}; got {task!r}")
+    if task == "binary_classification":
+        return DEFAULT_POLICY_PATH
+    return DEFAULT_POLICY_PATH.with_name(f"default_policy_{task}.yaml")
+
+
+def check_policy_for_task(policy: Policy, task: str) -> None:
+    """Refuse a policy that judges metrics or gaps the task does not report.
+
+    Per-class metrics (``recall[<class>]``, ``tpr_gap[<class>]``) are allowed for multiclass
+    models only; the class label itself is checked by the gate (a missing one fails).
+
+    Raises
+    ------
+    PolicyError
+        Naming the metric, the task and the metrics it reports.
+
+    Examples
+    --------
+    >>> check_policy_for_task(load_policy("metrics: {rmse: {value: {upper: 3}}}"), "regression")
+    >>> try:
+    ...     check_policy_for_task(default_policy(), "regression")
+    ... except PolicyError as exc:
+    ...     print(exc)  # doctest: +NORMALIZE_WHITESPACE
+    policy metric 'roc_auc' is not reported for task regression (it reports rmse, mae, r2,
+    mean_error)
+    """
+    if task not in TASK_METRICS:
+        raise PolicyError(f"task: expected one of {list(TASK_METRICS)}; got {task!r}")
+    multiclass = task == "multiclass_classification"
+    named = [t.metric for t in policy.values] + [t.metric for t in policy.changes]
+    for metric in named:
+        base = _base_name(metric, _PER_CLASS) if multiclass else metric
+        if base not in TASK_METRICS[task] and not (multiclass and base in _PER_CLASS):
+            raise PolicyError(f"policy metric {metric!r} is not reported for task {task} (it "
+                              f"reports {', '.join(TASK_METRICS[task])}"
+                              f"{', recall[<class>], precision[<class>]' if multiclass else ''})")
+    gaps = [t.metric for t in policy.fairness_default] + [
+        t.metric for _, block in policy.fairness_features for t in block]
+    for gap in gaps:
+        base = _base_name(gap, FAIRNESS_METRICS) if multiclass else gap
+        if (multiclass and base == gap) or base not in TASK_FAIRNESS_METRICS[task]:
+            per_class = " per class, as <gap>[<class>]" if multiclass else ""
+            raise PolicyError(f"policy fairness gap {gap!r} is not reported for task {task} (it "
+                              f"reports {', '.join(TASK_FAIRNESS_METRICS[task])}{per_class})")
 
 
 def _mapping(value: object, path: str, allowed: set[str] | None) -> dict[str, Any]:

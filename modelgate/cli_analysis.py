@@ -43,7 +43,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
     from modelgate.artifact import verify
-    from modelgate.reports.explain import explain
     from modelgate.scoring import open_session, settings_from_os_environ
 
     if args.rows < 1:
@@ -57,8 +56,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     background = frame.iloc[np.sort(rng.choice(len(frame), min(args.background, len(frame)),
                                                replace=False))]
     rows = frame.iloc[: args.rows]
-    exp = explain(scorer.predict_proba, rows, background, features=features, seed=args.seed,
-                  max_rows=max(args.rows, 1), background_size=args.background)
+    exp, explained = _explain_for_task(scorer, rows, background, features, args)
     payload = {
         "features": list(exp.features), "algorithm": exp.algorithm, "output": exp.output,
         "base_values": exp.base_values.tolist(), "values": exp.values.tolist(),
@@ -67,6 +65,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
                    "n_permutations": exp.budget.n_permutations,
                    "background_size": exp.budget.background_size},
     }
+    if explained is not None:  # multiclass: the class whose probability each row explains
+        payload["explained_class"] = explained
     lines = [f"{exp.algorithm} SHAP of {len(rows)} row(s), base value {exp.base_values[0]:.4f}"]
     for i in range(len(rows)):
         top = sorted(zip(exp.features, exp.values[i], strict=True), key=lambda t: -abs(t[1]))[:5]
@@ -74,6 +74,33 @@ def cmd_explain(args: argparse.Namespace) -> int:
                      + ", ".join(f"{f} {v:+.4f}" for f, v in top))
     _emit(payload, args.format, "\n".join(lines))
     return EXIT_OK
+
+
+def _explain_for_task(scorer: Any, rows: Any, background: Any, features: list[str],
+                      args: argparse.Namespace) -> tuple[Any, list[Any] | None]:
+    """Binary: the positive class's probability; multiclass: each row's predicted class (or
+    ``--class``); regression: the predicted value."""
+    from modelgate.reports.explain import explain, explain_class
+
+    options = {"seed": args.seed, "max_rows": max(args.rows, 1), "background_size": args.background}
+    task, manifest = scorer.manifest.task, scorer.manifest
+    if args.class_label is not None and task != "multiclass_classification":
+        raise ValueError(f"--class is for multiclass models; {manifest.name!r} is {task}")
+    if task == "regression":
+        return explain(scorer.predict_value, rows, background, features=features, output="value",
+                       **options), None
+    if task == "binary_classification":
+        return explain(scorer.predict_proba, rows, background, features=features, **options), None
+    classes = list(manifest.output.classes or ())
+    index = None
+    if args.class_label is not None:
+        names = [str(c) for c in classes]
+        if args.class_label not in names:
+            raise ValueError(f"--class {args.class_label!r} is not one of the model's classes {names}")
+        index = names.index(args.class_label)
+    exp, explained = explain_class(scorer.predict_class_proba, rows, background, features=features,
+                                   class_index=index, **options)
+    return exp, [classes[int(k)] for k in explained]
 
 
 # --- fairness ----------------------------------------------------------------------------
@@ -136,6 +163,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--rows", type=int, default=5)
     p.add_argument("--background", type=int, default=100, help="background sample size")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--class", dest="class_label",
+                   help="multiclass models: explain this class (default: each row's predicted class)")
     p.add_argument("--format", choices=("json", "text"), default="json")
     p.set_defaults(handler=cmd_explain)
 

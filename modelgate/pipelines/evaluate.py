@@ -126,11 +126,23 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
              "no champion" if champion_id is None else f"champion v{champion.version}")  # type: ignore[union-attr]
     ref = RunRef(run_id, key)
     try:
+        _require_binary(candidate.manifest, model_name)
         load_policy_for_run(policy_path, model_name)
     except Exception as exc:
         fail(ctx, ref, exc)
         raise
     return ref
+
+
+def _require_binary(manifest: dict[str, Any], model_name: str) -> None:
+    """The steps below (metrics, fairness, SHAP, report, stored rows) are binary-only so far:
+    refuse other tasks before any scoring, with what does take them."""
+    task = manifest.get("task", "binary_classification")
+    if task != "binary_classification":
+        raise ValueError(
+            f"model {model_name!r} is {task}: the evaluation pipeline takes binary_classification "
+            "models only so far (score, explain and drift monitoring take every task; the "
+            "multiclass/regression metrics, fairness and policies exist as library functions)")
 
 
 def _score_one(ctx: Context, row: models.ModelVersionRow, data: Path, out: Path,

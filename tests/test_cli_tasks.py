@@ -1,0 +1,76 @@
+"""`modelgate score` and `modelgate explain` on multiclass and regression archives."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+from model_zoo import build
+
+from modelgate.artifact import package
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "modelgate.cli", *args], capture_output=True,
+                          text=True, timeout=600)
+
+
+def _archive_and_data(name: str, tmp_path: Path) -> tuple[Path, Path]:
+    zoo = build(name)
+    archive = package(*zoo.write(tmp_path / "src"), tmp_path / "out")
+    data = tmp_path / "data.parquet"
+    zoo.frame.to_parquet(data)
+    return archive, data
+
+
+def test_explain_a_chosen_class_of_a_multiclass_model(tmp_path: Path) -> None:
+    archive, data = _archive_and_data("lightgbm-3-class", tmp_path)
+    chosen = _cli("explain", "--model", str(archive), "--data", str(data), "--rows", "3",
+                  "--background", "20", "--class", "2")
+    assert chosen.returncode == 0, chosen.stderr[-2000:]
+    payload = json.loads(chosen.stdout)
+    assert payload["explained_class"] == [2, 2, 2]
+    native = build("lightgbm-3-class").native[:3, 2]
+    np.testing.assert_allclose(payload["model_output"], native, atol=2e-5)
+    gap = np.array(payload["base_values"]) + np.array(payload["values"]).sum(axis=1) - np.array(
+        payload["model_output"])
+    assert np.abs(gap).max() <= 1e-6
+    predicted = json.loads(_cli("explain", "--model", str(archive), "--data", str(data), "--rows", "3",
+                                "--background", "20").stdout)
+    assert predicted["explained_class"] == build("lightgbm-3-class").native[:3].argmax(axis=1).tolist()
+    wrong = _cli("explain", "--model", str(archive), "--data", str(data), "--class", "7")
+    assert wrong.returncode != 0 and "--class '7' is not one of the model's classes" in wrong.stderr
+
+
+def test_explain_and_score_a_regression_model(tmp_path: Path) -> None:
+    archive, data = _archive_and_data("xgboost-regression", tmp_path)
+    explained = _cli("explain", "--model", str(archive), "--data", str(data), "--rows", "2",
+                     "--background", "20")
+    assert explained.returncode == 0, explained.stderr[-2000:]
+    payload = json.loads(explained.stdout)
+    assert payload["output"] == "value" and "explained_class" not in payload
+    scored = _cli("score", "--model", str(archive), "--data", str(data), "--out",
+                  str(tmp_path / "scores.parquet"))
+    assert scored.returncode == 0, scored.stderr[-2000:]
+    out = pq.read_table(tmp_path / "scores.parquet").to_pandas()
+    assert list(out.columns) == ["prediction"]
+    np.testing.assert_allclose(out["prediction"], build("xgboost-regression").native,
+                               rtol=1e-5, atol=1e-4)
+
+
+def test_evaluate_refuses_a_regression_model_early_and_records_why(settings_env, tmp_path: Path,
+                                                                   ) -> None:
+    from modelgate.store.db import transaction
+
+    archive, data = _archive_and_data("sklearn-regression", tmp_path)
+    result = _cli("evaluate", "--model", str(archive), "--data", str(data), "--format", "json")
+    assert result.returncode != 0
+    assert "is regression: the evaluation pipeline takes binary_classification" in result.stderr
+    with transaction(settings_env.database_url) as cur:
+        cur.execute("SELECT status, failure_reason, rows_scored FROM evaluation_run")
+        ((status, reason, rows),) = cur.fetchall()
+    assert status == "failed" and "binary_classification models only" in reason and rows is None

@@ -1,4 +1,5 @@
-"""`modelgate score` and `modelgate explain` on multiclass and regression archives."""
+"""The CLI on every task: score and explain per task, evaluate refusing non-binary models early,
+and evaluate on a ZipMap model with string classes."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 from model_zoo import build
 
 from modelgate.artifact import package
@@ -74,3 +76,21 @@ def test_evaluate_refuses_a_regression_model_early_and_records_why(settings_env,
         cur.execute("SELECT status, failure_reason, rows_scored FROM evaluation_run")
         ((status, reason, rows),) = cur.fetchall()
     assert status == "failed" and "binary_classification models only" in reason and rows is None
+
+
+def test_evaluate_a_zipmap_model_with_string_classes_and_a_first_positive_class(
+        settings_env, tmp_path: Path) -> None:
+    """Issue #12's first and fourth cases end to end: a skl2onnx ZipMap model (classes
+    ['bad', 'good']) evaluated with positive class 'bad', the first column."""
+    from sklearn.metrics import roc_auc_score
+
+    zoo = build("sklearn-zipmap")
+    archive = package(*zoo.write(tmp_path / "src", label={"column": "y_binary", "positive": "bad"}),
+                      tmp_path / "out")
+    data = tmp_path / "heldout.parquet"
+    zoo.frame.to_parquet(data)
+    result = _cli("evaluate", "--model", str(archive), "--data", str(data), "--format", "json")
+    assert result.returncode in (0, 3), result.stderr[-2000:]
+    auc = json.loads(result.stdout)["metrics"]["roc_auc"]["value"]
+    expected = roc_auc_score(zoo.frame["y_binary"] == "bad", zoo.native[:, 0])
+    assert auc == pytest.approx(expected, abs=1e-4) and auc > 0.8  # not inverted

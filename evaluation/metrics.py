@@ -33,7 +33,7 @@ References
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
@@ -42,7 +42,8 @@ import numpy as np
 import numpy.typing as npt
 
 # Shared with fairness/, so it lives below both cores.
-from modelgate.intervals import percentile_interval
+from modelgate.intervals import bootstrap_indices, percentile_interval
+from modelgate.intervals import check_int as _check_int
 
 __all__ = [
     "METRIC_NAMES",
@@ -72,8 +73,6 @@ CalibrationStrategy = Literal["uniform", "quantile"]
 
 _FloatArray = npt.NDArray[np.float64]
 _IntArray = npt.NDArray[np.int64]
-# Elements of resample indices held in memory at once (32 MiB of int64 codes).
-_CHUNK_ELEMENTS = 1 << 22
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,50 +204,6 @@ class _Cells:
 
 # Additive per-row statistics, columns of _Cells.weights.
 _COLUMNS = ("n", "n_pos", "tp", "fp", "log_loss", "squared_error")
-
-
-def bootstrap_indices(
-    n: int, *, n_bootstrap: int, seed: int, chunk_size: int | None = None
-) -> Iterator[npt.NDArray[np.integer]]:
-    """Yield the row indices of the bootstrap resamples, a chunk of resamples at a time.
-
-    Resample ``b`` is ``n`` draws with replacement from ``range(n)``.  The stream does
-    not depend on ``chunk_size``: chunks concatenate to the same ``(n_bootstrap, n)``
-    array for any chunk size.
-
-    Parameters
-    ----------
-    n : int
-        Number of rows, at least 1.
-    n_bootstrap : int
-        Number of resamples, at least 0.
-    seed : int
-        Seed of ``np.random.default_rng``; non-negative.
-    chunk_size : int, optional
-        Resamples per chunk; by default about 4 million indices per chunk.
-
-    Yields
-    ------
-    numpy.ndarray
-        Integer array of shape ``(chunk, n)``.
-
-    Examples
-    --------
-    >>> chunks = list(bootstrap_indices(5, n_bootstrap=3, seed=0, chunk_size=2))
-    >>> [c.shape for c in chunks]
-    [(2, 5), (1, 5)]
-    """
-    _check_int(n, "n", minimum=1)
-    _check_int(n_bootstrap, "n_bootstrap", minimum=0)
-    _check_int(seed, "seed", minimum=0)
-    if chunk_size is None:
-        chunk_size = max(1, _CHUNK_ELEMENTS // n)
-    _check_int(chunk_size, "chunk_size", minimum=1)
-    rng = np.random.default_rng(seed)
-    dtype = np.int32 if n < 2**31 else np.int64
-    for start in range(0, n_bootstrap, chunk_size):
-        size = min(chunk_size, n_bootstrap - start)
-        yield rng.integers(0, n, size=(size, n), dtype=dtype)
 
 
 def evaluate(
@@ -604,8 +559,3 @@ def _check_options(threshold: float, n_bootstrap: int, confidence_level: float, 
 
 def _is_real(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
-
-
-def _check_int(value: object, name: str, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")

@@ -18,7 +18,7 @@ Conventions
 * ``log_loss`` clips the true class's probability to ``[eps, 1 - eps]`` (float64 eps),
   as scikit-learn does.
 * Intervals are percentile bootstrap intervals over the resamples of
-  :func:`modelgate.evaluation.resampling.bootstrap_counts` (the binary metrics' rows for
+  :func:`modelgate.intervals.bootstrap_counts` (the binary metrics' rows for
   the same seed); resamples where a metric is undefined are left out of its interval.
 
 Hand-written (on scikit-learn's definitions, tested equal to them to 1e-9) because
@@ -35,7 +35,8 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 from modelgate.evaluation.metrics import MetricEstimate, percentile_interval
-from modelgate.evaluation.resampling import bootstrap_counts
+
+from modelgate.intervals import bootstrap_counts
 
 __all__ = ["MulticlassReport", "class_indices", "evaluate_multiclass", "multiclass_metric_names"]
 

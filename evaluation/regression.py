@@ -9,7 +9,7 @@ Conventions
 * Every metric is a function of five per-row sums (error, squared error, absolute error,
   label, squared label; labels centred on their mean first so the variance does not
   cancel), so a chunk of bootstrap resamples is one matrix product with the counts of
-  :func:`modelgate.evaluation.resampling.bootstrap_counts`. Hand-written for that speed;
+  :func:`modelgate.intervals.bootstrap_counts`. Hand-written for that speed;
   point estimates are tested equal to scikit-learn's to 1e-9.
 * Intervals are percentile bootstrap intervals; resamples where a metric is undefined
   are left out of its interval.
@@ -24,7 +24,8 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 from modelgate.evaluation.metrics import MetricEstimate, percentile_interval
-from modelgate.evaluation.resampling import bootstrap_counts
+
+from modelgate.intervals import bootstrap_counts
 
 __all__ = ["REGRESSION_METRIC_NAMES", "RegressionReport", "evaluate_regression"]
 

@@ -8,7 +8,7 @@ flagged and, with ``include_small_groups=False``, left out of the gaps (listed i
 ``excluded_groups``). A gap over fewer than two groups is undefined (NaN), never 0.
 
 Intervals: percentile bootstrap over the row resamples of
-:func:`modelgate.evaluation.resampling.bootstrap_counts`; a group's sums per resample are
+:func:`modelgate.intervals.bootstrap_counts`; a group's sums per resample are
 one matrix product of the counts with per-row statistics, so all groups and resamples
 of a chunk cost one product. A group absent from a resample is left out of that
 resample's gaps.
@@ -23,8 +23,8 @@ from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
-from modelgate.evaluation.metrics import percentile_interval
-from modelgate.evaluation.resampling import bootstrap_counts
+
+from modelgate.intervals import bootstrap_counts, percentile_interval
 
 from .disaggregate import encode_groups
 

@@ -1,14 +1,20 @@
-"""Bootstrap interval helpers shared by the numeric cores.
+"""Bootstrap helpers shared by the numeric cores: resamples (as row indices or as count
+vectors) and percentile intervals.
 
-``evaluation`` and ``fairness`` both turn resampled statistics into percentile intervals.
-The helper lives here, below both, so neither core imports the other for it (imports only
-go downward: see the README's code layout).
+``evaluation`` and ``fairness`` both draw resamples and turn resampled statistics into
+percentile intervals. The helpers live here, below both, so neither core imports the
+other for them (imports only go downward: see the README's code layout).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import numpy.typing as npt
+
+# Indices (or counts) held in memory at once per chunk of resamples (32 MiB of float64).
+_CHUNK_ELEMENTS = 1 << 22
 
 
 def percentile_interval(resampled: npt.NDArray[np.float64],
@@ -46,3 +52,82 @@ def percentile_interval(resampled: npt.NDArray[np.float64],
     alpha = 1.0 - confidence_level
     lower, upper = np.quantile(finite, [alpha / 2, 1 - alpha / 2])
     return float(lower), float(upper)
+
+
+def bootstrap_indices(
+    n: int, *, n_bootstrap: int, seed: int, chunk_size: int | None = None
+) -> Iterator[npt.NDArray[np.integer]]:
+    """Yield the row indices of the bootstrap resamples, a chunk of resamples at a time.
+
+    Resample ``b`` is ``n`` draws with replacement from ``range(n)``.  The stream does
+    not depend on ``chunk_size``: chunks concatenate to the same ``(n_bootstrap, n)``
+    array for any chunk size.
+
+    Parameters
+    ----------
+    n : int
+        Number of rows, at least 1.
+    n_bootstrap : int
+        Number of resamples, at least 0.
+    seed : int
+        Seed of ``np.random.default_rng``; non-negative.
+    chunk_size : int, optional
+        Resamples per chunk; by default about 4 million indices per chunk.
+
+    Yields
+    ------
+    numpy.ndarray
+        Integer array of shape ``(chunk, n)``.
+
+    Examples
+    --------
+    >>> chunks = list(bootstrap_indices(5, n_bootstrap=3, seed=0, chunk_size=2))
+    >>> [c.shape for c in chunks]
+    [(2, 5), (1, 5)]
+    """
+    check_int(n, "n", minimum=1)
+    check_int(n_bootstrap, "n_bootstrap", minimum=0)
+    check_int(seed, "seed", minimum=0)
+    if chunk_size is None:
+        chunk_size = max(1, _CHUNK_ELEMENTS // n)
+    check_int(chunk_size, "chunk_size", minimum=1)
+    rng = np.random.default_rng(seed)
+    dtype = np.int32 if n < 2**31 else np.int64
+    for start in range(0, n_bootstrap, chunk_size):
+        size = min(chunk_size, n_bootstrap - start)
+        yield rng.integers(0, n, size=(size, n), dtype=dtype)
+
+
+def bootstrap_counts(n: int, *, n_bootstrap: int, seed: int) -> Iterator[npt.NDArray[np.float64]]:
+    """Yield chunks of resamples as float64 counts of shape ``(chunk, n)``.
+
+    Parameters
+    ----------
+    n : int
+        Number of rows, at least 1.
+    n_bootstrap : int
+        Number of resamples, at least 0.
+    seed : int
+        Seed of the resamples (see ``bootstrap_indices``).
+
+    Yields
+    ------
+    numpy.ndarray
+        Row ``b`` counts how often each row was drawn in resample ``b``; it sums to ``n``.
+
+    Examples
+    --------
+    >>> [c.tolist() for c in bootstrap_counts(3, n_bootstrap=2, seed=0)]
+    [[[0.0, 2.0, 1.0], [3.0, 0.0, 0.0]]]
+    """
+    chunk = max(1, _CHUNK_ELEMENTS // n)
+    for idx in bootstrap_indices(n, n_bootstrap=n_bootstrap, seed=seed, chunk_size=chunk):
+        b = idx.shape[0]
+        flat = (idx.astype(np.int64) + np.arange(b, dtype=np.int64)[:, None] * n).ravel()
+        yield np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64)
+
+
+def check_int(value: object, name: str, *, minimum: int) -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is an integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")

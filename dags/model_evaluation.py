@@ -1,7 +1,8 @@
 """Airflow DAG ``model_evaluation``: may this candidate model be promoted?
 
-verify -> score (candidate and champion) -> metrics -> fairness -> explain -> decide
--> report -> store -> gate -> promote. Each task calls one step of
+verify -> partitions -> score (one mapped task per held-out parquet file, candidate and
+champion) -> merge -> metrics -> fairness -> explain -> decide -> report -> store -> gate
+-> promote. Each task calls one step of
 ``modelgate.pipelines.evaluate`` and passes the run's id and key through XCom, never data.
 """
 
@@ -67,7 +68,8 @@ def _run_step(run: dict[str, Any], step: Callable[..., Any], *args: Any) -> Any:
         # No default: a run names its model (the demo's model is not the product's default).
         "model_name": Param(type="string", minLength=1, description="registered model name"),
         "model_version": Param("1", type="string", description="candidate version to evaluate"),
-        "dataset": Param("", type="string", description="held-out parquet: path or s3://bucket/key"),
+        "dataset": Param("", type="string", description="held-out parquet: a file, a directory of "
+                         "parquet files, or s3://bucket/key or prefix"),
         "policy": Param("", type="string", description="policy YAML path (empty: the default policy)"),
     },
 )
@@ -87,10 +89,26 @@ def model_evaluation() -> None:
         return ref.as_dict()
 
     @task
-    def score(run: dict[str, Any]) -> str:
+    def partitions(run: dict[str, Any]) -> list[dict[str, Any]]:
+        """The held-out parquet files (one, a directory or an s3:// prefix), one mapped task each."""
         from modelgate.pipelines import evaluate
 
-        return str(_run_step(run, evaluate.score))
+        uris = _run_step(run, evaluate.list_dataset)
+        return [{"index": i, "uri": uri} for i, uri in enumerate(uris)]
+
+    @task
+    def score(run: dict[str, Any], partition: dict[str, Any]) -> str:
+        """Score one partition (candidate and champion) and store its mergeable statistics."""
+        from modelgate.pipelines import evaluate
+
+        return str(_run_step(run, evaluate.score_partition, partition["index"], partition["uri"]))
+
+    @task
+    def merge(run: dict[str, Any], scored: list[str]) -> str:
+        """Merge the partitions' statistics in partition order and record the scoring."""
+        from modelgate.pipelines import evaluate
+
+        return str(_run_step(run, evaluate.merge_partitions, list(scored)))
 
     @task
     def metrics(run: dict[str, Any], _scores: str) -> str:
@@ -151,7 +169,7 @@ def model_evaluation() -> None:
         return str(_run_step(run, evaluate.promote))
 
     run = verify()
-    scores = score(run)
+    scores = merge(run, score.partial(run=run).expand(partition=partitions(run)))
     metric_key = metrics(run, scores)
     fairness_key = fairness(run, scores)
     explain_key = explain(run, scores)

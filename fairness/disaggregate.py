@@ -32,6 +32,7 @@ __all__ = [
     "disaggregate",
     "encode_groups",
     "group_counts",
+    "table_from_counts",
 ]
 
 MISSING_LABEL = "__missing__"
@@ -140,13 +141,33 @@ def disaggregate(
     [('a', 3, 0.5, 1.0), ('b', 2, 1.0, 0.0), ('__missing__', 1, nan, 1.0)]
     """
     labels, counts = group_counts(y_true, y_pred, sensitive)
+    return table_from_counts(labels, counts, min_group_size=min_group_size)
+
+
+def table_from_counts(
+    labels: tuple[str, ...], counts: npt.ArrayLike, *, min_group_size: int = 30
+) -> DisaggregatedTable:
+    """The table of :func:`disaggregate` from group labels and ``(groups, 4)`` counts.
+
+    This is how merged per-partition counts (``tn, fp, fn, tp`` per group) become a table.
+
+    Examples
+    --------
+    >>> t = table_from_counts(("a", "b"), [[1, 0, 0, 2], [0, 1, 1, 0]], min_group_size=3)
+    >>> [(g.group, g.n, g.tpr, g.small_group) for g in t.groups]
+    [('a', 3, 1.0, False), ('b', 2, 0.0, True)]
+    """
+    table = np.asarray(counts, dtype=np.int64)
+    if table.shape != (len(labels), 4) or (table < 0).any():
+        raise ValueError(f"counts must be non-negative with shape ({len(labels)}, 4); got "
+                         f"shape {table.shape!r}")
     if isinstance(min_group_size, bool) or not isinstance(min_group_size, int | np.integer) or (
         min_group_size < 1
     ):
         raise ValueError(f"min_group_size must be an integer >= 1; got {min_group_size!r}")
-    groups = tuple(_group_stats(label, row, min_group_size) for label, row in zip(labels, counts,
+    groups = tuple(_group_stats(label, row, min_group_size) for label, row in zip(labels, table,
                                                                                  strict=True))
-    return DisaggregatedTable(groups, int(counts.sum()), int(min_group_size))
+    return DisaggregatedTable(groups, int(table.sum()), int(min_group_size))
 
 
 def group_counts(

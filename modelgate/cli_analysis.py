@@ -151,7 +151,9 @@ def cmd_fairness(args: argparse.Namespace) -> int:
 def add_commands(sub: Any) -> None:
     p = sub.add_parser("evaluate", help="run the evaluation pipeline outside Airflow")
     p.add_argument("--model", required=True, help="model archive (.tar.gz)")
-    p.add_argument("--data", required=True, help="held-out parquet with label and sensitive columns")
+    p.add_argument("--data", required=True,
+                   help="held-out parquet (a file or a directory of partitions) with label and "
+                        "sensitive columns")
     p.add_argument("--policy", help="policy YAML merged over the default policy")
     p.add_argument("--promote", action="store_true", help="promote the model if the gate passes")
     p.add_argument("--format", choices=("json", "text"), default="text")

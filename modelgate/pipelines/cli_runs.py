@@ -12,7 +12,7 @@ from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.json_records import fairness_json
 from modelgate.pipelines.json_records import finite_or_none as _num
 from modelgate.pipelines.liveness import heartbeat
-from modelgate.scoring import file_sha256
+from modelgate.pipelines.partitions import local_dataset_fingerprint
 from modelgate.store import runs
 
 
@@ -26,18 +26,21 @@ def run_evaluation_locally(model: Path, data: Path, policy: Path | None, *,
                            promote: bool = False) -> EvaluationOutcome:
     """Register (if needed) and evaluate ``model`` on ``data``; deterministic run key.
 
+    ``data`` is a parquet file or a directory of them (partitions scored one after the
+    other in this process, then merged, as the DAG's mapped tasks do).
+
     The same archive, data and policy give the same run key
     (``cli__<data sha>__<policy sha>__<name>__v<version>__<archive sha>``), so running the
     command twice replaces the first run's rows and report instead of adding new ones; the
     same ONNX under another name or version is another run. Ctrl-C and SIGTERM (raised by
     the CLI as :class:`~modelgate.pipelines.liveness.Terminated`) record the run as failed.
     """
-    if not data.is_file():
-        raise FileNotFoundError(f"data file {str(data)!r} does not exist")
+    if not data.exists():
+        raise FileNotFoundError(f"data file or directory {str(data)!r} does not exist")
     ctx = Context.open()
     row, _ = register_archive(ctx, model)
     policy_sha = hashlib.sha256(policy.read_bytes()).hexdigest()[:8] if policy else "default"
-    run_key = f"cli__{file_sha256(data)[:12]}__{policy_sha}"
+    run_key = f"cli__{local_dataset_fingerprint(data)[:12]}__{policy_sha}"
     ref = evaluate.prepare(ctx, model_name=row.model_name, version=row.version,
                            dataset_uri=str(data.resolve()), run_key=run_key,
                            policy_path=str(policy) if policy else None)
@@ -69,6 +72,7 @@ def _outcome(ctx: Context, ref: evaluate.RunRef, status: str, link: str,
         "evaluation_run_id": run.evaluation_run_id, "run_key": run.run_key, "status": status,
         "provider": run.provider, "rows_scored": run.rows_scored,
         "scoring_rows_per_s": run.scoring_rows_per_s, "report": link, "promoted": promoted,
+        "auc_error_bound": metrics.auc_error_bound,
         "metrics": {m.name: {"value": _num(m.value), "ci_lower": _num(m.ci_lower),
                              "ci_upper": _num(m.ci_upper), "n": m.n,
                              "undefined_reason": m.undefined_reason}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import pickle
-from collections.abc import Callable
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from modelgate.logsafe import one_line
 from modelgate.metrics import emit as emit_metrics
 from modelgate.metrics import gate_metrics
-from modelgate.pipelines import index_page
+from modelgate.pipelines import index_page, partitions
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.store import models, runs
@@ -153,14 +153,65 @@ def _score_one(ctx: Context, row: models.ModelVersionRow, data: Path, out: Path,
 
 
 def score(ctx: Context, ref: RunRef) -> str:
-    """Verify and score the candidate (and the champion) on the held-out rows.
+    """Score every partition of the held-out data in this process, then merge (the CLI's path).
 
-    Writes one parquet with the label, the sensitive columns, ``score``/``prediction`` and,
-    with a champion, ``champion_score``/``champion_prediction``, row-aligned.
+    The DAG runs the same two steps with one mapped task per partition:
+    :func:`score_partition` then :func:`merge_partitions`.
+    """
+    uris = list_dataset(ctx, ref)
+    keys = [score_partition(ctx, ref, i, uri) for i, uri in enumerate(uris)]
+    return merge_partitions(ctx, ref, keys)
+
+
+def list_dataset(ctx: Context, ref: RunRef) -> list[str]:
+    """The held-out dataset's partitions (parquet files), sorted; one mapped task each."""
+    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
+    found = partitions.list_partitions(ctx, run.dataset_uri)
+    log.info("evaluation run %d: %d partition(s)", ref.evaluation_run_id, len(found))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResult:
+    """One scored partition: where its scores are and its sufficient statistics."""
+
+    index: int
+    name: str
+    uri: str
+    rows: int
+    seconds: float
+    provider: str
+    sha256: str
+    scores_key: str
+    statistics: Any  # evaluation.sufficient.EvaluationStatistics
+    provider_reason: str = ""
+    tf32_allowed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MergedStatistics:
+    """The merged statistics of every partition, and the partitions in order."""
+
+    statistics: Any  # evaluation.sufficient.EvaluationStatistics
+    partitions: tuple[tuple[str, str, int, str], ...]  # (name, uri, rows, scores key)
+
+
+# Rows summarised at once when a partition's scores are turned into statistics.
+STATS_BATCH_ROWS = 1 << 20
+
+
+def score_partition(ctx: Context, ref: RunRef, index: int, partition_uri: str) -> str:
+    """Verify and score the candidate (and the champion) on one partition; summarise it.
+
+    Stores the partition's scores (label, sensitive columns, ``score``/``prediction`` and,
+    with a champion, ``champion_score``/``champion_prediction``) and a pickled
+    :class:`PartitionResult` with its mergeable statistics; returns the pickle's key.
     """
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
-    work = ctx.scratch("evaluation", ref.run_key)
-    data = fetch_dataset(ctx, run.dataset_uri, work)
+    partitions.check_partition(run.dataset_uri, partition_uri)
+    part = f"part-{index:05d}"
+    work = ctx.scratch("evaluation", ref.run_key, part)
+    data = fetch_dataset(ctx, partition_uri, work)
     candidate = _candidate_row(ctx, run)
     manifest = candidate.manifest
     keep = list(dict.fromkeys([manifest["label"]["column"], *manifest["sensitive_features"]]))
@@ -168,25 +219,25 @@ def score(ctx: Context, ref: RunRef) -> str:
     if held_out is not None:
         check_held_out(held_out, manifest)
     scored = _score_one(ctx, candidate, data, work / "candidate.parquet", keep)
-    table = pq.read_table(scored.output_path)
+    champion_path = champion_threshold = None
     if run.champion_version_id is not None:
         champion = _model_row(ctx, run.champion_version_id)
-        champ = _score_one(ctx, champion, data, work / "champion.parquet", [])
-        champ_table = pq.read_table(champ.output_path, columns=["score", "prediction"])
-        table = table.append_column("champion_score", champ_table.column("score"))
-        table = table.append_column("champion_prediction", champ_table.column("prediction"))
-    key = f"{ref.prefix()}/scores.parquet"
-    pq.write_table(table, work / "scores.parquet")
-    uri = ctx.store.put_file(key, work / "scores.parquet", content_type="application/vnd.apache.parquet")
-    runs.record_scoring(
-        ctx.db_url, ref.evaluation_run_id, provider=scored.provider, rows=scored.rows,
-        seconds=scored.seconds, dataset_sha256=scored.input_fingerprint, scores_uri=uri,
-        provider_reason=scored.provider_reason, tf32_allowed=scored.tf32_allowed,
-    )
+        champion_path = _score_one(ctx, champion, data, work / "champion.parquet", []).output_path
+        champion_threshold = champion.manifest["threshold"]
+    statistics = _summarise(scored.output_path, champion_path, manifest, champion_threshold,
+                            work / "scores.parquet")
+    scores_key = f"{ref.prefix()}/scores/{part}.parquet"
+    ctx.store.put_file(scores_key, work / "scores.parquet", content_type="application/vnd.apache.parquet")
+    result = PartitionResult(index, partitions.partition_name(run.dataset_uri, partition_uri),
+                             partition_uri, scored.rows, scored.seconds, scored.provider,
+                             scored.input_fingerprint, scores_key, statistics,
+                             scored.provider_reason, scored.tf32_allowed)
+    key = put_pickle(ctx, f"{ref.prefix()}/partitions/{part}.pkl", result)
+    ctx.discard_scratch("evaluation", ref.run_key, part)
     # Logs identify the data by its hash, never by its rows.
-    log.info("evaluation run %d: %s v%s scored %d rows of dataset sha256 %s in %.2f s on %s (%s)",
-             ref.evaluation_run_id, candidate.model_name, candidate.version, scored.rows,
-             scored.input_fingerprint[:16], scored.seconds, scored.provider, scored.provider_reason)
+    log.info("evaluation run %d: partition %d scored %d rows of sha256 %s in %.2f s on %s (%s)",
+             ref.evaluation_run_id, index, scored.rows, scored.input_fingerprint[:16],
+             scored.seconds, scored.provider, scored.provider_reason)
     return key
 
 
@@ -199,6 +250,64 @@ def _read_columns(data: Path, columns: list[str]) -> pa.Table | None:
         return pq.read_table(data, columns=columns)
     except (pa.ArrowException, OSError):
         return None
+
+
+def _summarise(candidate_path: Path, champion_path: Path | None, manifest: dict[str, Any],
+               champion_threshold: float | None, out: Path) -> Any:
+    """Mergeable statistics of one partition's scores, a batch at a time; writes the scores."""
+    from modelgate.evaluation import sufficient
+    from modelgate.fairness.disaggregate import encode_groups
+
+    champion = (pq.ParquetFile(champion_path).iter_batches(STATS_BATCH_ROWS, columns=["score", "prediction"])
+                if champion_path is not None else None)
+    parts: list[Any] = []
+    writer: pq.ParquetWriter | None = None
+    try:
+        for batch in pq.ParquetFile(candidate_path).iter_batches(STATS_BATCH_ROWS):
+            table = pa.Table.from_batches([batch])
+            champion_score = None
+            if champion is not None:
+                other = next(champion)
+                table = table.append_column("champion_score", other.column(0))
+                table = table.append_column("champion_prediction", other.column(1))
+                champion_score = other.column(0).to_numpy()
+            groups = {f: encode_groups(table.column(f).to_pandas().to_numpy(dtype=object))
+                      for f in manifest["sensitive_features"]}
+            parts.append(sufficient.collect(
+                labels_from_scores(table, manifest), table.column("score").to_numpy(),
+                threshold=manifest["threshold"], champion_score=champion_score,
+                champion_threshold=champion_threshold, groups=groups))
+            parts = parts if len(parts) < 16 else [sufficient.merge(parts)]
+            writer = writer or pq.ParquetWriter(out, table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+    return sufficient.merge(parts)
+
+
+def merge_partitions(ctx: Context, ref: RunRef, keys: list[str]) -> str:
+    """Merge the partitions' statistics (in partition order) and record the scoring."""
+    from modelgate.evaluation import sufficient
+
+    results: list[PartitionResult] = [get_pickle(ctx, k) for k in keys]
+    if [r.index for r in results] != list(range(len(results))):
+        raise ValueError(f"partition results must be 0..{len(results) - 1} in order; got "
+                         f"{[r.index for r in results]!r}")
+    statistics = sufficient.merge([r.statistics for r in results])
+    fingerprint = partitions.dataset_fingerprint([(r.name, r.sha256) for r in results])
+    seconds = sum(r.seconds for r in results)
+    runs.record_scoring(
+        ctx.db_url, ref.evaluation_run_id, provider=", ".join(sorted({r.provider for r in results})),
+        rows=statistics.n, seconds=seconds, dataset_sha256=fingerprint,
+        scores_uri=ctx.store.uri(f"{ref.prefix()}/scores"),
+        provider_reason="; ".join(dict.fromkeys(r.provider_reason for r in results)),
+        tf32_allowed=any(r.tf32_allowed for r in results),
+    )
+    log.info("evaluation run %d: merged %d partition(s), %d rows, dataset sha256 %s",
+             ref.evaluation_run_id, len(results), statistics.n, fingerprint[:16])
+    merged = MergedStatistics(statistics, tuple((r.name, r.uri, r.rows, r.scores_key) for r in results))
+    return put_pickle(ctx, f"{ref.prefix()}/statistics.pkl", merged)
 
 
 def _model_row(ctx: Context, model_version_id: int) -> models.ModelVersionRow:
@@ -216,13 +325,6 @@ def _candidate_row(ctx: Context, run: runs.EvaluationRunRow) -> models.ModelVers
             f"evaluation run {run.evaluation_run_id} pinned archive sha256 {run.archive_sha256}, "
             f"but {row.model_name!r} v{row.version} now has {row.archive_sha256}")
     return row
-
-
-def load_scores(ctx: Context, ref: RunRef) -> pa.Table:
-    work = ctx.settings.home.resolve() / "work" / "evaluation" / safe_key_part(ref.run_key)
-    work.mkdir(parents=True, exist_ok=True)
-    path = ctx.store.download(f"{ref.prefix()}/scores.parquet", work / "scores-in.parquet")
-    return pq.read_table(path)
 
 
 FAIL_RECORD_ATTEMPTS = 3
@@ -294,6 +396,8 @@ class MetricsResult:
     candidate: Any  # evaluation.metrics.PerformanceReport
     champion: Any | None  # PerformanceReport of the champion on the same rows
     comparison: Any | None  # evaluation.metrics.ComparisonReport (paired deltas)
+    distinct_scores: int | None = None  # rows of the candidate's merged score table
+    auc_error_bound: float = 0.0  # 0: AUC exact; else the largest |reported - exact|
 
 
 def labels_from_scores(table: pa.Table, manifest: dict[str, Any]) -> Any:
@@ -325,35 +429,37 @@ def check_held_out(table: pa.Table, manifest: dict[str, Any]) -> None:
                 f"group labels may have at most {MAX_GROUP_LABEL_CHARS:,}")
 
 
-def compute_metrics(ctx: Context, ref: RunRef) -> str:
-    """Performance metrics of the candidate (and champion, paired) with bootstrap intervals."""
-    from modelgate.evaluation import metrics
+def load_statistics(ctx: Context, ref: RunRef) -> MergedStatistics:
+    merged: MergedStatistics = get_pickle(ctx, f"{ref.prefix()}/statistics.pkl")
+    return merged
 
-    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
-    manifest = _candidate_row(ctx, run).manifest
-    table = load_scores(ctx, ref)
-    if table.num_rows == 0:
-        raise ValueError(f"held-out dataset {run.dataset_uri!r} has no rows")
-    y = labels_from_scores(table, manifest)
-    score_col = table.column("score").to_numpy()
-    options = {"n_bootstrap": N_BOOTSTRAP, "seed": BOOTSTRAP_SEED, "threshold": manifest["threshold"]}
-    candidate = metrics.evaluate(y, score_col, **options)
-    champion = comparison = None
-    if run.champion_version_id is not None:
-        champ_manifest = _model_row(ctx, run.champion_version_id).manifest
-        champ_scores = table.column("champion_score").to_numpy()
-        champ_options = {**options, "threshold": champ_manifest["threshold"]}
-        champion = metrics.evaluate(y, champ_scores, **champ_options)
-        comparison = metrics.compare(score_col, champ_scores, y, **options,
-                                     champion_threshold=champ_manifest["threshold"])
-    log.info("metrics on %d rows with %d bootstrap resamples", len(y), N_BOOTSTRAP)
-    return put_pickle(ctx, f"{ref.prefix()}/metrics.pkl", MetricsResult(candidate, champion, comparison))
+
+def compute_metrics(ctx: Context, ref: RunRef) -> str:
+    """Performance metrics of the candidate (and champion, paired) with bootstrap intervals,
+    from the merged statistics (exact point metrics; multinomial bootstrap over the counts)."""
+    from modelgate.evaluation import sufficient
+
+    _candidate_row(ctx, runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id))  # pinned archive
+    statistics = load_statistics(ctx, ref).statistics
+    summary = sufficient.performance_from_statistics(statistics, n_bootstrap=N_BOOTSTRAP,
+                                                     seed=BOOTSTRAP_SEED)
+    log.info("metrics on %d rows with %d bootstrap resamples over %d count cells; %d distinct "
+             "scores, AUC %s", statistics.n, N_BOOTSTRAP, len(statistics.bootstrap.cells),
+             summary.distinct_scores, "exact" if summary.auc_error_bound == 0 else
+             f"within {summary.auc_error_bound:.2e} (scores on a grid)")
+    result = MetricsResult(summary.candidate, summary.champion, summary.comparison,
+                           summary.distinct_scores, summary.auc_error_bound)
+    return put_pickle(ctx, f"{ref.prefix()}/metrics.pkl", result)
 
 
 # --- explanations ------------------------------------------------------------------------
 
 SHAP_GLOBAL_ROWS = 50
 SHAP_SEED = 0
+# Rows drawn (seeded, across partitions) for SHAP: the background, the global sample and
+# the rows the waterfalls are chosen from all come from this sample, so memory does not
+# grow with the dataset.
+SHAP_SAMPLE_ROWS = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,10 +487,9 @@ def explain(ctx: Context, ref: RunRef) -> str:
     work = ctx.scratch("explain", ref.run_key)
     scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
     features = list(scorer.feature_names)
-    dataset = fetch_dataset(ctx, run.dataset_uri, work)
-    data = pq.read_table(dataset, columns=features).to_pandas()
-    row_name = _row_namer(dataset, row.manifest.get("id_column"))
-    table = load_scores(ctx, ref)
+    data, table, names = _sample_rows(ctx, load_statistics(ctx, ref), features,
+                                      row.manifest["label"]["column"], work,
+                                      id_column=row.manifest.get("id_column"))
     y = labels_from_scores(table, row.manifest)
     scores, preds = table.column("score").to_numpy(), table.column("prediction").to_numpy()
     rng = np.random.default_rng(SHAP_SEED)
@@ -395,8 +500,8 @@ def explain(ctx: Context, ref: RunRef) -> str:
     picked = shap_explain(scorer.predict_proba, data.iloc[chosen.indices], background,
                           features=features, seed=SHAP_SEED)
     waterfalls = tuple(
-        (f"{row_name(int(i))} (score {scores[i]:.3f}, label {int(y[i])})", ", ".join(reasons),
-         waterfall_png(picked, k, title=f"{row_name(int(i))}: {', '.join(reasons)}"))
+        (f"{names[i]} (score {scores[i]:.3f}, label {int(y[i])})", ", ".join(reasons),
+         waterfall_png(picked, k, title=f"{names[i]}: {', '.join(reasons)}"))
         for k, (i, reasons) in enumerate(zip(chosen.indices, chosen.reasons, strict=True))
     )
     gaps = [np.abs(e.base_values + e.values.sum(axis=1) - e.model_output).max() for e in (overall, picked)]
@@ -412,13 +517,34 @@ def explain(ctx: Context, ref: RunRef) -> str:
     return put_pickle(ctx, f"{ref.prefix()}/explain.pkl", result)
 
 
-def _row_namer(dataset: Path, id_column: str | None) -> Callable[[int], str]:
-    """How a report names a held-out row: by the manifest's ``id_column`` when the data has
-    it (``row_id 8812``), else by its position in the file (``row 17``)."""
-    if not id_column or id_column not in pq.read_schema(dataset).names:
-        return lambda i: f"row {i}"
-    ids = pq.read_table(dataset, columns=[id_column]).column(id_column).to_pylist()
-    return lambda i: f"{id_column} {ids[i]}"
+def _sample_rows(ctx: Context, merged: MergedStatistics, features: list[str], label: str,
+                 work: Path, *, id_column: str | None = None) -> tuple[Any, pa.Table, list[str]]:
+    """Features (a data frame) and scores of a seeded sample of rows across partitions.
+
+    Also returns how a report names each row: by the manifest's ``id_column`` when the data
+    has it (``row_id 8812``), else by its position (``row 17``; ``row <partition>:17`` when
+    there are several partitions).
+    """
+    import pyarrow as pa
+
+    counts = [rows for _, _, rows, _ in merged.partitions]
+    offsets = partitions.sample_positions(counts, SHAP_SAMPLE_ROWS, SHAP_SEED)
+    frames, scored, names = [], [], []
+    for i, ((name, uri, _, scores_key), where) in enumerate(zip(merged.partitions, offsets, strict=True)):
+        if not len(where):
+            continue
+        part = work / f"part-{i:05d}"
+        dataset = fetch_dataset(ctx, uri, part)
+        frames.append(partitions.read_rows(dataset, features, where))
+        scores_path = ctx.store.download(scores_key, part / "scores.parquet")
+        scored.append(partitions.read_rows(scores_path, [label, "score", "prediction"], where))
+        if id_column and id_column in pq.read_schema(dataset).names:
+            ids = partitions.read_rows(dataset, [id_column], where).column(id_column).to_pylist()
+            names += [f"{id_column} {v}" for v in ids]
+        else:
+            names += [f"row {o}" if len(counts) == 1 else f"row {name}:{o}" for o in where]
+        shutil.rmtree(part, ignore_errors=True)
+    return pa.concat_tables(frames).to_pandas(), pa.concat_tables(scored), names
 
 
 SHAP_CHUNK_ROWS = 10
@@ -455,20 +581,19 @@ INCLUDE_SMALL_GROUPS_IN_GAPS = False
 
 
 def compute_fairness(ctx: Context, ref: RunRef) -> str:
-    """One disaggregated table and the gaps per sensitive feature, with bootstrap intervals."""
-    from modelgate.fairness.metrics import fairness_report
+    """One disaggregated table and the gaps per sensitive feature, with bootstrap intervals,
+    from the partitions' merged group counts."""
+    from modelgate.fairness.disaggregate import table_from_counts
+    from modelgate.fairness.metrics import fairness_report_from_table
 
-    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
-    manifest = _candidate_row(ctx, run).manifest
-    table = load_scores(ctx, ref)
-    y = labels_from_scores(table, manifest)
-    preds = table.column("prediction").to_numpy()
+    _candidate_row(ctx, runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id))  # pinned archive
     reports = {}
-    for feature in manifest["sensitive_features"]:
-        sensitive = table.column(feature).to_pandas().to_numpy(dtype=object)
-        reports[feature] = fairness_report(
-            y, preds, sensitive, sensitive_feature=feature,
-            min_group_size=ctx.settings.min_group_size,
+    for counted in load_statistics(ctx, ref).statistics.groups:
+        feature = counted.feature
+        table = table_from_counts(counted.labels, counted.counts,
+                                  min_group_size=ctx.settings.min_group_size)
+        reports[feature] = fairness_report_from_table(
+            table, sensitive_feature=feature,
             include_small_groups=INCLUDE_SMALL_GROUPS_IN_GAPS,
             n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED,
         )

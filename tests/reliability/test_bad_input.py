@@ -200,7 +200,7 @@ def test_label_with_one_class_leaves_auc_undefined_and_fails_its_check(
 
     ctx = Context.open(env)
     prefix = evaluate.RunRef(outcome["evaluation_run_id"], outcome["run_key"]).prefix()
-    scores = pd.read_parquet(io.BytesIO(ctx.store.get_bytes(f"{prefix}/scores.parquet")))
+    scores = pd.read_parquet(io.BytesIO(ctx.store.get_bytes(f"{prefix}/scores/part-00000.parquet")))
     accuracy = fetch_all(url, "SELECT value FROM evaluation_metric WHERE model_role = 'candidate' "
                            "AND metric_name = 'accuracy'")[0][0]
     assert accuracy == pytest.approx(accuracy_score(frame["high_income"], scores["prediction"]))

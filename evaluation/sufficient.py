@@ -1,0 +1,627 @@
+"""Mergeable sufficient statistics for evaluation: memory bounded by the tables, not the rows.
+
+Scoring summarises each partition of the held-out data into an
+:class:`EvaluationStatistics`; :func:`merge` adds partitions together (in any number of
+steps, by any number of workers) and :func:`performance_from_statistics` computes the
+same metrics as :func:`modelgate.evaluation.metrics.evaluate` from the merged tables.
+
+What is kept, per model
+-----------------------
+* Exact counts ``n``, ``n_pos``, ``tp``, ``fp`` at the model's threshold and the sums of
+  the log loss and the squared error: accuracy, precision, recall, F1, log loss and
+  Brier score are exact.
+* A :class:`ScoreTable`: negatives and positives per distinct score.  ROC AUC is the
+  Mann-Whitney statistic over this table (ties count one half), in exact integer
+  arithmetic, so it equals scikit-learn's ``roc_auc_score``.  The table has at most
+  ``max_distinct`` rows (default 2**22, about 100 MB): beyond that the scores are
+  truncated to a grid of width ``2**-20`` and the AUC is reported with its error bound
+  ``sum_k pos_k * neg_k / (2 * n_pos * n_neg)`` (the share of positive-negative pairs
+  that share a grid cell, counted one half instead of 0 or 1), which
+  :attr:`PerformanceSummary.auc_error_bound` carries (0 when the table is exact).
+* A uniform reliability table (count, score sum, label sum per bin).
+
+Bootstrap over counts
+---------------------
+Intervals come from a multinomial bootstrap of a :class:`BootstrapTable`: rows counted
+per ``(label, candidate score bin, champion score bin)`` cell, with the per-cell sums of
+each model's log loss and squared error.  Each model's ``n_bins`` score bins are split
+at its threshold (half below, half above), so the predicted label is constant within a
+cell and the confusion counts of every resample are exact.  Resampling ``n`` rows with
+replacement is a multinomial draw of the cell counts with probabilities ``count / n``
+(as :mod:`modelgate.fairness.metrics` does for its group tables), so the cost is
+``n_bootstrap x cells``, independent of the rows, and the joint cells pair the champion
+with the candidate for the deltas.  Within a cell the loss of a resample uses the cell
+mean and AUC counts the cell's positive-negative pairs as ties; the interval is
+therefore the percentile interval of the resampled binned metric, shifted by
+``exact point - binned point`` (zero for every metric but AUC, where it is the
+tie correction).  The merged tables do not depend on how the rows were partitioned,
+and the draws depend only on the merged counts and the seed, so a mapped run and a
+single-task run give the same intervals.
+
+References
+----------
+.. [1] Efron, B. and Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 13.
+.. [2] Mann, H. B. and Whitney, D. R. (1947). On a test of whether one of two random
+   variables is stochastically larger than the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from .metrics import (
+    METRIC_NAMES,
+    CalibrationBin,
+    CalibrationTable,
+    ComparisonReport,
+    MetricDelta,
+    MetricEstimate,
+    PerformanceReport,
+    percentile_interval,
+)
+
+__all__ = [
+    "BootstrapTable",
+    "EvaluationStatistics",
+    "GroupCounts",
+    "ModelStatistics",
+    "PerformanceSummary",
+    "ScoreTable",
+    "collect",
+    "merge",
+    "performance_from_statistics",
+]
+
+_FloatArray = npt.NDArray[np.float64]
+_IntArray = npt.NDArray[np.int64]
+MAX_DISTINCT = 1 << 22
+FALLBACK_GRID = 1 << 20
+BOOTSTRAP_BINS = 64
+CALIBRATION_BINS = 10
+# Resample draws held in memory at once (B x cells float64 values).
+_CHUNK_ELEMENTS = 1 << 22
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreTable:
+    """Negatives and positives per distinct score (``grid == 0``) or per grid cell.
+
+    ``keys`` are sorted: the distinct scores, or the cell indices ``floor(score * grid)``.
+    """
+
+    keys: _FloatArray
+    neg: _IntArray
+    pos: _IntArray
+    grid: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStatistics:
+    """Everything the point metrics of one model need, additive over rows."""
+
+    threshold: float
+    n: int
+    n_pos: int
+    tp: int
+    fp: int
+    log_loss_sum: float
+    squared_error_sum: float
+    scores: ScoreTable
+    calibration_n: _IntArray
+    calibration_score_sum: _FloatArray
+    calibration_label_sum: _FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapTable:
+    """Rows per ``label * n_bins**2 + candidate_bin * n_bins + champion_bin`` cell.
+
+    ``loss_sums`` has one row per cell: candidate log loss, candidate squared error,
+    champion log loss, champion squared error (champion columns 0 without a champion).
+    """
+
+    cells: _IntArray
+    counts: _IntArray
+    loss_sums: _FloatArray
+    n_bins: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCounts:
+    """Confusion counts ``tn, fp, fn, tp`` per group of one sensitive feature."""
+
+    feature: str
+    labels: tuple[str, ...]
+    counts: _IntArray
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationStatistics:
+    """Sufficient statistics of one partition, or of several merged."""
+
+    n: int
+    candidate: ModelStatistics
+    champion: ModelStatistics | None
+    bootstrap: BootstrapTable
+    groups: tuple[GroupCounts, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PerformanceSummary:
+    """Result of :func:`performance_from_statistics`.
+
+    ``auc_error_bound`` is 0 when every distinct score was kept (exact AUC), else the
+    largest possible ``|reported - exact|`` of either model's AUC.
+    """
+
+    candidate: PerformanceReport
+    champion: PerformanceReport | None
+    comparison: ComparisonReport | None
+    distinct_scores: int
+    auc_error_bound: float
+
+
+def collect(
+    y_true: npt.ArrayLike,
+    score: npt.ArrayLike,
+    *,
+    threshold: float,
+    champion_score: npt.ArrayLike | None = None,
+    champion_threshold: float | None = None,
+    groups: Mapping[str, tuple[tuple[str, ...], npt.ArrayLike]] | None = None,
+    n_bins: int = BOOTSTRAP_BINS,
+    max_distinct: int = MAX_DISTINCT,
+) -> EvaluationStatistics:
+    """Summarise one partition of scored rows.
+
+    Parameters
+    ----------
+    y_true : array_like of shape (n,)
+        Labels, 0 or 1.
+    score : array_like of shape (n,)
+        Candidate's probability of label 1, in [0, 1].
+    threshold : float
+        Candidate's decision threshold (``score >= threshold`` is positive).
+    champion_score : array_like of shape (n,), optional
+        Champion's probabilities on the same rows.
+    champion_threshold : float, optional
+        Champion's threshold; required with ``champion_score``.
+    groups : mapping, optional
+        Sensitive feature name -> ``(labels, codes)`` as from
+        :func:`modelgate.fairness.disaggregate.encode_groups`.
+    n_bins : int, default 64
+        Score bins per model of the bootstrap table (even, >= 2).
+    max_distinct : int, default 2**22
+        Most distinct scores kept before falling back to the grid.
+
+    Returns
+    -------
+    EvaluationStatistics
+
+    Raises
+    ------
+    ValueError
+        On labels other than 0/1, scores outside [0, 1], mismatched lengths or options.
+
+    Examples
+    --------
+    >>> s = collect([0, 1, 1, 0], [0.2, 0.9, 0.4, 0.4], threshold=0.5)
+    >>> s.n, s.candidate.tp, s.candidate.fp, s.candidate.scores.pos.tolist()
+    (4, 1, 0, [0, 1, 1])
+    """
+    from .metrics import _check_labels_scores, _check_options
+
+    y, s = _check_labels_scores(y_true, score, "score")
+    _check_options(threshold, 0, 0.5, 0)
+    _check_bins(n_bins, max_distinct)
+    cand = _model_statistics(y, s, threshold)
+    champ = None
+    champ_bin = np.zeros(len(y), dtype=np.int64)
+    losses = [_row_losses(y, s)]
+    if champion_score is not None:
+        if champion_threshold is None:
+            raise ValueError("champion_threshold is required with champion_score")
+        _, h = _check_labels_scores(y, champion_score, "champion_score")
+        _check_options(champion_threshold, 0, 0.5, 0)
+        champ = _model_statistics(y, h, champion_threshold)
+        champ_bin = threshold_bins(h, champion_threshold, n_bins)
+        losses.append(_row_losses(y, h))
+    else:
+        losses.append(np.zeros((len(y), 2)))
+    cell = (y.astype(np.int64) * n_bins + threshold_bins(s, threshold, n_bins)) * n_bins + champ_bin
+    table = _bootstrap_table(cell, np.hstack(losses), n_bins)
+    counted = tuple(_group_counts(name, labels, codes, y, s >= threshold)
+                    for name, (labels, codes) in (groups or {}).items())
+    stats = EvaluationStatistics(len(y), cand, champ, table, counted)
+    return merge([stats], max_distinct=max_distinct)
+
+
+def merge(parts: Sequence[EvaluationStatistics], *,
+          max_distinct: int = MAX_DISTINCT) -> EvaluationStatistics:
+    """Add the statistics of several partitions (in the order given).
+
+    Counts add exactly; float sums add in the order given, so the same partitions in
+    the same order give bit-identical results.
+
+    Examples
+    --------
+    >>> a = collect([0, 1], [0.2, 0.9], threshold=0.5)
+    >>> b = collect([1, 0], [0.2, 0.7], threshold=0.5)
+    >>> m = merge([a, b])
+    >>> m.n, m.candidate.scores.keys.tolist(), m.candidate.scores.neg.tolist()
+    (4, [0.2, 0.7, 0.9], [1, 1, 0])
+    """
+    if not parts:
+        raise ValueError("merge needs at least one EvaluationStatistics; got none")
+    first = parts[0]
+    if any((p.champion is None) != (first.champion is None) for p in parts):
+        raise ValueError("cannot merge partitions scored with and without a champion")
+    if any(p.bootstrap.n_bins != first.bootstrap.n_bins for p in parts):
+        raise ValueError("cannot merge bootstrap tables with different n_bins")
+    features = [g.feature for g in first.groups]
+    if any([g.feature for g in p.groups] != features for p in parts):
+        raise ValueError(f"every partition must count the sensitive features {features!r}")
+    champion = None if first.champion is None else _merge_models(
+        [p.champion for p in parts if p.champion is not None], max_distinct)
+    return EvaluationStatistics(
+        n=sum(p.n for p in parts),
+        candidate=_merge_models([p.candidate for p in parts], max_distinct),
+        champion=champion,
+        bootstrap=_merge_bootstrap([p.bootstrap for p in parts]),
+        groups=tuple(_merge_groups([p.groups[i] for p in parts]) for i in range(len(features))),
+    )
+
+
+def threshold_bins(score: _FloatArray, threshold: float, n_bins: int) -> _IntArray:
+    """Bin index per score: ``n_bins // 2`` equal bins on [0, threshold), as many on [threshold, 1].
+
+    Examples
+    --------
+    >>> threshold_bins(np.array([0.0, 0.49, 0.5, 1.0]), 0.5, 4).tolist()
+    [0, 1, 2, 3]
+    """
+    half = n_bins // 2
+    above = score >= threshold
+    with np.errstate(divide="ignore", invalid="ignore"):
+        low = np.where(above, 0.0, score / threshold) if threshold > 0 else np.zeros_like(score)
+        high = (np.where(above, (score - threshold) / (1.0 - threshold), 0.0) if threshold < 1
+                else np.zeros_like(score))
+    low_bin = np.minimum((low * half).astype(np.int64), half - 1)
+    high_bin = np.minimum((high * half).astype(np.int64), half - 1)
+    return np.where(above, half + high_bin, low_bin)
+
+
+def performance_from_statistics(
+    stats: EvaluationStatistics,
+    *,
+    n_bootstrap: int = 1000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> PerformanceSummary:
+    """Every metric of :data:`METRIC_NAMES` (and paired deltas) from merged statistics.
+
+    Parameters
+    ----------
+    stats : EvaluationStatistics
+        From :func:`collect` / :func:`merge`.
+    n_bootstrap : int, default 1000
+        Multinomial resamples of the bootstrap table; 0 gives NaN intervals.
+    confidence_level : float, default 0.95
+        Coverage of the intervals, in (0, 1).
+    seed : int, default 0
+        Seed of ``np.random.default_rng`` for the draws.
+
+    Returns
+    -------
+    PerformanceSummary
+
+    Examples
+    --------
+    >>> s = collect([0, 0, 1, 1, 0, 1], [0.1, 0.4, 0.35, 0.8, 0.2, 0.9], threshold=0.5)
+    >>> r = performance_from_statistics(s, n_bootstrap=200, seed=1)
+    >>> round(r.candidate.by_name()["roc_auc"].value, 4), r.auc_error_bound
+    (0.8889, 0.0)
+    """
+    from .metrics import _check_options
+
+    _check_options(0.5, n_bootstrap, confidence_level, seed)
+    models = [stats.candidate] + ([stats.champion] if stats.champion is not None else [])
+    points = [_point_metrics(m) for m in models]
+    resampled, binned = _bootstrap(stats, len(models), n_bootstrap, seed)
+    shifted: list[dict[str, _FloatArray]] = [
+        {k: r[k] + (points[i][0][k] - b[k]) for k in METRIC_NAMES}
+               for i, (r, b) in enumerate(zip(resampled, binned, strict=True))]
+    reports = [_report(m, p, r, n_bootstrap, confidence_level, seed)
+               for m, p, r in zip(models, points, shifted, strict=True)]
+    comparison = None
+    if stats.champion is not None:
+        comparison = _comparison(points, shifted, stats.n, stats.candidate.threshold,
+                                 n_bootstrap, confidence_level, seed)
+    bound = max(_auc_error_bound(m.scores) for m in models)
+    return PerformanceSummary(reports[0], reports[1] if len(reports) > 1 else None, comparison,
+                              len(stats.candidate.scores.keys), bound)
+
+
+# ----------------------------------------------------------------------------- internals
+
+
+def _check_bins(n_bins: object, max_distinct: object) -> None:
+    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 2 or n_bins % 2:
+        raise ValueError(f"n_bins must be an even integer >= 2; got {n_bins!r}")
+    if isinstance(max_distinct, bool) or not isinstance(max_distinct, int) or (
+            max_distinct < FALLBACK_GRID + 1):
+        raise ValueError(f"max_distinct must be an integer > {FALLBACK_GRID}; got {max_distinct!r}")
+
+
+def _row_losses(y: npt.NDArray[np.int8], s: _FloatArray) -> _FloatArray:
+    """Per row: log loss (clipped as scikit-learn) and squared error."""
+    eps = np.finfo(np.float64).eps
+    p = np.clip(np.where(y == 1, s, 1.0 - s), eps, 1 - eps)
+    return np.column_stack([-np.log(p), (y - s) ** 2])
+
+
+def _model_statistics(y: npt.NDArray[np.int8], s: _FloatArray, threshold: float) -> ModelStatistics:
+    keys, inverse = np.unique(s, return_inverse=True)
+    pos = np.bincount(inverse, weights=y, minlength=len(keys)).astype(np.int64)
+    neg = np.bincount(inverse, minlength=len(keys)).astype(np.int64) - pos
+    predicted = s >= threshold
+    losses = _row_losses(y, s)
+    edges = np.linspace(0.0, 1.0, CALIBRATION_BINS + 1)
+    cal = np.searchsorted(edges[1:-1], s)
+    return ModelStatistics(
+        threshold=float(threshold), n=len(y), n_pos=int(y.sum()),
+        tp=int(np.count_nonzero(predicted & (y == 1))), fp=int(np.count_nonzero(predicted & (y == 0))),
+        log_loss_sum=float(losses[:, 0].sum()), squared_error_sum=float(losses[:, 1].sum()),
+        scores=ScoreTable(keys, neg, pos),
+        calibration_n=np.bincount(cal, minlength=CALIBRATION_BINS).astype(np.int64),
+        calibration_score_sum=np.bincount(cal, weights=s, minlength=CALIBRATION_BINS).astype(np.float64),
+        calibration_label_sum=np.bincount(cal, weights=y, minlength=CALIBRATION_BINS).astype(np.float64),
+    )
+
+
+def _bootstrap_table(cell: _IntArray, losses: _FloatArray, n_bins: int) -> BootstrapTable:
+    cells, inverse = np.unique(cell, return_inverse=True)
+    counts = np.bincount(inverse, minlength=len(cells)).astype(np.int64)
+    sums = np.column_stack([np.bincount(inverse, weights=losses[:, j], minlength=len(cells))
+                            for j in range(4)]).astype(np.float64)
+    return BootstrapTable(cells, counts, sums, n_bins)
+
+
+def _group_counts(feature: str, labels: tuple[str, ...], codes: npt.ArrayLike,
+                  y: npt.NDArray[np.int8], predicted: npt.NDArray[np.bool_]) -> GroupCounts:
+    c = np.asarray(codes, dtype=np.int64)
+    if c.shape != y.shape:
+        raise ValueError(f"group codes of {feature!r} must have the length of y_true ({len(y)}); "
+                         f"got {c.size}")
+    cell = c * 4 + 2 * y.astype(np.int64) + predicted
+    counts = np.bincount(cell, minlength=4 * len(labels)).reshape(len(labels), 4)
+    return GroupCounts(feature, tuple(labels), counts.astype(np.int64))
+
+
+def _merge_scores(tables: Sequence[ScoreTable], max_distinct: int) -> ScoreTable:
+    grid = max(t.grid for t in tables)
+    if grid:
+        tables = [_to_grid(t) for t in tables]
+    keys, inverse = np.unique(np.concatenate([t.keys for t in tables]), return_inverse=True)
+    neg = np.bincount(inverse, weights=np.concatenate([t.neg for t in tables]), minlength=len(keys))
+    pos = np.bincount(inverse, weights=np.concatenate([t.pos for t in tables]), minlength=len(keys))
+    merged = ScoreTable(keys, neg.astype(np.int64), pos.astype(np.int64), grid)
+    return _to_grid(merged) if len(keys) > max_distinct else merged
+
+
+def _to_grid(table: ScoreTable) -> ScoreTable:
+    if table.grid:
+        return table
+    # floor(score * grid), with score 1.0 in the last cell
+    cell = np.minimum(np.floor(table.keys * FALLBACK_GRID), FALLBACK_GRID - 1)
+    keys, inverse = np.unique(cell, return_inverse=True)
+    neg = np.bincount(inverse, weights=table.neg, minlength=len(keys)).astype(np.int64)
+    pos = np.bincount(inverse, weights=table.pos, minlength=len(keys)).astype(np.int64)
+    return ScoreTable(keys, neg, pos, FALLBACK_GRID)
+
+
+def _merge_models(parts: Sequence[ModelStatistics], max_distinct: int) -> ModelStatistics:
+    threshold = parts[0].threshold
+    if any(p.threshold != threshold for p in parts):
+        raise ValueError(f"cannot merge statistics at different thresholds "
+                         f"{sorted({p.threshold for p in parts})!r}")
+    total = _sum_in_order
+    return ModelStatistics(
+        threshold=threshold, n=sum(p.n for p in parts), n_pos=sum(p.n_pos for p in parts),
+        tp=sum(p.tp for p in parts), fp=sum(p.fp for p in parts),
+        log_loss_sum=total(p.log_loss_sum for p in parts),
+        squared_error_sum=total(p.squared_error_sum for p in parts),
+        scores=_merge_scores([p.scores for p in parts], max_distinct),
+        calibration_n=np.sum([p.calibration_n for p in parts], axis=0),
+        calibration_score_sum=_sum_arrays([p.calibration_score_sum for p in parts]),
+        calibration_label_sum=_sum_arrays([p.calibration_label_sum for p in parts]),
+    )
+
+
+def _sum_in_order(values: object) -> float:
+    total = 0.0
+    for v in values:  # type: ignore[attr-defined]
+        total += v
+    return total
+
+
+def _sum_arrays(arrays: Sequence[_FloatArray]) -> _FloatArray:
+    total = np.zeros_like(arrays[0])
+    for a in arrays:
+        total = total + a
+    return total
+
+
+def _merge_bootstrap(parts: Sequence[BootstrapTable]) -> BootstrapTable:
+    cells, inverse = np.unique(np.concatenate([p.cells for p in parts]), return_inverse=True)
+    counts = np.bincount(inverse, weights=np.concatenate([p.counts for p in parts]),
+                         minlength=len(cells)).astype(np.int64)
+    sums = np.zeros((len(cells), 4))
+    start = 0
+    for p in parts:  # in order, so the float sums do not depend on a hash or a sort
+        np.add.at(sums, inverse[start:start + len(p.cells)], p.loss_sums)
+        start += len(p.cells)
+    return BootstrapTable(cells, counts, sums, parts[0].n_bins)
+
+
+def _merge_groups(parts: Sequence[GroupCounts]) -> GroupCounts:
+    """Union of the groups in first-seen order, the missing-value group last."""
+    from modelgate.fairness.disaggregate import MISSING_LABEL
+
+    order: dict[str, int] = {}
+    for p in parts:
+        for label in p.labels:
+            if label != MISSING_LABEL:
+                order.setdefault(label, len(order))
+    if any(MISSING_LABEL in p.labels for p in parts):
+        order[MISSING_LABEL] = len(order)
+    counts = np.zeros((len(order), 4), dtype=np.int64)
+    for p in parts:
+        counts[[order[label] for label in p.labels]] += p.counts
+    return GroupCounts(parts[0].feature, tuple(order), counts)
+
+
+def _auc_twice_u(neg: npt.NDArray[np.integer], pos: npt.NDArray[np.integer]) -> npt.NDArray[np.int64]:
+    """2 x Mann-Whitney U along the last axis, in integers (exact up to 2**63)."""
+    below = np.cumsum(neg, axis=-1) - neg
+    return 2 * np.sum(pos * below, axis=-1) + np.sum(pos * neg, axis=-1)
+
+
+def _auc_error_bound(table: ScoreTable) -> float:
+    if not table.grid:
+        return 0.0
+    n_pos, n_neg = int(table.pos.sum()), int(table.neg.sum())
+    if n_pos == 0 or n_neg == 0:
+        return 0.0
+    return int(np.sum(table.pos * table.neg)) / (2.0 * n_pos * n_neg)
+
+
+def _point_metrics(m: ModelStatistics) -> tuple[dict[str, float], dict[str, str | None]]:
+    n, n_pos, tp, fp = m.n, m.n_pos, m.tp, m.fp
+    reasons: dict[str, str | None] = dict.fromkeys(METRIC_NAMES)
+    if n_pos == 0 or n_pos == n:
+        reasons["roc_auc"] = "label has one class only"
+    if tp + fp == 0:
+        reasons["precision"] = "no predicted positives at this threshold"
+    if n_pos == 0:
+        reasons["recall"] = "no positive labels"
+    if n_pos == 0 and tp + fp == 0:
+        reasons["f1"] = "no positive labels and no predicted positives"
+
+    def ratio(num: float, den: float) -> float:
+        return num / den if den else float("nan")
+
+    twice_u = int(_auc_twice_u(m.scores.neg, m.scores.pos))
+    values = {
+        "roc_auc": ratio(twice_u, 2 * n_pos * (n - n_pos)),
+        "accuracy": ratio(n - n_pos - fp + tp, n),
+        "precision": ratio(tp, tp + fp),
+        "recall": ratio(tp, n_pos),
+        "f1": ratio(2 * tp, tp + fp + n_pos),
+        "log_loss": m.log_loss_sum / n,
+        "brier": m.squared_error_sum / n,
+    }
+    return values, reasons
+
+
+def _bootstrap(stats: EvaluationStatistics, n_models: int, n_bootstrap: int,
+               seed: int) -> tuple[list[dict[str, _FloatArray]], list[dict[str, float]]]:
+    """Per model: the resampled binned metrics, and the binned metrics on the data."""
+    table = stats.bootstrap
+    k = table.n_bins
+    label = table.cells // (k * k)
+    bins = [(table.cells // k) % k, table.cells % k]
+    means = table.loss_sums / table.counts[:, None]
+    binned = [{name: float(v[0]) for name, v in
+               _binned_metrics(table.counts[None, :].astype(np.float64), label, bins[m], k,
+                               means[:, 2 * m:2 * m + 2]).items()} for m in range(n_models)]
+    resampled: list[list[dict[str, _FloatArray]]] = [[] for _ in range(n_models)]
+    rng = np.random.default_rng(seed)
+    chunk = max(1, _CHUNK_ELEMENTS // len(table.cells))
+    for start in range(0, n_bootstrap, chunk):
+        size = min(chunk, n_bootstrap - start)
+        draws = rng.multinomial(stats.n, table.counts / stats.n, size=size).astype(np.float64)
+        for m in range(n_models):
+            resampled[m].append(_binned_metrics(draws, label, bins[m], k, means[:, 2 * m:2 * m + 2]))
+    empty = np.empty(0)
+    joined: list[dict[str, _FloatArray]] = [
+        {name: np.concatenate([c[name] for c in chunks]) if chunks else empty for name in METRIC_NAMES}
+        for chunks in resampled]
+    return joined, binned
+
+
+def _binned_metrics(draws: _FloatArray, label: _IntArray, bins: _IntArray, k: int,
+                    loss_means: _FloatArray) -> dict[str, _FloatArray]:
+    """Every metric per row of ``draws`` (counts per bootstrap cell), bins as scores."""
+    from scipy import sparse
+
+    # one-hot (cell -> label * k + bin): one sparse product sums the cells of each bin
+    onehot = sparse.csr_matrix((np.ones(len(bins)), (np.arange(len(bins)), label * k + bins)),
+                               shape=(len(bins), 2 * k))
+    by_bin = np.asarray((onehot.T @ draws.T).T)
+    neg, pos = by_bin[:, :k], by_bin[:, k:]
+    half = k // 2
+    n_pos = pos.sum(axis=1)
+    n = n_pos + neg.sum(axis=1)
+    tp, fp = pos[:, half:].sum(axis=1), neg[:, half:].sum(axis=1)
+    losses = draws @ loss_means
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {
+            "roc_auc": _auc_twice_u(neg, pos) / (2.0 * n_pos * (n - n_pos)),
+            "accuracy": (n - n_pos - fp + tp) / n,
+            "precision": tp / (tp + fp),
+            "recall": tp / n_pos,
+            "f1": 2.0 * tp / (tp + fp + n_pos),
+            "log_loss": losses[:, 0] / n,
+            "brier": losses[:, 1] / n,
+        }
+
+
+def _report(m: ModelStatistics, point: tuple[dict[str, float], dict[str, str | None]],
+            resampled: Mapping[str, _FloatArray], n_bootstrap: int, confidence_level: float,
+            seed: int) -> PerformanceReport:
+    values, reasons = point
+    metrics = []
+    for name in METRIC_NAMES:
+        value, reason = values[name], reasons[name]
+        if reason is not None or not np.isfinite(value):
+            metrics.append(MetricEstimate(name, float("nan"), float("nan"), float("nan"), m.n,
+                                          reason or "not finite"))
+            continue
+        lower, upper = percentile_interval(resampled[name], confidence_level)
+        metrics.append(MetricEstimate(name, value, lower, upper, m.n, None))
+    return PerformanceReport(tuple(metrics), _calibration(m), m.n, m.threshold, n_bootstrap,
+                             confidence_level, seed)
+
+
+def _calibration(m: ModelStatistics) -> CalibrationTable:
+    edges = np.linspace(0.0, 1.0, CALIBRATION_BINS + 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_score = m.calibration_score_sum / m.calibration_n
+        rate = m.calibration_label_sum / m.calibration_n
+    bins = tuple(CalibrationBin(float(edges[i]), float(edges[i + 1]), int(m.calibration_n[i]),
+                                float(mean_score[i]), float(rate[i]))
+                 for i in range(CALIBRATION_BINS))
+    return CalibrationTable(bins, "uniform", CALIBRATION_BINS)
+
+
+def _comparison(points: list[tuple[dict[str, float], dict[str, str | None]]],
+                shifted: list[dict[str, _FloatArray]], n: int, threshold: float, n_bootstrap: int,
+                confidence_level: float, seed: int) -> ComparisonReport:
+    (p_new, r_new), (p_old, r_old) = points
+    deltas = []
+    for name in METRIC_NAMES:
+        reason = r_new[name] and f"candidate: {r_new[name]}"
+        reason = reason or (r_old[name] and f"champion: {r_old[name]}")
+        delta = p_new[name] - p_old[name]
+        if reason is not None or not np.isfinite(delta):
+            deltas.append(MetricDelta(name, p_new[name], p_old[name], float("nan"), float("nan"),
+                                      float("nan"), n, reason or "not finite"))
+            continue
+        lower, upper = percentile_interval(shifted[0][name] - shifted[1][name], confidence_level)
+        deltas.append(MetricDelta(name, p_new[name], p_old[name], delta, lower, upper, n, None))
+    return ComparisonReport(tuple(deltas), n, threshold, n_bootstrap, confidence_level, seed)

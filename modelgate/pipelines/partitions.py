@@ -1,0 +1,144 @@
+"""Partitioned held-out data: a parquet file, a directory of them, or an ``s3://`` prefix.
+
+A dataset is listed once into its partitions (sorted, so every caller sees the same
+order and the same partition indices); each partition is scored on its own (one mapped
+Airflow task per file, or one after the other in the CLI) and summarised into
+mergeable statistics (:mod:`modelgate.evaluation.sufficient`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from modelgate.pipelines.context import Context
+
+PARQUET_SUFFIX = ".parquet"
+
+
+def list_partitions(ctx: Context, dataset_uri: str) -> list[str]:
+    """The parquet files of a dataset, sorted: itself if it is one file.
+
+    ``dataset_uri`` is a local path or ``file://`` URI (a file or a directory, searched
+    recursively for ``*.parquet``), or ``s3://bucket/key`` (an object, or a prefix whose
+    ``*.parquet`` objects are the partitions).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the dataset does not exist or holds no parquet file.
+    ValueError
+        If an ``s3://`` dataset is not in the configured bucket.
+    """
+    if dataset_uri.startswith("s3://"):
+        bucket, _, key = dataset_uri[5:].partition("/")
+        if bucket != getattr(ctx.store, "bucket", None):
+            raise ValueError(f"dataset {dataset_uri!r} is not in the configured bucket")
+        if key.endswith(PARQUET_SUFFIX) and ctx.store.exists(key):
+            return [dataset_uri]
+        prefix = key.rstrip("/") + "/"
+        found = [f"s3://{bucket}/{k}" for k in ctx.store.list_keys(prefix)
+                 if k.endswith(PARQUET_SUFFIX)]
+    else:
+        path = Path(dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri)
+        return list_partitions_local(path)
+    if not found:
+        raise FileNotFoundError(f"held-out dataset {dataset_uri!r} holds no {PARQUET_SUFFIX} file")
+    return found
+
+
+def check_partition(dataset_uri: str, partition_uri: str) -> None:
+    """Refuse a partition that is not the dataset or under it (a task's argument is input)."""
+    base = dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri
+    if partition_uri != base and not partition_uri.startswith(base.rstrip("/") + "/"):
+        raise ValueError(f"partition {partition_uri!r} is not part of dataset {dataset_uri!r}")
+
+
+def dataset_fingerprint(partitions: Sequence[tuple[str, str]]) -> str:
+    """sha256 of a dataset from ``(partition name, file sha256)`` pairs in order.
+
+    One partition: its file's sha256 (so a single-file dataset keeps its file hash).
+
+    >>> dataset_fingerprint([("a.parquet", "00")])
+    '00'
+    >>> len(dataset_fingerprint([("a.parquet", "00"), ("b.parquet", "11")]))
+    64
+    """
+    if len(partitions) == 1:
+        return partitions[0][1]
+    digest = hashlib.sha256()
+    for name, sha in partitions:
+        digest.update(f"{name}\t{sha}\n".encode())
+    return digest.hexdigest()
+
+
+def local_dataset_fingerprint(path: Path) -> str:
+    """:func:`dataset_fingerprint` of a local file or directory (names relative to it)."""
+    from modelgate.scoring import file_sha256
+
+    if path.is_file():
+        return file_sha256(path)
+    files = [Path(p) for p in list_partitions_local(path)]
+    return dataset_fingerprint([(p.relative_to(path).as_posix(), file_sha256(p)) for p in files])
+
+
+def list_partitions_local(path: Path) -> list[str]:
+    """:func:`list_partitions` for a local path (no stores needed)."""
+    if not path.exists():
+        raise FileNotFoundError(f"held-out dataset {str(path)!r} does not exist")
+    if path.is_file():
+        return [str(path)]
+    found = [str(p) for p in sorted(path.rglob(f"*{PARQUET_SUFFIX}")) if p.is_file()
+             and not p.name.startswith(".")]
+    if not found:
+        raise FileNotFoundError(f"held-out dataset {str(path)!r} holds no {PARQUET_SUFFIX} file")
+    return found
+
+
+def partition_name(dataset_uri: str, partition_uri: str) -> str:
+    """The partition's path relative to the dataset (its file name for a one-file dataset).
+
+    >>> partition_name("/d", "/d/day=1/a.parquet")
+    'day=1/a.parquet'
+    """
+    base = dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri
+    if partition_uri == base:
+        return Path(partition_uri).name
+    return partition_uri[len(base.rstrip("/")) + 1:]
+
+
+def sample_positions(row_counts: Sequence[int], size: int, seed: int) -> list[np.ndarray]:
+    """A seeded sample of ``size`` distinct rows across partitions, as offsets per partition.
+
+    The sample depends only on the row counts and the seed, not on which worker reads.
+
+    >>> [p.tolist() for p in sample_positions([3, 2], 5, seed=0)]
+    [[0, 1, 2], [0, 1]]
+    """
+    total = int(sum(row_counts))
+    rng = np.random.default_rng(seed)
+    chosen = np.sort(rng.choice(total, size=min(size, total), replace=False))
+    starts = np.cumsum([0, *row_counts])
+    return [chosen[(chosen >= starts[i]) & (chosen < starts[i + 1])] - starts[i]
+            for i in range(len(row_counts))]
+
+
+def read_rows(path: Path, columns: Sequence[str], offsets: np.ndarray,
+              batch_rows: int = 1 << 20) -> pa.Table:
+    """The rows at sorted ``offsets`` of a parquet file, read a batch at a time."""
+    pf = pq.ParquetFile(path)
+    parts, start = [], 0
+    for batch in pf.iter_batches(batch_size=batch_rows, columns=list(columns)):
+        inside = offsets[(offsets >= start) & (offsets < start + batch.num_rows)] - start
+        if len(inside):
+            parts.append(pa.Table.from_batches([batch]).take(pa.array(inside)))
+        start += batch.num_rows
+    schema = pf.schema_arrow
+    if not parts:
+        return pa.Table.from_pylist([], schema=pa.schema([schema.field(c) for c in columns]))
+    return pa.concat_tables(parts)

@@ -196,7 +196,8 @@ def collect(
     n_bins : int, default 64
         Score bins per model of the bootstrap table (even, >= 2).
     max_distinct : int, default 2**22
-        Most distinct scores kept before falling back to the grid.
+        Most distinct scores kept before falling back to the grid (whose table has at
+        most 2**20 rows whatever ``max_distinct`` is).
 
     Returns
     -------
@@ -352,9 +353,8 @@ def performance_from_statistics(
 def _check_bins(n_bins: object, max_distinct: object) -> None:
     if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 2 or n_bins % 2:
         raise ValueError(f"n_bins must be an even integer >= 2; got {n_bins!r}")
-    if isinstance(max_distinct, bool) or not isinstance(max_distinct, int) or (
-            max_distinct < FALLBACK_GRID + 1):
-        raise ValueError(f"max_distinct must be an integer > {FALLBACK_GRID}; got {max_distinct!r}")
+    if isinstance(max_distinct, bool) or not isinstance(max_distinct, int) or max_distinct < 1:
+        raise ValueError(f"max_distinct must be an integer >= 1; got {max_distinct!r}")
 
 
 def _row_losses(y: npt.NDArray[np.int8], s: _FloatArray) -> _FloatArray:

@@ -93,8 +93,9 @@ def list_partitions_local(path: Path) -> list[str]:
         raise FileNotFoundError(f"held-out dataset {str(path)!r} does not exist")
     if path.is_file():
         return [str(path)]
-    found = [str(p) for p in sorted(path.rglob(f"*{PARQUET_SUFFIX}")) if p.is_file()
-             and not p.name.startswith(".")]
+    # sorted as strings, the order an s3:// listing of the same files has
+    found = sorted(str(p) for p in path.rglob(f"*{PARQUET_SUFFIX}") if p.is_file()
+                   and not p.name.startswith("."))
     if not found:
         raise FileNotFoundError(f"held-out dataset {str(path)!r} holds no {PARQUET_SUFFIX} file")
     return found

@@ -1,0 +1,148 @@
+"""End-to-end evaluation at scale: wall time per stage and peak RSS of one process.
+
+Builds the demo model (baseline variant), resamples its held-out rows with replacement
+to ``--rows`` rows (demo schema, fresh ``row_id``) written as parquet partitions of at
+most ``--partition-rows`` rows (1M rows: one file; 100M rows: 20 files of 5M), then runs
+the whole evaluation (register, prepare, score every partition and merge, metrics with
+1000 bootstrap resamples, fairness, SHAP, decision, report, store) in a fresh child
+process, the way ``modelgate evaluate --data DIR`` does, against a PostgreSQL database
+made for the run and a local object store. Peak RSS is the child's ``ru_maxrss``; data
+generation happens before the child starts and is not counted.
+
+Run: ``.venv/bin/python -m bench.bench_evaluate_scale --rows 10000000``
+(needs PostgreSQL on ``--pg``, default ``postgresql://postgres@127.0.0.1:5432/postgres``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+WRITE_CHUNK = 1_000_000
+
+
+def _generate(heldout: Path, out_dir: Path, rows: int, partition_rows: int, seed: int) -> int:
+    """Write ``rows`` resampled held-out rows as partitions; returns the number of files."""
+    table = pq.read_table(heldout)
+    rng = np.random.default_rng(seed)
+    files, done = 0, 0
+    while done < rows:
+        size = min(partition_rows, rows - done)
+        path = out_dir / f"part-{files:05d}.parquet"
+        writer = None
+        for start in range(0, size, WRITE_CHUNK):
+            n = min(WRITE_CHUNK, size - start)
+            chunk = table.take(pa.array(rng.integers(0, table.num_rows, n)))
+            chunk = chunk.set_column(0, "row_id", pa.array(np.arange(done + start, done + start + n)))
+            writer = writer or pq.ParquetWriter(path, chunk.schema)
+            writer.write_table(chunk)
+        assert writer is not None
+        writer.close()
+        files, done = files + 1, done + size
+    return files
+
+
+def _child(archive: Path, data: Path) -> dict[str, Any]:
+    """The evaluation, one step at a time (as run_evaluation_locally), timed."""
+    from modelgate.pipelines import evaluate
+    from modelgate.pipelines.context import Context, register_archive
+
+    stages: dict[str, float] = {}
+
+    def timed(name: str, fn: Any, *args: Any) -> Any:
+        start = time.perf_counter()
+        result = fn(*args)
+        stages[name] = stages.get(name, 0.0) + time.perf_counter() - start
+        return result
+
+    start = time.perf_counter()
+    ctx = timed("open stores + migrate", Context.open)
+    row, _ = timed("register archive", register_archive, ctx, archive)
+    ref = evaluate.prepare(ctx, model_name=row.model_name, version=row.version,
+                           dataset_uri=str(data), run_key="bench-scale")
+    uris = evaluate.list_dataset(ctx, ref)
+    keys = [timed("score + summarise partitions", evaluate.score_partition, ctx, ref, i, u)
+            for i, u in enumerate(uris)]
+    timed("merge", evaluate.merge_partitions, ctx, ref, keys)
+    timed("metrics (1000 resamples)", evaluate.compute_metrics, ctx, ref)
+    timed("fairness (1000 resamples)", evaluate.compute_fairness, ctx, ref)
+    timed("SHAP (sample across partitions)", evaluate.explain, ctx, ref)
+    timed("decide", evaluate.decide, ctx, ref, None)
+    timed("report", evaluate.render_report, ctx, ref)
+    status = timed("store", evaluate.store_results, ctx, ref)
+    return {"stages": stages, "total_s": time.perf_counter() - start, "status": status,
+            "partitions": len(uris)}
+
+
+def _database(pg: str, name: str, create: bool) -> str:
+    import psycopg2
+
+    conn = psycopg2.connect(pg)
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        if create:
+            cur.execute(f'CREATE DATABASE "{name}"')
+    conn.close()
+    return pg.rsplit("/", 1)[0] + f"/{name}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--partition-rows", type=int, default=5_000_000)
+    parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--child", nargs=2, metavar=("ARCHIVE", "DATA"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(_child(Path(args.child[0]), Path(args.child[1]))))
+        return
+    from modelgate.demo_data import build_demo
+
+    with tempfile.TemporaryDirectory(prefix="bench-eval-") as tmp:
+        root = Path(tmp)
+        demo = build_demo(root / "demo", version="1", variant="baseline")
+        data = root / "heldout"
+        data.mkdir()
+        start = time.perf_counter()
+        files = _generate(demo.heldout_path, data, args.rows, args.partition_rows, seed=0)
+        generated = time.perf_counter() - start
+        db_name = f"modelgate_bench_{os.getpid()}"
+        env = {**os.environ, "MODELGATE_HOME": str(root / "home"),
+               "MODELGATE_DATABASE_URL": _database(args.pg, db_name, create=True)}
+        for key in ("MODELGATE_S3_ENDPOINT", "AIRFLOW_CONN_MODELGATE_S3"):
+            env.pop(key, None)
+        try:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "bench.bench_evaluate_scale", "--child",
+                 str(demo.archive_path), str(data)], env=env, stdout=subprocess.PIPE)
+            assert child.stdout is not None
+            out = child.stdout.read()
+            _, status, usage = os.wait4(child.pid, 0)
+            if status != 0:
+                raise SystemExit(f"child failed with status {status}")
+        finally:
+            _database(args.pg, db_name, create=False)
+        result = json.loads(out.decode().strip().splitlines()[-1])
+    print(f"rows {args.rows:,} in {files} partition(s) (generated in {generated:.1f} s, not counted)")
+    print("| stage | wall s |\n|---|---|")
+    for name, seconds in result["stages"].items():
+        print(f"| {name} | {seconds:.2f} |")
+    print(f"| **end to end** | **{result['total_s']:.2f}** |")
+    print(f"peak RSS {usage.ru_maxrss / 1024:.0f} MB; user {usage.ru_utime:.1f} s, "
+          f"sys {usage.ru_stime:.1f} s; gate {result['status']}")
+
+
+if __name__ == "__main__":
+    main()

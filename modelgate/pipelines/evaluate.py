@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import pickle
 import shutil
 from dataclasses import dataclass
@@ -254,7 +255,8 @@ def _read_columns(data: Path, columns: list[str]) -> pa.Table | None:
 
 def _summarise(candidate_path: Path, champion_path: Path | None, manifest: dict[str, Any],
                champion_threshold: float | None, out: Path) -> Any:
-    """Mergeable statistics of one partition's scores, a batch at a time; writes the scores."""
+    """Mergeable statistics of one partition's scores, a batch at a time; the scores (with the
+    champion's beside the candidate's) end up in ``out``."""
     from modelgate.evaluation import sufficient
     from modelgate.fairness.disaggregate import encode_groups
 
@@ -278,11 +280,14 @@ def _summarise(candidate_path: Path, champion_path: Path | None, manifest: dict[
                 threshold=manifest["threshold"], champion_score=champion_score,
                 champion_threshold=champion_threshold, groups=groups))
             parts = parts if len(parts) < 16 else [sufficient.merge(parts)]
-            writer = writer or pq.ParquetWriter(out, table.schema)
-            writer.write_table(table)
+            if champion is not None:  # the champion's columns join the candidate's scores
+                writer = writer or pq.ParquetWriter(out, table.schema)
+                writer.write_table(table)
     finally:
         if writer is not None:
             writer.close()
+    if champion is None:
+        os.replace(candidate_path, out)
     return sufficient.merge(parts)
 
 

@@ -809,7 +809,10 @@ def render_report(ctx: Context, ref: RunRef) -> str:
         budget_notes=(f"{shap.algorithm} SHAP, {shap.rows_explained} rows explained "
                       f"({shap.global_rows} for global importance), background {shap.background_rows} "
                       f"rows, {shap.evaluations_per_row} coalitions/row, max additivity error "
-                      f"{shap.max_additivity_error:.1e}"),
+                      f"{shap.max_additivity_error:.1e}; ROC AUC "
+                      + ("exact" if metrics_result.auc_error_bound == 0 else
+                         f"within {metrics_result.auc_error_bound:.1e} (scores pooled on a grid)")
+                      + f" from {metrics_result.distinct_scores} distinct scores"),
     )
     key = report_key(row.model_name, row.version, ref.run_key)
     ctx.store.put_bytes(key, render_evaluation_report(view).encode(), content_type="text/html")

@@ -429,24 +429,16 @@ def _merge_models(parts: Sequence[ModelStatistics], max_distinct: int) -> ModelS
     if any(p.threshold != threshold for p in parts):
         raise ValueError(f"cannot merge statistics at different thresholds "
                          f"{sorted({p.threshold for p in parts})!r}")
-    total = _sum_in_order
     return ModelStatistics(
         threshold=threshold, n=sum(p.n for p in parts), n_pos=sum(p.n_pos for p in parts),
         tp=sum(p.tp for p in parts), fp=sum(p.fp for p in parts),
-        log_loss_sum=total(p.log_loss_sum for p in parts),
-        squared_error_sum=total(p.squared_error_sum for p in parts),
+        log_loss_sum=sum((p.log_loss_sum for p in parts), 0.0),  # in order: reproducible
+        squared_error_sum=sum((p.squared_error_sum for p in parts), 0.0),
         scores=_merge_scores([p.scores for p in parts], max_distinct),
         calibration_n=np.sum([p.calibration_n for p in parts], axis=0),
         calibration_score_sum=_sum_arrays([p.calibration_score_sum for p in parts]),
         calibration_label_sum=_sum_arrays([p.calibration_label_sum for p in parts]),
     )
-
-
-def _sum_in_order(values: object) -> float:
-    total = 0.0
-    for v in values:  # type: ignore[attr-defined]
-        total += v
-    return total
 
 
 def _sum_arrays(arrays: Sequence[_FloatArray]) -> _FloatArray:

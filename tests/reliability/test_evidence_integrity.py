@@ -174,7 +174,7 @@ def test_every_step_uses_the_manifest_of_the_pinned_archive(
     ctx.store.put_bytes(row.archive_key, edited.read_bytes(), content_type="application/gzip")
 
     metrics_result = evaluate.get_pickle(ctx, evaluate.compute_metrics(ctx, ref))
-    scores = pd.read_parquet(io.BytesIO(ctx.store.get_bytes(f"{ref.prefix()}/scores.parquet")))
+    scores = pd.read_parquet(io.BytesIO(ctx.store.get_bytes(f"{ref.prefix()}/scores/part-00000.parquet")))
     y = (heldout["high_income"] == 1).to_numpy()
     expected = accuracy_score(y, scores["score"].to_numpy() >= 0.5)
     assert expected != accuracy_score(y, scores["score"].to_numpy() >= 0.01)  # the edit matters

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from modelgate.metrics import emit as emit_metrics
 from modelgate.pipelines import drift_joint, index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
+from modelgate.pipelines.drift_sample import interval_seed, sample_path
 from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.store import drift_runs, models
 
@@ -247,11 +248,6 @@ def partition_files(ctx: Context, root_uri: str, day: dt.date, work: Path) -> li
     return sorted(directory.glob("*.parquet")) if directory.is_dir() else []
 
 
-def interval_seed(ref: DriftRef) -> int:
-    """Sampling seed derived from the interval, so a re-run samples the same rows."""
-    return int(ref.start().timestamp()) % (2**32)
-
-
 def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: int) -> dict[str, Any]:
     """Sample the interval's live rows (seeded by the interval) and score them."""
     row = models.get_by_id(ctx.db_url, ref.model_version_id)
@@ -341,12 +337,6 @@ def parse_thresholds(spec: dict[str, Any] | None) -> Any:
     return DriftThresholds(**spec, overrides=overrides)
 
 
-def _sample_path(ctx: Context, ref: DriftRef, key: str) -> Path:
-    work = ctx.settings.home.resolve() / "work" / "drift-sample" / safe_key_part(ref.interval_start)
-    work.mkdir(parents=True, exist_ok=True)
-    return ctx.store.download(key, work / f"{ref.drift_run_id}-sample.parquet")
-
-
 def feature_drift(ctx: Context, ref: DriftRef, sample: dict[str, Any], feature: str,
                   thresholds: dict[str, Any] | None = None) -> str:
     """Drift of one feature (one mapped task); the result is stored under a per-feature key."""
@@ -358,7 +348,7 @@ def feature_drift(ctx: Context, ref: DriftRef, sample: dict[str, Any], feature: 
     key = f"{ref.prefix()}/feature-{safe_key_part(feature)}.pkl"
     if sample["key"] is None:
         return _put(ctx, key, None)
-    path = _sample_path(ctx, ref, sample["key"])
+    path = sample_path(ctx, ref, sample["key"])
     (result,) = drift_from_parquet(path, {feature: references[feature]}, max_workers=1,
                                    thresholds=parse_thresholds(thresholds))
     return _put(ctx, key, result)
@@ -371,7 +361,7 @@ def all_feature_drift(ctx: Context, ref: DriftRef, sample: dict[str, Any],
 
     if sample["key"] is None:
         return []
-    return drift_from_parquet(_sample_path(ctx, ref, sample["key"]), load_references(ctx, ref),
+    return drift_from_parquet(sample_path(ctx, ref, sample["key"]), load_references(ctx, ref),
                               thresholds=parse_thresholds(thresholds))
 
 
@@ -561,7 +551,7 @@ def render_report(ctx: Context, ref: DriftRef, sample: dict[str, Any], features:
     histograms = []
     if sample["key"] is not None:
         refs = load_references(ctx, ref)
-        table = pq.read_table(_sample_path(ctx, ref, sample["key"]))
+        table = pq.read_table(sample_path(ctx, ref, sample["key"]))
         for f in [f for f in summary.features if f.verdict != "no_data"][:TOP_HISTOGRAMS]:
             values = table.column(f.feature).to_numpy(zero_copy_only=False)
             histograms.append(HistogramView(f.feature, *_histogram(refs[f.feature], values)))

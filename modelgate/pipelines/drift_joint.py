@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
+from modelgate.pipelines.drift_sample import interval_seed, sample_path
 from modelgate.scoring import open_session, settings_from_os_environ
 from modelgate.store import drift_joint, models
 
@@ -150,12 +151,11 @@ def result_key(prefix: str) -> str:
 def joint_drift(ctx: Context, ref: Any, sample: dict[str, Any],
                 thresholds: dict[str, Any] | None = None) -> str:
     """Multivariate and attribution drift of the interval's scored sample (one task)."""
-    from modelgate.pipelines.drift import _sample_path, interval_seed
 
     _, limits = split_thresholds(thresholds)
     result = JointResult(None, None)
     if sample["key"] is not None:
-        frame = pq.read_table(_sample_path(ctx, ref, sample["key"])).to_pandas()
+        frame = pq.read_table(sample_path(ctx, ref, sample["key"])).to_pandas()
         result = JointResult(_multivariate(ctx, ref, frame, limits["multivariate"], interval_seed(ref)),
                              _attribution(ctx, ref, frame, limits["attribution"], interval_seed(ref)))
     key = result_key(ref.prefix())

@@ -72,7 +72,9 @@ def test_drift_run_stores_joint_drift_and_sends_documented_metrics(
     day = list(build.live_dates)[0]
     conf = {"model_name": "gss-high-income", "live": str(build.live_dir), "labels": str(build.labels_dir),
             "reference": str(build.reference_path), "sample_size": 2000}
-    dagrun = run_dag("drift_monitoring", conf=conf, logical_date=dt.datetime.combine(day, dt.time(), UTC))
+    # a manual run reads the last whole daily interval before its logical date: ``day``
+    dagrun = run_dag("drift_monitoring", conf=conf,
+                     logical_date=dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), UTC))
     assert str(dagrun.state) in ("success", "failed")  # failed = drift found (decide)
     url = production.db_url
     ((run_id, n_breached, verdict, report_key),) = fetch_all(

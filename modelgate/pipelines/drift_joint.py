@@ -109,10 +109,22 @@ def _build_multivariate(ctx: Context, row: models.ModelVersionRow, data: Any) ->
 
 
 def _shap_values(scorer: Any, rows: Any, background: Any, features: list[str]) -> Any:
-    from modelgate.reports.explain import explain
+    """SHAP values of what the model is judged on, per task: the positive class's probability
+    (binary), each row's predicted class's probability (multiclass), the value (regression)."""
+    from modelgate.reports.explain import explain, explain_class
 
-    parts = [explain(scorer.predict_proba, rows.iloc[i:i + ATTRIBUTION_LIVE_ROWS], background,
-                     features=features, seed=SHAP_SEED, max_rows=ATTRIBUTION_LIVE_ROWS)
+    options: dict[str, Any] = {"features": features, "seed": SHAP_SEED,
+                               "max_rows": ATTRIBUTION_LIVE_ROWS}
+
+    def one(chunk: Any) -> Any:
+        task = scorer.manifest.task
+        if task == "regression":
+            return explain(scorer.predict_value, chunk, background, output="value", **options)
+        if task == "multiclass_classification":
+            return explain_class(scorer.predict_class_proba, chunk, background, **options)[0]
+        return explain(scorer.predict_proba, chunk, background, **options)
+
+    parts = [one(rows.iloc[i:i + ATTRIBUTION_LIVE_ROWS])
              for i in range(0, len(rows), ATTRIBUTION_LIVE_ROWS)]
     return np.concatenate([p.values for p in parts]), parts[0]
 

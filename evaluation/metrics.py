@@ -477,6 +477,15 @@ def _point_estimates(cells: _Cells) -> tuple[dict[str, float], dict[str, str | N
     counts = _counts(cells, None)
     values = {k: float(v[0]) for k, v in _statistics(counts, cells).items()}
     n, n_pos, tp, fp = (counts @ cells.weights)[0, :4]
+    return values, undefined_reasons(n, n_pos, tp, fp)
+
+
+def undefined_reasons(n: float, n_pos: float, tp: float, fp: float) -> dict[str, str | None]:
+    """Why each metric is undefined on these confusion counts (None where it is defined).
+
+    >>> undefined_reasons(4, 0, 0, 1)["recall"]
+    'no positive labels'
+    """
     reasons: dict[str, str | None] = dict.fromkeys(METRIC_NAMES)
     if n_pos == 0 or n_pos == n:
         reasons["roc_auc"] = "label has one class only"
@@ -486,7 +495,7 @@ def _point_estimates(cells: _Cells) -> tuple[dict[str, float], dict[str, str | N
         reasons["recall"] = "no positive labels"
     if n_pos == 0 and tp + fp == 0:
         reasons["f1"] = "no positive labels and no predicted positives"
-    return values, reasons
+    return reasons
 
 
 def _bootstrap(

@@ -62,6 +62,7 @@ from .metrics import (
     MetricEstimate,
     PerformanceReport,
     percentile_interval,
+    undefined_reasons,
 )
 
 __all__ = [
@@ -494,15 +495,7 @@ def _auc_error_bound(table: ScoreTable) -> float:
 
 def _point_metrics(m: ModelStatistics) -> tuple[dict[str, float], dict[str, str | None]]:
     n, n_pos, tp, fp = m.n, m.n_pos, m.tp, m.fp
-    reasons: dict[str, str | None] = dict.fromkeys(METRIC_NAMES)
-    if n_pos == 0 or n_pos == n:
-        reasons["roc_auc"] = "label has one class only"
-    if tp + fp == 0:
-        reasons["precision"] = "no predicted positives at this threshold"
-    if n_pos == 0:
-        reasons["recall"] = "no positive labels"
-    if n_pos == 0 and tp + fp == 0:
-        reasons["f1"] = "no positive labels and no predicted positives"
+    reasons = undefined_reasons(n, n_pos, tp, fp)
 
     def ratio(num: float, den: float) -> float:
         return num / den if den else float("nan")

@@ -70,7 +70,7 @@ def _step(run: dict[str, Any], fn: Any, *args: Any) -> Any:
     from modelgate.pipelines import drift
     from modelgate.pipelines.tasks import run_step
 
-    return run_step(drift.DriftRef(**run), drift.fail, fn, *args)
+    return run_step(drift.DriftRef(**run), drift.fail, fn, *args, beat=drift.beat)
 
 
 def _spec_of(prepared: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from modelgate.cli import main
 from modelgate.config import Settings
 from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.store import models, monitors
+from modelgate.store import db, models, monitors
 from modelgate.store.db import fetch_all
 
 UTC = dt.UTC
@@ -173,6 +173,36 @@ def test_prepare_failure_leaves_a_failed_run_with_its_reason(
     assert (status, finished) == ("failed", True)
     assert reason.startswith("LookupError: no reference sketch stored for gss-high-income v1")
 
+
+
+def test_a_drift_run_left_running_by_a_dead_process_is_marked_abandoned(
+    ctx: Context, demo_builds: dict[str, Any],
+) -> None:
+    from modelgate.store import drift_runs
+
+    row = _promote(ctx, demo_builds["1"].archive_path)
+    day1, day2, day3 = (_start(dt.date(2024, 3, d)) for d in (1, 2, 3))
+    dead = drift_runs.start_drift_run(ctx.db_url, model_version_id=row.model_version_id,
+                                      interval_start=day1, interval_end=day2)
+    alive = drift_runs.start_drift_run(ctx.db_url, model_version_id=row.model_version_id,
+                                       interval_start=day2, interval_end=day3)
+    with db.transaction(ctx.db_url) as cur:  # the dead worker's last sign of life: 2 hours ago
+        cur.execute("UPDATE drift_run SET started_at = now() - interval '3 hours', "
+                    "heartbeat_at = now() - interval '2 hours' WHERE drift_run_id = %s", (dead,))
+    drift_runs.beat(ctx.db_url, alive)  # a run that is still working is left alone
+    with pytest.raises(LookupError, match="no reference sketch"):  # the next run of the model
+        drift.prepare(ctx, model_name=NAME, interval_start=_start(dt.date(2024, 3, 4)),
+                      interval_end=_start(dt.date(2024, 3, 5)))
+    rows = dict((r[0], r[1:]) for r in fetch_all(
+        ctx.db_url, "SELECT drift_run_id, status, failure_reason FROM drift_run"))
+    status, reason = rows[dead]
+    assert status == "abandoned"
+    assert re.fullmatch(r"abandoned: no heartbeat since \S+Z \(more than 30 min\); noticed by the "
+                        r"run of interval 2024-03-04T00:00:00Z", reason), reason
+    assert rows[alive] == ("running", None)
+    (light,), = fetch_all(ctx.db_url, "SELECT light FROM analytics.drift_runs "
+                                      "WHERE drift_run_id = %s", (dead,))
+    assert light == "red"
 
 def test_dag_fans_out_over_monitored_models_and_one_failure_does_not_stop_the_other(
     ctx: Context, airflow_db: Path, demo_builds: dict[str, Any], tmp_path: Path,

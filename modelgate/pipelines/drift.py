@@ -23,6 +23,7 @@ from modelgate.metrics import emit as emit_metrics
 from modelgate.pipelines import drift_joint, index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift_sample import interval_seed, sample_path
+from modelgate.pipelines.liveness import heartbeat
 from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.store import drift_runs, models
 
@@ -144,12 +145,20 @@ def prepare(ctx: Context, *, model_name: str, interval_start: dt.datetime,
     The reference sketch is built by ``modelgate monitor set`` or at promotion; only a run
     given ``reference_uri`` (a manual run's param) builds a missing one. Returns the run
     reference and the list of features the drift step fans out over. A failure after the
-    row exists records the run as failed with its reason.
+    row exists records the run as failed with its reason. The model's drift runs left
+    ``running`` without a heartbeat for ``MODELGATE_STALE_RUN_MINUTES`` are marked
+    ``abandoned`` first.
     """
     interval_start, interval_end = check_interval(interval_start, interval_end)
     production = models.get_production(ctx.db_url, model_name)
     if production is None:
         raise models.RegistryError(f"model {model_name!r} has no version in production to monitor")
+    abandoned = drift_runs.abandon_stale_runs(ctx.db_url, model_name,
+                                              stale_minutes=ctx.settings.stale_run_minutes,
+                                              interval_start=interval_start, interval_end=interval_end)
+    if abandoned:
+        log.warning("marked drift run(s) %s of %s abandoned: no heartbeat for %d min",
+                    abandoned, model_name, ctx.settings.stale_run_minutes)
     run_id = drift_runs.start_drift_run(ctx.db_url, model_version_id=production.model_version_id,
                                         interval_start=interval_start, interval_end=interval_end)
     ref = DriftRef(run_id, production.model_version_id, model_name, production.version,
@@ -640,6 +649,11 @@ def decide(ctx: Context, ref: DriftRef) -> str:
     return str(status)
 
 
+def beat(ctx: Context, ref: DriftRef) -> None:
+    """Keep the run's heartbeat (``run_step`` calls this every minute while a step works)."""
+    drift_runs.beat(ctx.db_url, ref.drift_run_id)
+
+
 def fail(ctx: Context, ref: DriftRef, exc: BaseException) -> None:
     """Record the run as failed; the first failure's reason is kept (later steps only follow it)."""
     reason = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
@@ -661,12 +675,14 @@ def run_interval(ctx: Context, spec: dict[str, Any], start: dt.datetime, end: dt
     ref = DriftRef(**prepared["run"])
     features = prepared["features"]
     try:
-        sample = sample_and_score(ctx, ref, spec["live"], int(spec["sample_size"]))
-        for feature in features:
-            feature_drift(ctx, ref, sample, feature, spec["thresholds"])
-        concept_drift(ctx, ref, spec["labels"], float(spec["adwin_delta"]))
-        store_results(ctx, ref, sample, features, render_report(ctx, ref, sample, features))
-    except Exception as exc:
+        with heartbeat(lambda: beat(ctx, ref)):
+            sample = sample_and_score(ctx, ref, spec["live"], int(spec["sample_size"]))
+            for feature in features:
+                feature_drift(ctx, ref, sample, feature, spec["thresholds"])
+            concept_drift(ctx, ref, spec["labels"], float(spec["adwin_delta"]))
+            drift_joint.joint_drift(ctx, ref, sample, spec["thresholds"])
+            store_results(ctx, ref, sample, features, render_report(ctx, ref, sample, features))
+    except BaseException as exc:  # Ctrl-C and SIGTERM too: the run is recorded failed
         fail(ctx, ref, exc)
         raise
     return decide(ctx, ref)

@@ -37,7 +37,8 @@ def start_drift_run(url: str, *, model_version_id: int, interval_start: dt.datet
                VALUES (%s, %s, %s)
                ON CONFLICT ON CONSTRAINT drift_run_model_version_id_interval_start_interval_end_key
                DO UPDATE SET status = 'running', verdict = NULL, failure_reason = NULL,
-                   report_key = NULL, report_uri = NULL, started_at = now(), finished_at = NULL
+                   report_key = NULL, report_uri = NULL, started_at = now(), finished_at = NULL,
+                   heartbeat_at = NULL
                RETURNING drift_run_id""",
             (model_version_id, interval_start, interval_end),
         )
@@ -45,6 +46,40 @@ def start_drift_run(url: str, *, model_version_id: int, interval_start: dt.datet
         cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
         drift_joint.clear_run(cur, run_id)
     return run_id
+
+
+def beat(url: str, run_id: int) -> None:
+    """Record a sign of life of the process running drift run ``run_id`` (while it runs)."""
+    with transaction(url) as cur:
+        cur.execute("UPDATE drift_run SET heartbeat_at = now() "
+                    "WHERE drift_run_id = %s AND status = 'running'", (run_id,))
+
+
+def abandon_stale_runs(url: str, model_name: str, *, stale_minutes: int,
+                       interval_start: dt.datetime, interval_end: dt.datetime) -> list[int]:
+    """Mark the model's ``running`` drift runs with no heartbeat for ``stale_minutes`` abandoned.
+
+    Their process died without recording anything; the reason names the last sign of life
+    and the interval whose run noticed. That interval's own row is left alone: its run is
+    about to start again. Returns the ids marked.
+    """
+    with transaction(url) as cur:
+        cur.execute(
+            """UPDATE drift_run r SET status = 'abandoned', finished_at = now(),
+                   failure_reason = 'abandoned: no heartbeat since '
+                       || to_char(COALESCE(r.heartbeat_at, r.started_at) AT TIME ZONE 'UTC',
+                                  'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                       || ' (more than ' || %s || ' min); noticed by the run of interval '
+                       || to_char(%s::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+               FROM model_version mv
+               WHERE mv.model_version_id = r.model_version_id AND mv.model_name = %s
+                 AND r.status = 'running'
+                 AND NOT (r.interval_start = %s AND r.interval_end = %s)
+                 AND COALESCE(r.heartbeat_at, r.started_at) < now() - make_interval(mins => %s)
+               RETURNING r.drift_run_id""",
+            (stale_minutes, interval_start, model_name, interval_start, interval_end, stale_minutes),
+        )
+        return sorted(int(r[0]) for r in cur.fetchall())
 
 
 def get_drift_run(url: str, run_id: int) -> DriftRunRow:

@@ -1,7 +1,8 @@
 """Binary labels from a label column, checked before any metric is computed.
 
 A label column must hold the manifest's positive value and at most one other value (the
-negative class). Anything else (a third class, ``"1"`` where ``1`` is positive, ``"yes"``)
+negative class; when the manifest declares ``label.negative``, exactly that value).
+Anything else (a third class, ``"1"`` where ``1`` is positive, ``"yes"``)
 is an error naming the column and the offending values with their counts, never a silent
 "everything else is negative". Equality is exact and typed: ``"1"`` is not ``1``.
 """
@@ -30,7 +31,8 @@ def _key(value: Any) -> tuple[str, Any]:
     return (type(value).__name__, value)
 
 
-def binary_labels(values: Sequence[Any] | np.ndarray, *, column: str, positive: Any) -> np.ndarray:
+def binary_labels(values: Sequence[Any] | np.ndarray, *, column: str, positive: Any,
+                  negative: Any = None) -> np.ndarray:
     """0/1 labels (int8) from ``values``: 1 where the value is ``positive``.
 
     Parameters
@@ -41,6 +43,8 @@ def binary_labels(values: Sequence[Any] | np.ndarray, *, column: str, positive: 
         The column's name, used in error messages.
     positive : str, int or bool
         The positive class (the manifest's ``label.positive``).
+    negative : str, int or bool, optional
+        The declared negative class (``label.negative``): every other row must hold it.
 
     Returns
     -------
@@ -69,6 +73,11 @@ def binary_labels(values: Sequence[Any] | np.ndarray, *, column: str, positive: 
     "label column 'y' must hold the positive value 1 and one other value; found 1 other value: '1' (2 rows)"
     >>> why([1, 0, 2, 2]).split("; ")[1]
     'found 2 other values: 2 (2 rows), 0 (1 row)'
+    >>> try:
+    ...     binary_labels([1, 2, 2], column="y", positive=1, negative=0)
+    ... except LabelError as exc:
+    ...     print(str(exc).split("; ")[1])
+    found other values: 2 (2 rows)
 
     """
     items = list(values.tolist() if isinstance(values, np.ndarray) else values)
@@ -78,6 +87,16 @@ def binary_labels(values: Sequence[Any] | np.ndarray, *, column: str, positive: 
     # One other value of another type than the positive one ("1" vs 1) is a typing mistake,
     # not a column of negatives only.
     mistyped = not is_positive.any() and any(k[0] != wanted[0] for k in others)
+    if negative is not None:
+        undeclared = Counter({k: n for k, n in others.items() if k != _key(negative)})
+        if undeclared:
+            shown = {_key(v): v for v in items}
+            raise LabelError(
+                f"label column {column!r} must hold the positive value {positive!r} and the "
+                f"declared negative value {negative!r}; found other values: "
+                + ", ".join(f"{shown[k]!r} ({n} row{'s' if n != 1 else ''})"
+                            for k, n in undeclared.most_common(MAX_SHOWN_VALUES)))
+        return is_positive.astype(np.int8)
     if len(others) > 1 or mistyped:
         shown = {_key(v): v for v in items}
         listed = ", ".join(f"{shown[k]!r} ({n} row{'s' if n != 1 else ''})"

@@ -151,17 +151,22 @@ class Feature:
 
 @dataclass(frozen=True, slots=True)
 class LabelSpec:
-    """The label column of the evaluation data and its positive value."""
+    """The label column of the evaluation data, its positive value and, optionally, the one
+    negative value it may hold (binary classification)."""
 
     column: str
     #: The positive class (binary classification only; None otherwise).
     positive: str | int | bool | None = None
+    #: The negative class, when declared: then every other label must be exactly this value.
+    negative: str | int | bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form of the label spec."""
         out: dict[str, Any] = {"column": self.column}
         if self.positive is not None:
             out["positive"] = self.positive
+        if self.negative is not None:
+            out["negative"] = self.negative
         return out
 
 
@@ -188,11 +193,14 @@ class OutputSpec:
 
 
 def _parse_label(d: object) -> LabelSpec:
-    d = _exact_keys(d, "label", ("column",), ("positive",))
-    positive = d.get("positive")
-    if positive is not None and not isinstance(positive, str | int | bool):
-        raise _fail("label.positive", "a string, integer or boolean", positive)
-    return LabelSpec(column=_str(d, "column", "label."), positive=positive)
+    d = _exact_keys(d, "label", ("column",), ("positive", "negative"))
+    positive, negative = d.get("positive"), d.get("negative")
+    for key, value in (("label.positive", positive), ("label.negative", negative)):
+        if value is not None and not isinstance(value, str | int | bool):
+            raise _fail(key, "a string, integer or boolean", value)
+    if negative is not None and (positive is None or negative == positive):
+        raise _fail("label.negative", "a value other than label.positive, given with it", negative)
+    return LabelSpec(column=_str(d, "column", "label."), positive=positive, negative=negative)
 
 
 def _parse_classes(value: object) -> tuple[str, ...] | tuple[int, ...] | None:
@@ -231,7 +239,8 @@ def _check_task_keys(task: Task, label: LabelSpec, output: OutputSpec,
     if binary and threshold is None:
         raise _fail("threshold", "a number in (0, 1) (task binary_classification)", None)
     if not binary:
-        for key, value in (("label.positive", label.positive), ("threshold", threshold),
+        for key, value in (("label.positive", label.positive), ("label.negative", label.negative),
+                           ("threshold", threshold),
                            ("output.positive_index", output.positive_index)):
             if value is not None:
                 raise _fail(key, f"no value for task {task!r} (only binary_classification uses it)",

@@ -415,7 +415,8 @@ def labels_from_scores(table: pa.Table, manifest: dict[str, Any]) -> Any:
     if missing:
         raise ValueError(f"label column {column!r} has {missing} missing value(s); "
                          "held-out rows must all be labelled")
-    return binary_labels(values.tolist(), column=column, positive=manifest["label"]["positive"])
+    return binary_labels(values.tolist(), column=column, positive=manifest["label"]["positive"],
+                         negative=manifest["label"].get("negative"))
 
 
 # Group labels are stored in full (fairness_group is keyed by their sha256) but one longer than

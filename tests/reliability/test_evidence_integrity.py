@@ -398,6 +398,18 @@ def test_labels_outside_one_positive_and_one_negative_value_are_refused(
     assert Context.open(env).store.list_keys("runs/") == []  # refused before scoring
 
 
+def test_a_declared_negative_label_is_the_only_other_value_allowed(
+    env: Settings, demo_builds: dict[str, Any], heldout: pd.DataFrame, tmp_path: Path,
+) -> None:
+    declared = _repackage(demo_builds["1"].archive_path, tmp_path / "declared", version="1n",
+                          label={"column": "high_income", "positive": 1, "negative": 0})
+    outcome = run_evaluation_locally(declared, _write(heldout, tmp_path / "ok.parquet"), None)
+    assert outcome.payload["rows_scored"] == len(heldout)  # 1 and 0: evaluated as before
+    frame = heldout.assign(high_income=heldout["high_income"].where(heldout.index >= 4, 2))
+    with pytest.raises(LabelError, match=r"declared negative value 0; found other values: 2 \(4 rows\)"):
+        run_evaluation_locally(declared, _write(frame, tmp_path / "two.parquet"), None)
+
+
 # --- 6. the index page after a refused promotion ---------------------------------------------
 
 def test_the_index_page_drops_a_run_whose_promotion_was_refused(

@@ -14,6 +14,7 @@ import hashlib
 import io
 import logging
 import os
+import tempfile
 from pathlib import Path
 from typing import Protocol
 
@@ -89,7 +90,7 @@ class LocalObjectStore:
 
     def download(self, key: str, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(self.get_bytes(key))
+        atomic_write(path, self.get_bytes(key))  # concurrent tasks may download the same key
         return path
 
     def exists(self, key: str) -> bool:
@@ -188,9 +189,17 @@ class S3ObjectStore:
 
     def download(self, key: str, path: Path) -> Path:
         validate_key(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # minio's own temporary name is <path>.<etag>.part.minio: two tasks downloading the
+        # same object to the same path (mapped drift tasks of one run) would share it. A
+        # unique temporary file per call, then os.replace, gives each reader a whole file.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}.")
+        os.close(fd)
         try:
-            self.client.fget_object(self.bucket, key, str(path))
+            self.client.fget_object(self.bucket, key, tmp)
+            os.replace(tmp, path)
         except Exception as exc:
+            Path(tmp).unlink(missing_ok=True)
             raise self._error("read", key, exc) from exc
         return path
 

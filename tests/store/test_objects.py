@@ -58,3 +58,24 @@ def test_local_store_atomic_and_file_links(tmp_path: Path) -> None:
 def test_unsafe_keys_are_rejected(key: str) -> None:
     with pytest.raises(ValueError, match="object key"):
         validate_key(key)
+
+
+@pytest.mark.parametrize("kind", ["s3", "local"])
+def test_concurrent_downloads_of_one_key_to_one_path_each_get_the_whole_file(
+    kind: str, s3_settings: S3Settings, tmp_path: Path,
+) -> None:
+    # Mapped drift tasks of one run download the same sample to the same scratch path at once.
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = S3ObjectStore(s3_settings) if kind == "s3" else LocalObjectStore(tmp_path / "root")
+    payload = bytes(range(256)) * 40_000  # 10 MB
+    store.put_bytes("runs/sample.parquet", payload, content_type="application/octet-stream")
+    target = tmp_path / "scratch" / "sample.parquet"
+
+    def fetch(_: int) -> bytes:
+        return store.download("runs/sample.parquet", target).read_bytes()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        seen = list(pool.map(fetch, range(16)))
+    assert all(s == payload for s in seen)
+    assert sorted(p.name for p in target.parent.iterdir()) == ["sample.parquet"]  # no leftovers

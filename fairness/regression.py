@@ -27,6 +27,7 @@ import numpy.typing as npt
 from modelgate.intervals import bootstrap_counts, percentile_interval
 
 from .disaggregate import encode_groups
+from .metrics import FairnessEstimate
 
 __all__ = ["REGRESSION_FAIRNESS_NAMES", "RegressionFairnessReport", "RegressionGap",
            "RegressionGroup", "regression_fairness_report"]
@@ -48,19 +49,8 @@ class RegressionGroup:
     small_group: bool
 
 
-@dataclass(frozen=True, slots=True)
-class RegressionGap:
-    """One gap with its interval and the groups behind it."""
-
-    name: str
-    value: float
-    ci_lower: float
-    ci_upper: float
-    n: int
-    highest_group: str | None
-    lowest_group: str | None
-    excluded_groups: tuple[tuple[str, str], ...]
-    undefined_reason: str | None = None
+#: One gap with its interval and the groups behind it: the same record as a binary gap.
+RegressionGap = FairnessEstimate
 
 
 @dataclass(frozen=True, slots=True)

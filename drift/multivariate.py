@@ -11,7 +11,9 @@ Features are standardised with the REFERENCE mean and standard deviation first (
 in large units does not dominate, and the current sample cannot rescale itself away). The
 directions are drawn once, from ``seed``, when the reference is built, and kept with it: every
 run is compared along the same directions. POT [2]_ draws the directions
-(``ot.sliced.get_random_projections``) and computes the 1-D distances (``ot.wasserstein_1d``).
+(``ot.sliced.get_random_projections``); the 1-D distances are POT's ``ot.wasserstein_1d``
+computed with the level merge shared by every direction (tests compare with POT's
+``sliced_wasserstein_distance``).
 
 Row samples
 -----------
@@ -234,8 +236,23 @@ def _sliced(sorted_a: NDArray[np.float64], sorted_b: NDArray[np.float64], p: int
         # POT's general merge costs about 20x more here.
         per_direction = np.mean(np.abs(sorted_a - sorted_b) ** p, axis=0)
     else:
-        per_direction = ot.wasserstein_1d(sorted_a, sorted_b, p=p, require_sort=False)
+        weights, ia, ib = _merged_quantile_steps(sorted_a.shape[0], sorted_b.shape[0])
+        per_direction = weights @ (np.abs(sorted_a[ia] - sorted_b[ib]) ** p)
     return float(np.mean(per_direction) ** (1.0 / p))
+
+
+def _merged_quantile_steps(
+        n: int, m: int) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]:
+    """Steps of the two empirical quantile functions of ``n`` and ``m`` equally weighted points.
+
+    Both jump at levels ``i/n`` and ``j/m``, the same for every direction, so the merge is
+    done once, exactly, in units of ``1/(n*m)``: between consecutive merged levels the
+    quantiles are the sorted values at ``ceil(level*n) - 1`` and ``ceil(level*m) - 1``.
+    POT's ``wasserstein_1d`` merges each direction again with float levels, 30-40x slower here.
+    """
+    steps = np.union1d(np.arange(1, n + 1, dtype=np.int64) * m, np.arange(1, m + 1, dtype=np.int64) * n)
+    weights = np.diff(steps, prepend=0) / (n * m)
+    return weights, -(-steps // m) - 1, -(-steps // n) - 1
 
 
 def _check_options(n_projections: int, p: int, max_rows: int, baseline_repeats: int) -> None:

@@ -78,6 +78,23 @@ def pg_admin_url() -> str:
     return str(server.get_uri("postgres"))
 
 
+FAST_TIER = "not e2e"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """The fast tier (``-m "not e2e"``) runs on every core when pytest-xdist is installed.
+
+    Each worker is a session of its own (own databases, bucket and Airflow home); ``-n 0``
+    runs it in one process. The full suite stays in one process: its end-to-end tests start
+    schedulers and browsers that should not compete for two cores.
+    """
+    if (config.pluginmanager.hasplugin("xdist") and config.option.numprocesses is None
+            and " ".join(config.option.markexpr.split()) == FAST_TIER
+            and not os.environ.get("PYTEST_XDIST_WORKER")):
+        config.option.numprocesses = "auto"
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Say which PostgreSQL the session used, when it used one."""
     if pg_admin_url.cache_info().currsize:
@@ -236,10 +253,26 @@ def airflow_db() -> Path:
 @pytest.fixture(scope="session")
 def demo_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The two GSS demo models (v1 without, v2 with gender as input) and their data."""
+    import fcntl
+    import pickle
+
     from modelgate.demo_data import build_demo
 
-    root = tmp_path_factory.mktemp("demo")
-    return {
-        "1": build_demo(root / "v1", version="1", variant="baseline"),
-        "2": build_demo(root / "v2", version="2", variant="with_gender"),
-    }
+    # Under pytest-xdist every worker is its own session: the first one builds (about 20 s),
+    # the others wait on the lock and read the same files (tests only read them).
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    root = shared / "demo"
+    index = root / "builds.pickle"
+    with open(shared / "demo.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if index.exists():
+            builds: dict[str, Any] = pickle.loads(index.read_bytes())
+            return builds
+        builds = {
+            "1": build_demo(root / "v1", version="1", variant="baseline"),
+            "2": build_demo(root / "v2", version="2", variant="with_gender"),
+        }
+        index.write_bytes(pickle.dumps(builds))
+    return builds

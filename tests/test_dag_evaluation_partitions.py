@@ -46,6 +46,7 @@ def _partitions(heldout: Path, root: Path) -> tuple[Path, list[Path]]:
     return root, paths
 
 
+@pytest.mark.e2e  # a DAG run
 def test_mapped_partitions_give_the_numbers_of_one_process_and_of_one_file(
     settings_env: Settings, airflow_db: Path, demo_builds: dict[str, Any], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -63,6 +63,7 @@ def production(settings_env: Settings, airflow_db: Path, demo_builds: dict[str, 
     return ctx
 
 
+@pytest.mark.e2e  # a DAG run
 def test_drift_run_stores_joint_drift_and_sends_documented_metrics(
     production: Context, demo_builds: dict[str, Any], statsd_listener: socket.socket,
 ) -> None:

@@ -205,6 +205,7 @@ def test_a_drift_run_left_running_by_a_dead_process_is_marked_abandoned(
                                       "WHERE drift_run_id = %s", (dead,))
     assert light == "red"
 
+@pytest.mark.e2e  # a DAG run
 def test_dag_fans_out_over_monitored_models_and_one_failure_does_not_stop_the_other(
     ctx: Context, airflow_db: Path, demo_builds: dict[str, Any], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -264,6 +265,7 @@ def test_monitor_set_before_production_builds_the_sketch_at_promotion(
         (production.model_version_id, len(pd.read_parquet(build.reference_path)))]
 
 
+@pytest.mark.e2e  # a DAG run
 def test_dag_with_no_monitored_model_records_nothing(ctx: Context, airflow_db: Path) -> None:
     from modelgate.airflow_runner import run_dag
 

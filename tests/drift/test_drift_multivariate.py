@@ -3,6 +3,8 @@ false alarms on unshifted data, serialisation and bad input."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import ot
 import pytest
@@ -146,3 +148,18 @@ def test_bad_current_input_is_named() -> None:
         multivariate_drift(ref, np.zeros((5, 3)))
     with pytest.raises(ValueError, match="relative"):
         multivariate_drift(ref, np.zeros((5, 4)), relative=-1.0)
+
+
+def test_unequal_sizes_merge_quantile_levels_exactly() -> None:
+    from modelgate.drift.multivariate import _sliced
+
+    # By hand: {0, 1} against {0, 0.5, 1} differ by 0.5 on the levels (1/3, 2/3]: W1 = 1/6.
+    a, b = np.array([[0.0], [1.0]]), np.array([[0.0], [0.5], [1.0]])
+    assert _sliced(a, b, 1) == pytest.approx(1 / 6, rel=1e-12)
+    assert _sliced(a, b, 2) == pytest.approx(math.sqrt(0.25 / 3), rel=1e-12)
+    rng = np.random.default_rng(3)
+    for n, m in ((7, 5), (101, 37), (3, 3000)):
+        x = np.sort(rng.normal(size=(n, 8)), axis=0)
+        y = np.sort(rng.normal(size=(m, 8)) + 0.2, axis=0)
+        expected = float(np.mean(ot.wasserstein_1d(x, y, p=2)) ** 0.5)
+        assert _sliced(x, y, 2) == pytest.approx(expected, rel=1e-9)

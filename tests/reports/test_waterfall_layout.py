@@ -19,12 +19,12 @@ def _explanation(weights: np.ndarray, seed: int = 0) -> Explanation:
     import pandas as pd
 
     background = pd.DataFrame(rng.normal(size=(30, len(weights))), columns=names)
-    rows = pd.DataFrame(rng.normal(size=(1, len(weights))) * 2, columns=names)
+    rows = pd.DataFrame(rng.normal(size=(8, len(weights))) * 2, columns=names)
 
     def predict(frame: pd.DataFrame) -> np.ndarray:
         return 1 / (1 + np.exp(-(frame.to_numpy() @ weights)))
 
-    return explain(predict, background, rows, features=names)
+    return explain(predict, rows, background, features=names)
 
 
 @pytest.mark.parametrize("weights", [

@@ -1,0 +1,120 @@
+"""The evaluation pipeline's steps one at a time, in-process, on a local context.
+
+No S3 server and no Airflow: the context stores objects under the test's temp dir (the
+product's local object store) and rows in the test's PostgreSQL database. These are the
+fast-tier tests of each step's contract; the DAG and the CLI run the same steps end to end
+(``tests/test_dag_evaluation.py``, ``tests/reliability``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from modelgate.config import Settings
+from modelgate.pipelines import evaluate, tasks
+from modelgate.pipelines.context import Context, register_archive
+from modelgate.store import runs
+from modelgate.store.db import fetch_all
+from modelgate.store.objects import LocalObjectStore
+
+MODEL = "gss-high-income"
+ROWS = 400
+
+
+@pytest.fixture()
+def local_ctx(clean_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Context:
+    monkeypatch.setenv("MODELGATE_POLICY_DIR", str(tmp_path))  # the default policy only
+    # tasks.run_step opens its context from the environment, as inside an Airflow task
+    monkeypatch.setenv("MODELGATE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MODELGATE_DATABASE_URL", clean_db)
+    for name in ("MODELGATE_S3_ENDPOINT", "AIRFLOW_CTX_DAG_ID", "AIRFLOW_CONN_MODELGATE_S3"):
+        monkeypatch.delenv(name, raising=False)
+    ctx = Context.open(Settings.from_env())
+    assert isinstance(ctx.store, LocalObjectStore)
+    return ctx
+
+
+@pytest.fixture()
+def data(demo_builds: dict[str, Any], tmp_path: Path) -> Path:
+    path = tmp_path / "heldout.parquet"
+    pd.read_parquet(demo_builds["1"].heldout_path).iloc[:ROWS].to_parquet(path, index=False)
+    return path
+
+
+def _prepared(ctx: Context, demo_builds: dict[str, Any], data: Path) -> evaluate.RunRef:
+    register_archive(ctx, demo_builds["1"].archive_path)
+    return evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="steps")
+
+
+def _stored(ctx: Context, key: str) -> bytes:
+    """The stored object; a partition's pickle without its timing, plus its scores file."""
+    value = evaluate.get_pickle(ctx, key)
+    if isinstance(value, evaluate.PartitionResult):
+        return pickle.dumps(dataclasses.replace(value, seconds=0.0)) + ctx.store.get_bytes(value.scores_key)
+    return ctx.store.get_bytes(key)
+
+
+def _status(ctx: Context, ref: evaluate.RunRef) -> tuple[str, str | None]:
+    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
+    return run.status, run.failure_reason
+
+
+def test_each_step_run_twice_stores_the_same_bytes(
+    local_ctx: Context, demo_builds: dict[str, Any], data: Path,
+) -> None:
+    """An Airflow retry runs a step again: it must store exactly what the first try stored."""
+    ctx = local_ctx
+    ref = _prepared(ctx, demo_builds, data)
+    assert _status(ctx, ref) == ("running", None)
+    (uri,) = evaluate.list_dataset(ctx, ref)
+    scored = evaluate.score_partition(ctx, ref, 0, uri)
+    steps: list[tuple[str, Any, tuple[Any, ...]]] = [
+        ("score", evaluate.score_partition, (0, uri)),
+        ("merge", evaluate.merge_partitions, ([scored],)),
+        ("metrics", evaluate.compute_metrics, ()),
+        ("fairness", evaluate.compute_fairness, ()),
+        ("explain", evaluate.explain, ()),
+        ("decide", evaluate.decide, (None,)),
+    ]
+    for name, step, args in steps:
+        first_key = step(ctx, ref, *args)
+        first = _stored(ctx, first_key)
+        again_key = step(ctx, ref, *args)
+        assert again_key == first_key, name
+        assert _stored(ctx, again_key) == first, f"step {name} stored something else on a retry"
+    # what the steps stored is what the run reports: the candidate's AUC on these rows
+    from sklearn.metrics import roc_auc_score
+
+    scores = pd.read_parquet(ctx.store.download(f"{ref.prefix()}/scores/part-00000.parquet",
+                                                ctx.scratch("check") / "scores.parquet"))
+    held = pd.read_parquet(data)
+    metrics = evaluate.get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")
+    assert metrics.candidate.by_name()["roc_auc"].value == pytest.approx(
+        roc_auc_score(held["high_income"] == 1, scores["score"]), abs=1e-12)
+    evaluate.render_report(ctx, ref)
+    status = evaluate.store_results(ctx, ref)
+    assert status in ("passed", "blocked") and _status(ctx, ref) == (status, None)
+    counted = fetch_all(ctx.db_url, "SELECT count(*) FROM evaluation_metric WHERE evaluation_run_id = %s",
+                        (ref.evaluation_run_id,))
+    assert evaluate.store_results(ctx, ref) == status  # a retried store replaces, never adds
+    assert fetch_all(ctx.db_url, "SELECT count(*) FROM evaluation_metric WHERE evaluation_run_id = %s",
+                     (ref.evaluation_run_id,)) == counted
+
+
+def test_a_step_whose_input_is_missing_fails_the_run_and_says_which_step_to_run(
+    local_ctx: Context, demo_builds: dict[str, Any], data: Path,
+) -> None:
+    ctx = local_ctx
+    ref = _prepared(ctx, demo_builds, data)
+    with pytest.raises(Exception) as caught:
+        tasks.run_step(ref, evaluate.fail, evaluate.store_results)  # nothing computed yet
+    status, reason = _status(ctx, ref)
+    assert status == "failed" and reason is not None
+    assert reason.startswith(type(caught.value).__name__)
+    assert "decision.pkl" in reason or "decide" in reason, reason

@@ -119,3 +119,51 @@ def test_interval_without_live_rows_is_recorded_as_no_data(
     with transaction(production.db_url) as cur:
         cur.execute("SELECT status, rows_sampled FROM drift_run")
         assert cur.fetchall() == [("no_data", 0)]
+
+
+@pytest.mark.e2e
+def test_a_drift_task_that_fails_once_and_succeeds_on_retry_leaves_a_finished_run(
+    production: Context, airflow_db: Path, demo_builds: dict[str, Any], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The live file of the interval is half-written when the first try reads it: the
+    `sample_and_score` try fails, the file is completed while Airflow waits to retry
+    (retry_delay 10 s), and the run ends as if nothing had happened, not `failed` with the
+    first try's reason."""
+    import shutil
+    import sqlite3
+    import threading
+
+    monkeypatch.setenv("MODELGATE_DAG_RETRIES", "1")
+    build = demo_builds["1"]
+    day = list(build.live_dates)[0]
+    live = tmp_path / "live"
+    shutil.copytree(build.live_dir, live)
+    (part,) = (live / f"dt={day.isoformat()}").glob("*.parquet")
+    whole = part.read_bytes()
+    part.write_bytes(whole[: len(whole) // 2])  # a writer is still at it
+    done = threading.Event()
+
+    def complete_the_file_once_the_first_try_failed() -> None:
+        with sqlite3.connect(airflow_db / "airflow.db", timeout=30) as meta:
+            while not done.wait(0.2):
+                states = meta.execute("SELECT state FROM task_instance "
+                                      "WHERE task_id = 'sample_and_score'").fetchall()
+                if ("up_for_retry",) in states:
+                    part.write_bytes(whole)
+                    return
+
+    writer = threading.Thread(target=complete_the_file_once_the_first_try_failed)
+    writer.start()
+    try:
+        dagrun = _run_interval(build, day, live=str(live))
+    finally:
+        done.set()
+        writer.join()
+    tries = {ti.task_id: (ti.try_number, str(ti.state)) for ti in dagrun.get_task_instances()}
+    assert tries["sample_and_score"] == (2, "success"), tries
+    with transaction(production.db_url) as cur:
+        cur.execute("SELECT status, failure_reason FROM drift_run")
+        ((status, reason),) = cur.fetchall()
+    assert status in ("ok", "drift") and reason is None
+    assert str(dagrun.state) == ("success" if status == "ok" else "failed")

@@ -29,7 +29,8 @@ def run_step(ref: RefT, fail: Callable[[Context, RefT, BaseException], None],
              step: Callable[..., Any], *args: Any,
              beat: Callable[[Context, RefT], None] | None = None) -> Any:
     """Run ``step(ctx, ref, *args)``; on any error or kill ``fail(ctx, ref, exc)`` records the
-    run as failed with the reason, then the error is re-raised.
+    run as failed with the reason, then the error is re-raised. An error on an Airflow try
+    that Airflow will retry is only logged: the last try decides.
 
     SIGTERM (Airflow killing the task) raises inside the step and is recorded like an error.
 
@@ -56,6 +57,38 @@ def run_step(ref: RefT, fail: Callable[[Context, RefT, BaseException], None],
     try:
         with sigterm_raises(), beating:
             return step(ctx, ref, *args)
-    except BaseException as exc:
+    except Exception as exc:
+        if not _airflow_retries(exc):
+            fail(ctx, ref, exc)
+        raise
+    except BaseException as exc:  # killed or interrupted: recorded whatever the retries
         fail(ctx, ref, exc)
         raise
+
+
+def _airflow_retries(exc: Exception) -> bool:
+    """True when this is an Airflow task try that Airflow will run again after ``exc``.
+
+    Such a failure is not the run's: recording it would leave the run ``failed`` although
+    the next try succeeds (a drift run's later steps then refuse it). The try is logged;
+    the last try's failure is recorded. Outside an Airflow task this is always False.
+    """
+    import logging
+
+    try:
+        from airflow.sdk import get_current_context
+        from airflow.sdk.exceptions import AirflowFailException
+
+        ti = get_current_context()["ti"]
+        # Airflow's own answer (the API server's should_retry, what its task runner acts on);
+        # the try count when a runner does not carry it.
+        server_says = getattr(getattr(ti, "_ti_context_from_server", None), "should_retry", None)
+        eligible = ti.try_number <= ti.max_tries if server_says is None else bool(server_says)
+        will_retry = eligible and not isinstance(exc, AirflowFailException)
+    except Exception:  # noqa: BLE001 - not inside a running Airflow task
+        return False
+    if will_retry:
+        logging.getLogger("modelgate.pipeline").warning(
+            "try %d of %d failed (%s); Airflow will try again, the run is not failed yet",
+            ti.try_number, ti.max_tries + 1, type(exc).__name__)
+    return bool(will_retry)

@@ -98,7 +98,8 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     run's key adds the model's identity (:func:`evaluation_run_key`) and the row pins the
     archive sha256. Runs of the same model left ``running`` without a heartbeat for
     ``MODELGATE_STALE_RUN_MINUTES`` are marked ``abandoned``. The policy is validated here
-    too, so a malformed one fails the run before any scoring.
+    too, so a malformed one fails the run before any scoring, and stored with the run: the
+    ``decide`` step applies exactly that policy even if its files change meanwhile.
     """
     candidate = _candidate(ctx, model_name=model_name, version=version, dataset_uri=dataset_uri,
                            run_key=run_key)
@@ -128,7 +129,8 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     ref = RunRef(run_id, key)
     try:
         _require_binary(candidate.manifest, model_name)
-        load_policy_for_run(policy_path, model_name)
+        # decide applies this checked policy, not whatever the file holds by then
+        put_pickle(ctx, policy_key(ref), CheckedPolicy(*load_policy_for_run(policy_path, model_name)))
     except Exception as exc:
         fail(ctx, ref, exc)
         raise
@@ -614,6 +616,28 @@ def compute_fairness(ctx: Context, ref: RunRef) -> str:
 # --- the gate ----------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
+class CheckedPolicy:
+    """The policy ``prepare`` checked (all layers merged) and the sha256 of its sources."""
+
+    policy: Any  # evaluation.policy.Policy
+    sha256: str
+
+
+def policy_key(ref: RunRef) -> str:
+    return f"{ref.prefix()}/policy.pkl"
+
+
+def load_checked_policy(ctx: Context, ref: RunRef) -> CheckedPolicy:
+    """The policy stored with the run by :func:`prepare`."""
+    key = policy_key(ref)
+    if not ctx.store.exists(key):
+        raise LookupError(f"evaluation run {ref.evaluation_run_id} has no checked policy at {key!r}; "
+                          "run its first step (prepare) again")
+    checked: CheckedPolicy = get_pickle(ctx, key)
+    return checked
+
+
+@dataclass(frozen=True, slots=True)
 class DecisionResult:
     decision: Any  # evaluation.gate.GateDecision
     policy_sha256: str
@@ -657,12 +681,14 @@ def load_policy_for_run(policy_path: str | None, model_name: str) -> tuple[Any, 
     return policy, digest.hexdigest()
 
 
-def decide(ctx: Context, ref: RunRef, policy_path: str | None = None) -> str:
-    """Apply the promotion policy to the results (pure decision; nothing is promoted here)."""
+def decide(ctx: Context, ref: RunRef) -> str:
+    """Apply the promotion policy ``prepare`` checked to the results (pure decision; nothing
+    is promoted here)."""
     from modelgate.evaluation.gate import decide as gate_decide
 
-    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
-    policy, policy_sha = load_policy_for_run(policy_path, _candidate_row(ctx, run).model_name)
+    _candidate_row(ctx, runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id))  # pinned archive
+    checked = load_checked_policy(ctx, ref)
+    policy, policy_sha = checked.policy, checked.sha256
     metrics_result: MetricsResult = get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")
     fairness_reports = get_pickle(ctx, f"{ref.prefix()}/fairness.pkl")
     champion = metrics_result.champion.by_name() if metrics_result.champion else None

@@ -631,18 +631,11 @@ def store_results(ctx: Context, ref: DriftRef, sample: dict[str, Any], features:
 
 def decide(ctx: Context, ref: DriftRef) -> str:
     """Raise :class:`DriftBreached` listing the breached features when the run found drift."""
-    from modelgate.store.db import transaction
-
-    with transaction(ctx.db_url) as cur:
-        cur.execute("""SELECT feature, statistic_name, statistic_value, threshold FROM feature_drift
-                       WHERE drift_run_id = %s AND verdict = 'drift' ORDER BY drift_rank""",
-                    (ref.drift_run_id,))
-        breaches = cur.fetchall()
-        cur.execute("SELECT status FROM drift_run WHERE drift_run_id = %s", (ref.drift_run_id,))
-        status = cur.fetchone()[0]
+    breaches, status = drift_runs.breaches_and_status(ctx.db_url, ref.drift_run_id)
     joint_lines = drift_joint.breaches(drift_joint.load_result(ctx, ref.prefix()))
     if breaches or joint_lines:
-        lines = [f"{f}: {s} = {v:.4f} > threshold {t:.4f}" for f, s, v, t in breaches] + joint_lines
+        lines = [f"{b.feature}: {b.statistic_name} = {b.statistic_value:.4f} > threshold {b.threshold:.4f}"
+                 for b in breaches] + joint_lines
         raise DriftBreached(f"{ref.model_name} v{ref.version}: drift in {len(breaches)} feature(s)"
                             + (f" and {len(joint_lines)} joint check(s)" if joint_lines else "")
                             + f" over {ref.interval_start}..{ref.interval_end}\n" + "\n".join(lines))

@@ -703,12 +703,7 @@ def decide(ctx: Context, ref: RunRef) -> str:
 
 def enforce_gate(ctx: Context, ref: RunRef) -> None:
     """Raise :class:`EvaluationBlocked` listing each breach when the stored decision blocked."""
-    from modelgate.store.db import transaction
-
-    with transaction(ctx.db_url) as cur:
-        cur.execute("SELECT passed, summary FROM gate_decision WHERE evaluation_run_id = %s",
-                    (ref.evaluation_run_id,))
-        record = cur.fetchone()
+    record = runs.get_gate_decision(ctx.db_url, ref.evaluation_run_id)
     if record is None:
         raise LookupError(f"evaluation run {ref.evaluation_run_id} has no stored gate decision")
     passed, summary = record
@@ -848,22 +843,13 @@ def render_report(ctx: Context, ref: RunRef) -> str:
 
 def _drift_context(ctx: Context, model_name: str) -> str | None:
     """The production model's latest drift status, shown beside a candidate's evaluation."""
-    from modelgate.store.db import transaction
+    from modelgate.store.summaries import production_drift
 
-    with transaction(ctx.db_url) as cur:
-        cur.execute(
-            """SELECT mv.version, mv.is_drifting, d.status, d.interval_start, d.interval_end,
-                      d.n_features_breached
-               FROM model_version mv LEFT JOIN LATERAL (
-                   SELECT * FROM drift_run dr WHERE dr.model_version_id = mv.model_version_id
-                   ORDER BY dr.interval_end DESC LIMIT 1) d ON true
-               WHERE mv.model_name = %s AND mv.stage = 'production'""",
-            (model_name,),
-        )
-        record = cur.fetchone()
+    record = production_drift(ctx.db_url, model_name)
     if record is None:
         return None
-    version, drifting, status, start, end, breached = record
+    version, drifting, status = record.version, record.is_drifting, record.status
+    start, end, breached = record.interval_start, record.interval_end, record.n_features_breached
     if status is None:
         return f"Production model v{version}: no drift run recorded yet."
     return (f"Production model v{version} is {'DRIFTING' if drifting else 'not drifting'}; "

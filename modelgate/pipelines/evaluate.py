@@ -766,7 +766,7 @@ def _fairness_sections(reports: dict[str, Any], decision: Any) -> tuple[Any, ...
 
     verdicts = {(c.sensitive_feature, c.metric): (c.verdict, c.severity) for c in decision.checks
                 if c.kind == "fairness"}
-    thresholds = {(c.sensitive_feature, c.metric): c.threshold for c in decision.checks}
+    limits = {(c.sensitive_feature, c.metric): c.upper for c in decision.checks if c.kind == "fairness"}
     sections = []
     for feature, rep in reports.items():
         groups = tuple(GroupRow(g.group, g.n, g.base_rate, g.selection_rate, g.tpr, g.fpr, g.ppv,
@@ -776,18 +776,9 @@ def _fairness_sections(reports: dict[str, Any], decision: Any) -> tuple[Any, ...
             verdict, severity = verdicts.get((feature, e.name), ("skipped", "block"))
             shown = "warn" if verdict == "fail" and severity == "warn" else verdict
             gaps.append(GapRow(e.name, e.value, e.ci_lower, e.ci_upper,
-                               _threshold_number(thresholds.get((feature, e.name))), shown))
+                               limits.get((feature, e.name)), shown))
         sections.append(FairnessSection(feature, groups, tuple(gaps)))
     return tuple(sections)
-
-
-def _threshold_number(text: str | None) -> float | None:
-    if not text:
-        return None
-    try:
-        return float(text.split()[-1])
-    except ValueError:
-        return None
 
 
 def _gate_view(decision: Any) -> Any:

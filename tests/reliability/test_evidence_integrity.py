@@ -423,7 +423,8 @@ def test_labels_outside_one_positive_and_one_negative_value_are_refused(
     (_, _, status, reason), = _run_rows(url)
     assert status == "failed" and reason == f"LabelError: {message}"
     assert _counts(url) == NO_RESULTS
-    assert Context.open(env).store.list_keys("runs/") == []  # refused before scoring
+    # refused before scoring: the run holds nothing but the policy its first step checked
+    assert [k.rpartition("/")[2] for k in Context.open(env).store.list_keys("runs/")] == ["policy.pkl"]
 
 
 def test_a_declared_negative_label_is_the_only_other_value_allowed(
@@ -480,7 +481,7 @@ def test_a_huge_group_label_is_refused_before_any_work(
     (_, _, status, reason), = _run_rows(url)
     assert status == "failed" and "group label of 1,000,000 characters" in reason
     store = Context.open(env).store
-    assert store.list_keys("runs/") == []
+    assert [k.rpartition("/")[2] for k in store.list_keys("runs/")] == ["policy.pkl"]  # as prepared
     assert [k for k in store.list_keys("reports/") if not k.endswith("/index.html")] == []
 
 

@@ -53,10 +53,17 @@ def _generate(heldout: Path, out_dir: Path, rows: int, partition_rows: int, seed
     return files
 
 
+#: The runner's steps as this benchmark's stage names (bench/RESULTS.md uses them).
+STAGES = {"partitions": "list partitions", "score": "score + summarise partitions", "merge": "merge",
+          "metrics": "metrics (1000 resamples)", "fairness": "fairness (1000 resamples)",
+          "explain": "SHAP (sample across partitions)", "decide": "decide", "report": "report",
+          "store": "store"}
+
+
 def _child(archive: Path, data: Path) -> dict[str, Any]:
-    """The evaluation, one step at a time (as run_evaluation_locally), timed."""
-    from modelgate.pipelines import evaluate
+    """The evaluation through the runner (as ``modelgate evaluate``), each step timed."""
     from modelgate.pipelines.context import Context, register_archive
+    from modelgate.pipelines.evaluation_runner import run_evaluation
 
     stages: dict[str, float] = {}
 
@@ -69,20 +76,11 @@ def _child(archive: Path, data: Path) -> dict[str, Any]:
     start = time.perf_counter()
     ctx = timed("open stores + migrate", Context.open)
     row, _ = timed("register archive", register_archive, ctx, archive)
-    ref = evaluate.prepare(ctx, model_name=row.model_name, version=row.version,
-                           dataset_uri=str(data), run_key="bench-scale")
-    uris = evaluate.list_dataset(ctx, ref)
-    keys = [timed("score + summarise partitions", evaluate.score_partition, ctx, ref, i, u)
-            for i, u in enumerate(uris)]
-    timed("merge", evaluate.merge_partitions, ctx, ref, keys)
-    timed("metrics (1000 resamples)", evaluate.compute_metrics, ctx, ref)
-    timed("fairness (1000 resamples)", evaluate.compute_fairness, ctx, ref)
-    timed("SHAP (sample across partitions)", evaluate.explain, ctx, ref)
-    timed("decide", evaluate.decide, ctx, ref, None)
-    timed("report", evaluate.render_report, ctx, ref)
-    status = timed("store", evaluate.store_results, ctx, ref)
-    return {"stages": stages, "total_s": time.perf_counter() - start, "status": status,
-            "partitions": len(uris)}
+    done = run_evaluation(ctx, model_name=row.model_name, version=row.version, dataset_uri=str(data),
+                          run_key="bench-scale")
+    stages.update({STAGES.get(name, name): s for name, s in done.seconds.items()})
+    return {"stages": stages, "total_s": time.perf_counter() - start, "status": done.status,
+            "partitions": len(done.outputs["partitions"])}
 
 
 def _database(pg: str, name: str, create: bool) -> str:

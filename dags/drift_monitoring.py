@@ -3,7 +3,9 @@
 Per data interval, for every production model with a monitoring config (``modelgate monitor
 set``): plan -> prepare (mapped over models) -> sample_and_score (mapped over models) ->
 feature_drift (mapped over every model's features) -> per model: concept_drift + joint_drift
-(multivariate and attribution drift) -> report -> store -> decide. Each run reads its own data
+(multivariate and attribution drift) -> report -> store -> decide: the order of
+``modelgate.pipelines.drift_runner.DRIFT``, which ``modelgate monitor retry`` runs in one
+process. Each run reads its own data
 interval, never the clock, so catch-up and back-fills read each interval once and a re-run of an
 interval replaces its rows.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Callable
 from typing import Any
 
 import pendulum
@@ -19,6 +22,8 @@ from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_conte
 
 from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
 from modelgate.logsafe import link_for_log
+from modelgate.pipelines.drift_runner import DRIFT
+from modelgate.pipelines.steps import wire
 
 DOC_MD = """
 ### drift_monitoring — are the production models still seeing the data they were judged on?
@@ -71,6 +76,10 @@ def _step(run: dict[str, Any], fn: Any, *args: Any) -> Any:
     from modelgate.pipelines.tasks import run_step
 
     return run_step(drift.DriftRef(**run), drift.fail, fn, *args, beat=drift.beat)
+
+
+#: DRIFT's steps that run before the per-model ``finish`` group (the group waits for them all).
+OUTSIDE_FINISH = ("prepare", "sample_and_score", "feature_drift")
 
 
 def _spec_of(prepared: dict[str, Any]) -> dict[str, Any]:
@@ -165,7 +174,7 @@ def drift_monitoring() -> None:
                              _spec_of(sampled)["thresholds"]))
 
         @task(trigger_rule="all_done")  # runs when another model's feature task failed
-        def report(sampled: dict[str, Any], _concept: str, _joint: str) -> str:
+        def report(sampled: dict[str, Any]) -> str:
             from modelgate.pipelines import drift
 
             ctx, run = _ctx(), sampled["run"]
@@ -184,7 +193,7 @@ def drift_monitoring() -> None:
                              sampled["features"], key))
 
         @task(retries=0)
-        def decide(sampled: dict[str, Any], _verdict: str) -> str:
+        def decide(sampled: dict[str, Any]) -> str:
             """Fail, without retries, when drift breached the thresholds."""
             from airflow.sdk.exceptions import AirflowFailException
 
@@ -195,16 +204,25 @@ def drift_monitoring() -> None:
             except drift.DriftBreached as exc:
                 raise AirflowFailException(str(exc)) from exc
 
-        concept = concept_drift(sampled)
-        key = report(sampled, concept, joint_drift(sampled))
-        key.operator.operator_extra_links = (ReportLink(),)  # type: ignore[attr-defined]
-        decide(sampled, store(sampled, key))
+        # The order inside the group is DRIFT's; the group waits for the feature fan-out.
+        build: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "concept_drift": lambda done: concept_drift(sampled),
+            "joint_drift": lambda done: joint_drift(sampled),
+            "report": lambda done: report(sampled),
+            "store": lambda done: store(sampled, done["report"]),
+            "decide": lambda done: decide(sampled),
+        }
+        tasks = wire(DRIFT, build, {}, wired_elsewhere=OUTSIDE_FINISH)
+        tasks["report"].operator.operator_extra_links = (ReportLink(),)
         return None
 
     @task
     def all_models_done() -> None:
         """Leaf that fails (upstream_failed) when any model's step failed, so the run is red."""
 
+    # prepare -> sample_and_score -> feature_drift pass the models through carry_on (a model
+    # whose step failed drops out), so their order is set by the data they pass; the test
+    # of the DAG's structure checks it is DRIFT's.
     prepared = prepare.expand(spec=plan())
     scored = sample_and_score.expand(prepared=carry_on(prepared))
     sampled = carry_on(scored)

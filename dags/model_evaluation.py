@@ -1,8 +1,9 @@
 """Airflow DAG ``model_evaluation``: may this candidate model be promoted?
 
 verify -> partitions -> score (one mapped task per held-out parquet file, candidate and
-champion) -> merge -> metrics -> fairness -> explain -> decide -> report -> store -> gate
--> promote. Each task calls one step of
+champion) -> merge -> metrics, fairness, explain -> decide -> report -> store -> gate
+-> promote. The order is ``modelgate.pipelines.evaluation_runner.EVALUATION``'s (the same
+steps ``modelgate evaluate`` runs in one process); each task calls one step of
 ``modelgate.pipelines.evaluate`` and passes the run's id and key through XCom, never data.
 """
 
@@ -18,6 +19,8 @@ from airflow.sdk import Param, dag, get_current_context, task
 
 from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
 from modelgate.logsafe import link_for_log
+from modelgate.pipelines.evaluation_runner import EVALUATION
+from modelgate.pipelines.steps import wire
 
 DOC_MD = """
 ### model_evaluation — the promotion gate
@@ -111,32 +114,32 @@ def model_evaluation() -> None:
         return str(_run_step(run, evaluate.merge_partitions, list(scored)))
 
     @task
-    def metrics(run: dict[str, Any], _scores: str) -> str:
+    def metrics(run: dict[str, Any]) -> str:
         from modelgate.pipelines import evaluate
 
         return str(_run_step(run, evaluate.compute_metrics))
 
     @task
-    def fairness(run: dict[str, Any], _scores: str) -> str:
+    def fairness(run: dict[str, Any]) -> str:
         from modelgate.pipelines import evaluate
 
         return str(_run_step(run, evaluate.compute_fairness))
 
     @task
-    def explain(run: dict[str, Any], _scores: str) -> str:
+    def explain(run: dict[str, Any]) -> str:
         from modelgate.pipelines import evaluate
 
         return str(_run_step(run, evaluate.explain))
 
     @task
-    def decide(run: dict[str, Any], _metrics: str, _fairness: str) -> str:
+    def decide(run: dict[str, Any]) -> str:
+        """Apply the policy the verify task checked and stored with the run."""
         from modelgate.pipelines import evaluate
 
-        policy = get_current_context()["params"]["policy"] or None
-        return str(_run_step(run, evaluate.decide, policy))
+        return str(_run_step(run, evaluate.decide))
 
     @task
-    def report(run: dict[str, Any], _decision: str, _explain: str) -> str:
+    def report(run: dict[str, Any]) -> str:
         from modelgate.pipelines import evaluate
 
         link = str(_run_step(run, evaluate.render_report))
@@ -145,13 +148,13 @@ def model_evaluation() -> None:
         return link
 
     @task
-    def store(run: dict[str, Any], _report: str) -> str:
+    def store(run: dict[str, Any]) -> str:
         from modelgate.pipelines import evaluate
 
         return str(_run_step(run, evaluate.store_results))
 
     @task(retries=0)
-    def gate(run: dict[str, Any], _status: str) -> None:
+    def gate(run: dict[str, Any]) -> None:
         """Fail the DAG run, without retries, when the policy blocked the candidate."""
         from airflow.sdk.exceptions import AirflowFailException
 
@@ -168,17 +171,23 @@ def model_evaluation() -> None:
 
         return str(_run_step(run, evaluate.promote))
 
+    # Every task gets the run from verify; the order between them is EVALUATION's.
     run = verify()
-    scores = merge(run, score.partial(run=run).expand(partition=partitions(run)))
-    metric_key = metrics(run, scores)
-    fairness_key = fairness(run, scores)
-    explain_key = explain(run, scores)
-    decision = decide(run, metric_key, fairness_key)
-    reported = report(run, decision, explain_key)
-    reported.operator.operator_extra_links = (ReportLink(),)  # type: ignore[attr-defined]
-    stored = store(run, reported)
-    gate(run, stored) >> promote(run)
-
+    build: dict[str, Callable[[dict[str, Any]], Any]] = {
+        "partitions": lambda done: partitions(run),
+        "score": lambda done: score.partial(run=run).expand(partition=done["partitions"]),
+        "merge": lambda done: merge(run, done["score"]),
+        "metrics": lambda done: metrics(run),
+        "fairness": lambda done: fairness(run),
+        "explain": lambda done: explain(run),
+        "decide": lambda done: decide(run),
+        "report": lambda done: report(run),
+        "store": lambda done: store(run),
+        "gate": lambda done: gate(run),
+        "promote": lambda done: promote(run),
+    }
+    tasks = wire(EVALUATION, build, {EVALUATION.root.name: run})
+    tasks["report"].operator.operator_extra_links = (ReportLink(),)
 
 evaluation_dag = model_evaluation()
 

@@ -55,8 +55,10 @@ class GateCheck:
     metric : str
     sensitive_feature : str or None
         For fairness checks.
-    threshold : str
-        The threshold in words, e.g. ``">= 0.7"``.
+    lower, upper : float or None
+        The limits ``observed`` was held to (``observed >= lower``, ``observed <= upper``),
+        in its units: a change check's are on the change (relative for ``relative``), in
+        the sign of candidate - champion; None where there is no such limit.
     observed : float or None
         The point value compared (the delta, or relative delta, for change checks); None
         when missing.
@@ -76,7 +78,8 @@ class GateCheck:
     kind: CheckKind
     metric: str
     sensitive_feature: str | None
-    threshold: str
+    lower: float | None
+    upper: float | None
     observed: float | None
     ci_lower: float | None
     ci_upper: float | None
@@ -85,6 +88,24 @@ class GateCheck:
     verdict: Verdict
     severity: Severity
     reason: str
+
+    @property
+    def threshold(self) -> str:
+        """The limits in words, as stored in ``gate_check.threshold_text`` and reported.
+
+        >>> check = GateCheck("change:log_loss:relative", "change", "log_loss", None, None, 0.02,
+        ...                   None, None, None, None, "point_estimate", "skipped", "warn", "")
+        >>> check.threshold
+        'relative change <= +0.02 (lower is better)'
+        """
+        if self.kind == "change":
+            mode = self.check_id.rsplit(":", 1)[1]
+            if self.lower is not None:
+                return f"{mode} change >= {self.lower:+g} (higher is better)"
+            return f"{mode} change <= {self.upper:+g} (lower is better)"
+        bounds = [f">= {self.lower:g}"] if self.lower is not None else []
+        bounds += [f"<= {self.upper:g}"] if self.upper is not None else []
+        return " and ".join(bounds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +180,7 @@ def _value_check(t: ValueThreshold, est: MetricEstimate | None, use_cb: bool) ->
     bounds += [f"<= {t.upper:g}"] if t.upper is not None else []
 
     def row(verdict: Verdict, reason: str) -> GateCheck:
-        return GateCheck(f"value:{t.metric}", "value", t.metric, None, " and ".join(bounds),
+        return GateCheck(f"value:{t.metric}", "value", t.metric, None, t.lower, t.upper,
                          *_numbers(est), _basis(use_cb), verdict, t.severity, reason)
 
     problem = _unusable(t.metric, est, use_cb)
@@ -253,11 +274,8 @@ def _change_gatecheck(t: ChangeThreshold, mode: str, margin: float, use_cb: bool
                       nums: tuple[float | None, float | None, float | None, int | None] = (
                           None, None, None, None)) -> GateCheck:
     # In the sign of ``observed`` (candidate - champion), so the two read the same way.
-    if t.direction == "higher_is_better":
-        what = f"{mode} change >= {margin:+g} (higher is better)"
-    else:
-        what = f"{mode} change <= {-margin:+g} (lower is better)"
-    return GateCheck(f"change:{t.metric}:{mode}", "change", t.metric, None, what, *nums,
+    lower, upper = (margin, None) if t.direction == "higher_is_better" else (None, -margin)
+    return GateCheck(f"change:{t.metric}:{mode}", "change", t.metric, None, lower, upper, *nums,
                      _basis(use_cb), verdict, t.severity, reason)
 
 
@@ -306,7 +324,7 @@ def _fairness_check(t: FairnessThreshold, feature: str, est: FairnessEstimate | 
 def _fairness_row(t: FairnessThreshold, feature: str, est: FairnessEstimate | None,
                   use_cb: bool, verdict: Verdict, reason: str) -> GateCheck:
     return GateCheck(f"fairness:{feature}:{t.metric}", "fairness", t.metric,
-                     None if feature == "*" else feature, f"<= {t.upper:g}", *_numbers(est),
+                     None if feature == "*" else feature, None, t.upper, *_numbers(est),
                      _basis(use_cb), verdict, t.severity, reason)
 
 

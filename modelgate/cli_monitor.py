@@ -75,7 +75,8 @@ def cmd_monitor_unset(args: argparse.Namespace) -> int:
 
 
 def cmd_monitor_retry(args: argparse.Namespace) -> int:
-    from modelgate.pipelines.drift import DriftBreached, retry_interval
+    from modelgate.pipelines.drift import DriftBreached
+    from modelgate.pipelines.drift_runner import retry_interval
 
     try:
         verdict = retry_interval(_context(), args.name, _interval_start(args.interval))

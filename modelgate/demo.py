@@ -64,7 +64,9 @@ def run_demo(out_dir: Path | None = None) -> int:
     from modelgate.pipelines.index_page import index_key
 
     _say(f"      reports: {ctx.store.link(index_key(MODEL_NAME), expiry_s=ctx.settings.presign_expiry_s)}")
-    _say(f"      SQL:     psql '{ctx.db_url}' -c 'SELECT * FROM analytics.latest_gate_decision'")
+    from modelgate.store.summaries import ANALYST_EXAMPLE_QUERY
+
+    _say(f"      SQL:     psql '{ctx.db_url}' -c '{ANALYST_EXAMPLE_QUERY}'")
     return 0 if exit_code in (0, 3) else exit_code
 
 
@@ -100,20 +102,15 @@ def dag_log(ctx: Any) -> Path:
 
 
 def _latest_run_summary(ctx: Any, model_version_id: int) -> str:
-    from modelgate.store.db import transaction
+    from modelgate.store.summaries import latest_evaluation
 
-    with transaction(ctx.db_url) as cur:
-        cur.execute(
-            """SELECT r.evaluation_run_id, r.status, r.provider, r.rows_scored, r.scoring_rows_per_s,
-                      r.report_key, r.failure_reason, g.summary
-               FROM evaluation_run r LEFT JOIN gate_decision g USING (evaluation_run_id)
-               WHERE r.model_version_id = %s ORDER BY r.started_at DESC LIMIT 1""",
-            (model_version_id,),
-        )
-        record = cur.fetchone()
+    record = latest_evaluation(ctx.db_url, model_version_id)
     if record is None:
         return "no evaluation run recorded"
-    run_id, status, provider, rows, rps, report_key, reason, gate = record
+    run_id, status, provider, rows = (record.evaluation_run_id, record.status, record.provider,
+                                      record.rows_scored)
+    rps, report_key, reason, gate = (record.scoring_rows_per_s, record.report_key,
+                                     record.failure_reason, record.gate_summary)
     if status == "failed":
         return f"run {run_id} FAILED: {reason}"
     link = ctx.store.link(report_key, expiry_s=ctx.settings.presign_expiry_s) if report_key else "-"

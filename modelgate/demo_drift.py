@@ -38,7 +38,7 @@ def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path, 
     from modelgate.demo_data import MODEL_NAME
     from modelgate.pipelines.monitor import set_monitor
     from modelgate.store import models
-    from modelgate.store.db import transaction
+    from modelgate.store.summaries import drift_interval
 
     production = models.get_production(ctx.db_url, MODEL_NAME)
     if production is None:
@@ -50,20 +50,15 @@ def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path, 
         # a manual run reads the last whole daily interval before its logical date: ``day``
         dagrun = run_dag("drift_monitoring", log_path=log_path,
                          logical_date=dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), UTC))
-        with transaction(ctx.db_url) as cur:
-            cur.execute(
-                """SELECT drift_run_id, status, rows_sampled, n_features_breached, report_key,
-                          failure_reason,
-                          (SELECT string_agg(feature, ', ' ORDER BY drift_rank) FROM feature_drift f
-                           WHERE f.drift_run_id = r.drift_run_id AND f.verdict = 'drift'),
-                          (SELECT count(*) FROM concept_drift_change c WHERE c.drift_run_id = r.drift_run_id)
-                   FROM drift_run r WHERE model_version_id = %s AND interval_start = %s""",
-                (production.model_version_id, dt.datetime.combine(day, dt.time(), UTC)))
-            record = cur.fetchone()
+        record = drift_interval(ctx.db_url, production.model_version_id,
+                                dt.datetime.combine(day, dt.time(), UTC))
         if record is None:
             say(f"      {day}: DAG run {dagrun.state}, no drift run recorded")
             continue
-        run_id, status, rows, breached, report_key, reason, names, changes = record
+        run_id, status, rows, breached = (record.drift_run_id, record.status, record.rows_sampled,
+                                          record.n_features_breached)
+        report_key, reason = record.report_key, record.failure_reason
+        names, changes = record.breached_features, record.change_points
         link = ctx.store.link(report_key, expiry_s=ctx.settings.presign_expiry_s) if report_key else "-"
         detail = reason or (f"{breached} feature(s) breached" + (f" ({names})" if names else "")
                             + f", {changes} ADWIN change point(s)")

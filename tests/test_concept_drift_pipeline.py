@@ -15,6 +15,7 @@ from river.drift import ADWIN
 from modelgate.config import Settings
 from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context, register_archive
+from modelgate.pipelines.drift_runner import run_drift
 from modelgate.store import models
 from modelgate.store.db import transaction
 
@@ -23,19 +24,15 @@ pytestmark = pytest.mark.e2e  # the slow tier: `pytest -m 'not e2e'` leaves it o
 UTC = dt.UTC
 
 
-def _run(ctx: Context, build: Any, live: Path, labels: Path, day: dt.date) -> drift.DriftRef:
+def _run(ctx: Context, build: Any, live: Path, labels: Path, day: dt.date) -> str:
+    """One interval through the drift runner; the verdict (stored either way)."""
     start = dt.datetime.combine(day, dt.time(), UTC)
-    prepared = drift.prepare(ctx, model_name="gss-high-income", interval_start=start,
-                             interval_end=start + dt.timedelta(days=1),
-                             reference_uri=str(build.reference_path))
-    ref = drift.DriftRef(**prepared["run"])
-    sample = drift.sample_and_score(ctx, ref, str(live), 100_000)
-    for feature in prepared["features"]:
-        drift.feature_drift(ctx, ref, sample, feature)
-    drift.concept_drift(ctx, ref, str(labels))
-    key = drift.render_report(ctx, ref, sample, prepared["features"])
-    drift.store_results(ctx, ref, sample, prepared["features"], key)
-    return ref
+    spec = drift.MonitorSpec("gss-high-income", str(live), str(labels), str(build.reference_path),
+                             100_000, {}, drift.DEFAULT_ADWIN_DELTA)
+    try:
+        return run_drift(ctx, spec.as_dict(), start, start + dt.timedelta(days=1))
+    except drift.DriftBreached:
+        return "drift"
 
 
 def _flip(labels: pd.DataFrame, share: float, seed: int) -> pd.DataFrame:

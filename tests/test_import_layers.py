@@ -140,10 +140,16 @@ def test_nothing_below_the_edge_imports_the_cli_or_the_demo() -> None:
 
 def test_each_pipeline_stands_alone() -> None:
     """Shared step helpers live in ``pipelines.context``; a pipeline never imports another,
-    and the task wrapper imports neither (its caller passes the pipeline's ``fail``)."""
+    and the task wrapper and the step-graph machinery import neither (their callers pass the
+    pipeline's ``fail``); each runner imports its own pipeline only."""
     pipelines = {"modelgate.pipelines.evaluate", "modelgate.pipelines.drift"}
-    for module in sorted(pipelines) + ["modelgate.pipelines.tasks"]:
+    for module in sorted(pipelines) + ["modelgate.pipelines.tasks", "modelgate.pipelines.steps"]:
         assert not (GRAPH[module] & (pipelines - {module})), (module, sorted(GRAPH[module]))
+    runners = {"modelgate.pipelines.evaluation_runner": "modelgate.pipelines.evaluate",
+               "modelgate.pipelines.drift_runner": "modelgate.pipelines.drift"}
+    for runner, own in runners.items():  # a runner sequences its own pipeline's steps only
+        assert GRAPH[runner] & pipelines == {own}, (runner, sorted(GRAPH[runner]))
+        assert not GRAPH[runner] & set(runners), (runner, sorted(GRAPH[runner]))
 
 
 def test_the_checker_finds_a_cycle_it_is_shown(tmp_path: Path) -> None:

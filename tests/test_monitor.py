@@ -16,7 +16,7 @@ import pytest
 
 from modelgate.cli import main
 from modelgate.config import Settings
-from modelgate.pipelines import drift
+from modelgate.pipelines import drift, drift_runner
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.store import db, models, monitors
 from modelgate.store.db import fetch_all
@@ -111,12 +111,12 @@ def test_no_data_keeps_the_drift_flag_and_a_clean_interval_clears_it(
     live, labels = _copy_days(build, tmp_path, {day2: build.live_dates[0]})
     models.set_drifting(ctx.db_url, row.model_version_id, True)
     spec = _spec(live, labels, thresholds=LENIENT)
-    assert drift.run_interval(ctx, spec, _start(day1), _start(day2)) == "no_data"
+    assert drift_runner.run_drift(ctx, spec, _start(day1), _start(day2)) == "no_data"
     assert models.get_by_id(ctx.db_url, row.model_version_id).is_drifting is True
     assert fetch_all(ctx.db_url, "SELECT status, light FROM analytics.drift_runs") == [("no_data", "amber")]
     report = fetch_all(ctx.db_url, "SELECT report_key FROM drift_run")[0][0]
     assert '<span class="verdict">WARN</span>' in ctx.store.get_bytes(report).decode()
-    assert drift.run_interval(ctx, spec, _start(day2), _start(day2 + dt.timedelta(days=1))) == "ok"
+    assert drift_runner.run_drift(ctx, spec, _start(day2), _start(day2 + dt.timedelta(days=1))) == "ok"
     assert models.get_by_id(ctx.db_url, row.model_version_id).is_drifting is False
 
 
@@ -136,14 +136,14 @@ def test_bad_labels_partition_is_quarantined_later_intervals_go_on_and_retry_rep
     (spec,) = drift.monitor_specs(ctx, {})
 
     with pytest.raises(drift.BadLabelPartition):
-        drift.run_interval(ctx, spec, _start(days[0]), _start(days[1]))
+        drift_runner.run_drift(ctx, spec, _start(days[0]), _start(days[1]))
     (run_id, status, reason), = fetch_all(
         ctx.db_url, "SELECT drift_run_id, status, failure_reason FROM drift_run")
     assert status == "failed" and "\n" not in reason
     assert f"labels partition dt={days[0]}" in reason and "6 rows share their 'row_id' value" in reason
     assert not any(re.search(rf"\b{i}\b", reason) for i in good["row_id"].iloc[10:13])  # no raw ids
     # the next interval is processed; the quarantined labels are not fed (nor retried) by it
-    assert drift.run_interval(ctx, spec, _start(days[1]), _start(days[1] + dt.timedelta(days=1))) == "ok"
+    assert drift_runner.run_drift(ctx, spec, _start(days[1]), _start(days[1] + dt.timedelta(days=1))) == "ok"
     assert fetch_all(ctx.db_url, """SELECT interval_start, labels_consumed_at IS NOT NULL,
                                            quarantined_at IS NOT NULL FROM scored_interval
                                     ORDER BY interval_start""") == [

@@ -20,8 +20,10 @@ import psutil
 import pytest
 
 from modelgate.config import Settings
-from modelgate.pipelines import drift, evaluate
+from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context, register_archive
+from modelgate.pipelines.drift_runner import run_drift
+from modelgate.pipelines.evaluation_runner import run_evaluation
 from modelgate.store import models
 from modelgate.store.db import transaction
 
@@ -47,26 +49,19 @@ def _files(root: Path) -> int:
 
 
 def _evaluate(ctx: Context, heldout: Path, i: int) -> str:
-    ref = evaluate.prepare(ctx, model_name="gss-high-income", version="2",
-                           dataset_uri=str(heldout), run_key=f"soak-{i}")
-    for step in (evaluate.score, evaluate.compute_metrics, evaluate.compute_fairness,
-                 evaluate.explain, evaluate.decide, evaluate.render_report, evaluate.store_results):
-        step(ctx, ref)
-    return ref.run_key
+    done = run_evaluation(ctx, model_name="gss-high-income", version="2", dataset_uri=str(heldout),
+                          run_key=f"soak-{i}")
+    return done.ref.run_key
 
 
 def _drift(ctx: Context, build: Any, day: dt.date) -> str:
     start = dt.datetime.combine(day, dt.time(), UTC)
-    prepared = drift.prepare(ctx, model_name="gss-high-income", interval_start=start,
-                             interval_end=start + dt.timedelta(days=1),
-                             reference_uri=str(build.reference_path))
-    ref = drift.DriftRef(**prepared["run"])
-    sample = drift.sample_and_score(ctx, ref, str(build.live_dir), 500)
-    for feature in prepared["features"]:
-        drift.feature_drift(ctx, ref, sample, feature)
-    drift.concept_drift(ctx, ref, str(build.labels_dir))
-    key = drift.render_report(ctx, ref, sample, prepared["features"])
-    return drift.store_results(ctx, ref, sample, prepared["features"], key)
+    spec = drift.MonitorSpec("gss-high-income", str(build.live_dir), str(build.labels_dir),
+                             str(build.reference_path), 500, {}, drift.DEFAULT_ADWIN_DELTA)
+    try:
+        return run_drift(ctx, spec.as_dict(), start, start + dt.timedelta(days=1))
+    except drift.DriftBreached:
+        return "drift"  # stored like any other verdict
 
 
 def test_soak_in_a_fresh_process() -> None:

@@ -1,4 +1,4 @@
-"""The evaluation pipeline run in-process for ``modelgate evaluate`` (same steps as the DAG)."""
+"""``modelgate evaluate``: register the archive, run the evaluation runner in-process, summarise."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 from modelgate.pipelines import evaluate
 from modelgate.pipelines.context import Context, register_archive
+from modelgate.pipelines.evaluation_runner import run_evaluation
 from modelgate.pipelines.json_records import fairness_json
 from modelgate.pipelines.json_records import finite_or_none as _num
-from modelgate.pipelines.liveness import heartbeat
 from modelgate.pipelines.partitions import local_dataset_fingerprint
 from modelgate.store import runs
 
@@ -41,23 +41,11 @@ def run_evaluation_locally(model: Path, data: Path, policy: Path | None, *,
     row, _ = register_archive(ctx, model)
     policy_sha = hashlib.sha256(policy.read_bytes()).hexdigest()[:8] if policy else "default"
     run_key = f"cli__{local_dataset_fingerprint(data)[:12]}__{policy_sha}"
-    ref = evaluate.prepare(ctx, model_name=row.model_name, version=row.version,
-                           dataset_uri=str(data.resolve()), run_key=run_key,
-                           policy_path=str(policy) if policy else None)
-    try:
-        with heartbeat(lambda: runs.beat(ctx.db_url, ref.evaluation_run_id)):
-            evaluate.score(ctx, ref)
-            evaluate.compute_metrics(ctx, ref)
-            evaluate.compute_fairness(ctx, ref)
-            evaluate.explain(ctx, ref)
-            evaluate.decide(ctx, ref, str(policy) if policy else None)
-            link = evaluate.render_report(ctx, ref)
-            status = evaluate.store_results(ctx, ref)
-            promoted = evaluate.promote(ctx, ref) if promote and status == "passed" else None
-    except BaseException as exc:
-        evaluate.fail(ctx, ref, exc)
-        raise
-    return _outcome(ctx, ref, status, link, promoted)
+    done = run_evaluation(ctx, model_name=row.model_name, version=row.version,
+                          dataset_uri=str(data.resolve()), run_key=run_key,
+                          policy_path=str(policy) if policy else None, promote=promote)
+    assert done.status is not None and done.report_link is not None  # ran through "store"
+    return _outcome(ctx, done.ref, done.status, done.report_link, done.promoted)
 
 
 def _outcome(ctx: Context, ref: evaluate.RunRef, status: str, link: str,

@@ -1,4 +1,5 @@
-"""The drift-monitoring pipeline, one function per DAG task.
+"""The drift-monitoring pipeline's steps, one function per DAG task (their order:
+:mod:`modelgate.pipelines.drift_runner`).
 
 Per data interval ``[start, end)`` (Airflow's data interval, never the clock): sample the
 live rows of the interval, score them with the production model, compare every feature and
@@ -23,7 +24,6 @@ from modelgate.metrics import emit as emit_metrics
 from modelgate.pipelines import drift_joint, index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift_sample import interval_seed, sample_path
-from modelgate.pipelines.liveness import heartbeat
 from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.store import drift_runs, models
 
@@ -631,18 +631,11 @@ def store_results(ctx: Context, ref: DriftRef, sample: dict[str, Any], features:
 
 def decide(ctx: Context, ref: DriftRef) -> str:
     """Raise :class:`DriftBreached` listing the breached features when the run found drift."""
-    from modelgate.store.db import transaction
-
-    with transaction(ctx.db_url) as cur:
-        cur.execute("""SELECT feature, statistic_name, statistic_value, threshold FROM feature_drift
-                       WHERE drift_run_id = %s AND verdict = 'drift' ORDER BY drift_rank""",
-                    (ref.drift_run_id,))
-        breaches = cur.fetchall()
-        cur.execute("SELECT status FROM drift_run WHERE drift_run_id = %s", (ref.drift_run_id,))
-        status = cur.fetchone()[0]
+    breaches, status = drift_runs.breaches_and_status(ctx.db_url, ref.drift_run_id)
     joint_lines = drift_joint.breaches(drift_joint.load_result(ctx, ref.prefix()))
     if breaches or joint_lines:
-        lines = [f"{f}: {s} = {v:.4f} > threshold {t:.4f}" for f, s, v, t in breaches] + joint_lines
+        lines = [f"{b.feature}: {b.statistic_name} = {b.statistic_value:.4f} > threshold {b.threshold:.4f}"
+                 for b in breaches] + joint_lines
         raise DriftBreached(f"{ref.model_name} v{ref.version}: drift in {len(breaches)} feature(s)"
                             + (f" and {len(joint_lines)} joint check(s)" if joint_lines else "")
                             + f" over {ref.interval_start}..{ref.interval_end}\n" + "\n".join(lines))
@@ -660,52 +653,3 @@ def fail(ctx: Context, ref: DriftRef, exc: BaseException) -> None:
     log.error("drift run %d failed: %s", ref.drift_run_id, reason)
     drift_runs.fail_drift_run(ctx.db_url, ref.drift_run_id, reason)
 
-
-# --- one interval in-process (retry, tests) -------------------------------------------------
-
-def run_interval(ctx: Context, spec: dict[str, Any], start: dt.datetime, end: dt.datetime) -> str:
-    """Every step of one model's run over ``[start, end)`` in this process, in DAG order.
-
-    ``modelgate monitor retry`` and the tests call this; the DAG runs the same steps as
-    tasks (features fanned out). Returns the verdict; raises :class:`DriftBreached` like
-    the DAG's ``decide`` task.
-    """
-    prepared = prepare(ctx, model_name=spec["model_name"], interval_start=start,
-                       interval_end=end, reference_uri=spec["reference"])
-    ref = DriftRef(**prepared["run"])
-    features = prepared["features"]
-    try:
-        with heartbeat(lambda: beat(ctx, ref)):
-            sample = sample_and_score(ctx, ref, spec["live"], int(spec["sample_size"]))
-            for feature in features:
-                feature_drift(ctx, ref, sample, feature, spec["thresholds"])
-            concept_drift(ctx, ref, spec["labels"], float(spec["adwin_delta"]))
-            drift_joint.joint_drift(ctx, ref, sample, spec["thresholds"])
-            store_results(ctx, ref, sample, features, render_report(ctx, ref, sample, features))
-    except BaseException as exc:  # Ctrl-C and SIGTERM too: the run is recorded failed
-        fail(ctx, ref, exc)
-        raise
-    return decide(ctx, ref)
-
-
-def retry_interval(ctx: Context, model_name: str, interval_start: dt.datetime) -> str:
-    """Release a quarantined interval of the production model and run it again.
-
-    The interval's end is the one its earlier run recorded. Labels of the interval are fed
-    to ADWIN after those of later intervals that were processed meanwhile.
-    """
-    production = models.get_production(ctx.db_url, model_name)
-    if production is None:
-        raise models.RegistryError(f"model {model_name!r} has no version in production")
-    end = drift_runs.interval_end_of(ctx.db_url, production.model_version_id, interval_start)
-    if end is None:
-        raise LookupError(f"{model_name} v{production.version} has no drift run starting at "
-                          f"{interval_start.isoformat()} (see analytics.drift_runs)")
-    from modelgate.store import monitors
-
-    released = monitors.release(ctx.db_url, model_version_id=production.model_version_id,
-                                interval_start=interval_start)
-    log.info("retrying %s v%s over %s..%s (%d quarantined partition(s) released)", model_name,
-             production.version, interval_start.isoformat(), end.isoformat(), released)
-    (spec,) = monitor_specs(ctx, {"model_name": model_name})
-    return run_interval(ctx, spec, interval_start, end)

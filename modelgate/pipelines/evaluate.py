@@ -98,7 +98,8 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     run's key adds the model's identity (:func:`evaluation_run_key`) and the row pins the
     archive sha256. Runs of the same model left ``running`` without a heartbeat for
     ``MODELGATE_STALE_RUN_MINUTES`` are marked ``abandoned``. The policy is validated here
-    too, so a malformed one fails the run before any scoring.
+    too, so a malformed one fails the run before any scoring, and stored with the run: the
+    ``decide`` step applies exactly that policy even if its files change meanwhile.
     """
     candidate = _candidate(ctx, model_name=model_name, version=version, dataset_uri=dataset_uri,
                            run_key=run_key)
@@ -128,7 +129,8 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     ref = RunRef(run_id, key)
     try:
         _require_binary(candidate.manifest, model_name)
-        load_policy_for_run(policy_path, model_name)
+        # decide applies this checked policy, not whatever the file holds by then
+        put_pickle(ctx, policy_key(ref), CheckedPolicy(*load_policy_for_run(policy_path, model_name)))
     except Exception as exc:
         fail(ctx, ref, exc)
         raise
@@ -614,6 +616,28 @@ def compute_fairness(ctx: Context, ref: RunRef) -> str:
 # --- the gate ----------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
+class CheckedPolicy:
+    """The policy ``prepare`` checked (all layers merged) and the sha256 of its sources."""
+
+    policy: Any  # evaluation.policy.Policy
+    sha256: str
+
+
+def policy_key(ref: RunRef) -> str:
+    return f"{ref.prefix()}/policy.pkl"
+
+
+def load_checked_policy(ctx: Context, ref: RunRef) -> CheckedPolicy:
+    """The policy stored with the run by :func:`prepare`."""
+    key = policy_key(ref)
+    if not ctx.store.exists(key):
+        raise LookupError(f"evaluation run {ref.evaluation_run_id} has no checked policy at {key!r}; "
+                          "run its first step (prepare) again")
+    checked: CheckedPolicy = get_pickle(ctx, key)
+    return checked
+
+
+@dataclass(frozen=True, slots=True)
 class DecisionResult:
     decision: Any  # evaluation.gate.GateDecision
     policy_sha256: str
@@ -657,12 +681,14 @@ def load_policy_for_run(policy_path: str | None, model_name: str) -> tuple[Any, 
     return policy, digest.hexdigest()
 
 
-def decide(ctx: Context, ref: RunRef, policy_path: str | None = None) -> str:
-    """Apply the promotion policy to the results (pure decision; nothing is promoted here)."""
+def decide(ctx: Context, ref: RunRef) -> str:
+    """Apply the promotion policy ``prepare`` checked to the results (pure decision; nothing
+    is promoted here)."""
     from modelgate.evaluation.gate import decide as gate_decide
 
-    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
-    policy, policy_sha = load_policy_for_run(policy_path, _candidate_row(ctx, run).model_name)
+    _candidate_row(ctx, runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id))  # pinned archive
+    checked = load_checked_policy(ctx, ref)
+    policy, policy_sha = checked.policy, checked.sha256
     metrics_result: MetricsResult = get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")
     fairness_reports = get_pickle(ctx, f"{ref.prefix()}/fairness.pkl")
     champion = metrics_result.champion.by_name() if metrics_result.champion else None
@@ -677,12 +703,7 @@ def decide(ctx: Context, ref: RunRef, policy_path: str | None = None) -> str:
 
 def enforce_gate(ctx: Context, ref: RunRef) -> None:
     """Raise :class:`EvaluationBlocked` listing each breach when the stored decision blocked."""
-    from modelgate.store.db import transaction
-
-    with transaction(ctx.db_url) as cur:
-        cur.execute("SELECT passed, summary FROM gate_decision WHERE evaluation_run_id = %s",
-                    (ref.evaluation_run_id,))
-        record = cur.fetchone()
+    record = runs.get_gate_decision(ctx.db_url, ref.evaluation_run_id)
     if record is None:
         raise LookupError(f"evaluation run {ref.evaluation_run_id} has no stored gate decision")
     passed, summary = record
@@ -745,7 +766,7 @@ def _fairness_sections(reports: dict[str, Any], decision: Any) -> tuple[Any, ...
 
     verdicts = {(c.sensitive_feature, c.metric): (c.verdict, c.severity) for c in decision.checks
                 if c.kind == "fairness"}
-    thresholds = {(c.sensitive_feature, c.metric): c.threshold for c in decision.checks}
+    limits = {(c.sensitive_feature, c.metric): c.upper for c in decision.checks if c.kind == "fairness"}
     sections = []
     for feature, rep in reports.items():
         groups = tuple(GroupRow(g.group, g.n, g.base_rate, g.selection_rate, g.tpr, g.fpr, g.ppv,
@@ -755,18 +776,9 @@ def _fairness_sections(reports: dict[str, Any], decision: Any) -> tuple[Any, ...
             verdict, severity = verdicts.get((feature, e.name), ("skipped", "block"))
             shown = "warn" if verdict == "fail" and severity == "warn" else verdict
             gaps.append(GapRow(e.name, e.value, e.ci_lower, e.ci_upper,
-                               _threshold_number(thresholds.get((feature, e.name))), shown))
+                               limits.get((feature, e.name)), shown))
         sections.append(FairnessSection(feature, groups, tuple(gaps)))
     return tuple(sections)
-
-
-def _threshold_number(text: str | None) -> float | None:
-    if not text:
-        return None
-    try:
-        return float(text.split()[-1])
-    except ValueError:
-        return None
 
 
 def _gate_view(decision: Any) -> Any:
@@ -822,22 +834,13 @@ def render_report(ctx: Context, ref: RunRef) -> str:
 
 def _drift_context(ctx: Context, model_name: str) -> str | None:
     """The production model's latest drift status, shown beside a candidate's evaluation."""
-    from modelgate.store.db import transaction
+    from modelgate.store.summaries import production_drift
 
-    with transaction(ctx.db_url) as cur:
-        cur.execute(
-            """SELECT mv.version, mv.is_drifting, d.status, d.interval_start, d.interval_end,
-                      d.n_features_breached
-               FROM model_version mv LEFT JOIN LATERAL (
-                   SELECT * FROM drift_run dr WHERE dr.model_version_id = mv.model_version_id
-                   ORDER BY dr.interval_end DESC LIMIT 1) d ON true
-               WHERE mv.model_name = %s AND mv.stage = 'production'""",
-            (model_name,),
-        )
-        record = cur.fetchone()
+    record = production_drift(ctx.db_url, model_name)
     if record is None:
         return None
-    version, drifting, status, start, end, breached = record
+    version, drifting, status = record.version, record.is_drifting, record.status
+    start, end, breached = record.interval_start, record.interval_end, record.n_features_breached
     if status is None:
         return f"Production model v{version}: no drift run recorded yet."
     return (f"Production model v{version} is {'DRIFTING' if drifting else 'not drifting'}; "

@@ -35,21 +35,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("modelgate.index_page")
 
-_EVALUATION_SQL = """
-SELECT r.evaluation_run_id, v.version, COALESCE(r.finished_at, r.started_at), r.status,
-       EXISTS (SELECT 1 FROM gate_check g WHERE g.evaluation_run_id = r.evaluation_run_id
-               AND g.verdict = 'fail' AND g.severity = 'warn'),
-       r.report_key
-FROM evaluation_run r JOIN model_version v USING (model_version_id)
-WHERE v.model_name = %s AND r.report_key IS NOT NULL AND r.status IN ('passed', 'blocked')
-"""
-
-_DRIFT_SQL = """
-SELECT r.drift_run_id, v.version, r.interval_start, r.status, FALSE, r.report_key
-FROM drift_run r JOIN model_version v USING (model_version_id)
-WHERE v.model_name = %s AND r.report_key IS NOT NULL AND r.status IN ('ok', 'drift', 'no_data')
-"""
-
 _VERDICTS: dict[tuple[str, bool], IndexVerdict] = {
     ("passed", False): "passed", ("passed", True): "warn", ("blocked", False): "blocked",
     ("ok", False): "ok", ("no_data", False): "warn",
@@ -139,15 +124,10 @@ def _verdict(record: RunRecord) -> IndexVerdict:
 
 def read_runs(db_url: str, model_name: str) -> list[RunRecord]:
     """Read the model's listed evaluation and drift runs (see the module docstring)."""
-    from modelgate.store.db import transaction
+    from modelgate.store.summaries import listed_runs
 
-    records: list[RunRecord] = []
-    with transaction(db_url) as cur:
-        for kind, sql in (("evaluation", _EVALUATION_SQL), ("drift", _DRIFT_SQL)):
-            cur.execute(sql, (model_name,))
-            records.extend(RunRecord(kind, int(i), str(v), when, status, bool(warned), key)
-                           for i, v, when, status, warned, key in cur.fetchall())
-    return records
+    return [RunRecord(r.kind, r.run_id, r.version, r.when, r.status, r.warned, r.report_key)
+            for r in listed_runs(db_url, model_name)]
 
 
 def write_model_index(ctx: Context, model_name: str) -> str:

@@ -263,3 +263,23 @@ def _swap_detector(cur: Any, model_version_id: int, run_id: int, rows: DriftRows
             f"the ADWIN state of model version id {model_version_id} moved on since this run read "
             f"it ({rows.detector_seen_before} elements); retry the run"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureBreach:
+    feature: str
+    statistic_name: str
+    statistic_value: float
+    threshold: float
+
+
+def breaches_and_status(url: str, run_id: int) -> tuple[list[FeatureBreach], str]:
+    """The run's breached features (by drift rank) and its status, read in one transaction."""
+    with transaction(url) as cur:
+        cur.execute("""SELECT feature, statistic_name, statistic_value, threshold FROM feature_drift
+                       WHERE drift_run_id = %s AND verdict = 'drift' ORDER BY drift_rank""",
+                    (run_id,))
+        breaches = [FeatureBreach(*row) for row in cur.fetchall()]
+        cur.execute("SELECT status FROM drift_run WHERE drift_run_id = %s", (run_id,))
+        status = cur.fetchone()[0]
+    return breaches, str(status)

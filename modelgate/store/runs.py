@@ -239,3 +239,11 @@ def write_evaluation_results(
                    report_uri = %s, finished_at = now() WHERE evaluation_run_id = %s""",
             (status, report_key, report_uri, run_id),
         )
+
+
+def get_gate_decision(url: str, run_id: int) -> tuple[bool, str] | None:
+    """The run's stored gate decision as ``(passed, summary)``, or None before ``store``."""
+    with transaction(url) as cur:
+        cur.execute("SELECT passed, summary FROM gate_decision WHERE evaluation_run_id = %s", (run_id,))
+        record = cur.fetchone()
+    return None if record is None else (bool(record[0]), str(record[1]))

@@ -271,3 +271,36 @@ def test_end_to_end_with_default_policy() -> None:
     assert by_id["fairness:sex:equalized_odds_difference"].verdict == (
         "pass" if eod <= 0.03 else "fail")
     assert decision.passed == (not decision.blocking_failures)
+
+
+LIMIT_CASES = [
+    ("metrics: {roc_auc: {value: {lower: 0.5, upper: 0.9}}}", "value:roc_auc", 0.5, 0.9,
+     ">= 0.5 and <= 0.9"),
+    ("metrics: {roc_auc: {change: {absolute: -0.01}}}", "change:roc_auc:absolute", -0.01, None,
+     "absolute change >= -0.01 (higher is better)"),
+    ("metrics: {log_loss: {change: {relative: -0.02}}}", "change:log_loss:relative", None, 0.02,
+     "relative change <= +0.02 (lower is better)"),
+    ("metrics: {log_loss: {change: {absolute: 0.0}}}", "change:log_loss:absolute", None, -0.0,
+     "absolute change <= -0 (lower is better)"),
+    ("fairness: {default: {equalized_odds_difference: {upper: 0.03}}}",
+     "fairness:sex:equalized_odds_difference", None, 0.03, "<= 0.03"),
+]
+
+
+@pytest.mark.parametrize(("policy_text", "check_id", "lower", "upper", "text"), LIMIT_CASES,
+                         ids=["value-range", "change-higher-better", "change-lower-better",
+                              "change-zero-margin", "fairness"])
+def test_checks_carry_numeric_limits_and_the_same_text(policy_text: str, check_id: str,
+                                                       lower: float | None, upper: float | None,
+                                                       text: str) -> None:
+    """The limits are numbers on ``observed``'s scale; the text (stored in gate_check and
+    reported) is derived from them and reads as the policy wrote it."""
+    metrics = {m: est(m, 0.8) for m in ("roc_auc", "log_loss")}
+    reports = {"sex": fair("sex", equalized_odds_difference=(0.05, 0.02, 0.08))}
+    checks = decide(metrics, dict(metrics), reports, load_policy(policy_text)).checks
+    check = only(checks, check_id)
+    assert (check.lower, check.upper) == (lower, upper)
+    assert check.threshold == text
+    if check.observed is not None and check.verdict != "skipped":  # the limits are what was judged
+        inside = ((lower is None or check.observed >= lower) and (upper is None or check.observed <= upper))
+        assert inside == (check.verdict == "pass")

@@ -188,6 +188,34 @@ def test_every_step_uses_the_manifest_of_the_pinned_archive(
     assert _counts(ctx.db_url) == NO_RESULTS
 
 
+def test_decide_applies_the_policy_prepare_checked(
+    env: Settings, demo_builds: dict[str, Any], data: Path, lenient: Path,
+) -> None:
+    """The policy file is made strict between prepare and decide: the decision is still the
+    checked (lenient) policy's, and the stored policy sha256 is that of the checked bytes."""
+    from modelgate.evaluation.policy import DEFAULT_POLICY_PATH
+
+    from modelgate.pipelines.evaluation_runner import EVALUATION
+    from modelgate.pipelines.steps import run_in_process
+
+    strict = "metrics:\n  roc_auc:\n    value: {lower: 0.9999}\n"
+    checked = lenient.read_bytes()
+    ctx = Context.open(env)
+    register_archive(ctx, demo_builds["1"].archive_path)
+    ref = evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data),
+                           run_key="edited-policy", policy_path=str(lenient))
+    lenient.write_text(strict)
+    run_in_process(EVALUATION, ctx, ref, {"verify": ref}, fail=evaluate.fail, beat=evaluate.beat,
+                   through="store")
+    (passed, sha), = fetch_all(ctx.db_url, "SELECT passed, policy_sha256 FROM gate_decision")
+    assert passed is True
+    assert sha == hashlib.sha256(DEFAULT_POLICY_PATH.read_bytes() + checked).hexdigest()
+    # the edit matters: a run prepared with the edited file is blocked on it
+    again = run_evaluation_locally(demo_builds["1"].archive_path, data, lenient).payload
+    assert again["status"] == "blocked"
+    assert "value:roc_auc" in [c["check_id"] for c in again["gate"]["checks"] if c["verdict"] == "fail"]
+
+
 # --- 2. run identity: the same ONNX under two versions gives two runs -------------------------
 
 def test_the_same_onnx_under_two_versions_gives_two_runs(
@@ -395,7 +423,8 @@ def test_labels_outside_one_positive_and_one_negative_value_are_refused(
     (_, _, status, reason), = _run_rows(url)
     assert status == "failed" and reason == f"LabelError: {message}"
     assert _counts(url) == NO_RESULTS
-    assert Context.open(env).store.list_keys("runs/") == []  # refused before scoring
+    # refused before scoring: the run holds nothing but the policy its first step checked
+    assert [k.rpartition("/")[2] for k in Context.open(env).store.list_keys("runs/")] == ["policy.pkl"]
 
 
 def test_a_declared_negative_label_is_the_only_other_value_allowed(
@@ -452,7 +481,7 @@ def test_a_huge_group_label_is_refused_before_any_work(
     (_, _, status, reason), = _run_rows(url)
     assert status == "failed" and "group label of 1,000,000 characters" in reason
     store = Context.open(env).store
-    assert store.list_keys("runs/") == []
+    assert [k.rpartition("/")[2] for k in store.list_keys("runs/")] == ["policy.pkl"]  # as prepared
     assert [k for k in store.list_keys("reports/") if not k.endswith("/index.html")] == []
 
 

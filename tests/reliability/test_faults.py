@@ -23,6 +23,7 @@ from modelgate.config import Settings
 from modelgate.pipelines import evaluate
 from modelgate.pipelines.cli_runs import run_evaluation_locally
 from modelgate.pipelines.context import Context, register_archive
+from modelgate.pipelines.evaluation_runner import run_evaluation
 from modelgate.store import runs
 from modelgate.store.db import fetch_all
 from modelgate.store.objects import ObjectStoreError
@@ -184,14 +185,10 @@ def test_connection_killed_while_storing_rolls_everything_back_then_rerun(
 # --- (c) the task dies between writing the report and writing its row ----------------------
 
 def _steps_up_to_report(ctx: Context, data: Path, run_key: str) -> tuple[evaluate.RunRef, str]:
-    ref = evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data),
-                           run_key=run_key)
-    evaluate.score(ctx, ref)
-    evaluate.compute_metrics(ctx, ref)
-    evaluate.compute_fairness(ctx, ref)
-    evaluate.explain(ctx, ref)
-    evaluate.decide(ctx, ref, None)
-    return ref, evaluate.render_report(ctx, ref)
+    done = run_evaluation(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key=run_key,
+                          through="report")
+    assert done.report_link is not None and done.status is None  # stopped before "store"
+    return done.ref, done.report_link
 
 
 def test_killed_after_the_report_before_its_row_then_rerun(

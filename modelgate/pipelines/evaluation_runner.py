@@ -1,0 +1,175 @@
+"""The evaluation pipeline's step graph and its in-process runner.
+
+``EVALUATION`` is the single statement of the step order. The ``model_evaluation`` DAG
+builds its task dependencies from it (one task per step, ids = step names), and
+:func:`run_evaluation` runs the same steps one after the other for ``modelgate evaluate``,
+the tests and the benchmarks. The steps themselves are the functions of
+:mod:`modelgate.pipelines.evaluate`; the adapters below only say what each one is given.
+They import that module and look its functions up when called: DAG files import this
+module at parse time, and a test may replace a step.
+
+    verify -> partitions -> score (mapped) -> merge -> metrics, fairness, explain
+    metrics, fairness -> decide; decide, explain -> report -> store -> gate -> promote
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from modelgate.pipelines.steps import Step, StepGraph, run_in_process
+
+if TYPE_CHECKING:
+    from modelgate.pipelines.context import Context
+    from modelgate.pipelines.evaluate import RunRef
+
+
+def _evaluate() -> ModuleType:
+    from modelgate.pipelines import evaluate
+
+    return evaluate
+
+
+def _prepare(ctx: Context, **run: Any) -> RunRef:
+    ref: RunRef = _evaluate().prepare(ctx, **run)
+    return ref
+
+
+def _partitions(ctx: Context, ref: RunRef, done: dict[str, Any]) -> list[str]:
+    return _evaluate().list_dataset(ctx, ref)
+
+
+def _score(ctx: Context, ref: RunRef, done: dict[str, Any]) -> list[str]:
+    score = _evaluate().score_partition
+    return [score(ctx, ref, i, uri) for i, uri in enumerate(done["partitions"])]
+
+
+def _merge(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
+    return _evaluate().merge_partitions(ctx, ref, list(done["score"]))
+
+
+def _metrics(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
+    return _evaluate().compute_metrics(ctx, ref)
+
+
+def _fairness(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
+    return _evaluate().compute_fairness(ctx, ref)
+
+
+def _explain(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
+    return _evaluate().explain(ctx, ref)
+
+
+def _decide(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
+    return _evaluate().decide(ctx, ref)
+
+
+def _report(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
+    return _evaluate().render_report(ctx, ref)
+
+
+def _store(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
+    return _evaluate().store_results(ctx, ref)
+
+
+def _gate(ctx: Context, ref: RunRef, done: dict[str, Any]) -> bool:
+    """True when the candidate may be promoted. In-process a block is an answer (the run is
+    ``blocked``), so it stops the run here instead of raising; the DAG's task raises."""
+    evaluate = _evaluate()
+    try:
+        evaluate.enforce_gate(ctx, ref)
+    except evaluate.EvaluationBlocked:
+        return False
+    return True
+
+
+def _promote(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str | None:
+    return _evaluate().promote(ctx, ref) if done["gate"] else None
+
+
+EVALUATION = StepGraph((
+    Step("verify", _prepare),
+    Step("partitions", _partitions, after=("verify",)),
+    Step("score", _score, after=("partitions",), mapped=True),
+    Step("merge", _merge, after=("score",)),
+    Step("metrics", _metrics, after=("merge",)),
+    Step("fairness", _fairness, after=("merge",)),
+    Step("explain", _explain, after=("merge",)),
+    Step("decide", _decide, after=("metrics", "fairness")),
+    Step("report", _report, after=("decide", "explain")),
+    Step("store", _store, after=("report",)),
+    Step("gate", _gate, after=("store",), verdict=True),
+    Step("promote", _promote, after=("gate",)),
+))
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationRun:
+    """What :func:`run_evaluation` did: the run, and every step's output and wall-clock
+    seconds by step name."""
+
+    ref: RunRef
+    outputs: dict[str, Any]
+    seconds: dict[str, float]
+
+    @property
+    def status(self) -> str | None:
+        """``passed`` or ``blocked`` once the results are stored; None when stopped earlier."""
+        status = self.outputs.get("store")
+        return None if status is None else str(status)
+
+    @property
+    def report_link(self) -> str | None:
+        link = self.outputs.get("report")
+        return None if link is None else str(link)
+
+    @property
+    def promoted(self) -> str | None:
+        """What promotion did (None when not asked for or when the gate blocked)."""
+        text = self.outputs.get("promote")
+        return None if text is None else str(text)
+
+
+def run_evaluation(ctx: Context, *, model_name: str, version: str, dataset_uri: str, run_key: str,
+                   policy_path: str | None = None, promote: bool = False,
+                   through: str | None = None) -> EvaluationRun:
+    """Open an evaluation run and run its steps in this process, in ``EVALUATION`` order.
+
+    Partitions are scored one after the other (the DAG maps them over tasks). The run's
+    heartbeat is kept while the steps work; any error, Ctrl-C or SIGTERM (raised as
+    :class:`~modelgate.pipelines.liveness.Terminated`) records the run as failed and is
+    re-raised.
+
+    Parameters
+    ----------
+    ctx : Context
+        The stores.
+    model_name, version : str
+        The registered candidate.
+    dataset_uri : str
+        The held-out data: a parquet file, a directory of them or an ``s3://`` prefix.
+    run_key : str
+        The caller's key; the run's key adds the model's identity
+        (:func:`~modelgate.pipelines.evaluate.evaluation_run_key`).
+    policy_path : str, optional
+        A policy YAML layered over the default and per-model policies; checked and stored
+        with the run by the first step.
+    promote : bool
+        Also run ``gate`` and ``promote``: a passed candidate becomes production. Without
+        it the run stops after ``store``.
+    through : str, optional
+        Stop after this step instead (tests that stop a run part-way).
+
+    Returns
+    -------
+    EvaluationRun
+    """
+    evaluate = _evaluate()
+    ref = _prepare(ctx, model_name=model_name, version=version, dataset_uri=dataset_uri,
+                   run_key=run_key, policy_path=policy_path)
+    seconds: dict[str, float] = {}
+    done = run_in_process(EVALUATION, ctx, ref, {EVALUATION.root.name: ref}, fail=evaluate.fail,
+                          beat=evaluate.beat, through=through or ("promote" if promote else "store"),
+                          seconds=seconds)
+    return EvaluationRun(ref, done, seconds)

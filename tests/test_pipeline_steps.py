@@ -80,7 +80,7 @@ def test_each_step_run_twice_stores_the_same_bytes(
         ("metrics", evaluate.compute_metrics, ()),
         ("fairness", evaluate.compute_fairness, ()),
         ("explain", evaluate.explain, ()),
-        ("decide", evaluate.decide, (None,)),
+        ("decide", evaluate.decide, ()),
     ]
     for name, step, args in steps:
         first_key = step(ctx, ref, *args)

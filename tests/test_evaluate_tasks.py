@@ -288,3 +288,21 @@ def test_dag_evaluates_and_promotes_a_three_class_model(
         skm.f1_score(y, proba.argmax(axis=1), average="macro"), abs=TOL)
     assert stored["roc_auc_ovr_macro"] == pytest.approx(
         skm.roc_auc_score(y, proba, multi_class="ovr"), abs=TOL)
+
+
+def test_readme_json_section_names_every_task_metric() -> None:
+    """The README's `evaluate` JSON entry lists the metric and gap names each task reports."""
+    import re
+
+    from modelgate.evaluation.metrics import METRIC_NAMES
+    from modelgate.evaluation.multiclass import multiclass_metric_names
+    from modelgate.evaluation.regression import REGRESSION_METRIC_NAMES
+    from modelgate.fairness.regression import REGRESSION_FAIRNESS_NAMES
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    entry = re.search(r"^- `evaluate`: (.*?)^- `explain`", readme, flags=re.S | re.M)
+    assert entry is not None
+    text = entry.group(1)
+    names = (*METRIC_NAMES, *multiclass_metric_names(["<class>"]), *REGRESSION_METRIC_NAMES,
+             *REGRESSION_FAIRNESS_NAMES, "tpr_gap[<class>]", "task")
+    assert [n for n in names if n not in text] == []

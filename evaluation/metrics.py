@@ -52,11 +52,13 @@ __all__ = [
     "ComparisonReport",
     "MetricDelta",
     "MetricEstimate",
+    "PairedComparison",
     "PerformanceReport",
     "bootstrap_indices",
     "calibration_table",
     "compare",
     "evaluate",
+    "paired_deltas",
 ]
 
 MetricName = Literal["roc_auc", "accuracy", "precision", "recall", "f1", "log_loss", "brier"]
@@ -187,6 +189,51 @@ class ComparisonReport:
     def by_name(self) -> Mapping[str, MetricDelta]:
         """Return a read-only mapping from metric name to paired delta."""
         return MappingProxyType({d.name: d for d in self.deltas})
+
+
+@dataclass(frozen=True, slots=True)
+class PairedComparison:
+    """Paired deltas of a multiclass or regression model against its champion.
+
+    The binary :class:`ComparisonReport` without the decision threshold, which those
+    tasks do not have; the deltas come from the same resampled rows for both models.
+    """
+
+    deltas: tuple[MetricDelta, ...]
+    n: int
+    n_bootstrap: int
+    confidence_level: float
+    seed: int
+
+    def by_name(self) -> Mapping[str, MetricDelta]:
+        """Return a read-only mapping from metric name to paired delta."""
+        return MappingProxyType({d.name: d for d in self.deltas})
+
+
+def paired_deltas(names: tuple[str, ...], point: tuple[_FloatArray, _FloatArray],
+                  resampled: tuple[_FloatArray, _FloatArray], *, n: int,
+                  confidence_level: float) -> tuple[MetricDelta, ...]:
+    """One :class:`MetricDelta` per metric from two models' point values ``(M,)`` and their
+    values on the same resamples ``(B, M)`` (candidate first); NaN marks an undefined value.
+
+    Examples
+    --------
+    >>> d = paired_deltas(("mae",), (np.array([1.0]), np.array([1.5])),
+    ...                   (np.array([[1.0], [2.0]]), np.array([[1.5], [2.0]])), n=4,
+    ...                   confidence_level=0.5)
+    >>> d[0].delta, d[0].ci_lower, d[0].ci_upper
+    (-0.5, -0.375, -0.125)
+    """
+    out = []
+    for j, name in enumerate(names):
+        new, old = float(point[0][j]), float(point[1][j])
+        reason = ("candidate: undefined" if not np.isfinite(new) else
+                  "champion: undefined" if not np.isfinite(old) else None)
+        diff = _estimate(name, new - old, reason, resampled[0][:, j] - resampled[1][:, j],
+                         confidence_level, n)
+        out.append(MetricDelta(name, new, old, diff.value, diff.ci_lower, diff.ci_upper, n,
+                               diff.undefined_reason))
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)

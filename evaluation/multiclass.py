@@ -34,11 +34,17 @@ from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
-from modelgate.evaluation.metrics import MetricEstimate, percentile_interval
+from modelgate.evaluation.metrics import (
+    MetricEstimate,
+    PairedComparison,
+    paired_deltas,
+    percentile_interval,
+)
 
 from modelgate.intervals import bootstrap_counts
 
-__all__ = ["MulticlassReport", "class_indices", "evaluate_multiclass", "multiclass_metric_names"]
+__all__ = ["MulticlassReport", "class_indices", "compare_multiclass", "evaluate_multiclass",
+           "multiclass_metric_names"]
 
 _FloatArray = npt.NDArray[np.float64]
 _SUMMARY = ("accuracy", "macro_f1", "weighted_f1", "roc_auc_ovr_macro", "log_loss")
@@ -179,6 +185,23 @@ def _metrics(sums: _FloatArray, auc: _FloatArray, n_classes: int) -> _FloatArray
     return np.hstack([summary, recall, precision])
 
 
+def _point_and_resampled(y: npt.NDArray[np.int64], probas: Sequence[_FloatArray], *,
+                         n_bootstrap: int, seed: int) -> tuple[list[_FloatArray], list[_FloatArray]]:
+    """Per model: every metric on all rows ``(M,)`` and on each resample ``(B, M)``; the
+    models share the resamples (a paired bootstrap)."""
+    c = probas[0].shape[1]
+    rows = [_row_statistics(y, p) for p in probas]
+    classes = [_sorted_classes(y, p) for p in probas]
+    ones = np.ones((1, len(y)))
+    point = [_metrics(ones @ r, _ovr_auc(ones, k), c)[0] for r, k in zip(rows, classes, strict=True)]
+    parts: list[list[_FloatArray]] = [[] for _ in probas]
+    for w in bootstrap_counts(len(y), n_bootstrap=n_bootstrap, seed=seed):
+        for model, (r, k) in enumerate(zip(rows, classes, strict=True)):
+            parts[model].append(_metrics(w @ r, _ovr_auc(w, k), c))
+    width = 5 + 2 * c
+    return point, [np.vstack(x) if x else np.empty((0, width)) for x in parts]
+
+
 def _reasons(values: _FloatArray, names: tuple[str, ...]) -> dict[str, str | None]:
     reasons: dict[str, str | None] = {}
     for name, value in zip(names, values, strict=True):
@@ -246,12 +269,8 @@ def evaluate_multiclass(
     if not 0.0 < confidence_level < 1.0:
         raise ValueError(f"confidence_level must be in (0, 1); got {confidence_level!r}")
     names = multiclass_metric_names(labels)
-    rows, sorted_classes = _row_statistics(y, p), _sorted_classes(y, p)
-    ones = np.ones((1, len(y)))
-    point = _metrics(ones @ rows, _ovr_auc(ones, sorted_classes), p.shape[1])[0]
-    parts = [_metrics(w @ rows, _ovr_auc(w, sorted_classes), p.shape[1])
-             for w in bootstrap_counts(len(y), n_bootstrap=n_bootstrap, seed=seed)]
-    boot = np.vstack(parts) if parts else np.empty((0, len(names)))
+    points, boots = _point_and_resampled(y, [p], n_bootstrap=n_bootstrap, seed=seed)
+    point, boot = points[0], boots[0]
     reasons = _reasons(point, names)
     metrics = []
     for j, name in enumerate(names):
@@ -260,3 +279,62 @@ def evaluate_multiclass(
             lower = upper = float("nan")
         metrics.append(MetricEstimate(name, float(point[j]), lower, upper, len(y), reasons[name]))
     return MulticlassReport(tuple(metrics), labels, len(y), n_bootstrap, confidence_level, seed)
+
+
+def compare_multiclass(
+    y_true: npt.ArrayLike,
+    candidate_proba: npt.ArrayLike,
+    champion_proba: npt.ArrayLike,
+    *,
+    classes: Sequence[object] | None = None,
+    n_bootstrap: int = 1000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> PairedComparison:
+    """Paired bootstrap of ``candidate - champion`` for every multiclass metric, same rows.
+
+    Both models are judged on the same resamples (those of :func:`evaluate_multiclass` for
+    the seed), so each delta's interval is that of the paired difference. The two models
+    must have the same classes in the same order.
+
+    Parameters
+    ----------
+    y_true : array_like of int, shape (N,)
+        Class indices ``0 .. C-1``.
+    candidate_proba, champion_proba : array_like, shape (N, C)
+        The two models' probabilities, columns in class order.
+    classes, n_bootstrap, confidence_level, seed
+        As for :func:`evaluate_multiclass`.
+
+    Returns
+    -------
+    PairedComparison
+
+    Raises
+    ------
+    ValueError
+        As :func:`evaluate_multiclass`, or when the two probability matrices differ in shape.
+
+    Examples
+    --------
+    >>> y = [0, 1, 2, 1]
+    >>> new = [[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], [0.3, 0.6, 0.1]]
+    >>> old = [[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], [0.5, 0.4, 0.1]]
+    >>> d = compare_multiclass(y, new, old, n_bootstrap=0).by_name()["accuracy"]
+    >>> d.candidate, d.champion, d.delta
+    (1.0, 0.75, 0.25)
+    """
+    y, new = _check(y_true, candidate_proba)
+    _, old = _check(y, champion_proba)
+    if new.shape != old.shape:
+        raise ValueError(f"champion_proba must have the candidate's shape {new.shape}; got "
+                         f"{old.shape}")
+    if not 0.0 < confidence_level < 1.0:
+        raise ValueError(f"confidence_level must be in (0, 1); got {confidence_level!r}")
+    labels = tuple(str(c) for c in (range(new.shape[1]) if classes is None else classes))
+    if len(labels) != new.shape[1]:
+        raise ValueError(f"classes must name the {new.shape[1]} probability columns; got {len(labels)}")
+    point, boot = _point_and_resampled(y, [new, old], n_bootstrap=n_bootstrap, seed=seed)
+    deltas = paired_deltas(multiclass_metric_names(labels), (point[0], point[1]),
+                           (boot[0], boot[1]), n=len(y), confidence_level=confidence_level)
+    return PairedComparison(deltas, len(y), n_bootstrap, confidence_level, seed)

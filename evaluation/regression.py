@@ -23,11 +23,17 @@ from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
-from modelgate.evaluation.metrics import MetricEstimate, percentile_interval
+from modelgate.evaluation.metrics import (
+    MetricEstimate,
+    PairedComparison,
+    paired_deltas,
+    percentile_interval,
+)
 
 from modelgate.intervals import bootstrap_counts
 
-__all__ = ["REGRESSION_METRIC_NAMES", "RegressionReport", "evaluate_regression"]
+__all__ = ["REGRESSION_METRIC_NAMES", "RegressionReport", "compare_regression",
+           "evaluate_regression"]
 
 REGRESSION_METRIC_NAMES = ("rmse", "mae", "r2", "mean_error")
 _FloatArray = npt.NDArray[np.float64]
@@ -71,6 +77,22 @@ def _metrics(sums: _FloatArray) -> _FloatArray:
     return np.column_stack([np.sqrt(e2 / n), ae / n, r2, e / n])
 
 
+def _point_and_resampled(y: _FloatArray, predictions: list[_FloatArray], *, n_bootstrap: int,
+                         seed: int) -> tuple[list[_FloatArray], list[_FloatArray]]:
+    """Per model: the metrics on all rows ``(4,)`` and on each shared resample ``(B, 4)``."""
+    yc = y - y.mean()
+    rows = []
+    for pred in predictions:
+        e = pred - y
+        rows.append(np.column_stack([np.ones_like(y), e, e * e, np.abs(e), yc, yc * yc]))
+    point = [_metrics(r.sum(axis=0, keepdims=True))[0] for r in rows]
+    parts: list[list[_FloatArray]] = [[] for _ in rows]
+    for w in bootstrap_counts(len(y), n_bootstrap=n_bootstrap, seed=seed):
+        for model, r in enumerate(rows):
+            parts[model].append(_metrics(w @ r))
+    return point, [np.vstack(x) if x else np.empty((0, 4)) for x in parts]
+
+
 def evaluate_regression(
     y_true: npt.ArrayLike,
     prediction: npt.ArrayLike,
@@ -110,11 +132,8 @@ def evaluate_regression(
     y, pred = _check(y_true, prediction)
     if not 0.0 < confidence_level < 1.0:
         raise ValueError(f"confidence_level must be in (0, 1); got {confidence_level!r}")
-    e, yc = pred - y, y - y.mean()
-    rows = np.column_stack([np.ones_like(y), e, e * e, np.abs(e), yc, yc * yc])
-    point = _metrics(rows.sum(axis=0, keepdims=True))[0]
-    parts = [_metrics(w @ rows) for w in bootstrap_counts(len(y), n_bootstrap=n_bootstrap, seed=seed)]
-    boot = np.vstack(parts) if parts else np.empty((0, 4))
+    points, boots = _point_and_resampled(y, [pred], n_bootstrap=n_bootstrap, seed=seed)
+    point, boot = points[0], boots[0]
     metrics = []
     for j, name in enumerate(REGRESSION_METRIC_NAMES):
         reason = None if np.isfinite(point[j]) else "y_true is constant"
@@ -122,3 +141,49 @@ def evaluate_regression(
                                                                                confidence_level)
         metrics.append(MetricEstimate(name, float(point[j]), lower, upper, len(y), reason))
     return RegressionReport(tuple(metrics), len(y), n_bootstrap, confidence_level, seed)
+
+
+def compare_regression(
+    y_true: npt.ArrayLike,
+    candidate_prediction: npt.ArrayLike,
+    champion_prediction: npt.ArrayLike,
+    *,
+    n_bootstrap: int = 1000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> PairedComparison:
+    """Paired bootstrap of ``candidate - champion`` for every regression metric, same rows.
+
+    Parameters
+    ----------
+    y_true : array_like of float, shape (N,)
+        Observed values (finite).
+    candidate_prediction, champion_prediction : array_like of float, shape (N,)
+        The two models' predictions (finite).
+    n_bootstrap, confidence_level, seed
+        As for :func:`evaluate_regression` (the same resamples for the seed).
+
+    Returns
+    -------
+    PairedComparison
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: wrong shapes, NaN or infinite values.
+
+    Examples
+    --------
+    >>> d = compare_regression([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 5.0], [1.5, 2.0, 2.5, 5.0],
+    ...                        n_bootstrap=0).by_name()["mae"]
+    >>> d.candidate, d.champion, d.delta
+    (0.25, 0.5, -0.25)
+    """
+    y, new = _check(y_true, candidate_prediction)
+    _, old = _check(y, champion_prediction)
+    if not 0.0 < confidence_level < 1.0:
+        raise ValueError(f"confidence_level must be in (0, 1); got {confidence_level!r}")
+    point, boot = _point_and_resampled(y, [new, old], n_bootstrap=n_bootstrap, seed=seed)
+    deltas = paired_deltas(REGRESSION_METRIC_NAMES, (point[0], point[1]), (boot[0], boot[1]),
+                           n=len(y), confidence_level=confidence_level)
+    return PairedComparison(deltas, len(y), n_bootstrap, confidence_level, seed)

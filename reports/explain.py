@@ -60,7 +60,8 @@ import pandas as pd
 
 Algorithm = Literal["permutation", "exact", "kernel", "auto"]
 Output = Literal["probability", "logit", "value"]
-Reason = Literal["highest_score", "lowest_score", "false_positive", "false_negative", "random"]
+Reason = Literal["highest_score", "lowest_score", "false_positive", "false_negative", "random",
+                 "largest_error", "smallest_error"]
 Predict = Callable[[pd.DataFrame], npt.ArrayLike]
 
 #: Background rows used by the masker; a larger background is subsampled (seeded).
@@ -84,6 +85,7 @@ __all__ = [
     "RowSelection",
     "explain",
     "global_importance",
+    "select_error_rows",
     "select_rows",
 ]
 
@@ -433,6 +435,53 @@ def select_rows(
         for i in order[:n_each]:
             picks.setdefault(int(i), []).append(reason)
     rest = np.setdiff1d(np.arange(len(s)), np.fromiter(picks, dtype=np.int64, count=len(picks)))
+    rng = np.random.default_rng(seed)
+    for i in rng.choice(rest, size=min(n_random, len(rest)), replace=False):
+        picks[int(i)] = ["random"]
+    indices = np.fromiter(picks, dtype=np.int64, count=len(picks))
+    return RowSelection(_frozen(indices), tuple(tuple(r) for r in picks.values()))
+
+
+def select_error_rows(errors: npt.ArrayLike, *, n_each: int = 3, n_random: int = 3,
+                      seed: int = 0) -> RowSelection:
+    """Choose rows of a multiclass or regression model to explain: the worst and best.
+
+    Picks the ``n_each`` rows with the largest and the smallest ``errors`` (ties to the
+    earlier row), then ``n_random`` further rows drawn at random (seeded) from the rest;
+    what an error is belongs to the caller (``1 - p(true class)``, ``|prediction - y|``).
+
+    Parameters
+    ----------
+    errors : array-like of float, shape (n,)
+        One finite error per row, larger is worse.
+    n_each, n_random, seed
+        As for :func:`select_rows`.
+
+    Returns
+    -------
+    RowSelection
+
+    Raises
+    ------
+    ValueError
+        For non-finite errors or negative counts.
+
+    Examples
+    --------
+    >>> sel = select_error_rows([0.5, 2.0, 0.1, 1.0], n_each=1, n_random=0)
+    >>> sel.indices.tolist(), sel.reasons
+    ([1, 2], (('largest_error',), ('smallest_error',)))
+    """
+    e = np.asarray(errors, dtype=np.float64)
+    if e.ndim != 1 or not np.all(np.isfinite(e)):
+        raise ValueError(f"errors must be a 1-D array of finite floats; got shape {e.shape!r}")
+    _validate_selection(e, np.zeros(e.shape), np.zeros(e.shape), n_each, n_random)
+    picks: dict[int, list[Reason]] = {}
+    for reason, order in (("largest_error", np.argsort(-e, kind="stable")),
+                          ("smallest_error", np.argsort(e, kind="stable"))):
+        for i in order[:n_each]:
+            picks.setdefault(int(i), []).append(reason)  # type: ignore[arg-type]
+    rest = np.setdiff1d(np.arange(len(e)), np.fromiter(picks, dtype=np.int64, count=len(picks)))
     rng = np.random.default_rng(seed)
     for i in rng.choice(rest, size=min(n_random, len(rest)), replace=False):
         picks[int(i)] = ["random"]

@@ -165,6 +165,32 @@ class GroupRow:
 
 
 @dataclass(frozen=True, slots=True)
+class ErrorGroupRow:
+    """A regression model's errors in one group of one sensitive feature (label units).
+
+    Examples
+    --------
+    >>> ErrorGroupRow("F", 800, 1.2, 1.6, 30.5, -0.1, small_group=False).rmse
+    1.6
+    """
+
+    group: str
+    n: int
+    mae: float
+    rmse: float
+    mean_prediction: float
+    mean_error: float
+    small_group: bool
+
+    def __post_init__(self) -> None:
+        _check_count("ErrorGroupRow.n", self.n)
+        for field in ("mae", "rmse"):
+            value = getattr(self, field)
+            if not (math.isnan(value) or value >= 0.0):
+                raise ValueError(f"ErrorGroupRow.{field} must be >= 0 or nan, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class GapRow:
     """One fairness gap (e.g. the TPR difference) with its interval and threshold.
 
@@ -204,6 +230,8 @@ class FairnessSection:
     sensitive_feature: str
     groups: tuple[GroupRow, ...]
     gaps: tuple[GapRow, ...]
+    #: Regression models: the group errors, shown instead of the rates.
+    error_groups: tuple[ErrorGroupRow, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

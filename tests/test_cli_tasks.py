@@ -1,5 +1,5 @@
-"""The CLI on every task: score and explain per task, evaluate refusing non-binary models early,
-and evaluate on a ZipMap model with string classes."""
+"""The CLI on every task: score and explain per task, and evaluate on a ZipMap model with string
+classes (multiclass and regression evaluation: tests/test_evaluate_tasks.py)."""
 
 from __future__ import annotations
 
@@ -62,20 +62,6 @@ def test_explain_and_score_a_regression_model(tmp_path: Path) -> None:
     assert list(out.columns) == ["prediction"]
     np.testing.assert_allclose(out["prediction"], build("xgboost-regression").native,
                                rtol=1e-5, atol=1e-4)
-
-
-def test_evaluate_refuses_a_regression_model_early_and_records_why(settings_env, tmp_path: Path,
-                                                                   ) -> None:
-    from modelgate.store.db import transaction
-
-    archive, data = _archive_and_data("sklearn-regression", tmp_path)
-    result = _cli("evaluate", "--model", str(archive), "--data", str(data), "--format", "json")
-    assert result.returncode != 0
-    assert "is regression: the evaluation pipeline takes binary_classification" in result.stderr
-    with transaction(settings_env.database_url) as cur:
-        cur.execute("SELECT status, failure_reason, rows_scored FROM evaluation_run")
-        ((status, reason, rows),) = cur.fetchall()
-    assert status == "failed" and "binary_classification models only" in reason and rows is None
 
 
 def test_evaluate_a_zipmap_model_with_string_classes_and_a_first_positive_class(

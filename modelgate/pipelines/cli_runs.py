@@ -57,7 +57,8 @@ def _outcome(ctx: Context, ref: evaluate.RunRef, status: str, link: str,
     fairness = evaluate.get_pickle(ctx, f"{ref.prefix()}/fairness.pkl")
     d = decided.decision
     payload: dict[str, Any] = {
-        "evaluation_run_id": run.evaluation_run_id, "run_key": run.run_key, "status": status,
+        "evaluation_run_id": run.evaluation_run_id, "run_key": run.run_key, "task": metrics.task,
+        "status": status,
         "provider": run.provider, "rows_scored": run.rows_scored,
         "scoring_rows_per_s": run.scoring_rows_per_s, "report": link, "promoted": promoted,
         "auc_error_bound": metrics.auc_error_bound,

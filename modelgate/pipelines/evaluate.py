@@ -14,6 +14,7 @@ import logging
 import os
 import pickle
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ import pyarrow.parquet as pq
 from modelgate.logsafe import one_line
 from modelgate.metrics import emit as emit_metrics
 from modelgate.metrics import gate_metrics
-from modelgate.pipelines import index_page, partitions
+from modelgate.pipelines import evaluate_tasks, index_page, partitions
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.store import models, runs
@@ -128,24 +129,17 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
              "no champion" if champion_id is None else f"champion v{champion.version}")  # type: ignore[union-attr]
     ref = RunRef(run_id, key)
     try:
-        _require_binary(candidate.manifest, model_name)
+        if champion_id is not None:  # compared on the same terms only (task, classes)
+            evaluate_tasks.check_champion(candidate.manifest, champion.manifest)  # type: ignore[union-attr]
+        policy, policy_sha = load_policy_for_run(policy_path, model_name,
+                                                 task=evaluate_tasks.task_of(candidate.manifest))
+        evaluate_tasks.check_policy_classes(policy, candidate.manifest)
         # decide applies this checked policy, not whatever the file holds by then
-        put_pickle(ctx, policy_key(ref), CheckedPolicy(*load_policy_for_run(policy_path, model_name)))
+        put_pickle(ctx, policy_key(ref), CheckedPolicy(policy, policy_sha))
     except Exception as exc:
         fail(ctx, ref, exc)
         raise
     return ref
-
-
-def _require_binary(manifest: dict[str, Any], model_name: str) -> None:
-    """The steps below (metrics, fairness, SHAP, report, stored rows) are binary-only so far:
-    refuse other tasks before any scoring, with what does take them."""
-    task = manifest.get("task", "binary_classification")
-    if task != "binary_classification":
-        raise ValueError(
-            f"model {model_name!r} is {task}: the evaluation pipeline takes binary_classification "
-            "models only so far (score, explain and drift monitoring take every task; the "
-            "multiclass/regression metrics, fairness and policies exist as library functions)")
 
 
 def _score_one(ctx: Context, row: models.ModelVersionRow, data: Path, out: Path,
@@ -186,7 +180,7 @@ class PartitionResult:
     provider: str
     sha256: str
     scores_key: str
-    statistics: Any  # evaluation.sufficient.EvaluationStatistics
+    statistics: Any  # evaluation.sufficient.EvaluationStatistics; None unless binary
     provider_reason: str = ""
     tf32_allowed: bool = False
 
@@ -195,7 +189,7 @@ class PartitionResult:
 class MergedStatistics:
     """The merged statistics of every partition, and the partitions in order."""
 
-    statistics: Any  # evaluation.sufficient.EvaluationStatistics
+    statistics: Any  # evaluation.sufficient.EvaluationStatistics; None unless binary
     partitions: tuple[tuple[str, str, int, str], ...]  # (name, uri, rows, scores key)
 
 
@@ -226,9 +220,13 @@ def score_partition(ctx: Context, ref: RunRef, index: int, partition_uri: str) -
     if run.champion_version_id is not None:
         champion = _model_row(ctx, run.champion_version_id)
         champion_path = _score_one(ctx, champion, data, work / "champion.parquet", []).output_path
-        champion_threshold = champion.manifest["threshold"]
-    statistics = _summarise(scored.output_path, champion_path, manifest, champion_threshold,
-                            work / "scores.parquet")
+        champion_threshold = champion.manifest.get("threshold")
+    statistics = None  # multiclass and regression keep the scored columns (evaluate_tasks)
+    if evaluate_tasks.task_of(manifest) == evaluate_tasks.BINARY:
+        statistics = _summarise(scored.output_path, champion_path, manifest, champion_threshold,
+                                work / "scores.parquet")
+    else:
+        evaluate_tasks.join_champion(scored.output_path, champion_path, work / "scores.parquet")
     scores_key = f"{ref.prefix()}/scores/{part}.parquet"
     ctx.store.put_file(scores_key, work / "scores.parquet", content_type="application/vnd.apache.parquet")
     result = PartitionResult(index, partitions.partition_name(run.dataset_uri, partition_uri),
@@ -301,18 +299,20 @@ def merge_partitions(ctx: Context, ref: RunRef, keys: list[str]) -> str:
     if [r.index for r in results] != list(range(len(results))):
         raise ValueError(f"partition results must be 0..{len(results) - 1} in order; got "
                          f"{[r.index for r in results]!r}")
-    statistics = sufficient.merge([r.statistics for r in results])
+    binary = all(r.statistics is not None for r in results)
+    statistics = sufficient.merge([r.statistics for r in results]) if binary else None
+    rows = statistics.n if statistics is not None else sum(r.rows for r in results)
     fingerprint = partitions.dataset_fingerprint([(r.name, r.sha256) for r in results])
     seconds = sum(r.seconds for r in results)
     runs.record_scoring(
         ctx.db_url, ref.evaluation_run_id, provider=", ".join(sorted({r.provider for r in results})),
-        rows=statistics.n, seconds=seconds, dataset_sha256=fingerprint,
+        rows=rows, seconds=seconds, dataset_sha256=fingerprint,
         scores_uri=ctx.store.uri(f"{ref.prefix()}/scores"),
         provider_reason="; ".join(dict.fromkeys(r.provider_reason for r in results)),
         tf32_allowed=any(r.tf32_allowed for r in results),
     )
     log.info("evaluation run %d: merged %d partition(s), %d rows, dataset sha256 %s",
-             ref.evaluation_run_id, len(results), statistics.n, fingerprint[:16])
+             ref.evaluation_run_id, len(results), rows, fingerprint[:16])
     merged = MergedStatistics(statistics, tuple((r.name, r.uri, r.rows, r.scores_key) for r in results))
     return put_pickle(ctx, f"{ref.prefix()}/statistics.pkl", merged)
 
@@ -400,11 +400,12 @@ BOOTSTRAP_SEED = 0
 
 @dataclass(frozen=True, slots=True)
 class MetricsResult:
-    candidate: Any  # evaluation.metrics.PerformanceReport
-    champion: Any | None  # PerformanceReport of the champion on the same rows
-    comparison: Any | None  # evaluation.metrics.ComparisonReport (paired deltas)
-    distinct_scores: int | None = None  # rows of the candidate's merged score table
+    candidate: Any  # PerformanceReport, MulticlassReport or RegressionReport
+    champion: Any | None  # the champion's report of the same kind, on the same rows
+    comparison: Any | None  # ComparisonReport or PairedComparison (paired deltas)
+    distinct_scores: int | None = None  # rows of the candidate's merged score table (binary)
     auc_error_bound: float = 0.0  # 0: AUC exact; else the largest |reported - exact|
+    task: str = "binary_classification"
 
 
 def labels_from_scores(table: pa.Table, manifest: dict[str, Any]) -> Any:
@@ -428,7 +429,10 @@ MAX_GROUP_LABEL_CHARS = 1000
 
 def check_held_out(table: pa.Table, manifest: dict[str, Any]) -> None:
     """Labels and sensitive-group labels, checked before any work is done on the rows."""
-    labels_from_scores(table, manifest)
+    if evaluate_tasks.task_of(manifest) == evaluate_tasks.BINARY:
+        labels_from_scores(table, manifest)
+    else:
+        evaluate_tasks.targets(table, manifest)
     for feature in manifest["sensitive_features"]:
         lengths = {len(str(v)) for v in table.column(feature).unique().to_pylist() if v is not None}
         if lengths and max(lengths) > MAX_GROUP_LABEL_CHARS:
@@ -447,7 +451,10 @@ def compute_metrics(ctx: Context, ref: RunRef) -> str:
     from the merged statistics (exact point metrics; multinomial bootstrap over the counts)."""
     from modelgate.evaluation import sufficient
 
-    _candidate_row(ctx, runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id))  # pinned archive
+    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
+    manifest = _candidate_row(ctx, run).manifest  # pinned archive
+    if evaluate_tasks.task_of(manifest) != evaluate_tasks.BINARY:
+        return _compute_task_metrics(ctx, ref, manifest, champion=run.champion_version_id is not None)
     statistics = load_statistics(ctx, ref).statistics
     summary = sufficient.performance_from_statistics(statistics, n_bootstrap=N_BOOTSTRAP,
                                                      seed=BOOTSTRAP_SEED)
@@ -457,6 +464,21 @@ def compute_metrics(ctx: Context, ref: RunRef) -> str:
              f"within {summary.auc_error_bound:.2e} (scores on a grid)")
     result = MetricsResult(summary.candidate, summary.champion, summary.comparison,
                            summary.distinct_scores, summary.auc_error_bound)
+    return put_pickle(ctx, f"{ref.prefix()}/metrics.pkl", result)
+
+
+def _compute_task_metrics(ctx: Context, ref: RunRef, manifest: dict[str, Any], *,
+                          champion: bool) -> str:
+    """Multiclass or regression metrics from the partitions' scored columns, concatenated."""
+    task = evaluate_tasks.task_of(manifest)
+    work = ctx.scratch("evaluation", ref.run_key, "metrics")
+    table = evaluate_tasks.read_scores(ctx, load_statistics(ctx, ref).partitions,
+                                       evaluate_tasks.score_columns(manifest, champion), work)
+    candidate, champion_report, comparison = evaluate_tasks.compute_metrics(
+        table, manifest, champion=champion, n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED)
+    log.info("%s metrics on %d rows with %d bootstrap resamples%s", task, table.num_rows,
+             N_BOOTSTRAP, " (paired with the champion)" if champion else "")
+    result = MetricsResult(candidate, champion_report, comparison, task=task)
     return put_pickle(ctx, f"{ref.prefix()}/metrics.pkl", result)
 
 
@@ -486,7 +508,6 @@ def explain(ctx: Context, ref: RunRef) -> str:
     """SHAP values through batched ONNX Runtime calls: global importance and waterfalls."""
     import numpy as np
 
-    from modelgate.reports.explain import explain as shap_explain
     from modelgate.reports.explain import global_importance, select_rows
     from modelgate.reports.waterfall import waterfall_png
 
@@ -495,22 +516,30 @@ def explain(ctx: Context, ref: RunRef) -> str:
     work = ctx.scratch("explain", ref.run_key)
     scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
     features = list(scorer.feature_names)
+    task = evaluate_tasks.task_of(row.manifest)
+    columns = (["score", "prediction"] if task == evaluate_tasks.BINARY
+               else evaluate_tasks.prediction_columns(row.manifest))
     data, table, names = _sample_rows(ctx, load_statistics(ctx, ref), features,
                                       row.manifest["label"]["column"], work,
-                                      id_column=row.manifest.get("id_column"))
-    y = labels_from_scores(table, row.manifest)
-    scores, preds = table.column("score").to_numpy(), table.column("prediction").to_numpy()
+                                      id_column=row.manifest.get("id_column"), columns=columns)
+    explainer = _explainer(scorer, task, features)
     rng = np.random.default_rng(SHAP_SEED)
     background = data.iloc[np.sort(rng.choice(len(data), min(100, len(data)), replace=False))]
     sample = data.iloc[np.sort(rng.choice(len(data), min(SHAP_GLOBAL_ROWS, len(data)), replace=False))]
-    overall = _explain_with_progress(scorer.predict_proba, sample, background, features)
-    chosen = select_rows(scores, y, preds, seed=SHAP_SEED)
-    picked = shap_explain(scorer.predict_proba, data.iloc[chosen.indices], background,
-                          features=features, seed=SHAP_SEED)
+    overall = _explain_with_progress(explainer, sample, background)
+    if task == evaluate_tasks.BINARY:
+        y = labels_from_scores(table, row.manifest)
+        scores, preds = table.column("score").to_numpy(), table.column("prediction").to_numpy()
+        chosen = select_rows(scores, y, preds, seed=SHAP_SEED)
+        labels = [f"{names[i]} (score {scores[i]:.3f}, label {int(y[i])})" for i in chosen.indices]
+    else:
+        chosen, labels = _chosen_rows(table, row.manifest, names)
+    picked = explainer(data.iloc[chosen.indices], background, SHAP_SEED)
     waterfalls = tuple(
-        (f"{names[i]} (score {scores[i]:.3f}, label {int(y[i])})", ", ".join(reasons),
+        (label, ", ".join(reasons),
          waterfall_png(picked, k, title=f"{names[i]}: {', '.join(reasons)}"))
-        for k, (i, reasons) in enumerate(zip(chosen.indices, chosen.reasons, strict=True))
+        for k, (i, reasons, label) in enumerate(zip(chosen.indices, chosen.reasons, labels,
+                                                    strict=True))
     )
     gaps = [np.abs(e.base_values + e.values.sum(axis=1) - e.model_output).max() for e in (overall, picked)]
     result = ExplainResult(
@@ -525,9 +554,52 @@ def explain(ctx: Context, ref: RunRef) -> str:
     return put_pickle(ctx, f"{ref.prefix()}/explain.pkl", result)
 
 
+def _explainer(scorer: Any, task: str, features: list[str]) -> Any:
+    """``explainer(rows, background, seed)`` -> Explanation of what a report explains per
+    task: the positive class's probability (binary), each row's predicted class's
+    probability (multiclass) or the predicted value (regression)."""
+    from modelgate.reports.explain import explain as shap_explain
+    from modelgate.reports.explain import explain_class
+
+    def explainer(rows: Any, background: Any, seed: int) -> Any:
+        if task == evaluate_tasks.REGRESSION:
+            return shap_explain(scorer.predict_value, rows, background, features=features,
+                                seed=seed, output="value")
+        if task == evaluate_tasks.MULTICLASS:
+            return explain_class(scorer.predict_class_proba, rows, background, features=features,
+                                 seed=seed)[0]
+        return shap_explain(scorer.predict_proba, rows, background, features=features, seed=seed)
+
+    return explainer
+
+
+def _chosen_rows(table: pa.Table, manifest: dict[str, Any], names: list[str]) -> tuple[Any, list[str]]:
+    """Rows of a multiclass or regression model worth a waterfall (largest and smallest
+    error, random), and how each is labelled; the error is ``1 - p(true class)`` or
+    ``|prediction - label|``."""
+    import numpy as np
+
+    from modelgate.reports.explain import select_error_rows
+
+    y = evaluate_tasks.targets(table, manifest)
+    pred = table.column("prediction").to_numpy()
+    if evaluate_tasks.task_of(manifest) == evaluate_tasks.REGRESSION:
+        chosen = select_error_rows(np.abs(pred - y), seed=SHAP_SEED)
+        return chosen, [f"{names[i]} (prediction {pred[i]:.4g}, label {y[i]:.4g})"
+                        for i in chosen.indices]
+    classes = evaluate_tasks.classes_of(manifest)
+    proba = np.column_stack([table.column(f"proba_{k}").to_numpy() for k in range(len(classes))])
+    chosen = select_error_rows(1.0 - proba[np.arange(len(y)), y], seed=SHAP_SEED)
+    score = table.column("score").to_numpy()
+    return chosen, [f"{names[i]} (explained: predicted class {classes[pred[i]]!s} p={score[i]:.3f}, "
+                    f"label {classes[y[i]]!s})" for i in chosen.indices]
+
+
 def _sample_rows(ctx: Context, merged: MergedStatistics, features: list[str], label: str,
-                 work: Path, *, id_column: str | None = None) -> tuple[Any, pa.Table, list[str]]:
-    """Features (a data frame) and scores of a seeded sample of rows across partitions.
+                 work: Path, *, id_column: str | None = None,
+                 columns: Sequence[str] = ("score", "prediction")) -> tuple[Any, pa.Table, list[str]]:
+    """Features (a data frame) and scores (``label`` and ``columns`` of the scores) of a
+    seeded sample of rows across partitions.
 
     Also returns how a report names each row: by the manifest's ``id_column`` when the data
     has it (``row_id 8812``), else by its position (``row 17``; ``row <partition>:17`` when
@@ -545,7 +617,7 @@ def _sample_rows(ctx: Context, merged: MergedStatistics, features: list[str], la
         dataset = fetch_dataset(ctx, uri, part)
         frames.append(partitions.read_rows(dataset, features, where))
         scores_path = ctx.store.download(scores_key, part / "scores.parquet")
-        scored.append(partitions.read_rows(scores_path, [label, "score", "prediction"], where))
+        scored.append(partitions.read_rows(scores_path, [label, *columns], where))
         if id_column and id_column in pq.read_schema(dataset).names:
             ids = partitions.read_rows(dataset, [id_column], where).column(id_column).to_pylist()
             names += [f"{id_column} {v}" for v in ids]
@@ -558,19 +630,18 @@ def _sample_rows(ctx: Context, merged: MergedStatistics, features: list[str], la
 SHAP_CHUNK_ROWS = 10
 
 
-def _explain_with_progress(predict: Any, rows: Any, background: Any, features: list[str]) -> Any:
-    """Explain ``rows`` a chunk at a time, logging rows/s and an ETA; one merged Explanation."""
+def _explain_with_progress(explainer: Any, rows: Any, background: Any) -> Any:
+    """Explain ``rows`` a chunk at a time with ``explainer(rows, background, seed)``, logging
+    rows/s and an ETA; one merged Explanation."""
     import dataclasses
     import time
 
     import numpy as np
 
-    from modelgate.reports.explain import explain as shap_explain
-
     parts, start = [], time.perf_counter()
     for first in range(0, len(rows), SHAP_CHUNK_ROWS):
-        parts.append(shap_explain(predict, rows.iloc[first:first + SHAP_CHUNK_ROWS], background,
-                                  features=features, seed=SHAP_SEED + first))
+        parts.append(explainer(rows.iloc[first:first + SHAP_CHUNK_ROWS], background,
+                               SHAP_SEED + first))
         done, elapsed = min(first + SHAP_CHUNK_ROWS, len(rows)), time.perf_counter() - start
         log.info("SHAP: %d/%d rows (%.1f rows/s, ETA %.0f s)", done, len(rows), done / elapsed,
                  (len(rows) - done) * elapsed / done, extra={"progress": (done, len(rows), "rows")})
@@ -594,7 +665,9 @@ def compute_fairness(ctx: Context, ref: RunRef) -> str:
     from modelgate.fairness.disaggregate import table_from_counts
     from modelgate.fairness.metrics import fairness_report_from_table
 
-    _candidate_row(ctx, runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id))  # pinned archive
+    manifest = _candidate_row(ctx, runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)).manifest
+    if evaluate_tasks.task_of(manifest) != evaluate_tasks.BINARY:
+        return _compute_task_fairness(ctx, ref, manifest)
     reports = {}
     for counted in load_statistics(ctx, ref).statistics.groups:
         feature = counted.feature
@@ -606,6 +679,26 @@ def compute_fairness(ctx: Context, ref: RunRef) -> str:
             n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED,
         )
         small = [g.group for g in reports[feature].table.groups if g.small_group]
+        if small:
+            log.warning("sensitive feature %r: groups smaller than %d rows are reported and "
+                        "flagged, and left out of the gaps: %s",
+                        feature, ctx.settings.min_group_size, small)
+    return put_pickle(ctx, f"{ref.prefix()}/fairness.pkl", reports)
+
+
+def _compute_task_fairness(ctx: Context, ref: RunRef, manifest: dict[str, Any]) -> str:
+    """Multiclass (one-vs-rest per class) or regression (group errors) fairness from the
+    partitions' scored columns, concatenated."""
+    work = ctx.scratch("evaluation", ref.run_key, "fairness")
+    columns = [manifest["label"]["column"], "prediction", *manifest["sensitive_features"]]
+    table = evaluate_tasks.read_scores(ctx, load_statistics(ctx, ref).partitions,
+                                       list(dict.fromkeys(columns)), work)
+    reports = evaluate_tasks.compute_fairness(
+        table, manifest, min_group_size=ctx.settings.min_group_size,
+        include_small_groups=INCLUDE_SMALL_GROUPS_IN_GAPS, n_bootstrap=N_BOOTSTRAP,
+        seed=BOOTSTRAP_SEED)
+    for feature, report in reports.items():
+        small = evaluate_tasks.small_groups(report)
         if small:
             log.warning("sensitive feature %r: groups smaller than %d rows are reported and "
                         "flagged, and left out of the gaps: %s",
@@ -654,20 +747,29 @@ def policy_dir() -> Path:
     return Path(os.environ.get("MODELGATE_POLICY_DIR") or shipped_dir("policies"))
 
 
-def load_policy_for_run(policy_path: str | None, model_name: str) -> tuple[Any, str]:
-    """The default policy, then ``<policy dir>/<model name>.yaml``, then ``policy_path``,
-    each merged over the previous one; returns the policy and a sha256 of all its sources."""
+def load_policy_for_run(policy_path: str | None, model_name: str, *,
+                        task: str = "binary_classification") -> tuple[Any, str]:
+    """The task's default policy, then ``<policy dir>/<model name>.yaml``, then
+    ``policy_path``, each merged over the previous one; returns the policy and a sha256 of
+    all its sources.
+
+    Raises
+    ------
+    PolicyError
+        When the merged policy names a metric or gap the task does not report.
+    """
     import hashlib
 
     from modelgate.evaluation.policy import (
-        DEFAULT_POLICY_PATH,
+        check_policy_for_task,
         default_policy,
+        default_policy_path,
         load_policy,
         merge_policies,
     )
 
-    digest = hashlib.sha256(DEFAULT_POLICY_PATH.read_bytes())
-    policy = default_policy()
+    digest = hashlib.sha256(default_policy_path(task).read_bytes())
+    policy = default_policy(task)
     layers = [policy_dir() / f"{safe_key_part(model_name)}.yaml"]
     if policy_path:
         if not Path(policy_path).is_file():
@@ -678,6 +780,7 @@ def load_policy_for_run(policy_path: str | None, model_name: str) -> tuple[Any, 
             digest.update(path.read_bytes())
             policy = merge_policies(policy, load_policy(path))
             log.info("policy override %s applied", path)
+    check_policy_for_task(policy, task)
     return policy, digest.hexdigest()
 
 
@@ -762,22 +865,40 @@ def _metric_rows(result: MetricsResult) -> tuple[Any, ...]:
 
 
 def _fairness_sections(reports: dict[str, Any], decision: Any) -> tuple[Any, ...]:
-    from modelgate.reports.views import FairnessSection, GapRow, GroupRow
+    """One report section per sensitive feature; a multiclass model's per class (one-vs-rest)."""
+    from modelgate.reports.views import ErrorGroupRow, FairnessSection, GapRow, GroupRow
 
     verdicts = {(c.sensitive_feature, c.metric): (c.verdict, c.severity) for c in decision.checks
                 if c.kind == "fairness"}
     limits = {(c.sensitive_feature, c.metric): c.upper for c in decision.checks if c.kind == "fairness"}
+
+    def gap_rows(feature: str, estimates: Any, suffix: str = "") -> tuple[Any, ...]:
+        gaps = []
+        for e in estimates:
+            name = e.name + suffix
+            verdict, severity = verdicts.get((feature, name), ("skipped", "block"))
+            shown = "warn" if verdict == "fail" and severity == "warn" else verdict
+            gaps.append(GapRow(name, e.value, e.ci_lower, e.ci_upper, limits.get((feature, name)), shown))
+        return tuple(gaps)
+
+    def rate_rows(table: Any) -> tuple[Any, ...]:
+        return tuple(GroupRow(g.group, g.n, g.base_rate, g.selection_rate, g.tpr, g.fpr, g.ppv,
+                              g.fnr, g.small_group) for g in table.groups)
+
     sections = []
     for feature, rep in reports.items():
-        groups = tuple(GroupRow(g.group, g.n, g.base_rate, g.selection_rate, g.tpr, g.fpr, g.ppv,
-                                g.fnr, g.small_group) for g in rep.table.groups)
-        gaps = []
-        for e in rep.estimates:
-            verdict, severity = verdicts.get((feature, e.name), ("skipped", "block"))
-            shown = "warn" if verdict == "fail" and severity == "warn" else verdict
-            gaps.append(GapRow(e.name, e.value, e.ci_lower, e.ci_upper,
-                               limits.get((feature, e.name)), shown))
-        sections.append(FairnessSection(feature, groups, tuple(gaps)))
+        if hasattr(rep, "classes"):  # multiclass: one-vs-rest per class
+            sections += [FairnessSection(f"{feature} — class {c.label} (one-vs-rest)",
+                                         rate_rows(c.report.table),
+                                         gap_rows(feature, c.report.estimates, f"[{c.label}]"))
+                         for c in rep.classes]
+        elif hasattr(rep, "groups"):  # regression: group errors
+            errors = tuple(ErrorGroupRow(g.group, g.n, g.mae, g.rmse, g.mean_prediction,
+                                         g.mean_error, g.small_group) for g in rep.groups)
+            sections.append(FairnessSection(feature, (), gap_rows(feature, rep.estimates), errors))
+        else:
+            sections.append(FairnessSection(feature, rate_rows(rep.table),
+                                            gap_rows(feature, rep.estimates)))
     return tuple(sections)
 
 
@@ -804,9 +925,10 @@ def render_report(ctx: Context, ref: RunRef) -> str:
     fairness_reports = get_pickle(ctx, f"{ref.prefix()}/fairness.pkl")
     shap: ExplainResult = get_pickle(ctx, f"{ref.prefix()}/explain.pkl")
     decided: DecisionResult = get_pickle(ctx, f"{ref.prefix()}/decision.pkl")
+    binary = metrics_result.task == evaluate_tasks.BINARY
     calibration = tuple(
         CalibrationRow(b.lower, b.upper, b.n, b.mean_predicted, b.observed_rate)
-        for b in metrics_result.candidate.calibration.bins if b.n > 0)
+        for b in metrics_result.candidate.calibration.bins if b.n > 0) if binary else ()
     view = EvaluationReportView(
         title=f"Evaluation of {row.model_name} v{row.version}", model_name=row.model_name,
         model_version=row.version, model_sha256=row.sha256,
@@ -822,14 +944,23 @@ def render_report(ctx: Context, ref: RunRef) -> str:
         budget_notes=(f"{shap.algorithm} SHAP, {shap.rows_explained} rows explained "
                       f"({shap.global_rows} for global importance), background {shap.background_rows} "
                       f"rows, {shap.evaluations_per_row} coalitions/row, max additivity error "
-                      f"{shap.max_additivity_error:.1e}; ROC AUC "
-                      + ("exact" if metrics_result.auc_error_bound == 0 else
-                         f"within {metrics_result.auc_error_bound:.1e} (scores pooled on a grid)")
-                      + f" from {metrics_result.distinct_scores} distinct scores"),
+                      f"{shap.max_additivity_error:.1e}; " + _metrics_note(metrics_result)),
     )
     key = report_key(row.model_name, row.version, ref.run_key)
     ctx.store.put_bytes(key, render_evaluation_report(view).encode(), content_type="text/html")
     return ctx.store.link(key, expiry_s=ctx.settings.presign_expiry_s)
+
+
+def _metrics_note(result: MetricsResult) -> str:
+    """How the metrics were computed, for the report's budget line."""
+    if result.task == evaluate_tasks.MULTICLASS:
+        return ("multiclass: SHAP explains each row's predicted class; fairness is one-vs-rest "
+                "per class; metrics exact on every row")
+    if result.task == evaluate_tasks.REGRESSION:
+        return "regression: SHAP explains the predicted value; metrics exact on every row"
+    return ("ROC AUC " + ("exact" if result.auc_error_bound == 0 else
+                          f"within {result.auc_error_bound:.1e} (scores pooled on a grid)")
+            + f" from {result.distinct_scores} distinct scores")
 
 
 def _drift_context(ctx: Context, model_name: str) -> str | None:
@@ -858,15 +989,10 @@ def _rows_for_store(result: MetricsResult, fairness_reports: dict[str, Any], sha
     if result.comparison is not None:
         metric_rows += [("delta", d.name, _finite(d.delta), _finite(d.ci_lower), _finite(d.ci_upper),
                          d.n, d.undefined_reason) for d in result.comparison.deltas]
-    calibration = [(i, b.lower, b.upper, b.n, _finite(b.mean_predicted), _finite(b.observed_rate))
-                   for i, b in enumerate(result.candidate.calibration.bins)]
-    groups, gaps = [], []
-    for feature, rep in fairness_reports.items():
-        groups += [(feature, g.group, g.n, _finite(g.base_rate), _finite(g.selection_rate),
-                    _finite(g.tpr), _finite(g.fpr), _finite(g.ppv), _finite(g.fnr), g.small_group)
-                   for g in rep.table.groups]
-        gaps += [(feature, e.name, _finite(e.value), _finite(e.ci_lower), _finite(e.ci_upper))
-                 for e in rep.estimates]
+    calibration = [] if result.task != evaluate_tasks.BINARY else [
+        (i, b.lower, b.upper, b.n, _finite(b.mean_predicted), _finite(b.observed_rate))
+        for i, b in enumerate(result.candidate.calibration.bins)]
+    groups, gaps = evaluate_tasks.fairness_rows(fairness_reports)
     d = decided.decision
     checks = [(c.check_id, c.kind, c.metric, c.sensitive_feature, c.threshold, _finite(c.observed),
                _finite(c.ci_lower), _finite(c.ci_upper), c.n, c.verdict, c.severity, c.reason)

@@ -175,7 +175,7 @@ class EvaluationRows:
 
     metrics: Sequence[tuple[Any, ...]] = ()  # (role, name, value, lo, hi, n, undefined_reason)
     calibration: Sequence[tuple[Any, ...]] = ()  # (bin_index, lower, upper, n, mean_pred, observed)
-    # (feature, group, n, base, sel, tpr, fpr, ppv, fnr, small)
+    # (feature, group, n, base, sel, tpr, fpr, ppv, fnr, small, class, mae, rmse, mean_pred, mean_err)
     fairness_groups: Sequence[tuple[Any, ...]] = ()
     fairness_metrics: Sequence[tuple[Any, ...]] = ()  # (feature, metric, value, lo, hi)
     shap_importance: Sequence[tuple[Any, ...]] = ()  # (feature, rank, mean_abs)
@@ -191,8 +191,9 @@ _INSERTS: dict[str, str] = {
     "calibration": "INSERT INTO calibration_bin (evaluation_run_id, bin_index, bin_lower, bin_upper, "
                    "n, mean_predicted, observed_rate) VALUES (%s,%s,%s,%s,%s,%s,%s)",
     "fairness_groups": "INSERT INTO fairness_group (evaluation_run_id, sensitive_feature, group_label, "
-                       "n, base_rate, selection_rate, tpr, fpr, ppv, fnr, is_small_group) "
-                       "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                       "n, base_rate, selection_rate, tpr, fpr, ppv, fnr, is_small_group, "
+                       "class_label, mae, rmse, mean_prediction, mean_error) "
+                       "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
     "fairness_metrics": "INSERT INTO fairness_metric (evaluation_run_id, sensitive_feature, "
                         "metric_name, value, ci_lower, ci_upper) VALUES (%s,%s,%s,%s,%s,%s)",
     "shap_importance": "INSERT INTO shap_importance (evaluation_run_id, feature, importance_rank, "

@@ -1,0 +1,260 @@
+"""What the evaluation steps do differently for multiclass and regression models.
+
+The steps in :mod:`modelgate.pipelines.evaluate` keep their order and signatures and call
+these helpers when the candidate is not a binary classifier.
+
+Binary models are summarised per partition into mergeable counts
+(:mod:`modelgate.evaluation.sufficient`). Multiclass and regression models keep each
+partition's scored columns instead (label, sensitive features, ``prediction``, ``score``
+and ``proba_<k>`` for multiclass, and the champion's as ``champion_<column>``), and the
+metrics and fairness steps read them back and concatenate them: memory grows with the
+rows (see the README's "Model archives" section for the bound).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from modelgate.pipelines.context import Context
+
+BINARY = "binary_classification"
+MULTICLASS = "multiclass_classification"
+REGRESSION = "regression"
+CHAMPION_PREFIX = "champion_"
+#: Rows joined at once when a partition's champion scores are put beside the candidate's.
+JOIN_BATCH_ROWS = 1 << 20
+
+
+def task_of(manifest: Mapping[str, Any]) -> str:
+    """The manifest's task (``binary_classification`` when absent, as in the manifest)."""
+    return str(manifest.get("task", BINARY))
+
+
+def classes_of(manifest: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A multiclass model's classes in probability-column order (written at ``package``)."""
+    classes = (manifest.get("output") or {}).get("classes")
+    if not classes:
+        raise ValueError(f"model {manifest.get('name')!r} is multiclass_classification but its "
+                         "manifest has no output.classes; package it again with modelgate "
+                         "package (it fills them in from the graph) or set output.classes")
+    return tuple(classes)
+
+
+def prediction_columns(manifest: Mapping[str, Any]) -> list[str]:
+    """The scored columns the metrics read: ``prediction`` (and ``score``, ``proba_<k>``)."""
+    if task_of(manifest) == REGRESSION:
+        return ["prediction"]
+    return ["prediction", "score", *(f"proba_{k}" for k in range(len(classes_of(manifest))))]
+
+
+def targets(table: pa.Table, manifest: Mapping[str, Any]) -> npt.NDArray[Any]:
+    """The label column as class indices (multiclass) or finite floats (regression).
+
+    Raises
+    ------
+    ValueError
+        Naming the label column: missing values, labels that are not among the classes, or
+        regression labels that are not finite numbers.
+    """
+    from modelgate.evaluation.multiclass import class_indices
+
+    column = manifest["label"]["column"]
+    values = table.column(column).to_pandas()
+    missing = int(values.isna().sum())
+    if missing:
+        raise ValueError(f"label column {column!r} has {missing} missing value(s); "
+                         "held-out rows must all be labelled")
+    if task_of(manifest) == MULTICLASS:
+        return class_indices(values.tolist(), classes_of(manifest), column=column)
+    if values.dtype.kind not in "iuf":
+        raise ValueError(f"label column {column!r} of a regression model must be numeric; got "
+                         f"dtype {values.dtype}")
+    y = values.to_numpy(dtype=np.float64)
+    if not np.isfinite(y).all():
+        raise ValueError(f"label column {column!r} has {int((~np.isfinite(y)).sum())} infinite "
+                         "value(s); regression labels must be finite")
+    return y
+
+
+def check_champion(candidate: Mapping[str, Any], champion: Mapping[str, Any]) -> None:
+    """A champion is compared on the same terms only: same task, and for multiclass models
+    the same classes in the same order.
+
+    Raises
+    ------
+    ValueError
+        Saying what differs and how to go on.
+    """
+    new, old = task_of(candidate), task_of(champion)
+    if new != old:
+        raise ValueError(
+            f"model {candidate.get('name')!r}: the candidate is {new} but the production "
+            f"champion (version {champion.get('version')!r}) is {old}; a champion is compared "
+            "with a candidate of the same task only: register the candidate under another "
+            "model name, or archive the champion first")
+    if new == MULTICLASS and [str(c) for c in classes_of(candidate)] != [
+            str(c) for c in classes_of(champion)]:
+        raise ValueError(
+            f"model {candidate.get('name')!r}: the candidate's classes {list(classes_of(candidate))} "
+            f"differ from the production champion's {list(classes_of(champion))}; per-class "
+            "metrics can only be compared over the same classes in the same order")
+
+
+def check_policy_classes(policy: Any, manifest: Mapping[str, Any]) -> None:
+    """Per-class thresholds (``recall[<class>]``, ``tpr_gap[<class>]``) must name a class of
+    the model; the message lists its classes."""
+    if task_of(manifest) != MULTICLASS:
+        return
+    classes = [str(c) for c in classes_of(manifest)]
+    names = [t.metric for t in (*policy.values, *policy.changes, *policy.fairness_default)]
+    names += [t.metric for _, block in policy.fairness_features for t in block]
+    for name in names:
+        base, bracket, rest = name.partition("[")
+        if bracket and rest.endswith("]") and rest[:-1] not in classes:
+            raise ValueError(f"policy metric {name!r}: {rest[:-1]!r} is not a class of model "
+                             f"{manifest.get('name')!r} (classes {classes})")
+
+
+def join_champion(candidate_path: Path, champion_path: Path | None, out: Path) -> None:
+    """Write the candidate's scores with the champion's prediction columns beside them
+    (renamed ``champion_<column>``), a batch at a time; no champion: the candidate's file."""
+    import os
+
+    if champion_path is None:
+        os.replace(candidate_path, out)
+        return
+    champion = pq.ParquetFile(champion_path).iter_batches(JOIN_BATCH_ROWS)
+    writer: pq.ParquetWriter | None = None
+    try:
+        for batch in pq.ParquetFile(candidate_path).iter_batches(JOIN_BATCH_ROWS):
+            table, other = pa.Table.from_batches([batch]), next(champion)
+            for name in other.schema.names:
+                table = table.append_column(CHAMPION_PREFIX + name, other.column(name))
+            writer = writer or pq.ParquetWriter(out, table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:  # no rows: an empty file with the candidate's columns
+        os.replace(candidate_path, out)
+
+
+def read_scores(ctx: Context, partitions: Sequence[tuple[str, str, int, str]],
+                columns: Sequence[str], work: Path) -> pa.Table:
+    """The named columns of every partition's scores, concatenated in partition order."""
+    parts = []
+    for i, (_, _, _, key) in enumerate(partitions):
+        path = ctx.store.download(key, work / f"scores-{i:05d}.parquet")
+        parts.append(pq.read_table(path, columns=list(columns)))
+        path.unlink()
+    return pa.concat_tables(parts)
+
+
+def _proba(table: pa.Table, n_classes: int, prefix: str = "") -> npt.NDArray[np.float64]:
+    return np.column_stack([table.column(f"{prefix}proba_{k}").to_numpy() for k in range(n_classes)])
+
+
+def score_columns(manifest: Mapping[str, Any], champion: bool) -> list[str]:
+    """The columns :func:`compute_metrics` reads: label, predictions (and the champion's)."""
+    own = prediction_columns(manifest)
+    return [manifest["label"]["column"], *own, *([CHAMPION_PREFIX + c for c in own] if champion else [])]
+
+
+def compute_metrics(table: pa.Table, manifest: Mapping[str, Any], *, champion: bool,
+                    n_bootstrap: int, seed: int) -> tuple[Any, Any | None, Any | None]:
+    """The candidate's report, the champion's and the paired comparison (None without one)."""
+    from modelgate.evaluation.multiclass import compare_multiclass, evaluate_multiclass
+    from modelgate.evaluation.regression import compare_regression, evaluate_regression
+
+    y = targets(table, manifest)
+    options = {"n_bootstrap": n_bootstrap, "seed": seed}
+    if task_of(manifest) == REGRESSION:
+        new = table.column("prediction").to_numpy()
+        if not champion:
+            return evaluate_regression(y, new, **options), None, None
+        old = table.column(CHAMPION_PREFIX + "prediction").to_numpy()
+        return (evaluate_regression(y, new, **options), evaluate_regression(y, old, **options),
+                compare_regression(y, new, old, **options))
+    classes = classes_of(manifest)
+    new = _proba(table, len(classes))
+    if not champion:
+        return evaluate_multiclass(y, new, classes=classes, **options), None, None
+    old = _proba(table, len(classes), CHAMPION_PREFIX)
+    return (evaluate_multiclass(y, new, classes=classes, **options),
+            evaluate_multiclass(y, old, classes=classes, **options),
+            compare_multiclass(y, new, old, classes=classes, **options))
+
+
+def compute_fairness(table: pa.Table, manifest: Mapping[str, Any], *, min_group_size: int,
+                     include_small_groups: bool, n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """Per sensitive feature: one-vs-rest reports per class (multiclass) or the group errors
+    and their gaps (regression)."""
+    from modelgate.fairness.multiclass import multiclass_fairness_report
+    from modelgate.fairness.regression import regression_fairness_report
+
+    y = targets(table, manifest)
+    predicted = table.column("prediction").to_numpy()
+    options = {"min_group_size": min_group_size, "include_small_groups": include_small_groups,
+               "n_bootstrap": n_bootstrap, "seed": seed}
+    reports: dict[str, Any] = {}
+    for feature in manifest["sensitive_features"]:
+        groups = table.column(feature).to_pandas().to_numpy(dtype=object)
+        if task_of(manifest) == REGRESSION:
+            reports[feature] = regression_fairness_report(y, predicted, groups,
+                                                          sensitive_feature=feature, **options)
+        else:
+            reports[feature] = multiclass_fairness_report(
+                y, predicted.astype(np.int64), groups, classes=classes_of(manifest),
+                sensitive_feature=feature, **options)
+    return reports
+
+
+def small_groups(report: Any) -> list[str]:
+    """Groups flagged small in a report of any task (logged by the fairness step)."""
+    if hasattr(report, "classes"):  # multiclass: every class has the same groups
+        return [g.group for g in report.classes[0].report.table.groups if g.small_group]
+    groups = report.groups if hasattr(report, "groups") else report.table.groups
+    return [g.group for g in groups if g.small_group]
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def fairness_rows(reports: Mapping[str, Any]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """``fairness_group`` and ``fairness_metric`` rows of reports of any task.
+
+    A group row is ``(feature, group, n, base_rate, selection_rate, tpr, fpr, ppv, fnr,
+    small, class_label, mae, rmse, mean_prediction, mean_error)``: binary rows have class
+    ``''`` and no errors, multiclass rows one row per class (one-vs-rest rates), regression
+    rows the errors and no rates.
+    """
+    groups: list[tuple[Any, ...]] = []
+    gaps: list[tuple[Any, ...]] = []
+    for feature, rep in reports.items():
+        if hasattr(rep, "classes"):
+            for c in rep.classes:
+                groups += [_rate_row(feature, g, c.label) for g in c.report.table.groups]
+        elif hasattr(rep, "groups"):
+            groups += [(feature, g.group, g.n, None, None, None, None, None, None, g.small_group,
+                        "", _num(g.mae), _num(g.rmse), _num(g.mean_prediction), _num(g.mean_error))
+                       for g in rep.groups]
+        else:
+            groups += [_rate_row(feature, g, "") for g in rep.table.groups]
+        gaps += [(feature, name, _num(e.value), _num(e.ci_lower), _num(e.ci_upper))
+                 for name, e in rep.by_name().items()]
+    return groups, gaps
+
+
+def _rate_row(feature: str, g: Any, class_label: str) -> tuple[Any, ...]:
+    return (feature, g.group, g.n, _num(g.base_rate), _num(g.selection_rate), _num(g.tpr),
+            _num(g.fpr), _num(g.ppv), _num(g.fnr), g.small_group, class_label, None, None, None,
+            None)

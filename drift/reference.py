@@ -283,18 +283,17 @@ def _half_split_w1_counts(
     """
     n = mask.size
     h1 = int(np.count_nonzero(mask))
-    total, carry = 0.0, 0
+    counts = np.cumsum(mask[:-1], dtype=np.int32)  # int32: 20x faster than a float64 cumsum
+    total = 0.0
+    d = np.empty(min(_BLOCK, n - 1))
     for start in range(0, n - 1, _BLOCK):  # blocks keep the temporaries in cache
         stop = min(start + _BLOCK, n - 1)
-        c = np.cumsum(mask[start:stop], dtype=np.int32)  # int32: 20x faster than float64
-        d = c.astype(np.float64)
-        d *= n
-        d += float(carry * n)
-        carry += int(c[-1])
-        d -= ramp[start:stop]
-        np.abs(d, out=d)
-        d *= gaps[start:stop]
-        total += float(d.sum())
+        part = d[: stop - start]
+        np.multiply(counts[start:stop], float(n), out=part)
+        part -= ramp[start:stop]
+        np.abs(part, out=part)
+        part *= gaps[start:stop]
+        total += float(part.sum())
     bounds = np.concatenate([[0], cuts, [n]])
     first = np.array(
         [np.count_nonzero(mask[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)],

@@ -133,7 +133,9 @@ def _sorted_finite(col: pa.ChunkedArray) -> tuple[np.ndarray, int]:
             values = values[keep] if n_keep < values.size else values
         pieces.append(values)
     joined = pieces[0] if len(pieces) == 1 else np.concatenate(pieces or [np.empty(0)])
-    kept = joined.astype(np.float64)  # a writable copy, even of float64
+    # one writable float64 copy: filtering or joining made one already, views of Arrow's
+    # buffers are read-only
+    kept = joined.astype(np.float64, copy=not joined.flags.writeable)
     kept.sort()
     return kept, n_missing
 

@@ -410,7 +410,11 @@ def build_numeric_reference(
     srt = kept if assume_sorted else np.sort(kept)
     if assume_sorted and srt.size > 1 and bool(np.any(srt[1:] < srt[:-1])):
         raise ValueError(f"values of {name!r} must be ascending when assume_sorted=True")
-    inner = np.unique(_sorted_quantiles(srt, np.linspace(0.0, 1.0, bins + 1)[1:-1]))
+    quantiles = _sorted_quantiles(srt, np.linspace(0.0, 1.0, bins + 1)[1:-1])
+    # ascending already, so dropping repeats is np.unique (which would import numpy.ma, 0.1 s)
+    first = np.ones(quantiles.size, dtype=bool)
+    first[1:] = quantiles[1:] != quantiles[:-1]
+    inner = quantiles[first]
     edges = np.concatenate([[-np.inf], inner, [np.inf]])
     probs = bin_counts_sorted(srt, edges) / srt.size
     std = float(np.std(srt))

@@ -18,7 +18,7 @@ from scipy.stats import wasserstein_distance
 # Modules the one-shot command must not load: each costs 0.1-2 s of a run that takes about 1 s.
 HEAVY = ("pandas", "scipy", "airflow", "onnxruntime", "shap", "jinja2", "sqlalchemy",
          "psycopg", "psycopg2", "boto3", "botocore", "sklearn", "pyarrow.dataset",
-         "pyarrow.compute", "ot")
+         "pyarrow.compute", "ot", "numpy.ma")
 
 _RUN = """
 import json, sys

@@ -7,6 +7,13 @@ time is measured inside the child, after imports, from parquet on disk to per-fe
 
     .venv/bin/python -m bench.bench_drift                 # 1M x 1M, all contenders
     .venv/bin/python -m bench.bench_drift --rows 10000000 --contenders modelgate,scipy
+    .venv/bin/python -m bench.bench_drift --contenders modelgate_cli,evidently --repeats 2
+
+``modelgate_cli`` is the one-shot command a data scientist types, as a whole process:
+``modelgate drift --reference R --current C --format json`` (reference sketches built in the
+same run, nothing cached). With ``--repeats`` every contender runs that many times, interleaved
+round by round, and each round prints the load average beside its ratios to Evidently, so a
+ratio compares runs made under the same load.
 
 Evidently and NannyML run in their own venvs (``bash bench/setup_peers.sh``), so this file
 imports only the standard library at the top: the peer venvs run it as a plain script in
@@ -20,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -215,14 +223,31 @@ WORKERS = {
 # ---------------------------------------------------------------- driver
 
 
+def _cli_command(ref: Path, cur: Path) -> list[str]:
+    return [str(ROOT / ".venv/bin/modelgate"), "-q", "drift", "--reference", str(ref),
+            "--current", str(cur), "--format", "json"]
+
+
+def _cli_result(text: str, returncode: int) -> dict:
+    """The one-shot command exits 3 when a feature breaches; its JSON is on stdout."""
+    if returncode not in (0, 3):
+        return {"error": f"exit {returncode}: {text.strip()[-300:]}"}
+    payload = json.loads(text[text.index("{"):])
+    return {"n_breached": payload["n_breached"]}
+
+
 def run_contender(name: str, ref: Path, cur: Path, rows: int, timeout: float) -> dict:
     python = PYTHON.get(name, PYTHON["modelgate"])
     if not python.exists():
         return {"error": f"{python} missing (run bench/setup_peers.sh)"}
     cmd = [str(python), str(Path(__file__).resolve()), "--worker", name, "--rows", str(rows)]
+    if name == "modelgate_cli":
+        cmd = _cli_command(ref, cur)
     with tempfile.TemporaryFile("w+") as log:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        # the CLI's stderr is not mixed into its JSON
+        err = subprocess.DEVNULL if name == "modelgate_cli" else subprocess.STDOUT
+        proc = subprocess.Popen(cmd, stdout=log, stderr=err, cwd=ROOT)
         deadline = start + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -239,6 +264,8 @@ def run_contender(name: str, ref: Path, cur: Path, rows: int, timeout: float) ->
         text = log.read()
     cpu = usage.ru_utime + usage.ru_stime
     result = {"process_s": wall, "cpu_s": cpu, "peak_mb": usage.ru_maxrss / 1024}
+    if name == "modelgate_cli":
+        return {**result, **_cli_result(text, proc.returncode)}
     lines = [ln for ln in text.splitlines() if ln.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         tail = " | ".join(text.strip().splitlines()[-3:])
@@ -246,10 +273,31 @@ def run_contender(name: str, ref: Path, cur: Path, rows: int, timeout: float) ->
     return {**result, **json.loads(lines[-1][len("RESULT ") :])}
 
 
+def _note(name: str, r: dict) -> str:
+    if "error" in r:
+        return str(r["error"])
+    if name == "modelgate_build":
+        return (f"reference sketches, once per model version; max_values={r['max_values']}, "
+                f"max W1 error bound {r['w1_error_bound']:.2e}")
+    if name == "modelgate":
+        return f"cached sketches; {r['n_breached']} features breached"
+    if name == "modelgate_cli":
+        return f"one-shot `modelgate drift`, whole process; {r['n_breached']} features breached"
+    return ""
+
+
+def _fmt(values: list[float]) -> str:
+    if not values:
+        return "-"
+    best, median = min(values), statistics.median(values)
+    return f"{best:.2f}" if len(values) == 1 else f"{best:.2f} / {median:.2f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--contenders", default="modelgate,scipy,evidently,nannyml")
+    parser.add_argument("--contenders", default="modelgate,modelgate_cli,scipy,evidently,nannyml")
+    parser.add_argument("--repeats", type=int, default=1, help="interleaved rounds (default 1)")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--worker", choices=sorted(WORKERS))
     args = parser.parse_args()
@@ -267,21 +315,36 @@ def main() -> None:
     names = args.contenders.split(",")
     if "modelgate" in names:
         names.insert(names.index("modelgate"), "modelgate_build")
-    print("| contender | compute s | process s | process CPU s | peak RSS MB | note |")
+    runs: dict[str, list[dict]] = {name: [] for name in names}
+    for k in range(args.repeats):
+        load = os.getloadavg()[0]
+        for name in names:
+            runs[name].append(run_contender(name, ref, cur, args.rows, args.timeout))
+        if args.repeats > 1 or "modelgate_cli" in names:
+            _print_round(k, load, os.getloadavg()[0], {n: r[-1] for n, r in runs.items()})
+    label = "best / median" if args.repeats > 1 else ""
+    print(f"\n| contender | compute s {label} | process s {label} | process CPU s | "
+          "peak RSS MB | note |")
     print("|---|---:|---:|---:|---:|---|")
     for name in names:
-        r = run_contender(name, ref, cur, args.rows, args.timeout)
-        note = r.get("error", "")
-        if name == "modelgate_build" and not note:
-            note = f"reference sketches, once per model version; max_values={r['max_values']}, "
-            note += f"max W1 error bound {r['w1_error_bound']:.2e}"
-        elif name == "modelgate" and not note:
-            note = f"cached sketches; {r['n_breached']} features breached"
-        secs = f"{r['seconds']:.2f}" if "seconds" in r else "-"
-        proc = f"{r['process_s']:.2f}" if "process_s" in r else "-"
-        cpu = f"{r['cpu_s']:.2f}" if "cpu_s" in r else "-"
-        peak = f"{r['peak_mb']:.0f}" if "peak_mb" in r else "-"
+        ok = [r for r in runs[name] if "error" not in r]
+        secs = _fmt([r["seconds"] for r in ok if "seconds" in r])
+        proc = _fmt([r["process_s"] for r in ok])
+        cpu = _fmt([r["cpu_s"] for r in ok])
+        peak = f"{max(r['peak_mb'] for r in ok):.0f}" if ok else "-"
+        note = _note(name, (ok or runs[name])[-1])
         print(f"| {name} | {secs} | {proc} | {cpu} | {peak} | {note} |", flush=True)
+
+
+def _print_round(k: int, load_before: float, load_after: float, last: dict[str, dict]) -> None:
+    """One round's process times and every contender's ratio to Evidently in that round."""
+    times = {n: r["process_s"] for n, r in last.items() if "error" not in r and "process_s" in r}
+    parts = [f"{n} {t:.2f} s" for n, t in times.items()]
+    ev = times.get("evidently")
+    if ev is not None:
+        parts += [f"Evidently / {n} = {ev / t:.1f}x" for n, t in times.items() if n != "evidently"]
+    print(f"round {k + 1} (load average {load_before:.2f} before, {load_after:.2f} after): "
+          + "; ".join(parts), flush=True)
 
 
 if __name__ == "__main__":

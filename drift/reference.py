@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from .distances import js_divergence, wasserstein_sorted
@@ -47,6 +46,8 @@ __all__ = [
 #: Category label used for missing values (None, NaN, pd.NA) in categorical features.
 MISSING = "__missing__"
 _FORMAT = "modelgate.drift.reference/1"
+# Elements per block of the half-split W1 sum: 64k float64 temporaries (512 KiB) stay in cache.
+_BLOCK = 1 << 16
 
 
 def _readonly(arr: NDArray[Any]) -> NDArray[Any]:
@@ -247,9 +248,58 @@ def _thin(sorted_values: NDArray[np.float64], k: int) -> NDArray[np.float64]:
 
 
 def _half_masks(n: int, rng: np.random.Generator) -> NDArray[np.bool_]:
-    mask = np.zeros(n, dtype=bool)
-    mask[rng.choice(n, size=n // 2, replace=False)] = True
+    """A uniformly random subset of ``n // 2`` of ``n`` positions, as a mask.
+
+    A fair coin per position, then positions of the over-drawn side picked uniformly and
+    flipped until exactly ``n // 2`` are set. Every step treats positions alike, so the result
+    is invariant under permuting them: uniform over the subsets of that size, as a
+    shuffle-and-split is, at 1/50 of the cost of ``rng.choice(n, n // 2, replace=False)``.
+    """
+    half = n // 2
+    bits = np.frombuffer(rng.bytes(-(-n // 8)), dtype=np.uint8)
+    mask = np.unpackbits(bits, count=n).view(np.bool_)
+    excess = int(np.count_nonzero(mask)) - half
+    if excess:
+        over = np.flatnonzero(mask if excess > 0 else ~mask)
+        mask[over[rng.choice(over.size, size=abs(excess), replace=False)]] = excess < 0
     return mask
+
+
+def _half_split_w1_counts(
+    gaps: NDArray[np.float64],
+    cuts: NDArray[np.intp],
+    mask: NDArray[np.bool_],
+    ramp: NDArray[np.float64],
+) -> tuple[float, NDArray[np.int64], NDArray[np.int64]]:
+    """W1 between the two halves of a sorted sample, and their counts per bin.
+
+    ``gaps`` are the differences of the sorted sample ``s``, ``mask`` marks the first half
+    (size ``h1``, the rest ``h2``), ``cuts`` are the bin edges' positions in ``s``. Between
+    ``s[k]`` and ``s[k + 1]`` the halves' CDFs are ``c_k / h1`` and ``(k + 1 - c_k) / h2``
+    with ``c_k`` first-half members among ``s[:k + 1]``, so
+    ``h1 * h2 * W1 = sum_k |n c_k - h1 (k + 1)| * gaps[k]`` (scipy's CDF form), with no half
+    copied, merged or sorted. The integer factor is exact in float64 (below 2**53).
+    ``ramp`` is ``h1 * (k + 1)`` for ``k = 0 .. n - 2``, shared by the repeats.
+    """
+    n = mask.size
+    h1 = int(np.count_nonzero(mask))
+    counts = np.cumsum(mask[:-1], dtype=np.int32)  # int32: 20x faster than a float64 cumsum
+    total = 0.0
+    d = np.empty(min(_BLOCK, n - 1))
+    for start in range(0, n - 1, _BLOCK):  # blocks keep the temporaries in cache
+        stop = min(start + _BLOCK, n - 1)
+        part = d[: stop - start]
+        np.multiply(counts[start:stop], float(n), out=part)
+        part -= ramp[start:stop]
+        np.abs(part, out=part)
+        part *= gaps[start:stop]
+        total += float(part.sum())
+    bounds = np.concatenate([[0], cuts, [n]])
+    first = np.array(
+        [np.count_nonzero(mask[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)],
+        dtype=np.int64,
+    )
+    return total / (h1 * (n - h1)), first, np.diff(bounds).astype(np.int64) - first
 
 
 def _numeric_baseline(
@@ -259,18 +309,41 @@ def _numeric_baseline(
     repeats: int,
     seed: int,
 ) -> tuple[float, float]:
-    """Mean normalised W1 and binned JS between random halves (halves stay sorted)."""
+    """Mean normalised W1 and binned JS between random halves."""
     n = sorted_values.size
     if n < 2:
         return 0.0, 0.0
     rng = np.random.default_rng(seed)
+    gaps = np.diff(sorted_values)
+    cuts = np.searchsorted(sorted_values, edges[1:-1], side="left")
+    ramp = (n // 2) * np.arange(1, n, dtype=np.float64)
     ws, js = [], []
     for _ in range(repeats):
-        mask = _half_masks(n, rng)
-        a, b = sorted_values[mask], sorted_values[~mask]
-        ws.append(wasserstein_sorted(a, b) / scale)
-        js.append(js_divergence(bin_counts_sorted(a, edges), bin_counts_sorted(b, edges)))
+        w, a, b = _half_split_w1_counts(gaps, cuts, _half_masks(n, rng), ramp)
+        ws.append(w / scale)
+        js.append(js_divergence(a, b))
     return float(np.mean(ws)), float(np.mean(js))
+
+
+def _sorted_quantiles(
+    sorted_values: NDArray[np.float64], q: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """``np.quantile(sorted_values, q)`` (method "linear") without its copy and partition.
+
+    The same index arithmetic and the same two-sided interpolation as numpy's ``_lerp``, so
+    the numbers are identical (tested); on a sorted 1M sample this takes microseconds where
+    ``np.quantile`` takes 10-17 ms.
+    """
+    n = sorted_values.size
+    virtual = (n - 1) * q
+    below = np.floor(virtual)
+    gamma = virtual - below
+    lo = np.minimum(below.astype(np.intp), n - 1)
+    a, b = sorted_values[lo], sorted_values[np.minimum(lo + 1, n - 1)]
+    diff = b - a
+    out = a + diff * gamma
+    np.subtract(b, diff * (1 - gamma), out=out, where=gamma >= 0.5)
+    return out
 
 
 def _check_options(bins: int, max_values: int | None, baseline_repeats: int) -> None:
@@ -337,7 +410,11 @@ def build_numeric_reference(
     srt = kept if assume_sorted else np.sort(kept)
     if assume_sorted and srt.size > 1 and bool(np.any(srt[1:] < srt[:-1])):
         raise ValueError(f"values of {name!r} must be ascending when assume_sorted=True")
-    inner = np.unique(np.quantile(srt, np.linspace(0.0, 1.0, bins + 1)[1:-1]))
+    quantiles = _sorted_quantiles(srt, np.linspace(0.0, 1.0, bins + 1)[1:-1])
+    # ascending already, so dropping repeats is np.unique (which would import numpy.ma, 0.1 s)
+    first = np.ones(quantiles.size, dtype=bool)
+    first[1:] = quantiles[1:] != quantiles[:-1]
+    inner = quantiles[first]
     edges = np.concatenate([[-np.inf], inner, [np.inf]])
     probs = bin_counts_sorted(srt, edges) / srt.size
     std = float(np.std(srt))
@@ -368,6 +445,8 @@ def count_categories(values: ArrayLike) -> dict[str, int]:
     >>> count_categories(["a", None, "b", "a", float("nan")])
     {'a': 2, 'b': 1, '__missing__': 2}
     """
+    import pandas as pd  # here, not at the top: the parquet drift path counts with pyarrow
+
     arr = np.asarray(values, dtype=object).ravel()
     codes, uniques = pd.factorize(arr, use_na_sentinel=True)
     counts = np.bincount(codes[codes >= 0], minlength=len(uniques))

@@ -276,3 +276,17 @@ def demo_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         }
         index.write_bytes(pickle.dumps(builds))
     return builds
+
+
+@pytest.fixture()
+def statsd_listener(monkeypatch: pytest.MonkeyPatch) -> Iterator[socket.socket]:
+    """A UDP socket on loopback that Airflow's StatsD client is configured to send to."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(0.2)
+    for key, value in {"STATSD_ON": "True", "STATSD_HOST": "127.0.0.1",
+                       "STATSD_PORT": str(sock.getsockname()[1]), "STATSD_PREFIX": "airflow",
+                       "STATSD_INFLUXDB_ENABLED": "True"}.items():
+        monkeypatch.setenv(f"AIRFLOW__METRICS__{key}", value)
+    yield sock
+    sock.close()

@@ -518,3 +518,45 @@ def test_image_check_reads_the_cuda_major(requires: list[str], major: int | None
 def test_python_version_of_both_images_is_3_11() -> None:
     assert re.search(r"ARG PYTHON_IMAGE=python:3\.11-slim", DOCKERFILES["cpu"].read_text())
     assert "python3.11 -m venv /opt/venv" in DOCKERFILES["gpu"].read_text()
+
+
+# --- metrics: Airflow -> statsd-exporter -> Prometheus ---------------------------------------
+
+def _flags(service: dict[str, Any]) -> dict[str, str]:
+    return dict(arg.removeprefix("--").split("=", 1) for arg in _command(service)
+                if arg.startswith("--") and "=" in arg)
+
+
+def test_airflow_sends_metrics_to_the_statsd_exporter(services: dict[str, dict[str, Any]]) -> None:
+    exporter = services["statsd-exporter"]
+    assert exporter["image"].startswith("prom/statsd-exporter:")
+    udp_port = _flags(exporter)["statsd.listen-udp"].rsplit(":", 1)[1]
+    for name, service in _airflow_services(services).items():
+        env = _resolved_env(service)
+        assert env["AIRFLOW__METRICS__STATSD_ON"] == "True", name
+        assert env["AIRFLOW__METRICS__STATSD_HOST"] == "statsd-exporter", name
+        assert env["AIRFLOW__METRICS__STATSD_PORT"] == udp_port, name
+        # without the InfluxDB tag style the model and version tags never leave Airflow
+        assert env["AIRFLOW__METRICS__STATSD_INFLUXDB_ENABLED"] == "True", name
+        assert "statsd-exporter" in service["depends_on"], name
+
+
+def test_exporter_mapping_names_every_documented_metric(services: dict[str, dict[str, Any]]) -> None:
+    from modelgate.metrics import drift_metrics, gate_metrics
+
+    exporter = services["statsd-exporter"]
+    config_path = _flags(exporter)["statsd.mapping-config"]
+    mounts = {v.split(":")[1]: v.split(":")[0] for v in exporter["volumes"]}
+    mapping = yaml.safe_load((REPO / mounts[config_path]).read_text())["mappings"]
+    prefix = _resolved_env(services["airflow-worker"])["AIRFLOW__METRICS__STATSD_PREFIX"]
+    sent = {m.name for m in gate_metrics("m", "1", passed=True, checks_breached=0)}
+    sent |= {m.name for m in drift_metrics("m", "1", drifting=True, features_breached=1,
+                                           adwin_change_points=0, multivariate=(1.0, 0.5),
+                                           attribution=(0.2, 0.1))}
+    assert {rule["match"] for rule in mapping} == {f"{prefix}.{name}" for name in sent}
+    readme = (REPO / "README.md").read_text()
+    for rule in mapping:
+        assert re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*", rule["name"]), rule  # Prometheus name
+        assert rule["name"] == rule["match"].removeprefix(f"{prefix}.").replace(".", "_")
+        assert rule["help"]
+    assert "modelgate_gate_passed" in readme and "9102" in readme

@@ -1,11 +1,14 @@
-"""The model_evaluation DAG end to end with Airflow's dag.test(), real PostgreSQL and S3."""
+"""The model_evaluation DAG end to end with Airflow's dag.test(), real PostgreSQL and S3, and
+the gate gauges it sends through Airflow's StatsD client to a UDP listener on loopback."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
+from statsd_lines import gauges, received
 
 from modelgate.config import Settings
 from modelgate.pipelines.context import Context, register_archive
@@ -34,10 +37,20 @@ def _gate_rows(url: str, version: str) -> list[tuple[Any, ...]]:
         return cur.fetchall()
 
 
+def _assert_gate_gauges(sock: socket.socket, url: str, version: str, *, passed: bool) -> None:
+    """The run's two gate gauges arrived once each, tagged with its version, and say what the
+    stored gate rows say."""
+    lines = [ln for ln in received(sock) if ln.startswith("airflow.modelgate.")]
+    assert len(lines) == 2 and all(f",model=gss-high-income,version={version}:" in ln for ln in lines)
+    n_failed = sum(r[1] == "fail" for r in _gate_rows(url, version))
+    assert gauges(lines, "gss-high-income") == {
+        "modelgate.gate.passed": float(passed), "modelgate.gate.checks_breached": float(n_failed)}
+
+
 @pytest.mark.e2e
 def test_dag_promotes_a_passing_candidate_then_blocks_an_unfair_one(
     settings_env: Settings, airflow_db: Path, demo_builds: dict[str, Any], tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, statsd_listener: socket.socket,
 ) -> None:
     monkeypatch.setenv("MODELGATE_DAG_RETRIES", "0")
     ctx = Context.open(settings_env)
@@ -48,6 +61,7 @@ def test_dag_promotes_a_passing_candidate_then_blocks_an_unfair_one(
     first = _run("1", demo_builds["1"].heldout_path, str(lenient))
     assert str(first.state) == "success"
     assert models.get(ctx.db_url, "gss-high-income", "1").stage == "production"
+    _assert_gate_gauges(statsd_listener, ctx.db_url, "1", passed=True)
 
     strict = tmp_path / "strict.yaml"
     strict.write_text("fairness:\n  default:\n    equalized_odds_difference: {upper: 0.0001}\n")
@@ -57,6 +71,7 @@ def test_dag_promotes_a_passing_candidate_then_blocks_an_unfair_one(
     assert models.get(ctx.db_url, "gss-high-income", "1").stage == "production"
     failed = [r for r in _gate_rows(ctx.db_url, "2") if r[1] == "fail"]
     assert any(r[0].startswith("fairness:gender:equalized_odds_difference") for r in failed)
+    _assert_gate_gauges(statsd_listener, ctx.db_url, "2", passed=False)
     with transaction(ctx.db_url) as cur:
         cur.execute("""SELECT r.status, r.provider, r.rows_scored, r.report_key, r.champion_version_id
                        FROM evaluation_run r JOIN model_version mv USING (model_version_id)

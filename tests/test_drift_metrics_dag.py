@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from statsd_lines import gauges as _gauges
+from statsd_lines import received as _received
 
 from modelgate.config import Settings
 from modelgate.pipelines.context import Context, register_archive
@@ -17,40 +18,6 @@ from modelgate.store import models
 from modelgate.store.db import fetch_all
 
 UTC = dt.UTC
-
-
-@pytest.fixture()
-def statsd_listener(monkeypatch: pytest.MonkeyPatch) -> Iterator[socket.socket]:
-    """A UDP socket on loopback that Airflow's StatsD client is configured to send to."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.settimeout(0.2)
-    for key, value in {"STATSD_ON": "True", "STATSD_HOST": "127.0.0.1",
-                       "STATSD_PORT": str(sock.getsockname()[1]), "STATSD_PREFIX": "airflow",
-                       "STATSD_INFLUXDB_ENABLED": "True"}.items():
-        monkeypatch.setenv(f"AIRFLOW__METRICS__{key}", value)
-    yield sock
-    sock.close()
-
-
-def _received(sock: socket.socket) -> list[str]:
-    lines = []
-    while True:
-        try:
-            lines += sock.recv(65536).decode().splitlines()
-        except TimeoutError:
-            return lines
-
-
-def _gauges(lines: list[str], model: str) -> dict[str, float]:
-    """``airflow.modelgate.<name>,model=<m>,version=<v>:<value>|g`` -> {name: value}."""
-    out = {}
-    for line in lines:
-        head, _, rest = line.partition(":")
-        name, *tags = head.split(",")
-        if name.startswith("airflow.modelgate.") and f"model={model}" in tags and rest.endswith("|g"):
-            out[name.removeprefix("airflow.")] = float(rest[:-2])
-    return out
 
 
 @pytest.fixture()

@@ -130,3 +130,61 @@ def test_bad_kind_and_mismatched_reference(files: tuple) -> None:
     refs = build_references_from_parquet(ref_path, {"a": "numeric"})
     with pytest.raises(ValueError, match="sketch of 'a'"):
         drift_from_parquet(cur_path, {"b": refs["a"]})
+
+
+# --- column decoding from Arrow buffers, against pyarrow.compute ------------------------------
+
+from modelgate.pipelines.drift_columns import _counts, _sorted_finite  # noqa: E402
+
+_NUMERIC_COLUMNS = {
+    "float64": pa.chunked_array([[1.5, None, np.nan, -np.inf, 0.25], [3.0]]),
+    "float32_sliced": pa.chunked_array([pa.array([9.0, 1.0, None, 2.0], pa.float32()).slice(1)]),
+    "float16": pa.chunked_array([pa.array(np.array([2.0, 1.0, np.inf], np.float16))]),
+    "int64_nulls": pa.chunked_array([[5, None, -3], [None, 7]], pa.int64()),
+    "int8_sliced": pa.chunked_array([pa.array([1, None, -2, 4, None], pa.int8()).slice(2, 3)]),
+    "uint32": pa.chunked_array([[4_000_000_000, 0, 17]], pa.uint32()),
+    "all_null": pa.chunked_array([pa.nulls(4, pa.float64())]),
+    "empty": pa.chunked_array([], pa.float64()),
+}
+
+
+@pytest.mark.parametrize("name", list(_NUMERIC_COLUMNS))
+def test_sorted_finite_equals_arrow_cast(name: str) -> None:
+    import pyarrow.compute as pc
+
+    col = _NUMERIC_COLUMNS[name]
+    values, n_missing = _sorted_finite(col)
+    as_float = col.cast(pa.float64()).to_pandas().to_numpy(dtype=float)  # nulls -> NaN
+    finite = as_float[np.isfinite(as_float)]
+    np.testing.assert_array_equal(values, np.sort(finite))
+    assert values.dtype == np.float64 and values.flags.writeable
+    assert n_missing == len(col) - finite.size
+    assert n_missing == col.null_count + int(pc.sum(pc.invert(pc.is_finite(col))).as_py() or 0)
+
+
+_CATEGORICAL_COLUMNS = {
+    "dictionary_chunks": pa.chunked_array(
+        [pa.array(["a", "b", None, "a"]).dictionary_encode(), pa.array(["c", None, "a"]).dictionary_encode()]
+    ),
+    "dictionary_sliced": pa.chunked_array(
+        [pa.array(["a", "b", None, "a", "b"]).dictionary_encode().slice(2)]
+    ),
+    "dictionary_unused_entry": pa.chunked_array(
+        [pa.DictionaryArray.from_arrays(pa.array([0, 0, None], pa.int8()), pa.array(["x", "never"]))]
+    ),
+    "boolean": pa.chunked_array([[True, None, False, True], [False]]),
+    "plain_string": pa.chunked_array([pa.array(["x", None, "y", "x"])]),
+}
+
+
+@pytest.mark.parametrize("name", list(_CATEGORICAL_COLUMNS))
+def test_counts_equal_arrow_value_counts(name: str) -> None:
+    import pyarrow.compute as pc
+
+    col = _CATEGORICAL_COLUMNS[name]
+    expected: dict[str, int] = {}
+    for row in pc.value_counts(col.cast(col.type.value_type) if pa.types.is_dictionary(col.type)
+                               else col).to_pylist():
+        key = "__missing__" if row["values"] is None else str(row["values"])
+        expected[key] = expected.get(key, 0) + row["counts"]
+    assert _counts(col) == expected

@@ -1,5 +1,7 @@
 """Reference sketches: binning, scale, thinning bound, baseline, serialisation."""
 
+import itertools
+
 import numpy as np
 import pytest
 from modelgate.drift.reference import (
@@ -121,3 +123,83 @@ def test_no_finite_values_rejected() -> None:
         build_numeric_reference([np.nan, np.inf], name="x")
     with pytest.raises(ValueError, match="'c'"):
         build_categorical_reference([], name="c")
+
+
+# --- the baseline's building blocks, against numpy and scipy -----------------------------------
+
+from modelgate.drift.reference import (  # noqa: E402
+    _half_masks,
+    _half_split_w1_counts,
+    _sorted_quantiles,
+)
+from scipy.stats import chisquare  # noqa: E402
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 10, 11, 1000, 100_001], ids=lambda n: f"n{n}")
+@pytest.mark.parametrize("kind", ["normal", "ties", "wide"])
+def test_sorted_quantiles_equal_numpy_quantile(n: int, kind: str) -> None:
+    rng = np.random.default_rng(n)
+    x = {"normal": rng.normal(size=n), "ties": np.round(rng.normal(size=n) * 2),
+         "wide": rng.lognormal(0, 3, size=n) * 1e6}[kind]
+    s = np.sort(x)
+    for bins in (2, 3, 7, 10, 13, 100):
+        q = np.linspace(0.0, 1.0, bins + 1)[1:-1]
+        np.testing.assert_array_equal(_sorted_quantiles(s, q), np.quantile(s, q))
+
+
+@pytest.mark.parametrize("n", [2, 3, 10, 1001, 200_003], ids=lambda n: f"n{n}")
+def test_half_split_w1_and_counts_equal_scipy_on_the_two_halves(n: int) -> None:
+    rng = np.random.default_rng(n)
+    s = np.sort(np.r_[rng.normal(size=n - n // 3), np.round(rng.normal(size=n // 3))])
+    edges = np.r_[-np.inf, np.unique(np.quantile(s, [0.1, 0.5, 0.55, 0.9])), np.inf]
+    cuts = np.searchsorted(s, edges[1:-1], side="left")
+    mask = _half_masks(n, rng)
+    ramp = (n // 2) * np.arange(1, n, dtype=np.float64)
+    w, a, b = _half_split_w1_counts(np.diff(s), cuts, mask, ramp)
+    assert w == pytest.approx(wasserstein_distance(s[mask], s[~mask]), rel=1e-12, abs=1e-15)
+    inner = edges[1:-1]
+    for half, got in ((s[mask], a), (s[~mask], b)):
+        expected = np.bincount(np.digitize(half, inner), minlength=inner.size + 1)
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 64, 1_000_001], ids=lambda n: f"n{n}")
+def test_half_masks_pick_exactly_half(n: int) -> None:
+    rng = np.random.default_rng(n)
+    for _ in range(3):
+        mask = _half_masks(n, rng)
+        assert mask.dtype == np.bool_ and mask.shape == (n,)
+        assert int(mask.sum()) == n // 2
+
+
+@pytest.mark.parametrize("n", [4, 5, 6], ids=lambda n: f"n{n}")
+def test_half_masks_are_uniform_over_subsets(n: int) -> None:
+    """Every subset of size n // 2 about equally often (a shuffle-and-split's distribution)."""
+    rng = np.random.default_rng(100 + n)
+    draws = 20_000
+    codes = [int(np.packbits(_half_masks(n, rng), bitorder="little")[0]) for _ in range(draws)]
+    _, counts = np.unique(codes, return_counts=True)
+    assert counts.size == len(list(itertools.combinations(range(n), n // 2)))
+    assert chisquare(counts).pvalue > 1e-3
+
+
+def test_baseline_is_the_mean_over_half_splits_of_scipy_numbers() -> None:
+    """The stored baseline: mean of W1 / std (scipy) and base-2 JS on the reference bins
+    (scipy's jensenshannon on np.digitize counts) over the seeded half splits."""
+    from scipy.spatial.distance import jensenshannon
+
+    rng = np.random.default_rng(8)
+    x = np.round(rng.gamma(2.0, size=30_001), 2)
+    ref = build_numeric_reference(x, name="x", bins=10, baseline_repeats=4, seed=5)
+    s = np.sort(x)
+    draw = np.random.default_rng(5)  # the masks the build draws with seed 5
+    ws, js = [], []
+    for _ in range(4):
+        mask = _half_masks(s.size, draw)
+        ws.append(wasserstein_distance(s[mask], s[~mask]) / np.std(s))
+        inner = ref.edges[1:-1]
+        p = np.bincount(np.digitize(s[mask], inner), minlength=inner.size + 1)
+        q = np.bincount(np.digitize(s[~mask], inner), minlength=inner.size + 1)
+        js.append(jensenshannon(p, q, base=2) ** 2)
+    assert ref.baseline_wasserstein == pytest.approx(np.mean(ws), rel=1e-10)
+    assert ref.baseline_js == pytest.approx(np.mean(js), rel=1e-10)

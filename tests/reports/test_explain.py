@@ -391,8 +391,27 @@ def test_budget_defaults_recorded() -> None:
     assert ex.budget.max_rows == 50
     # auto: 2**5 - 2 = 30 coalitions vs 2 * n_permutations * 4 for the permutation method
     assert explain(_toy_predict, rows, bg, features=TOY).algorithm == "exact"
+    # 1 pair: 8 coalitions of 30, over a quarter of them, so the kernel estimator
     one = explain(_toy_predict, rows, bg, features=TOY, n_permutations=1)
-    assert one.algorithm == "permutation" and one.budget.evaluations_per_row == 10
+    assert one.algorithm == "kernel" and one.budget.evaluations_per_row == 10
+
+
+@pytest.mark.parametrize(
+    "m, n_permutations, expected",
+    [(2, 1, "exact"), (6, 10, "exact"), (7, 10, "kernel"), (9, 10, "kernel"),
+     (10, 10, "permutation"), (12, 10, "permutation"), (10, 20, "kernel"), (5, 1, "kernel"),
+     (6, 1, "permutation")],
+    ids=lambda v: str(v),
+)
+def test_auto_picks_exact_then_kernel_while_the_budget_covers_a_quarter(
+    m: int, n_permutations: int, expected: str
+) -> None:
+    """Budget B = 2 n (M - 1) coalitions: exact when 2**M - 2 <= B, kernel when 4 B >= 2**M - 2
+    (where it measured closer to exact than permutation sampling at equal cost), else
+    permutation. Worked by hand: M=7, n=10: B=120 < 126 <= 480; M=10: B=180, 720 < 1022."""
+    from modelgate.reports.explain import _choose_algorithm
+
+    assert _choose_algorithm("auto", m, n_permutations) == expected
 
 
 def _bad_shape(df: pd.DataFrame) -> np.ndarray:

@@ -26,9 +26,13 @@ A statistic with no data (no live rows, no reference) is not sent, rather than s
 
 from __future__ import annotations
 
+import configparser
 import logging
+import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 log = logging.getLogger("modelgate.metrics")
 
@@ -104,6 +108,8 @@ def emit(metrics: Sequence[Metric]) -> None:
     tests run tasks in a process where that start-up step did not happen. A metrics outage
     must not fail a gate or a drift run whose results are already stored, so errors are logged.
     """
+    if not _backend_may_be_on():
+        return
     try:
         from airflow.sdk.configuration import conf
         from airflow.sdk.observability import stats
@@ -115,3 +121,38 @@ def emit(metrics: Sequence[Metric]) -> None:
             stats.gauge(metric.name, metric.value, tags=metric.tags)
     except Exception as exc:  # noqa: BLE001 - metrics are best effort, see the docstring
         log.warning("could not send %d metric(s): %s: %s", len(metrics), type(exc).__name__, exc)
+
+
+_BACKEND_SWITCHES = ("statsd_on", "otel_on")
+
+
+def _backend_may_be_on() -> bool:
+    """False only when no metrics backend can be on: then a CLI process skips importing
+    Airflow (about 4 s) just to find that out.
+
+    Inside Airflow (already imported) the answer is Airflow's own. Otherwise the switches are
+    read as Airflow reads them: ``AIRFLOW__METRICS__<SWITCH>`` (``_CMD``/``_SECRET`` forms
+    count as possibly on) over ``airflow.cfg`` (``AIRFLOW_CONFIG`` or ``$AIRFLOW_HOME``).
+    """
+    if "airflow" in sys.modules:
+        return True
+    undecided = []
+    for switch in _BACKEND_SWITCHES:
+        name = f"AIRFLOW__METRICS__{switch.upper()}"
+        if name + "_CMD" in os.environ or name + "_SECRET" in os.environ:
+            return True
+        if name in os.environ:
+            if os.environ[name].strip().lower() in ("true", "t", "1"):
+                return True
+        else:
+            undecided.append(switch)
+    home = Path(os.environ.get("AIRFLOW_HOME") or "~/airflow").expanduser()
+    cfg = Path(os.environ.get("AIRFLOW_CONFIG") or home / "airflow.cfg")
+    if not undecided or not cfg.is_file():
+        return False
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read(cfg)
+        return any(parser.getboolean("metrics", switch, fallback=False) for switch in undecided)
+    except (configparser.Error, ValueError):
+        return True  # Airflow will say what is wrong with it

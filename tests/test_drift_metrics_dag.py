@@ -99,3 +99,34 @@ def test_metrics_are_not_sent_when_no_backend_is_configured(monkeypatch: pytest.
     emit(gate_metrics("churn", "7", passed=True, checks_breached=0))
     assert _received(sock) == []
     sock.close()
+
+
+@pytest.mark.parametrize(("environ", "cfg", "on"), [
+    ({}, None, False),
+    ({"AIRFLOW__METRICS__STATSD_ON": "True"}, None, True),
+    ({"AIRFLOW__METRICS__OTEL_ON": "true"}, None, True),
+    ({}, "[metrics]\nstatsd_on = True\n", True),
+    ({"AIRFLOW__METRICS__STATSD_ON": "False"}, "[metrics]\nstatsd_on = True\n", False),
+    ({}, "[metrics]\nstatsd_on = False\n", False),
+    ({"AIRFLOW__METRICS__STATSD_ON_CMD": "echo True"}, None, True),
+], ids=["nothing", "statsd-env", "otel-env", "cfg", "env-over-cfg", "cfg-off", "cmd"])
+def test_a_process_without_airflow_imports_it_only_when_a_backend_may_be_on(
+    environ: dict[str, str], cfg: str | None, on: bool, tmp_path: Path,
+) -> None:
+    """The CLI emits gate metrics too; importing Airflow to learn that nothing listens cost
+    about 4 s of every `modelgate evaluate`."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW__METRICS__")}
+    env.update(environ, AIRFLOW_HOME=str(tmp_path))
+    env.pop("AIRFLOW_CONFIG", None)
+    if cfg is not None:
+        (tmp_path / "airflow.cfg").write_text(cfg)
+    script = ("import json, sys\nfrom modelgate.metrics import _backend_may_be_on\n"
+              "print(json.dumps([_backend_may_be_on(), 'airflow' in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          check=True)
+    assert json.loads(done.stdout) == [on, False]

@@ -93,6 +93,10 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
             and " ".join(config.option.markexpr.split()) == FAST_TIER
             and not os.environ.get("PYTEST_XDIST_WORKER")):
         config.option.numprocesses = "auto"
+        if config.option.dist == "no":
+            # a worker that runs out of tests takes some of the other's queue: the slow
+            # tests (pipeline runs) otherwise pile up on one worker at the end
+            config.option.dist = "worksteal"
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

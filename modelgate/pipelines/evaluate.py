@@ -413,11 +413,7 @@ def labels_from_scores(table: pa.Table, manifest: dict[str, Any]) -> Any:
     from modelgate.evaluation.labels import binary_labels
 
     column = manifest["label"]["column"]
-    values = table.column(column).to_pandas()
-    missing = int(values.isna().sum())
-    if missing:
-        raise ValueError(f"label column {column!r} has {missing} missing value(s); "
-                         "held-out rows must all be labelled")
+    values = evaluate_tasks.label_values(table, manifest)
     return binary_labels(values.tolist(), column=column, positive=manifest["label"]["positive"],
                          negative=manifest["label"].get("negative"))
 

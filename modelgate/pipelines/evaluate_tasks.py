@@ -55,6 +55,17 @@ def prediction_columns(manifest: Mapping[str, Any]) -> list[str]:
     return ["prediction", "score", *(f"proba_{k}" for k in range(len(classes_of(manifest))))]
 
 
+def label_values(table: pa.Table, manifest: Mapping[str, Any]) -> Any:
+    """The label column as a pandas Series; a missing value is an error naming the column."""
+    column = manifest["label"]["column"]
+    values = table.column(column).to_pandas()
+    missing = int(values.isna().sum())
+    if missing:
+        raise ValueError(f"label column {column!r} has {missing} missing value(s); "
+                         "held-out rows must all be labelled")
+    return values
+
+
 def targets(table: pa.Table, manifest: Mapping[str, Any]) -> npt.NDArray[Any]:
     """The label column as class indices (multiclass) or finite floats (regression).
 
@@ -67,11 +78,7 @@ def targets(table: pa.Table, manifest: Mapping[str, Any]) -> npt.NDArray[Any]:
     from modelgate.evaluation.multiclass import class_indices
 
     column = manifest["label"]["column"]
-    values = table.column(column).to_pandas()
-    missing = int(values.isna().sum())
-    if missing:
-        raise ValueError(f"label column {column!r} has {missing} missing value(s); "
-                         "held-out rows must all be labelled")
+    values = label_values(table, manifest)
     if task_of(manifest) == MULTICLASS:
         return class_indices(values.tolist(), classes_of(manifest), column=column)
     if values.dtype.kind not in "iuf":

@@ -432,3 +432,16 @@ def test_group_smaller_than_the_minimum_is_flagged_and_left_out_of_gated_gaps(
     assert "excluded: 'Nonbinary' (small group (n=12 < 30))" in reason
     gap = outcome.payload["fairness"]["gender"]["gaps"]["equalized_odds_difference"]
     assert gap["excluded_groups"] == [["Nonbinary", "small group (n=12 < 30)"]]
+
+
+def test_a_missing_label_fails_the_run_naming_the_label_column(
+    env: Settings, demo_builds: dict[str, Any], tmp_path: Path,
+) -> None:
+    frame = _heldout(demo_builds["1"])
+    frame["high_income"] = frame["high_income"].astype("float64")
+    frame.loc[[3, 9], "high_income"] = np.nan
+    data = _write(frame, tmp_path / "unlabelled rows.parquet")
+    with pytest.raises(ValueError, match="label column 'high_income' has 2 missing value"):
+        run_evaluation_locally(demo_builds["1"].archive_path, data, None)
+    reason = _assert_failed_cleanly(str(env.database_url), "label column 'high_income'")
+    assert reason.startswith("ValueError: ") and "must all be labelled" in reason

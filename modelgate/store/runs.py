@@ -116,10 +116,13 @@ def record_scoring(
 
 
 def fail_evaluation_run(url: str, run_id: int, reason: str) -> None:
-    """Mark a run failed with its reason; any partial results are removed."""
+    """Mark a run failed with its reason.
+
+    Results are written in one transaction with the final status, so a run that fails before
+    that has none, and one that fails after it (its promotion refused because production
+    changed meanwhile) keeps them: evidence of a decision that was made is never deleted.
+    """
     with transaction(url) as cur:
-        for table in EVALUATION_RESULT_TABLES:
-            cur.execute(f"DELETE FROM {table} WHERE evaluation_run_id = %s", (run_id,))
         cur.execute(
             """UPDATE evaluation_run SET status = 'failed', failure_reason = %s, finished_at = now()
                WHERE evaluation_run_id = %s""",

@@ -465,6 +465,13 @@ def test_the_index_page_drops_a_run_whose_promotion_was_refused(
     (status, reason), = fetch_all(ctx.db_url, "SELECT status, failure_reason FROM evaluation_run "
                                               "WHERE evaluation_run_id = %s", (ref1.evaluation_run_id,))
     assert status == "failed" and "production changed" in reason
+    # the gate's evidence of the losing run stays: it passed, then lost the race
+    assert fetch_all(ctx.db_url, "SELECT passed FROM gate_decision WHERE evaluation_run_id = %s",
+                     (ref1.evaluation_run_id,)) == [(True,)]
+    for table in ("gate_check", "evaluation_metric"):
+        (n,), = fetch_all(ctx.db_url, f"SELECT count(*) FROM {table} WHERE evaluation_run_id = %s",
+                          (ref1.evaluation_run_id,))
+        assert n > 0, table
 
 
 # --- 7. long sensitive-group labels ------------------------------------------------------------

@@ -14,6 +14,7 @@ module at parse time, and a test may replace a step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -36,8 +37,13 @@ def _prepare(ctx: Context, **run: Any) -> RunRef:
     return ref
 
 
-def _partitions(ctx: Context, ref: RunRef, done: dict[str, Any]) -> list[str]:
-    return _evaluate().list_dataset(ctx, ref)
+def _run_only(step: str) -> Callable[[Context, RunRef, dict[str, Any]], Any]:
+    """``evaluate.<step>(ctx, ref)``: a step that needs nothing but its run."""
+    def call(ctx: Context, ref: RunRef, done: dict[str, Any]) -> Any:
+        return getattr(_evaluate(), step)(ctx, ref)
+
+    call.__name__ = call.__qualname__ = step
+    return call
 
 
 def _score(ctx: Context, ref: RunRef, done: dict[str, Any]) -> list[str]:
@@ -47,30 +53,6 @@ def _score(ctx: Context, ref: RunRef, done: dict[str, Any]) -> list[str]:
 
 def _merge(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
     return _evaluate().merge_partitions(ctx, ref, list(done["score"]))
-
-
-def _metrics(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
-    return _evaluate().compute_metrics(ctx, ref)
-
-
-def _fairness(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
-    return _evaluate().compute_fairness(ctx, ref)
-
-
-def _explain(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
-    return _evaluate().explain(ctx, ref)
-
-
-def _decide(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
-    return _evaluate().decide(ctx, ref)
-
-
-def _report(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
-    return _evaluate().render_report(ctx, ref)
-
-
-def _store(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
-    return _evaluate().store_results(ctx, ref)
 
 
 def _gate(ctx: Context, ref: RunRef, done: dict[str, Any]) -> bool:
@@ -90,15 +72,15 @@ def _promote(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str | None:
 
 EVALUATION = StepGraph((
     Step("verify", _prepare),
-    Step("partitions", _partitions, after=("verify",)),
+    Step("partitions", _run_only("list_dataset"), after=("verify",)),
     Step("score", _score, after=("partitions",), mapped=True),
     Step("merge", _merge, after=("score",)),
-    Step("metrics", _metrics, after=("merge",)),
-    Step("fairness", _fairness, after=("merge",)),
-    Step("explain", _explain, after=("merge",)),
-    Step("decide", _decide, after=("metrics", "fairness")),
-    Step("report", _report, after=("decide", "explain")),
-    Step("store", _store, after=("report",)),
+    Step("metrics", _run_only("compute_metrics"), after=("merge",)),
+    Step("fairness", _run_only("compute_fairness"), after=("merge",)),
+    Step("explain", _run_only("explain"), after=("merge",)),
+    Step("decide", _run_only("decide"), after=("metrics", "fairness")),
+    Step("report", _run_only("render_report"), after=("decide", "explain")),
+    Step("store", _run_only("store_results"), after=("report",)),
     Step("gate", _gate, after=("store",), verdict=True),
     Step("promote", _promote, after=("gate",)),
 ))

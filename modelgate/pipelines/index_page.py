@@ -24,11 +24,11 @@ import datetime as dt
 import logging
 import posixpath
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from modelgate.pipelines.context import safe_key_part
-from modelgate.reports.views import IndexRow, IndexVerdict, ModelIndexView, RunKind
+from modelgate.reports.views import IndexRow, IndexVerdict, ModelIndexView
+from modelgate.store.summaries import ListedRun, listed_runs
 
 if TYPE_CHECKING:
     from modelgate.pipelines.context import Context
@@ -42,21 +42,10 @@ _VERDICTS: dict[tuple[str, bool], IndexVerdict] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """One run as read from PostgreSQL, before it becomes a row of the index page.
-
-    ``when`` is the evaluation's finish time, or the drift run's data interval start;
-    ``warned`` is true when a passed evaluation had a failing warn-severity check.
-    """
-
-    kind: RunKind
-    run_id: int
-    version: str
-    when: dt.datetime
-    status: str
-    warned: bool
-    report_key: str
+#: One run as read from PostgreSQL, before it becomes a row of the index page: the store's
+#: record (``when`` is the evaluation's finish time or the drift run's interval start;
+#: ``warned``: a passed evaluation had a failing warn-severity check).
+RunRecord = ListedRun
 
 
 def index_key(model_name: str) -> str:
@@ -124,10 +113,7 @@ def _verdict(record: RunRecord) -> IndexVerdict:
 
 def read_runs(db_url: str, model_name: str) -> list[RunRecord]:
     """Read the model's listed evaluation and drift runs (see the module docstring)."""
-    from modelgate.store.summaries import listed_runs
-
-    return [RunRecord(r.kind, r.run_id, r.version, r.when, r.status, r.warned, r.report_key)
-            for r in listed_runs(db_url, model_name)]
+    return listed_runs(db_url, model_name)
 
 
 def write_model_index(ctx: Context, model_name: str) -> str:

@@ -428,22 +428,12 @@ def select_rows(
     s, t, p = _validate_selection(scores, y_true, y_pred, n_each, n_random)
     by_high = np.argsort(-s, kind="stable")
     by_low = np.argsort(s, kind="stable")
-    picks: dict[int, list[Reason]] = {}
-    candidates: list[tuple[Reason, npt.NDArray[np.intp]]] = [
+    return _pick(len(s), [
         ("highest_score", by_high),
         ("lowest_score", by_low),
         ("false_positive", by_high[(p[by_high] == 1) & (t[by_high] == 0)]),
         ("false_negative", by_low[(p[by_low] == 0) & (t[by_low] == 1)]),
-    ]
-    for reason, order in candidates:
-        for i in order[:n_each]:
-            picks.setdefault(int(i), []).append(reason)
-    rest = np.setdiff1d(np.arange(len(s)), np.fromiter(picks, dtype=np.int64, count=len(picks)))
-    rng = np.random.default_rng(seed)
-    for i in rng.choice(rest, size=min(n_random, len(rest)), replace=False):
-        picks[int(i)] = ["random"]
-    indices = np.fromiter(picks, dtype=np.int64, count=len(picks))
-    return RowSelection(_frozen(indices), tuple(tuple(r) for r in picks.values()))
+    ], n_each, n_random, seed)
 
 
 def select_error_rows(errors: npt.ArrayLike, *, n_each: int = 3, n_random: int = 3,
@@ -480,12 +470,19 @@ def select_error_rows(errors: npt.ArrayLike, *, n_each: int = 3, n_random: int =
     if e.ndim != 1 or not np.all(np.isfinite(e)):
         raise ValueError(f"errors must be a 1-D array of finite floats; got shape {e.shape!r}")
     _validate_selection(e, np.zeros(e.shape), np.zeros(e.shape), n_each, n_random)
+    return _pick(len(e), [("largest_error", np.argsort(-e, kind="stable")),
+                          ("smallest_error", np.argsort(e, kind="stable"))], n_each, n_random, seed)
+
+
+def _pick(n: int, candidates: list[tuple[Reason, npt.NDArray[np.intp]]], n_each: int,
+          n_random: int, seed: int) -> RowSelection:
+    """The first ``n_each`` rows of each ordering, with their reasons, then ``n_random``
+    seeded random rows of the rest."""
     picks: dict[int, list[Reason]] = {}
-    for reason, order in (("largest_error", np.argsort(-e, kind="stable")),
-                          ("smallest_error", np.argsort(e, kind="stable"))):
+    for reason, order in candidates:
         for i in order[:n_each]:
-            picks.setdefault(int(i), []).append(reason)  # type: ignore[arg-type]
-    rest = np.setdiff1d(np.arange(len(e)), np.fromiter(picks, dtype=np.int64, count=len(picks)))
+            picks.setdefault(int(i), []).append(reason)
+    rest = np.setdiff1d(np.arange(n), np.fromiter(picks, dtype=np.int64, count=len(picks)))
     rng = np.random.default_rng(seed)
     for i in rng.choice(rest, size=min(n_random, len(rest)), replace=False):
         picks[int(i)] = ["random"]

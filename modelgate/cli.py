@@ -201,6 +201,9 @@ def _setup_logging(quiet: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from modelgate.numpy_dispatch import prefer_avx2_sort
+
+    prefer_avx2_sort()  # before numpy loads: its AVX-512 sort is slow on AMD Zen 4
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -8,6 +8,17 @@ feature_drift (mapped over every model's features) -> per model: concept_drift +
 process. Each run reads its own data
 interval, never the clock, so catch-up and back-fills read each interval once and a re-run of an
 interval replaces its rows.
+
+Each task calls the runner's body of its step (``drift_runner.<step>``, or the ``drift``
+function it names) and passes its payloads (``modelgate.pipelines.payloads``) through XCom.
+The per-model ``finish`` group is built from ``DRIFT`` with ``steps.wire``, and which steps
+run outside it is derived from ``DRIFT``. Those outer steps (prepare -> sample_and_score ->
+feature_drift) are written out, not generated: each maps over the models the step before
+carried on (``carry_on`` drops a model whose step failed, ``features_of`` turns models into
+(model, feature) pairs) and each is mapped differently, so their order is the data they pass,
+and the direct edges ``wire`` would add (prepare >> sample_and_score) would make one model's
+failure fail every model's next step. ``tests/test_step_graphs.py`` checks the whole DAG
+orders the steps as ``DRIFT`` declares.
 """
 
 from __future__ import annotations
@@ -23,6 +34,14 @@ from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_conte
 from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
 from modelgate.logsafe import link_for_log
 from modelgate.pipelines.drift_runner import DRIFT
+from modelgate.pipelines.payloads import (
+    DriftRefDict,
+    FeatureTask,
+    LiveSample,
+    MonitorSpecDict,
+    PreparedModel,
+    ScoredModel,
+)
 from modelgate.pipelines.steps import wire
 
 DOC_MD = """
@@ -71,19 +90,17 @@ def _ctx() -> Any:
     return open_context()
 
 
-def _step(run: dict[str, Any], fn: Any, *args: Any) -> Any:
+def _step(run: DriftRefDict, fn: Any, *args: Any) -> Any:
     from modelgate.pipelines import drift
     from modelgate.pipelines.tasks import run_step
 
     return run_step(drift.DriftRef(**run), drift.fail, fn, *args, beat=drift.beat)
 
 
-#: DRIFT's steps that run before the per-model ``finish`` group (the group waits for them all).
-OUTSIDE_FINISH = ("prepare", "sample_and_score", "feature_drift")
-
-
-def _spec_of(prepared: dict[str, Any]) -> dict[str, Any]:
-    return dict(prepared["spec"])
+#: DRIFT's feature fan-out and the steps before it run once for all models, mapped; the steps
+#: after it run per model in the ``finish`` group, which waits for the whole fan-out.
+FAN_OUT = next(s.name for s in DRIFT if s.mapped)
+OUTSIDE_FINISH = tuple(n for n in DRIFT.names() if n == FAN_OUT or n in DRIFT.ancestors()[FAN_OUT])
 
 
 @dag(
@@ -110,90 +127,86 @@ def _spec_of(prepared: dict[str, Any]) -> dict[str, Any]:
 )
 def drift_monitoring() -> None:
     @task
-    def plan() -> list[dict[str, Any]]:
+    def plan() -> list[MonitorSpecDict]:
         """The models this run watches, each with the data it reads."""
         from modelgate.pipelines import drift
 
         return drift.monitor_specs(_ctx(), dict(get_current_context()["params"]))
 
-    @task(map_index_template="{{ spec['model_name'] }}")
-    def prepare(spec: dict[str, Any]) -> dict[str, Any]:
-        from modelgate.pipelines import drift
+    # A dict return annotation made TaskFlow infer multiple_outputs (each key is also an XCom
+    # of its own); stated on the tasks that return a payload, so their XComs stay the same
+    # whatever the annotation says.
+    @task(map_index_template="{{ spec['model_name'] }}", multiple_outputs=True)
+    def prepare(spec: MonitorSpecDict) -> PreparedModel:
+        from modelgate.pipelines import drift_runner
 
         context = get_current_context()
-        prepared = drift.prepare(_ctx(), model_name=spec["model_name"],
-                                 interval_start=context["data_interval_start"],
-                                 interval_end=context["data_interval_end"],
-                                 reference_uri=spec["reference"])
-        return {**prepared, "spec": spec}
+        return drift_runner.prepare(_ctx(), spec, context["data_interval_start"],
+                                    context["data_interval_end"])
 
     @task(trigger_rule="all_done")
-    def carry_on(done: Any) -> list[dict[str, Any]]:
+    def carry_on(done: Any) -> list[Any]:
         """The models whose previous step succeeded (a failed model drops out, the rest go on)."""
         return [d for d in done if d is not None]
 
-    @task(map_index_template="{{ prepared['spec']['model_name'] }}")
-    def sample_and_score(prepared: dict[str, Any]) -> dict[str, Any]:
-        from modelgate.pipelines import drift
+    @task(map_index_template="{{ prepared['spec']['model_name'] }}", multiple_outputs=True)
+    def sample_and_score(prepared: PreparedModel) -> ScoredModel:
+        from modelgate.pipelines import drift_runner
 
-        spec = _spec_of(prepared)
-        sample = _step(prepared["run"], drift.sample_and_score, spec["live"], int(spec["sample_size"]))
-        return {**prepared, "sample": dict(sample)}
+        scored: ScoredModel = _step(prepared["run"], drift_runner.sample_and_score, prepared)
+        return scored
 
     @task
-    def features_of(sampled: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def features_of(sampled: list[ScoredModel]) -> list[FeatureTask]:
         """One entry per (model, feature) to fan out over."""
-        return [{"run": s["run"], "sample": s["sample"], "feature": f,
-                 "thresholds": s["spec"]["thresholds"]} for s in sampled for f in s["features"]]
+        from modelgate.pipelines import drift_runner
+
+        return [t for s in sampled for t in drift_runner.feature_tasks(s)]
 
     @task(map_index_template="{{ run['model_name'] }}: {{ feature }}")
-    def feature_drift(run: dict[str, Any], sample: dict[str, Any], feature: str,
+    def feature_drift(run: DriftRefDict, sample: LiveSample, feature: str,
                       thresholds: dict[str, Any]) -> str:
         from modelgate.pipelines import drift
 
         return str(_step(run, drift.feature_drift, sample, feature, thresholds))
 
     @task_group
-    def finish(sampled: dict[str, Any]) -> None:
+    def finish(sampled: ScoredModel) -> None:
         """Per model: labels to ADWIN, the report, the rows, the verdict."""
 
         @task
-        def concept_drift(sampled: dict[str, Any]) -> str:
-            from modelgate.pipelines import drift
+        def concept_drift(sampled: ScoredModel) -> str:
+            from modelgate.pipelines import drift_runner
 
-            spec = _spec_of(sampled)
-            return str(_step(sampled["run"], drift.concept_drift, spec["labels"],
-                             float(spec["adwin_delta"])))
+            return str(_step(sampled["run"], drift_runner.concept_drift, sampled))
 
         @task
-        def joint_drift(sampled: dict[str, Any]) -> str:
+        def joint_drift(sampled: ScoredModel) -> str:
             """Multivariate drift of the numeric features and drift of the SHAP attribution profile."""
-            from modelgate.pipelines import drift_joint
+            from modelgate.pipelines import drift_runner
 
-            return str(_step(sampled["run"], drift_joint.joint_drift, sampled["sample"],
-                             _spec_of(sampled)["thresholds"]))
+            return str(_step(sampled["run"], drift_runner.joint_drift, sampled))
 
         @task(trigger_rule="all_done")  # runs when another model's feature task failed
-        def report(sampled: dict[str, Any]) -> str:
-            from modelgate.pipelines import drift
+        def report(sampled: ScoredModel) -> str:
+            from modelgate.pipelines import drift, drift_runner
 
             ctx, run = _ctx(), sampled["run"]
             drift.check_not_failed(ctx, drift.DriftRef(**run))
-            key = _step(run, drift.render_report, sampled["sample"], sampled["features"])
+            key = _step(run, drift_runner.report, sampled)
             link = ctx.store.link(key, expiry_s=ctx.settings.presign_expiry_s)
             get_current_context()["ti"].xcom_push(key=REPORT_URL_XCOM, value=link)  # for ReportLink
             print(f"drift report: {link_for_log(link)} (signed link: Report button / XCom)")
             return str(key)
 
         @task
-        def store(sampled: dict[str, Any], key: str) -> str:
-            from modelgate.pipelines import drift
+        def store(sampled: ScoredModel, key: str) -> str:
+            from modelgate.pipelines import drift_runner
 
-            return str(_step(sampled["run"], drift.store_results, sampled["sample"],
-                             sampled["features"], key))
+            return str(_step(sampled["run"], drift_runner.store, sampled, key))
 
         @task(retries=0)
-        def decide(sampled: dict[str, Any]) -> str:
+        def decide(sampled: ScoredModel) -> str:
             """Fail, without retries, when drift breached the thresholds."""
             from airflow.sdk.exceptions import AirflowFailException
 
@@ -220,9 +233,8 @@ def drift_monitoring() -> None:
     def all_models_done() -> None:
         """Leaf that fails (upstream_failed) when any model's step failed, so the run is red."""
 
-    # prepare -> sample_and_score -> feature_drift pass the models through carry_on (a model
-    # whose step failed drops out), so their order is set by the data they pass; the test
-    # of the DAG's structure checks it is DRIFT's.
+    # OUTSIDE_FINISH, in DRIFT's order: each maps over the models the step before carried on
+    # (see the module docstring for why this is not built by wire).
     prepared = prepare.expand(spec=plan())
     scored = sample_and_score.expand(prepared=carry_on(prepared))
     sampled = carry_on(scored)

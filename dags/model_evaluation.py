@@ -20,6 +20,7 @@ from airflow.sdk import Param, dag, get_current_context, task
 from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
 from modelgate.logsafe import link_for_log
 from modelgate.pipelines.evaluation_runner import EVALUATION
+from modelgate.pipelines.payloads import Partition, RunRefDict
 from modelgate.pipelines.steps import wire
 
 DOC_MD = """
@@ -52,7 +53,7 @@ def _ctx() -> Any:
     return open_context()
 
 
-def _run_step(run: dict[str, Any], step: Callable[..., Any], *args: Any) -> Any:
+def _run_step(run: RunRefDict, step: Callable[..., Any], *args: Any) -> Any:
     from modelgate.pipelines import evaluate
     from modelgate.pipelines.tasks import run_step
 
@@ -77,8 +78,10 @@ def _run_step(run: dict[str, Any], step: Callable[..., Any], *args: Any) -> Any:
     },
 )
 def model_evaluation() -> None:
-    @task
-    def verify() -> dict[str, Any]:
+    # Its dict return made TaskFlow infer multiple_outputs (each key is also an XCom of its
+    # own); stated, so the XComs stay the same whatever the return annotation says.
+    @task(multiple_outputs=True)
+    def verify() -> RunRefDict:
         """Open the run row for this candidate; the archive is verified when it is scored."""
         from modelgate.pipelines import evaluate
 
@@ -92,54 +95,54 @@ def model_evaluation() -> None:
         return ref.as_dict()
 
     @task
-    def partitions(run: dict[str, Any]) -> list[dict[str, Any]]:
+    def partitions(run: RunRefDict) -> list[Partition]:
         """The held-out parquet files (one, a directory or an s3:// prefix), one mapped task each."""
-        from modelgate.pipelines import evaluate
+        from modelgate.pipelines import evaluation_runner
 
-        uris = _run_step(run, evaluate.list_dataset)
-        return [{"index": i, "uri": uri} for i, uri in enumerate(uris)]
+        found: list[Partition] = _run_step(run, evaluation_runner.partitions)
+        return found
 
     @task
-    def score(run: dict[str, Any], partition: dict[str, Any]) -> str:
+    def score(run: RunRefDict, partition: Partition) -> str:
         """Score one partition (candidate and champion) and store its mergeable statistics."""
-        from modelgate.pipelines import evaluate
+        from modelgate.pipelines import evaluation_runner
 
-        return str(_run_step(run, evaluate.score_partition, partition["index"], partition["uri"]))
+        return str(_run_step(run, evaluation_runner.score_partition, partition))
 
     @task
-    def merge(run: dict[str, Any], scored: list[str]) -> str:
+    def merge(run: RunRefDict, scored: list[str]) -> str:
         """Merge the partitions' statistics in partition order and record the scoring."""
         from modelgate.pipelines import evaluate
 
         return str(_run_step(run, evaluate.merge_partitions, list(scored)))
 
     @task
-    def metrics(run: dict[str, Any]) -> str:
+    def metrics(run: RunRefDict) -> str:
         from modelgate.pipelines import evaluate
 
         return str(_run_step(run, evaluate.compute_metrics))
 
     @task
-    def fairness(run: dict[str, Any]) -> str:
+    def fairness(run: RunRefDict) -> str:
         from modelgate.pipelines import evaluate
 
         return str(_run_step(run, evaluate.compute_fairness))
 
     @task
-    def explain(run: dict[str, Any]) -> str:
+    def explain(run: RunRefDict) -> str:
         from modelgate.pipelines import evaluate
 
         return str(_run_step(run, evaluate.explain))
 
     @task
-    def decide(run: dict[str, Any]) -> str:
+    def decide(run: RunRefDict) -> str:
         """Apply the policy the verify task checked and stored with the run."""
         from modelgate.pipelines import evaluate
 
         return str(_run_step(run, evaluate.decide))
 
     @task
-    def report(run: dict[str, Any]) -> str:
+    def report(run: RunRefDict) -> str:
         from modelgate.pipelines import evaluate
 
         link = str(_run_step(run, evaluate.render_report))
@@ -148,13 +151,13 @@ def model_evaluation() -> None:
         return link
 
     @task
-    def store(run: dict[str, Any]) -> str:
+    def store(run: RunRefDict) -> str:
         from modelgate.pipelines import evaluate
 
         return str(_run_step(run, evaluate.store_results))
 
     @task(retries=0)
-    def gate(run: dict[str, Any]) -> None:
+    def gate(run: RunRefDict) -> None:
         """Fail the DAG run, without retries, when the policy blocked the candidate."""
         from airflow.sdk.exceptions import AirflowFailException
 
@@ -166,7 +169,7 @@ def model_evaluation() -> None:
             raise AirflowFailException(str(exc)) from exc
 
     @task
-    def promote(run: dict[str, Any]) -> str:
+    def promote(run: RunRefDict) -> str:
         from modelgate.pipelines import evaluate
 
         return str(_run_step(run, evaluate.promote))

@@ -87,6 +87,20 @@ def test_drift_dag_orders_the_steps_as_declared(drift_dag: Any) -> None:
     assert tasks["feature_drift"].is_mapped and [s.name for s in DRIFT if s.mapped] == ["feature_drift"]
 
 
+#: The tasks whose payload is also pushed key by key as XComs of their own (TaskFlow's
+#: multiple_outputs). TaskFlow infers it from a task's return annotation, so typing the
+#: payloads could change it silently; every other task pushes one XCom.
+SPLIT_XCOMS = {"model_evaluation": {"verify"}, "drift_monitoring": {"prepare", "sample_and_score"}}
+
+
+@pytest.mark.parametrize("dag_fixture", ["evaluation_dag", "drift_dag"])
+def test_only_the_payload_tasks_push_their_keys_as_xcoms(dag_fixture: str,
+                                                          request: pytest.FixtureRequest) -> None:
+    dag = request.getfixturevalue(dag_fixture)
+    split = {t.task_id for t in dag.tasks if t.multiple_outputs}
+    assert split == SPLIT_XCOMS[dag.dag_id]
+
+
 def test_the_order_check_sees_a_missing_dependency(drift_dag: Any) -> None:
     """The comparison can fail: the DAG without the feature fan-out -> group edge differs."""
     upstream = _upstream(drift_dag)

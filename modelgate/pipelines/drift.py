@@ -24,6 +24,7 @@ from modelgate.metrics import emit as emit_metrics
 from modelgate.pipelines import drift_joint, index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift_sample import interval_seed, sample_path
+from modelgate.pipelines.payloads import DriftRefDict, LiveSample, MonitorSpecDict, PreparedRun
 from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.store import drift_runs, models
 
@@ -56,8 +57,10 @@ class DriftRef:
         return (f"runs/drift/{safe_key_part(self.model_name)}/{safe_key_part(self.version)}/"
                 f"{safe_key_part(self.interval_start)}")
 
-    def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__slots__}
+    def as_dict(self) -> DriftRefDict:
+        return {"drift_run_id": self.drift_run_id, "model_version_id": self.model_version_id,
+                "model_name": self.model_name, "version": self.version,
+                "interval_start": self.interval_start, "interval_end": self.interval_end}
 
 
 def _put(ctx: Context, key: str, value: object) -> str:
@@ -103,11 +106,13 @@ class MonitorSpec:
     thresholds: dict[str, Any]
     adwin_delta: float
 
-    def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__slots__}
+    def as_dict(self) -> MonitorSpecDict:
+        return {"model_name": self.model_name, "live": self.live, "labels": self.labels,
+                "reference": self.reference, "sample_size": self.sample_size,
+                "thresholds": self.thresholds, "adwin_delta": self.adwin_delta}
 
 
-def monitor_specs(ctx: Context, params: dict[str, Any]) -> list[dict[str, Any]]:
+def monitor_specs(ctx: Context, params: dict[str, Any]) -> list[MonitorSpecDict]:
     """One spec per production model with a monitoring config (or only ``params['model_name']``).
 
     Non-empty params override the stored config, so a manual run can point one model at
@@ -139,7 +144,7 @@ DEFAULT_ADWIN_DELTA = 0.002
 
 
 def prepare(ctx: Context, *, model_name: str, interval_start: dt.datetime,
-            interval_end: dt.datetime, reference_uri: str = "") -> dict[str, Any]:
+            interval_end: dt.datetime, reference_uri: str = "") -> PreparedRun:
     """Open the run row for the production model and interval; check the sketch exists.
 
     The reference sketch is built by ``modelgate monitor set`` or at promotion; only a run
@@ -257,7 +262,7 @@ def partition_files(ctx: Context, root_uri: str, day: dt.date, work: Path) -> li
     return sorted(directory.glob("*.parquet")) if directory.is_dir() else []
 
 
-def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: int) -> dict[str, Any]:
+def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: int) -> LiveSample:
     """Sample the interval's live rows (seeded by the interval) and score them."""
     row = models.get_by_id(ctx.db_url, ref.model_version_id)
     manifest = row.manifest
@@ -346,7 +351,7 @@ def parse_thresholds(spec: dict[str, Any] | None) -> Any:
     return DriftThresholds(**spec, overrides=overrides)
 
 
-def feature_drift(ctx: Context, ref: DriftRef, sample: dict[str, Any], feature: str,
+def feature_drift(ctx: Context, ref: DriftRef, sample: LiveSample, feature: str,
                   thresholds: dict[str, Any] | None = None) -> str:
     """Drift of one feature (one mapped task); the result is stored under a per-feature key."""
     from modelgate.pipelines.drift_columns import drift_from_parquet
@@ -363,7 +368,7 @@ def feature_drift(ctx: Context, ref: DriftRef, sample: dict[str, Any], feature: 
     return _put(ctx, key, result)
 
 
-def all_feature_drift(ctx: Context, ref: DriftRef, sample: dict[str, Any],
+def all_feature_drift(ctx: Context, ref: DriftRef, sample: LiveSample,
                       thresholds: dict[str, Any] | None = None) -> list[Any]:
     """Every feature in one call (the single-task path the fan-out must agree with)."""
     from modelgate.pipelines.drift_columns import drift_from_parquet
@@ -540,7 +545,7 @@ def check_not_failed(ctx: Context, ref: DriftRef) -> None:
                            "its reason is in drift_run.failure_reason")
 
 
-def render_report(ctx: Context, ref: DriftRef, sample: dict[str, Any], features: list[str]) -> str:
+def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: list[str]) -> str:
     from modelgate.drift.data_drift import summarise
     from modelgate.reports.html import render_drift_report
     from modelgate.reports.views import (
@@ -597,7 +602,7 @@ def _event_time_text(when: dt.datetime | None) -> str:
     return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def store_results(ctx: Context, ref: DriftRef, sample: dict[str, Any], features: list[str],
+def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: list[str],
                   report: str) -> str:
     """Feature rows, change points, detector state, verdict and link in one transaction."""
     from modelgate.drift.data_drift import summarise

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift_sample import interval_seed, sample_path
+from modelgate.pipelines.payloads import LiveSample
 from modelgate.scoring import open_session, settings_from_os_environ
 from modelgate.store import drift_joint, models
 
@@ -160,7 +161,7 @@ def result_key(prefix: str) -> str:
     return f"{prefix}/joint.pkl"
 
 
-def joint_drift(ctx: Context, ref: Any, sample: dict[str, Any],
+def joint_drift(ctx: Context, ref: Any, sample: LiveSample,
                 thresholds: dict[str, Any] | None = None) -> str:
     """Multivariate and attribution drift of the interval's scored sample (one task)."""
 

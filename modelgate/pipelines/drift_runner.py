@@ -1,21 +1,28 @@
-"""The drift pipeline's step graph (one model, one interval) and its in-process runner.
+"""The drift pipeline's step graph (one model, one interval), its steps and its in-process runner.
 
 ``DRIFT`` is the single statement of the step order. The ``drift_monitoring`` DAG runs it
 per model (the per-model ``finish`` task group is built from it; a test checks that the
 whole DAG orders the steps as declared), and :func:`run_drift` runs the same steps one
-after the other for ``modelgate monitor retry`` and the tests. The steps are functions of
-:mod:`modelgate.pipelines.drift` and :mod:`modelgate.pipelines.drift_joint`, imported
-when called (DAG files import this module at parse time)::
+after the other for ``modelgate monitor retry`` and the tests::
 
     prepare -> sample_and_score -> feature_drift (mapped over features)
     feature_drift -> concept_drift, joint_drift -> report -> store -> decide
+
+Each step has one body, which the DAG's task and :func:`run_drift` both call. The bodies
+below take what the step before passed on (:mod:`~modelgate.pipelines.payloads`: a
+``PreparedModel``, then a ``ScoredModel``) and give the functions of
+:mod:`modelgate.pipelines.drift` and :mod:`modelgate.pipelines.drift_joint` the parts they
+need. ``feature_drift`` and ``decide`` need no body here: they are
+:func:`modelgate.pipelines.drift.feature_drift`, called with the values of each
+``FeatureTask`` of :func:`feature_tasks`, and :func:`modelgate.pipelines.drift.decide`.
+Those modules are imported when a step is called: DAG files import this one at parse time.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from types import ModuleType
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from modelgate.pipelines.steps import Step, StepGraph, run_in_process
@@ -23,77 +30,120 @@ from modelgate.pipelines.steps import Step, StepGraph, run_in_process
 if TYPE_CHECKING:
     from modelgate.pipelines.context import Context
     from modelgate.pipelines.drift import DriftRef
+    from modelgate.pipelines.payloads import FeatureTask, MonitorSpecDict, PreparedModel, ScoredModel
 
 log = logging.getLogger("modelgate.drift")
 
 
-def _drift() -> ModuleType:
+# --- the steps, as the DAG's tasks and run_drift call them ---------------------------------
+
+def prepare(ctx: Context, spec: MonitorSpecDict, start: dt.datetime, end: dt.datetime) -> PreparedModel:
+    """Open the model's run over ``[start, end)``: the run, the features to fan out over and
+    the spec (:func:`modelgate.pipelines.drift.prepare`)."""
     from modelgate.pipelines import drift
 
-    return drift
+    prepared = drift.prepare(ctx, model_name=spec["model_name"], interval_start=start,
+                             interval_end=end, reference_uri=spec["reference"])
+    return {"run": prepared["run"], "features": prepared["features"], "spec": spec}
 
 
-def _prepare(ctx: Context, spec: dict[str, Any], start: dt.datetime, end: dt.datetime) -> dict[str, Any]:
-    """The run reference and the features to fan out over, with the spec (as the DAG's task)."""
-    prepared = _drift().prepare(ctx, model_name=spec["model_name"], interval_start=start,
-                                interval_end=end, reference_uri=spec["reference"])
-    return {**prepared, "spec": spec}
+def sample_and_score(ctx: Context, ref: DriftRef, prepared: PreparedModel) -> ScoredModel:
+    """The prepared run with its scored live sample of ``spec['sample_size']`` rows."""
+    from modelgate.pipelines import drift
+
+    spec = prepared["spec"]
+    sample = drift.sample_and_score(ctx, ref, spec["live"], int(spec["sample_size"]))
+    return {"run": prepared["run"], "features": prepared["features"], "spec": spec,
+            "sample": sample}
 
 
-def _spec(done: dict[str, Any]) -> dict[str, Any]:
-    spec: dict[str, Any] = done["prepare"]["spec"]
-    return spec
+def feature_tasks(scored: ScoredModel) -> list[FeatureTask]:
+    """The feature fan-out of one model: one ``feature_drift`` call per feature, each given
+    :func:`modelgate.pipelines.drift.feature_drift`'s arguments after ``ctx, ref``."""
+    return [{"run": scored["run"], "sample": scored["sample"], "feature": feature,
+             "thresholds": scored["spec"]["thresholds"]} for feature in scored["features"]]
 
 
-def _sample_and_score(ctx: Context, ref: DriftRef, done: dict[str, Any]) -> dict[str, Any]:
-    spec = _spec(done)
-    sample: dict[str, Any] = _drift().sample_and_score(ctx, ref, spec["live"], int(spec["sample_size"]))
-    return sample
+def concept_drift(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
+    """Feed the labels that have arrived to ADWIN; the key of the stored result."""
+    from modelgate.pipelines import drift
+
+    spec = scored["spec"]
+    return drift.concept_drift(ctx, ref, spec["labels"], float(spec["adwin_delta"]))
+
+
+def joint_drift(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
+    """Multivariate and attribution drift of the sample; the key of the stored result."""
+    from modelgate.pipelines import drift_joint
+
+    return drift_joint.joint_drift(ctx, ref, scored["sample"], scored["spec"]["thresholds"])
+
+
+def report(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
+    """Render the run's HTML report; its object key."""
+    from modelgate.pipelines import drift
+
+    return drift.render_report(ctx, ref, scored["sample"], scored["features"])
+
+
+def store(ctx: Context, ref: DriftRef, scored: ScoredModel, report_key: str) -> str:
+    """Store the run's rows and verdict with the report's key; the verdict."""
+    from modelgate.pipelines import drift
+
+    return drift.store_results(ctx, ref, scored["sample"], scored["features"], report_key)
+
+
+# --- in-process: each step given the earlier steps' outputs -------------------------------
+
+def _scored(done: dict[str, Any]) -> ScoredModel:
+    scored: ScoredModel = done["sample_and_score"]
+    return scored
+
+
+def _sample_and_score(ctx: Context, ref: DriftRef, done: dict[str, Any]) -> ScoredModel:
+    return sample_and_score(ctx, ref, done["prepare"])
 
 
 def _feature_drift(ctx: Context, ref: DriftRef, done: dict[str, Any]) -> list[str]:
-    feature_drift = _drift().feature_drift
-    return [feature_drift(ctx, ref, done["sample_and_score"], f, _spec(done)["thresholds"])
-            for f in done["prepare"]["features"]]
+    from modelgate.pipelines import drift
+
+    return [drift.feature_drift(ctx, ref, t["sample"], t["feature"], t["thresholds"])
+            for t in feature_tasks(_scored(done))]
 
 
-def _concept_drift(ctx: Context, ref: DriftRef, done: dict[str, Any]) -> str:
-    spec = _spec(done)
-    return str(_drift().concept_drift(ctx, ref, spec["labels"], float(spec["adwin_delta"])))
+def _given_scored(step: Callable[[Context, DriftRef, ScoredModel], str]
+                  ) -> Callable[[Context, DriftRef, dict[str, Any]], str]:
+    """``step(ctx, ref, scored)``: a step that is given the scored model only."""
+    def call(ctx: Context, ref: DriftRef, done: dict[str, Any]) -> str:
+        return step(ctx, ref, _scored(done))
 
-
-def _joint_drift(ctx: Context, ref: DriftRef, done: dict[str, Any]) -> str:
-    from modelgate.pipelines import drift_joint
-
-    return drift_joint.joint_drift(ctx, ref, done["sample_and_score"], _spec(done)["thresholds"])
-
-
-def _report(ctx: Context, ref: DriftRef, done: dict[str, Any]) -> str:
-    return str(_drift().render_report(ctx, ref, done["sample_and_score"], done["prepare"]["features"]))
+    call.__name__ = call.__qualname__ = step.__name__
+    return call
 
 
 def _store(ctx: Context, ref: DriftRef, done: dict[str, Any]) -> str:
-    return str(_drift().store_results(ctx, ref, done["sample_and_score"], done["prepare"]["features"],
-                                      done["report"]))
+    return store(ctx, ref, _scored(done), done["report"])
 
 
 def _decide(ctx: Context, ref: DriftRef, done: dict[str, Any]) -> str:
-    return str(_drift().decide(ctx, ref))
+    from modelgate.pipelines import drift
+
+    return drift.decide(ctx, ref)
 
 
 DRIFT = StepGraph((
-    Step("prepare", _prepare),
+    Step("prepare", prepare),
     Step("sample_and_score", _sample_and_score, after=("prepare",)),
     Step("feature_drift", _feature_drift, after=("sample_and_score",), mapped=True),
-    Step("concept_drift", _concept_drift, after=("feature_drift",)),
-    Step("joint_drift", _joint_drift, after=("feature_drift",)),
-    Step("report", _report, after=("concept_drift", "joint_drift")),
+    Step("concept_drift", _given_scored(concept_drift), after=("feature_drift",)),
+    Step("joint_drift", _given_scored(joint_drift), after=("feature_drift",)),
+    Step("report", _given_scored(report), after=("concept_drift", "joint_drift")),
     Step("store", _store, after=("report",)),
     Step("decide", _decide, after=("store",), verdict=True),
 ))
 
 
-def run_drift(ctx: Context, spec: dict[str, Any], start: dt.datetime, end: dt.datetime) -> str:
+def run_drift(ctx: Context, spec: MonitorSpecDict, start: dt.datetime, end: dt.datetime) -> str:
     """Every step of one model's drift run over ``[start, end)`` in this process, in ``DRIFT``
     order (features one after the other).
 
@@ -104,9 +154,8 @@ def run_drift(ctx: Context, spec: dict[str, Any], start: dt.datetime, end: dt.da
     ----------
     ctx : Context
         The stores.
-    spec : dict
-        One model's :class:`~modelgate.pipelines.drift.MonitorSpec` as a dict
-        (:func:`~modelgate.pipelines.drift.monitor_specs`).
+    spec : MonitorSpecDict
+        One model's spec (:func:`~modelgate.pipelines.drift.monitor_specs`).
     start, end : datetime
         The data interval.
 
@@ -121,8 +170,9 @@ def run_drift(ctx: Context, spec: dict[str, Any], start: dt.datetime, end: dt.da
         When drift breached the thresholds, like the DAG's ``decide`` task; the run is
         stored (``drift``), not failed.
     """
-    drift = _drift()
-    prepared = _prepare(ctx, spec, start, end)
+    from modelgate.pipelines import drift
+
+    prepared = prepare(ctx, spec, start, end)
     ref = drift.DriftRef(**prepared["run"])
     done = run_in_process(DRIFT, ctx, ref, {DRIFT.root.name: prepared}, fail=drift.fail,
                           beat=drift.beat)
@@ -135,6 +185,7 @@ def retry_interval(ctx: Context, model_name: str, interval_start: dt.datetime) -
     The interval's end is the one its earlier run recorded. Labels of the interval are fed
     to ADWIN after those of later intervals that were processed meanwhile.
     """
+    from modelgate.pipelines import drift
     from modelgate.store import drift_runs, models, monitors
 
     production = models.get_production(ctx.db_url, model_name)
@@ -148,5 +199,5 @@ def retry_interval(ctx: Context, model_name: str, interval_start: dt.datetime) -
                                 interval_start=interval_start)
     log.info("retrying %s v%s over %s..%s (%d quarantined partition(s) released)", model_name,
              production.version, interval_start.isoformat(), end.isoformat(), released)
-    (spec,) = _drift().monitor_specs(ctx, {"model_name": model_name})
+    (spec,) = drift.monitor_specs(ctx, {"model_name": model_name})
     return run_drift(ctx, spec, interval_start, end)

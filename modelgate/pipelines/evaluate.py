@@ -27,6 +27,7 @@ from modelgate.metrics import emit as emit_metrics
 from modelgate.metrics import gate_metrics
 from modelgate.pipelines import evaluate_tasks, index_page, partitions
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
+from modelgate.pipelines.payloads import RunRefDict
 from modelgate.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.store import models, runs
 
@@ -47,7 +48,7 @@ class RunRef:
     def prefix(self) -> str:
         return f"runs/evaluation/{safe_key_part(self.run_key)}"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> RunRefDict:
         return {"evaluation_run_id": self.evaluation_run_id, "run_key": self.run_key}
 
 

@@ -4,7 +4,9 @@
 builds its task dependencies from it (one task per step, ids = step names), and
 :func:`run_evaluation` runs the same steps one after the other for ``modelgate evaluate``,
 the tests and the benchmarks. The steps themselves are the functions of
-:mod:`modelgate.pipelines.evaluate`; the adapters below only say what each one is given.
+:mod:`modelgate.pipelines.evaluate`; the adapters below only say what each one is given
+(the DAG's tasks call :func:`partitions` and :func:`score_partition` too, so the fan-out's
+payload, :class:`~modelgate.pipelines.payloads.Partition`, is built in one place).
 They import that module and look its functions up when called: DAG files import this
 module at parse time, and a test may replace a step.
 
@@ -24,6 +26,7 @@ from modelgate.pipelines.steps import Step, StepGraph, run_in_process
 if TYPE_CHECKING:
     from modelgate.pipelines.context import Context
     from modelgate.pipelines.evaluate import RunRef
+    from modelgate.pipelines.payloads import Partition
 
 
 def _evaluate() -> ModuleType:
@@ -46,9 +49,27 @@ def _run_only(step: str) -> Callable[[Context, RunRef, dict[str, Any]], Any]:
     return call
 
 
+def partitions(ctx: Context, ref: RunRef) -> list[Partition]:
+    """The held-out dataset's files in order, numbered from 0: one ``score`` task each."""
+    from modelgate.pipelines import evaluate
+
+    return [{"index": i, "uri": uri} for i, uri in enumerate(evaluate.list_dataset(ctx, ref))]
+
+
+def score_partition(ctx: Context, ref: RunRef, partition: Partition) -> str:
+    """Score one of :func:`partitions`; the key of its stored result."""
+    from modelgate.pipelines import evaluate
+
+    return evaluate.score_partition(ctx, ref, partition["index"], partition["uri"])
+
+
+def _partitions(ctx: Context, ref: RunRef, done: dict[str, Any]) -> list[Partition]:
+    return partitions(ctx, ref)
+
+
 def _score(ctx: Context, ref: RunRef, done: dict[str, Any]) -> list[str]:
-    score = _evaluate().score_partition
-    return [score(ctx, ref, i, uri) for i, uri in enumerate(done["partitions"])]
+    found: list[Partition] = done["partitions"]
+    return [score_partition(ctx, ref, p) for p in found]
 
 
 def _merge(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
@@ -72,7 +93,7 @@ def _promote(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str | None:
 
 EVALUATION = StepGraph((
     Step("verify", _prepare),
-    Step("partitions", _run_only("list_dataset"), after=("verify",)),
+    Step("partitions", _partitions, after=("verify",)),
     Step("score", _score, after=("partitions",), mapped=True),
     Step("merge", _merge, after=("score",)),
     Step("metrics", _run_only("compute_metrics"), after=("merge",)),

@@ -249,7 +249,8 @@ def build_references_from_parquet(
         if values.size == 0:
             raise ValueError(f"column {name!r} in {os.fspath(path)!r} has no finite value")
         ref = build_numeric_reference(
-            values, name=name, bins=bins, max_values=max_values, seed=seed, assume_sorted=True
+            values, name=name, bins=bins, max_values=max_values, seed=seed, assume_sorted=True,
+            copy=False,  # values is this call's own sorted copy
         )
         return replace(ref, n_missing=n_missing)
 

@@ -153,14 +153,15 @@ def test_half_split_w1_and_counts_equal_scipy_on_the_two_halves(n: int) -> None:
     s = np.sort(np.r_[rng.normal(size=n - n // 3), np.round(rng.normal(size=n // 3))])
     edges = np.r_[-np.inf, np.unique(np.quantile(s, [0.1, 0.5, 0.55, 0.9])), np.inf]
     cuts = np.searchsorted(s, edges[1:-1], side="left")
-    mask = _half_masks(n, rng)
-    ramp = (n // 2) * np.arange(1, n, dtype=np.float64)
-    w, a, b = _half_split_w1_counts(np.diff(s), cuts, mask, ramp)
-    assert w == pytest.approx(wasserstein_distance(s[mask], s[~mask]), rel=1e-12, abs=1e-15)
-    inner = edges[1:-1]
-    for half, got in ((s[mask], a), (s[~mask], b)):
-        expected = np.bincount(np.digitize(half, inner), minlength=inner.size + 1)
-        np.testing.assert_array_equal(got, expected)
+    shared = np.full(n - 1, -7, dtype=np.int32)  # a buffer the repeats share, dirty at first
+    for counts in (None, shared, shared):
+        mask = _half_masks(n, rng)
+        w, a, b = _half_split_w1_counts(np.diff(s), cuts, mask, counts)
+        assert w == pytest.approx(wasserstein_distance(s[mask], s[~mask]), rel=1e-12, abs=1e-15)
+        inner = edges[1:-1]
+        for half, got in ((s[mask], a), (s[~mask], b)):
+            expected = np.bincount(np.digitize(half, inner), minlength=inner.size + 1)
+            np.testing.assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 64, 1_000_001], ids=lambda n: f"n{n}")
@@ -203,3 +204,15 @@ def test_baseline_is_the_mean_over_half_splits_of_scipy_numbers() -> None:
         js.append(jensenshannon(p, q, base=2) ** 2)
     assert ref.baseline_wasserstein == pytest.approx(np.mean(ws), rel=1e-10)
     assert ref.baseline_js == pytest.approx(np.mean(js), rel=1e-10)
+
+
+def test_copy_false_keeps_the_callers_sorted_array_and_copy_true_does_not() -> None:
+    values = np.sort(np.random.default_rng(3).normal(size=1000))
+    kept = build_numeric_reference(values, name="x", assume_sorted=True, copy=False)
+    copied = build_numeric_reference(values, name="x", assume_sorted=True)
+    assert np.shares_memory(kept.values, values) and not kept.values.flags.writeable
+    assert not np.shares_memory(copied.values, values)
+    assert values.flags.writeable  # the caller's own array object is left writable
+    np.testing.assert_array_equal(kept.values, copied.values)
+    assert (kept.baseline_wasserstein, kept.baseline_js) == (copied.baseline_wasserstein,
+                                                             copied.baseline_js)

@@ -11,7 +11,6 @@ import math
 from typing import Any
 
 import pytest
-
 from modelgate.drift.adwin import ChangePoint
 from modelgate.drift.data_drift import FeatureDrift
 from modelgate.evaluation.gate import GateCheck, GateDecision
@@ -19,6 +18,7 @@ from modelgate.evaluation.metrics import CalibrationBin, MetricDelta, MetricEsti
 from modelgate.fairness.disaggregate import GroupStats
 from modelgate.fairness.metrics import FairnessEstimate, fairness_report
 from modelgate.fairness.regression import RegressionGroup
+
 from modelgate.pipelines.fairness_records import fairness_records
 from modelgate.pipelines.json_records import fairness_json
 from modelgate.store import models, runs

@@ -181,7 +181,7 @@ class EvaluationRows:
 
     The records are the results' ``to_record()`` with what a result does not know added
     beside it (the model role of a metric, the sensitive feature of a group); keys that are
-    not columns of the table are left out. A ``fairness_group`` record holds a classifier's
+    not columns of the table are ignored. A ``fairness_group`` record holds a classifier's
     rates or a regression model's errors: the columns it lacks are stored NULL.
     """
 

@@ -27,6 +27,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from river.drift import ADWIN
 
+from modelgate.records import finite_or_none
+
 __all__ = ["AdwinDetector", "ChangePoint"]
 
 _FORMAT = "modelgate.drift.adwin/1"
@@ -56,6 +58,26 @@ class ChangePoint:
     error_rate_after: float
     n_before: int
     n_after: int
+
+    def to_record(self) -> dict[str, Any]:
+        """The detection as a ``concept_drift_change`` row (the caller adds the model version,
+        the run and the event time), with the sub-window lengths.
+
+        Returns
+        -------
+        dict
+            ``stream_position``, ``error_rate_before``, ``error_rate_after``, ``n_before`` and
+            ``n_after``.
+
+        Examples
+        --------
+        >>> ChangePoint(1023, 0.25, 0.35, 1000, 24).to_record()["stream_position"]
+        1023
+        """
+        return {"stream_position": self.position,
+                "error_rate_before": finite_or_none(self.error_rate_before),
+                "error_rate_after": finite_or_none(self.error_rate_after),
+                "n_before": self.n_before, "n_after": self.n_after}
 
 
 class AdwinDetector:

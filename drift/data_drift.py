@@ -29,10 +29,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from modelgate.records import finite_or_none
 
 from .distances import categorical_js, js_divergence, wasserstein_sorted
 from .reference import (
@@ -157,6 +159,36 @@ class FeatureDrift:
     statistic: Statistic
     verdict: Verdict
     unseen_categories: tuple[str, ...] = ()
+
+    def to_record(self) -> dict[str, Any]:
+        """The feature's drift as a ``feature_drift`` row (the caller adds the run and the
+        drift rank).
+
+        Returns
+        -------
+        dict
+            ``feature``, ``kind``, ``wasserstein``, ``wasserstein_normalised``,
+            ``js_divergence_base2``, ``statistic_name`` (``statistic``), ``statistic_value``
+            (``score``), ``baseline``, ``threshold`` (numbers None without data), ``verdict``,
+            ``n_reference``, ``n_current``, ``n_missing_current`` and ``unseen_categories``
+            (a list).
+
+        Examples
+        --------
+        >>> ref = build_categorical_reference(["a"] * 50 + ["b"] * 50, name="c")
+        >>> record = categorical_drift(ref, ["a", "z"] * 40).to_record()
+        >>> record["statistic_name"], record["verdict"], record["wasserstein"], record["unseen_categories"]
+        ('js_divergence', 'drift', None, ['z'])
+        """
+        return {"feature": self.feature, "kind": self.kind,
+                "wasserstein": finite_or_none(self.wasserstein),
+                "wasserstein_normalised": finite_or_none(self.wasserstein_normalised),
+                "js_divergence_base2": finite_or_none(self.js_divergence),
+                "statistic_name": self.statistic, "statistic_value": finite_or_none(self.score),
+                "baseline": finite_or_none(self.baseline), "threshold": finite_or_none(self.threshold),
+                "verdict": self.verdict, "n_reference": self.n_reference, "n_current": self.n_current,
+                "n_missing_current": self.n_missing_current,
+                "unseen_categories": list(self.unseen_categories)}
 
     @property
     def severity(self) -> float:

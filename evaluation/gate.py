@@ -29,9 +29,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from modelgate.fairness.metrics import FairnessEstimate, FairnessReport
+
+from modelgate.records import finite_or_none
 
 from .metrics import MetricDelta, MetricEstimate
 from .policy import ChangeThreshold, FairnessThreshold, Policy, Severity, ValueThreshold
@@ -107,6 +109,32 @@ class GateCheck:
         bounds += [f"<= {self.upper:g}"] if self.upper is not None else []
         return " and ".join(bounds)
 
+    def to_record(self) -> dict[str, Any]:
+        """The check as a ``gate_check`` row (the caller adds the run), with its limits.
+
+        Returns
+        -------
+        dict
+            The stored columns ``check_id``, ``kind``, ``metric_name``, ``sensitive_feature``,
+            ``threshold_text`` (:attr:`threshold`), ``observed``, ``ci_lower``, ``ci_upper``,
+            ``n``, ``verdict``, ``severity`` and ``reason``, then ``lower``, ``upper`` and
+            ``basis``; numbers None where missing or not finite.
+
+        Examples
+        --------
+        >>> check = GateCheck("value:recall", "value", "recall", None, 0.8, None, 0.85, 0.81,
+        ...                   0.89, 400, "confidence_bound", "pass", "block", "recall is fine")
+        >>> record = check.to_record()
+        >>> record["metric_name"], record["threshold_text"], record["verdict"], record["lower"]
+        ('recall', '>= 0.8', 'pass', 0.8)
+        """
+        return {"check_id": self.check_id, "kind": self.kind, "metric_name": self.metric,
+                "sensitive_feature": self.sensitive_feature, "threshold_text": self.threshold,
+                "observed": finite_or_none(self.observed), "ci_lower": finite_or_none(self.ci_lower),
+                "ci_upper": finite_or_none(self.ci_upper), "n": self.n, "verdict": self.verdict,
+                "severity": self.severity, "reason": self.reason, "lower": finite_or_none(self.lower),
+                "upper": finite_or_none(self.upper), "basis": self.basis}
+
 
 @dataclass(frozen=True, slots=True)
 class GateDecision:
@@ -117,6 +145,17 @@ class GateDecision:
     blocking_failures: tuple[GateCheck, ...]
     warnings: tuple[GateCheck, ...]
     summary: str
+
+    def to_record(self) -> dict[str, Any]:
+        """The decision as a ``gate_decision`` row (the caller adds the run, the policy's
+        sha256 and whether there was a champion); each check has its own record.
+
+        Examples
+        --------
+        >>> GateDecision(True, (), (), (), "passed: 0 checks").to_record()
+        {'passed': True, 'summary': 'passed: 0 checks'}
+        """
+        return {"passed": self.passed, "summary": self.summary}
 
 
 def decide(

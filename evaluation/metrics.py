@@ -36,7 +36,7 @@ import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -44,6 +44,7 @@ import numpy.typing as npt
 # Shared with fairness/, so it lives below both cores.
 from modelgate.intervals import bootstrap_indices, percentile_interval
 from modelgate.intervals import check_int as _check_int
+from modelgate.records import finite_or_none
 
 __all__ = [
     "METRIC_NAMES",
@@ -102,6 +103,26 @@ class MetricEstimate:
     n: int
     undefined_reason: str | None = None
 
+    def to_record(self) -> dict[str, Any]:
+        """The estimate as an ``evaluation_metric`` row (the caller adds the run and model role).
+
+        Returns
+        -------
+        dict
+            ``metric_name``, ``value``, ``ci_lower``, ``ci_upper`` (None where undefined),
+            ``n`` and ``undefined_reason``.
+
+        Examples
+        --------
+        >>> record = MetricEstimate("roc_auc", float("nan"), float("nan"), float("nan"), 12,
+        ...                         "label has one class only").to_record()
+        >>> record["metric_name"], record["value"], record["n"], record["undefined_reason"]
+        ('roc_auc', None, 12, 'label has one class only')
+        """
+        return {"metric_name": self.name, "value": finite_or_none(self.value),
+                "ci_lower": finite_or_none(self.ci_lower), "ci_upper": finite_or_none(self.ci_upper),
+                "n": self.n, "undefined_reason": self.undefined_reason}
+
 
 @dataclass(frozen=True, slots=True)
 class MetricDelta:
@@ -134,6 +155,27 @@ class MetricDelta:
     n: int
     undefined_reason: str | None = None
 
+    def to_record(self) -> dict[str, Any]:
+        """The delta as an ``evaluation_metric`` row of model role ``delta``: its ``value`` is
+        ``candidate - champion``; the two point estimates come along.
+
+        Returns
+        -------
+        dict
+            ``metric_name``, ``value`` (the delta), ``ci_lower``, ``ci_upper``, ``n``,
+            ``undefined_reason``, ``candidate`` and ``champion``; numbers None where undefined.
+
+        Examples
+        --------
+        >>> record = MetricDelta("accuracy", 0.9, 0.85, 0.05, 0.02, 0.08, 400).to_record()
+        >>> record["metric_name"], round(record["value"], 2), record["champion"]
+        ('accuracy', 0.05, 0.85)
+        """
+        return {"metric_name": self.name, "value": finite_or_none(self.delta),
+                "ci_lower": finite_or_none(self.ci_lower), "ci_upper": finite_or_none(self.ci_upper),
+                "n": self.n, "undefined_reason": self.undefined_reason,
+                "candidate": finite_or_none(self.candidate), "champion": finite_or_none(self.champion)}
+
 
 @dataclass(frozen=True, slots=True)
 class CalibrationBin:
@@ -147,6 +189,24 @@ class CalibrationBin:
     n: int
     mean_predicted: float
     observed_rate: float
+
+    def to_record(self) -> dict[str, Any]:
+        """The bin as a ``calibration_bin`` row (the caller adds the run and the bin index).
+
+        Returns
+        -------
+        dict
+            ``bin_lower``, ``bin_upper``, ``n``, ``mean_predicted`` and ``observed_rate``
+            (None for an empty bin).
+
+        Examples
+        --------
+        >>> CalibrationBin(0.0, 0.1, 0, float("nan"), float("nan")).to_record()["observed_rate"] is None
+        True
+        """
+        return {"bin_lower": self.lower, "bin_upper": self.upper, "n": self.n,
+                "mean_predicted": finite_or_none(self.mean_predicted),
+                "observed_rate": finite_or_none(self.observed_rate)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,10 +20,13 @@ Conventions
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+
+from modelgate.records import finite_or_none
 
 __all__ = [
     "MISSING_LABEL",
@@ -75,6 +78,31 @@ class GroupStats:
     ppv: float
     fnr: float
     small_group: bool
+
+    def to_record(self) -> dict[str, Any]:
+        """The group's rates as a ``fairness_group`` row (the caller adds the run, the
+        sensitive feature and, one-vs-rest, the class).
+
+        Returns
+        -------
+        dict
+            ``group_label``, ``n``, ``base_rate``, ``selection_rate``, ``tpr``, ``fpr``,
+            ``ppv``, ``fnr`` (None where undefined) and ``is_small_group``.
+
+        Examples
+        --------
+        >>> g = GroupStats("F", 10, 0, 2, 8, 0, 0.0, 0.2, float("nan"), 0.2, 0.0, float("nan"),
+        ...                small_group=True)
+        >>> record = g.to_record()
+        >>> record["group_label"], record["tpr"], record["fpr"], record["is_small_group"]
+        ('F', None, 0.2, True)
+        """
+        return {"group_label": self.group, "n": self.n,
+                "base_rate": finite_or_none(self.base_rate),
+                "selection_rate": finite_or_none(self.selection_rate),
+                "tpr": finite_or_none(self.tpr), "fpr": finite_or_none(self.fpr),
+                "ppv": finite_or_none(self.ppv), "fnr": finite_or_none(self.fnr),
+                "is_small_group": self.small_group}
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,12 +50,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from modelgate.intervals import percentile_interval
+from modelgate.records import finite_or_none
 
 from .disaggregate import DisaggregatedTable, disaggregate
 
@@ -136,6 +137,30 @@ class FairnessEstimate:
     lowest_group: str | None
     excluded_groups: tuple[tuple[str, str], ...]
     undefined_reason: str | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        """The gap as a ``fairness_metric`` row (the caller adds the run and the sensitive
+        feature), with the groups behind it.
+
+        Returns
+        -------
+        dict
+            The stored columns ``metric_name``, ``value``, ``ci_lower``, ``ci_upper`` (None
+            where undefined), then ``n``, ``undefined_reason``, ``highest_group``,
+            ``lowest_group`` and ``excluded_groups`` (a list of ``[group, why]``).
+
+        Examples
+        --------
+        >>> gap = FairnessEstimate("tpr_gap", 0.25, 0.1, 0.4, 90, "a", "b", (("c", "small group"),))
+        >>> record = gap.to_record()
+        >>> record["metric_name"], record["value"], record["excluded_groups"]
+        ('tpr_gap', 0.25, [['c', 'small group']])
+        """
+        return {"metric_name": self.name, "value": finite_or_none(self.value),
+                "ci_lower": finite_or_none(self.ci_lower), "ci_upper": finite_or_none(self.ci_upper),
+                "n": self.n, "undefined_reason": self.undefined_reason,
+                "highest_group": self.highest_group, "lowest_group": self.lowest_group,
+                "excluded_groups": [list(x) for x in self.excluded_groups]}
 
 
 @dataclass(frozen=True, slots=True)

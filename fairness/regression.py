@@ -20,11 +20,13 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from modelgate.intervals import bootstrap_counts, percentile_interval
+from modelgate.records import finite_or_none
 
 from .disaggregate import encode_groups
 from .metrics import FairnessEstimate
@@ -47,6 +49,26 @@ class RegressionGroup:
     mean_prediction: float
     mean_error: float
     small_group: bool
+
+    def to_record(self) -> dict[str, Any]:
+        """The group's errors as a ``fairness_group`` row (the caller adds the run and the
+        sensitive feature; a regression model's rows have no rates).
+
+        Returns
+        -------
+        dict
+            ``group_label``, ``n``, ``mae``, ``rmse``, ``mean_prediction``, ``mean_error``
+            (None where not finite) and ``is_small_group``.
+
+        Examples
+        --------
+        >>> RegressionGroup("a", 40, 1.5, 2.0, 10.0, -0.5, small_group=False).to_record()["rmse"]
+        2.0
+        """
+        return {"group_label": self.group, "n": self.n, "mae": finite_or_none(self.mae),
+                "rmse": finite_or_none(self.rmse),
+                "mean_prediction": finite_or_none(self.mean_prediction),
+                "mean_error": finite_or_none(self.mean_error), "is_small_group": self.small_group}
 
 
 #: One gap with its interval and the groups behind it: the same record as a binary gap.

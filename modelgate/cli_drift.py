@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
+from modelgate.pipelines.json_records import change_points_json, feature_drift_json
+
 EXIT_OK, EXIT_DRIFT = 0, 3
-
-
-def _num(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(float(value)) else float(value)
 
 
 def infer_feature_kinds(path: Path, exclude: set[str]) -> dict[str, Any]:
@@ -47,9 +44,7 @@ def _adwin(path: Path, label: str, prediction: str, delta: float) -> list[dict[s
         if table[column].isna().any():
             raise ValueError(f"column {column!r} has missing values; ADWIN needs every row labelled")
     errors = (table[label].to_numpy() != table[prediction].to_numpy()).astype(np.float64)
-    return [{"position": cp.position, "error_rate_before": _num(cp.error_rate_before),
-             "error_rate_after": _num(cp.error_rate_after)}
-            for cp in AdwinDetector(delta=delta).update_many(errors)]
+    return change_points_json(cp.to_record() for cp in AdwinDetector(delta=delta).update_many(errors))
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
@@ -72,14 +67,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
     payload: dict[str, Any] = {
         "n_breached": summary.n_breached, "breached": list(summary.breached),
         "no_data": list(summary.no_data),
-        "features": [{"feature": f.feature, "kind": f.kind, "wasserstein": _num(f.wasserstein),
-                      "wasserstein_normalised": _num(f.wasserstein_normalised),
-                      "js_divergence_base2": _num(f.js_divergence), "statistic": f.statistic,
-                      "score": _num(f.score), "baseline": _num(f.baseline),
-                      "threshold": _num(f.threshold), "verdict": f.verdict,
-                      "n_reference": f.n_reference, "n_current": f.n_current,
-                      "n_missing_current": f.n_missing_current,
-                      "unseen_categories": list(f.unseen_categories)} for f in summary.features],
+        "features": [feature_drift_json(f.to_record()) for f in summary.features],
         "adwin": None,
     }
     if args.label:

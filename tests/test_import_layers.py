@@ -21,10 +21,11 @@ REPO = Path(__file__).resolve().parents[1]
 #: Source folder -> the package it is installed as (pyproject.toml, [tool.setuptools]).
 PACKAGE_DIRS = {"modelgate": "modelgate", "drift": "modelgate.drift", "fairness": "modelgate.fairness",
                 "evaluation": "modelgate.evaluation", "reports": "modelgate.reports"}
-#: The cores: numeric (numpy in, dataclasses out) and the report renderers (plain views in,
-#: HTML out); they may import only one another.
+#: The cores: numeric (numpy in, dataclasses out), the helpers below them (bootstrap
+#: intervals, record values) and the report renderers (plain views in, HTML out); they may
+#: import only one another.
 CORES = {"modelgate.drift", "modelgate.fairness", "modelgate.evaluation", "modelgate.intervals",
-         "modelgate.reports"}
+         "modelgate.records", "modelgate.reports"}
 #: The edge: DAG helpers, CLI and demo. Nothing below them may import them.
 EDGE_PREFIXES = ("modelgate.cli", "modelgate.demo", "modelgate.airflow_runner")
 

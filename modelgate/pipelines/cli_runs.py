@@ -10,8 +10,7 @@ from typing import Any
 from modelgate.pipelines import evaluate
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.evaluation_runner import run_evaluation
-from modelgate.pipelines.json_records import fairness_json
-from modelgate.pipelines.json_records import finite_or_none as _num
+from modelgate.pipelines.json_records import deltas_json, fairness_json, gate_json, metrics_json
 from modelgate.pipelines.partitions import local_dataset_fingerprint
 from modelgate.store import runs
 
@@ -62,21 +61,11 @@ def _outcome(ctx: Context, ref: evaluate.RunRef, status: str, link: str,
         "provider": run.provider, "rows_scored": run.rows_scored,
         "scoring_rows_per_s": run.scoring_rows_per_s, "report": link, "promoted": promoted,
         "auc_error_bound": metrics.auc_error_bound,
-        "metrics": {m.name: {"value": _num(m.value), "ci_lower": _num(m.ci_lower),
-                             "ci_upper": _num(m.ci_upper), "n": m.n,
-                             "undefined_reason": m.undefined_reason}
-                    for m in metrics.candidate.metrics},
-        "champion_deltas": None if metrics.comparison is None else {
-            x.name: {"candidate": _num(x.candidate), "champion": _num(x.champion),
-                     "delta": _num(x.delta), "ci_lower": _num(x.ci_lower),
-                     "ci_upper": _num(x.ci_upper)} for x in metrics.comparison.deltas},
+        "metrics": metrics_json(m.to_record() for m in metrics.candidate.metrics),
+        "champion_deltas": None if metrics.comparison is None else deltas_json(
+            x.to_record() for x in metrics.comparison.deltas),
         "fairness": fairness_json(fairness),
-        "gate": {"passed": d.passed, "summary": d.summary, "checks": [
-            {"check_id": c.check_id, "kind": c.kind, "metric": c.metric,
-             "sensitive_feature": c.sensitive_feature, "threshold": c.threshold,
-             "observed": _num(c.observed), "ci_lower": _num(c.ci_lower),
-             "ci_upper": _num(c.ci_upper), "n": c.n, "verdict": c.verdict,
-             "severity": c.severity, "reason": c.reason} for c in d.checks]},
+        "gate": gate_json(d.to_record(), (c.to_record() for c in d.checks)),
     }
     text = (f"evaluation run {run.evaluation_run_id}: {status.upper()} "
             f"({run.rows_scored} rows on {run.provider}, {run.scoring_rows_per_s or 0:,.0f} rows/s)\n"

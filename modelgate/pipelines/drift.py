@@ -383,7 +383,9 @@ def all_feature_drift(ctx: Context, ref: DriftRef, sample: LiveSample,
 
 @dataclass(frozen=True, slots=True)
 class ConceptResult:
-    change_points: tuple[tuple[int, dt.datetime | None, float, float], ...]
+    #: ``ChangePoint.to_record()`` with the ``event_time`` of the element (None: the live data
+    #: has no event time)
+    change_points: tuple[dict[str, Any], ...]
     consumed: tuple[tuple[dt.datetime, dt.datetime], ...]
     state: bytes | None
     seen_before: int
@@ -474,7 +476,7 @@ def concept_drift(ctx: Context, ref: DriftRef, labels_uri: str, delta: float = 0
         first = detector.n_seen
         for cp in detector.update_many(errors):
             when = None if times is None else _as_datetime(times[cp.position - first])
-            points.append((cp.position, when, cp.error_rate_before, cp.error_rate_after))
+            points.append({**cp.to_record(), "event_time": when})
         timeline += _rolling(errors, first)
         consumed.append((start, end))
         labelled += len(errors)
@@ -558,10 +560,11 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     summary = summarise(collect_features(ctx, ref, features))
     concept: ConceptResult = _get(ctx, f"{ref.prefix()}/concept.pkl")
     rows = tuple(FeatureDriftRow(
-        f.feature, f.kind, f.wasserstein, f.wasserstein_normalised, f.js_divergence or 0.0,
-        f.threshold or 0.0, _view_verdict(f.verdict), f.n_current, f.n_missing_current,
-        f.unseen_categories, "js" if f.statistic == "js_divergence" else "wasserstein_normalised")
-        for f in summary.features)
+        r["feature"], r["kind"], r["wasserstein"], r["wasserstein_normalised"],
+        r["js_divergence_base2"] or 0.0, r["threshold"] or 0.0, _view_verdict(r["verdict"]),
+        r["n_current"], r["n_missing_current"], tuple(r["unseen_categories"]),
+        "js" if r["statistic_name"] == "js_divergence" else "wasserstein_normalised")
+        for r in (f.to_record() for f in summary.features))
     histograms = []
     if sample["key"] is not None:
         refs = load_references(ctx, ref)
@@ -584,8 +587,9 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
         model_name=ref.model_name, model_version=ref.version, interval_start=ref.interval_start,
         interval_end=ref.interval_end, run_id=str(ref.drift_run_id), rows_sampled=sample["rows"],
         features=rows, histograms=tuple(histograms), error_rate=concept.timeline,
-        change_points=tuple(ChangePointRow(p, _event_time_text(t), b, a)
-                            for p, t, b, a in concept.change_points),
+        change_points=tuple(ChangePointRow(c["stream_position"], _event_time_text(c["event_time"]),
+                                           c["error_rate_before"], c["error_rate_after"])
+                            for c in concept.change_points),
         summary=text if sample["rows"] else "No live rows in this interval. " + text,
         verdict=verdict, joint=joint_rows, attribution_shares=attribution_shares)
     key = (f"reports/{safe_key_part(ref.model_name)}/{safe_key_part(ref.version)}/"
@@ -612,16 +616,19 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     joint = drift_joint.load_result(ctx, ref.prefix())
     drifting = bool(summary.n_breached or drift_joint.breaches(joint))
     verdict = "no_data" if not sample["rows"] else ("drift" if drifting else "ok")
-    feature_rows = [
-        (f.feature, "prediction" if f.feature == SCORE_FEATURE else f.kind, rank, f.wasserstein,
-         f.wasserstein_normalised, f.js_divergence, f.statistic, f.score, f.baseline, f.threshold,
-         f.verdict, f.n_reference, f.n_current, f.n_missing_current, list(f.unseen_categories))
-        for rank, f in enumerate(summary.features, start=1)]
+    feature_rows = []
+    for rank, f in enumerate(summary.features, start=1):
+        record = {**f.to_record(), "drift_rank": rank}
+        if f.feature == SCORE_FEATURE:  # the model's own score, stored as kind 'prediction'
+            record["kind"] = "prediction"
+        feature_rows.append(record)
     drift_runs.write_drift_results(
         ctx.db_url, ref.drift_run_id, ref.model_version_id,
-        drift_runs.DriftRows(feature_rows, verdict, summary.n_breached, concept.rows_labelled,
-                             concept.change_points, concept.consumed, concept.state,
-                             concept.seen_before, concept.seen_after),
+        drift_runs.DriftRows(features=feature_rows, verdict=verdict, n_breached=summary.n_breached,
+                             rows_labelled=concept.rows_labelled, change_points=concept.change_points,
+                             consumed=concept.consumed, detector_state=concept.state,
+                             detector_seen_before=concept.seen_before,
+                             detector_seen_after=concept.seen_after),
         report_key=report, report_uri=ctx.store.uri(report),
         multivariate=joint.multivariate, attribution=joint.attribution)
     emit_metrics(drift_joint.metrics(ref, drifting=verdict == "drift", features_breached=summary.n_breached,

@@ -242,22 +242,22 @@ def report_rows(result: JointResult) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         return {"ok": "ok", "drift": "drift", "no_data": "warn"}[v]
 
     rows, shares = [], []
-    m = result.multivariate
-    if m is not None:
+    if result.multivariate is not None:  # the numbers from its record, the feature names beside it
+        m = result.multivariate.to_record()
         rows.append(JointDriftRow(
-            "multivariate", f"sliced Wasserstein-{m.p} ({m.n_projections} directions)", m.statistic,
-            m.threshold, m.baseline, verdict(m.verdict),
-            f"{', '.join(m.features)}; {m.n_compared} live rows"
-            + (f", {m.n_incomplete_current} incomplete left out" if m.n_incomplete_current else "")))
-    a = result.attribution
-    if a is not None:
+            "multivariate", f"sliced Wasserstein-{result.multivariate.p} ({m['n_projections']} directions)",
+            m["statistic_value"], m["threshold"], m["baseline"], verdict(m["verdict"]),
+            f"{', '.join(result.multivariate.features)}; {m['n_compared']} live rows"
+            + (f", {m['n_incomplete_current']} incomplete left out" if m["n_incomplete_current"] else "")))
+    if result.attribution is not None:
+        a = result.attribution.to_record()
         rows.append(JointDriftRow(
-            "attribution", "total variation of mean |SHAP| shares", a.distance, a.threshold, a.baseline,
-            verdict(a.verdict),
-            f"{a.n_current} live rows explained vs {a.n_reference} reference rows"))
-        if a.current_shares:
-            shares = [AttributionShareRow(f, r, c) for f, r, c in
-                      zip(a.features, a.reference_shares, a.current_shares, strict=True)]
+            "attribution", "total variation of mean |SHAP| shares", a["statistic_value"], a["threshold"],
+            a["baseline"], verdict(a["verdict"]),
+            f"{a['n_current']} live rows explained vs {a['n_reference']} reference rows"))
+        current = a["current_shares"]
+        if current:
+            shares = [AttributionShareRow(f, r, current[f]) for f, r in a["reference_shares"].items()]
     return tuple(rows), tuple(shares)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import os
 import pickle
 import shutil
@@ -27,6 +28,7 @@ from modelgate.metrics import emit as emit_metrics
 from modelgate.metrics import gate_metrics
 from modelgate.pipelines import evaluate_tasks, index_page, partitions
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
+from modelgate.pipelines.fairness_records import fairness_records
 from modelgate.pipelines.payloads import RunRefDict
 from modelgate.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.store import models, runs
@@ -839,76 +841,74 @@ def report_key(model_name: str, version: str, run_key: str) -> str:
             f"evaluation-{safe_key_part(run_key)}.html")
 
 
-def _finite(value: float | None) -> float | None:
-    import math
-
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
 def _metric_rows(result: MetricsResult) -> tuple[Any, ...]:
+    """The candidate's metrics beside the champion's and the paired deltas, from their records."""
     from modelgate.reports.views import MetricRow
 
-    deltas = result.comparison.by_name() if result.comparison else {}
+    deltas = {} if result.comparison is None else {
+        r["metric_name"]: r for r in (d.to_record() for d in result.comparison.deltas)}
     rows = []
-    for m in result.candidate.metrics:
-        if _finite(m.value) is None or _finite(m.ci_lower) is None or _finite(m.ci_upper) is None:
+    for m in (m.to_record() for m in result.candidate.metrics):
+        if None in (m["value"], m["ci_lower"], m["ci_upper"]):
             continue  # undefined metrics are reported by the gate with their reason
-        d = deltas.get(m.name)
-        rows.append(MetricRow(
-            m.name, m.value, m.ci_lower, m.ci_upper,
-            _finite(d.champion) if d else None, _finite(d.delta) if d else None,
-            _finite(d.ci_lower) if d else None, _finite(d.ci_upper) if d else None, m.n))
+        d = deltas.get(m["metric_name"], {})
+        rows.append(MetricRow(m["metric_name"], m["value"], m["ci_lower"], m["ci_upper"],
+                              d.get("champion"), d.get("value"), d.get("ci_lower"), d.get("ci_upper"),
+                              m["n"]))
     return tuple(rows)
 
 
-def _fairness_sections(reports: dict[str, Any], decision: Any) -> tuple[Any, ...]:
-    """One report section per sensitive feature; a multiclass model's per class (one-vs-rest)."""
+def shown_verdict(check: dict[str, Any]) -> str:
+    """A gate check's verdict as the report shows it: a failed ``warn`` check is ``warn``.
+
+    >>> [shown_verdict({"verdict": "fail", "severity": s}) for s in ("warn", "block")]
+    ['warn', 'fail']
+    """
+    return "warn" if check["verdict"] == "fail" and check["severity"] == "warn" else str(check["verdict"])
+
+
+def _nan_if_none(value: float | None) -> float:
+    """A record's undefined number (None) as the views' NaN, which pages show as ``n/a``."""
+    return math.nan if value is None else value
+
+
+def _fairness_sections(reports: dict[str, Any], checks: Sequence[dict[str, Any]]) -> tuple[Any, ...]:
+    """One report section per sensitive feature; a multiclass model's per class (one-vs-rest).
+
+    ``checks`` are the gate's check records: a gap shows its fairness check's limit and verdict
+    (``skipped`` when no check judged it)."""
     from modelgate.reports.views import ErrorGroupRow, FairnessSection, GapRow, GroupRow
 
-    verdicts = {(c.sensitive_feature, c.metric): (c.verdict, c.severity) for c in decision.checks
-                if c.kind == "fairness"}
-    limits = {(c.sensitive_feature, c.metric): c.upper for c in decision.checks if c.kind == "fairness"}
-
-    def gap_rows(feature: str, estimates: Any, suffix: str = "") -> tuple[Any, ...]:
-        gaps = []
-        for e in estimates:
-            name = e.name + suffix
-            verdict, severity = verdicts.get((feature, name), ("skipped", "block"))
-            shown = "warn" if verdict == "fail" and severity == "warn" else verdict
-            gaps.append(GapRow(name, e.value, e.ci_lower, e.ci_upper, limits.get((feature, name)), shown))
-        return tuple(gaps)
-
-    def rate_rows(table: Any) -> tuple[Any, ...]:
-        return tuple(GroupRow(g.group, g.n, g.base_rate, g.selection_rate, g.tpr, g.fpr, g.ppv,
-                              g.fnr, g.small_group) for g in table.groups)
-
+    judged = {(c["sensitive_feature"], c["metric_name"]): c for c in checks if c["kind"] == "fairness"}
+    nan = _nan_if_none
     sections = []
-    for feature, rep in reports.items():
-        if hasattr(rep, "classes"):  # multiclass: one-vs-rest per class
-            sections += [FairnessSection(f"{feature} — class {c.label} (one-vs-rest)",
-                                         rate_rows(c.report.table),
-                                         gap_rows(feature, c.report.estimates, f"[{c.label}]"))
-                         for c in rep.classes]
-        elif hasattr(rep, "groups"):  # regression: group errors
-            errors = tuple(ErrorGroupRow(g.group, g.n, g.mae, g.rmse, g.mean_prediction,
-                                         g.mean_error, g.small_group) for g in rep.groups)
-            sections.append(FairnessSection(feature, (), gap_rows(feature, rep.estimates), errors))
-        else:
-            sections.append(FairnessSection(feature, rate_rows(rep.table),
-                                            gap_rows(feature, rep.estimates)))
+    for s in fairness_records(reports):
+        gaps = []
+        for g in s.gaps:
+            check = judged.get((s.sensitive_feature, g["metric_name"]))
+            gaps.append(GapRow(g["metric_name"], nan(g["value"]), nan(g["ci_lower"]), nan(g["ci_upper"]),
+                               None if check is None else check["upper"],
+                               "skipped" if check is None else shown_verdict(check)))
+        rates = tuple(GroupRow(g["group_label"], g["n"], nan(g["base_rate"]), nan(g["selection_rate"]),
+                               nan(g["tpr"]), nan(g["fpr"]), nan(g["ppv"]), nan(g["fnr"]),
+                               g["is_small_group"]) for g in s.rate_groups)
+        errors = tuple(ErrorGroupRow(g["group_label"], g["n"], nan(g["mae"]), nan(g["rmse"]),
+                                     nan(g["mean_prediction"]), nan(g["mean_error"]), g["is_small_group"])
+                       for g in s.error_groups)
+        title = (f"{s.sensitive_feature} — class {s.class_label} (one-vs-rest)" if s.one_vs_rest
+                 else s.sensitive_feature)
+        sections.append(FairnessSection(title, rates, tuple(gaps), errors))
     return tuple(sections)
 
 
-def _gate_view(decision: Any) -> Any:
+def _gate_view(decision: dict[str, Any], checks: Sequence[dict[str, Any]]) -> Any:
+    """The gate's decision and checks, from their records."""
     from modelgate.reports.views import GateCheckRow, GateView
 
-    rows = []
-    for c in decision.checks:
-        verdict = "warn" if c.verdict == "fail" and c.severity == "warn" else c.verdict
-        rows.append(GateCheckRow(c.kind, c.metric, c.sensitive_feature, c.threshold,
-                                 _finite(c.observed), _finite(c.ci_lower), _finite(c.ci_upper),
-                                 c.n, verdict, c.severity, c.reason))
-    return GateView(decision.passed, decision.summary, tuple(rows))
+    rows = tuple(GateCheckRow(c["kind"], c["metric_name"], c["sensitive_feature"], c["threshold_text"],
+                              c["observed"], c["ci_lower"], c["ci_upper"], c["n"], shown_verdict(c),
+                              c["severity"], c["reason"]) for c in checks)
+    return GateView(decision["passed"], decision["summary"], rows)
 
 
 def render_report(ctx: Context, ref: RunRef) -> str:
@@ -924,8 +924,9 @@ def render_report(ctx: Context, ref: RunRef) -> str:
     decided: DecisionResult = get_pickle(ctx, f"{ref.prefix()}/decision.pkl")
     binary = metrics_result.task == evaluate_tasks.BINARY
     calibration = tuple(
-        CalibrationRow(b.lower, b.upper, b.n, b.mean_predicted, b.observed_rate)
-        for b in metrics_result.candidate.calibration.bins if b.n > 0) if binary else ()
+        CalibrationRow(**b.to_record()) for b in metrics_result.candidate.calibration.bins
+        if b.n > 0) if binary else ()
+    checks = [c.to_record() for c in decided.decision.checks]
     view = EvaluationReportView(
         title=f"Evaluation of {row.model_name} v{row.version}", model_name=row.model_name,
         model_version=row.version, model_sha256=row.sha256,
@@ -934,10 +935,11 @@ def render_report(ctx: Context, ref: RunRef) -> str:
         created_at=run.started_at.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         provider=run.provider or "unknown", rows_scored=run.rows_scored or 0,
         metrics=_metric_rows(metrics_result), calibration=calibration,
-        fairness=_fairness_sections(fairness_reports, decided.decision),
+        fairness=_fairness_sections(fairness_reports, checks),
         shap_importance=shap.importance,
         waterfalls=tuple(WaterfallImage(label, why, png) for label, why, png in shap.waterfalls),
-        gate=_gate_view(decided.decision), drift_context=_drift_context(ctx, row.model_name),
+        gate=_gate_view(decided.decision.to_record(), checks),
+        drift_context=_drift_context(ctx, row.model_name),
         budget_notes=(f"{shap.algorithm} SHAP, {shap.rows_explained} rows explained "
                       f"({shap.global_rows} for global importance), background {shap.background_rows} "
                       f"rows, {shap.evaluations_per_row} coalitions/row, max additivity error "
@@ -978,28 +980,30 @@ def _drift_context(ctx: Context, model_name: str) -> str | None:
 
 def _rows_for_store(result: MetricsResult, fairness_reports: dict[str, Any], shap: ExplainResult,
                     decided: DecisionResult) -> runs.EvaluationRows:
-    metric_rows: list[tuple[Any, ...]] = []
+    """Every result's record, with what the result itself does not know beside it."""
+    metrics: list[dict[str, Any]] = []
     for role, report in (("candidate", result.candidate), ("champion", result.champion)):
         if report is not None:
-            metric_rows += [(role, m.name, _finite(m.value), _finite(m.ci_lower), _finite(m.ci_upper),
-                             m.n, m.undefined_reason) for m in report.metrics]
+            metrics += [{"model_role": role, **m.to_record()} for m in report.metrics]
     if result.comparison is not None:
-        metric_rows += [("delta", d.name, _finite(d.delta), _finite(d.ci_lower), _finite(d.ci_upper),
-                         d.n, d.undefined_reason) for d in result.comparison.deltas]
+        metrics += [{"model_role": "delta", **d.to_record()} for d in result.comparison.deltas]
     calibration = [] if result.task != evaluate_tasks.BINARY else [
-        (i, b.lower, b.upper, b.n, _finite(b.mean_predicted), _finite(b.observed_rate))
-        for i, b in enumerate(result.candidate.calibration.bins)]
-    groups, gaps = evaluate_tasks.fairness_rows(fairness_reports)
+        {"bin_index": i, **b.to_record()} for i, b in enumerate(result.candidate.calibration.bins)]
+    fairness = fairness_records(fairness_reports)
     d = decided.decision
-    checks = [(c.check_id, c.kind, c.metric, c.sensitive_feature, c.threshold, _finite(c.observed),
-               _finite(c.ci_lower), _finite(c.ci_upper), c.n, c.verdict, c.severity, c.reason)
-              for c in d.checks]
     return runs.EvaluationRows(
-        metrics=metric_rows, calibration=calibration, fairness_groups=groups, fairness_metrics=gaps,
-        shap_importance=[(f, rank, v) for rank, (f, v) in enumerate(shap.importance, start=1)],
-        shap_budget=(shap.algorithm, shap.rows_explained, shap.background_rows,
-                     shap.evaluations_per_row, shap.max_additivity_error),
-        gate_checks=checks, gate=(d.passed, d.summary, decided.policy_sha256, decided.had_champion),
+        metrics=metrics, calibration=calibration,
+        fairness_groups=[g for s in fairness for g in s.group_rows()],
+        fairness_metrics=[g for s in fairness for g in s.gap_rows()],
+        shap_importance=[{"feature": f, "importance_rank": rank, "mean_abs_shap": v}
+                         for rank, (f, v) in enumerate(shap.importance, start=1)],
+        shap_budget={"algorithm": shap.algorithm, "rows_explained": shap.rows_explained,
+                     "background_rows": shap.background_rows,
+                     "evaluations_per_row": shap.evaluations_per_row,
+                     "max_additivity_error": shap.max_additivity_error},
+        gate_checks=[c.to_record() for c in d.checks],
+        gate={**d.to_record(), "policy_sha256": decided.policy_sha256,
+              "had_champion": decided.had_champion},
     )
 
 

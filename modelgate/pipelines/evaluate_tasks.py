@@ -13,7 +13,6 @@ rows (see the README's "Model archives" section for the bound).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -230,38 +229,3 @@ def small_groups(report: Any) -> list[str]:
         return [g.group for g in report.classes[0].report.table.groups if g.small_group]
     groups = report.groups if hasattr(report, "groups") else report.table.groups
     return [g.group for g in groups if g.small_group]
-
-
-def _num(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
-def fairness_rows(reports: Mapping[str, Any]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """``fairness_group`` and ``fairness_metric`` rows of reports of any task.
-
-    A group row is ``(feature, group, n, base_rate, selection_rate, tpr, fpr, ppv, fnr,
-    small, class_label, mae, rmse, mean_prediction, mean_error)``: binary rows have class
-    ``''`` and no errors, multiclass rows one row per class (one-vs-rest rates), regression
-    rows the errors and no rates.
-    """
-    groups: list[tuple[Any, ...]] = []
-    gaps: list[tuple[Any, ...]] = []
-    for feature, rep in reports.items():
-        if hasattr(rep, "classes"):
-            for c in rep.classes:
-                groups += [_rate_row(feature, g, c.label) for g in c.report.table.groups]
-        elif hasattr(rep, "groups"):
-            groups += [(feature, g.group, g.n, None, None, None, None, None, None, g.small_group,
-                        "", _num(g.mae), _num(g.rmse), _num(g.mean_prediction), _num(g.mean_error))
-                       for g in rep.groups]
-        else:
-            groups += [_rate_row(feature, g, "") for g in rep.table.groups]
-        gaps += [(feature, name, _num(e.value), _num(e.ci_lower), _num(e.ci_upper))
-                 for name, e in rep.by_name().items()]
-    return groups, gaps
-
-
-def _rate_row(feature: str, g: Any, class_label: str) -> tuple[Any, ...]:
-    return (feature, g.group, g.n, _num(g.base_rate), _num(g.selection_rate), _num(g.tpr),
-            _num(g.fpr), _num(g.ppv), _num(g.fnr), g.small_group, class_label, None, None, None,
-            None)

@@ -1,4 +1,9 @@
-"""JSON forms of results shared by ``modelgate evaluate`` and ``modelgate fairness``.
+"""JSON forms of results shared by ``modelgate evaluate``, ``modelgate fairness`` and
+``modelgate drift``, built from the results' records (``to_record()``).
+
+The JSON keeps its documented names where they differ from the stored columns (``metric``
+for ``metric_name``, ``group`` for ``group_label``, ``delta`` for a delta's ``value``...):
+each form below lists its keys and the record key each is read from.
 
 They sit in the pipelines layer so the in-process evaluation runner (``cli_runs``) and the
 CLI commands above it share them without the runner importing the CLI.
@@ -6,41 +11,67 @@ CLI commands above it share them without the runner importing the CLI.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from modelgate.pipelines.fairness_records import fairness_records
 
-def finite_or_none(value: float | None) -> float | None:
-    """``value`` as a float, or ``None`` when it is missing or not finite (JSON has no NaN).
+__all__ = ["change_points_json", "deltas_json", "fairness_json", "feature_drift_json", "gate_json",
+           "metrics_json"]
 
-    Examples
-    --------
-    >>> finite_or_none(0.5), finite_or_none(float("nan")), finite_or_none(None)
-    (0.5, None, None)
+Record = Mapping[str, Any]
+
+
+def _as_json(record: Record, keys: Sequence[str], renamed: Mapping[str, str] | None = None
+             ) -> dict[str, Any]:
+    """``keys`` of the JSON object, each read from the record (``renamed``: JSON key -> record key).
+
+    >>> _as_json({"metric_name": "auc", "value": 0.9}, ("metric", "value"), {"metric": "metric_name"})
+    {'metric': 'auc', 'value': 0.9}
     """
-    return None if value is None or not math.isfinite(float(value)) else float(value)
+    renamed = renamed or {}
+    return {key: record[renamed.get(key, key)] for key in keys}
 
 
-def _estimate(e: Any) -> dict[str, Any]:
-    out = {"value": finite_or_none(e.value), "ci_lower": finite_or_none(e.ci_lower),
-           "ci_upper": finite_or_none(e.ci_upper), "n": e.n}
-    if getattr(e, "undefined_reason", None):
-        out["undefined_reason"] = e.undefined_reason
-    return out
+_METRIC = ("value", "ci_lower", "ci_upper", "n", "undefined_reason")
+_DELTA = ("candidate", "champion", "delta", "ci_lower", "ci_upper")
+_CHECK = ("check_id", "kind", "metric", "sensitive_feature", "threshold", "observed", "ci_lower",
+          "ci_upper", "n", "verdict", "severity", "reason")
+_RATE_GROUP = ("group", "n", "base_rate", "selection_rate", "tpr", "fpr", "ppv", "fnr", "small_group")
+_ERROR_GROUP = ("group", "n", "mae", "rmse", "mean_prediction", "mean_error", "small_group")
+_GROUP_NAMES = {"group": "group_label", "small_group": "is_small_group"}
+_GAP = ("value", "ci_lower", "ci_upper", "n", "undefined_reason", "highest_group", "lowest_group",
+        "excluded_groups")
+_FEATURE = ("feature", "kind", "wasserstein", "wasserstein_normalised", "js_divergence_base2",
+            "statistic", "score", "baseline", "threshold", "verdict", "n_reference", "n_current",
+            "n_missing_current", "unseen_categories")
 
 
-def _rate_groups(table: Any) -> list[dict[str, Any]]:
-    num = finite_or_none
-    return [{"group": g.group, "n": g.n, "base_rate": num(g.base_rate),
-             "selection_rate": num(g.selection_rate), "tpr": num(g.tpr), "fpr": num(g.fpr),
-             "ppv": num(g.ppv), "fnr": num(g.fnr), "small_group": g.small_group}
-            for g in table.groups]
+def metrics_json(records: Iterable[Record]) -> dict[str, Any]:
+    """``metrics``: per metric name (``MetricEstimate.to_record()``), its value, interval, rows
+    and why it is undefined (``None`` when defined)."""
+    return {r["metric_name"]: _as_json(r, _METRIC) for r in records}
 
 
-def _gap(e: Any) -> dict[str, Any]:
-    return {**_estimate(e), "highest_group": e.highest_group, "lowest_group": e.lowest_group,
-            "excluded_groups": [list(x) for x in e.excluded_groups]}
+def deltas_json(records: Iterable[Record]) -> dict[str, Any]:
+    """``champion_deltas``: per metric name (``MetricDelta.to_record()``), both point values, the
+    paired delta and its interval."""
+    return {r["metric_name"]: _as_json(r, _DELTA, {"delta": "value"}) for r in records}
+
+
+def gate_json(decision: Record, checks: Iterable[Record]) -> dict[str, Any]:
+    """``gate``: ``passed``, ``summary`` (``GateDecision.to_record()``) and every check
+    (``GateCheck.to_record()``, its ``threshold`` in words)."""
+    names = {"metric": "metric_name", "threshold": "threshold_text"}
+    return {"passed": decision["passed"], "summary": decision["summary"],
+            "checks": [_as_json(c, _CHECK, names) for c in checks]}
+
+
+def _gap(record: Record) -> dict[str, Any]:
+    gap = _as_json(record, _GAP)
+    if not gap["undefined_reason"]:  # only an undefined gap says why
+        del gap["undefined_reason"]
+    return gap
 
 
 def fairness_json(reports: Mapping[str, Any]) -> dict[str, Any]:
@@ -51,20 +82,26 @@ def fairness_json(reports: Mapping[str, Any]) -> dict[str, Any]:
     Regression models: ``groups`` with ``mae``, ``rmse``, ``mean_prediction`` and
     ``mean_error`` per group, and ``gaps`` (``mae_gap``, ``rmse_gap``, ``mean_prediction_gap``).
     """
-    num = finite_or_none
     out: dict[str, Any] = {}
-    for feature, rep in reports.items():
-        gaps = {name: _gap(e) for name, e in rep.by_name().items()}
-        if hasattr(rep, "classes"):  # multiclass, one-vs-rest per class
-            out[feature] = {"classes": {c.label: {"groups": _rate_groups(c.report.table)}
-                                        for c in rep.classes}, "gaps": gaps}
-        elif hasattr(rep, "groups"):  # regression
-            out[feature] = {
-                "groups": [{"group": g.group, "n": g.n, "mae": num(g.mae), "rmse": num(g.rmse),
-                            "mean_prediction": num(g.mean_prediction),
-                            "mean_error": num(g.mean_error), "small_group": g.small_group}
-                           for g in rep.groups],
-                "gaps": gaps}
+    for section in fairness_records(reports):
+        feature = out.setdefault(section.sensitive_feature, {"gaps": {}})
+        feature["gaps"].update({g["metric_name"]: _gap(g) for g in section.gaps})
+        groups = ([_as_json(g, _RATE_GROUP, _GROUP_NAMES) for g in section.rate_groups]
+                  + [_as_json(g, _ERROR_GROUP, _GROUP_NAMES) for g in section.error_groups])
+        if section.one_vs_rest:
+            feature.setdefault("classes", {})[section.class_label] = {"groups": groups}
         else:
-            out[feature] = {"groups": _rate_groups(rep.table), "gaps": gaps}
+            feature["groups"] = groups
     return out
+
+
+def feature_drift_json(record: Record) -> dict[str, Any]:
+    """One feature of ``modelgate drift``'s ``features`` (``FeatureDrift.to_record()``)."""
+    return _as_json(record, _FEATURE, {"statistic": "statistic_name", "score": "statistic_value"})
+
+
+def change_points_json(records: Iterable[Record]) -> list[dict[str, Any]]:
+    """``adwin.changes`` of ``modelgate drift``: each ``ChangePoint.to_record()``'s position and
+    error rates before and after."""
+    return [_as_json(r, ("position", "error_rate_before", "error_rate_after"),
+                     {"position": "stream_position"}) for r in records]

@@ -98,27 +98,30 @@ def write_run(cur: Any, run_id: int, multivariate: Any | None, attribution: Any 
     """Write a run's ``MultivariateDrift`` and ``AttributionDrift`` inside ``cur``'s transaction."""
     clear_run(cur, run_id)
     if multivariate is not None:
-        r = multivariate.to_record()
         cur.execute(
             """INSERT INTO multivariate_drift (drift_run_id, statistic_name, statistic_value, baseline,
                    threshold, verdict, n_features, n_projections, n_reference, n_current, n_compared,
-                   n_incomplete_current) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)""",
-            (run_id, r["statistic_name"], r["statistic_value"], r["baseline"], r["threshold"],
-             r["verdict"], r["n_features"], r["n_projections"], r["n_reference"], r["n_current"],
-             r["n_compared"], r["n_incomplete_current"]),
+                   n_incomplete_current)
+               VALUES (%(drift_run_id)s, %(statistic_name)s, %(statistic_value)s, %(baseline)s,
+                   %(threshold)s, %(verdict)s, %(n_features)s, %(n_projections)s, %(n_reference)s,
+                   %(n_current)s, %(n_compared)s, %(n_incomplete_current)s)""",
+            {"drift_run_id": run_id, **multivariate.to_record()},
         )
     if attribution is not None:
         r = attribution.to_record()
         cur.execute(
             """INSERT INTO attribution_drift (drift_run_id, statistic_name, statistic_value, baseline,
-                   threshold, verdict, n_reference, n_current) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)""",
-            (run_id, r["statistic_name"], r["statistic_value"], r["baseline"], r["threshold"],
-             r["verdict"], r["n_reference"], r["n_current"]),
+                   threshold, verdict, n_reference, n_current)
+               VALUES (%(drift_run_id)s, %(statistic_name)s, %(statistic_value)s, %(baseline)s,
+                   %(threshold)s, %(verdict)s, %(n_reference)s, %(n_current)s)""",
+            {"drift_run_id": run_id, **r},
         )
         current = r["current_shares"]
         if current:
             cur.executemany(
                 """INSERT INTO attribution_drift_share (drift_run_id, feature, reference_share,
-                       current_share) VALUES (%s, %s, %s, %s)""",
-                [(run_id, f, s, current[f]) for f, s in r["reference_shares"].items()],
+                       current_share)
+                   VALUES (%(drift_run_id)s, %(feature)s, %(reference_share)s, %(current_share)s)""",
+                [{"drift_run_id": run_id, "feature": f, "reference_share": s, "current_share": current[f]}
+                 for f, s in r["reference_shares"].items()],
             )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,25 +180,42 @@ def load_detector(url: str, model_version_id: int) -> tuple[bytes | None, int]:
     return (None, 0) if record is None else (bytes(record[0]), int(record[1]))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DriftRows:
-    features: Sequence[tuple[Any, ...]]
+    """What one drift run writes; feature rows and change points are records keyed by column.
+
+    ``features``: ``FeatureDrift.to_record()`` with the run's ``drift_rank`` beside it (and
+    ``kind`` ``prediction`` for the model's score). ``change_points``:
+    ``ChangePoint.to_record()`` with the ``event_time`` of the element (None when the live
+    data has no event time).
+    """
+
+    features: Sequence[Mapping[str, Any]]
     verdict: str
     n_breached: int
     rows_labelled: int
-    change_points: Sequence[tuple[Any, ...]]  # (position, event_time, before, after)
+    change_points: Sequence[Mapping[str, Any]]
     consumed: Sequence[tuple[dt.datetime, dt.datetime]]
     detector_state: bytes | None
     detector_seen_before: int
     detector_seen_after: int
 
 
-_FEATURE_INSERT = (
-    "INSERT INTO feature_drift (drift_run_id, feature, kind, drift_rank, wasserstein, "
-    "wasserstein_normalised, js_divergence_base2, statistic_name, statistic_value, baseline, "
-    "threshold, verdict, n_reference, n_current, n_missing_current, unseen_categories) "
-    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
-)
+_FEATURE_INSERT = """
+INSERT INTO feature_drift (drift_run_id, feature, kind, drift_rank, wasserstein, wasserstein_normalised,
+    js_divergence_base2, statistic_name, statistic_value, baseline, threshold, verdict, n_reference,
+    n_current, n_missing_current, unseen_categories)
+VALUES (%(drift_run_id)s, %(feature)s, %(kind)s, %(drift_rank)s, %(wasserstein)s,
+    %(wasserstein_normalised)s, %(js_divergence_base2)s, %(statistic_name)s, %(statistic_value)s,
+    %(baseline)s, %(threshold)s, %(verdict)s, %(n_reference)s, %(n_current)s, %(n_missing_current)s,
+    %(unseen_categories)s)"""
+
+_CHANGE_INSERT = """
+INSERT INTO concept_drift_change (model_version_id, stream_position, drift_run_id, event_time,
+    error_rate_before, error_rate_after)
+VALUES (%(model_version_id)s, %(stream_position)s, %(drift_run_id)s, %(event_time)s,
+    %(error_rate_before)s, %(error_rate_after)s)
+ON CONFLICT ON CONSTRAINT concept_drift_change_pkey DO NOTHING"""
 
 
 def write_drift_results(url: str, run_id: int, model_version_id: int, rows: DriftRows, *,
@@ -215,16 +232,12 @@ def write_drift_results(url: str, run_id: int, model_version_id: int, rows: Drif
     with transaction(url) as cur:
         cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
         if rows.features:
-            cur.executemany(_FEATURE_INSERT, [(run_id, *f) for f in rows.features])
+            cur.executemany(_FEATURE_INSERT, [{"drift_run_id": run_id, **f} for f in rows.features])
         drift_joint.write_run(cur, run_id, multivariate, attribution)
         _swap_detector(cur, model_version_id, run_id, rows)
-        for position, event_time, before, after in rows.change_points:
-            cur.execute(
-                """INSERT INTO concept_drift_change (model_version_id, stream_position, drift_run_id,
-                       event_time, error_rate_before, error_rate_after) VALUES (%s,%s,%s,%s,%s,%s)
-                   ON CONFLICT ON CONSTRAINT concept_drift_change_pkey DO NOTHING""",
-                (model_version_id, position, run_id, event_time, before, after),
-            )
+        for change in rows.change_points:
+            cur.execute(_CHANGE_INSERT, {"model_version_id": model_version_id, "drift_run_id": run_id,
+                                         **change})
         for start, end in rows.consumed:
             cur.execute(
                 """UPDATE scored_interval SET labels_consumed_at = now(), consumed_by_run_id = %s

@@ -9,7 +9,7 @@ together with the final status, so readers see either nothing or everything.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,43 +172,68 @@ def record_refusal(url: str, *, run_key: str, model_name: str, version: str, dat
         return int(cur.fetchone()[0])
 
 
-@dataclass(frozen=True, slots=True)
-class EvaluationRows:
-    """Every result row of one evaluation run, ready for insertion."""
+Record = Mapping[str, Any]
 
-    metrics: Sequence[tuple[Any, ...]] = ()  # (role, name, value, lo, hi, n, undefined_reason)
-    calibration: Sequence[tuple[Any, ...]] = ()  # (bin_index, lower, upper, n, mean_pred, observed)
-    # (feature, group, n, base, sel, tpr, fpr, ppv, fnr, small, class, mae, rmse, mean_pred, mean_err)
-    fairness_groups: Sequence[tuple[Any, ...]] = ()
-    fairness_metrics: Sequence[tuple[Any, ...]] = ()  # (feature, metric, value, lo, hi)
-    shap_importance: Sequence[tuple[Any, ...]] = ()  # (feature, rank, mean_abs)
-    shap_budget: tuple[Any, ...] | None = None  # (algorithm, rows, background, evals/row, max err)
-    # (check_id, kind, metric, feature, threshold, observed, lo, hi, n, verdict, severity, reason)
-    gate_checks: Sequence[tuple[Any, ...]] = ()
-    gate: tuple[Any, ...] | None = None  # (passed, summary, policy_sha256, had_champion)
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvaluationRows:
+    """Every result row of one evaluation run, as records keyed by column name.
+
+    The records are the results' ``to_record()`` with what a result does not know added
+    beside it (the model role of a metric, the sensitive feature of a group); keys that are
+    not columns of the table are ignored. A ``fairness_group`` record holds a classifier's
+    rates or a regression model's errors: the columns it lacks are stored NULL.
+    """
+
+    metrics: Sequence[Record] = ()  # model_role + MetricEstimate/MetricDelta.to_record()
+    calibration: Sequence[Record] = ()  # bin_index + CalibrationBin.to_record()
+    fairness_groups: Sequence[Record] = ()  # sensitive_feature, class_label + group record
+    fairness_metrics: Sequence[Record] = ()  # sensitive_feature + FairnessEstimate.to_record()
+    shap_importance: Sequence[Record] = ()  # feature, importance_rank, mean_abs_shap
+    shap_budget: Record | None = None  # algorithm, rows_explained, background_rows, ...
+    gate_checks: Sequence[Record] = ()  # GateCheck.to_record()
+    gate: Record | None = None  # GateDecision.to_record() + policy_sha256, had_champion
 
 
 _INSERTS: dict[str, str] = {
-    "metrics": "INSERT INTO evaluation_metric (evaluation_run_id, model_role, metric_name, value, "
-               "ci_lower, ci_upper, n, undefined_reason) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
-    "calibration": "INSERT INTO calibration_bin (evaluation_run_id, bin_index, bin_lower, bin_upper, "
-                   "n, mean_predicted, observed_rate) VALUES (%s,%s,%s,%s,%s,%s,%s)",
-    "fairness_groups": "INSERT INTO fairness_group (evaluation_run_id, sensitive_feature, group_label, "
-                       "n, base_rate, selection_rate, tpr, fpr, ppv, fnr, is_small_group, "
-                       "class_label, mae, rmse, mean_prediction, mean_error) "
-                       "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-    "fairness_metrics": "INSERT INTO fairness_metric (evaluation_run_id, sensitive_feature, "
-                        "metric_name, value, ci_lower, ci_upper) VALUES (%s,%s,%s,%s,%s,%s)",
-    "shap_importance": "INSERT INTO shap_importance (evaluation_run_id, feature, importance_rank, "
-                       "mean_abs_shap) VALUES (%s,%s,%s,%s)",
-    "gate_checks": "INSERT INTO gate_check (evaluation_run_id, check_id, kind, metric_name, "
-                   "sensitive_feature, threshold_text, observed, ci_lower, ci_upper, n, verdict, "
-                   "severity, reason) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+    "metrics": """INSERT INTO evaluation_metric (evaluation_run_id, model_role, metric_name, value,
+                      ci_lower, ci_upper, n, undefined_reason)
+                  VALUES (%(evaluation_run_id)s, %(model_role)s, %(metric_name)s, %(value)s,
+                      %(ci_lower)s, %(ci_upper)s, %(n)s, %(undefined_reason)s)""",
+    "calibration": """INSERT INTO calibration_bin (evaluation_run_id, bin_index, bin_lower, bin_upper, n,
+                          mean_predicted, observed_rate)
+                      VALUES (%(evaluation_run_id)s, %(bin_index)s, %(bin_lower)s, %(bin_upper)s, %(n)s,
+                          %(mean_predicted)s, %(observed_rate)s)""",
+    "fairness_groups": """INSERT INTO fairness_group (evaluation_run_id, sensitive_feature, group_label, n,
+                              base_rate, selection_rate, tpr, fpr, ppv, fnr, is_small_group,
+                              class_label, mae, rmse, mean_prediction, mean_error)
+                          VALUES (%(evaluation_run_id)s, %(sensitive_feature)s, %(group_label)s, %(n)s,
+                              %(base_rate)s, %(selection_rate)s, %(tpr)s, %(fpr)s, %(ppv)s, %(fnr)s,
+                              %(is_small_group)s, %(class_label)s, %(mae)s, %(rmse)s,
+                              %(mean_prediction)s, %(mean_error)s)""",
+    "fairness_metrics": """INSERT INTO fairness_metric (evaluation_run_id, sensitive_feature, metric_name,
+                               value, ci_lower, ci_upper)
+                           VALUES (%(evaluation_run_id)s, %(sensitive_feature)s, %(metric_name)s,
+                               %(value)s, %(ci_lower)s, %(ci_upper)s)""",
+    "shap_importance": """INSERT INTO shap_importance (evaluation_run_id, feature, importance_rank,
+                              mean_abs_shap)
+                          VALUES (%(evaluation_run_id)s, %(feature)s, %(importance_rank)s,
+                              %(mean_abs_shap)s)""",
+    "gate_checks": """INSERT INTO gate_check (evaluation_run_id, check_id, kind, metric_name,
+                          sensitive_feature, threshold_text, observed, ci_lower, ci_upper, n, verdict,
+                          severity, reason)
+                      VALUES (%(evaluation_run_id)s, %(check_id)s, %(kind)s, %(metric_name)s,
+                          %(sensitive_feature)s, %(threshold_text)s, %(observed)s, %(ci_lower)s,
+                          %(ci_upper)s, %(n)s, %(verdict)s, %(severity)s, %(reason)s)""",
 }
+# A fairness_group record carries either rates (classifiers) or errors (regression).
+_FAIRNESS_GROUP_NULLS = dict.fromkeys(
+    ("base_rate", "selection_rate", "tpr", "fpr", "ppv", "fnr", "mae", "rmse", "mean_prediction",
+     "mean_error"))
 
 
-def _with_run(run_id: int, rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    return [(run_id, *row) for row in rows]
+def _with_run(run_id: int, records: Iterable[Record]) -> list[dict[str, Any]]:
+    return [{"evaluation_run_id": run_id, **record} for record in records]
 
 
 def write_evaluation_results(
@@ -223,20 +248,26 @@ def write_evaluation_results(
         for table in EVALUATION_RESULT_TABLES:
             cur.execute(f"DELETE FROM {table} WHERE evaluation_run_id = %s", (run_id,))
         for field, sql in _INSERTS.items():
-            values = _with_run(run_id, getattr(rows, field))
+            records = getattr(rows, field)
+            if field == "fairness_groups":
+                records = [{**_FAIRNESS_GROUP_NULLS, **r} for r in records]
+            values = _with_run(run_id, records)
             if values:
                 cur.executemany(sql, values)
         if rows.shap_budget is not None:
             cur.execute(
-                "INSERT INTO shap_budget (evaluation_run_id, algorithm, rows_explained, "
-                "background_rows, evaluations_per_row, max_additivity_error) VALUES (%s,%s,%s,%s,%s,%s)",
-                (run_id, *rows.shap_budget),
+                """INSERT INTO shap_budget (evaluation_run_id, algorithm, rows_explained, background_rows,
+                       evaluations_per_row, max_additivity_error)
+                   VALUES (%(evaluation_run_id)s, %(algorithm)s, %(rows_explained)s, %(background_rows)s,
+                       %(evaluations_per_row)s, %(max_additivity_error)s)""",
+                {"evaluation_run_id": run_id, **rows.shap_budget},
             )
         if rows.gate is not None:
             cur.execute(
-                "INSERT INTO gate_decision (evaluation_run_id, passed, summary, policy_sha256, "
-                "had_champion) VALUES (%s,%s,%s,%s,%s)",
-                (run_id, *rows.gate),
+                """INSERT INTO gate_decision (evaluation_run_id, passed, summary, policy_sha256, had_champion)
+                   VALUES (%(evaluation_run_id)s, %(passed)s, %(summary)s, %(policy_sha256)s,
+                       %(had_champion)s)""",
+                {"evaluation_run_id": run_id, **rows.gate},
             )
         cur.execute(
             """UPDATE evaluation_run SET status = %s, failure_reason = NULL, report_key = %s,

@@ -151,7 +151,7 @@ def test_connection_killed_while_storing_rolls_everything_back_then_rerun(
     original = runs._with_run
     calls: list[int] = []
 
-    def pause_before_second_table(run_id: int, rows: Any) -> list[tuple[Any, ...]]:
+    def pause_before_second_table(run_id: int, rows: Any) -> list[dict[str, Any]]:
         # called once per result table inside write_evaluation_results' transaction; by the
         # second call the evaluation_metric rows are already inserted (not yet committed)
         calls.append(run_id)

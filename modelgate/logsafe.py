@@ -91,7 +91,8 @@ def install() -> None:
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(*args, **kwargs)
-        if not record.name.startswith("modelgate"):
+        # some libraries (structlog's stdlib bridge) make records whose name is None
+        if not isinstance(record.name, str) or not record.name.startswith("modelgate"):
             return record
         if isinstance(record.msg, str):
             record.msg = escape_for_log(record.msg)

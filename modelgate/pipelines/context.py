@@ -84,8 +84,18 @@ def fetch_dataset(ctx: Context, dataset_uri: str, workdir: Path) -> Path:
     return path
 
 
-def model_archive_key(model_name: str, version: str, archive_filename: str) -> str:
-    return f"models/{safe_key_part(model_name)}/{safe_key_part(version)}/{archive_filename}"
+def model_archive_key(model_name: str, version: str, archive_sha256: str, archive_filename: str) -> str:
+    """Where an archive is stored: its sha256 is part of the key, so two different archives
+    offered for one (name, version) at the same moment land on two keys and neither can
+    replace the other's bytes; the registry row decides which one the version is.
+
+    Examples
+    --------
+    >>> model_archive_key("credit", "1.0", "ab" * 32, "model-credit-1.0.tar.gz")
+    'models/credit/1.0/abababababababababababababababababababababababababababababababab/model-credit-1.0.tar.gz'
+    """
+    return (f"models/{safe_key_part(model_name)}/{safe_key_part(version)}/"
+            f"{safe_key_part(archive_sha256)}/{archive_filename}")
 
 
 def _conflict(existing: models.ModelVersionRow, model: LoadedModel) -> str | None:
@@ -126,7 +136,7 @@ def register_archive(ctx: Context, archive_path: Path) -> tuple[models.ModelVers
         log.info("already had model %s v%s (archive sha256 %s)", escape_for_log(manifest.name),
                  escape_for_log(manifest.version), existing.archive_sha256[:12])
         return existing, False
-    key = model_archive_key(manifest.name, manifest.version, archive_path.name)
+    key = model_archive_key(manifest.name, manifest.version, model.archive_sha256, archive_path.name)
     if safe_key_part(manifest.name) != manifest.name:
         log.warning("model name %s is not a plain key segment: its objects and policy file use %r",
                     escape_for_log(repr(manifest.name)), safe_key_part(manifest.name))

@@ -362,6 +362,31 @@ def test_same_version_with_another_hash_is_refused_and_stored_bytes_kept(
     assert fetch_all(ctx.db_url, "SELECT count(*) FROM model_version") == [(1,)]
 
 
+def test_a_concurrent_registration_of_other_bytes_cannot_replace_the_registered_archive(
+    env: Settings, demo_builds: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two registrations of one (name, version) with different archives that both checked the
+    registry and the store before either wrote: the loser's bytes go to a key of their own and
+    the database refuses its row, so the registered row still points at its own bytes."""
+    ctx = Context.open(env)
+    original, _ = register_archive(ctx, demo_builds["1"].archive_path)
+    # the same model.onnx with an edited threshold: the same archive file name, other bytes
+    members = _members(demo_builds["1"].archive_path)
+    (tmp_path / "model.onnx").write_bytes(members["model.onnx"])
+    manifest = json.loads(members["manifest.json"])
+    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "threshold": 0.01}))
+    loser = package(tmp_path / "model.onnx", tmp_path / "manifest.json", tmp_path / "out")
+    assert loser.name == demo_builds["1"].archive_path.name
+    # what the loser saw: no row yet and no object yet (the interleaving cannot be timed here)
+    monkeypatch.setattr(models, "find", lambda *args, **kwargs: None)
+    monkeypatch.setattr(ctx.store, "exists", lambda key: False)
+    with pytest.raises(models.RegistryError, match="already registered"):
+        register_archive(ctx, loser)
+    assert ctx.store.get_bytes(original.archive_key) == demo_builds["1"].archive_path.read_bytes()
+    assert original.archive_sha256 in original.archive_key
+    assert fetch_all(ctx.db_url, "SELECT archive_key FROM model_version") == [(original.archive_key,)]
+
+
 # --- drift: live partitions ----------------------------------------------------------------
 
 def _live_with(build: Any, root: Path, mutate: Callable[[pd.DataFrame], pd.DataFrame]) -> dt.date:

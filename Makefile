@@ -3,16 +3,21 @@ PYTHON ?= python3.11
 VENV := .venv
 MOTO_VENV := .venv-moto
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-stamp
 # `make ORT=gpu ...` installs onnxruntime-gpu for CUDA 13 instead of the CPU build (never both);
 # `make ORT=gpu-cu12 ...` the CUDA 12 build.
 ORT ?= cpu
+# One stamp per ONNX Runtime build, so `make ORT=gpu ...` after a CPU install reinstalls.
+STAMP := $(VENV)/.installed-$(strip $(ORT))
 
 .PHONY: demo test test-fast venv moto-venv services lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	@# another build was installed: remove it first, the CPU and GPU wheels share one module
+	@if [ -n "$$(ls $(VENV)/.installed-* 2>/dev/null | grep -vx '$(STAMP)')" ]; then \
+		$(BIN)/python -m pip uninstall --quiet -y onnxruntime onnxruntime-gpu; fi
+	@rm -f $(VENV)/.installed-*
 	$(BIN)/python -m pip install --quiet -e ".[$(strip $(ORT)),dev,demo]"
 	@touch $(STAMP)
 

@@ -25,6 +25,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from modelgate.records import finite_or_none
+
 __all__ = [
     "AttributionDrift",
     "AttributionReference",
@@ -131,10 +133,20 @@ class AttributionDrift:
     n_current: int
 
     def to_record(self) -> dict[str, Any]:
-        """Flat record for the store and JSON output (shares as a feature -> share mapping)."""
+        """Flat record for the store and JSON output (shares as a feature -> share mapping);
+        numbers None where not finite.
+
+        Examples
+        --------
+        >>> ref = build_attribution_reference([[2.0, 0.1], [1.0, 0.2]] * 10, features=["a", "b"])
+        >>> r = attribution_drift(ref, [[0.1, 1.0], [0.2, 2.0]] * 10).to_record()
+        >>> r["statistic_name"], r["verdict"], sorted(r["current_shares"])
+        ('total_variation', 'drift', ['a', 'b'])
+        """
         return {
-            "statistic_name": "total_variation", "statistic_value": self.distance,
-            "baseline": self.baseline, "threshold": self.threshold, "verdict": self.verdict,
+            "statistic_name": "total_variation", "statistic_value": finite_or_none(self.distance),
+            "baseline": finite_or_none(self.baseline), "threshold": finite_or_none(self.threshold),
+            "verdict": self.verdict,
             "n_reference": self.n_reference, "n_current": self.n_current,
             "reference_shares": dict(zip(self.features, self.reference_shares, strict=True)),
             "current_shares": dict(zip(self.features, self.current_shares, strict=True))

@@ -48,6 +48,8 @@ import numpy as np
 import ot
 from numpy.typing import ArrayLike, NDArray
 
+from modelgate.records import finite_or_none
+
 __all__ = [
     "MultivariateDrift",
     "MultivariateReference",
@@ -192,10 +194,21 @@ class MultivariateDrift:
     p: int
 
     def to_record(self) -> dict[str, Any]:
-        """Flat record for the store and JSON output."""
+        """Flat record for the store and JSON output; numbers None where not finite.
+
+        Examples
+        --------
+        >>> x = np.random.default_rng(0).normal(size=(2000, 2))
+        >>> ref = build_multivariate_reference(x[:1000], features=["a", "b"])
+        >>> r = multivariate_drift(ref, x[1000:]).to_record()
+        >>> r["statistic_name"], r["verdict"], r["n_features"], r["n_current"]
+        ('sliced_wasserstein_2', 'ok', 2, 1000)
+        """
         return {
-            "statistic_name": f"sliced_wasserstein_{self.p}", "statistic_value": self.statistic,
-            "baseline": self.baseline, "threshold": self.threshold, "verdict": self.verdict,
+            "statistic_name": f"sliced_wasserstein_{self.p}",
+            "statistic_value": finite_or_none(self.statistic),
+            "baseline": finite_or_none(self.baseline), "threshold": finite_or_none(self.threshold),
+            "verdict": self.verdict,
             "n_features": len(self.features), "n_projections": self.n_projections,
             "n_reference": self.n_reference, "n_current": self.n_current,
             "n_compared": self.n_compared, "n_incomplete_current": self.n_incomplete_current,

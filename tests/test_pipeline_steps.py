@@ -118,3 +118,34 @@ def test_a_step_whose_input_is_missing_fails_the_run_and_says_which_step_to_run(
     assert status == "failed" and reason is not None
     assert reason.startswith(type(caught.value).__name__)
     assert "decision.pkl" in reason or "decide" in reason, reason
+
+
+def test_ctrl_c_after_the_run_row_exists_records_the_run_failed(
+    local_ctx: Context, demo_builds: dict[str, Any], data: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Interrupted while ``prepare`` checks the policy (the row already exists), or while the
+    runner sets up before its first step: either way the run says failed, never running."""
+    from modelgate.pipelines import evaluation_runner
+
+    ctx = local_ctx
+    register_archive(ctx, demo_builds["1"].archive_path)
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(evaluate, "load_policy_for_run", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data),
+                             run_key="interrupted-in-prepare")
+    assert fetch_all(ctx.db_url, "SELECT status, failure_reason FROM evaluation_run") == [
+        ("failed", "KeyboardInterrupt: interrupted")]
+
+    with monkeypatch.context() as patched:
+        patched.setattr("modelgate.pipelines.liveness.heartbeat", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            evaluation_runner.run_evaluation(ctx, model_name=MODEL, version="1",
+                                             dataset_uri=str(data), run_key="interrupted-in-setup")
+    assert fetch_all(ctx.db_url, "SELECT status, failure_reason FROM evaluation_run "
+                                 "WHERE run_key LIKE %s", ("interrupted-in-setup%",)) == [
+        ("failed", "KeyboardInterrupt: interrupted")]

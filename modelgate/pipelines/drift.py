@@ -174,7 +174,7 @@ def prepare(ctx: Context, *, model_name: str, interval_start: dt.datetime,
         elif drift_runs.get_reference(ctx.db_url, production.model_version_id) is None:
             raise LookupError(f"no reference sketch stored for {model_name} v{production.version}; "
                               f"`modelgate monitor set {model_name} ...` builds it")
-    except Exception as exc:
+    except BaseException as exc:  # Ctrl-C and SIGTERM too: the row exists, so it must say failed
         fail(ctx, ref, exc)
         raise
     features = [*_features_of(production.manifest), SCORE_FEATURE]

@@ -128,10 +128,10 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
         runs.record_refusal(ctx.db_url, run_key=key, model_name=model_name, version=version,
                             dataset_uri=dataset_uri, reason=failure_reason(exc))
         raise
-    log.info("evaluation run %d (%s): %s v%s against %s", run_id, key, model_name, version,
-             "no champion" if champion_id is None else f"champion v{champion.version}")  # type: ignore[union-attr]
     ref = RunRef(run_id, key)
     try:
+        log.info("evaluation run %d (%s): %s v%s against %s", run_id, key, model_name, version,
+                 "no champion" if champion_id is None else f"champion v{champion.version}")  # type: ignore[union-attr]
         if champion_id is not None:  # compared on the same terms only (task, classes)
             evaluate_tasks.check_champion(candidate.manifest, champion.manifest)  # type: ignore[union-attr]
         policy, policy_sha = load_policy_for_run(policy_path, model_name,
@@ -139,7 +139,7 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
         evaluate_tasks.check_policy_classes(policy, candidate.manifest)
         # decide applies this checked policy, not whatever the file holds by then
         put_pickle(ctx, policy_key(ref), CheckedPolicy(policy, policy_sha))
-    except Exception as exc:
+    except BaseException as exc:  # Ctrl-C and SIGTERM too: the row exists, so it must say failed
         fail(ctx, ref, exc)
         raise
     return ref

@@ -146,23 +146,26 @@ def run_in_process(graph: StepGraph, ctx: Context, ref: RefT, done: dict[str, An
     dict
         ``done``, with every step's output.
     """
-    from modelgate.pipelines.liveness import heartbeat
+    current: Step | None = None
+    try:  # everything, set-up included: the run is open, so an interrupt anywhere must fail it
+        from modelgate.pipelines.liveness import heartbeat
 
-    if through is not None:
-        graph[through]  # noqa: B018 - raises KeyError naming the steps
-    with heartbeat(lambda: beat(ctx, ref)):
-        for step in graph.steps[1:]:
-            started = time.perf_counter()
-            try:
+        if through is not None:
+            graph[through]  # noqa: B018 - raises KeyError naming the steps
+        with heartbeat(lambda: beat(ctx, ref)):
+            for step in graph.steps[1:]:
+                current = step
+                started = time.perf_counter()
                 done[step.name] = step.fn(ctx, ref, done)
-            except BaseException as exc:
-                if not step.verdict:
-                    fail(ctx, ref, exc)
-                raise
-            if seconds is not None:
-                seconds[step.name] = time.perf_counter() - started
-            if step.name == through:
-                break
+                current = None
+                if seconds is not None:
+                    seconds[step.name] = time.perf_counter() - started
+                if step.name == through:
+                    break
+    except BaseException as exc:
+        if current is None or not current.verdict:
+            fail(ctx, ref, exc)
+        raise
     return done
 
 

@@ -291,8 +291,9 @@ def test_a_signalled_cli_run_is_recorded_failed(
     )
     try:
         deadline = time.monotonic() + 120
-        # signalled once scoring is recorded: metrics, fairness and SHAP are still to come
-        while not fetch_all(url, "SELECT 1 FROM evaluation_run WHERE rows_scored IS NOT NULL"):
+        # signalled as soon as the run is recorded running: scoring, metrics, fairness and SHAP
+        # are still to come (signalling later, after scoring, lost the race on a loaded machine)
+        while not fetch_all(url, "SELECT 1 FROM evaluation_run WHERE status = 'running'"):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.05)
         proc.send_signal(signum)

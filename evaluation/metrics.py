@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 # Shared with fairness/, so it lives below both cores.
-from modelgate.intervals import bootstrap_indices, percentile_interval
+from modelgate.intervals import bootstrap_indices, check_confidence_level, percentile_interval
 from modelgate.intervals import check_int as _check_int
 from modelgate.records import finite_or_none
 
@@ -669,8 +669,7 @@ def _check_options(threshold: float, n_bootstrap: int, confidence_level: float, 
         raise ValueError(f"threshold must be a number in [0, 1]; got {threshold!r}")
     _check_int(n_bootstrap, "n_bootstrap", minimum=0)
     _check_int(seed, "seed", minimum=0)
-    if not _is_real(confidence_level) or not 0.0 < confidence_level < 1.0:
-        raise ValueError(f"confidence_level must be a number in (0, 1); got {confidence_level!r}")
+    check_confidence_level(confidence_level)
 
 
 def _is_real(value: object) -> bool:

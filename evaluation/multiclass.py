@@ -41,7 +41,7 @@ from modelgate.evaluation.metrics import (
     percentile_interval,
 )
 
-from modelgate.intervals import bootstrap_counts
+from modelgate.intervals import bootstrap_counts, check_confidence_level
 
 __all__ = ["MulticlassReport", "class_indices", "compare_multiclass", "evaluate_multiclass",
            "multiclass_metric_names"]
@@ -266,8 +266,7 @@ def evaluate_multiclass(
     labels = tuple(str(c) for c in (range(p.shape[1]) if classes is None else classes))
     if len(labels) != p.shape[1]:
         raise ValueError(f"classes must name the {p.shape[1]} probability columns; got {len(labels)}")
-    if not 0.0 < confidence_level < 1.0:
-        raise ValueError(f"confidence_level must be in (0, 1); got {confidence_level!r}")
+    check_confidence_level(confidence_level)
     names = multiclass_metric_names(labels)
     points, boots = _point_and_resampled(y, [p], n_bootstrap=n_bootstrap, seed=seed)
     point, boot = points[0], boots[0]
@@ -329,8 +328,7 @@ def compare_multiclass(
     if new.shape != old.shape:
         raise ValueError(f"champion_proba must have the candidate's shape {new.shape}; got "
                          f"{old.shape}")
-    if not 0.0 < confidence_level < 1.0:
-        raise ValueError(f"confidence_level must be in (0, 1); got {confidence_level!r}")
+    check_confidence_level(confidence_level)
     labels = tuple(str(c) for c in (range(new.shape[1]) if classes is None else classes))
     if len(labels) != new.shape[1]:
         raise ValueError(f"classes must name the {new.shape[1]} probability columns; got {len(labels)}")

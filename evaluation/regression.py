@@ -30,7 +30,7 @@ from modelgate.evaluation.metrics import (
     percentile_interval,
 )
 
-from modelgate.intervals import bootstrap_counts
+from modelgate.intervals import bootstrap_counts, check_confidence_level
 
 __all__ = ["REGRESSION_METRIC_NAMES", "RegressionReport", "compare_regression",
            "evaluate_regression"]
@@ -130,8 +130,7 @@ def evaluate_regression(
     (0.5, 0.25, 0.7)
     """
     y, pred = _check(y_true, prediction)
-    if not 0.0 < confidence_level < 1.0:
-        raise ValueError(f"confidence_level must be in (0, 1); got {confidence_level!r}")
+    check_confidence_level(confidence_level)
     points, boots = _point_and_resampled(y, [pred], n_bootstrap=n_bootstrap, seed=seed)
     point, boot = points[0], boots[0]
     metrics = []
@@ -181,8 +180,7 @@ def compare_regression(
     """
     y, new = _check(y_true, candidate_prediction)
     _, old = _check(y, champion_prediction)
-    if not 0.0 < confidence_level < 1.0:
-        raise ValueError(f"confidence_level must be in (0, 1); got {confidence_level!r}")
+    check_confidence_level(confidence_level)
     point, boot = _point_and_resampled(y, [new, old], n_bootstrap=n_bootstrap, seed=seed)
     deltas = paired_deltas(REGRESSION_METRIC_NAMES, (point[0], point[1]), (boot[0], boot[1]),
                            n=len(y), confidence_level=confidence_level)

@@ -55,7 +55,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from modelgate.intervals import percentile_interval
+from modelgate.intervals import check_confidence_level, check_int, percentile_interval
 from modelgate.records import finite_or_none
 
 from .disaggregate import DisaggregatedTable, disaggregate
@@ -420,10 +420,6 @@ def _check_options(sensitive_feature: object, include_small_groups: object,
                          f"{include_small_groups!r}")
     if undefined_rates not in ("exclude", "zero"):
         raise ValueError(f"undefined_rates must be 'exclude' or 'zero'; got {undefined_rates!r}")
-    for name, value in (("n_bootstrap", n_bootstrap), ("seed", seed)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
-            raise ValueError(f"{name} must be an integer >= 0; got {value!r}")
-    if isinstance(confidence_level, bool) or not isinstance(confidence_level, float | int) or (
-        not 0.0 < confidence_level < 1.0
-    ):
-        raise ValueError(f"confidence_level must be a number in (0, 1); got {confidence_level!r}")
+    check_int(n_bootstrap, "n_bootstrap", minimum=0)
+    check_int(seed, "seed", minimum=0)
+    check_confidence_level(confidence_level)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from modelgate.intervals import bootstrap_counts, percentile_interval
+from modelgate.intervals import bootstrap_counts, check_confidence_level, percentile_interval
 from modelgate.records import finite_or_none
 
 from .disaggregate import encode_groups
@@ -155,8 +155,7 @@ def regression_fairness_report(
                          f"shapes {y.shape} and {pred.shape}")
     if not (np.isfinite(y).all() and np.isfinite(pred).all()):
         raise ValueError("y_true and prediction must be finite (no NaN or infinite values)")
-    if not 0.0 < confidence_level < 1.0:
-        raise ValueError(f"confidence_level must be in (0, 1); got {confidence_level!r}")
+    check_confidence_level(confidence_level)
     labels, codes = encode_groups(sensitive)
     if codes.shape != y.shape:
         raise ValueError(f"sensitive must have the length of y_true ({y.size}); got {codes.size}")

@@ -8,6 +8,7 @@ other for them (imports only go downward: see the README's code layout).
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 
 import numpy as np
@@ -131,3 +132,19 @@ def check_int(value: object, name: str, *, minimum: int) -> None:
     """Raise ``ValueError`` naming ``name`` unless ``value`` is an integer >= ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+
+
+def check_confidence_level(value: object) -> None:
+    """Raise ``ValueError`` unless ``value`` is a real number (not a bool) in (0, 1).
+
+    Examples
+    --------
+    >>> check_confidence_level(0.95)
+    >>> check_confidence_level(1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: confidence_level must be a number in (0, 1); got 1.0
+    """
+    if (isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real)
+            or not 0.0 < float(value) < 1.0):
+        raise ValueError(f"confidence_level must be a number in (0, 1); got {value!r}")

@@ -174,6 +174,31 @@ def test_a_tie_between_the_gaps_is_driven_by_tpr() -> None:
         0.5, "tpr", "b", "a")
 
 
+def test_cli_fairness_shows_counts_auc_and_what_drives_each_gap(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from modelgate.cli import main
+
+    y, pred, score, sensitive = _data(4, n=800)
+    groups = np.where(pd.isna(sensitive), "__missing__", sensitive.astype(str))
+    pd.DataFrame({"y": y, "y_hat": pred, "s": score, "g": sensitive}).to_parquet(tmp_path / "d.parquet")
+    args = ["fairness", "--data", str(tmp_path / "d.parquet"), "--label", "y", "--prediction",
+            "y_hat", "--sensitive", "g", "--score", "s", "--bootstrap", "0"]
+    assert main([*args, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)["g"]
+    for g in out["groups"]:
+        rows = groups == g["group"]
+        assert g["roc_auc"] == pytest.approx(roc_auc_score(y[rows], score[rows]), abs=TOL)
+        assert (g["positives"], g["negatives"]) == (int(y[rows].sum()), int((1 - y[rows]).sum()))
+    eod = out["gaps"]["equalized_odds_difference"]
+    assert eod["driving_rate"] in ("tpr", "fpr")
+    assert main([*args, "--format", "text"]) == 0
+    text = capsys.readouterr().out
+    assert f"equalized_odds_difference {eod['value']:.4f} ({eod['driving_rate'].upper()} " in text
+    assert "positives=" in text and "auc=" in text
+
+
 # --- stored rows of a real run over two files --------------------------------------------
 
 def _rows(url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:

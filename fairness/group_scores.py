@@ -20,7 +20,8 @@ Size, and when the AUC is estimated
 -----------------------------------
 The table has one row per distinct ``(group, score)`` pair.  Past ``max_distinct`` rows
 (default 2**22, about 130 MB) every group's scores are pooled on a grid of width 2**-20,
-and each group's AUC counts the pairs sharing a cell as ties.  It is then no longer exact;
+halved until the table fits (many groups can need a coarser grid), and each group's AUC
+counts the pairs sharing a cell as ties.  It is then no longer exact;
 :attr:`GroupAuc.error_bound` bounds its error by the share of the group's pairs that share
 a cell, counted one half instead of 0 or 1: ``sum_k pos_k * neg_k / (2 * P * N)``.  The
 bound is 0 when the table is exact.
@@ -190,8 +191,7 @@ def group_score_table_from_codes(
         raise ValueError(f"codes must be in 0..{len(labels) - 1}; got {c.min()}..{c.max()}")
     _check_max_distinct(max_distinct)
     pos = y.astype(np.int64)
-    table = _collapse(feature, tuple(labels), c, s, 1 - pos, pos, grid=0)
-    return _pooled(table) if len(table.keys) > max_distinct else table
+    return _bounded(_collapse(feature, tuple(labels), c, s, 1 - pos, pos, grid=0), max_distinct)
 
 
 def merge_group_scores(
@@ -200,7 +200,8 @@ def merge_group_scores(
     """Add the tables of several partitions of the same feature.
 
     Groups are matched by label: the merged labels are every label in first-seen order,
-    the missing-value group last.  A part pooled on the grid pools the others too.
+    the missing-value group last.  A part pooled on a grid pools the others onto it (the
+    coarsest grid of any part).
 
     Examples
     --------
@@ -217,8 +218,8 @@ def merge_group_scores(
         raise ValueError(f"cannot merge tables of different features "
                          f"{sorted({p.feature for p in parts})!r}")
     _check_max_distinct(max_distinct)
-    grid = max(p.grid for p in parts)
-    tables = [_pooled(p) if grid else p for p in parts]
+    grid = min((p.grid for p in parts if p.grid), default=0)  # the coarsest grid of any part
+    tables = [_pooled(p, grid) if grid else p for p in parts]
     order: dict[str, int] = {}
     for t in tables:
         for label in t.labels:
@@ -231,7 +232,7 @@ def merge_group_scores(
     merged = _collapse(feature, tuple(order), group, np.concatenate([t.keys for t in tables]),
                        np.concatenate([t.neg for t in tables]),
                        np.concatenate([t.pos for t in tables]), grid=grid)
-    return _pooled(merged) if len(merged.keys) > max_distinct else merged
+    return _bounded(merged, max_distinct)
 
 
 def group_roc_auc(table: GroupScoreTable) -> tuple[GroupAuc, ...]:
@@ -306,7 +307,9 @@ def _collapse(feature: str, labels: tuple[str, ...], group: _IntArray, keys: _Fl
     if len(keys) == 0:
         empty = np.zeros(0, dtype=np.int64)
         return GroupScoreTable(feature, labels, empty, np.zeros(0), empty, empty, grid)
-    order = np.lexsort((keys, group))
+    # np.lexsort's order, about three times faster: by key, then stably (radix) by group code
+    order = np.argsort(keys)
+    order = order[np.argsort(group[order], kind="stable")]
     g, k = group[order], keys[order]
     start = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (k[1:] != k[:-1])])
     return GroupScoreTable(feature, labels, g[start].astype(np.int64), k[start] + 0.0,
@@ -314,13 +317,23 @@ def _collapse(feature: str, labels: tuple[str, ...], group: _IntArray, keys: _Fl
                            np.add.reduceat(pos[order].astype(np.int64), start), grid)
 
 
-def _pooled(table: GroupScoreTable) -> GroupScoreTable:
-    """The table on the grid of width 2**-20 (score 1.0 in the last cell)."""
-    if table.grid:
+def _pooled(table: GroupScoreTable, grid: int = FALLBACK_GRID) -> GroupScoreTable:
+    """The table on a grid of ``grid`` cells (score 1.0 in the last cell); ``grid`` is a power
+    of two no finer than the table's own grid, so a pooled table's cells nest in the new ones."""
+    if table.grid == grid:
         return table
-    cell = np.minimum(np.floor(table.keys * FALLBACK_GRID), FALLBACK_GRID - 1)
+    scores = table.keys / table.grid if table.grid else table.keys
+    cell = np.minimum(np.floor(scores * grid), grid - 1)  # exact: powers of two
     return _collapse(table.feature, table.labels, table.group, cell, table.neg, table.pos,
-                     grid=FALLBACK_GRID)
+                     grid=grid)
+
+
+def _bounded(table: GroupScoreTable, max_distinct: int) -> GroupScoreTable:
+    """The table, pooled on ever coarser grids (halving the cells) until it has at most
+    ``max_distinct`` rows: with many groups the 2**-20 grid alone does not bound it."""
+    while len(table.keys) > max_distinct and table.grid != 1:
+        table = _pooled(table, table.grid // 2 if table.grid else FALLBACK_GRID)
+    return table
 
 
 def _check_max_distinct(max_distinct: object) -> None:

@@ -122,6 +122,12 @@ def test_scores_pooled_on_the_grid_give_an_auc_within_its_bound() -> None:
     merged = merge_group_scores([exact_part, pooled_part])  # pooled, as one part is
     assert merged.grid == 2 ** 20
     assert group_roc_auc(merged) == group_roc_auc(pooled)
+    coarse = group_score_table("g", y, score, sensitive, max_distinct=3)  # halved until it fits
+    assert len(coarse.keys) <= 3 and coarse.grid < 2 ** 20
+    for auc in group_roc_auc(coarse):
+        rows = sensitive == auc.group
+        assert abs(auc.roc_auc - roc_auc_score(y[rows], score[rows])) <= auc.error_bound + TOL
+    assert merge_group_scores([pooled, coarse]).grid == coarse.grid
 
 
 def test_tables_of_other_rows_are_refused() -> None:

@@ -15,6 +15,10 @@ Conventions
   positives.  (fairlearn reports 0 in these cases; see :mod:`modelgate.fairness.metrics`.)
 * Groups with fewer than ``min_group_size`` rows are flagged ``small_group``; they are
   reported, never dropped.
+* Each group carries the rows behind its rates (``positives`` for TPR and FNR,
+  ``negatives`` for FPR, ``predicted_positives`` for PPV) and its accuracy, all exact from
+  the counts; its ROC AUC needs the scores and is filled in by
+  :func:`modelgate.fairness.group_scores.with_group_auc` (NaN otherwise).
 """
 
 from __future__ import annotations

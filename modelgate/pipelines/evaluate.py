@@ -285,8 +285,7 @@ def _summarise(candidate_path: Path, champion_path: Path | None, manifest: dict[
                       for f in manifest["sensitive_features"]}
             y, score = labels_from_scores(table, manifest), table.column("score").to_numpy()
             parts.append(sufficient.collect(
-                y, score,
-                threshold=manifest["threshold"], champion_score=champion_score,
+                y, score, threshold=manifest["threshold"], champion_score=champion_score,
                 champion_threshold=champion_threshold, groups=groups))
             group_scores.append(tuple(group_score_table_from_codes(f, y, score, labels, codes)
                                       for f, (labels, codes) in groups.items()))

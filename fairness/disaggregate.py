@@ -15,6 +15,10 @@ Conventions
   positives.  (fairlearn reports 0 in these cases; see :mod:`modelgate.fairness.metrics`.)
 * Groups with fewer than ``min_group_size`` rows are flagged ``small_group``; they are
   reported, never dropped.
+* Each group carries the rows behind its rates (``positives`` for TPR and FNR,
+  ``negatives`` for FPR, ``predicted_positives`` for PPV) and its accuracy, all exact from
+  the counts; its ROC AUC needs the scores and is filled in by
+  :func:`modelgate.fairness.group_scores.with_group_auc` (NaN otherwise).
 """
 
 from __future__ import annotations
@@ -63,6 +67,13 @@ class GroupStats:
         and false negative rate; NaN when the denominator is zero.
     small_group : bool
         ``n < min_group_size``.
+    roc_auc : float
+        ROC AUC of the scores within the group (binary models, from
+        :func:`modelgate.fairness.group_scores.with_group_auc`); NaN when not computed or
+        the group lacks positives or negatives.
+    roc_auc_error_bound : float
+        Bound on the error of ``roc_auc`` (0 when exact; see
+        :mod:`modelgate.fairness.group_scores`); NaN when ``roc_auc`` is.
     """
 
     group: str
@@ -78,6 +89,28 @@ class GroupStats:
     ppv: float
     fnr: float
     small_group: bool
+    roc_auc: float = float("nan")
+    roc_auc_error_bound: float = float("nan")
+
+    @property
+    def positives(self) -> int:
+        """Rows with label 1: the denominator of ``tpr`` and ``fnr``."""
+        return self.tp + self.fn
+
+    @property
+    def negatives(self) -> int:
+        """Rows with label 0: the denominator of ``fpr``."""
+        return self.tn + self.fp
+
+    @property
+    def predicted_positives(self) -> int:
+        """Rows predicted 1: the denominator of ``ppv``."""
+        return self.tp + self.fp
+
+    @property
+    def accuracy(self) -> float:
+        """Share of the group's rows predicted right; NaN for an empty group."""
+        return (self.tp + self.tn) / self.n if self.n else float("nan")
 
     def to_record(self) -> dict[str, Any]:
         """The group's rates as a ``fairness_group`` row (the caller adds the run, the
@@ -87,7 +120,10 @@ class GroupStats:
         -------
         dict
             ``group_label``, ``n``, ``base_rate``, ``selection_rate``, ``tpr``, ``fpr``,
-            ``ppv``, ``fnr`` (None where undefined) and ``is_small_group``.
+            ``ppv``, ``fnr`` (None where undefined) and ``is_small_group``; then the counts
+            behind the rates, ``positives``, ``negatives`` and ``predicted_positives``, and
+            ``accuracy``, ``roc_auc`` and ``roc_auc_error_bound`` (None where undefined or
+            not computed).
 
         Examples
         --------
@@ -96,13 +132,21 @@ class GroupStats:
         >>> record = g.to_record()
         >>> record["group_label"], record["tpr"], record["fpr"], record["is_small_group"]
         ('F', None, 0.2, True)
+        >>> record["positives"], record["negatives"], record["accuracy"], record["roc_auc"]
+        (0, 10, 0.8, None)
         """
+        auc = finite_or_none(self.roc_auc)
         return {"group_label": self.group, "n": self.n,
                 "base_rate": finite_or_none(self.base_rate),
                 "selection_rate": finite_or_none(self.selection_rate),
                 "tpr": finite_or_none(self.tpr), "fpr": finite_or_none(self.fpr),
                 "ppv": finite_or_none(self.ppv), "fnr": finite_or_none(self.fnr),
-                "is_small_group": self.small_group}
+                "is_small_group": self.small_group,
+                "positives": self.positives, "negatives": self.negatives,
+                "predicted_positives": self.predicted_positives,
+                "accuracy": finite_or_none(self.accuracy), "roc_auc": auc,
+                "roc_auc_error_bound": None if auc is None else finite_or_none(
+                    self.roc_auc_error_bound)}
 
 
 @dataclass(frozen=True, slots=True)

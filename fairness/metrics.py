@@ -59,6 +59,7 @@ from modelgate.intervals import check_confidence_level, check_int, percentile_in
 from modelgate.records import finite_or_none
 
 from .disaggregate import DisaggregatedTable, disaggregate
+from .group_scores import group_score_table, with_group_auc
 
 __all__ = [
     "FAIRNESS_METRIC_NAMES",
@@ -126,6 +127,11 @@ class FairnessEstimate:
         ``(group, why)`` for each group left out of the gap.
     undefined_reason : str or None
         Why ``value`` is NaN, else None.
+    driving_rate : str or None
+        The group rate whose spread is the gap: ``"tpr"``, ``"fpr"``, ``"selection_rate"``
+        or ``"ppv"``; for ``equalized_odds_difference`` the one of the larger gap (``"tpr"``
+        on a tie), between ``highest_group`` and ``lowest_group``.  None when undefined,
+        for ``tpr_fpr_gap_sum`` (both rates) and for regression gaps.
     """
 
     name: str
@@ -137,6 +143,7 @@ class FairnessEstimate:
     lowest_group: str | None
     excluded_groups: tuple[tuple[str, str], ...]
     undefined_reason: str | None = None
+    driving_rate: str | None = None
 
     def to_record(self) -> dict[str, Any]:
         """The gap as a ``fairness_metric`` row (the caller adds the run and the sensitive
@@ -147,7 +154,8 @@ class FairnessEstimate:
         dict
             The stored columns ``metric_name``, ``value``, ``ci_lower``, ``ci_upper`` (None
             where undefined), then ``n``, ``undefined_reason``, ``highest_group``,
-            ``lowest_group`` and ``excluded_groups`` (a list of ``[group, why]``).
+            ``lowest_group``, ``excluded_groups`` (a list of ``[group, why]``) and
+            ``driving_rate``.
 
         Examples
         --------
@@ -155,12 +163,15 @@ class FairnessEstimate:
         >>> record = gap.to_record()
         >>> record["metric_name"], record["value"], record["excluded_groups"]
         ('tpr_gap', 0.25, [['c', 'small group']])
+        >>> record["driving_rate"] is None
+        True
         """
         return {"metric_name": self.name, "value": finite_or_none(self.value),
                 "ci_lower": finite_or_none(self.ci_lower), "ci_upper": finite_or_none(self.ci_upper),
                 "n": self.n, "undefined_reason": self.undefined_reason,
                 "highest_group": self.highest_group, "lowest_group": self.lowest_group,
-                "excluded_groups": [list(x) for x in self.excluded_groups]}
+                "excluded_groups": [list(x) for x in self.excluded_groups],
+                "driving_rate": self.driving_rate}
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +204,7 @@ def fairness_report(
     n_bootstrap: int = 1000,
     confidence_level: float = 0.95,
     seed: int = 0,
+    score: npt.ArrayLike | None = None,
 ) -> FairnessReport:
     """Disaggregate by one sensitive feature and compute every gap with an interval.
 
@@ -216,6 +228,9 @@ def fairness_report(
         Coverage of the percentile interval, in (0, 1).
     seed : int, default 0
         Seed of ``np.random.default_rng`` for the resamples.
+    score : array_like of shape (n,), optional
+        Scores in [0, 1]; with them the table holds each group's ROC AUC
+        (:mod:`modelgate.fairness.group_scores`).
 
     Returns
     -------
@@ -239,6 +254,9 @@ def fairness_report(
     _check_options(sensitive_feature, include_small_groups, undefined_rates, n_bootstrap,
                    confidence_level, seed)
     table = disaggregate(y_true, y_pred, sensitive, min_group_size=min_group_size)
+    if score is not None:
+        table = with_group_auc(table, group_score_table(sensitive_feature, y_true, score,
+                                                        sensitive))
     return fairness_report_from_table(
         table, sensitive_feature=sensitive_feature, include_small_groups=include_small_groups,
         undefined_rates=undefined_rates, n_bootstrap=n_bootstrap,
@@ -389,8 +407,9 @@ def _estimate(
         return FairnessEstimate(name, float("nan"), float("nan"), float("nan"), n, None, None,
                                 tuple(excluded.items()), "; ".join(reasons) or "undefined")
     lower, upper = percentile_interval(boot[name], confidence_level)
-    high, low = _extremes(name, parts, point, rates, labels, included)
-    return FairnessEstimate(name, value, lower, upper, n, high, low, tuple(excluded.items()))
+    high, low, driving = _extremes(name, parts, point, rates, labels, included)
+    return FairnessEstimate(name, value, lower, upper, n, high, low, tuple(excluded.items()),
+                            driving_rate=driving)
 
 
 def _components(name: str) -> tuple[str, ...]:
@@ -401,12 +420,14 @@ def _components(name: str) -> tuple[str, ...]:
 
 def _extremes(name: str, parts: tuple[str, ...], point: Mapping[str, _FloatArray],
               rates: Mapping[str, _FloatArray], labels: tuple[str, ...],
-              included: npt.NDArray[np.bool_]) -> tuple[str | None, str | None]:
+              included: npt.NDArray[np.bool_]) -> tuple[str | None, str | None, str | None]:
+    """The highest and lowest group of the rate behind the gap, and that rate's name."""
     if name == "tpr_fpr_gap_sum":
-        return None, None
-    gap = max(parts, key=lambda g: float(point[g][0]))
-    values = np.where(included, rates[_GAP_RATE[gap]][0], np.nan)
-    return labels[int(np.nanargmax(values))], labels[int(np.nanargmin(values))]
+        return None, None, None
+    gap = max(parts, key=lambda g: float(point[g][0]))  # first (tpr) on a tie
+    rate = _GAP_RATE[gap]
+    values = np.where(included, rates[rate][0], np.nan)
+    return labels[int(np.nanargmax(values))], labels[int(np.nanargmin(values))], rate
 
 
 def _check_options(sensitive_feature: object, include_small_groups: object,

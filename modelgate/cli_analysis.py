@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -128,24 +129,41 @@ def cmd_fairness(args: argparse.Namespace) -> int:
     frame = table.to_pandas()
     y = _binary_column(frame, args.label, args.positive)
     pred = _binary_column(frame, args.prediction, args.positive)
+    if args.score is not None and args.score not in frame.columns:
+        raise ValueError(f"score column {args.score!r} is not in the data")
+    score = None if args.score is None else frame[args.score].to_numpy(dtype=float)
     reports = {}
     for feature in sensitive:
         if feature not in frame.columns:
             raise ValueError(f"sensitive column {feature!r} is not in the data")
         reports[feature] = fairness_report(
             y, pred, frame[feature].to_numpy(dtype=object), sensitive_feature=feature,
-            min_group_size=args.min_group_size, n_bootstrap=args.bootstrap, seed=args.seed)
+            min_group_size=args.min_group_size, n_bootstrap=args.bootstrap, seed=args.seed,
+            score=score)
     payload = fairness_json(reports)
+    _emit(payload, args.format, "\n".join(_fairness_lines(reports)))
+    return EXIT_OK
+
+
+def _fairness_lines(reports: dict[str, Any]) -> list[str]:
+    """The text form: per feature its gaps (with what drives each), then its groups with the
+    rows behind their rates."""
+    from modelgate.pipelines.fairness_records import driving_text
+
     lines = []
     for feature, rep in reports.items():
-        gaps = ", ".join(f"{e.name} {e.value:.4f}" for e in rep.estimates)
-        lines.append(f"{feature}: {gaps}")
+        groups = [g.to_record() for g in rep.table.groups]
+        lines.append(f"{feature}:")
+        for e in rep.estimates:
+            why = driving_text(e.to_record(), groups)
+            lines.append(f"  {e.name} {e.value:.4f}{f' ({why})' if why else ''}")
         for g in rep.table.groups:
             flag = " (small group)" if g.small_group else ""
-            lines.append(f"  {g.group}: n={g.n} selection={g.selection_rate:.4f} "
-                         f"tpr={g.tpr:.4f} fpr={g.fpr:.4f}{flag}")
-    _emit(payload, args.format, "\n".join(lines))
-    return EXIT_OK
+            auc = "" if math.isnan(g.roc_auc) else f" auc={g.roc_auc:.4f}"
+            lines.append(f"  {g.group}: n={g.n} positives={g.positives} negatives={g.negatives} "
+                         f"selection={g.selection_rate:.4f} tpr={g.tpr:.4f} fpr={g.fpr:.4f} "
+                         f"accuracy={g.accuracy:.4f}{auc}{flag}")
+    return lines
 
 
 def add_commands(sub: Any) -> None:
@@ -176,6 +194,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--prediction", required=True)
     p.add_argument("--sensitive", required=True, help="comma-separated column names")
     p.add_argument("--positive", default="1", help="value of label/prediction meaning positive")
+    p.add_argument("--score", help="column of scores in [0, 1]: adds each group's ROC AUC")
     p.add_argument("--min-group-size", type=int, default=30)
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)

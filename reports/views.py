@@ -140,7 +140,10 @@ class CalibrationRow:
 
 @dataclass(frozen=True, slots=True)
 class GroupRow:
-    """Disaggregated rates for one group of one sensitive feature (NaN when undefined).
+    """Disaggregated rates for one group of one sensitive feature (NaN when undefined), with the
+    counts behind them (None when not known): ``positives`` for TPR and FNR, ``negatives`` for
+    FPR, ``predicted_positives`` for PPV; the group's accuracy and ROC AUC (NaN when undefined),
+    and the AUC's error bound (0 when exact).
 
     Examples
     --------
@@ -157,10 +160,20 @@ class GroupRow:
     ppv: float
     fnr: float
     small_group: bool
+    positives: int | None = None
+    negatives: int | None = None
+    predicted_positives: int | None = None
+    accuracy: float = math.nan
+    roc_auc: float = math.nan
+    roc_auc_error_bound: float = math.nan
 
     def __post_init__(self) -> None:
         _check_count("GroupRow.n", self.n)
-        for field in ("base_rate", "selection_rate", "tpr", "fpr", "ppv", "fnr"):
+        for field in ("positives", "negatives", "predicted_positives"):
+            if getattr(self, field) is not None:
+                _check_count(f"GroupRow.{field}", getattr(self, field))
+        for field in ("base_rate", "selection_rate", "tpr", "fpr", "ppv", "fnr", "accuracy",
+                      "roc_auc"):
             _check_rate(f"GroupRow.{field}", getattr(self, field))
 
 
@@ -195,7 +208,8 @@ class GapRow:
     """One fairness gap (e.g. the TPR difference) with its interval and threshold.
 
     ``value`` may be NaN when the gap is undefined; ``threshold`` is ``None`` when the gap is
-    reported but not gated.
+    reported but not gated; ``driven_by`` says which rate drives it, between which groups, and
+    the rows behind each (empty when not known).
 
     Examples
     --------
@@ -209,6 +223,7 @@ class GapRow:
     ci_upper: float
     threshold: float | None
     verdict: CheckVerdict
+    driven_by: str = ""
 
     def __post_init__(self) -> None:
         _check_optional_finite("GapRow.threshold", self.threshold)

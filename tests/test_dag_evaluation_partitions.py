@@ -16,8 +16,10 @@ from modelgate.store.db import fetch_all
 
 TABLES = {
     "evaluation_metric": "model_role, metric_name, value, ci_lower, ci_upper, n",
-    "fairness_metric": "sensitive_feature, metric_name, value, ci_lower, ci_upper",
-    "fairness_group": "sensitive_feature, group_label, n, tpr, fpr, ppv, selection_rate",
+    "fairness_metric": "sensitive_feature, metric_name, value, ci_lower, ci_upper, driving_rate, "
+                       "highest_group, lowest_group",
+    "fairness_group": "sensitive_feature, group_label, n, tpr, fpr, ppv, selection_rate, positives, "
+                      "negatives, accuracy, roc_auc, roc_auc_error_bound",
     "calibration_bin": "bin_index, n, mean_predicted, observed_rate",
 }
 
@@ -95,6 +97,7 @@ def test_mapped_partitions_give_the_numbers_of_one_process_and_of_one_file(
     file_results = _results(ctx.db_url, file_row[0])
     assert file_results["fairness_metric"] == mapped_results["fairness_metric"]
     assert file_results["fairness_group"] == mapped_results["fairness_group"]
+    assert all(row[-2] is not None for row in mapped_results["fairness_group"])  # each group's AUC
     for ours, theirs in zip(mapped_results["evaluation_metric"], file_results["evaluation_metric"],
                             strict=True):
         assert ours[:2] == theirs[:2] and ours[5] == theirs[5]

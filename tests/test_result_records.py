@@ -76,18 +76,23 @@ def _binary_report() -> Any:
 
 def test_fairness_json_of_a_binary_report_worked_by_hand() -> None:
     out = fairness_json({"g": _binary_report()})["g"]
+    no_scores = {"roc_auc": None, "roc_auc_error_bound": None}
     assert out["groups"] == [
         {"group": "a", "n": 4, "base_rate": 0.5, "selection_rate": 0.5, "tpr": 0.5, "fpr": 0.5,
-         "ppv": 0.5, "fnr": 0.5, "small_group": False},
+         "ppv": 0.5, "fnr": 0.5, "small_group": False, "positives": 2, "negatives": 2,
+         "predicted_positives": 2, "accuracy": 0.5, **no_scores},
         {"group": "b", "n": 4, "base_rate": 0.0, "selection_rate": 0.25, "tpr": None, "fpr": 0.25,
-         "ppv": 0.0, "fnr": None, "small_group": False},
+         "ppv": 0.0, "fnr": None, "small_group": False, "positives": 0, "negatives": 4,
+         "predicted_positives": 1, "accuracy": 0.75, **no_scores},
         {"group": "c", "n": 1, "base_rate": 1.0, "selection_rate": 1.0, "tpr": 1.0, "fpr": None,
-         "ppv": 1.0, "fnr": 0.0, "small_group": True},
+         "ppv": 1.0, "fnr": 0.0, "small_group": True, "positives": 1, "negatives": 0,
+         "predicted_positives": 1, "accuracy": 1.0, **no_scores},
     ]
     dpd = out["gaps"]["demographic_parity_difference"]
     assert set(dpd) == {"value", "ci_lower", "ci_upper", "n", "highest_group", "lowest_group",
-                        "excluded_groups"}  # a defined gap gives no undefined_reason
+                        "excluded_groups", "driving_rate"}  # a defined gap gives no undefined_reason
     assert (dpd["value"], dpd["highest_group"], dpd["lowest_group"], dpd["n"]) == (0.25, "a", "b", 9)
+    assert dpd["driving_rate"] == "selection_rate"
     assert [group for group, _ in dpd["excluded_groups"]] == ["c"]
     tpr = out["gaps"]["tpr_gap"]  # only group a has a TPR once c is left out
     assert tpr["value"] is None and tpr["undefined_reason"]

@@ -28,7 +28,7 @@ from modelgate.metrics import emit as emit_metrics
 from modelgate.metrics import gate_metrics
 from modelgate.pipelines import evaluate_tasks, index_page, partitions
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
-from modelgate.pipelines.fairness_records import fairness_records
+from modelgate.pipelines.fairness_records import driving_text, fairness_records
 from modelgate.pipelines.payloads import RunRefDict
 from modelgate.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.store import models, runs
@@ -186,6 +186,7 @@ class PartitionResult:
     statistics: Any  # evaluation.sufficient.EvaluationStatistics; None unless binary
     provider_reason: str = ""
     tf32_allowed: bool = False
+    group_scores: tuple[Any, ...] = ()  # fairness.group_scores.GroupScoreTable per feature
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +195,7 @@ class MergedStatistics:
 
     statistics: Any  # evaluation.sufficient.EvaluationStatistics; None unless binary
     partitions: tuple[tuple[str, str, int, str], ...]  # (name, uri, rows, scores key)
+    group_scores: tuple[Any, ...] = ()  # fairness.group_scores.GroupScoreTable per feature
 
 
 # Rows summarised at once when a partition's scores are turned into statistics.
@@ -224,10 +226,10 @@ def score_partition(ctx: Context, ref: RunRef, index: int, partition_uri: str) -
         champion = _model_row(ctx, run.champion_version_id)
         champion_path = _score_one(ctx, champion, data, work / "champion.parquet", []).output_path
         champion_threshold = champion.manifest.get("threshold")
-    statistics = None  # multiclass and regression keep the scored columns (evaluate_tasks)
+    statistics, group_scores = None, ()  # multiclass and regression keep the scored columns
     if evaluate_tasks.task_of(manifest) == evaluate_tasks.BINARY:
-        statistics = _summarise(scored.output_path, champion_path, manifest, champion_threshold,
-                                work / "scores.parquet")
+        statistics, group_scores = _summarise(scored.output_path, champion_path, manifest,
+                                              champion_threshold, work / "scores.parquet")
     else:
         evaluate_tasks.join_champion(scored.output_path, champion_path, work / "scores.parquet")
     scores_key = f"{ref.prefix()}/scores/{part}.parquet"
@@ -235,7 +237,7 @@ def score_partition(ctx: Context, ref: RunRef, index: int, partition_uri: str) -
     result = PartitionResult(index, partitions.partition_name(run.dataset_uri, partition_uri),
                              partition_uri, scored.rows, scored.seconds, scored.provider,
                              scored.input_fingerprint, scores_key, statistics,
-                             scored.provider_reason, scored.tf32_allowed)
+                             scored.provider_reason, scored.tf32_allowed, group_scores)
     key = put_pickle(ctx, f"{ref.prefix()}/partitions/{part}.pkl", result)
     ctx.discard_scratch("evaluation", ref.run_key, part)
     # Logs identify the data by its hash, never by its rows.
@@ -258,14 +260,17 @@ def _read_columns(data: Path, columns: list[str]) -> pa.Table | None:
 
 def _summarise(candidate_path: Path, champion_path: Path | None, manifest: dict[str, Any],
                champion_threshold: float | None, out: Path) -> Any:
-    """Mergeable statistics of one partition's scores, a batch at a time; the scores (with the
-    champion's beside the candidate's) end up in ``out``."""
+    """Mergeable statistics of one partition's scores, a batch at a time, and per sensitive
+    feature its group score table (per-group ROC AUC); the scores (with the champion's beside
+    the candidate's) end up in ``out``."""
     from modelgate.evaluation import sufficient
     from modelgate.fairness.disaggregate import encode_groups
+    from modelgate.fairness.group_scores import group_score_table_from_codes
 
     champion = (pq.ParquetFile(champion_path).iter_batches(STATS_BATCH_ROWS, columns=["score", "prediction"])
                 if champion_path is not None else None)
     parts: list[Any] = []
+    group_scores: list[tuple[Any, ...]] = []
     writer: pq.ParquetWriter | None = None
     try:
         for batch in pq.ParquetFile(candidate_path).iter_batches(STATS_BATCH_ROWS):
@@ -278,11 +283,15 @@ def _summarise(candidate_path: Path, champion_path: Path | None, manifest: dict[
                 champion_score = other.column(0).to_numpy()
             groups = {f: encode_groups(table.column(f).to_pandas().to_numpy(dtype=object))
                       for f in manifest["sensitive_features"]}
+            y, score = labels_from_scores(table, manifest), table.column("score").to_numpy()
             parts.append(sufficient.collect(
-                labels_from_scores(table, manifest), table.column("score").to_numpy(),
-                threshold=manifest["threshold"], champion_score=champion_score,
+                y, score, threshold=manifest["threshold"], champion_score=champion_score,
                 champion_threshold=champion_threshold, groups=groups))
+            group_scores.append(tuple(group_score_table_from_codes(f, y, score, labels, codes)
+                                      for f, (labels, codes) in groups.items()))
             parts = parts if len(parts) < 16 else [sufficient.merge(parts)]
+            group_scores = group_scores if len(group_scores) < 16 else [
+                _merge_group_scores(group_scores)]
             if champion is not None:  # the champion's columns join the candidate's scores
                 writer = writer or pq.ParquetWriter(out, table.schema)
                 writer.write_table(table)
@@ -291,7 +300,14 @@ def _summarise(candidate_path: Path, champion_path: Path | None, manifest: dict[
             writer.close()
     if champion is None:
         os.replace(candidate_path, out)
-    return sufficient.merge(parts)
+    return sufficient.merge(parts), _merge_group_scores(group_scores)
+
+
+def _merge_group_scores(parts: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """Merge each sensitive feature's group score tables over the parts (partitions, batches)."""
+    from modelgate.fairness.group_scores import merge_group_scores
+
+    return tuple(merge_group_scores(tables) for tables in zip(*parts, strict=True))
 
 
 def merge_partitions(ctx: Context, ref: RunRef, keys: list[str]) -> str:
@@ -304,6 +320,7 @@ def merge_partitions(ctx: Context, ref: RunRef, keys: list[str]) -> str:
                          f"{[r.index for r in results]!r}")
     binary = all(r.statistics is not None for r in results)
     statistics = sufficient.merge([r.statistics for r in results]) if binary else None
+    group_scores = _merge_group_scores([r.group_scores for r in results]) if binary else ()
     rows = statistics.n if statistics is not None else sum(r.rows for r in results)
     fingerprint = partitions.dataset_fingerprint([(r.name, r.sha256) for r in results])
     seconds = sum(r.seconds for r in results)
@@ -316,7 +333,8 @@ def merge_partitions(ctx: Context, ref: RunRef, keys: list[str]) -> str:
     )
     log.info("evaluation run %d: merged %d partition(s), %d rows, dataset sha256 %s",
              ref.evaluation_run_id, len(results), rows, fingerprint[:16])
-    merged = MergedStatistics(statistics, tuple((r.name, r.uri, r.rows, r.scores_key) for r in results))
+    merged = MergedStatistics(statistics, tuple((r.name, r.uri, r.rows, r.scores_key) for r in results),
+                              group_scores)
     return put_pickle(ctx, f"{ref.prefix()}/statistics.pkl", merged)
 
 
@@ -662,16 +680,21 @@ def compute_fairness(ctx: Context, ref: RunRef) -> str:
     """One disaggregated table and the gaps per sensitive feature, with bootstrap intervals,
     from the partitions' merged group counts."""
     from modelgate.fairness.disaggregate import table_from_counts
+    from modelgate.fairness.group_scores import with_group_auc
     from modelgate.fairness.metrics import fairness_report_from_table
 
     manifest = _candidate_row(ctx, runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)).manifest
     if evaluate_tasks.task_of(manifest) != evaluate_tasks.BINARY:
         return _compute_task_fairness(ctx, ref, manifest)
     reports = {}
-    for counted in load_statistics(ctx, ref).statistics.groups:
+    merged = load_statistics(ctx, ref)
+    scores = {t.feature: t for t in merged.group_scores}
+    for counted in merged.statistics.groups:
         feature = counted.feature
         table = table_from_counts(counted.labels, counted.counts,
                                   min_group_size=ctx.settings.min_group_size)
+        if feature in scores:  # statistics pickled before group score tables existed have none
+            table = with_group_auc(table, scores[feature])
         reports[feature] = fairness_report_from_table(
             table, sensitive_feature=feature,
             include_small_groups=INCLUDE_SMALL_GROUPS_IN_GAPS,
@@ -888,10 +911,13 @@ def _fairness_sections(reports: dict[str, Any], checks: Sequence[dict[str, Any]]
             check = judged.get((s.sensitive_feature, g["metric_name"]))
             gaps.append(GapRow(g["metric_name"], nan(g["value"]), nan(g["ci_lower"]), nan(g["ci_upper"]),
                                None if check is None else check["upper"],
-                               "skipped" if check is None else shown_verdict(check)))
+                               "skipped" if check is None else shown_verdict(check),
+                               driving_text(g, s.rate_groups or s.error_groups)))
         rates = tuple(GroupRow(g["group_label"], g["n"], nan(g["base_rate"]), nan(g["selection_rate"]),
                                nan(g["tpr"]), nan(g["fpr"]), nan(g["ppv"]), nan(g["fnr"]),
-                               g["is_small_group"]) for g in s.rate_groups)
+                               g["is_small_group"], g["positives"], g["negatives"],
+                               g["predicted_positives"], nan(g["accuracy"]), nan(g["roc_auc"]),
+                               nan(g["roc_auc_error_bound"])) for g in s.rate_groups)
         errors = tuple(ErrorGroupRow(g["group_label"], g["n"], nan(g["mae"]), nan(g["rmse"]),
                                      nan(g["mean_prediction"]), nan(g["mean_error"]), g["is_small_group"])
                        for g in s.error_groups)

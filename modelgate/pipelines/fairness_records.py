@@ -9,11 +9,15 @@ result does not know (its feature, its class) is added here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FairnessRecords", "fairness_records"]
+__all__ = ["FairnessRecords", "driving_text", "fairness_records"]
+
+# Per driving rate: its name in words, and the group record's count that is its denominator.
+_DENOMINATOR = {"tpr": ("TPR", "positives"), "fpr": ("FPR", "negatives"),
+                "ppv": ("PPV", "predicted_positives"), "selection_rate": ("selection rate", "n")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,3 +99,39 @@ def fairness_records(reports: Mapping[str, Any]) -> list[FairnessRecords]:
                 feature, "", False, tuple(g.to_record() for g in report.table.groups), (),
                 tuple(e.to_record() for e in report.estimates)))
     return sections
+
+
+def driving_text(gap: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> str:
+    """What drives a gap, in words: its rate in the highest and the lowest group, each with the
+    rows behind it (``''`` when the gap names no groups).
+
+    Parameters
+    ----------
+    gap : mapping
+        A gap record (``FairnessEstimate.to_record()``).
+    groups : sequence of mapping
+        The group records of the same section (``GroupStats.to_record()``).
+
+    Examples
+    --------
+    >>> groups = [{"group_label": "a", "fpr": 0.1, "negatives": 2000},
+    ...           {"group_label": "b", "fpr": 0.3, "negatives": 20}]
+    >>> driving_text({"driving_rate": "fpr", "highest_group": "b", "lowest_group": "a"}, groups)
+    'FPR 0.300 in b (of 20 negatives) vs 0.100 in a (of 2,000 negatives)'
+    >>> driving_text({"driving_rate": None, "highest_group": "b", "lowest_group": "a"}, [])
+    'b vs a'
+    """
+    high, low, rate = gap.get("highest_group"), gap.get("lowest_group"), gap.get("driving_rate")
+    if high is None or low is None:
+        return ""
+    by_label = {g["group_label"]: g for g in groups}
+    if rate not in _DENOMINATOR or high not in by_label or low not in by_label:
+        return f"{high} vs {low}"
+    name, count = _DENOMINATOR[rate]
+    noun = "rows" if count == "n" else count.replace("_", " ")
+
+    def part(label: str) -> str:
+        g = by_label[label]
+        return f"{g[rate]:.3f} in {label} (of {g[count]:,} {noun})"
+
+    return f"{name} {part(high)} vs {part(low)}"

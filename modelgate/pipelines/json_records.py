@@ -37,11 +37,13 @@ _METRIC = ("value", "ci_lower", "ci_upper", "n", "undefined_reason")
 _DELTA = ("candidate", "champion", "delta", "ci_lower", "ci_upper")
 _CHECK = ("check_id", "kind", "metric", "sensitive_feature", "threshold", "observed", "ci_lower",
           "ci_upper", "n", "verdict", "severity", "reason")
-_RATE_GROUP = ("group", "n", "base_rate", "selection_rate", "tpr", "fpr", "ppv", "fnr", "small_group")
+_RATE_GROUP = ("group", "n", "base_rate", "selection_rate", "tpr", "fpr", "ppv", "fnr", "small_group",
+               "positives", "negatives", "predicted_positives", "accuracy", "roc_auc",
+               "roc_auc_error_bound")
 _ERROR_GROUP = ("group", "n", "mae", "rmse", "mean_prediction", "mean_error", "small_group")
 _GROUP_NAMES = {"group": "group_label", "small_group": "is_small_group"}
 _GAP = ("value", "ci_lower", "ci_upper", "n", "undefined_reason", "highest_group", "lowest_group",
-        "excluded_groups")
+        "excluded_groups", "driving_rate")
 _FEATURE = ("feature", "kind", "wasserstein", "wasserstein_normalised", "js_divergence_base2",
             "statistic", "score", "baseline", "threshold", "verdict", "n_reference", "n_current",
             "n_missing_current", "unseen_categories")
@@ -77,7 +79,10 @@ def _gap(record: Record) -> dict[str, Any]:
 def fairness_json(reports: Mapping[str, Any]) -> dict[str, Any]:
     """JSON form of fairness reports: per feature, the group table and every gap.
 
-    Binary models: ``groups`` (rates) and ``gaps``. Multiclass models: ``gaps`` named
+    Binary models: ``groups`` (rates with the counts behind them, ``positives``, ``negatives``
+    and ``predicted_positives``, and ``accuracy``, ``roc_auc``, ``roc_auc_error_bound``) and
+    ``gaps`` (each with its ``driving_rate`` between ``highest_group`` and ``lowest_group``).
+    Multiclass models: ``gaps`` named
     ``<gap>[<class>]`` and ``classes``, per class its one-vs-rest ``groups`` (rates).
     Regression models: ``groups`` with ``mae``, ``rmse``, ``mean_prediction`` and
     ``mean_error`` per group, and ``gaps`` (``mae_gap``, ``rmse_gap``, ``mean_prediction_gap``).

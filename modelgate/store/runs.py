@@ -206,15 +206,19 @@ _INSERTS: dict[str, str] = {
                           %(mean_predicted)s, %(observed_rate)s)""",
     "fairness_groups": """INSERT INTO fairness_group (evaluation_run_id, sensitive_feature, group_label, n,
                               base_rate, selection_rate, tpr, fpr, ppv, fnr, is_small_group,
-                              class_label, mae, rmse, mean_prediction, mean_error)
+                              class_label, mae, rmse, mean_prediction, mean_error, positives,
+                              negatives, predicted_positives, accuracy, roc_auc, roc_auc_error_bound)
                           VALUES (%(evaluation_run_id)s, %(sensitive_feature)s, %(group_label)s, %(n)s,
                               %(base_rate)s, %(selection_rate)s, %(tpr)s, %(fpr)s, %(ppv)s, %(fnr)s,
                               %(is_small_group)s, %(class_label)s, %(mae)s, %(rmse)s,
-                              %(mean_prediction)s, %(mean_error)s)""",
+                              %(mean_prediction)s, %(mean_error)s, %(positives)s, %(negatives)s,
+                              %(predicted_positives)s, %(accuracy)s, %(roc_auc)s,
+                              %(roc_auc_error_bound)s)""",
     "fairness_metrics": """INSERT INTO fairness_metric (evaluation_run_id, sensitive_feature, metric_name,
-                               value, ci_lower, ci_upper)
+                               value, ci_lower, ci_upper, driving_rate, highest_group, lowest_group)
                            VALUES (%(evaluation_run_id)s, %(sensitive_feature)s, %(metric_name)s,
-                               %(value)s, %(ci_lower)s, %(ci_upper)s)""",
+                               %(value)s, %(ci_lower)s, %(ci_upper)s, %(driving_rate)s,
+                               %(highest_group)s, %(lowest_group)s)""",
     "shap_importance": """INSERT INTO shap_importance (evaluation_run_id, feature, importance_rank,
                               mean_abs_shap)
                           VALUES (%(evaluation_run_id)s, %(feature)s, %(importance_rank)s,
@@ -226,10 +230,11 @@ _INSERTS: dict[str, str] = {
                           %(sensitive_feature)s, %(threshold_text)s, %(observed)s, %(ci_lower)s,
                           %(ci_upper)s, %(n)s, %(verdict)s, %(severity)s, %(reason)s)""",
 }
-# A fairness_group record carries either rates (classifiers) or errors (regression).
+# A fairness_group record carries either rates and counts (classifiers) or errors (regression).
 _FAIRNESS_GROUP_NULLS = dict.fromkeys(
     ("base_rate", "selection_rate", "tpr", "fpr", "ppv", "fnr", "mae", "rmse", "mean_prediction",
-     "mean_error"))
+     "mean_error", "positives", "negatives", "predicted_positives", "accuracy", "roc_auc",
+     "roc_auc_error_bound"))
 
 
 def _with_run(run_id: int, records: Iterable[Record]) -> list[dict[str, Any]]:

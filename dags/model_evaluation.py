@@ -88,16 +88,22 @@ def model_evaluation() -> None:
     @task(multiple_outputs=True)
     def verify() -> RunRefDict:
         """Open the run row for this candidate; the archive is verified when it is scored."""
+        from airflow.sdk.exceptions import AirflowFailException
+
         from modelgate.pipelines import evaluate
+        from modelgate.pipelines.policy_provenance import LooserPolicyRefused
 
         context = get_current_context()
         params = context["params"]
-        ref = evaluate.prepare(
-            _ctx(), model_name=params["model_name"], version=str(params["model_version"]),
-            dataset_uri=params["dataset"], run_key=f"{context['dag'].dag_id}__{context['run_id']}",
-            policy_path=params["policy"] or None, promote=True,  # the DAG promotes a pass
-            allow_looser_policy=bool(params.get("allow_looser_policy", False)),
-        )
+        try:
+            ref = evaluate.prepare(
+                _ctx(), model_name=params["model_name"], version=str(params["model_version"]),
+                dataset_uri=params["dataset"], run_key=f"{context['dag'].dag_id}__{context['run_id']}",
+                policy_path=params["policy"] or None, promote=True,  # the DAG promotes a pass
+                allow_looser_policy=bool(params.get("allow_looser_policy", False)),
+            )
+        except LooserPolicyRefused as exc:  # a retry would be refused alike
+            raise AirflowFailException(str(exc)) from exc
         return ref.as_dict()
 
     @task

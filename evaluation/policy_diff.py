@@ -19,8 +19,9 @@ Which way is looser, per threshold key:
 * a check the run's policy lacks is looser, one it adds is stricter;
 * any other key that changes is unordered.
 
-Keys are read from the threshold dataclasses' fields, so a key added to the policy format
-later is compared too (unordered until it is listed above).
+Keys are read from the threshold and policy dataclasses' fields, so a key added to the
+policy format later is compared too (unordered until it is listed above; a policy-wide one
+under the place ``policy``, counted as blocking).
 
 A run is *looser than the model's own policy* when any check that blocks under the model's
 own policy is looser or unordered in the run's: an unordered change to a blocking check
@@ -149,7 +150,19 @@ def diff_policies(policy: Policy, reference: Policy) -> PolicyDiff:
     changes: list[PolicyChange] = []
     for place in dict.fromkeys([*theirs, *mine]):
         changes += _compare(place, theirs.get(place), mine.get(place), reference, policy)
+    names = dict.fromkeys(f.name for p in (reference, policy) for f in dataclasses.fields(p))
+    for name in names:  # policy-wide keys added later; they may unblock any check
+        if name not in _CHECK_FIELDS:
+            before, after = getattr(reference, name, None), getattr(policy, name, None)
+            if before != after:
+                changes.append(PolicyChange("policy", name, before, after,
+                                            _effect(name, before, after), True))
     return PolicyDiff(tuple(changes))
+
+
+# Policy fields compared check by check (``use_confidence_bound`` through each check's basis).
+_CHECK_FIELDS = frozenset({"values", "changes", "fairness_default", "fairness_features",
+                           "use_confidence_bound"})
 
 
 def _checks(policy: Policy, other: Policy) -> Iterator[tuple[str, Threshold]]:

@@ -5,8 +5,8 @@ A run's policy is the task default, the model's policy file and an ad-hoc file m
 writes it as one self-contained policy document, which :func:`load_policy` reads back to
 the same checks. Every key of a threshold is written out (``severity`` and ``direction``
 too), so the text does not depend on the defaults of the modelgate version that reads it;
-keys are read from the threshold dataclasses' fields, so keys added to the format later
-are written too.
+keys are read from the threshold and policy dataclasses' fields, so keys added to the
+format later are written too.
 
 Examples
 --------
@@ -50,8 +50,10 @@ def policy_text(policy: Policy) -> str:
         YAML text; sections without checks are left out.
     """
     document: dict[str, Any] = {"version": 1}
-    if policy.use_confidence_bound is not None:
-        document["use_confidence_bound"] = policy.use_confidence_bound
+    for field in dataclasses.fields(policy):  # use_confidence_bound and any policy-wide key
+        value = getattr(policy, field.name)
+        if field.name not in _SECTIONS and value is not None:
+            document[field.name] = value
     metrics: dict[str, dict[str, Any]] = {}
     for kind, thresholds in (("value", policy.values), ("change", policy.changes)):
         for t in thresholds:
@@ -67,7 +69,13 @@ def policy_text(policy: Policy) -> str:
         fairness["features"] = features
     if fairness:
         document["fairness"] = fairness
-    return yaml.safe_dump(document, sort_keys=False, default_flow_style=None, allow_unicode=True)
+    # one key at a time: thresholds in flow style ({upper: 0.1, ...}), the top level in block
+    return "".join(yaml.safe_dump({key: value}, sort_keys=False, allow_unicode=True,
+                                  default_flow_style=None if isinstance(value, dict) else False)
+                   for key, value in document.items())
+
+
+_SECTIONS = frozenset({"values", "changes", "fairness_default", "fairness_features"})
 
 
 def _body(threshold: Any) -> dict[str, Any]:

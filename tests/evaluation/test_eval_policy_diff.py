@@ -179,3 +179,19 @@ def test_the_canonical_text_of_a_merged_policy_is_written_out_in_full() -> None:
         "  default:\n"
         "    tpr_gap: {upper: 0.1, severity: block}\n")
     assert isinstance(merged.fairness_default[0], FairnessThreshold)
+
+
+@dataclass(frozen=True, slots=True)
+class _FuturePolicy(Policy):
+    """A policy with a policy-wide key this module does not list."""
+
+    on_inconclusive: str = "block"
+
+
+def test_policy_wide_keys_added_later_are_compared_and_written() -> None:
+    block, warn = _FuturePolicy(), _FuturePolicy(on_inconclusive="warn")
+    (change,) = diff_policies(warn, block).changes
+    assert (change.place, change.key, change.effect, change.loosens_blocking) == (
+        "policy", "on_inconclusive", "looser", True)
+    assert diff_policies(block, warn).looser is False
+    assert policy_text(warn) == "version: 1\non_inconclusive: warn\n"

@@ -41,7 +41,9 @@ previous production version is `archived`.
 **Red run at any other task**: the evaluation itself failed (bad data, model archive that
 does not verify, store unreachable). `evaluation_run.status = 'failed'` with
 `failure_reason` says why. Fix the cause and clear the run: re-running gives the same rows
-and object keys.
+and object keys. **Red run at task `verify`** naming `allow_looser_policy`: the `policy`
+param is looser than the model's own policy on a blocking check; trigger again with
+`allow_looser_policy` set to promote under it anyway (recorded with the run).
 """
 
 RETRIES = int(os.environ.get("MODELGATE_DAG_RETRIES", "1"))
@@ -75,6 +77,9 @@ def _run_step(run: RunRefDict, step: Callable[..., Any], *args: Any) -> Any:
         "dataset": Param("", type="string", description="held-out parquet: a file, a directory of "
                          "parquet files, or s3://bucket/key or prefix"),
         "policy": Param("", type="string", description="policy YAML path (empty: the default policy)"),
+        "allow_looser_policy": Param(False, type="boolean",
+                                     description="promote even when the policy is looser than the "
+                                                 "model's own on a blocking check (recorded)"),
     },
 )
 def model_evaluation() -> None:
@@ -83,15 +88,22 @@ def model_evaluation() -> None:
     @task(multiple_outputs=True)
     def verify() -> RunRefDict:
         """Open the run row for this candidate; the archive is verified when it is scored."""
+        from airflow.sdk.exceptions import AirflowFailException
+
         from modelgate.pipelines import evaluate
+        from modelgate.pipelines.policy_provenance import LooserPolicyRefused
 
         context = get_current_context()
         params = context["params"]
-        ref = evaluate.prepare(
-            _ctx(), model_name=params["model_name"], version=str(params["model_version"]),
-            dataset_uri=params["dataset"], run_key=f"{context['dag'].dag_id}__{context['run_id']}",
-            policy_path=params["policy"] or None,
-        )
+        try:
+            ref = evaluate.prepare(
+                _ctx(), model_name=params["model_name"], version=str(params["model_version"]),
+                dataset_uri=params["dataset"], run_key=f"{context['dag'].dag_id}__{context['run_id']}",
+                policy_path=params["policy"] or None, promote=True,  # the DAG promotes a pass
+                allow_looser_policy=bool(params.get("allow_looser_policy", False)),
+            )
+        except LooserPolicyRefused as exc:  # a retry would be refused alike
+            raise AirflowFailException(str(exc)) from exc
         return ref.as_dict()
 
     @task

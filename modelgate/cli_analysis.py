@@ -30,9 +30,19 @@ def _emit(payload: dict[str, Any], fmt: str, text: str) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from modelgate.pipelines.cli_runs import run_evaluation_locally
+    from modelgate.pipelines.policy_provenance import LooserPolicyRefused
 
-    outcome = run_evaluation_locally(Path(args.model), Path(args.data),
-                                     args.policy and Path(args.policy), promote=args.promote)
+    try:
+        outcome = run_evaluation_locally(Path(args.model), Path(args.data),
+                                         args.policy and Path(args.policy), promote=args.promote,
+                                         allow_looser_policy=args.allow_looser_policy)
+    except LooserPolicyRefused as exc:  # a usage error; the run row says failed, with this reason
+        # printed here, not raised as modelgate.cli.UsageError: under `python -m modelgate.cli`
+        # that module is __main__, and a second import's class would not be caught there
+        print(f"modelgate: usage error: --policy {exc.source_path} is looser than the model's own "
+              f"policy on blocking checks: {'; '.join(exc.checks)}; add --allow-looser-policy to "
+              "promote under it (recorded with the run)", file=sys.stderr)
+        return EXIT_USAGE
     _emit(outcome.payload, args.format, outcome.text)
     return EXIT_OK if outcome.payload["gate"]["passed"] else EXIT_BLOCKED
 
@@ -174,6 +184,9 @@ def add_commands(sub: Any) -> None:
                         "sensitive columns")
     p.add_argument("--policy", help="policy YAML merged over the default policy")
     p.add_argument("--promote", action="store_true", help="promote the model if the gate passes")
+    p.add_argument("--allow-looser-policy", action="store_true",
+                   help="with --promote: promote even when --policy is looser than the model's own "
+                        "policy on a blocking check (recorded with the run)")
     p.add_argument("--format", choices=("json", "text"), default="text")
     p.set_defaults(handler=cmd_evaluate)
 

@@ -330,6 +330,8 @@ class EvaluationReportView:
     ``shap_importance`` holds ``(feature, mean |SHAP|)`` pairs in any order (the page sorts
     them). ``drift_context`` is the latest drift status of the production model, if any;
     ``budget_notes`` says how the SHAP budget was spent (e.g. ``"2000 rows, 480 s"``).
+    ``policy`` says where the run's policy came from; ``policy_looser``, when set, says which
+    blocking checks it loosens against the model's own policy (shown as a warning banner).
 
     Examples
     --------
@@ -361,6 +363,8 @@ class EvaluationReportView:
     gate: GateView
     drift_context: str | None = None
     budget_notes: str = ""
+    policy: str = ""
+    policy_looser: str | None = None
 
     def __post_init__(self) -> None:
         _check_sha256("EvaluationReportView.model_sha256", self.model_sha256)

@@ -16,12 +16,12 @@ from modelgate.store import models
 from modelgate.store.db import transaction
 
 
-def _run(version: str, dataset: Path, policy: str = "") -> Any:
+def _run(version: str, dataset: Path, policy: str = "", *, allow_looser: bool = False) -> Any:
     from modelgate.airflow_runner import run_dag
 
     return run_dag("model_evaluation", conf={
         "model_name": "gss-high-income", "model_version": version,
-        "dataset": str(dataset), "policy": policy,
+        "dataset": str(dataset), "policy": policy, "allow_looser_policy": allow_looser,
     })
 
 
@@ -58,7 +58,9 @@ def test_dag_promotes_a_passing_candidate_then_blocks_an_unfair_one(
         register_archive(ctx, build.archive_path)
     lenient = tmp_path / "lenient.yaml"
     lenient.write_text("fairness:\n  default:\n    equalized_odds_difference: {upper: 0.95}\n")
-    first = _run("1", demo_builds["1"].heldout_path, str(lenient))
+    refused = _run("1", demo_builds["1"].heldout_path, str(lenient))  # looser than the model's own
+    assert str(refused.state) == "failed"
+    first = _run("1", demo_builds["1"].heldout_path, str(lenient), allow_looser=True)
     assert str(first.state) == "success"
     assert models.get(ctx.db_url, "gss-high-income", "1").stage == "production"
     _assert_gate_gauges(statsd_listener, ctx.db_url, "1", passed=True)
@@ -79,8 +81,15 @@ def test_dag_promotes_a_passing_candidate_then_blocks_an_unfair_one(
         status, provider, rows, report_key, champion = cur.fetchone()
     assert status == "blocked" and provider == "CPUExecutionProvider"
     with transaction(ctx.db_url) as cur:  # migration 0010: why that provider, TF32 not allowed
-        cur.execute("SELECT provider_reason, tf32_allowed FROM evaluation_run ORDER BY evaluation_run_id")
+        cur.execute("SELECT provider_reason, tf32_allowed FROM evaluation_run "
+                    "WHERE rows_scored IS NOT NULL ORDER BY evaluation_run_id")
         assert cur.fetchall() == [("auto: CPU, ONNX Runtime offers no CUDA provider", False)] * 2
+    with transaction(ctx.db_url) as cur:  # migration 0014: the refusal and the allowance, recorded
+        cur.execute("SELECT status, policy_source, policy_looser_than_model, looser_policy_allowed, "
+                    "split_part(failure_reason, ':', 1) FROM evaluation_run ORDER BY evaluation_run_id")
+        assert cur.fetchall() == [("failed", "ad_hoc", True, False, "LooserPolicyRefused"),
+                                  ("passed", "ad_hoc", True, True, None),
+                                  ("blocked", "ad_hoc", False, False, None)]
     assert rows == demo_builds["2"].n_heldout and champion is not None
     html = ctx.store.get_bytes(report_key).decode()
     assert "BLOCKED" in html and "equalized_odds_difference" in html and "data:image/png;base64," in html

@@ -12,6 +12,7 @@ from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.evaluation_runner import run_evaluation
 from modelgate.pipelines.json_records import deltas_json, fairness_json, gate_json, metrics_json
 from modelgate.pipelines.partitions import local_dataset_fingerprint
+from modelgate.pipelines.policy_provenance import policy_json, policy_line
 from modelgate.store import runs
 
 
@@ -22,16 +23,19 @@ class EvaluationOutcome:
 
 
 def run_evaluation_locally(model: Path, data: Path, policy: Path | None, *,
-                           promote: bool = False) -> EvaluationOutcome:
+                           promote: bool = False,
+                           allow_looser_policy: bool = False) -> EvaluationOutcome:
     """Register (if needed) and evaluate ``model`` on ``data``; deterministic run key.
 
     ``data`` is a parquet file or a directory of them (partitions scored one after the
     other in this process, then merged, as the DAG's mapped tasks do).
 
     The same archive, data and policy give the same run key
-    (``cli__<data sha>__<policy sha>__<name>__v<version>__<archive sha>``), so running the
-    command twice replaces the first run's rows and report instead of adding new ones; the
-    same ONNX under another name or version is another run. Ctrl-C and SIGTERM (raised by
+    (``cli__<data sha>__<policy sha>__<name>__v<version>__<archive sha>``, the policy part
+    ending ``-looser-allowed`` with ``allow_looser_policy``), so running the command twice
+    replaces the first run's rows and report instead of adding new ones; the same ONNX under
+    another name or version is another run, and a run allowed a looser policy never replaces
+    one refused it. Ctrl-C and SIGTERM (raised by
     the CLI as :class:`~modelgate.pipelines.liveness.Terminated`) record the run as failed.
     """
     if not data.exists():
@@ -39,10 +43,12 @@ def run_evaluation_locally(model: Path, data: Path, policy: Path | None, *,
     ctx = Context.open()
     row, _ = register_archive(ctx, model)
     policy_sha = hashlib.sha256(policy.read_bytes()).hexdigest()[:8] if policy else "default"
-    run_key = f"cli__{local_dataset_fingerprint(data)[:12]}__{policy_sha}"
+    allowed = "-looser-allowed" if allow_looser_policy else ""
+    run_key = f"cli__{local_dataset_fingerprint(data)[:12]}__{policy_sha}{allowed}"
     done = run_evaluation(ctx, model_name=row.model_name, version=row.version,
                           dataset_uri=str(data.resolve()), run_key=run_key,
-                          policy_path=str(policy) if policy else None, promote=promote)
+                          policy_path=str(policy) if policy else None, promote=promote,
+                          allow_looser_policy=allow_looser_policy)
     assert done.status is not None and done.report_link is not None  # ran through "store"
     return _outcome(ctx, done.ref, done.status, done.report_link, done.promoted)
 
@@ -55,6 +61,7 @@ def _outcome(ctx: Context, ref: evaluate.RunRef, status: str, link: str,
     decided: evaluate.DecisionResult = evaluate.get_pickle(ctx, f"{ref.prefix()}/decision.pkl")
     fairness = evaluate.get_pickle(ctx, f"{ref.prefix()}/fairness.pkl")
     d = decided.decision
+    policy = runs.get_policy(ctx.db_url, run.evaluation_run_id)
     payload: dict[str, Any] = {
         "evaluation_run_id": run.evaluation_run_id, "run_key": run.run_key, "task": metrics.task,
         "status": status,
@@ -66,10 +73,12 @@ def _outcome(ctx: Context, ref: evaluate.RunRef, status: str, link: str,
             x.to_record() for x in metrics.comparison.deltas),
         "fairness": fairness_json(fairness),
         "gate": gate_json(d.to_record(), (c.to_record() for c in d.checks)),
+        "policy": policy_json(policy),
     }
     text = (f"evaluation run {run.evaluation_run_id}: {status.upper()} "
             f"({run.rows_scored} rows on {run.provider}, {run.scoring_rows_per_s or 0:,.0f} rows/s)\n"
-            f"{d.summary}\n{_metrics_text(metrics)}\nreport: {link}"
+            f"{d.summary}\n{_metrics_text(metrics)}\n"
+            f"{policy_line(policy)}\nreport: {link}"
             + (f"\n{promoted}" if promoted else ""))
     return EvaluationOutcome(payload, text)
 

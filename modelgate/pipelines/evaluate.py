@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from modelgate.logsafe import one_line
 from modelgate.metrics import emit as emit_metrics
 from modelgate.metrics import gate_metrics
-from modelgate.pipelines import evaluate_tasks, index_page, partitions
+from modelgate.pipelines import evaluate_tasks, index_page, partitions, policy_provenance
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.fairness_records import driving_text, fairness_records
 from modelgate.pipelines.payloads import RunRefDict
@@ -95,7 +95,8 @@ def _candidate(ctx: Context, *, model_name: str, version: str, dataset_uri: str,
 
 
 def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, run_key: str,
-            policy_path: str | None = None) -> RunRef:
+            policy_path: str | None = None, promote: bool = False,
+            allow_looser_policy: bool = False) -> RunRef:
     """Look the candidate (and the production champion) up and open the run row.
 
     ``run_key`` is the caller's key (the DAG run, or the CLI's data and policy hashes); the
@@ -103,7 +104,11 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     archive sha256. Runs of the same model left ``running`` without a heartbeat for
     ``MODELGATE_STALE_RUN_MINUTES`` are marked ``abandoned``. The policy is validated here
     too, so a malformed one fails the run before any scoring, and stored with the run: the
-    ``decide`` step applies exactly that policy even if its files change meanwhile.
+    ``decide`` step applies exactly that policy even if its files change meanwhile. Its
+    provenance is stored on the run row (:mod:`~modelgate.pipelines.policy_provenance`); a
+    run that will ``promote`` under an ad-hoc policy looser than the model's own fails here
+    (:class:`~modelgate.pipelines.policy_provenance.LooserPolicyRefused`) unless
+    ``allow_looser_policy``.
     """
     candidate = _candidate(ctx, model_name=model_name, version=version, dataset_uri=dataset_uri,
                            run_key=run_key)
@@ -134,15 +139,35 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
                  "no champion" if champion_id is None else f"champion v{champion.version}")  # type: ignore[union-attr]
         if champion_id is not None:  # compared on the same terms only (task, classes)
             evaluate_tasks.check_champion(candidate.manifest, champion.manifest)  # type: ignore[union-attr]
-        policy, policy_sha = load_policy_for_run(policy_path, model_name,
-                                                 task=evaluate_tasks.task_of(candidate.manifest))
+        task = evaluate_tasks.task_of(candidate.manifest)
+        policy, policy_sha = load_policy_for_run(policy_path, model_name, task=task)
         evaluate_tasks.check_policy_classes(policy, candidate.manifest)
+        _record_policy(ctx, ref, policy, policy_path, model_name, task, promote=promote,
+                       allow_looser=allow_looser_policy)
         # decide applies this checked policy, not whatever the file holds by then
         put_pickle(ctx, policy_key(ref), CheckedPolicy(policy, policy_sha))
     except BaseException as exc:  # Ctrl-C and SIGTERM too: the row exists, so it must say failed
         fail(ctx, ref, exc)
         raise
     return ref
+
+
+def _record_policy(ctx: Context, ref: RunRef, policy: Any, policy_path: str | None,
+                   model_name: str, task: str, *, promote: bool, allow_looser: bool) -> None:
+    """Store the run's policy provenance; refuse a promotion under a looser ad-hoc policy."""
+    from modelgate.evaluation.policy import default_policy_path
+
+    own = load_policy_for_run(None, model_name, task=task)[0] if policy_path else policy
+    stored = policy_provenance.provenance(
+        policy, own, ad_hoc=policy_path, model_file=model_policy_path(model_name),
+        default_file=default_policy_path(task), allow_looser=allow_looser)
+    runs.record_policy(ctx.db_url, ref.evaluation_run_id, stored)
+    if stored.looser_than_model:
+        log.warning("evaluation run %d: policy %s is looser than the model's own: %s%s",
+                    ref.evaluation_run_id, stored.source_path,
+                    "; ".join(policy_provenance.looser_checks(stored)),
+                    " (promotion under it allowed)" if allow_looser else "")
+    policy_provenance.check_promotion(stored, promote=promote)
 
 
 def _score_one(ctx: Context, row: models.ModelVersionRow, data: Path, out: Path,
@@ -769,6 +794,11 @@ def policy_dir() -> Path:
     return Path(os.environ.get("MODELGATE_POLICY_DIR") or shipped_dir("policies"))
 
 
+def model_policy_path(model_name: str) -> Path:
+    """The model's own policy file (it may not exist): ``<policy dir>/<model name>.yaml``."""
+    return policy_dir() / f"{safe_key_part(model_name)}.yaml"
+
+
 def load_policy_for_run(policy_path: str | None, model_name: str, *,
                         task: str = "binary_classification") -> tuple[Any, str]:
     """The task's default policy, then ``<policy dir>/<model name>.yaml``, then
@@ -792,7 +822,7 @@ def load_policy_for_run(policy_path: str | None, model_name: str, *,
 
     digest = hashlib.sha256(default_policy_path(task).read_bytes())
     policy = default_policy(task)
-    layers = [policy_dir() / f"{safe_key_part(model_name)}.yaml"]
+    layers = [model_policy_path(model_name)]
     if policy_path:
         if not Path(policy_path).is_file():
             raise FileNotFoundError(f"policy file {policy_path!r} does not exist")
@@ -844,6 +874,9 @@ def promote(ctx: Context, ref: RunRef) -> str:
     row = _candidate_row(ctx, run)
     if row.stage == "production":
         return f"{row.model_name} v{row.version} is already in production"
+    # checked when the run started too; this guards a promote task run on its own
+    policy_provenance.check_promotion(runs.get_policy(ctx.db_url, run.evaluation_run_id),
+                                      promote=True)
     archived = models.promote(ctx.db_url, run.model_version_id,
                               expected_champion_id=run.champion_version_id)
     text = f"promoted {row.model_name} v{row.version} to production"
@@ -970,6 +1003,7 @@ def render_report(ctx: Context, ref: RunRef) -> str:
                       f"({shap.global_rows} for global importance), background {shap.background_rows} "
                       f"rows, {shap.evaluations_per_row} coalitions/row, max additivity error "
                       f"{shap.max_additivity_error:.1e}; " + _metrics_note(metrics_result)),
+        **policy_provenance.report_fields(runs.get_policy(ctx.db_url, ref.evaluation_run_id)),
     )
     key = report_key(row.model_name, row.version, ref.run_key)
     ctx.store.put_bytes(key, render_evaluation_report(view).encode(), content_type="text/html")

@@ -136,7 +136,7 @@ class EvaluationRun:
 
 def run_evaluation(ctx: Context, *, model_name: str, version: str, dataset_uri: str, run_key: str,
                    policy_path: str | None = None, promote: bool = False,
-                   through: str | None = None) -> EvaluationRun:
+                   allow_looser_policy: bool = False, through: str | None = None) -> EvaluationRun:
     """Open an evaluation run and run its steps in this process, in ``EVALUATION`` order.
 
     Partitions are scored one after the other (the DAG maps them over tasks). The run's
@@ -160,7 +160,12 @@ def run_evaluation(ctx: Context, *, model_name: str, version: str, dataset_uri: 
         with the run by the first step.
     promote : bool
         Also run ``gate`` and ``promote``: a passed candidate becomes production. Without
-        it the run stops after ``store``.
+        it the run stops after ``store``. Under an ad-hoc policy looser than the model's
+        own on a blocking check, the first step refuses a run that would promote
+        (:class:`~modelgate.pipelines.policy_provenance.LooserPolicyRefused`) unless
+        ``allow_looser_policy``.
+    allow_looser_policy : bool
+        Allow promotion under such a policy; stored with the run.
     through : str, optional
         Stop after this step instead (tests that stop a run part-way).
 
@@ -170,7 +175,8 @@ def run_evaluation(ctx: Context, *, model_name: str, version: str, dataset_uri: 
     """
     evaluate = _evaluate()
     ref = _prepare(ctx, model_name=model_name, version=version, dataset_uri=dataset_uri,
-                   run_key=run_key, policy_path=policy_path)
+                   run_key=run_key, policy_path=policy_path, promote=promote,
+                   allow_looser_policy=allow_looser_policy)
     seconds: dict[str, float] = {}
     done = run_in_process(EVALUATION, ctx, ref, {EVALUATION.root.name: ref}, fail=evaluate.fail,
                           beat=evaluate.beat, through=through or ("promote" if promote else "store"),

@@ -9,6 +9,7 @@ together with the final status, so readers see either nothing or everything.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,7 +58,8 @@ def start_evaluation_run(
     url: str, *, run_key: str, model_version_id: int, champion_version_id: int | None,
     dataset_uri: str, archive_sha256: str,
 ) -> int:
-    """Create the run row, or reset it (results cleared, status ``running``) on a re-run.
+    """Create the run row, or reset it (results and policy cleared, status ``running``) on a
+    re-run.
 
     The archive sha256 is pinned on the row: every step of the run uses that archive's
     manifest. A run key already used by another model version or archive is never taken
@@ -72,7 +74,9 @@ def start_evaluation_run(
                    champion_version_id = EXCLUDED.champion_version_id,
                    dataset_uri = EXCLUDED.dataset_uri, status = 'running', failure_reason = NULL,
                    report_key = NULL, report_uri = NULL, started_at = now(), finished_at = NULL,
-                   heartbeat_at = now()
+                   heartbeat_at = now(), policy_text = NULL, policy_source = NULL,
+                   policy_source_path = NULL, policy_diff = NULL, policy_looser_than_model = NULL,
+                   looser_policy_allowed = NULL
                WHERE evaluation_run.model_version_id = EXCLUDED.model_version_id
                  AND evaluation_run.archive_sha256 IS NOT DISTINCT FROM EXCLUDED.archive_sha256
                RETURNING evaluation_run_id""",
@@ -88,6 +92,50 @@ def start_evaluation_run(
         for table in EVALUATION_RESULT_TABLES:
             cur.execute(f"DELETE FROM {table} WHERE evaluation_run_id = %s", (run_id,))
     return run_id
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyProvenance:
+    """The policy a run was judged by and where it came from (``evaluation_run.policy_*``).
+
+    ``diff`` holds the differences from the model's own policy as records
+    (:meth:`modelgate.evaluation.policy_diff.PolicyChange.to_record`).
+    """
+
+    text: str
+    source: str
+    source_path: str
+    diff: list[dict[str, Any]]
+    looser_than_model: bool
+    looser_allowed: bool
+
+
+def record_policy(url: str, run_id: int, policy: PolicyProvenance) -> None:
+    """Store the run's policy provenance, once per attempt: only into a running run's empty
+    columns (a trigger refuses any later change; a re-run resets them first)."""
+    with transaction(url) as cur:
+        cur.execute(
+            """UPDATE evaluation_run SET policy_text = %s, policy_source = %s,
+                   policy_source_path = %s, policy_diff = %s, policy_looser_than_model = %s,
+                   looser_policy_allowed = %s
+               WHERE evaluation_run_id = %s AND status = 'running' AND policy_source IS NULL""",
+            (policy.text, policy.source, policy.source_path, json.dumps(policy.diff),
+             policy.looser_than_model, policy.looser_allowed, run_id),
+        )
+        if cur.rowcount != 1:
+            raise LookupError(f"evaluation run {run_id} is not running or already recorded its policy")
+
+
+def get_policy(url: str, run_id: int) -> PolicyProvenance | None:
+    """The run's stored policy provenance; None when it recorded none."""
+    with transaction(url) as cur:
+        cur.execute(
+            """SELECT policy_text, policy_source, policy_source_path, policy_diff,
+                      policy_looser_than_model, looser_policy_allowed
+               FROM evaluation_run WHERE evaluation_run_id = %s AND policy_source IS NOT NULL""",
+            (run_id,))
+        record = cur.fetchone()
+    return None if record is None else PolicyProvenance(*record)
 
 
 def get_evaluation_run(url: str, run_id: int) -> EvaluationRunRow:

@@ -1,0 +1,248 @@
+"""Policy provenance: where a policy is looser than another, check by check.
+
+A run may be judged by an ad-hoc policy layered over the model's own (the task's default
+merged with ``policies/<model>.yaml``). :func:`diff_policies` compares the two and says,
+for every check that differs, whether the run's policy is *looser* (it could pass a model
+the other blocks), *stricter*, or *unordered* (a different kind of check: a changed
+``direction`` or a key this module does not know how to order). A check is named by its
+place in the policy document: ``metrics.<metric>.value``, ``metrics.<metric>.change``,
+``fairness.default.<gap>`` and ``fairness.features.<feature>.<gap>``.
+
+Which way is looser, per threshold key:
+
+* ``lower``, ``absolute``, ``relative``: a smaller number (and no bound at all) is looser;
+* ``upper``: a larger number (and no bound at all) is looser;
+* ``severity`` and any other ``block``/``warn`` key (``on_inconclusive``): ``warn`` is
+  looser than ``block``;
+* ``use_confidence_bound`` (the basis), after falling back to the policy-wide value:
+  judging the point estimate is looser than judging the pessimistic interval end;
+* a check the run's policy lacks is looser, one it adds is stricter;
+* any other key that changes is unordered.
+
+Keys are read from the threshold and policy dataclasses' fields, so a key added to the
+policy format later is compared too (unordered until it is listed above; a policy-wide one
+under the place ``policy``, counted as blocking).
+
+A run is *looser than the model's own policy* when any check that blocks under the model's
+own policy is looser or unordered in the run's: an unordered change to a blocking check
+could let through what the model's own policy blocks, so it counts against the run. The
+comparison is exact; nothing is estimated.
+
+Examples
+--------
+>>> from modelgate.evaluation.policy import load_policy
+>>> own = load_policy("fairness: {default: {equalized_odds_difference: {upper: 0.03}}}")
+>>> ad_hoc = load_policy("fairness: {default: {equalized_odds_difference: {upper: 0.15}}}")
+>>> diff = diff_policies(ad_hoc, own)
+>>> diff.looser
+True
+>>> [c.text() for c in diff.looser_blocking]
+['fairness.default.equalized_odds_difference: upper 0.03 -> 0.15 (looser)']
+>>> diff_policies(own, ad_hoc).looser
+False
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .policy import FairnessThreshold, Policy
+
+__all__ = ["Effect", "PolicyChange", "PolicyDiff", "diff_policies"]
+
+Effect = Literal["looser", "stricter", "unordered"]
+Threshold = Any  # ValueThreshold | ChangeThreshold | FairnessThreshold, compared by their fields
+
+_SEVERITY_RANK = {"warn": 0, "block": 1}
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyChange:
+    """One difference between a run's policy and the reference (the model's own) policy.
+
+    ``key`` is the threshold key that changed, or ``"check"`` when the whole check is only in
+    one of them (its ``reference`` or ``effective`` side is then None). ``blocking`` says whether
+    the reference's check blocks.
+    """
+
+    place: str
+    key: str
+    reference: bool | float | str | None
+    effective: bool | float | str | None
+    effect: Effect
+    blocking: bool
+
+    @property
+    def loosens_blocking(self) -> bool:
+        """True when this change could let through what the reference policy blocks."""
+        return self.blocking and self.effect != "stricter"
+
+    def text(self) -> str:
+        """One line for people, e.g. ``metrics.roc_auc.value: lower 0.7 -> 0.6 (looser)``.
+
+        >>> PolicyChange("metrics.roc_auc.value", "check", "block", None, "looser", True).text()
+        'metrics.roc_auc.value: removed (looser)'
+        """
+        if self.key == "check":
+            what = "removed" if self.effective is None else "added"
+        else:
+            what = f"{self.key} {_show(self.reference)} -> {_show(self.effective)}"
+        return f"{self.place}: {what} ({self.effect})"
+
+    def to_record(self) -> dict[str, Any]:
+        """The change as plain values (stored as JSON with the run).
+
+        >>> PolicyChange("fairness.default.tpr_gap", "upper", 0.1, 0.2, "looser", False).to_record()
+        ... # doctest: +NORMALIZE_WHITESPACE
+        {'place': 'fairness.default.tpr_gap', 'key': 'upper', 'reference': 0.1, 'effective': 0.2,
+         'effect': 'looser', 'blocking': False}
+        """
+        return {"place": self.place, "key": self.key, "reference": self.reference,
+                "effective": self.effective, "effect": self.effect, "blocking": self.blocking}
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyDiff:
+    """Every difference of a run's policy from the reference policy, in document order."""
+
+    changes: tuple[PolicyChange, ...]
+
+    @property
+    def looser_blocking(self) -> tuple[PolicyChange, ...]:
+        """The changes that loosen a check the reference policy blocks on."""
+        return tuple(c for c in self.changes if c.loosens_blocking)
+
+    @property
+    def looser(self) -> bool:
+        """True when the run's policy is looser than the reference on any blocking check."""
+        return bool(self.looser_blocking)
+
+
+def diff_policies(policy: Policy, reference: Policy) -> PolicyDiff:
+    """Compare ``policy`` (the run's) with ``reference`` (the model's own), check by check.
+
+    Parameters
+    ----------
+    policy : Policy
+        The policy a run is judged by.
+    reference : Policy
+        The policy it is compared with.
+
+    Returns
+    -------
+    PolicyDiff
+        Empty when the two judge every check alike.
+
+    Examples
+    --------
+    >>> from modelgate.evaluation.policy import load_policy
+    >>> own = load_policy("metrics: {roc_auc: {value: {lower: 0.7}}}")
+    >>> warn = load_policy("metrics: {roc_auc: {value: {lower: 0.8, severity: warn}}}")
+    >>> for change in diff_policies(warn, own).changes:
+    ...     print(change.text())
+    metrics.roc_auc.value: lower 0.7 -> 0.8 (stricter)
+    metrics.roc_auc.value: severity block -> warn (looser)
+    """
+    mine, theirs = dict(_checks(policy, reference)), dict(_checks(reference, policy))
+    changes: list[PolicyChange] = []
+    for place in dict.fromkeys([*theirs, *mine]):
+        changes += _compare(place, theirs.get(place), mine.get(place), reference, policy)
+    names = dict.fromkeys(f.name for p in (reference, policy) for f in dataclasses.fields(p))
+    for name in names:  # policy-wide keys added later; they may unblock any check
+        if name not in _CHECK_FIELDS:
+            before, after = getattr(reference, name, None), getattr(policy, name, None)
+            if before != after:
+                changes.append(PolicyChange("policy", name, before, after,
+                                            _effect(name, before, after), True))
+    return PolicyDiff(tuple(changes))
+
+
+# Policy fields compared check by check (``use_confidence_bound`` through each check's basis).
+_CHECK_FIELDS = frozenset({"values", "changes", "fairness_default", "fairness_features",
+                           "use_confidence_bound"})
+
+
+def _checks(policy: Policy, other: Policy) -> Iterator[tuple[str, Threshold]]:
+    """``(place, threshold)`` of every check of ``policy``; per-feature fairness checks where
+    either policy names the feature and gap (elsewhere the default covers the feature)."""
+    for value in policy.values:
+        yield f"metrics.{value.metric}.value", value
+    for change in policy.changes:
+        yield f"metrics.{change.metric}.change", change
+    for gap in policy.fairness_default:
+        yield f"fairness.default.{gap.metric}", gap
+    for feature, block in [*other.fairness_features, *policy.fairness_features]:
+        effective: dict[str, FairnessThreshold] = {t.metric: t for t in policy.fairness_for(feature)}
+        for t in block:
+            if t.metric in effective:
+                yield f"fairness.features.{feature}.{t.metric}", effective[t.metric]
+
+
+def _compare(place: str, old: Threshold | None, new: Threshold | None, old_policy: Policy,
+             new_policy: Policy) -> list[PolicyChange]:
+    if old is None and new is None:
+        return []
+    if new is None:
+        assert old is not None
+        return [PolicyChange(place, "check", old.severity, None, "looser", old.severity == "block")]
+    if old is None:
+        return [PolicyChange(place, "check", None, new.severity, "stricter", False)]
+    blocking = old.severity == "block"
+    changes = []
+    for field in dataclasses.fields(old):
+        if field.name == "metric":
+            continue
+        before, after = getattr(old, field.name), getattr(new, field.name, None)
+        if field.name == "use_confidence_bound":  # the basis the gate really uses
+            before = bool(old_policy.use_confidence_bound) if before is None else before
+            after = bool(new_policy.use_confidence_bound) if after is None else after
+        if before != after:
+            changes.append(PolicyChange(place, field.name, before, after,
+                                        _effect(field.name, before, after), blocking))
+    return changes
+
+
+def _effect(key: str, before: Any, after: Any) -> Effect:
+    order = _ORDERS.get(key)
+    if order is None and {before, after} <= set(_SEVERITY_RANK):
+        order = _by_rank(_SEVERITY_RANK)  # severity, on_inconclusive and the like
+    return "unordered" if order is None else order(before, after)
+
+
+def _higher_is_stricter(missing: float) -> Callable[[Any, Any], Effect]:
+    def effect(before: Any, after: Any) -> Effect:
+        b = missing if before is None else before
+        a = missing if after is None else after
+        return "stricter" if a > b else "looser"
+    return effect
+
+
+def _by_rank(rank: dict[Any, int]) -> Callable[[Any, Any], Effect]:
+    def effect(before: Any, after: Any) -> Effect:
+        return "stricter" if rank[after] > rank[before] else "looser"
+    return effect
+
+
+_NO_LOWER = float("-inf")  # a missing lower bound or margin lets anything through
+_ORDERS: dict[str, Callable[[Any, Any], Effect]] = {
+    "lower": _higher_is_stricter(_NO_LOWER),
+    "absolute": _higher_is_stricter(_NO_LOWER),
+    "relative": _higher_is_stricter(_NO_LOWER),
+    # a smaller upper bound is stricter: negate both sides; a missing one is +inf
+    "upper": lambda before, after: _higher_is_stricter(_NO_LOWER)(
+        None if before is None else -before, None if after is None else -after),
+    "use_confidence_bound": _by_rank({False: 0, True: 1}),
+}
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)

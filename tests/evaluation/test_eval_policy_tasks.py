@@ -66,7 +66,7 @@ fairness:
     check_policy_for_task(policy, "multiclass_classification")
     decision = decide(metrics.by_name(), None, {"group": fairness}, policy)
     verdicts = {c.metric: c.verdict for c in decision.checks}
-    assert verdicts == {"roc_auc_ovr_macro": "pass", "recall[hi]": "fail", "tpr_gap[mid]": "pass"}
+    assert verdicts == {"roc_auc_ovr_macro": "pass", "recall[hi]": "breach", "tpr_gap[mid]": "pass"}
     assert not decision.passed
 
 
@@ -83,4 +83,4 @@ metrics: {r2: {value: {lower: 0.0}}}
 fairness: {default: {mae_gap: {upper: 0.1}}}
 """))
     verdicts = {c.metric: c.verdict for c in decision.checks}
-    assert verdicts == {"r2": "pass", "mae_gap": "fail"}  # group b's errors are 5x larger
+    assert verdicts == {"r2": "pass", "mae_gap": "breach"}  # group b's errors are 5x larger

@@ -36,7 +36,8 @@ def _as_json(record: Record, keys: Sequence[str], renamed: Mapping[str, str] | N
 _METRIC = ("value", "ci_lower", "ci_upper", "n", "undefined_reason")
 _DELTA = ("candidate", "champion", "delta", "ci_lower", "ci_upper")
 _CHECK = ("check_id", "kind", "metric", "sensitive_feature", "threshold", "observed", "ci_lower",
-          "ci_upper", "n", "verdict", "severity", "reason")
+          "ci_upper", "n", "verdict", "severity", "reason", "basis", "on_inconclusive", "effect",
+          "min_group_positives", "min_group_negatives", "required_positives", "required_negatives")
 _RATE_GROUP = ("group", "n", "base_rate", "selection_rate", "tpr", "fpr", "ppv", "fnr", "small_group")
 _ERROR_GROUP = ("group", "n", "mae", "rmse", "mean_prediction", "mean_error", "small_group")
 _GROUP_NAMES = {"group": "group_label", "small_group": "is_small_group"}

@@ -3,28 +3,26 @@
 --   'inconclusive' are new; 'fail' now means the check could not be judged (its number is
 --   missing or undefined); rows written before this migration used 'fail' for breaches too.
 -- * gate_check.effect: what the check did to the decision (block | warn | none), so a
---   blocking row is effect = 'block' whatever its verdict; rows written before this
---   migration get it from their verdict and severity, which is what they meant.
+--   blocking row is effect = 'block' whatever its verdict. Generated from the verdict, the
+--   severity and on_inconclusive (the gate's own rule), so no writer can disagree with it and
+--   rows written before this migration read as they were meant ('fail' acted at its severity).
 -- * basis, on_inconclusive and the group counts behind a fairness verdict; NULL on older rows.
 
 ALTER TABLE gate_check
     ADD COLUMN basis               text,
     ADD COLUMN on_inconclusive     text,
-    ADD COLUMN effect              text,
     ADD COLUMN min_group_positives bigint,
     ADD COLUMN min_group_negatives bigint,
     ADD COLUMN required_positives  bigint,
-    ADD COLUMN required_negatives  bigint;
-
-UPDATE gate_check SET effect = CASE WHEN verdict = 'fail' THEN severity ELSE 'none' END;
-ALTER TABLE gate_check ALTER COLUMN effect SET NOT NULL;
+    ADD COLUMN required_negatives  bigint,
+    ADD COLUMN effect              text NOT NULL GENERATED ALWAYS AS (
+        CASE WHEN verdict IN ('pass', 'skipped') THEN 'none'
+             WHEN verdict = 'inconclusive' AND on_inconclusive = 'warn' THEN 'warn'
+             ELSE severity END) STORED;
 
 ALTER TABLE gate_check DROP CONSTRAINT gate_check_verdict_check;
 ALTER TABLE gate_check ADD CONSTRAINT gate_check_verdict_check
     CHECK (verdict IN ('pass', 'breach', 'inconclusive', 'fail', 'skipped'));
-ALTER TABLE gate_check ADD CONSTRAINT gate_check_effect_check
-    CHECK (effect IN ('block', 'warn', 'none')
-           AND (effect = 'none') = (verdict IN ('pass', 'skipped')));
 ALTER TABLE gate_check ADD CONSTRAINT gate_check_basis_check
     CHECK (basis IS NULL OR basis IN ('point_estimate', 'interval'));
 ALTER TABLE gate_check ADD CONSTRAINT gate_check_on_inconclusive_check

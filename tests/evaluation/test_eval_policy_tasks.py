@@ -68,6 +68,14 @@ fairness:
     verdicts = {c.metric: c.verdict for c in decision.checks}
     assert verdicts == {"roc_auc_ovr_macro": "pass", "recall[hi]": "breach", "tpr_gap[mid]": "pass"}
     assert not decision.passed
+    # one-vs-rest counts of class "mid" (index 1) per group, counted here with numpy
+    (gap,) = decide({}, None, {"group": fairness}, load_policy(
+        "basis: interval\nfairness: {min_positives_per_group: 1000, default: "
+        "{'tpr_gap[mid]': {upper: 1.0}}}")).checks
+    positives = min(int(((y == 1) & (group == g)).sum()) for g in ("a", "b"))
+    negatives = min(int(((y != 1) & (group == g)).sum()) for g in ("a", "b"))
+    assert (gap.min_group_positives, gap.min_group_negatives) == (positives, negatives)
+    assert gap.verdict == "inconclusive" and gap.required_positives == 1000
 
 
 def test_gate_judges_regression_metrics_and_gaps() -> None:

@@ -38,8 +38,8 @@ Limits
 The gate trusts the intervals it is given.  A fairness gap is a spread of group rates
 (>= 0), and its percentile bootstrap interval sits above the gap's true value when that
 is near 0: on 200 seeded samples of n = 228 with no real gap (groups by row parity), the
-equalized-odds interval lay wholly above 0.03 in 55, so those read ``breach`` (the point
-estimate alone: 181).
+equalized-odds interval lay wholly above 0.03 in 56, so those read ``breach`` (the point
+estimate alone: 181; ``bench/bench_gate_verdicts.py``).
 """
 
 from __future__ import annotations

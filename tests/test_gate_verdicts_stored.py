@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from model_zoo import build
+from modelgate.evaluation.gate import GateCheck, GateDecision
 
 from modelgate.artifact import package
 from modelgate.config import Settings
 from modelgate.pipelines.cli_runs import run_evaluation_locally
+from modelgate.store import models, runs
 from modelgate.store.db import transaction
 
 # roc_auc: the logistic model's AUC is about 0.9, far below 0.99 (a breach on any interval);
@@ -75,3 +77,32 @@ def test_breach_and_inconclusive_are_stored_and_shown_apart(settings_env: Settin
     for check_id, row in stored.items():
         assert row == {"is_blocking_failure": checks[check_id]["effect"] == "block",
                        **{k: checks[check_id][k] for k in COLUMNS}}, check_id
+
+
+def test_stored_effect_is_the_gates_for_every_verdict(clean_db: str) -> None:
+    """``gate_check.effect`` is generated in SQL (migration 0013); it agrees with
+    ``GateCheck.effect`` on every verdict, severity and ``on_inconclusive``."""
+    row, _ = models.register(clean_db, model_name="m", version="1", sha256="1" * 64,
+                             archive_sha256="2" * 64, archive_key="k", archive_uri="s3://b/k",
+                             manifest={})
+    run_id = runs.start_evaluation_run(clean_db, run_key="effects",
+                                       model_version_id=row.model_version_id,
+                                       champion_version_id=None, dataset_uri="d",
+                                       archive_sha256="2" * 64)
+    checks = tuple(
+        GateCheck(f"value:m{i}", "value", f"m{i}", None, 0.5, None, 0.6, 0.4, 0.8, 10, "interval",
+                  verdict, severity, "r", on_inconclusive)  # type: ignore[arg-type]
+        for i, (verdict, severity, on_inconclusive) in enumerate(
+            (v, s, o) for v in ("pass", "breach", "inconclusive", "fail", "skipped")
+            for s in ("block", "warn") for o in ("block", "warn")))
+    rows = runs.EvaluationRows(gate_checks=[c.to_record() for c in checks], gate={
+        **GateDecision(False, checks, (), (), "s").to_record(), "policy_sha256": "p",
+        "had_champion": False})
+    runs.write_evaluation_results(clean_db, run_id, rows, status="blocked", report_key=None,
+                                  report_uri=None)
+    with transaction(clean_db) as cur:
+        cur.execute("SELECT check_id, effect, is_blocking_failure FROM analytics.gate_checks "
+                    "WHERE evaluation_run_id = %s", (run_id,))
+        stored = {check_id: (effect, blocking) for check_id, effect, blocking in cur.fetchall()}
+    assert stored == {c.check_id: (c.effect, c.effect == "block") for c in checks}
+    assert {c.effect for c in checks} == {"block", "warn", "none"}

@@ -9,7 +9,9 @@ Format
 .. code-block:: yaml
 
     version: 1                       # optional; only 1 exists
-    use_confidence_bound: false      # optional default for every threshold below
+    basis: interval                  # optional default for every threshold below:
+                                     #   interval or point_estimate (the default)
+    on_inconclusive: block           # optional default: block (the default) or warn
     metrics:                         # binary: roc_auc accuracy precision recall f1 log_loss brier
                                      # multiclass: accuracy macro_f1 weighted_f1 roc_auc_ovr_macro
                                      #   log_loss recall[<class>] precision[<class>]
@@ -25,8 +27,10 @@ Format
         change:
           relative: -0.02            # improvement / |champion| >= -0.02
           direction: lower_is_better # optional; the metric's natural direction by default
-          use_confidence_bound: true # judge by the pessimistic interval bound
+          basis: point_estimate      # per threshold: basis, on_inconclusive
     fairness:                        # gaps are judged against an upper bound
+      min_positives_per_group: 10    # interval basis: fewer label positives (negatives)
+      min_negatives_per_group: 10    #   in a group of the gap is inconclusive; 10 each
       default:                       # applies to every sensitive feature reported
         equalized_odds_difference: {upper: 0.03, severity: block}
         demographic_parity_difference: {upper: 0.10, severity: warn}
@@ -43,21 +47,41 @@ Semantics
   direction; here the sign means the same for every metric.)  Relative margins divide
   the improvement by ``|champion|``.  ``absolute`` and ``relative`` in one ``change``
   give two checks, both applied.
-* Bounds are inclusive.  With ``use_confidence_bound`` the gate uses the pessimistic
-  end of the bootstrap interval: ``ci_lower`` against a lower bound, ``ci_upper``
-  against an upper bound and the pessimistic end of the paired delta's interval for a
-  change.
+* Bounds are inclusive.  Every check's verdict is ``pass``, ``breach`` or
+  ``inconclusive`` (``fail`` when its number is missing or undefined), by its ``basis``:
+
+  - ``interval``: ``pass`` when the whole bootstrap interval (of the value, of the gap,
+    of the paired change) is on the allowed side of the limit, ``breach`` when the whole
+    interval is past it, ``inconclusive`` when it straddles the limit, and for the
+    equalized-odds family of fairness gaps also when a group taking part in the gap has
+    fewer label positives (TPR) or negatives (FPR) than ``min_positives_per_group`` /
+    ``min_negatives_per_group`` (default 10 each: below that one row moves the group's
+    rate by more than 0.1, more than any gap limit shipped).  A check without an
+    interval fails.
+  - ``point_estimate``: ``pass`` or ``breach`` on the point estimate alone, never
+    ``inconclusive``: the rule of policies written before verdicts knew their sample
+    size, and the default when no layer of the policy names a basis.
+
+  ``on_inconclusive`` says what an ``inconclusive`` check of severity ``block`` does:
+  ``block`` (the default) or ``warn``.  Blocking is the default because a gate that let
+  undecidable evidence through would pass more models the less data they were
+  evaluated on; the verdict and the report say "inconclusive at n = ..." so the release
+  manager can tell it from a breach and get more data or choose ``warn`` knowingly.
+  ``use_confidence_bound: true`` (the former spelling) reads as ``basis: interval`` and
+  blocks on exactly what it blocked before; ``false`` as ``basis: point_estimate``.
 * Fairness metrics: equalized_odds_difference, tpr_gap, fpr_gap, tpr_fpr_gap_sum,
   demographic_parity_difference, predictive_parity_difference (binary; per class as
   ``tpr_gap[<class>]`` for multiclass models), mae_gap, rmse_gap, mean_prediction_gap
-  (regression); keys ``upper`` (>= 0, required), ``severity``, ``use_confidence_bound``.
+  (regression); keys ``upper`` (>= 0, required), ``severity``, ``basis``,
+  ``on_inconclusive``.
   :func:`check_policy_for_task` refuses names the model's task does not report, and each
   task has its default policy (:func:`default_policy`).
 
 :func:`merge_policies` overlays a per-model override on a base policy: a threshold in
 the override replaces the base threshold with the same metric and kind (value, change,
-fairness default, or fairness for a feature); everything else is kept.  A threshold
-cannot be removed by an override, only relaxed or set to ``warn``.
+fairness default, or fairness for a feature); everything else is kept, and the policy-wide
+keys of the override (``basis``, ``on_inconclusive``, the group minimums) replace the
+base's when given.  A threshold cannot be removed by an override, only relaxed or set to ``warn``.
 
 Examples
 --------
@@ -68,7 +92,7 @@ Examples
 ...   default: {equalized_odds_difference: {upper: 0.03}}
 ... ''')
 >>> policy.values[0]
-ValueThreshold(metric='roc_auc', lower=0.7, upper=None, severity='block', use_confidence_bound=None)
+ValueThreshold(metric='roc_auc', lower=0.7, upper=None, severity='block', basis=None, on_inconclusive=None)
 >>> try:
 ...     load_policy("metrics: {auc: {value: {lower: 0.7}}}")
 ... except PolicyError as exc:
@@ -89,6 +113,7 @@ from typing import Any, Literal
 import yaml
 
 __all__ = [
+    "DEFAULT_MIN_GROUP_COUNT",
     "DEFAULT_POLICY_PATH",
     "TASK_FAIRNESS_METRICS",
     "TASK_METRICS",
@@ -109,6 +134,9 @@ __all__ = [
 
 Severity = Literal["block", "warn"]
 Direction = Literal["higher_is_better", "lower_is_better"]
+Basis = Literal["point_estimate", "interval"]
+#: Minimum label positives and negatives per group when a policy names none (see Semantics).
+DEFAULT_MIN_GROUP_COUNT = 10
 
 HIGHER_IS_BETTER: Mapping[str, bool] = {
     "roc_auc": True,
@@ -166,7 +194,8 @@ class ValueThreshold:
     lower: float | None
     upper: float | None
     severity: Severity = "block"
-    use_confidence_bound: bool | None = None
+    basis: Basis | None = None
+    on_inconclusive: Severity | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +207,8 @@ class ChangeThreshold:
     relative: float | None
     direction: Direction
     severity: Severity = "block"
-    use_confidence_bound: bool | None = None
+    basis: Basis | None = None
+    on_inconclusive: Severity | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,22 +218,27 @@ class FairnessThreshold:
     metric: str
     upper: float
     severity: Severity = "block"
-    use_confidence_bound: bool | None = None
+    basis: Basis | None = None
+    on_inconclusive: Severity | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Policy:
     """A validated promotion policy.
 
-    ``use_confidence_bound`` of a threshold, when None, falls back to the policy's,
-    and None there means False.
+    ``basis`` and ``on_inconclusive`` of a threshold, when None, fall back to the
+    policy's, and None there means ``point_estimate`` and ``block``; None group minimums
+    mean :data:`DEFAULT_MIN_GROUP_COUNT`.
     """
 
     values: tuple[ValueThreshold, ...] = ()
     changes: tuple[ChangeThreshold, ...] = ()
     fairness_default: tuple[FairnessThreshold, ...] = ()
     fairness_features: tuple[tuple[str, tuple[FairnessThreshold, ...]], ...] = ()
-    use_confidence_bound: bool | None = None
+    basis: Basis | None = None
+    on_inconclusive: Severity | None = None
+    min_positives_per_group: int | None = None
+    min_negatives_per_group: int | None = None
 
     def fairness_for(self, feature: str) -> tuple[FairnessThreshold, ...]:
         """Thresholds for one sensitive feature: the default, replaced metric by metric."""
@@ -266,7 +301,8 @@ def merge_policies(base: Policy, override: Policy) -> Policy:
 
     A threshold of the override replaces the base threshold with the same metric in the
     same place (value, change, fairness default, fairness of one feature); other base
-    thresholds are kept; ``use_confidence_bound`` is the override's unless it is None.
+    thresholds are kept; ``basis``, ``on_inconclusive`` and the group minimums are the
+    override's unless they are None.
 
     Examples
     --------
@@ -284,8 +320,9 @@ def merge_policies(base: Policy, override: Policy) -> Policy:
         changes=_overlay(base.changes, override.changes),
         fairness_default=_overlay(base.fairness_default, override.fairness_default),
         fairness_features=tuple(features.items()),
-        use_confidence_bound=(base.use_confidence_bound if override.use_confidence_bound is None
-                              else override.use_confidence_bound),
+        **{key: getattr(base, key) if getattr(override, key) is None else getattr(override, key)
+           for key in ("basis", "on_inconclusive", "min_positives_per_group",
+                       "min_negatives_per_group")},
     )
 
 
@@ -320,7 +357,8 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 def _policy(document: object) -> Policy:
     if document is None:
         document = {}
-    top = _mapping(document, "", {"version", "use_confidence_bound", "metrics", "fairness"})
+    top = _mapping(document, "", {"version", "use_confidence_bound", "basis", "on_inconclusive",
+                                  "metrics", "fairness"})
     if "version" in top and (top["version"] != 1 or isinstance(top["version"], bool)):
         raise PolicyError(f"policy key 'version': expected 1; got {top['version']!r}")
     values: list[ValueThreshold] = []
@@ -335,13 +373,13 @@ def _policy(document: object) -> Policy:
             values.append(_value_threshold(metric, body["value"], f"{path}.value"))
         if "change" in body:
             changes.append(_change_threshold(metric, body["change"], f"{path}.change"))
-    default, features = _fairness(top.get("fairness", {}))
-    return Policy(tuple(values), tuple(changes), default, features,
-                  _optional_bool(top, "use_confidence_bound", ""))
+    default, features, minimums = _fairness(top.get("fairness", {}))
+    return Policy(tuple(values), tuple(changes), default, features, _basis(top, ""),
+                  _on_inconclusive(top, ""), *minimums)
 
 
 def _value_threshold(metric: str, spec: object, path: str) -> ValueThreshold:
-    body = _mapping(spec, path, {"lower", "upper", "severity", "use_confidence_bound"})
+    body = _mapping(spec, path, {"lower", "upper", "severity", *_JUDGING})
     lower, upper = _number(body, "lower", path), _number(body, "upper", path)
     if lower is None and upper is None:
         raise PolicyError(f"policy key {path!r}: expected at least one of 'lower', 'upper'; "
@@ -349,12 +387,12 @@ def _value_threshold(metric: str, spec: object, path: str) -> ValueThreshold:
     if lower is not None and upper is not None and lower > upper:
         raise PolicyError(f"policy key {path!r}: expected lower <= upper; got lower={lower!r}, "
                           f"upper={upper!r}")
-    return ValueThreshold(metric, lower, upper, _severity(body, path),
-                          _optional_bool(body, "use_confidence_bound", path))
+    return ValueThreshold(metric, lower, upper, _severity(body, path), _basis(body, path),
+                          _on_inconclusive(body, path))
 
 
 def _change_threshold(metric: str, spec: object, path: str) -> ChangeThreshold:
-    keys = {"absolute", "relative", "direction", "severity", "use_confidence_bound"}
+    keys = {"absolute", "relative", "direction", "severity", *_JUDGING}
     body = _mapping(spec, path, keys)
     absolute, relative = _number(body, "absolute", path), _number(body, "relative", path)
     if absolute is None and relative is None:
@@ -371,17 +409,26 @@ def _change_threshold(metric: str, spec: object, path: str) -> ChangeThreshold:
         raise PolicyError(f"policy key '{path}.direction': expected 'higher_is_better' or "
                           f"'lower_is_better'; got {direction!r}")
     return ChangeThreshold(metric, absolute, relative, direction, _severity(body, path),
-                           _optional_bool(body, "use_confidence_bound", path))
+                           _basis(body, path), _on_inconclusive(body, path))
 
 
 def _fairness(spec: object) -> tuple[tuple[FairnessThreshold, ...],
-                                     tuple[tuple[str, tuple[FairnessThreshold, ...]], ...]]:
-    body = _mapping(spec, "fairness", {"default", "features"})
+                                     tuple[tuple[str, tuple[FairnessThreshold, ...]], ...],
+                                     tuple[int | None, int | None]]:
+    minimums = ("min_positives_per_group", "min_negatives_per_group")
+    body = _mapping(spec, "fairness", {"default", "features", *minimums})
     default = _fairness_block(body.get("default", {}), "fairness.default")
     features = []
     for feature, block in _mapping(body.get("features", {}), "fairness.features", None).items():
         features.append((feature, _fairness_block(block, f"fairness.features.{feature}")))
-    return default, tuple(features)
+    counts = []
+    for key in minimums:
+        value = body.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise PolicyError(f"policy key 'fairness.{key}': expected a whole number >= 0; got "
+                              f"{value!r}")
+        counts.append(value)
+    return default, tuple(features), (counts[0], counts[1])
 
 
 def _fairness_block(spec: object, path: str) -> tuple[FairnessThreshold, ...]:
@@ -390,13 +437,13 @@ def _fairness_block(spec: object, path: str) -> tuple[FairnessThreshold, ...]:
         where = f"{path}.{metric}"
         _known(_base_name(metric, FAIRNESS_METRICS), _ALL_FAIRNESS, where, other=_ALL_METRICS,
                other_place="metrics")
-        body = _mapping(threshold, where, {"upper", "severity", "use_confidence_bound"})
+        body = _mapping(threshold, where, {"upper", "severity", *_JUDGING})
         upper = _number(body, "upper", where)
         if upper is None or upper < 0:
             raise PolicyError(f"policy key '{where}.upper': expected a number >= 0; got "
                               f"{body.get('upper')!r}")
         thresholds.append(FairnessThreshold(metric, upper, _severity(body, where),
-                                            _optional_bool(body, "use_confidence_bound", where)))
+                                            _basis(body, where), _on_inconclusive(body, where)))
     return tuple(thresholds)
 
 
@@ -502,9 +549,33 @@ def _severity(body: Mapping[str, Any], path: str) -> Severity:
     return "block" if severity == "block" else "warn"
 
 
-def _optional_bool(body: Mapping[str, Any], key: str, path: str) -> bool | None:
-    value = body.get(key)
-    if value is not None and not isinstance(value, bool):
-        where = f"{path}.{key}" if path else key
-        raise PolicyError(f"policy key {where!r}: expected true or false; got {value!r}")
-    return value
+_JUDGING = ("basis", "on_inconclusive", "use_confidence_bound")
+
+
+def _basis(body: Mapping[str, Any], path: str) -> Basis | None:
+    """``basis``, or its former spelling ``use_confidence_bound`` (true: interval), not both."""
+    def where(key: str) -> str:
+        return f"{path}.{key}" if path else key
+
+    legacy = body.get("use_confidence_bound")
+    if legacy is not None and not isinstance(legacy, bool):
+        raise PolicyError(f"policy key {where('use_confidence_bound')!r}: expected true or false; "
+                          f"got {legacy!r}")
+    basis = body.get("basis")
+    if basis is not None and legacy is not None:
+        raise PolicyError(f"policy key {where('basis')!r}: give 'basis' or its former spelling "
+                          "'use_confidence_bound', not both")
+    if basis is None:
+        return None if legacy is None else "interval" if legacy else "point_estimate"
+    if basis not in ("interval", "point_estimate"):
+        raise PolicyError(f"policy key {where('basis')!r}: expected 'interval' or 'point_estimate'; "
+                          f"got {basis!r}")
+    return "interval" if basis == "interval" else "point_estimate"
+
+
+def _on_inconclusive(body: Mapping[str, Any], path: str) -> Severity | None:
+    value = body.get("on_inconclusive")
+    if value is not None and value not in ("block", "warn"):
+        where = f"{path}.on_inconclusive" if path else "on_inconclusive"
+        raise PolicyError(f"policy key {where!r}: expected 'block' or 'warn'; got {value!r}")
+    return None if value is None else "block" if value == "block" else "warn"

@@ -11,7 +11,7 @@ Stable names (documented in the README; alert on ``statistic > threshold``):
 
 ========================================  ====================================================
 ``modelgate.gate.passed``                 1 when the promotion gate passed, 0 when it blocked
-``modelgate.gate.checks_breached``        gate checks that breached
+``modelgate.gate.checks_breached``        gate checks that blocked or warned (breach, inconclusive, fail)
 ``modelgate.drift.drifting``              1 when the drift run's verdict is drift, else 0
 ``modelgate.drift.features_breached``     features whose per-feature statistic breached
 ``modelgate.drift.multivariate``          sliced Wasserstein statistic (reference stds)

@@ -50,7 +50,7 @@ _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 _VERDICT_TONES: dict[str, Tone] = {
     "pass": "good", "ok": "good", "passed": "good",
     "warn": "warn", "inconclusive": "warn",
-    "fail": "bad", "drift": "bad", "blocked": "bad",
+    "fail": "bad", "breach": "bad", "drift": "bad", "blocked": "bad",
     "skipped": "neutral",
 }
 
@@ -96,7 +96,7 @@ def _gate_banner(gate: GateView) -> tuple[str, Tone]:
     """BLOCKED if the gate failed, WARN if it passed with any check not passing, else PASSED."""
     if not gate.passed:
         return "BLOCKED", "bad"
-    if any(c.verdict in ("warn", "fail", "inconclusive") for c in gate.checks):
+    if any(c.verdict in ("warn", "breach", "fail", "inconclusive") for c in gate.checks):
         return "WARN", "warn"
     return "PASSED", "good"
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 from urllib.parse import urlsplit
 
-CheckVerdict = Literal["pass", "warn", "fail", "inconclusive", "skipped"]
-"""Outcome of one gate check or one fairness gap."""
+CheckVerdict = Literal["pass", "warn", "breach", "fail", "inconclusive", "skipped"]
+"""Outcome of one gate check or one fairness gap (``fail``: could not be computed)."""
 Severity = Literal["block", "warn", "info"]
 """What a failing check does to the gate: block promotion, warn, or inform only."""
 DriftVerdict = Literal["ok", "warn", "drift"]

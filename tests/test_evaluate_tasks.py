@@ -181,7 +181,7 @@ def test_regression_against_its_champion_and_a_gate_on_rmse(settings_env: Settin
     assert second.payload["status"] == "blocked" and second.payload["promoted"] is None
     run_id = second.payload["evaluation_run_id"]
     checks = {c["check_id"]: c for c in second.payload["gate"]["checks"]}
-    assert checks["value:rmse"]["verdict"] == "fail" and checks["value:rmse"]["severity"] == "block"
+    assert checks["value:rmse"]["verdict"] == "breach" and checks["value:rmse"]["effect"] == "block"
     assert "rmse = " in checks["value:rmse"]["reason"] and "above the upper bound 0.0500" in \
         checks["value:rmse"]["reason"]
     assert _rows(url, "SELECT status FROM evaluation_run WHERE evaluation_run_id = %s",

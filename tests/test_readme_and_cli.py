@@ -106,8 +106,9 @@ def test_cli_exit_codes_and_evaluate_json(settings_env: Settings, demo_builds: d
     assert blocked.returncode == 3, blocked.stderr[-2000:]
     payload = json.loads(blocked.stdout)
     assert payload["status"] == "blocked" and payload["champion_deltas"] is not None
-    assert any(c["verdict"] == "fail" and c["sensitive_feature"] == "gender"
-               for c in payload["gate"]["checks"])
+    assert any(c["verdict"] == "breach" and c["effect"] == "block"
+               and c["sensitive_feature"] == "gender" for c in payload["gate"]["checks"])
+    assert "blocked: breached — [gender] equalized_odds_difference" in payload["gate"]["summary"]
     text = _cli("evaluate", "--model", str(demo_builds["2"].archive_path),
                 "--data", str(demo_builds["2"].heldout_path), "--format", "text")
     assert text.returncode == 3, text.stderr[-2000:]

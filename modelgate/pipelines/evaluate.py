@@ -850,8 +850,9 @@ def decide(ctx: Context, ref: RunRef) -> str:
     deltas = metrics_result.comparison.by_name() if metrics_result.comparison else None
     decision = gate_decide(metrics_result.candidate.by_name(), champion, fairness_reports,
                            policy, deltas=deltas)
-    log.info("gate decision for run %d: %s", ref.evaluation_run_id,
-             "PASSED" if decision.passed else "BLOCKED")
+    # each blocking or warning check's line: "blocked: breached" reads apart from
+    # "blocked: inconclusive at n = 228", with the interval and the group counts
+    log.info("gate decision for run %d: %s", ref.evaluation_run_id, decision.summary)
     result = DecisionResult(decision, policy_sha, champion is not None)
     return put_pickle(ctx, f"{ref.prefix()}/decision.pkl", result)
 
@@ -915,12 +916,16 @@ def _metric_rows(result: MetricsResult) -> tuple[Any, ...]:
 
 
 def shown_verdict(check: dict[str, Any]) -> str:
-    """A gate check's verdict as the report shows it: a failed ``warn`` check is ``warn``.
+    """A gate check's verdict as the report shows it: ``inconclusive`` as it is (whether it
+    blocked or warned is in the decision), a breach or failure that only warned as ``warn``.
 
-    >>> [shown_verdict({"verdict": "fail", "severity": s}) for s in ("warn", "block")]
-    ['warn', 'fail']
+    >>> [shown_verdict({"verdict": v, "effect": e})
+    ...  for v, e in (("breach", "warn"), ("breach", "block"), ("inconclusive", "warn"))]
+    ['warn', 'breach', 'inconclusive']
     """
-    return "warn" if check["verdict"] == "fail" and check["severity"] == "warn" else str(check["verdict"])
+    if check["effect"] == "warn" and check["verdict"] != "inconclusive":
+        return "warn"
+    return str(check["verdict"])
 
 
 def _nan_if_none(value: float | None) -> float:
@@ -1083,7 +1088,7 @@ def store_results(ctx: Context, ref: RunRef) -> str:
                                   report_key=key, report_uri=ctx.store.uri(key))
     log.info("stored evaluation run %d: %s", ref.evaluation_run_id, status)
     emit_metrics(gate_metrics(row.model_name, row.version, passed=decided.decision.passed,
-                              checks_breached=sum(c.verdict == "fail" for c in decided.decision.checks)))
+                              checks_breached=sum(c.effect != "none" for c in decided.decision.checks)))
     index_page.write_model_index(ctx, row.model_name)  # reports/<model>/index.html
     for kind in ("evaluation", "explain"):
         ctx.discard_scratch(kind, ref.run_key)

@@ -273,10 +273,13 @@ _INSERTS: dict[str, str] = {
                               %(mean_abs_shap)s)""",
     "gate_checks": """INSERT INTO gate_check (evaluation_run_id, check_id, kind, metric_name,
                           sensitive_feature, threshold_text, observed, ci_lower, ci_upper, n, verdict,
-                          severity, reason)
+                          severity, reason, basis, on_inconclusive, min_group_positives,
+                          min_group_negatives, required_positives, required_negatives)
                       VALUES (%(evaluation_run_id)s, %(check_id)s, %(kind)s, %(metric_name)s,
                           %(sensitive_feature)s, %(threshold_text)s, %(observed)s, %(ci_lower)s,
-                          %(ci_upper)s, %(n)s, %(verdict)s, %(severity)s, %(reason)s)""",
+                          %(ci_upper)s, %(n)s, %(verdict)s, %(severity)s, %(reason)s, %(basis)s,
+                          %(on_inconclusive)s, %(min_group_positives)s,
+                          %(min_group_negatives)s, %(required_positives)s, %(required_negatives)s)""",
 }
 # A fairness_group record carries either rates and counts (classifiers) or errors (regression).
 _FAIRNESS_GROUP_NULLS = dict.fromkeys(

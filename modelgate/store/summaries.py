@@ -14,7 +14,7 @@ ANALYST_EXAMPLE_QUERY = "SELECT * FROM analytics.latest_gate_decision"
 _LISTED_EVALUATIONS = """
 SELECT r.evaluation_run_id, v.version, COALESCE(r.finished_at, r.started_at), r.status,
        EXISTS (SELECT 1 FROM gate_check g WHERE g.evaluation_run_id = r.evaluation_run_id
-               AND g.verdict = 'fail' AND g.severity = 'warn'),
+               AND g.effect = 'warn'),
        r.report_key
 FROM evaluation_run r JOIN model_version v USING (model_version_id)
 WHERE v.model_name = %s AND r.report_key IS NOT NULL AND r.status IN ('passed', 'blocked')
@@ -30,7 +30,7 @@ WHERE v.model_name = %s AND r.report_key IS NOT NULL AND r.status IN ('ok', 'dri
 @dataclass(frozen=True, slots=True)
 class ListedRun:
     """A finished run with a report: ``when`` is an evaluation's finish time or a drift
-    run's interval start; ``warned``: a passed evaluation had a failing warn-severity check."""
+    run's interval start; ``warned``: a passed evaluation had a check whose effect was warn."""
 
     kind: Literal["evaluation", "drift"]
     run_id: int

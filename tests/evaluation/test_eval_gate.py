@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from modelgate.evaluation.gate import GateCheck, decide
 from modelgate.evaluation.metrics import MetricDelta, MetricEstimate, compare, evaluate
-from modelgate.evaluation.policy import default_policy, load_policy
+from modelgate.evaluation.policy import default_policy, load_policy, merge_policies
 from modelgate.fairness import FairnessEstimate, FairnessReport, disaggregate, fairness_report
 
 NAN = math.nan
@@ -33,30 +33,41 @@ def only(decision_checks: tuple[GateCheck, ...], check_id: str) -> GateCheck:
 
 VALUE_CASES = [
     ("lower: 0.7", est("roc_auc", 0.75, 0.68, 0.80), "pass"),
-    ("lower: 0.7", est("roc_auc", 0.65, 0.60, 0.70), "fail"),
+    ("lower: 0.7", est("roc_auc", 0.65, 0.60, 0.70), "breach"),
     ("lower: 0.7", est("roc_auc", 0.70, 0.65, 0.75), "pass"),  # inclusive
-    ("lower: 0.7, use_confidence_bound: true", est("roc_auc", 0.75, 0.68, 0.80), "fail"),
-    ("lower: 0.7, use_confidence_bound: true", est("roc_auc", 0.75, 0.71, 0.80), "pass"),
-    ("upper: 0.9", est("roc_auc", 0.95, 0.9, 0.97), "fail"),
-    ("upper: 0.9, use_confidence_bound: true", est("roc_auc", 0.88, 0.85, 0.91), "fail"),
+    # the interval basis, worked by hand: [0.68, 0.80] straddles 0.7; [0.71, 0.80] is above it
+    ("lower: 0.7, basis: interval", est("roc_auc", 0.75, 0.68, 0.80), "inconclusive"),
+    ("lower: 0.7, basis: interval", est("roc_auc", 0.75, 0.71, 0.80), "pass"),
+    ("lower: 0.7, basis: interval", est("roc_auc", 0.66, 0.62, 0.69), "breach"),
+    ("lower: 0.7, basis: interval", est("roc_auc", 0.72, 0.70, 0.75), "pass"),  # inclusive
+    ("upper: 0.9", est("roc_auc", 0.95, 0.9, 0.97), "breach"),
+    ("upper: 0.9, basis: interval", est("roc_auc", 0.88, 0.85, 0.91), "inconclusive"),
+    ("upper: 0.9, basis: interval", est("roc_auc", 0.93, 0.91, 0.95), "breach"),
     ("lower: 0.5, upper: 0.9", est("roc_auc", 0.8, 0.7, 0.85), "pass"),
+    ("lower: 0.5, upper: 0.9, basis: interval", est("roc_auc", 0.8, 0.45, 0.95), "inconclusive"),
     ("lower: 0.7", est("roc_auc", NAN, NAN, NAN, reason="label has one class only"), "fail"),
-    ("lower: 0.7, use_confidence_bound: true", est("roc_auc", 0.8), "fail"),  # no interval
+    ("lower: 0.7, basis: interval", est("roc_auc", 0.8), "fail"),  # no interval
+    # the former spelling: true reads as the interval basis, and still blocks what it blocked
+    ("lower: 0.7, use_confidence_bound: true", est("roc_auc", 0.75, 0.68, 0.80), "inconclusive"),
+    ("lower: 0.7, use_confidence_bound: false", est("roc_auc", 0.75, 0.68, 0.80), "pass"),
 ]
 
 
 @pytest.mark.parametrize(("spec", "estimate", "verdict"), VALUE_CASES,
-                         ids=["lower-pass", "lower-fail", "lower-inclusive", "cb-fail",
-                              "cb-pass", "upper-fail", "upper-cb-fail", "range-pass",
-                              "undefined-fails", "cb-without-interval-fails"])
+                         ids=["lower-pass", "lower-breach", "lower-inclusive",
+                              "interval-straddles", "interval-pass", "interval-breach",
+                              "interval-inclusive", "upper-breach", "upper-interval-straddles",
+                              "upper-interval-breach", "range-pass", "range-straddles-both",
+                              "undefined-fails", "interval-without-interval-fails",
+                              "legacy-cb-true", "legacy-cb-false"])
 def test_value_thresholds(spec: str, estimate: MetricEstimate, verdict: str) -> None:
     policy = load_policy(f"metrics: {{roc_auc: {{value: {{{spec}}}}}}}")
     decision = decide({"roc_auc": estimate}, None, {}, policy)
     check = only(decision.checks, "value:roc_auc")
     assert check.verdict == verdict
-    assert decision.passed == (verdict == "pass")
+    assert decision.passed == (verdict == "pass")  # inconclusive blocks by default
     assert check.kind == "value" and check.severity == "block"
-    assert check.basis == ("confidence_bound" if "use_confidence_bound" in spec
+    assert check.basis == ("interval" if "interval" in spec or "true" in spec
                            else "point_estimate")
 
 
@@ -88,7 +99,7 @@ def test_warn_failure_does_not_block() -> None:
     decision = decide({"brier": est("brier", 0.3, 0.28, 0.32)}, None, {}, policy)
     assert decision.passed
     assert len(decision.warnings) == 1
-    assert "WARN    value:brier: brier = 0.3000 is above the upper bound 0.2000" in (
+    assert "WARN    value:brier: warning: breached — brier = 0.3000 is above the upper bound 0.2000" in (
         decision.summary)
     assert decision.summary.startswith("Promotion gate PASSED: 0 blocking failure(s), 1 warning")
 
@@ -107,17 +118,17 @@ def test_change_thresholds_are_skipped_without_a_champion() -> None:
 CHANGE_CASES = [
     # metric, spec, candidate, champion, verdict
     ("roc_auc", "absolute: -0.01", 0.795, 0.80, "pass"),  # 0.005 worse, allowed 0.01
-    ("roc_auc", "absolute: -0.01", 0.785, 0.80, "fail"),
+    ("roc_auc", "absolute: -0.01", 0.785, 0.80, "breach"),
     ("roc_auc", "absolute: 0.0", 0.80, 0.80, "pass"),  # inclusive
-    ("roc_auc", "absolute: 0.02", 0.81, 0.80, "fail"),  # must improve by 0.02
+    ("roc_auc", "absolute: 0.02", 0.81, 0.80, "breach"),  # must improve by 0.02
     ("log_loss", "absolute: -0.01", 0.405, 0.40, "pass"),  # lower is better: 0.005 worse
-    ("log_loss", "absolute: -0.01", 0.42, 0.40, "fail"),
+    ("log_loss", "absolute: -0.01", 0.42, 0.40, "breach"),
     ("log_loss", "absolute: 0.05", 0.34, 0.40, "pass"),  # improved by 0.06
     ("log_loss", "relative: -0.02", 0.407, 0.40, "pass"),  # 1.75% worse
-    ("log_loss", "relative: -0.02", 0.41, 0.40, "fail"),  # 2.5% worse
+    ("log_loss", "relative: -0.02", 0.41, 0.40, "breach"),  # 2.5% worse
     ("roc_auc", "relative: -0.02", 0.79, 0.80, "pass"),  # 1.25% worse
     ("roc_auc", "absolute: -0.01, direction: lower_is_better", 0.795, 0.80, "pass"),
-    ("roc_auc", "absolute: -0.01, direction: lower_is_better", 0.82, 0.80, "fail"),
+    ("roc_auc", "absolute: -0.01, direction: lower_is_better", 0.82, 0.80, "breach"),
 ]
 
 
@@ -141,18 +152,19 @@ def test_lower_is_better_change_reads_in_the_sign_of_observed() -> None:
     assert check.observed == pytest.approx(0.025)  # (0.41 - 0.40) / 0.40, worked by hand
     assert check.threshold == "relative change <= +0.02 (lower is better)"
     assert "relative change +0.0250 exceeds the limit <= +0.0200" in check.reason
-    assert "-0.0250" not in check.reason and check.verdict == "fail"
-    cb = load_policy("use_confidence_bound: true\nmetrics: {log_loss: {change: {absolute: -0.01}}}")
+    assert "-0.0250" not in check.reason and check.verdict == "breach"
+    cb = load_policy("basis: interval\nmetrics: {log_loss: {change: {absolute: -0.01}}}")
     loss = {"log_loss": est("log_loss", 0.4, 0.38, 0.42)}
     delta = {"log_loss": MetricDelta("log_loss", 0.40, 0.40, 0.0, -0.005, 0.008, 1000)}
     (check,) = decide(loss, dict(loss), {}, cb, deltas=delta).checks
-    assert "pessimistic (upper) bound of the change +0.0080 meets the limit <= +0.0100" in check.reason
+    assert ("absolute change +0.0000, interval [-0.0050, +0.0080] lies within <= +0.0100"
+            in check.reason)
 
 
 def test_change_needs_the_metric_from_both_models() -> None:
     policy = load_policy("metrics: {roc_auc: {change: {absolute: -0.01}}}")
     (check,) = decide({"roc_auc": est("roc_auc", 0.8)}, {}, {}, policy).checks
-    assert check.verdict == "fail"
+    assert check.verdict == "fail" and check.status == "not computable"
     assert "metric roc_auc missing from the champion's results" in check.reason
 
 
@@ -163,9 +175,9 @@ def test_relative_change_against_a_zero_champion_fails() -> None:
     assert check.verdict == "fail" and "champion's value is 0" in check.reason
 
 
-def test_confidence_bound_change_uses_the_paired_delta() -> None:
+def test_interval_change_uses_the_paired_delta() -> None:
     policy = load_policy("""
-use_confidence_bound: true
+basis: interval
 metrics: {roc_auc: {change: {absolute: -0.01}}, log_loss: {change: {absolute: -0.01}}}
 """)
     cand = {"roc_auc": est("roc_auc", 0.80, 0.78, 0.82),
@@ -178,12 +190,14 @@ metrics: {roc_auc: {change: {absolute: -0.01}}, log_loss: {change: {absolute: -0
     decision = decide(cand, champ, {}, policy, deltas=deltas)
     auc = only(decision.checks, "change:roc_auc:absolute")
     loss = only(decision.checks, "change:log_loss:absolute")
-    assert auc.verdict == "fail"  # pessimistic improvement -0.015 < -0.01
-    assert loss.verdict == "pass"  # pessimistic improvement = -0.008 >= -0.01
+    assert auc.verdict == "inconclusive"  # [-0.015, +0.015] straddles -0.01
+    assert loss.verdict == "pass"  # [-0.005, +0.008] is all below +0.01
     assert (auc.ci_lower, auc.ci_upper) == (-0.015, 0.015)
-    assert "pessimistic bound of the improvement -0.0150" in auc.reason
+    assert "interval [-0.0150, +0.0150] straddles the limit >= -0.0100" in auc.reason
+    assert "blocked: inconclusive at n = 1000 — roc_auc absolute change" in decision.summary
     without = decide(cand, champ, {}, policy)
-    assert all(c.verdict == "fail" and "no paired interval" in c.reason for c in without.checks)
+    assert all(c.verdict == "fail" and "needs the paired interval" in c.reason
+               for c in without.checks)
 
 
 def test_fairness_default_applies_to_every_feature_and_features_override() -> None:
@@ -197,26 +211,28 @@ fairness:
     decision = decide({}, None, reports, policy)
     sex = only(decision.checks, "fairness:sex:equalized_odds_difference")
     age = only(decision.checks, "fairness:age:equalized_odds_difference")
-    assert (sex.verdict, age.verdict) == ("fail", "pass")
+    assert (sex.verdict, age.verdict) == ("breach", "pass")
     assert sex.sensitive_feature == "sex" and sex.threshold == "<= 0.03"
-    assert "[sex] equalized_odds_difference = 0.0500 exceeds the upper bound 0.0300" in sex.reason
+    assert "[sex] equalized_odds_difference = 0.0500 is above the upper bound 0.0300" in sex.reason
     assert "highest group 'b', lowest 'a'" in sex.reason
     assert not decision.passed
 
 
-def test_fairness_confidence_bound_and_warn() -> None:
+def test_fairness_interval_and_warn() -> None:
     policy = load_policy("""
 fairness:
+  min_positives_per_group: 0
+  min_negatives_per_group: 0
   default:
-    equalized_odds_difference: {upper: 0.03, use_confidence_bound: true}
+    equalized_odds_difference: {upper: 0.03, basis: interval}
     demographic_parity_difference: {upper: 0.1, severity: warn}
 """)
     report = fair("sex", equalized_odds_difference=(0.02, 0.01, 0.04),
                   demographic_parity_difference=(0.15, 0.1, 0.2))
     decision = decide({}, None, {"sex": report}, policy)
     eod, dpd = decision.checks
-    assert eod.verdict == "fail" and "upper confidence bound 0.0400" in eod.reason
-    assert dpd.verdict == "fail" and dpd.severity == "warn"
+    assert eod.verdict == "inconclusive" and "interval [0.0100, 0.0400] straddles" in eod.reason
+    assert dpd.verdict == "breach" and dpd.severity == "warn"
     assert decision.blocking_failures == (eod,) and decision.warnings == (dpd,)
 
 
@@ -230,7 +246,7 @@ fairness:
     ids = [c.check_id for c in nothing.checks]
     assert ids == ["fairness:*:equalized_odds_difference",
                    "fairness:race:equalized_odds_difference", "fairness:race:tpr_gap"]
-    assert all(c.verdict == "fail" for c in nothing.checks)
+    assert all(c.verdict == "fail" and c.effect == "block" for c in nothing.checks)
     assert "no fairness report was supplied" in nothing.checks[0].reason
     assert "fairness report for sensitive feature 'race' missing" in nothing.checks[1].reason
     sex_only = decide({}, None, {"sex": fair("sex", equalized_odds_difference=(0.0, 0.0, 0.0))},
@@ -268,8 +284,11 @@ def test_end_to_end_with_default_policy() -> None:
                           "fairness:sex:demographic_parity_difference"}
     assert by_id["value:roc_auc"].verdict == "pass"
     eod = report.by_name()["equalized_odds_difference"].value
-    assert by_id["fairness:sex:equalized_odds_difference"].verdict == (
-        "pass" if eod <= 0.03 else "fail")
+    eod_check = by_id["fairness:sex:equalized_odds_difference"]
+    assert eod_check.basis == "interval"  # the shipped default
+    assert eod_check.verdict == "pass" if eod_check.ci_upper <= 0.03 else eod_check.verdict in (
+        "breach", "inconclusive")
+    assert eod_check.observed == eod
     assert decision.passed == (not decision.blocking_failures)
 
 
@@ -303,4 +322,114 @@ def test_checks_carry_numeric_limits_and_the_same_text(policy_text: str, check_i
     assert check.threshold == text
     if check.observed is not None and check.verdict != "skipped":  # the limits are what was judged
         inside = ((lower is None or check.observed >= lower) and (upper is None or check.observed <= upper))
-        assert inside == (check.verdict == "pass")
+        assert inside == (check.verdict == "pass")  # the point-estimate basis
+
+
+# --- verdicts that know their sample size ------------------------------------------------
+
+def test_the_issues_n228_numbers_read_inconclusive_not_breach() -> None:
+    """The numbers of issue #20 (n = 228, no real gap), worked by hand against the limits."""
+    policy = load_policy("""
+basis: interval
+fairness:
+  min_positives_per_group: 0
+  min_negatives_per_group: 0
+  default:
+    equalized_odds_difference: {upper: 0.03, severity: block}
+    demographic_parity_difference: {upper: 0.10, severity: warn}
+""")
+    report = fair("parity", equalized_odds_difference=(0.053, 0.009, 0.154),
+                  demographic_parity_difference=(0.061, 0.003, 0.193))
+    decision = decide({}, None, {"parity": report}, policy)
+    eod, dpd = decision.checks
+    assert (eod.verdict, eod.effect) == ("inconclusive", "block")  # 0.009 <= 0.03 < 0.154
+    assert (dpd.verdict, dpd.effect) == ("inconclusive", "warn")  # 0.003 <= 0.10 < 0.193
+    assert not decision.passed
+    point = decide({}, None, {"parity": report}, merge_policies(
+        policy, load_policy("basis: point_estimate")))
+    assert [c.verdict for c in point.checks] == ["breach", "pass"]  # the seed's reading
+    assert "BLOCK   fairness:parity:equalized_odds_difference: blocked: breached" in point.summary
+
+
+def test_seeded_n228_without_a_real_gap_is_inconclusive() -> None:
+    """Predictions blind to a group assigned by row parity: no real gap, by construction."""
+    rng = np.random.default_rng(6)
+    n = 228
+    y = rng.integers(0, 2, n)
+    pred = np.where(rng.random(n) < 0.8, y, 1 - y)
+    parity = np.where(np.arange(n) % 2 == 0, "even", "odd")
+    report = fairness_report(y, pred, parity, sensitive_feature="parity", n_bootstrap=1000)
+    decision = decide({}, None, {"parity": report}, default_policy())
+    eod = only(decision.checks, "fairness:parity:equalized_odds_difference")
+    assert eod.observed is not None and eod.observed > 0.03  # the point alone would breach
+    assert eod.verdict == "inconclusive" and eod.n == n
+    table = disaggregate(y, pred, parity)  # counts from the table, independent of the gate
+    assert eod.min_group_positives == min(g.tp + g.fn for g in table.groups)
+    assert eod.min_group_negatives == min(g.fp + g.tn for g in table.groups)
+    assert f"blocked: inconclusive at n = {n} — [parity] equalized_odds_difference" in (
+        decision.summary)
+    seed_rule = decide({}, None, {"parity": report}, load_policy(
+        "fairness: {default: {equalized_odds_difference: {upper: 0.03}}}"))
+    assert only(seed_rule.checks, "fairness:parity:equalized_odds_difference").verdict == "breach"
+
+
+def test_the_issues_log_loss_change_is_inconclusive() -> None:
+    """+2.7% log loss with a paired interval of [-17%, +26%] against a limit of +2%."""
+    policy = load_policy("basis: interval\nmetrics: {log_loss: {change: {relative: -0.02}}}")
+    loss = {"log_loss": est("log_loss", 0.4108, 0.38, 0.44, 228)}
+    champ = {"log_loss": est("log_loss", 0.40, 0.37, 0.43, 228)}
+    delta = {"log_loss": MetricDelta("log_loss", 0.4108, 0.40, 0.0108, -0.068, 0.104, 228)}
+    (check,) = decide(loss, champ, {}, policy, deltas=delta).checks
+    assert check.verdict == "inconclusive"
+    assert (check.observed, check.ci_lower, check.ci_upper) == pytest.approx((0.027, -0.17, 0.26))
+    assert "interval [-0.1700, +0.2600] straddles the limit <= +0.0200" in check.reason
+
+
+@pytest.mark.parametrize(("minimums", "verdict"),
+                         [("", "inconclusive"),
+                          ("{min_positives_per_group: 1, min_negatives_per_group: 1}", "pass")],
+                         ids=["default-minimum-10", "minimum-1"])
+def test_a_group_below_the_minimum_counts_is_inconclusive(minimums: str, verdict: str) -> None:
+    """``fair()``'s table has one positive and one negative per group (worked by hand)."""
+    policy = load_policy("basis: interval\nfairness: {default: {equalized_odds_difference: "
+                         "{upper: 0.03}, demographic_parity_difference: {upper: 0.03}}}")
+    if minimums:
+        policy = merge_policies(policy, load_policy(f"fairness: {minimums}"))
+    report = fair("sex", equalized_odds_difference=(0.01, 0.0, 0.02),
+                  demographic_parity_difference=(0.01, 0.0, 0.02))
+    eod, dpd = decide({}, None, {"sex": report}, policy).checks
+    assert (eod.min_group_positives, eod.min_group_negatives) == (1, 1)
+    assert eod.verdict == verdict
+    assert dpd.verdict == "pass"  # its rates divide by rows, not label counts
+    if verdict == "inconclusive":
+        assert (eod.required_positives, eod.required_negatives) == (10, 10)
+        assert "a group has 1 positives, fewer than the minimum 10" in eod.reason
+
+
+def test_on_inconclusive_warn_lets_the_candidate_through_with_a_warning() -> None:
+    policy = load_policy("""
+basis: interval
+metrics:
+  recall: {value: {lower: 0.8, on_inconclusive: warn}}
+  f1: {value: {lower: 0.5}}
+""")
+    metrics = {"recall": est("recall", 0.82, 0.76, 0.88, 228),
+               "f1": est("f1", 0.7, 0.65, 0.75, 228)}
+    decision = decide(metrics, None, {}, policy)
+    recall = only(decision.checks, "value:recall")
+    assert decision.passed and decision.warnings == (recall,)
+    assert (recall.verdict, recall.severity, recall.effect) == ("inconclusive", "block", "warn")
+    assert "WARN    value:recall: warning: inconclusive at n = 228 — recall = 0.8200, interval " \
+           "[0.7600, 0.8800] straddles the lower bound 0.8000 (n=228)." in decision.summary
+
+
+def test_check_records_carry_the_evidence() -> None:
+    policy = load_policy("basis: interval\nfairness: {default: {tpr_gap: {upper: 0.1}}}")
+    (check,) = decide({}, None, {"sex": fair("sex", tpr_gap=(0.3, 0.2, 0.4))}, policy).checks
+    record = check.to_record()
+    assert {k: record[k] for k in ("verdict", "basis", "on_inconclusive", "effect",
+                                   "min_group_positives", "min_group_negatives",
+                                   "required_positives", "required_negatives")} == {
+        "verdict": "inconclusive", "basis": "interval", "on_inconclusive": "block",
+        "effect": "block", "min_group_positives": 1, "min_group_negatives": 1,
+        "required_positives": 10, "required_negatives": None}

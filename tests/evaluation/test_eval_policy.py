@@ -24,7 +24,7 @@ metrics:
     value: {lower: 0.7, upper: 0.99, severity: warn}
     change: {absolute: -0.01, relative: -0.02}
   log_loss:
-    change: {relative: -0.05, use_confidence_bound: false}
+    change: {relative: -0.05, basis: point_estimate, on_inconclusive: warn}
 fairness:
   default:
     equalized_odds_difference: {upper: 0.03}
@@ -37,11 +37,12 @@ fairness:
 
 def test_full_policy_parses_to_expected_dataclasses() -> None:
     policy = load_policy(FULL)
-    assert policy.use_confidence_bound is True
+    assert policy.basis == "interval"  # the former spelling use_confidence_bound: true
     assert policy.values == (ValueThreshold("roc_auc", 0.7, 0.99, "warn", None),)
     assert policy.changes == (
         ChangeThreshold("roc_auc", -0.01, -0.02, "higher_is_better", "block", None),
-        ChangeThreshold("log_loss", None, -0.05, "lower_is_better", "block", False),
+        ChangeThreshold("log_loss", None, -0.05, "lower_is_better", "block", "point_estimate",
+                        "warn"),
     )
     assert policy.fairness_default == (
         FairnessThreshold("equalized_odds_difference", 0.03, "block", None),
@@ -49,7 +50,7 @@ def test_full_policy_parses_to_expected_dataclasses() -> None:
     )
     assert policy.fairness_for("sex") == (
         FairnessThreshold("demographic_parity_difference", 0.1, "warn", None),
-        FairnessThreshold("equalized_odds_difference", 0.05, "block", False),
+        FairnessThreshold("equalized_odds_difference", 0.05, "block", "point_estimate"),
     )
     assert policy.fairness_for("age") == policy.fairness_default
 
@@ -95,6 +96,17 @@ BAD = [
     ("metrics: {roc_auc: {change: {severity: warn}}}", "expected at least one of 'absolute'"),
     ("metrics: {roc_auc: {value: {lower: 0.7, use_confidence_bound: maybe}}}",
      "use_confidence_bound': expected true or false; got 'maybe'"),
+    ("metrics: {roc_auc: {value: {lower: 0.7, basis: pessimistic}}}",
+     "'metrics.roc_auc.value.basis': expected 'interval' or 'point_estimate'; got 'pessimistic'"),
+    ("basis: interval\nuse_confidence_bound: true",
+     "give 'basis' or its former spelling 'use_confidence_bound', not both"),
+    ("on_inconclusive: pass", "'on_inconclusive': expected 'block' or 'warn'; got 'pass'"),
+    ("fairness: {default: {tpr_gap: {upper: 0.1, on_inconclusive: ignore}}}",
+     "'fairness.default.tpr_gap.on_inconclusive': expected 'block' or 'warn'; got 'ignore'"),
+    ("fairness: {min_positives_per_group: 2.5}",
+     "'fairness.min_positives_per_group': expected a whole number >= 0; got 2.5"),
+    ("fairness: {min_negatives_per_group: -1}",
+     "'fairness.min_negatives_per_group': expected a whole number >= 0; got -1"),
     ("metrics: {equalized_odds_difference: {value: {upper: 0.1}}}",
      "is a metric for the 'fairness' section"),
     ("fairness: {default: {roc_auc: {upper: 0.1}}}", "is a metric for the 'metrics' section"),
@@ -138,7 +150,7 @@ fairness:
     race: {equalized_odds_difference: {upper: 0.04}}
 """)
     merged = merge_policies(base, override)
-    assert merged.use_confidence_bound is False
+    assert merged.basis == "point_estimate"
     assert merged.values == (ValueThreshold("roc_auc", 0.8, None, "block", None),
                              ValueThreshold("f1", 0.4, None, "block", None))
     assert merged.changes == base.changes
@@ -153,4 +165,22 @@ fairness:
 
 def test_merge_keeps_base_confidence_setting_when_override_is_silent() -> None:
     base = load_policy("use_confidence_bound: true")
-    assert merge_policies(base, Policy()).use_confidence_bound is True
+    assert merge_policies(base, Policy()).basis == "interval"
+
+
+def test_verdict_settings_parse_merge_and_default() -> None:
+    base = load_policy("""
+basis: interval
+on_inconclusive: warn
+fairness: {min_positives_per_group: 25, min_negatives_per_group: 0}
+""")
+    assert (base.basis, base.on_inconclusive, base.min_positives_per_group,
+            base.min_negatives_per_group) == ("interval", "warn", 25, 0)
+    merged = merge_policies(base, load_policy("on_inconclusive: block\n"
+                                              "fairness: {min_negatives_per_group: 5}"))
+    assert (merged.basis, merged.on_inconclusive, merged.min_positives_per_group,
+            merged.min_negatives_per_group) == ("interval", "block", 25, 5)
+    assert Policy().basis is None and Policy().on_inconclusive is None  # gate: point, block
+    shipped = default_policy()
+    assert (shipped.basis, shipped.on_inconclusive, shipped.min_positives_per_group,
+            shipped.min_negatives_per_group) == ("interval", "block", 10, 10)

@@ -66,8 +66,16 @@ fairness:
     check_policy_for_task(policy, "multiclass_classification")
     decision = decide(metrics.by_name(), None, {"group": fairness}, policy)
     verdicts = {c.metric: c.verdict for c in decision.checks}
-    assert verdicts == {"roc_auc_ovr_macro": "pass", "recall[hi]": "fail", "tpr_gap[mid]": "pass"}
+    assert verdicts == {"roc_auc_ovr_macro": "pass", "recall[hi]": "breach", "tpr_gap[mid]": "pass"}
     assert not decision.passed
+    # one-vs-rest counts of class "mid" (index 1) per group, counted here with numpy
+    (gap,) = decide({}, None, {"group": fairness}, load_policy(
+        "basis: interval\nfairness: {min_positives_per_group: 1000, default: "
+        "{'tpr_gap[mid]': {upper: 1.0}}}")).checks
+    positives = min(int(((y == 1) & (group == g)).sum()) for g in ("a", "b"))
+    negatives = min(int(((y != 1) & (group == g)).sum()) for g in ("a", "b"))
+    assert (gap.min_group_positives, gap.min_group_negatives) == (positives, negatives)
+    assert gap.verdict == "inconclusive" and gap.required_positives == 1000
 
 
 def test_gate_judges_regression_metrics_and_gaps() -> None:
@@ -83,4 +91,4 @@ metrics: {r2: {value: {lower: 0.0}}}
 fairness: {default: {mae_gap: {upper: 0.1}}}
 """))
     verdicts = {c.metric: c.verdict for c in decision.checks}
-    assert verdicts == {"r2": "pass", "mae_gap": "fail"}  # group b's errors are 5x larger
+    assert verdicts == {"r2": "pass", "mae_gap": "breach"}  # group b's errors are 5x larger

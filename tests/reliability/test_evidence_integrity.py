@@ -213,7 +213,7 @@ def test_decide_applies_the_policy_prepare_checked(
     # the edit matters: a run prepared with the edited file is blocked on it
     again = run_evaluation_locally(demo_builds["1"].archive_path, data, lenient).payload
     assert again["status"] == "blocked"
-    assert "value:roc_auc" in [c["check_id"] for c in again["gate"]["checks"] if c["verdict"] == "fail"]
+    assert "value:roc_auc" in [c["check_id"] for c in again["gate"]["checks"] if c["verdict"] == "breach"]
 
 
 # --- 2. run identity: the same ONNX under two versions gives two runs -------------------------

@@ -14,8 +14,14 @@ Which way is looser, per threshold key:
 * ``upper``: a larger number (and no bound at all) is looser;
 * ``severity`` and any other ``block``/``warn`` key (``on_inconclusive``): ``warn`` is
   looser than ``block``;
-* ``use_confidence_bound`` (the basis), after falling back to the policy-wide value:
-  judging the point estimate is looser than judging the pessimistic interval end;
+* how a check is judged, ``basis`` and ``on_inconclusive`` after falling back to the
+  policy-wide values (as the gate does), compared as one key ``judging``: the interval basis
+  with inconclusive blocking is strictest (it blocks every point-estimate breach and more),
+  the point estimate next, the interval basis with inconclusive warning loosest (it blocks
+  only what the whole interval shows breached, which the point estimate blocks too);
+* ``min_positives_per_group``, ``min_negatives_per_group`` (policy-wide, unset read as the
+  gate's default): a larger minimum makes more gaps inconclusive, which is stricter where
+  inconclusive checks block and looser where they warn, so a change is unordered;
 * a check the run's policy lacks is looser, one it adds is stricter;
 * any other key that changes is unordered.
 
@@ -49,7 +55,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .policy import FairnessThreshold, Policy
+from .policy import DEFAULT_MIN_GROUP_COUNT, FairnessThreshold, Policy
 
 __all__ = ["Effect", "PolicyChange", "PolicyDiff", "diff_policies"]
 
@@ -154,15 +160,24 @@ def diff_policies(policy: Policy, reference: Policy) -> PolicyDiff:
     for name in names:  # policy-wide keys added later; they may unblock any check
         if name not in _CHECK_FIELDS:
             before, after = getattr(reference, name, None), getattr(policy, name, None)
+            if name in _GROUP_MINIMUMS:  # unset is the gate's default
+                before, after = (DEFAULT_MIN_GROUP_COUNT if v is None else v for v in (before, after))
             if before != after:
                 changes.append(PolicyChange("policy", name, before, after,
                                             _effect(name, before, after), True))
     return PolicyDiff(tuple(changes))
 
 
-# Policy fields compared check by check (``use_confidence_bound`` through each check's basis).
+# Policy fields compared check by check (``basis`` and ``on_inconclusive`` through each
+# check's judging).
 _CHECK_FIELDS = frozenset({"values", "changes", "fairness_default", "fairness_features",
-                           "use_confidence_bound"})
+                           "basis", "on_inconclusive"})
+_JUDGING_FIELDS = frozenset({"basis", "on_inconclusive"})
+_GROUP_MINIMUMS = frozenset({"min_positives_per_group", "min_negatives_per_group"})
+# Strictness of the (basis, on_inconclusive) pairs, as the gate applies them: under the
+# point-estimate basis nothing is inconclusive, so on_inconclusive does not matter there.
+_JUDGING_RANK = {"interval, inconclusive warns": 0, "point estimate": 1,
+                 "interval, inconclusive blocks": 2}
 
 
 def _checks(policy: Policy, other: Policy) -> Iterator[tuple[str, Threshold]]:
@@ -193,16 +208,27 @@ def _compare(place: str, old: Threshold | None, new: Threshold | None, old_polic
     blocking = old.severity == "block"
     changes = []
     for field in dataclasses.fields(old):
-        if field.name == "metric":
+        if field.name == "metric" or field.name in _JUDGING_FIELDS:
             continue
         before, after = getattr(old, field.name), getattr(new, field.name, None)
-        if field.name == "use_confidence_bound":  # the basis the gate really uses
-            before = bool(old_policy.use_confidence_bound) if before is None else before
-            after = bool(new_policy.use_confidence_bound) if after is None else after
         if before != after:
             changes.append(PolicyChange(place, field.name, before, after,
                                         _effect(field.name, before, after), blocking))
+    before, after = _judging(old, old_policy), _judging(new, new_policy)
+    if before != after:
+        changes.append(PolicyChange(place, "judging", before, after,
+                                    _effect("judging", before, after), blocking))
     return changes
+
+
+def _judging(threshold: Threshold, policy: Policy) -> str:
+    """How the gate judges ``threshold`` (its keys, else the policy's, else the defaults)."""
+    basis = getattr(threshold, "basis", None) or policy.basis or "point_estimate"
+    if basis == "point_estimate":
+        return "point estimate"
+    on_inconclusive = (getattr(threshold, "on_inconclusive", None) or policy.on_inconclusive
+                       or "block")
+    return f"interval, inconclusive {on_inconclusive}s"
 
 
 def _effect(key: str, before: Any, after: Any) -> Effect:
@@ -234,7 +260,7 @@ _ORDERS: dict[str, Callable[[Any, Any], Effect]] = {
     # a smaller upper bound is stricter: negate both sides; a missing one is +inf
     "upper": lambda before, after: _higher_is_stricter(_NO_LOWER)(
         None if before is None else -before, None if after is None else -after),
-    "use_confidence_bound": _by_rank({False: 0, True: 1}),
+    "judging": _by_rank(_JUDGING_RANK),
 }
 
 

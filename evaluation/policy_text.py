@@ -50,9 +50,9 @@ def policy_text(policy: Policy) -> str:
         YAML text; sections without checks are left out.
     """
     document: dict[str, Any] = {"version": 1}
-    for field in dataclasses.fields(policy):  # use_confidence_bound and any policy-wide key
+    for field in dataclasses.fields(policy):  # basis, on_inconclusive, any policy-wide key
         value = getattr(policy, field.name)
-        if field.name not in _SECTIONS and value is not None:
+        if field.name not in _SECTIONS and field.name not in _FAIRNESS_WIDE and value is not None:
             document[field.name] = value
     metrics: dict[str, dict[str, Any]] = {}
     for kind, thresholds in (("value", policy.values), ("change", policy.changes)):
@@ -60,7 +60,8 @@ def policy_text(policy: Policy) -> str:
             metrics.setdefault(t.metric, {})[kind] = _body(t)
     if metrics:
         document["metrics"] = metrics
-    fairness: dict[str, Any] = {}
+    fairness: dict[str, Any] = {name: getattr(policy, name) for name in _FAIRNESS_WIDE
+                                if getattr(policy, name) is not None}
     if policy.fairness_default:
         fairness["default"] = {t.metric: _body(t) for t in policy.fairness_default}
     features = {f: {t.metric: _body(t) for t in block} for f, block in policy.fairness_features
@@ -76,6 +77,8 @@ def policy_text(policy: Policy) -> str:
 
 
 _SECTIONS = frozenset({"values", "changes", "fairness_default", "fairness_features"})
+# policy-wide keys written under ``fairness:``, where the format puts them
+_FAIRNESS_WIDE = ("min_positives_per_group", "min_negatives_per_group")
 
 
 def _body(threshold: Any) -> dict[str, Any]:

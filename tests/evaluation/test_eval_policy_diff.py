@@ -98,16 +98,42 @@ def test_a_removed_blocking_check_is_looser_and_an_added_one_stricter() -> None:
 
 
 def test_the_basis_is_compared_after_the_policy_wide_fallback() -> None:
-    """``use_confidence_bound: true`` at the top judges every check by its pessimistic end;
-    dropping it to false moves each blocking check onto its point estimate (looser)."""
-    bound = load_policy("use_confidence_bound: true\nmetrics: {roc_auc: {value: {lower: 0.7}}}\n"
-                        "fairness: {default: {tpr_gap: {upper: 0.1, use_confidence_bound: true}}}")
-    point = load_policy("use_confidence_bound: false\nmetrics: {roc_auc: {value: {lower: 0.7}}}\n"
-                        "fairness: {default: {tpr_gap: {upper: 0.1, use_confidence_bound: true}}}")
+    """``basis: interval`` at the top judges every check by its interval; dropping it to the
+    point estimate loosens each check that does not name its own basis."""
+    interval = load_policy("basis: interval\nmetrics: {roc_auc: {value: {lower: 0.7}}}\n"
+                           "fairness: {default: {tpr_gap: {upper: 0.1, basis: interval}}}")
+    point = load_policy("basis: point_estimate\nmetrics: {roc_auc: {value: {lower: 0.7}}}\n"
+                        "fairness: {default: {tpr_gap: {upper: 0.1, basis: interval}}}")
     assert [(c.place, c.key, c.reference, c.effective, c.effect)
-            for c in diff_policies(point, bound).changes] == [
-        ("metrics.roc_auc.value", "use_confidence_bound", True, False, "looser")]
-    assert diff_policies(bound, point).looser is False
+            for c in diff_policies(point, interval).changes] == [
+        ("metrics.roc_auc.value", "judging", "interval, inconclusive blocks", "point estimate",
+         "looser")]
+    assert diff_policies(interval, point).looser is False
+
+
+def test_inconclusive_warning_is_looser_than_the_point_estimate_and_blocking() -> None:
+    """Interval with inconclusive warning blocks only whole-interval breaches (the point
+    estimate blocks those too); with inconclusive blocking it blocks every point breach and
+    more. Worked by hand from the gate's rules, not from this module."""
+    block = load_policy("basis: interval\nfairness: {default: {tpr_gap: {upper: 0.1}}}")
+    warn = load_policy("basis: interval\non_inconclusive: warn\n"
+                       "fairness: {default: {tpr_gap: {upper: 0.1}}}")
+    point = load_policy("fairness: {default: {tpr_gap: {upper: 0.1}}}")
+    (change,) = diff_policies(warn, block).changes
+    assert (change.key, change.effect, change.loosens_blocking) == ("judging", "looser", True)
+    assert [c.effect for c in diff_policies(warn, point).changes] == ["looser"]
+    assert [c.effect for c in diff_policies(block, point).changes] == ["stricter"]
+    assert diff_policies(point, warn).looser is False
+
+
+def test_a_changed_group_minimum_is_unordered_and_unset_reads_as_the_default() -> None:
+    unset = load_policy("fairness: {default: {tpr_gap: {upper: 0.1}}}")
+    ten = load_policy("fairness: {min_positives_per_group: 10, default: {tpr_gap: {upper: 0.1}}}")
+    five = load_policy("fairness: {min_positives_per_group: 5, default: {tpr_gap: {upper: 0.1}}}")
+    assert diff_policies(ten, unset).changes == ()
+    (change,) = diff_policies(five, unset).changes
+    assert (change.place, change.key, change.reference, change.effective, change.effect) == (
+        "policy", "min_positives_per_group", 10, 5, "unordered")
 
 
 def test_a_feature_the_model_names_keeps_its_own_limit_when_the_default_is_raised() -> None:
@@ -127,8 +153,9 @@ class _FutureThreshold:
     metric: str
     upper: float
     severity: str = "block"
-    use_confidence_bound: bool | None = None
-    on_inconclusive: str = "block"
+    basis: str | None = None
+    on_inconclusive: str | None = None
+    retries: str = "block"
     window: int = 1
 
 
@@ -136,9 +163,9 @@ def test_keys_added_to_the_format_later_are_compared() -> None:
     def policy(**keys: object) -> Policy:
         return Policy(fairness_default=(_FutureThreshold("tpr_gap", 0.1, **keys),))  # type: ignore[arg-type]
 
-    assert [(c.key, c.effect) for c in diff_policies(policy(on_inconclusive="warn"), policy()).changes] == [
-        ("on_inconclusive", "looser")]
-    assert diff_policies(policy(), policy(on_inconclusive="warn")).looser is False
+    assert [(c.key, c.effect) for c in diff_policies(policy(retries="warn"), policy()).changes] == [
+        ("retries", "looser")]
+    assert diff_policies(policy(), policy(retries="warn")).looser is False
     (window,) = diff_policies(policy(window=2), policy()).changes
     assert (window.key, window.effect, window.loosens_blocking) == ("window", "unordered", True)
 
@@ -150,10 +177,10 @@ POLICIES = {
     "gss": merge_policies(default_policy(),
                           load_policy(shipped_dir("policies") / "gss-high-income.yaml")),
     "per-class-and-bound": load_policy(
-        "use_confidence_bound: true\n"
+        "basis: interval\n"
         "metrics: {'recall[cat]': {value: {lower: 0.5}}, mean_error: "
         "{change: {absolute: -0.1, direction: lower_is_better, severity: warn}}}\n"
-        "fairness: {features: {'age band': {'tpr_gap[cat]': {upper: 0.2, use_confidence_bound: false}}}}"),
+        "fairness: {features: {'age band': {'tpr_gap[cat]': {upper: 0.2, basis: point_estimate}}}}"),
 }
 
 
@@ -185,13 +212,13 @@ def test_the_canonical_text_of_a_merged_policy_is_written_out_in_full() -> None:
 class _FuturePolicy(Policy):
     """A policy with a policy-wide key this module does not list."""
 
-    on_inconclusive: str = "block"
+    escalation: str = "block"
 
 
 def test_policy_wide_keys_added_later_are_compared_and_written() -> None:
-    block, warn = _FuturePolicy(), _FuturePolicy(on_inconclusive="warn")
+    block, warn = _FuturePolicy(), _FuturePolicy(escalation="warn")
     (change,) = diff_policies(warn, block).changes
     assert (change.place, change.key, change.effect, change.loosens_blocking) == (
-        "policy", "on_inconclusive", "looser", True)
+        "policy", "escalation", "looser", True)
     assert diff_policies(block, warn).looser is False
-    assert policy_text(warn) == "version: 1\non_inconclusive: warn\n"
+    assert policy_text(warn) == "version: 1\nescalation: block\n".replace("block", "warn")

@@ -36,7 +36,9 @@ probabilities ``count / n``.  All ``n_bootstrap`` tables are drawn at once with
 ``np.random.default_rng(seed).multinomial`` (cells in table order: groups as listed,
 then ``tn, fp, fn, tp``), independent of ``n``.  Small groups are fixed from the full
 data; undefined rates are handled per resample as above; intervals are percentile
-intervals over the resamples where the gap is defined.
+intervals over the resamples where the gap is defined, widened to hold the gap on all
+rows when every central resample lies on one side of it (a largest-minus-smallest gap
+is biased upwards near a tie).
 
 References
 ----------
@@ -388,7 +390,7 @@ def _estimate(
     if np.isnan(value):
         return FairnessEstimate(name, float("nan"), float("nan"), float("nan"), n, None, None,
                                 tuple(excluded.items()), "; ".join(reasons) or "undefined")
-    lower, upper = percentile_interval(boot[name], confidence_level)
+    lower, upper = percentile_interval(boot[name], confidence_level, point=value)
     high, low = _extremes(name, parts, point, rates, labels, included)
     return FairnessEstimate(name, value, lower, upper, n, high, low, tuple(excluded.items()))
 

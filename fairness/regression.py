@@ -11,7 +11,8 @@ Intervals: percentile bootstrap over the row resamples of
 :func:`modelgate.intervals.bootstrap_counts`; a group's sums per resample are
 one matrix product of the counts with per-row statistics, so all groups and resamples
 of a chunk cost one product. A group absent from a resample is left out of that
-resample's gaps.
+resample's gaps. An interval is widened to hold its gap on all rows when needed (see
+:func:`modelgate.intervals.percentile_interval`).
 """
 
 from __future__ import annotations
@@ -184,7 +185,7 @@ def regression_fairness_report(
             estimates.append(RegressionGap(name, float("nan"), float("nan"), float("nan"), len(y),
                                            None, None, excluded, "fewer than two groups"))
             continue
-        lower, upper = percentile_interval(boot[:, j], confidence_level)
+        lower, upper = percentile_interval(boot[:, j], confidence_level, point=gaps[j])
         estimates.append(RegressionGap(
             name, float(gaps[j]), lower, upper, len(y), labels[int(np.nanargmax(values))],
             labels[int(np.nanargmin(values))], excluded))

@@ -151,3 +151,11 @@ def test_percentile_interval_by_hand_and_when_nothing_is_finite() -> None:
         (0.4, 3.6))
     lower, upper = percentile_interval(np.array([np.nan, np.inf]), 0.95)
     assert np.isnan(lower) and np.isnan(upper)
+
+
+def test_percentile_interval_widens_to_hold_the_point_estimate() -> None:
+    resampled = np.array([0.3, 0.4, 0.5, 0.6])
+    assert percentile_interval(resampled, 0.5, point=0.1) == pytest.approx((0.1, 0.525))
+    assert percentile_interval(resampled, 0.5, point=0.9) == pytest.approx((0.375, 0.9))
+    assert percentile_interval(resampled, 0.5, point=0.45) == pytest.approx((0.375, 0.525))
+    assert percentile_interval(resampled, 0.5, point=float("nan")) == pytest.approx((0.375, 0.525))

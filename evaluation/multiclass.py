@@ -42,7 +42,7 @@ from modelgate.evaluation.metrics import (
     percentile_interval,
 )
 
-from modelgate.intervals import bootstrap_counts, check_confidence_level
+from modelgate.intervals import bootstrap_counts, check_confidence_level, interval_holding
 
 __all__ = ["MulticlassReport", "class_indices", "compare_multiclass", "evaluate_multiclass",
            "multiclass_metric_names"]
@@ -274,7 +274,8 @@ def evaluate_multiclass(
     reasons = _reasons(point, names)
     metrics = []
     for j, name in enumerate(names):
-        lower, upper = percentile_interval(boot[:, j], confidence_level, point=point[j])
+        lower, upper = interval_holding(point[j], *percentile_interval(boot[:, j],
+                                                                       confidence_level))
         if reasons[name] is not None:
             lower = upper = float("nan")
         metrics.append(MetricEstimate(name, float(point[j]), lower, upper, len(y), reasons[name]))

@@ -57,7 +57,12 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from modelgate.intervals import check_confidence_level, check_int, percentile_interval
+from modelgate.intervals import (
+    check_confidence_level,
+    check_int,
+    interval_holding,
+    percentile_interval,
+)
 from modelgate.records import finite_or_none
 
 from .disaggregate import DisaggregatedTable, disaggregate
@@ -390,7 +395,7 @@ def _estimate(
     if np.isnan(value):
         return FairnessEstimate(name, float("nan"), float("nan"), float("nan"), n, None, None,
                                 tuple(excluded.items()), "; ".join(reasons) or "undefined")
-    lower, upper = percentile_interval(boot[name], confidence_level, point=value)
+    lower, upper = interval_holding(value, *percentile_interval(boot[name], confidence_level))
     high, low = _extremes(name, parts, point, rates, labels, included)
     return FairnessEstimate(name, value, lower, upper, n, high, low, tuple(excluded.items()))
 

@@ -11,7 +11,12 @@ import pytest
 from scipy import stats
 
 from modelgate import intervals
-from modelgate.intervals import bootstrap_counts, bootstrap_indices, percentile_interval
+from modelgate.intervals import (
+    bootstrap_counts,
+    bootstrap_indices,
+    interval_holding,
+    percentile_interval,
+)
 
 
 def _indices(n: int, n_bootstrap: int, seed: int, chunk_size: int | None = None) -> np.ndarray:
@@ -153,9 +158,9 @@ def test_percentile_interval_by_hand_and_when_nothing_is_finite() -> None:
     assert np.isnan(lower) and np.isnan(upper)
 
 
-def test_percentile_interval_widens_to_hold_the_point_estimate() -> None:
-    resampled = np.array([0.3, 0.4, 0.5, 0.6])
-    assert percentile_interval(resampled, 0.5, point=0.1) == pytest.approx((0.1, 0.525))
-    assert percentile_interval(resampled, 0.5, point=0.9) == pytest.approx((0.375, 0.9))
-    assert percentile_interval(resampled, 0.5, point=0.45) == pytest.approx((0.375, 0.525))
-    assert percentile_interval(resampled, 0.5, point=float("nan")) == pytest.approx((0.375, 0.525))
+def test_an_interval_is_widened_only_as_far_as_its_point_estimate() -> None:
+    assert interval_holding(0.1, 0.375, 0.525) == (0.1, 0.525)
+    assert interval_holding(0.9, 0.375, 0.525) == (0.375, 0.9)
+    assert interval_holding(0.45, 0.375, 0.525) == (0.375, 0.525)
+    lower, upper = interval_holding(0.45, float("nan"), float("nan"))
+    assert np.isnan(lower) and np.isnan(upper)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from modelgate.evaluation.metrics import bootstrap_indices
 from modelgate.evaluation.regression import REGRESSION_METRIC_NAMES, evaluate_regression
+from row_bootstrap import interval_agrees, row_resamples
 from sklearn import metrics as skm
 
 
@@ -29,14 +29,49 @@ def test_point_estimates_equal_sklearn(offset: float) -> None:
         assert got[name].value == pytest.approx(value, rel=1e-9, abs=1e-9), name
 
 
-def test_bootstrap_intervals_equal_sklearn_on_each_resample() -> None:
+def _vectorised(y: np.ndarray, pred: np.ndarray) -> dict[str, np.ndarray]:
+    """Every metric of each row of ``(resamples, n)`` arrays, written here."""
+    e = pred - y
+    total = ((y - y.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r2 = np.where(total > 0, 1.0 - (e * e).sum(axis=1) / total, np.nan)
+    return {"rmse": np.sqrt((e * e).mean(axis=1)), "mae": np.abs(e).mean(axis=1), "r2": r2,
+            "mean_error": e.mean(axis=1)}
+
+
+def _in_range(name: str, lower: float, value: float, upper: float) -> bool:
+    low, high = {"rmse": (0.0, np.inf), "mae": (0.0, np.inf), "r2": (-np.inf, 1.0),
+                 "mean_error": (-np.inf, np.inf)}[name]
+    return low <= lower <= value <= upper <= high
+
+
+@pytest.mark.parametrize("level", [0.8, 0.95])
+def test_intervals_agree_with_a_row_bootstrap_written_here(level: float) -> None:
     y, pred = _data(2, n=200)
-    report = evaluate_regression(y, pred, n_bootstrap=50, seed=3)
-    (idx,) = list(bootstrap_indices(len(y), n_bootstrap=50, seed=3))
-    per_resample = [_sklearn(y[i], pred[i]) for i in idx]
+    report = evaluate_regression(y, pred, n_bootstrap=2000, seed=3, confidence_level=level)
+    resamples = row_resamples(len(y), 4000, seed=515)
+    oracle = _vectorised(y[resamples], pred[resamples])
+    for i in resamples[:3]:  # the oracle itself, against scikit-learn
+        assert _sklearn(y[i], pred[i]) == pytest.approx(
+            {k: float(v[0]) for k, v in _vectorised(y[i][None], pred[i][None]).items()},
+            rel=1e-9)
     for m in report.metrics:
-        lower, upper = np.quantile([r[m.name] for r in per_resample], [0.025, 0.975])
-        assert (m.ci_lower, m.ci_upper) == pytest.approx((lower, upper), abs=1e-9), m.name
+        assert m.ci_upper - m.ci_lower > 0.01, m.name
+        assert interval_agrees(m.ci_lower, m.ci_upper, oracle[m.name], level, n_core=2000), (
+            m.name, m.ci_lower, m.ci_upper)
+        assert _in_range(m.name, m.ci_lower, m.value, m.ci_upper), m
+
+
+def test_the_last_row_takes_part_in_the_resamples() -> None:
+    """Only the last label differs from the others: r2 is defined in a resample that draws
+    it (about 63 % of them) and undefined otherwise."""
+    y = np.r_[np.zeros(40), 5.0]
+    pred = np.r_[np.random.default_rng(4).normal(size=40), 4.0]
+    r2 = evaluate_regression(y, pred, n_bootstrap=400, seed=0).by_name()["r2"]
+    resamples = row_resamples(41, 4000, seed=6)
+    oracle = _vectorised(y[resamples], pred[resamples])
+    assert 0.55 < np.isfinite(oracle["r2"]).mean() < 0.72
+    assert interval_agrees(r2.ci_lower, r2.ci_upper, oracle["r2"], 0.95, n_core=400)
 
 
 def test_mean_error_is_the_bias_by_hand() -> None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from modelgate.evaluation.multiclass import evaluate_multiclass, multiclass_metric_names
+from modelgate.evaluation.multiclass import (
+    compare_multiclass,
+    evaluate_multiclass,
+    multiclass_metric_names,
+)
 from row_bootstrap import interval_agrees, row_resamples
 from scipy import stats
 from sklearn import metrics as skm
@@ -113,6 +117,21 @@ def test_the_last_row_takes_part_in_the_resamples() -> None:
     assert 0.5 < np.isfinite(aucs).mean() < 0.75
     auc = report["roc_auc_ovr_macro"]
     assert interval_agrees(auc.ci_lower, auc.ci_upper, aucs, 0.95, n_core=400)
+
+
+def test_paired_delta_intervals_agree_with_a_row_bootstrap_written_here() -> None:
+    y, new = _data(6, n=150)
+    old = np.roll(new, 1, axis=1) * 0.3 + new * 0.7  # a worse model on the same rows
+    report = compare_multiclass(y, new, old, n_bootstrap=2000, seed=4,
+                                confidence_level=0.8).by_name()
+    resamples = row_resamples(len(y), 400, seed=4242)
+    pairs = [(_by_hand(y[i], new[i]), _by_hand(y[i], old[i])) for i in resamples]
+    point_new, point_old = _sklearn(y, new), _sklearn(y, old)
+    for name in ("accuracy", "macro_f1", "roc_auc_ovr_macro", "log_loss", "recall[1]"):
+        d = report[name]
+        assert d.delta == pytest.approx(point_new[name] - point_old[name], abs=1e-9)
+        oracle = np.array([a[name] - b[name] for a, b in pairs])
+        assert interval_agrees(d.ci_lower, d.ci_upper, oracle, 0.8, n_core=2000), name
 
 
 def test_a_class_never_predicted_has_undefined_precision_not_zero() -> None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from modelgate.evaluation.regression import REGRESSION_METRIC_NAMES, evaluate_regression
+from modelgate.evaluation.regression import (
+    REGRESSION_METRIC_NAMES,
+    compare_regression,
+    evaluate_regression,
+)
 from row_bootstrap import interval_agrees, row_resamples
 from sklearn import metrics as skm
 
@@ -72,6 +76,19 @@ def test_the_last_row_takes_part_in_the_resamples() -> None:
     oracle = _vectorised(y[resamples], pred[resamples])
     assert 0.55 < np.isfinite(oracle["r2"]).mean() < 0.72
     assert interval_agrees(r2.ci_lower, r2.ci_upper, oracle["r2"], 0.95, n_core=400)
+
+
+def test_paired_delta_intervals_agree_with_a_row_bootstrap_written_here() -> None:
+    """Both models on the same resamples of the test's own: the interval of the difference."""
+    y, new = _data(3, n=200)
+    old = y + np.random.default_rng(9).normal(loc=0.1, scale=1.2, size=len(y))
+    report = compare_regression(y, new, old, n_bootstrap=2000, seed=5).by_name()
+    resamples = row_resamples(len(y), 4000, seed=616)
+    a, b = _vectorised(y[resamples], new[resamples]), _vectorised(y[resamples], old[resamples])
+    for name in REGRESSION_METRIC_NAMES:
+        d = report[name]
+        assert d.delta == pytest.approx(_sklearn(y, new)[name] - _sklearn(y, old)[name], abs=1e-9)
+        assert interval_agrees(d.ci_lower, d.ci_upper, a[name] - b[name], 0.95, n_core=2000), name
 
 
 def test_mean_error_is_the_bias_by_hand() -> None:

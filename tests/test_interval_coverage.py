@@ -2,9 +2,12 @@
 
 Each test draws many data sets from a population whose metric is known, from a closed
 form or (for the multiclass metrics) scikit-learn on a 400,000-row sample, and counts how
-often the interval holds it: 93-97 % for 95 % nominal at moderate n. Every interval of
-every repetition must also lie in its metric's range and hold its point estimate. The
-simulations that take more than a second or two are marked ``e2e``.
+often the interval holds it. A coverage passes when it is consistent with a true coverage
+in 93-97 % (95 % nominal, moderate n): within 2.5 Monte Carlo standard errors,
+``2.5 sqrt(0.95 * 0.05 / repetitions)``, of that band (1.9 points at 800 repetitions), so
+that a seed does not decide the verdict. Every interval of every repetition must also lie
+in its metric's range and hold its point estimate. The simulations that take more than a
+second or two are marked ``e2e``.
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ def _check_interval(name: str, lower: float, value: float, upper: float,
     assert limits[0] <= lower <= value <= upper <= limits[1], (name, lower, value, upper)
 
 
-def _assert_covers(hits: dict[str, list[bool]], low: float = 0.93, high: float = 0.97) -> None:
+def _assert_covers(hits: dict[str, list[bool]]) -> None:
     rates = {name: round(float(np.mean(h)), 4) for name, h in hits.items()}
     print(rates)  # the figures, shown with -s or on failure
-    assert all(low <= r <= high for r in rates.values()), rates
+    for name, h in hits.items():
+        noise = 2.5 * np.sqrt(0.95 * 0.05 / len(h))
+        assert 0.93 - noise <= rates[name] <= 0.97 + noise, (name, rates)
 
 
 # ---- multiclass --------------------------------------------------------------------------
@@ -65,17 +70,34 @@ MULTICLASS = [(1.5, 1.0, 500), (1.5, 0.05, 500), (2.8, 1.0, 800)]
 def test_multiclass_intervals_cover_in_93_to_97_percent(signal: float, temperature: float,
                                                         n: int) -> None:
     """Accuracy about 0.77 (moderate; narrow: every probability within a few hundredths of
-    1/3) and 0.96 (near-separable); 400 repetitions of n rows, 400 resamples each."""
+    1/3) and 0.96 (near-separable); 600 repetitions of n rows, 300 resamples each."""
     rng = np.random.default_rng(31)
     truth = _multiclass_truth(*_multiclass(rng, 400_000, signal, temperature))
     hits: dict[str, list[bool]] = {}
-    for rep in range(400):
+    for rep in range(600):
         y, proba = _multiclass(rng, n, signal, temperature)
-        for m in evaluate_multiclass(y, proba, n_bootstrap=400, seed=rep).metrics:
+        for m in evaluate_multiclass(y, proba, n_bootstrap=300, seed=rep).metrics:
             limits = (0.0, np.inf) if m.name == "log_loss" else _UNIT
             _check_interval(m.name, m.ci_lower, m.value, m.ci_upper, limits)
             family = m.name.split("[")[0]  # one rate per class family: recall, precision
             hits.setdefault(family, []).append(m.ci_lower <= truth[m.name] <= m.ci_upper)
+    _assert_covers(hits)
+
+
+@pytest.mark.e2e
+@pytest.mark.xfail(strict=True, reason="with about 2 errors per class expected (accuracy 0.99 at "
+                   "n = 500) the percentile bootstrap under-covers: recall and precision "
+                   "0.85-0.89, ROC AUC 0.86, accuracy 0.92 in 400 runs; a small-count interval "
+                   "(Wilson or Jeffreys for the rates) would be needed")
+def test_multiclass_intervals_cover_with_a_handful_of_errors() -> None:
+    rng = np.random.default_rng(35)
+    truth = _multiclass_truth(*_multiclass(rng, 400_000, 3.5, 1.0))
+    hits: dict[str, list[bool]] = {}
+    for rep in range(400):
+        for m in evaluate_multiclass(*_multiclass(rng, 500, 3.5, 1.0), n_bootstrap=300,
+                                     seed=rep).metrics:
+            hits.setdefault(m.name.split("[")[0], []).append(
+                m.ci_lower <= truth[m.name] <= m.ci_upper)
     _assert_covers(hits)
 
 
@@ -126,8 +148,27 @@ def _regression_coverage(errors: str, repetitions: int) -> None:
 @pytest.mark.e2e
 @pytest.mark.parametrize("errors", ["normal", "heteroscedastic"])
 def test_regression_intervals_cover_in_93_to_97_percent(errors: str) -> None:
-    """n = 300, 400 repetitions of 300 resamples."""
-    _regression_coverage(errors, 400)
+    """n = 300, 800 repetitions of 300 resamples."""
+    _regression_coverage(errors, 800)
+
+
+@pytest.mark.e2e
+@pytest.mark.xfail(strict=True, reason="Student t errors with 5 degrees of freedom at n = 300: the "
+                   "squared errors are so heavy-tailed that the RMSE interval covers in about "
+                   "88 % of runs (93 % for MAE and r2); a studentized or BCa interval would be "
+                   "needed")
+def test_regression_intervals_cover_with_heavy_tailed_errors() -> None:
+    rng = np.random.default_rng(36)
+    mse = 5.0 / 3.0 + 0.16
+    truth = {"rmse": np.sqrt(mse), "mae": stats.t(5).expect(lambda x: abs(x + 0.4)),
+             "r2": 1.0 - mse / 9.0, "mean_error": 0.4}
+    hits: dict[str, list[bool]] = {k: [] for k in truth}
+    for rep in range(800):
+        y = rng.normal(scale=3.0, size=300)
+        pred = y + 0.4 + rng.standard_t(5, size=300)
+        for m in evaluate_regression(y, pred, n_bootstrap=300, seed=rep).metrics:
+            hits[m.name].append(m.ci_lower <= truth[m.name] <= m.ci_upper)
+    _assert_covers(hits)
 
 
 # ---- fairness: binary gaps (the multiclass one-vs-rest gaps are these per class) ---------
@@ -173,7 +214,7 @@ def _binary_fairness_misses(tpr: list[float], fpr: list[float], n: int, repetiti
 @pytest.mark.e2e
 def test_fairness_gap_intervals_cover_separated_groups_in_93_to_97_percent() -> None:
     """Group rates well apart (TPR 0.85 / 0.55 / 0.70, FPR 0.25 / 0.05 / 0.15), n = 2000."""
-    misses = _binary_fairness_misses([0.85, 0.55, 0.7], [0.25, 0.05, 0.15], 2000, 400)
+    misses = _binary_fairness_misses([0.85, 0.55, 0.7], [0.25, 0.05, 0.15], 2000, 800)
     _assert_covers({k: [not (a or b) for a, b in zip(*m, strict=True)]
                     for k, m in misses.items()})
 
@@ -219,14 +260,14 @@ def _regression_fairness(rng: np.random.Generator, n: int) -> tuple[np.ndarray, 
 def test_regression_fairness_gap_intervals_cover_in_93_to_97_percent() -> None:
     """Group errors N(shift, scale^2) with y ~ N(0, 4): MAE is the folded normal mean
     ``s sqrt(2/pi) exp(-m^2 / 2 s^2) + m (1 - 2 Phi(-m / s))``, RMSE ``sqrt(m^2 + s^2)``, mean
-    prediction ``m``; n = 1000, 400 repetitions of 300 resamples."""
+    prediction ``m``; n = 1000, 800 repetitions of 300 resamples."""
     mae = (_SCALE * np.sqrt(2 / np.pi) * np.exp(-_SHIFT**2 / (2 * _SCALE**2))
            + _SHIFT * (1 - 2 * stats.norm.cdf(-_SHIFT / _SCALE)))
     truth = {"mae_gap": np.ptp(mae), "rmse_gap": np.ptp(np.hypot(_SHIFT, _SCALE)),
              "mean_prediction_gap": np.ptp(_SHIFT)}
     rng = np.random.default_rng(34)
     hits: dict[str, list[bool]] = {k: [] for k in truth}
-    for rep in range(400):
+    for rep in range(800):
         report = regression_fairness_report(*_regression_fairness(rng, 1000),
                                             sensitive_feature="g", n_bootstrap=300, seed=rep)
         for e in report.estimates:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from modelgate.evaluation.multiclass import (
     compare_multiclass,
     evaluate_multiclass,
@@ -160,3 +162,12 @@ def test_an_absent_class_makes_ovr_auc_undefined() -> None:
 def test_bad_input_names_the_argument(y: list, proba: list, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         evaluate_multiclass(y, proba, n_bootstrap=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(2, 40), st.integers(2, 4))
+def test_every_interval_is_in_range_and_holds_its_estimate(seed: int, n: int, c: int) -> None:
+    y, proba = _data(seed, n=n, c=c, ties=seed % 2 == 0)
+    for m in evaluate_multiclass(y, proba, n_bootstrap=40, seed=seed % 1000).metrics:
+        if m.undefined_reason is None and np.isfinite(m.ci_lower):
+            assert _in_range(m.name, m.ci_lower, m.value, m.ci_upper), m

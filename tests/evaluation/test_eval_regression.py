@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from modelgate.evaluation.regression import (
     REGRESSION_METRIC_NAMES,
     compare_regression,
@@ -106,3 +108,14 @@ def test_mean_error_is_the_bias_by_hand() -> None:
 def test_bad_input_names_the_argument(y: list, pred: list, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         evaluate_regression(y, pred, n_bootstrap=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(2, 40))
+def test_every_interval_is_in_range_and_holds_its_estimate(seed: int, n: int) -> None:
+    rng = np.random.default_rng(seed)
+    y = np.round(rng.normal(size=n), 1)
+    pred = y + np.round(rng.standard_t(2, size=n), 1)
+    for m in evaluate_regression(y, pred, n_bootstrap=40, seed=seed % 1000).metrics:
+        if m.undefined_reason is None and np.isfinite(m.ci_lower):
+            assert _in_range(m.name, m.ci_lower, m.value, m.ci_upper), m

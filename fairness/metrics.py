@@ -37,8 +37,8 @@ probabilities ``count / n``.  All ``n_bootstrap`` tables are drawn at once with
 then ``tn, fp, fn, tp``), independent of ``n``.  Small groups are fixed from the full
 data; undefined rates are handled per resample as above; intervals are percentile
 intervals over the resamples where the gap is defined, widened to hold the gap on all
-rows when every central resample lies on one side of it (a largest-minus-smallest gap
-is biased upwards near a tie).
+rows when it falls outside (near a tie a largest-minus-smallest gap is biased upwards,
+its resamples more so).
 
 References
 ----------

@@ -49,6 +49,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -287,7 +288,8 @@ def fairness_report_from_table(
     boot = _gaps(draws.reshape(n_bootstrap, *counts.shape), included, zero=zero)
     rates = _rates(counts[None], zero=zero)
     estimates = tuple(
-        _estimate(name, point, boot, rates, table, included, zero, confidence_level)
+        _holding_its_value(_estimate(name, point, boot, rates, table, included, zero,
+                                     confidence_level))
         for name in FAIRNESS_METRIC_NAMES
     )
     return FairnessReport(sensitive_feature, table, estimates, n_bootstrap, confidence_level,
@@ -395,9 +397,14 @@ def _estimate(
     if np.isnan(value):
         return FairnessEstimate(name, float("nan"), float("nan"), float("nan"), n, None, None,
                                 tuple(excluded.items()), "; ".join(reasons) or "undefined")
-    lower, upper = interval_holding(value, *percentile_interval(boot[name], confidence_level))
+    lower, upper = percentile_interval(boot[name], confidence_level)
     high, low = _extremes(name, parts, point, rates, labels, included)
     return FairnessEstimate(name, value, lower, upper, n, high, low, tuple(excluded.items()))
+
+
+def _holding_its_value(estimate: FairnessEstimate) -> FairnessEstimate:
+    lower, upper = interval_holding(estimate.value, estimate.ci_lower, estimate.ci_upper)
+    return dataclasses.replace(estimate, ci_lower=lower, ci_upper=upper)
 
 
 def _components(name: str) -> tuple[str, ...]:

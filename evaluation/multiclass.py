@@ -19,7 +19,8 @@ Conventions
   as scikit-learn does.
 * Intervals are percentile bootstrap intervals over the resamples of
   :func:`modelgate.intervals.bootstrap_counts` (the binary metrics' rows for
-  the same seed); resamples where a metric is undefined are left out of its interval.
+  the same seed); resamples where a metric is undefined are left out of its interval,
+  which is widened to hold the point estimate if it does not.
 
 Hand-written (on scikit-learn's definitions, tested equal to them to 1e-9) because
 calling scikit-learn once per resample costs a full pass per metric per resample; here a
@@ -41,7 +42,7 @@ from modelgate.evaluation.metrics import (
     percentile_interval,
 )
 
-from modelgate.intervals import bootstrap_counts, check_confidence_level
+from modelgate.intervals import bootstrap_counts, check_confidence_level, interval_holding
 
 __all__ = ["MulticlassReport", "class_indices", "compare_multiclass", "evaluate_multiclass",
            "multiclass_metric_names"]
@@ -273,7 +274,8 @@ def evaluate_multiclass(
     reasons = _reasons(point, names)
     metrics = []
     for j, name in enumerate(names):
-        lower, upper = percentile_interval(boot[:, j], confidence_level)
+        lower, upper = interval_holding(point[j], *percentile_interval(boot[:, j],
+                                                                       confidence_level))
         if reasons[name] is not None:
             lower = upper = float("nan")
         metrics.append(MetricEstimate(name, float(point[j]), lower, upper, len(y), reasons[name]))

@@ -12,7 +12,7 @@ Conventions
   :func:`modelgate.intervals.bootstrap_counts`. Hand-written for that speed;
   point estimates are tested equal to scikit-learn's to 1e-9.
 * Intervals are percentile bootstrap intervals; resamples where a metric is undefined
-  are left out of its interval.
+  are left out of its interval, which is widened to hold the point estimate if it does not.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from modelgate.evaluation.metrics import (
     percentile_interval,
 )
 
-from modelgate.intervals import bootstrap_counts, check_confidence_level
+from modelgate.intervals import bootstrap_counts, check_confidence_level, interval_holding
 
 __all__ = ["REGRESSION_METRIC_NAMES", "RegressionReport", "compare_regression",
            "evaluate_regression"]
@@ -136,8 +136,8 @@ def evaluate_regression(
     metrics = []
     for j, name in enumerate(REGRESSION_METRIC_NAMES):
         reason = None if np.isfinite(point[j]) else "y_true is constant"
-        lower, upper = (float("nan"),) * 2 if reason else percentile_interval(boot[:, j],
-                                                                               confidence_level)
+        lower, upper = (float("nan"),) * 2 if reason else interval_holding(
+            point[j], *percentile_interval(boot[:, j], confidence_level))
         metrics.append(MetricEstimate(name, float(point[j]), lower, upper, len(y), reason))
     return RegressionReport(tuple(metrics), len(y), n_bootstrap, confidence_level, seed)
 

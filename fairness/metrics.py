@@ -36,7 +36,9 @@ probabilities ``count / n``.  All ``n_bootstrap`` tables are drawn at once with
 ``np.random.default_rng(seed).multinomial`` (cells in table order: groups as listed,
 then ``tn, fp, fn, tp``), independent of ``n``.  Small groups are fixed from the full
 data; undefined rates are handled per resample as above; intervals are percentile
-intervals over the resamples where the gap is defined.
+intervals over the resamples where the gap is defined, widened to hold the gap on all
+rows when it falls outside (near a tie a largest-minus-smallest gap is biased upwards,
+its resamples more so).
 
 References
 ----------
@@ -47,6 +49,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -55,7 +58,12 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from modelgate.intervals import check_confidence_level, check_int, percentile_interval
+from modelgate.intervals import (
+    check_confidence_level,
+    check_int,
+    interval_holding,
+    percentile_interval,
+)
 from modelgate.records import finite_or_none
 
 from .disaggregate import DisaggregatedTable, disaggregate
@@ -298,7 +306,8 @@ def fairness_report_from_table(
     boot = _gaps(draws.reshape(n_bootstrap, *counts.shape), included, zero=zero)
     rates = _rates(counts[None], zero=zero)
     estimates = tuple(
-        _estimate(name, point, boot, rates, table, included, zero, confidence_level)
+        _holding_its_value(_estimate(name, point, boot, rates, table, included, zero,
+                                     confidence_level))
         for name in FAIRNESS_METRIC_NAMES
     )
     return FairnessReport(sensitive_feature, table, estimates, n_bootstrap, confidence_level,
@@ -410,6 +419,11 @@ def _estimate(
     high, low, driving = _extremes(name, parts, point, rates, labels, included)
     return FairnessEstimate(name, value, lower, upper, n, high, low, tuple(excluded.items()),
                             driving_rate=driving)
+
+
+def _holding_its_value(estimate: FairnessEstimate) -> FairnessEstimate:
+    lower, upper = interval_holding(estimate.value, estimate.ci_lower, estimate.ci_upper)
+    return dataclasses.replace(estimate, ci_lower=lower, ci_upper=upper)
 
 
 def _components(name: str) -> tuple[str, ...]:

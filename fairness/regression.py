@@ -11,7 +11,8 @@ Intervals: percentile bootstrap over the row resamples of
 :func:`modelgate.intervals.bootstrap_counts`; a group's sums per resample are
 one matrix product of the counts with per-row statistics, so all groups and resamples
 of a chunk cost one product. A group absent from a resample is left out of that
-resample's gaps.
+resample's gaps. An interval is widened to hold its gap on all rows when needed (see
+:func:`modelgate.intervals.interval_holding`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from modelgate.intervals import bootstrap_counts, check_confidence_level, percentile_interval
+from modelgate.intervals import (
+    bootstrap_counts,
+    check_confidence_level,
+    interval_holding,
+    percentile_interval,
+)
 from modelgate.records import finite_or_none
 
 from .disaggregate import encode_groups
@@ -184,7 +190,8 @@ def regression_fairness_report(
             estimates.append(RegressionGap(name, float("nan"), float("nan"), float("nan"), len(y),
                                            None, None, excluded, "fewer than two groups"))
             continue
-        lower, upper = percentile_interval(boot[:, j], confidence_level)
+        lower, upper = interval_holding(gaps[j], *percentile_interval(boot[:, j],
+                                                                      confidence_level))
         estimates.append(RegressionGap(
             name, float(gaps[j]), lower, upper, len(y), labels[int(np.nanargmax(values))],
             labels[int(np.nanargmin(values))], excluded))

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from modelgate.evaluation.metrics import bootstrap_indices
-from modelgate.evaluation.multiclass import evaluate_multiclass, multiclass_metric_names
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from modelgate.evaluation.multiclass import (
+    compare_multiclass,
+    evaluate_multiclass,
+    multiclass_metric_names,
+)
+from row_bootstrap import interval_agrees, row_resamples
+from scipy import stats
 from sklearn import metrics as skm
 
 
@@ -53,16 +60,80 @@ def test_point_estimates_equal_sklearn(seed: int, c: int, ties: bool) -> None:
         assert got[name].value == pytest.approx(value, abs=1e-9), name
 
 
-def test_bootstrap_intervals_equal_sklearn_on_each_resample() -> None:
+def _by_hand(y: np.ndarray, proba: np.ndarray) -> dict[str, float]:
+    """Every metric of one resample, written here: confusion counts, and each class's
+    one-vs-rest AUC by the Mann-Whitney rank sum (the core sums below-counts per tie group)."""
+    n, c = proba.shape
+    confusion = np.bincount(y * c + proba.argmax(axis=1), minlength=c * c).reshape(c, c)
+    tp, support, predicted = np.diag(confusion), confusion.sum(axis=1), confusion.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        recall, precision, f1 = tp / support, tp / predicted, 2 * tp / (support + predicted)
+    aucs = []
+    for k in range(c):
+        pos = y == k
+        n_pos = int(pos.sum())
+        ranks = stats.rankdata(proba[:, k])
+        aucs.append((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * (n - n_pos))
+                    if 0 < n_pos < n else np.nan)
+    eps = np.finfo(np.float64).eps
+    out = {"accuracy": tp.sum() / n,
+           "macro_f1": np.nanmean(f1) if np.isfinite(f1).any() else np.nan,
+           "weighted_f1": np.nansum(f1 * support) / n,
+           "roc_auc_ovr_macro": float(np.mean(aucs)),
+           "log_loss": -np.mean(np.log(np.clip(proba[np.arange(n), y], eps, 1 - eps)))}
+    out |= {f"recall[{k}]": recall[k] for k in range(c)}
+    return out | {f"precision[{k}]": precision[k] for k in range(c)}
+
+
+def _in_range(name: str, lower: float, value: float, upper: float) -> bool:
+    top = np.inf if name == "log_loss" else 1.0
+    return 0.0 <= lower <= value <= upper <= top
+
+
+def test_intervals_agree_with_a_row_bootstrap_written_here() -> None:
     y, proba = _data(5, n=150, ties=True)
-    report = evaluate_multiclass(y, proba, n_bootstrap=40, seed=7, confidence_level=0.9)
-    (idx,) = list(bootstrap_indices(len(y), n_bootstrap=40, seed=7))
-    per_resample = [_sklearn(y[i], proba[i]) for i in idx]
+    report = evaluate_multiclass(y, proba, n_bootstrap=2000, seed=7, confidence_level=0.9)
+    resamples = row_resamples(len(y), 1000, seed=20240)
+    per_resample = [_by_hand(y[i], proba[i]) for i in resamples]
+    for i, values in zip(resamples[:3], per_resample[:3], strict=False):  # the oracle itself
+        assert values == pytest.approx(_sklearn(y[i], proba[i]), abs=1e-12, nan_ok=True)
     for m in report.metrics:
-        values = np.array([r[m.name] for r in per_resample], dtype=float)
-        values = values[np.isfinite(values)]
-        lower, upper = np.quantile(values, [0.05, 0.95])
-        assert (m.ci_lower, m.ci_upper) == pytest.approx((lower, upper), abs=1e-9), m.name
+        oracle = np.array([r[m.name] for r in per_resample])
+        assert m.ci_upper - m.ci_lower > 0.01, m.name
+        assert interval_agrees(m.ci_lower, m.ci_upper, oracle, 0.9, n_core=2000), (
+            m.name, m.ci_lower, m.ci_upper, np.nanquantile(oracle, [0.05, 0.95]))
+        assert _in_range(m.name, m.ci_lower, m.value, m.ci_upper), m
+
+
+def test_the_last_row_takes_part_in_the_resamples() -> None:
+    """Class 2 is the last row only: its recall is defined in a resample that draws it
+    (about 63 % of them, 1 - (1 - 1/n)^n) and undefined otherwise."""
+    y, proba = _data(8, n=60, c=2)
+    y = np.r_[y, 2]
+    proba = np.vstack([np.column_stack([proba * 0.9, np.full(60, 0.1)]), [[0.1, 0.1, 0.8]]])
+    report = evaluate_multiclass(y, proba, n_bootstrap=400, seed=1).by_name()
+    assert report["recall[2]"].value == 1.0
+    assert (report["recall[2]"].ci_lower, report["recall[2]"].ci_upper) == (1.0, 1.0)
+    resamples = row_resamples(len(y), 400, seed=99)
+    aucs = np.array([_by_hand(y[i], proba[i])["roc_auc_ovr_macro"] for i in resamples])
+    assert 0.5 < np.isfinite(aucs).mean() < 0.75
+    auc = report["roc_auc_ovr_macro"]
+    assert interval_agrees(auc.ci_lower, auc.ci_upper, aucs, 0.95, n_core=400)
+
+
+def test_paired_delta_intervals_agree_with_a_row_bootstrap_written_here() -> None:
+    y, new = _data(6, n=150)
+    old = np.roll(new, 1, axis=1) * 0.3 + new * 0.7  # a worse model on the same rows
+    report = compare_multiclass(y, new, old, n_bootstrap=2000, seed=4,
+                                confidence_level=0.8).by_name()
+    resamples = row_resamples(len(y), 400, seed=4242)
+    pairs = [(_by_hand(y[i], new[i]), _by_hand(y[i], old[i])) for i in resamples]
+    point_new, point_old = _sklearn(y, new), _sklearn(y, old)
+    for name in ("accuracy", "macro_f1", "roc_auc_ovr_macro", "log_loss", "recall[1]"):
+        d = report[name]
+        assert d.delta == pytest.approx(point_new[name] - point_old[name], abs=1e-9)
+        oracle = np.array([a[name] - b[name] for a, b in pairs])
+        assert interval_agrees(d.ci_lower, d.ci_upper, oracle, 0.8, n_core=2000), name
 
 
 def test_a_class_never_predicted_has_undefined_precision_not_zero() -> None:
@@ -91,3 +162,12 @@ def test_an_absent_class_makes_ovr_auc_undefined() -> None:
 def test_bad_input_names_the_argument(y: list, proba: list, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         evaluate_multiclass(y, proba, n_bootstrap=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(2, 40), st.integers(2, 4))
+def test_every_interval_is_in_range_and_holds_its_estimate(seed: int, n: int, c: int) -> None:
+    y, proba = _data(seed, n=n, c=c, ties=seed % 2 == 0)
+    for m in evaluate_multiclass(y, proba, n_bootstrap=40, seed=seed % 1000).metrics:
+        if m.undefined_reason is None and np.isfinite(m.ci_lower):
+            assert _in_range(m.name, m.ci_lower, m.value, m.ci_upper), m

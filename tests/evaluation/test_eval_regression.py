@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from modelgate.evaluation.metrics import bootstrap_indices
-from modelgate.evaluation.regression import REGRESSION_METRIC_NAMES, evaluate_regression
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from modelgate.evaluation.regression import (
+    REGRESSION_METRIC_NAMES,
+    compare_regression,
+    evaluate_regression,
+)
+from row_bootstrap import interval_agrees, row_resamples
 from sklearn import metrics as skm
 
 
@@ -29,14 +35,62 @@ def test_point_estimates_equal_sklearn(offset: float) -> None:
         assert got[name].value == pytest.approx(value, rel=1e-9, abs=1e-9), name
 
 
-def test_bootstrap_intervals_equal_sklearn_on_each_resample() -> None:
+def _vectorised(y: np.ndarray, pred: np.ndarray) -> dict[str, np.ndarray]:
+    """Every metric of each row of ``(resamples, n)`` arrays, written here."""
+    e = pred - y
+    total = ((y - y.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r2 = np.where(total > 0, 1.0 - (e * e).sum(axis=1) / total, np.nan)
+    return {"rmse": np.sqrt((e * e).mean(axis=1)), "mae": np.abs(e).mean(axis=1), "r2": r2,
+            "mean_error": e.mean(axis=1)}
+
+
+def _in_range(name: str, lower: float, value: float, upper: float) -> bool:
+    low, high = {"rmse": (0.0, np.inf), "mae": (0.0, np.inf), "r2": (-np.inf, 1.0),
+                 "mean_error": (-np.inf, np.inf)}[name]
+    return low <= lower <= value <= upper <= high
+
+
+@pytest.mark.parametrize("level", [0.8, 0.95])
+def test_intervals_agree_with_a_row_bootstrap_written_here(level: float) -> None:
     y, pred = _data(2, n=200)
-    report = evaluate_regression(y, pred, n_bootstrap=50, seed=3)
-    (idx,) = list(bootstrap_indices(len(y), n_bootstrap=50, seed=3))
-    per_resample = [_sklearn(y[i], pred[i]) for i in idx]
+    report = evaluate_regression(y, pred, n_bootstrap=2000, seed=3, confidence_level=level)
+    resamples = row_resamples(len(y), 4000, seed=515)
+    oracle = _vectorised(y[resamples], pred[resamples])
+    for i in resamples[:3]:  # the oracle itself, against scikit-learn
+        assert _sklearn(y[i], pred[i]) == pytest.approx(
+            {k: float(v[0]) for k, v in _vectorised(y[i][None], pred[i][None]).items()},
+            rel=1e-9)
     for m in report.metrics:
-        lower, upper = np.quantile([r[m.name] for r in per_resample], [0.025, 0.975])
-        assert (m.ci_lower, m.ci_upper) == pytest.approx((lower, upper), abs=1e-9), m.name
+        assert m.ci_upper - m.ci_lower > 0.01, m.name
+        assert interval_agrees(m.ci_lower, m.ci_upper, oracle[m.name], level, n_core=2000), (
+            m.name, m.ci_lower, m.ci_upper)
+        assert _in_range(m.name, m.ci_lower, m.value, m.ci_upper), m
+
+
+def test_the_last_row_takes_part_in_the_resamples() -> None:
+    """Only the last label differs from the others: r2 is defined in a resample that draws
+    it (about 63 % of them) and undefined otherwise."""
+    y = np.r_[np.zeros(40), 5.0]
+    pred = np.r_[np.random.default_rng(4).normal(size=40), 4.0]
+    r2 = evaluate_regression(y, pred, n_bootstrap=400, seed=0).by_name()["r2"]
+    resamples = row_resamples(41, 4000, seed=6)
+    oracle = _vectorised(y[resamples], pred[resamples])
+    assert 0.55 < np.isfinite(oracle["r2"]).mean() < 0.72
+    assert interval_agrees(r2.ci_lower, r2.ci_upper, oracle["r2"], 0.95, n_core=400)
+
+
+def test_paired_delta_intervals_agree_with_a_row_bootstrap_written_here() -> None:
+    """Both models on the same resamples of the test's own: the interval of the difference."""
+    y, new = _data(3, n=200)
+    old = y + np.random.default_rng(9).normal(loc=0.1, scale=1.2, size=len(y))
+    report = compare_regression(y, new, old, n_bootstrap=2000, seed=5).by_name()
+    resamples = row_resamples(len(y), 4000, seed=616)
+    a, b = _vectorised(y[resamples], new[resamples]), _vectorised(y[resamples], old[resamples])
+    for name in REGRESSION_METRIC_NAMES:
+        d = report[name]
+        assert d.delta == pytest.approx(_sklearn(y, new)[name] - _sklearn(y, old)[name], abs=1e-9)
+        assert interval_agrees(d.ci_lower, d.ci_upper, a[name] - b[name], 0.95, n_core=2000), name
 
 
 def test_mean_error_is_the_bias_by_hand() -> None:
@@ -54,3 +108,14 @@ def test_mean_error_is_the_bias_by_hand() -> None:
 def test_bad_input_names_the_argument(y: list, pred: list, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         evaluate_regression(y, pred, n_bootstrap=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(2, 40))
+def test_every_interval_is_in_range_and_holds_its_estimate(seed: int, n: int) -> None:
+    rng = np.random.default_rng(seed)
+    y = np.round(rng.normal(size=n), 1)
+    pred = y + np.round(rng.standard_t(2, size=n), 1)
+    for m in evaluate_regression(y, pred, n_bootstrap=40, seed=seed % 1000).metrics:
+        if m.undefined_reason is None and np.isfinite(m.ci_lower):
+            assert _in_range(m.name, m.ci_lower, m.value, m.ci_upper), m

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from fairlearn.metrics import MetricFrame, false_positive_rate, selection_rate, true_positive_rate
-from modelgate.evaluation.metrics import bootstrap_indices
 from modelgate.fairness.multiclass import multiclass_fairness_report
 from modelgate.fairness.regression import regression_fairness_report
+from row_bootstrap import interval_agrees, row_resamples
 from sklearn.metrics import mean_absolute_error, root_mean_squared_error
 
 
@@ -71,17 +71,83 @@ def test_regression_groups_and_gaps_equal_metricframe() -> None:
     assert report.by_name()["mae_gap"].highest_group == "west"
 
 
-def test_regression_gap_intervals_equal_metricframe_on_each_resample() -> None:
+def _means(values: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """``(groups, resamples)`` group means of ``(resamples, n)`` values; NaN for an absent group
+    (``members`` is ``(groups, resamples, n)``, 1 where a drawn row is in the group)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (members * values).sum(axis=2) / members.sum(axis=2)
+
+
+def _spread(means: np.ndarray) -> np.ndarray:
+    """Per resample, largest minus smallest of the groups present; NaN below two groups."""
+    present = np.isfinite(means)
+    gap = np.where(present, means, -np.inf).max(axis=0) - np.where(present, means, np.inf).min(
+        axis=0)
+    return np.where(present.sum(axis=0) >= 2, gap, np.nan)
+
+
+def _regression_oracle(y: np.ndarray, pred: np.ndarray, sensitive: np.ndarray,
+                       resamples: np.ndarray) -> dict[str, np.ndarray]:
+    """The three gaps on each of the test's own row resamples, written here."""
+    e = pred[resamples] - y[resamples]
+    members = np.stack([sensitive[resamples] == g for g in np.unique(sensitive)]).astype(float)
+    return {"mae_gap": _spread(_means(np.abs(e), members)),
+            "rmse_gap": _spread(np.sqrt(_means(e * e, members))),
+            "mean_prediction_gap": _spread(_means(pred[resamples], members))}
+
+
+def test_regression_gap_intervals_agree_with_a_row_bootstrap_written_here() -> None:
     y, pred, sensitive = _regression_data(5, n=300)
     report = regression_fairness_report(y, pred, sensitive, sensitive_feature="region",
-                                        n_bootstrap=30, seed=2)
-    (idx,) = list(bootstrap_indices(len(y), n_bootstrap=30, seed=2))
-    gaps = [_metricframe(y[i], pred[i], sensitive[i]).difference(method="between_groups")
-            for i in idx]
+                                        n_bootstrap=2000, seed=2)
+    resamples = row_resamples(len(y), 3000, seed=77)
+    oracle = _regression_oracle(y, pred, sensitive, resamples)
+    for k, i in enumerate(resamples[:3]):  # the oracle itself, against fairlearn
+        gaps = _metricframe(y[i], pred[i], sensitive[i]).difference(method="between_groups")
+        for metric in ("mae", "rmse", "mean_prediction"):
+            assert oracle[f"{metric}_gap"][k] == pytest.approx(gaps[metric], abs=1e-12)
     for metric in ("mae", "rmse", "mean_prediction"):
-        lower, upper = np.quantile([g[metric] for g in gaps], [0.025, 0.975])
         estimate = report.by_name()[f"{metric}_gap"]
-        assert (estimate.ci_lower, estimate.ci_upper) == pytest.approx((lower, upper), abs=1e-9)
+        assert estimate.ci_upper - estimate.ci_lower > 0.01
+        assert interval_agrees(estimate.ci_lower, estimate.ci_upper, oracle[f"{metric}_gap"], 0.95,
+                               n_core=2000), metric
+        assert 0.0 <= estimate.ci_lower <= estimate.value <= estimate.ci_upper
+
+
+def test_the_last_row_takes_part_in_regression_gap_resamples() -> None:
+    """The last row is the only one of its group: a gap is defined only in the resamples
+    that draw it (about 63 % of them)."""
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=50)
+    pred = y + rng.normal(size=50)
+    sensitive = np.array(["a"] * 49 + ["b"])
+    gap = regression_fairness_report(y, pred, sensitive, sensitive_feature="g",
+                                     n_bootstrap=500, seed=4).by_name()["mae_gap"]
+    oracle = _regression_oracle(y, pred, sensitive, row_resamples(50, 3000, seed=5))["mae_gap"]
+    assert 0.55 < np.isfinite(oracle).mean() < 0.72
+    assert interval_agrees(gap.ci_lower, gap.ci_upper, oracle, 0.95, n_core=500)
+
+
+def test_multiclass_gap_intervals_agree_with_a_row_bootstrap_written_here() -> None:
+    """One-vs-rest TPR and FPR gaps of each class, on the test's own row resamples."""
+    rng = np.random.default_rng(12)
+    n = 600
+    y = rng.integers(0, 3, n)
+    pred = np.where(rng.random(n) < 0.6, y, rng.integers(0, 3, n))
+    sensitive = _groups(n, rng)
+    report = multiclass_fairness_report(y, pred, sensitive, classes=["lo", "mid", "hi"],
+                                        sensitive_feature="region", n_bootstrap=2000, seed=3)
+    resamples = row_resamples(n, 2000, seed=8)
+    yy, pp, ss = y[resamples], pred[resamples], sensitive[resamples]
+    groups = np.stack([ss == g for g in np.unique(sensitive)])
+    for k, label in enumerate(["lo", "mid", "hi"]):
+        for gap, rows in (("tpr_gap", yy == k), ("fpr_gap", yy != k)):
+            oracle = _spread(_means(pp == k, (groups & rows).astype(float)))
+            estimate = report.by_name()[f"{gap}[{label}]"]
+            assert estimate.ci_upper - estimate.ci_lower > 0.01
+            assert interval_agrees(estimate.ci_lower, estimate.ci_upper, oracle, 0.95,
+                                   n_core=2000), (gap, label)
+            assert 0.0 <= estimate.ci_lower <= estimate.value <= estimate.ci_upper <= 1.0
 
 
 def test_small_groups_can_be_left_out_of_regression_gaps() -> None:

@@ -20,7 +20,7 @@ opset, read from the graph by :func:`package` and checked when given),
 in (0, 1), binary classification only), ``sensitive_features`` (data column names; they
 need not be model inputs), optional ``description`` and ``id_column``.
 
-Inputs are either one graph input per feature (numeric: FLOAT, DOUBLE or INT64 ``[N, 1]``;
+Inputs are either one graph input per feature (numeric: FLOAT, DOUBLE, INT64 or INT32 ``[N, 1]``;
 categorical: STRING ``[N, 1]``) or, with ``input_tensor``, one numeric ``[N, F]`` tensor.
 Numeric values are fed in the graph's own element type.
 
@@ -84,7 +84,7 @@ _REQUIRED = (
 _OPTIONAL = ("description", "id_column", "task", "opset", "input_tensor", "threshold")
 Task = Literal["binary_classification", "multiclass_classification", "regression"]
 TASKS: tuple[Task, ...] = ("binary_classification", "multiclass_classification", "regression")
-_NUMERIC_TYPES = ("FLOAT", "DOUBLE", "INT64")
+_NUMERIC_TYPES = ("FLOAT", "DOUBLE", "INT64", "INT32")
 _CHUNK = 1 << 20
 
 

@@ -100,8 +100,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     from modelgate.logsafe import escape_for_log
     from modelgate.scoring import open_session, settings_from_os_environ
 
-    scorer = open_session(verify(args.model), settings_from_os_environ())
     keep = [c for c in (args.keep or "").split(",") if c]
+    clash = [c for c in keep if c in ("score", "prediction") or c.startswith("proba_")]
+    if clash:
+        raise UsageError(f"--keep {clash}: these names are the output's own columns")
+    scorer = open_session(verify(args.model), settings_from_os_environ())
     result = score_data(scorer, args.data, args.out, batch_rows=args.batch_rows,
                         id_column=scorer.manifest.id_column, keep_columns=keep)
     rate = result.rows / result.seconds if result.seconds else 0.0

@@ -1,59 +1,31 @@
 """Numeric feeds are range-checked for the graph input's type, and outputs for every caller.
 
-Tiny hand-built graphs (x -> Cast(float) -> Sigmoid -> [1 - p, p]) so the expected
-scores are a closed form (the logistic function) and each input type is tested alone.
+Tiny hand-built graphs (``tiny_graphs.binary_graph``: x -> Cast(float) -> Sigmoid) so the
+expected scores are a closed form (the logistic function) and each input type is tested alone.
 The boundaries come from the ONNX types themselves: INT64 holds [-2**63, 2**63 - 1],
 INT32 [-2**31, 2**31 - 1], FLOAT overflows past about 3.4e38.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
 import pandas as pd
 import pytest
-from onnx import TensorProto, helper
 from scipy.special import expit
+from tiny_graphs import SCALE, archive, binary_graph
 
 from modelgate import cli
-from modelgate.artifact import LoadedModel, package, verify
+from modelgate.artifact import LoadedModel
 from modelgate.scoring import ModelScorer, ScoringError, SessionSettings, open_session, score_parquet
-
-TYPES = {"INT64": TensorProto.INT64, "INT32": TensorProto.INT32, "FLOAT": TensorProto.FLOAT,
-         "DOUBLE": TensorProto.DOUBLE}
-
-
-def _graph(elem: int) -> bytes:
-    x = helper.make_tensor_value_info("x", elem, [None, 1])
-    out = helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, [None, 2])
-    nodes = [helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT),
-             helper.make_node("Mul", ["xf", "tiny"], ["z"]),  # keeps huge inputs finite
-             helper.make_node("Sigmoid", ["z"], ["p"]),
-             helper.make_node("Sub", ["one", "p"], ["q"]),
-             helper.make_node("Concat", ["q", "p"], ["probabilities"], axis=1)]
-    init = [helper.make_tensor("one", TensorProto.FLOAT, [1, 1], [1.0]),
-            helper.make_tensor("tiny", TensorProto.FLOAT, [1, 1], [1e-3])]
-    graph = helper.make_graph(nodes, "ranges", [x], [out], initializer=init)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.checker.check_model(model)
-    return model.SerializeToString()
 
 
 def _model(tmp_path: Path, elem: str, *, allow_missing: bool = False) -> LoadedModel:
-    src = tmp_path / f"src-{elem}-{allow_missing}"
-    src.mkdir()
-    (src / "model.onnx").write_bytes(_graph(TYPES[elem]))
-    (src / "manifest.json").write_text(json.dumps({
-        "format_version": 1, "name": f"ranges-{elem.lower()}", "version": "1",
-        "features": [{"name": "x", "kind": "numeric", "allow_missing": allow_missing}],
-        "label": {"column": "y", "positive": 1}, "threshold": 0.5,
-        "output": {"name": "probabilities", "positive_index": 1},
-        "sensitive_features": [], "id_column": "row_id"}))
-    return verify(package(src / "model.onnx", src / "manifest.json", src / "dist"))
+    return archive(tmp_path / f"src-{elem}-{allow_missing}", binary_graph(elem),
+                   name=f"ranges-{elem.lower()}",
+                   features=[{"name": "x", "kind": "numeric", "allow_missing": allow_missing}])
 
 
 def _scorer(tmp_path: Path, elem: str, **kw: Any) -> ModelScorer:
@@ -61,7 +33,7 @@ def _scorer(tmp_path: Path, elem: str, **kw: Any) -> ModelScorer:
 
 
 def _logistic(x: np.ndarray) -> np.ndarray:
-    return expit(np.asarray(x, dtype=np.float64) * 1e-3)
+    return expit(np.asarray(x, dtype=np.float64) * SCALE)
 
 
 BAD = [  # (graph type, column values, what the message says)

@@ -103,6 +103,26 @@ def _str(d: Mapping[str, Any], key: str, where: str) -> str:
     return value
 
 
+def _nul_at(value: object, path: str) -> str | None:
+    """The key path of the first string (key or value) holding NUL, or None.
+
+    >>> _nul_at({"features": [{"name": "a\\x00"}]}, "")
+    'features[0].name'
+    """
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    items = (value.items() if isinstance(value, Mapping)
+             else enumerate(value) if isinstance(value, list) else ())
+    for key, item in items:
+        here = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else str(key)
+        if isinstance(key, str) and "\x00" in key:
+            return here
+        found = _nul_at(item, here)
+        if found is not None:
+            return found
+    return None
+
+
 def _int(value: object, key: str, *, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise _fail(key, f"an integer >= {minimum}", value)
@@ -317,6 +337,9 @@ class Manifest:
     def from_dict(cls, d: object) -> Manifest:
         """Validate a parsed manifest; every problem raises :class:`ArtifactError`."""
         d = _exact_keys(d, "<manifest>", _REQUIRED, _OPTIONAL)
+        nul = _nul_at(d, "")
+        if nul is not None:  # PostgreSQL cannot store it: refused here, by key, not at the database
+            raise _fail(nul or "<manifest>", "text without NUL characters", "...\x00...")
         if d["format_version"] != FORMAT_VERSION or isinstance(d["format_version"], bool):
             raise _fail("format_version", str(FORMAT_VERSION), d["format_version"])
         version = d["version"]

@@ -21,7 +21,7 @@ from sklearn.metrics import roc_auc_score
 from tiny_graphs import SCALE, archive, binary_graph, three_class_graph
 
 from modelgate import cli
-from modelgate.artifact import LoadedModel
+from modelgate.artifact import ArtifactError, LoadedModel
 from modelgate.config import Settings
 from modelgate.pipelines import evaluate
 from modelgate.pipelines.cli_runs import run_evaluation_locally
@@ -262,3 +262,14 @@ def test_monitor_prints_names_escaped_and_checks_limits_first(
     shown += capsys.readouterr().out
     assert "\x1b" not in shown and "\nINFO" not in shown
     assert "evil\\x1b[2J\\nINFO" in shown
+
+
+@pytest.mark.parametrize(("manifest", "key"), [
+    ({"name": "to\x00y"}, "'name'"),
+    ({"label": {"column": "y\x00", "positive": 1}}, "'label.column'"),
+    ({"description": "a\x00b"}, "'description'"),
+], ids=["name", "label-column", "description"])
+def test_nul_in_a_manifest_is_refused_at_package_naming_the_key(
+        tmp_path: Path, manifest: dict[str, Any], key: str) -> None:
+    with pytest.raises(ArtifactError, match=f"manifest key {key}: expected text without NUL"):
+        archive(tmp_path / "nul", binary_graph("FLOAT"), **manifest)

@@ -18,8 +18,6 @@ from typing import Any
 
 from modelgate.cli_args import DATA_HELP, UsageError, bounded_int, data_source, refuse_nul
 
-__all__ = ["UsageError", "build_parser", "main"]
-
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BLOCKED = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM, as shells report
 

@@ -70,10 +70,11 @@ def cmd_model_package(args: argparse.Namespace) -> int:
 
 def cmd_model_verify(args: argparse.Namespace) -> int:
     from modelgate.artifact import verify
+    from modelgate.logsafe import escape_for_log
 
     model = verify(args.archive)
     m = model.manifest
-    print(f"OK {m.name} v{m.version} model.onnx sha256 {m.sha256} "
+    print(f"OK {escape_for_log(m.name)} v{m.version} model.onnx sha256 {m.sha256} "
           f"({m.task}, {len(m.features)} features, opset {m.opset or 'none (ai.onnx.ml only)'})")
     return EXIT_OK
 

@@ -107,3 +107,58 @@ def binary_labels(values: Sequence[Any] | np.ndarray, *, column: str, positive: 
             f"value; found {len(others)} other value{'s' if len(others) != 1 else ''}: "
             f"{listed}{more}")
     return is_positive.astype(np.int8)
+
+
+def class_indices(values: Sequence[Any] | np.ndarray, classes: Sequence[Any], *,
+                  column: str) -> np.ndarray:
+    """Position of each label among a multiclass model's ``classes`` (int64).
+
+    Equality is typed exactly as in :func:`binary_labels`: ``1`` and ``1.0`` are one label,
+    while ``True`` is not the class ``1`` and ``"1"`` is not ``1``.
+
+    Parameters
+    ----------
+    values : sequence or ndarray
+        The label column.
+    classes : sequence
+        The model's classes in probability-column order.
+    column : str
+        The column's name, used in error messages.
+
+    Returns
+    -------
+    ndarray of int64
+        The class index of each row.
+
+    Raises
+    ------
+    LabelError
+        Missing labels or labels that are not among the classes; the message names the
+        column, the classes and up to 5 offending values with their counts (most frequent
+        first).
+
+    Examples
+    --------
+    >>> class_indices(["b", "a", "b"], ["a", "b", "c"], column="y").tolist()
+    [1, 0, 1]
+    >>> try:
+    ...     class_indices([0, True, 2, True, None], [0, 1, 2], column="y")
+    ... except LabelError as exc:
+    ...     print(exc)
+    label column 'y' must hold the model's classes [0, 1, 2]; found other values: True (2 rows), None (1 row)
+    """
+    items = list(values.tolist() if isinstance(values, np.ndarray) else values)
+    position = {_key(c): i for i, c in enumerate(classes)}
+    # every missing value is one key (NaN != NaN would make each its own)
+    keys = [("missing", None) if v is None or (isinstance(v, float) and v != v) else _key(v)
+            for v in items]
+    out = np.fromiter((position.get(k, -1) for k in keys), dtype=np.int64, count=len(items))
+    if (out < 0).any():
+        shown = {k: v for k, v in zip(keys, items, strict=True)}
+        others = Counter(k for k, i in zip(keys, out, strict=True) if i < 0)
+        listed = ", ".join(f"{shown[k]!r} ({n} row{'s' if n != 1 else ''})"
+                           for k, n in others.most_common(MAX_SHOWN_VALUES))
+        more = f" and {len(others) - MAX_SHOWN_VALUES} more" if len(others) > MAX_SHOWN_VALUES else ""
+        raise LabelError(f"label column {column!r} must hold the model's classes {list(classes)}; "
+                         f"found other values: {listed}{more}")
+    return out

@@ -35,6 +35,7 @@ from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
+from modelgate.evaluation.labels import class_indices as _class_indices
 from modelgate.evaluation.metrics import (
     MetricEstimate,
     PairedComparison,
@@ -81,29 +82,21 @@ def multiclass_metric_names(classes: Sequence[object]) -> tuple[str, ...]:
 
 def class_indices(labels: npt.ArrayLike, classes: Sequence[object], *, column: str
                   ) -> npt.NDArray[np.int64]:
-    """Position of each label among the model's ``classes`` (strings match strings, integers
-    integers).
+    """Position of each label among the model's ``classes``, typed as binary labels are
+    (:func:`modelgate.evaluation.labels.class_indices`: ``True`` is not the class ``1``).
 
     Raises
     ------
     ValueError
-        Naming ``column``, the count of labels that are missing or not among the classes, and
-        the classes.
+        Naming ``column``, the classes and the offending values with their counts.
 
     Examples
     --------
     >>> class_indices(["b", "a", "b"], ["a", "b", "c"], column="y").tolist()
     [1, 0, 1]
     """
-    values = np.asarray(labels, dtype=object)
-    by_key = {(isinstance(c, str), c): i for i, c in enumerate(classes)}
-    out = np.fromiter((by_key.get((isinstance(v, str), v), -1) if not isinstance(v, float)
-                       or v == v else -1 for v in values), dtype=np.int64, count=len(values))
-    bad = int((out < 0).sum())
-    if bad:
-        raise ValueError(f"label column {column!r}: {bad} value(s) are missing or not among the "
-                         f"model's classes {list(classes)}")
-    return out
+    values = labels if isinstance(labels, np.ndarray) else np.asarray(labels, dtype=object)
+    return _class_indices(values, classes, column=column)
 
 
 def _check(y_true: npt.ArrayLike, proba: npt.ArrayLike) -> tuple[npt.NDArray[np.int64], _FloatArray]:

@@ -20,7 +20,7 @@ opset, read from the graph by :func:`package` and checked when given),
 in (0, 1), binary classification only), ``sensitive_features`` (data column names; they
 need not be model inputs), optional ``description`` and ``id_column``.
 
-Inputs are either one graph input per feature (numeric: FLOAT, DOUBLE or INT64 ``[N, 1]``;
+Inputs are either one graph input per feature (numeric: FLOAT, DOUBLE, INT64 or INT32 ``[N, 1]``;
 categorical: STRING ``[N, 1]``) or, with ``input_tensor``, one numeric ``[N, F]`` tensor.
 Numeric values are fed in the graph's own element type.
 
@@ -84,7 +84,7 @@ _REQUIRED = (
 _OPTIONAL = ("description", "id_column", "task", "opset", "input_tensor", "threshold")
 Task = Literal["binary_classification", "multiclass_classification", "regression"]
 TASKS: tuple[Task, ...] = ("binary_classification", "multiclass_classification", "regression")
-_NUMERIC_TYPES = ("FLOAT", "DOUBLE", "INT64")
+_NUMERIC_TYPES = ("FLOAT", "DOUBLE", "INT64", "INT32")
 _CHUNK = 1 << 20
 
 
@@ -101,6 +101,26 @@ def _str(d: Mapping[str, Any], key: str, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise _fail(f"{where}{key}", "a non-empty string", value)
     return value
+
+
+def _nul_at(value: object, path: str) -> str | None:
+    """The key path of the first string (key or value) holding NUL, or None.
+
+    >>> _nul_at({"features": [{"name": "a\\x00"}]}, "")
+    'features[0].name'
+    """
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    items = (value.items() if isinstance(value, Mapping)
+             else enumerate(value) if isinstance(value, list) else ())
+    for key, item in items:
+        here = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else str(key)
+        if isinstance(key, str) and "\x00" in key:
+            return here
+        found = _nul_at(item, here)
+        if found is not None:
+            return found
+    return None
 
 
 def _int(value: object, key: str, *, minimum: int) -> int:
@@ -317,6 +337,9 @@ class Manifest:
     def from_dict(cls, d: object) -> Manifest:
         """Validate a parsed manifest; every problem raises :class:`ArtifactError`."""
         d = _exact_keys(d, "<manifest>", _REQUIRED, _OPTIONAL)
+        nul = _nul_at(d, "")
+        if nul is not None:  # PostgreSQL cannot store it: refused here, by key, not at the database
+            raise _fail(nul or "<manifest>", "text without NUL characters", "...\x00...")
         if d["format_version"] != FORMAT_VERSION or isinstance(d["format_version"], bool):
             raise _fail("format_version", str(FORMAT_VERSION), d["format_version"])
         version = d["version"]

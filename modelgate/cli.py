@@ -16,14 +16,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from modelgate.cli_args import DATA_HELP, UsageError, bounded_int, data_source, refuse_nul
+
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BLOCKED = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM, as shells report
 
 log = logging.getLogger("modelgate.cli")
-
-
-class UsageError(Exception):
-    """A command was called with arguments that cannot work."""
 
 
 def _print_json(payload: Any) -> None:
@@ -72,10 +70,11 @@ def cmd_model_package(args: argparse.Namespace) -> int:
 
 def cmd_model_verify(args: argparse.Namespace) -> int:
     from modelgate.artifact import verify
+    from modelgate.logsafe import escape_for_log
 
     model = verify(args.archive)
     m = model.manifest
-    print(f"OK {m.name} v{m.version} model.onnx sha256 {m.sha256} "
+    print(f"OK {escape_for_log(m.name)} v{m.version} model.onnx sha256 {m.sha256} "
           f"({m.task}, {len(m.features)} features, opset {m.opset or 'none (ai.onnx.ml only)'})")
     return EXIT_OK
 
@@ -96,14 +95,20 @@ def cmd_model_register(args: argparse.Namespace) -> int:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from modelgate.artifact import verify
-    from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
+    from modelgate.cli_data import score_data
+    from modelgate.logsafe import escape_for_log
+    from modelgate.scoring import open_session, settings_from_os_environ
 
-    scorer = open_session(verify(args.model), settings_from_os_environ())
     keep = [c for c in (args.keep or "").split(",") if c]
-    result = score_parquet(scorer, args.data, args.out, batch_rows=args.batch_rows,
-                           id_column=scorer.manifest.id_column, keep_columns=keep)
-    print(f"scored {result.rows} rows in {result.seconds:.2f} s ({result.rows_per_s:,.0f} rows/s) "
-          f"on {result.provider} -> {result.output_path}")
+    clash = [c for c in keep if c in ("score", "prediction") or c.startswith("proba_")]
+    if clash:
+        raise UsageError(f"--keep {clash}: these names are the output's own columns")
+    scorer = open_session(verify(args.model), settings_from_os_environ())
+    result = score_data(scorer, args.data, args.out, batch_rows=args.batch_rows,
+                        id_column=scorer.manifest.id_column, keep_columns=keep)
+    rate = result.rows / result.seconds if result.seconds else 0.0
+    print(f"scored {result.rows} rows in {result.seconds:.2f} s ({rate:,.0f} rows/s) "
+          f"on {result.provider} -> {escape_for_log(str(args.out))}")
     return EXIT_OK
 
 
@@ -149,9 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("score", help="score a parquet file with a model archive")
     p.add_argument("--model", required=True, type=Path)
-    p.add_argument("--data", required=True, type=Path)
+    p.add_argument("--data", required=True, type=data_source, help=DATA_HELP)
     p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--batch-rows", type=int, default=None,
+    p.add_argument("--batch-rows", type=bounded_int(1), default=None,
                    help="rows per batch (default 65536 on the CPU, 262144 on CUDA)")
     p.add_argument("--keep", help="comma-separated input columns copied to the output")
     p.set_defaults(handler=cmd_score)
@@ -216,6 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     handler: Handler = args.handler
     try:
+        refuse_nul(args)
         with sigterm_raises():
             return handler(args)
     except KeyboardInterrupt:

@@ -13,9 +13,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from modelgate.cli_args import DATA_HELP, UsageError, bounded_int, data_source
+from modelgate.logsafe import escape_for_log as shown
 from modelgate.pipelines.json_records import fairness_json
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BLOCKED = 0, 1, 2, 3
+#: Most bootstrap resamples ``fairness --bootstrap`` takes: each is a table per group, drawn
+#: at once, so memory grows with it (the pipeline uses 1,000).
+MAX_BOOTSTRAP = 100_000
 
 
 def _emit(payload: dict[str, Any], fmt: str, text: str) -> None:
@@ -33,7 +38,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from modelgate.pipelines.policy_provenance import LooserPolicyRefused
 
     try:
-        outcome = run_evaluation_locally(Path(args.model), Path(args.data),
+        outcome = run_evaluation_locally(Path(args.model), args.data,
                                          args.policy and Path(args.policy), promote=args.promote,
                                          allow_looser_policy=args.allow_looser_policy)
     except LooserPolicyRefused as exc:  # a usage error; the run row says failed, with this reason
@@ -51,18 +56,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     import numpy as np
-    import pyarrow.parquet as pq
 
     from modelgate.artifact import verify
+    from modelgate.cli_data import read_table
     from modelgate.scoring import open_session, settings_from_os_environ
 
-    if args.rows < 1:
-        raise ValueError(f"--rows must be at least 1, got {args.rows}")
     scorer = open_session(verify(args.model), settings_from_os_environ())
     features = list(scorer.feature_names)
-    frame = pq.read_table(args.data, columns=features).to_pandas()
+    frame = read_table(args.data, features).to_pandas()
     if len(frame) == 0:
-        raise ValueError(f"data file {str(args.data)!r} has no rows")
+        raise ValueError(f"data {args.data!r} has no rows")
     rng = np.random.default_rng(args.seed)
     background = frame.iloc[np.sort(rng.choice(len(frame), min(args.background, len(frame)),
                                                replace=False))]
@@ -82,7 +85,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     for i in range(len(rows)):
         top = sorted(zip(exp.features, exp.values[i], strict=True), key=lambda t: -abs(t[1]))[:5]
         lines.append(f"row {i}: output {exp.model_output[i]:.4f}; "
-                     + ", ".join(f"{f} {v:+.4f}" for f, v in top))
+                     + ", ".join(f"{shown(f)} {v:+.4f}" for f, v in top))
     _emit(payload, args.format, "\n".join(lines))
     return EXIT_OK
 
@@ -96,7 +99,7 @@ def _explain_for_task(scorer: Any, rows: Any, background: Any, features: list[st
     options = {"seed": args.seed, "max_rows": max(args.rows, 1), "background_size": args.background}
     task, manifest = scorer.manifest.task, scorer.manifest
     if args.class_label is not None and task != "multiclass_classification":
-        raise ValueError(f"--class is for multiclass models; {manifest.name!r} is {task}")
+        raise UsageError(f"--class is for multiclass models; {manifest.name!r} is {task}")
     if task == "regression":
         return explain(scorer.predict_value, rows, background, features=features, output="value",
                        **options), None
@@ -107,7 +110,7 @@ def _explain_for_task(scorer: Any, rows: Any, background: Any, features: list[st
     if args.class_label is not None:
         names = [str(c) for c in classes]
         if args.class_label not in names:
-            raise ValueError(f"--class {args.class_label!r} is not one of the model's classes {names}")
+            raise UsageError(f"--class {args.class_label!r} is not one of the model's classes {names}")
         index = names.index(args.class_label)
     exp, explained = explain_class(scorer.predict_class_proba, rows, background, features=features,
                                    class_index=index, **options)
@@ -128,15 +131,13 @@ def _binary_column(frame: Any, column: str, positive: str) -> Any:
 
 
 def cmd_fairness(args: argparse.Namespace) -> int:
-    import pyarrow.parquet as pq
-
+    from modelgate.cli_data import read_table
     from modelgate.fairness.metrics import fairness_report
 
     sensitive = [s for s in args.sensitive.split(",") if s]
     if not sensitive:
-        raise ValueError("--sensitive needs at least one column name")
-    table = pq.read_table(args.data)
-    frame = table.to_pandas()
+        raise UsageError("--sensitive needs at least one column name")
+    frame = read_table(args.data).to_pandas()
     y = _binary_column(frame, args.label, args.positive)
     pred = _binary_column(frame, args.prediction, args.positive)
     if args.score is not None and args.score not in frame.columns:
@@ -163,14 +164,14 @@ def _fairness_lines(reports: dict[str, Any]) -> list[str]:
     lines = []
     for feature, rep in reports.items():
         groups = [g.to_record() for g in rep.table.groups]
-        lines.append(f"{feature}:")
+        lines.append(f"{shown(feature)}:")
         for e in rep.estimates:
             why = driving_text(e.to_record(), groups)
             lines.append(f"  {e.name} {e.value:.4f}{f' ({why})' if why else ''}")
         for g in rep.table.groups:
             flag = " (small group)" if g.small_group else ""
             auc = "" if math.isnan(g.roc_auc) else f" auc={g.roc_auc:.4f}"
-            lines.append(f"  {g.group}: n={g.n} positives={g.positives} negatives={g.negatives} "
+            lines.append(f"  {shown(str(g.group))}: n={g.n} positives={g.positives} negatives={g.negatives} "
                          f"selection={g.selection_rate:.4f} tpr={g.tpr:.4f} fpr={g.fpr:.4f} "
                          f"accuracy={g.accuracy:.4f}{auc}{flag}")
     return lines
@@ -179,9 +180,8 @@ def _fairness_lines(reports: dict[str, Any]) -> list[str]:
 def add_commands(sub: Any) -> None:
     p = sub.add_parser("evaluate", help="run the evaluation pipeline outside Airflow")
     p.add_argument("--model", required=True, help="model archive (.tar.gz)")
-    p.add_argument("--data", required=True,
-                   help="held-out parquet (a file or a directory of partitions) with label and "
-                        "sensitive columns")
+    p.add_argument("--data", required=True, type=data_source,
+                   help=f"held-out data with label and sensitive columns: {DATA_HELP}")
     p.add_argument("--policy", help="policy YAML merged over the default policy")
     p.add_argument("--promote", action="store_true", help="promote the model if the gate passes")
     p.add_argument("--allow-looser-policy", action="store_true",
@@ -192,25 +192,25 @@ def add_commands(sub: Any) -> None:
 
     p = sub.add_parser("explain", help="SHAP values of the first N rows of a parquet file")
     p.add_argument("--model", required=True, type=Path)
-    p.add_argument("--data", required=True, type=Path)
-    p.add_argument("--rows", type=int, default=5)
-    p.add_argument("--background", type=int, default=100, help="background sample size")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", required=True, type=data_source, help=DATA_HELP)
+    p.add_argument("--rows", type=bounded_int(1), default=5)
+    p.add_argument("--background", type=bounded_int(1), default=100, help="background sample size")
+    p.add_argument("--seed", type=bounded_int(0), default=0)
     p.add_argument("--class", dest="class_label",
                    help="multiclass models: explain this class (default: each row's predicted class)")
     p.add_argument("--format", choices=("json", "text"), default="json")
     p.set_defaults(handler=cmd_explain)
 
     p = sub.add_parser("fairness", help="fairness table and gaps of already-scored data")
-    p.add_argument("--data", required=True, type=Path)
+    p.add_argument("--data", required=True, type=data_source, help=DATA_HELP)
     p.add_argument("--label", required=True)
     p.add_argument("--prediction", required=True)
     p.add_argument("--sensitive", required=True, help="comma-separated column names")
     p.add_argument("--positive", default="1", help="value of label/prediction meaning positive")
     p.add_argument("--score", help="column of scores in [0, 1]: adds each group's ROC AUC")
-    p.add_argument("--min-group-size", type=int, default=30)
-    p.add_argument("--bootstrap", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--min-group-size", type=bounded_int(1), default=30)
+    p.add_argument("--bootstrap", type=bounded_int(0, MAX_BOOTSTRAP), default=1000)
+    p.add_argument("--seed", type=bounded_int(0), default=0)
     p.add_argument("--format", choices=("json", "text"), default="json")
     p.set_defaults(handler=cmd_fairness)
 

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from modelgate.cli_args import UsageError, bounded_int, open_interval
+from modelgate.logsafe import escape_for_log as shown
 from modelgate.pipelines.json_records import change_points_json, feature_drift_json
 
 EXIT_OK, EXIT_DRIFT = 0, 3
@@ -52,14 +54,14 @@ def cmd_drift(args: argparse.Namespace) -> int:
     from modelgate.pipelines.drift_columns import build_references_from_parquet, drift_from_parquet
 
     if (args.label is None) != (args.prediction is None):
-        raise ValueError("--label and --prediction go together (ADWIN needs both)")
+        raise UsageError("--label and --prediction go together (ADWIN needs both)")
     exclude = {c for c in (args.label, args.prediction) if c}
     kinds = infer_feature_kinds(args.reference, exclude)
     if args.features:
         wanted = [f for f in args.features.split(",") if f]
         unknown = [f for f in wanted if f not in kinds]
         if unknown:
-            raise ValueError(f"--features {unknown} are not numeric or string columns of "
+            raise UsageError(f"--features {unknown} are not numeric or string columns of "
                              f"{str(args.reference)!r}")
         kinds = {f: kinds[f] for f in wanted}
     references = build_references_from_parquet(args.reference, kinds, bins=args.bins)
@@ -88,10 +90,10 @@ def _fmt(value: float | None) -> str:
 def _print_text(payload: dict[str, Any]) -> None:
     print(f"{'feature':<24} {'kind':<12} {'W':>10} {'W/scale':>10} {'JS':>8} {'thresh':>8}  verdict")
     for f in payload["features"]:
-        print(f"{f['feature'][:24]:<24} {f['kind']:<12} {_fmt(f['wasserstein']):>10} "
+        print(f"{shown(f['feature'])[:24]:<24} {f['kind']:<12} {_fmt(f['wasserstein']):>10} "
               f"{_fmt(f['wasserstein_normalised']):>10} {_fmt(f['js_divergence_base2']):>8} "
               f"{_fmt(f['threshold']):>8}  {f['verdict']}")
-    print(f"{payload['n_breached']} feature(s) breached: {', '.join(payload['breached']) or '-'}")
+    print(f"{payload['n_breached']} feature(s) breached: {', '.join(map(shown, payload['breached'])) or '-'}")
     if payload["adwin"] is not None:
         changes = payload["adwin"]["changes"]
         print(f"ADWIN change positions: {[c['position'] for c in changes] or 'none'}")
@@ -104,7 +106,9 @@ def add_drift_command(sub: Any) -> None:
     p.add_argument("--features", help="comma-separated columns (default: all numeric/string)")
     p.add_argument("--label", help="label column of the current file (for ADWIN)")
     p.add_argument("--prediction", help="prediction column of the current file (for ADWIN)")
-    p.add_argument("--delta", type=float, default=0.002, help="ADWIN confidence (default 0.002)")
-    p.add_argument("--bins", type=int, default=10, help="reference-quantile bins for numeric JS")
+    p.add_argument("--delta", type=open_interval(0.0, 1.0), default=0.002,
+                   help="ADWIN confidence (default 0.002)")
+    p.add_argument("--bins", type=bounded_int(1), default=10,
+                   help="reference-quantile bins for numeric JS")
     p.add_argument("--format", choices=("json", "text"), default="text")
     p.set_defaults(handler=cmd_drift)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 from typing import Any
+
+from modelgate.cli_args import as_usage_error, bounded_int, interval_start, json_object
+from modelgate.logsafe import escape_for_log as shown
 
 
 def _context() -> Any:
@@ -14,36 +16,18 @@ def _context() -> Any:
     return Context.open()
 
 
-def _thresholds(text: str | None) -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"--thresholds must be a JSON object, got {text!r}: {exc}") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"--thresholds must be a JSON object, got {text!r}")
-    return value
-
-
-def _interval_start(text: str) -> dt.datetime:
-    try:
-        value = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(f"--interval must be the ISO 8601 start of a data interval "
-                         f"(e.g. 2024-03-01 or 2024-03-01T00:00:00+00:00), got {text!r}") from None
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-
-
 def cmd_monitor_set(args: argparse.Namespace) -> int:
-    from modelgate.pipelines.monitor import set_monitor
+    from modelgate.pipelines.monitor import check_monitor_args, set_monitor
 
-    config, created = set_monitor(
-        _context(), args.name, live=args.live, labels=args.labels, reference=args.reference,
-        sample_rows=args.sample_rows, thresholds=_thresholds(args.thresholds))
-    print(f"{'monitoring' if created else 'updated monitoring of'} {config.model_name}: "
-          f"live {config.live_uri}, labels {config.labels_uri}, reference {config.reference_uri}, "
-          f"{config.sample_rows} sampled rows per interval")
+    ctx = _context()
+    options = {"live": args.live, "labels": args.labels, "reference": args.reference,
+               "sample_rows": args.sample_rows, "thresholds": args.thresholds}
+    with as_usage_error():  # the same check set_monitor makes, before any work
+        check_monitor_args(ctx, args.name, **options)
+    config, created = set_monitor(ctx, args.name, **options)
+    print(f"{'monitoring' if created else 'updated monitoring of'} {shown(config.model_name)}: "
+          f"live {shown(config.live_uri)}, labels {shown(config.labels_uri)}, "
+          f"reference {shown(config.reference_uri)}, {config.sample_rows} sampled rows per interval")
     return 0
 
 
@@ -59,7 +43,8 @@ def cmd_monitor_list(args: argparse.Namespace) -> int:
     for c in configs:
         production = models.get_production(ctx.db_url, c.model_name)
         version = f"v{production.version}" if production else "-"
-        print(f"{c.model_name[:24]:<24} {version:<11} {c.sample_rows:>6}  {c.live_uri} | {c.labels_uri}")
+        print(f"{shown(c.model_name)[:24]:<24} {shown(version):<11} {c.sample_rows:>6}  "
+              f"{shown(c.live_uri)} | {shown(c.labels_uri)}")
     if not configs:
         print("(no model is monitored; `modelgate monitor set NAME --live URI --labels URI`)")
     return 0
@@ -70,7 +55,7 @@ def cmd_monitor_unset(args: argparse.Namespace) -> int:
 
     if not monitors.delete(_context().db_url, args.name):
         raise LookupError(f"model {args.name!r} is not monitored (see `modelgate monitor list`)")
-    print(f"stopped monitoring {args.name} (its drift history is kept)")
+    print(f"stopped monitoring {shown(args.name)} (its drift history is kept)")
     return 0
 
 
@@ -79,11 +64,11 @@ def cmd_monitor_retry(args: argparse.Namespace) -> int:
     from modelgate.pipelines.drift_runner import retry_interval
 
     try:
-        verdict = retry_interval(_context(), args.name, _interval_start(args.interval))
+        verdict = retry_interval(_context(), args.name, args.interval)
     except DriftBreached as exc:
-        print(str(exc))
+        print(shown(str(exc)))
         return 3
-    print(f"{args.name} over the interval starting {args.interval}: {verdict}")
+    print(f"{shown(args.name)} over the interval starting {args.interval.isoformat()}: {verdict}")
     return 0
 
 
@@ -96,8 +81,10 @@ def add_monitor_command(sub: Any) -> None:
     s.add_argument("--labels", required=True, help="label partitions, joined by the manifest's id_column")
     s.add_argument("--reference", help="reference parquet (default: the production version's "
                                        "latest evaluation dataset)")
-    s.add_argument("--sample-rows", type=int, default=5000, help="live rows sampled per interval")
-    s.add_argument("--thresholds", help='drift thresholds as JSON, e.g. {"relative": 1.8}')
+    s.add_argument("--sample-rows", type=bounded_int(1), default=5000,
+                   help="live rows sampled per interval (the upper bound is checked with the rest)")
+    s.add_argument("--thresholds", type=json_object, default={},
+                   help='drift thresholds as JSON, e.g. {"relative": 1.8}')
     s.set_defaults(handler=cmd_monitor_set)
     lst = msub.add_parser("list", help="the monitored models")
     lst.add_argument("--format", choices=("text", "json"), default="text")
@@ -107,5 +94,6 @@ def add_monitor_command(sub: Any) -> None:
     u.set_defaults(handler=cmd_monitor_unset)
     r = msub.add_parser("retry", help="reprocess one interval (e.g. a quarantined labels partition)")
     r.add_argument("name")
-    r.add_argument("--interval", required=True, help="start of the data interval (ISO 8601)")
+    r.add_argument("--interval", required=True, type=interval_start,
+                   help="start of the data interval (ISO 8601)")
     r.set_defaults(handler=cmd_monitor_retry)

@@ -7,8 +7,14 @@ input's own element type, float32, float64 or int64; categorical columns as stri
 the manifest's ``input_tensor``, one ``[N, F]`` tensor of the features in manifest order.
 Missing values are refused unless the manifest feature says ``allow_missing`` (the graph
 handles them, e.g. a skl2onnx ``SimpleImputer``); then missing numerics are fed as NaN and
-missing categoricals as ``""``. Infinite numerics are always refused, and so are missing or
-fractional values for an int64 input. Errors name columns and counts, never rows.
+missing categoricals as ``""``. Every numeric feed is range-checked for the graph input's
+type: infinite values and values beyond float32's range are refused, and so are missing,
+fractional or out-of-range values (a float 1e30, a uint64 >= 2**63) for an integer input,
+which a cast would wrap silently. The model's output is checked the same way for every
+caller (``score`` and ``evaluate`` alike): NaN or infinite outputs, and class probabilities
+outside [0, 1], are refused. Errors name the column (or output), the count of bad rows and
+the first one's id (the manifest's ``id_column`` when the data has it, else its 0-based
+position), never other values of the row.
 
 The output read is the manifest's: class probabilities ``[N, C]`` (a ``ZipMap`` is
 rewritten away in memory by :func:`modelgate.onnx_layouts.unzip_probabilities`) or a
@@ -76,6 +82,45 @@ _CHUNK = 1 << 20
 
 class ScoringError(ValueError):
     """Input data, settings or runtime cannot be used to score."""
+
+
+class RowsRefused(ScoringError):
+    """Rows a check refused, with the position of the first one in the frame checked.
+
+    Whoever knows the rows' ids names that row with :meth:`at`.
+    """
+
+    def __init__(self, message: str, first: int) -> None:
+        super().__init__(message)
+        self.message, self.first = message, first
+
+    def at(self, index: pd.Index) -> ScoringError:
+        """The same error naming the first refused row by ``index`` (its name: the id column;
+        unnamed: positions, shown as ``row``).
+
+        >>> str(RowsRefused("column 'x': 2 rows overflow INT64", 1).at(pd.Index([7, 9], name="id")))
+        "column 'x': 2 rows overflow INT64 (first: id 9)"
+        >>> str(RowsRefused("column 'x': 1 row is NaN", 0).at(pd.RangeIndex(5, 8)))
+        "column 'x': 1 row is NaN (first: row 5)"
+        """
+        return ScoringError(f"{self.message} (first: {index.name or 'row'} "
+                            f"{_shown_id(index[self.first])})")
+
+
+def _shown_id(value: Any) -> str:
+    """A row id as one short line: numbers as they are, strings quoted, at most 40 characters."""
+    from modelgate.logsafe import escape_for_log
+
+    value = value.item() if isinstance(value, np.generic) else value
+    text = repr(value) if isinstance(value, str) else str(value)
+    return escape_for_log(text if len(text) <= 40 else f"{text[:37]}...")
+
+
+def _refused(message: str, bad: np.ndarray) -> RowsRefused:
+    """:class:`RowsRefused` for the rows where ``bad`` is true (at least one)."""
+    count = int(bad.sum())
+    return RowsRefused(message.format(rows=f"{count} rows"),
+                       int(np.argmax(bad)))
 
 
 def _positive_or_none(value: int | None, name: str) -> None:
@@ -233,7 +278,10 @@ _ALLOW_MISSING_HINT = ("(if the graph handles missing values itself, e.g. with a
 #: numpy type fed for each ONNX Runtime input type of a numeric feature.
 _NUMERIC_FEEDS: dict[str, np.dtype] = {
     "tensor(float)": np.dtype(np.float32), "tensor(double)": np.dtype(np.float64),
-    "tensor(int64)": np.dtype(np.int64)}
+    "tensor(int64)": np.dtype(np.int64), "tensor(int32)": np.dtype(np.int32)}
+#: ONNX's name of each fed integer type, for messages.
+_ONNX_NAMES = {np.dtype(np.int64): "INT64", np.dtype(np.int32): "INT32",
+               np.dtype(np.float32): "FLOAT", np.dtype(np.float64): "DOUBLE"}
 
 
 def _frame_feed(feature: Feature, series: pd.Series, dtype: np.dtype | None = None) -> np.ndarray:
@@ -244,59 +292,97 @@ def _frame_feed(feature: Feature, series: pd.Series, dtype: np.dtype | None = No
 
 def _numeric_feed(feature: Feature, series: pd.Series,
                   dtype: np.dtype = np.dtype(np.float32)) -> np.ndarray:  # noqa: B008
-    """The column as ``[N, 1]`` of ``dtype`` (the graph input's type)."""
+    """The column as ``[N, 1]`` of ``dtype`` (the graph input's type), range-checked for it.
+
+    Raises :class:`RowsRefused` naming the column, the count and the first bad row.
+    """
     if not pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         raise ScoringError(
             f"column {feature.name!r}: expected a numeric dtype, got {str(series.dtype)!r}")
-    float_type = np.float32 if dtype == np.float32 else np.float64
-    with np.errstate(over="ignore"):
-        values = series.to_numpy(dtype=float_type, na_value=np.nan)
-    finite = np.isfinite(values)
-    if not finite.all():
-        n_nan = int(np.isnan(values).sum())
-        n_inf = int(values.size - finite.sum()) - n_nan
-        if n_inf:
-            raise ScoringError(f"column {feature.name!r}: {n_inf} rows are infinite or overflow "
-                               f"{np.dtype(float_type).name}")
-        if dtype == np.int64:
-            raise ScoringError(f"column {feature.name!r}: {n_nan} rows are missing (NaN) and the "
-                               "graph takes this feature as INT64, which cannot hold missing values")
-        if not feature.allow_missing:
-            raise ScoringError(
-                f"column {feature.name!r}: {n_nan} rows are missing (NaN) and the manifest "
-                f"does not allow missing values for this feature {_ALLOW_MISSING_HINT}")
-    if dtype == np.int64:
-        return _int64_feed(feature, series, values)
+    if dtype.kind == "f":
+        return _float_feed(feature, series, dtype)
+    if pd.api.types.is_integer_dtype(series.dtype):
+        return _int_from_ints(feature, series, dtype)
+    return _int_from_floats(feature, series, dtype)
+
+
+def _float_feed(feature: Feature, series: pd.Series, dtype: np.dtype) -> np.ndarray:
+    with np.errstate(over="ignore"):  # a double beyond float32's range becomes inf: refused
+        values = series.to_numpy(dtype=dtype, na_value=np.nan)
+    missing = np.isnan(values)
+    infinite = np.isinf(values)
+    if infinite.any():
+        raise _refused(f"column {feature.name!r}: {{rows}} are infinite or overflow "
+                       f"{_ONNX_NAMES[dtype]} ({dtype.name})", infinite)
+    if missing.any() and not feature.allow_missing:
+        raise _refused(f"column {feature.name!r}: {{rows}} are missing (NaN) and the manifest "
+                       f"does not allow missing values for this feature {_ALLOW_MISSING_HINT}",
+                       missing)
     return values.reshape(-1, 1)
 
 
-def _int64_feed(feature: Feature, series: pd.Series, values: np.ndarray) -> np.ndarray:
-    if pd.api.types.is_integer_dtype(series.dtype):
-        return series.to_numpy(dtype=np.int64).reshape(-1, 1)
-    fractional = int((values != np.round(values)).sum())
-    if fractional:
-        raise ScoringError(f"column {feature.name!r}: {fractional} rows are not whole numbers and "
-                           "the graph takes this feature as INT64")
-    return values.astype(np.int64).reshape(-1, 1)
+def _refuse_int_missing(feature: Feature, missing: np.ndarray, dtype: np.dtype) -> None:
+    if missing.any():
+        raise _refused(f"column {feature.name!r}: {{rows}} are missing (NaN) and the graph takes "
+                       f"this feature as {_ONNX_NAMES[dtype]}, which cannot hold missing values",
+                       missing)
 
 
-def _refuse_missing(feature: Feature, n_missing: int) -> None:
-    if n_missing and not feature.allow_missing:
-        raise ScoringError(
-            f"column {feature.name!r}: {n_missing} rows are missing and the manifest does not "
-            f"allow missing values for this feature {_ALLOW_MISSING_HINT}")
+def _out_of_range(feature: Feature, dtype: np.dtype) -> str:
+    info = np.iinfo(dtype)
+    return (f"column {feature.name!r}: {{rows}} are outside {_ONNX_NAMES[dtype]}'s range "
+            f"[{info.min}, {info.max}] (the graph takes this feature as {_ONNX_NAMES[dtype]})")
+
+
+def _int_from_ints(feature: Feature, series: pd.Series, dtype: np.dtype) -> np.ndarray:
+    """An integer column, compared with the target's bounds in its own type (a cast to int64
+    first would already have wrapped a uint64 >= 2**63)."""
+    _refuse_int_missing(feature, series.isna().to_numpy(), dtype)
+    raw = series.to_numpy(dtype=getattr(series.dtype, "numpy_dtype", series.dtype))
+    target, source = np.iinfo(dtype), np.iinfo(raw.dtype)
+    bad = np.zeros(raw.shape, dtype=bool)
+    if source.max > target.max:
+        bad |= raw > raw.dtype.type(target.max)
+    if source.min < target.min:
+        bad |= raw < raw.dtype.type(target.min)
+    if bad.any():
+        raise _refused(_out_of_range(feature, dtype), bad)
+    return raw.astype(dtype).reshape(-1, 1)
+
+
+def _int_from_floats(feature: Feature, series: pd.Series, dtype: np.dtype) -> np.ndarray:
+    values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+    _refuse_int_missing(feature, np.isnan(values), dtype)
+    if np.isinf(values).any():
+        raise _refused(f"column {feature.name!r}: {{rows}} are infinite", np.isinf(values))
+    fractional = values != np.round(values)
+    if fractional.any():
+        raise _refused(f"column {feature.name!r}: {{rows}} are not whole numbers and the graph "
+                       f"takes this feature as {_ONNX_NAMES[dtype]}", fractional)
+    info = np.iinfo(dtype)
+    # Both bounds are exact in float64: -2**63 and 2**63 (the first value past int64's max).
+    bad = (values < float(info.min)) | (values >= float(info.max + 1))
+    if bad.any():
+        raise _refused(_out_of_range(feature, dtype), bad)
+    return values.astype(dtype).reshape(-1, 1)
+
+
+def _refuse_missing(feature: Feature, missing: np.ndarray) -> None:
+    if not feature.allow_missing and missing.any():
+        raise _refused(f"column {feature.name!r}: {{rows}} are missing and the manifest does not "
+                       f"allow missing values for this feature {_ALLOW_MISSING_HINT}", missing)
 
 
 def _refuse_missing_codes(feature: Feature, codes: np.ndarray) -> None:
     """:func:`_refuse_missing` for codes where ``-1`` marks a missing value."""
     if len(codes) and codes.min() < 0:
-        _refuse_missing(feature, int((codes < 0).sum()))
+        _refuse_missing(feature, codes < 0)
 
 
 def _categorical_strings(feature: Feature, series: pd.Series) -> np.ndarray:
     """The column as a 1-D object array of str, missing values as ``""``."""
     missing = series.isna().to_numpy()
-    _refuse_missing(feature, int(missing.sum()))
+    _refuse_missing(feature, missing)
     if isinstance(series.dtype, pd.CategoricalDtype):  # cheap: stringify categories only
         values = _category_strings(series.cat.categories)[series.cat.codes.to_numpy()]
     elif pd.api.types.is_string_dtype(series.dtype) and series.dtype != object:
@@ -358,9 +444,9 @@ def _code_feed(feature: Feature, series: pd.Series, labels: pd.Index, strict: bo
         code_of = _label_codes(labels, strings)
     fed = code_of.take(codes)  # code -1 takes the last entry: the code of ""
     if strict and code_of.size and code_of.min() < 0 and (fed < 0).any():
-        raise ScoringError(
-            f"column {feature.name!r}: {int((fed < 0).sum())} rows hold values that are not "
-            f"among the model's {len(labels)} known categories (its encoder rejects unknown values)")
+        raise _refused(
+            f"column {feature.name!r}: {{rows}} hold values that are not among the model's "
+            f"{len(labels)} known categories (its encoder rejects unknown values)", fed < 0)
     return fed.reshape(-1, 1)
 
 
@@ -405,6 +491,12 @@ class ModelScorer:
             raise ScoringError(
                 f"column {missing[0]!r} is missing from the data (model needs "
                 f"{list(self.feature_names)}; missing {missing})")
+        try:
+            return self._feeds(frame)
+        except RowsRefused as exc:
+            raise exc.at(frame.index) from None
+
+    def _feeds(self, frame: pd.DataFrame) -> dict[str, np.ndarray]:
         tensor = self.manifest.input_tensor
         if tensor is not None:
             dtype = self.input_dtypes[tensor]
@@ -418,6 +510,13 @@ class ModelScorer:
             for f in self.manifest.features
         }
 
+    def _predict(self, frame: pd.DataFrame) -> np.ndarray:
+        """:meth:`_output_matrix` of ``frame``, a refused output naming its row."""
+        try:
+            return self._output_matrix(self.feeds(frame), len(frame))
+        except RowsRefused as exc:
+            raise exc.at(frame.index) from None
+
     def predict_proba(self, frame: pd.DataFrame) -> np.ndarray:
         """Positive-class probability per row, float64 of shape ``(len(frame),)``
         (binary classifiers; see :meth:`predict_class_proba` and :meth:`predict_value`).
@@ -430,7 +529,7 @@ class ModelScorer:
             model is not a binary classifier.
         """
         self._require_task("binary_classification", "predict_proba")
-        return self._predict_feeds(self.feeds(frame), len(frame))
+        return self._positive_column(self._predict(frame))
 
     def predict_class_proba(self, frame: pd.DataFrame) -> np.ndarray:
         """Probability of every class, float64 ``(len(frame), C)``, columns in class order
@@ -438,12 +537,12 @@ class ModelScorer:
         if self.manifest.task == "regression":
             raise ScoringError(f"model {self.manifest.name!r} is a regression model: use "
                                "predict_value, it has no class probabilities")
-        return self._output_matrix(self.feeds(frame), len(frame))
+        return self._predict(frame)
 
     def predict_value(self, frame: pd.DataFrame) -> np.ndarray:
         """The predicted value per row, float64 ``(len(frame),)`` (regression models)."""
         self._require_task("regression", "predict_value")
-        return self._output_matrix(self.feeds(frame), len(frame))[:, 0]
+        return self._predict(frame)[:, 0]
 
     def _require_task(self, task: str, method: str) -> None:
         if self.manifest.task != task:
@@ -453,7 +552,10 @@ class ModelScorer:
 
     def _predict_feeds(self, feeds: dict[str, np.ndarray], n: int) -> np.ndarray:
         """Positive-class probabilities of a binary classifier."""
-        out = self._output_matrix(feeds, n)
+        return self._positive_column(self._output_matrix(feeds, n))
+
+    def _positive_column(self, out: np.ndarray) -> np.ndarray:
+        n = out.shape[0]
         index = self.manifest.output.positive_index
         if n and (index is None or index >= out.shape[1]):
             raise ScoringError(
@@ -472,6 +574,7 @@ class ModelScorer:
                 f"output {self.manifest.output.name!r}: expected {n} rows"
                 f"{' of one value' if self.manifest.task == 'regression' else ''}, "
                 f"got shape {out.shape}")
+        _check_output(out, self.manifest)
         return out
 
     def _run(self, feeds: dict[str, np.ndarray], n: int) -> np.ndarray:
@@ -492,6 +595,23 @@ class ModelScorer:
         # ONNX Runtime's run is thread-safe and releases the GIL while it computes.
         parts = list(_run_pool(self.parallel_runs).map(run_slice, range(len(bounds) - 1)))
         return np.concatenate(parts)
+
+
+def _check_output(out: np.ndarray, manifest: Manifest) -> None:
+    """Refuse outputs no metric can use, for every caller alike: NaN or infinite values (a
+    graph fed NaN where it does not impute), and class probabilities outside [0, 1]."""
+    name = manifest.output.name
+    bad = np.asarray(~np.isfinite(out).all(axis=1))
+    if bad.any():
+        allowed = [f.name for f in manifest.features if f.allow_missing]
+        hint = (f"; features {allowed} allow missing values: does the graph really impute them?"
+                if allowed else "")
+        raise _refused(f"model output {name!r}: {{rows}} are NaN or infinite{hint}", bad)
+    if manifest.task != "regression":
+        outside = np.asarray(((out < 0.0) | (out > 1.0)).any(axis=1))
+        if outside.any():
+            raise _refused(f"model output {name!r}: {{rows}} hold class probabilities outside "
+                           "[0, 1]", outside)
 
 
 def _run_on_gpu(session: ort.InferenceSession, names: list[str], feeds: dict[str, np.ndarray],
@@ -685,7 +805,21 @@ def _batches(pf: pq.ParquetFile, path: Path, batch_rows: int,
         raise ScoringError(f"cannot read parquet file {str(path)!r}: {exc}") from exc
 
 
-Prepared = tuple[pa.RecordBatch, dict[str, np.ndarray]]
+Prepared = tuple[pa.RecordBatch, dict[str, np.ndarray], pd.Index]
+
+
+def _row_index(batch: pa.RecordBatch, offset: int, id_column: str | None) -> pd.Index:
+    """How a batch's rows are named in errors: their ids, or their 0-based file positions."""
+    if id_column is not None:
+        return pd.Index(batch.column(id_column).to_pandas(), name=id_column)
+    return pd.RangeIndex(offset, offset + batch.num_rows)
+
+
+def _with_offsets(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.RecordBatch]]:
+    offset = 0
+    for batch in batches:
+        yield offset, batch
+        offset += batch.num_rows
 
 
 #: Batches read and checked ahead of the one being scored: on CUDA the device outruns one
@@ -700,8 +834,9 @@ class _ReadAhead:
     stages overlap the ``run`` of the current batch.
     """
 
-    def __init__(self, scorer: ModelScorer, batches: Iterator[pa.RecordBatch], depth: int) -> None:
-        self._scorer, self._batches = scorer, batches
+    def __init__(self, scorer: ModelScorer, batches: Iterator[pa.RecordBatch], depth: int,
+                 names: str | None = None) -> None:
+        self._scorer, self._batches, self._names = scorer, _with_offsets(batches), names
         self._read = ThreadPoolExecutor(max_workers=1, thread_name_prefix="modelgate-read")
         self._build = ThreadPoolExecutor(max_workers=depth, thread_name_prefix="modelgate-feed")
         self._queue: deque[Future[Prepared | None]] = deque()
@@ -713,11 +848,14 @@ class _ReadAhead:
         read = self._read.submit(next, self._batches, None)
         self._queue.append(self._build.submit(self._feeds, read))
 
-    def _feeds(self, read: Future[pa.RecordBatch | None]) -> Prepared | None:
-        batch = read.result()
-        if batch is None:
+    def _feeds(self, read: Future[tuple[int, pa.RecordBatch] | None]) -> Prepared | None:
+        item = read.result()
+        if item is None:
             return None
-        return batch, self._scorer.feeds(batch.select(list(self._scorer.feature_names)).to_pandas())
+        offset, batch = item
+        frame = batch.select(list(self._scorer.feature_names)).to_pandas()
+        frame.index = _row_index(batch, offset, self._names)
+        return batch, self._scorer.feeds(frame), frame.index
 
     def __next__(self) -> Prepared | None:
         item = self._queue.popleft().result()
@@ -730,12 +868,16 @@ class _ReadAhead:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _score_batch(scorer: ModelScorer, batch: pa.RecordBatch, feeds: dict[str, np.ndarray],
-                 schema: pa.Schema, id_column: str | None, keep_columns: Sequence[str]) -> pa.Table:
+def _score_batch(scorer: ModelScorer, prepared: Prepared, schema: pa.Schema,
+                 id_column: str | None, keep_columns: Sequence[str]) -> pa.Table:
+    batch, feeds, index = prepared
     arrays: dict[str, pa.Array] = {}
     if id_column:
         arrays[id_column] = _as_in_file(batch.column(id_column), schema.field(id_column))
-    arrays.update(_output_columns(scorer, feeds, batch.num_rows))
+    try:
+        arrays.update(_output_columns(scorer, feeds, batch.num_rows))
+    except RowsRefused as exc:
+        raise exc.at(index) from None
     for name in keep_columns:
         arrays[name] = _as_in_file(batch.column(name), schema.field(name))
     return pa.table(arrays)
@@ -819,6 +961,11 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
         raise ScoringError(f"parquet file {str(src)!r} has no rows")
     file_schema = _read_schema(src)  # as stored: pf.schema_arrow shows dictionary types
     columns = _needed_columns(scorer, file_schema, src, id_column, keep_columns)
+    # Refused rows are named by the id column when the data has one, even if not written.
+    names = id_column or (scorer.manifest.id_column
+                          if scorer.manifest.id_column in file_schema.names else None)
+    if names is not None and names not in columns:
+        columns.append(names)
     fingerprint = file_sha256(src)
     tmp = out.with_name(f".{out.name}.tmp")
     rows, start = 0, time.perf_counter()
@@ -827,11 +974,11 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
     batches = _batches(pf, src, batch_rows, columns)
     # Batches read and checked ahead, in threads, while the current one is scored and
     # written: parquet decoding and ONNX Runtime release the GIL, so the stages overlap.
-    ahead = _ReadAhead(scorer, batches, READ_AHEAD.get(scorer.provider, 1))
+    ahead = _ReadAhead(scorer, batches, READ_AHEAD.get(scorer.provider, 1), names)
     try:
         while (item := next(ahead)) is not None:
-            batch, feeds = item
-            table = _score_batch(scorer, batch, feeds, file_schema, id_column, keep_columns)
+            batch = item[0]
+            table = _score_batch(scorer, item, file_schema, id_column, keep_columns)
             writer = writer or pq.ParquetWriter(tmp, table.schema,
                                                 use_dictionary=list(keep_columns))
             writer.write_table(table)

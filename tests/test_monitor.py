@@ -60,14 +60,15 @@ def test_monitor_set_list_unset(ctx: Context, demo_builds: dict[str, Any],
     build = demo_builds["1"]
     row = _promote(ctx, build.archive_path)
     args = ["monitor", "set", NAME, "--live", str(build.live_dir), "--labels", str(build.labels_dir)]
-    # bad input is refused with the parameter named, and nothing is stored
-    assert main([*args, "--reference", str(build.reference_path), "--thresholds", "[1]"]) == 1
-    assert main([*args, "--reference", str(build.reference_path), "--sample-rows", "0"]) == 1
+    # bad input is refused with the parameter named (a usage error: exit 2), and nothing is stored
+    assert main([*args, "--reference", str(build.reference_path), "--thresholds", "[1]"]) == 2
+    assert main([*args, "--reference", str(build.reference_path), "--sample-rows", "0"]) == 2
     assert main([*args, "--reference", str(build.reference_path),
-                 "--thresholds", '{"relativ": 2}']) == 1
+                 "--thresholds", '{"relativ": 2}']) == 2
     assert main(args) == 1  # no --reference and no evaluation to take it from
     err = capsys.readouterr().err
-    assert "--thresholds must be a JSON object" in err and "--sample-rows must be >= 1" in err
+    assert "argument --thresholds: must be a JSON object" in err
+    assert "argument --sample-rows: must be an integer >= 1" in err
     assert "unknown key(s) ['relativ']" in err and "pass --reference" in err
     assert monitors.list_all(ctx.db_url) == []
     assert fetch_all(ctx.db_url, "SELECT count(*) FROM reference_sketch") == [(0,)]

@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from modelgate.pipelines import evaluate
+from modelgate.pipelines import evaluate, partitions
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.evaluation_runner import run_evaluation
 from modelgate.pipelines.json_records import deltas_json, fairness_json, gate_json, metrics_json
-from modelgate.pipelines.partitions import local_dataset_fingerprint
 from modelgate.pipelines.policy_provenance import policy_json, policy_line
 from modelgate.store import runs
 
@@ -22,13 +21,14 @@ class EvaluationOutcome:
     text: str
 
 
-def run_evaluation_locally(model: Path, data: Path, policy: Path | None, *,
+def run_evaluation_locally(model: Path, data: str | Path, policy: Path | None, *,
                            promote: bool = False,
                            allow_looser_policy: bool = False) -> EvaluationOutcome:
     """Register (if needed) and evaluate ``model`` on ``data``; deterministic run key.
 
-    ``data`` is a parquet file or a directory of them (partitions scored one after the
-    other in this process, then merged, as the DAG's mapped tasks do).
+    ``data`` is a parquet file, a directory of them or an ``s3://bucket/prefix`` in the
+    configured bucket (partitions scored one after the other in this process, then merged,
+    as the DAG's mapped tasks do).
 
     The same archive, data and policy give the same run key
     (``cli__<data sha>__<policy sha>__<name>__v<version>__<archive sha>``, the policy part
@@ -38,15 +38,21 @@ def run_evaluation_locally(model: Path, data: Path, policy: Path | None, *,
     one refused it. Ctrl-C and SIGTERM (raised by
     the CLI as :class:`~modelgate.pipelines.liveness.Terminated`) record the run as failed.
     """
-    if not data.exists():
-        raise FileNotFoundError(f"data file or directory {str(data)!r} does not exist")
+    uri = str(data)
+    if not uri.startswith("s3://"):
+        local = Path(uri[7:] if uri.startswith("file://") else uri)
+        if not local.exists():
+            raise FileNotFoundError(f"data file or directory {str(local)!r} does not exist")
+        uri = str(local.resolve())
     ctx = Context.open()
     row, _ = register_archive(ctx, model)
     policy_sha = hashlib.sha256(policy.read_bytes()).hexdigest()[:8] if policy else "default"
+    with ctx.attempt_scratch("data", "fingerprint") as work:  # s3:// partitions, one at a time
+        fingerprint = partitions.dataset_sha256(ctx.store, uri, work)
     allowed = "-looser-allowed" if allow_looser_policy else ""
-    run_key = f"cli__{local_dataset_fingerprint(data)[:12]}__{policy_sha}{allowed}"
+    run_key = f"cli__{fingerprint[:12]}__{policy_sha}{allowed}"
     done = run_evaluation(ctx, model_name=row.model_name, version=row.version,
-                          dataset_uri=str(data.resolve()), run_key=run_key,
+                          dataset_uri=uri, run_key=run_key,
                           policy_path=str(policy) if policy else None, promote=promote,
                           allow_looser_policy=allow_looser_policy)
     assert done.status is not None and done.report_link is not None  # ran through "store"

@@ -6,6 +6,9 @@ import hashlib
 import logging
 import re
 import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +41,24 @@ class Context:
         """Remove a scratch directory once the run that used it has stored its results."""
         shutil.rmtree(self.settings.home.resolve() / "work" / Path(*[safe_key_part(p) for p in parts]),
                       ignore_errors=True)
+
+    @contextmanager
+    def attempt_scratch(self, *parts: str) -> Iterator[Path]:
+        """A working directory of this attempt's own under ``MODELGATE_HOME/work/<parts[0]>``,
+        removed when the block ends, success or failure.
+
+        Unique per call (``mkdtemp``), not per run key: two attempts of one run at once (the
+        same ``modelgate evaluate`` twice, a task retried while its first attempt still
+        runs) never share, empty or remove each other's files.
+        """
+        base = self.settings.home.resolve() / "work" / safe_key_part(parts[0])
+        base.mkdir(parents=True, exist_ok=True)
+        label = "-".join(safe_key_part(p) for p in parts[1:])[:120] or "attempt"
+        path = Path(tempfile.mkdtemp(prefix=f"{label}.", dir=base))
+        try:
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
 
     def scratch(self, *parts: str) -> Path:
         """A private working directory under ``MODELGATE_HOME/work``, emptied first."""

@@ -237,7 +237,19 @@ def score_partition(ctx: Context, ref: RunRef, index: int, partition_uri: str) -
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     partitions.check_partition(run.dataset_uri, partition_uri)
     part = f"part-{index:05d}"
-    work = ctx.scratch("evaluation", ref.run_key, part)
+    with ctx.attempt_scratch("evaluation", ref.run_key, part) as work:
+        result = _score_partition_in(ctx, ref, run, index, partition_uri, work)
+    key = put_pickle(ctx, f"{ref.prefix()}/partitions/{part}.pkl", result)
+    # Logs identify the data by its hash, never by its rows.
+    log.info("evaluation run %d: partition %d scored %d rows of sha256 %s in %.2f s on %s (%s)",
+             ref.evaluation_run_id, index, result.rows, result.sha256[:16], result.seconds,
+             result.provider, result.provider_reason)
+    return key
+
+
+def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, index: int,
+                        partition_uri: str, work: Path) -> PartitionResult:
+    """:func:`score_partition`'s work in this attempt's scratch directory ``work``."""
     data = fetch_dataset(ctx, partition_uri, work)
     candidate = _candidate_row(ctx, run)
     manifest = candidate.manifest
@@ -257,19 +269,12 @@ def score_partition(ctx: Context, ref: RunRef, index: int, partition_uri: str) -
                                               champion_threshold, work / "scores.parquet")
     else:
         evaluate_tasks.join_champion(scored.output_path, champion_path, work / "scores.parquet")
-    scores_key = f"{ref.prefix()}/scores/{part}.parquet"
+    scores_key = f"{ref.prefix()}/scores/part-{index:05d}.parquet"
     ctx.store.put_file(scores_key, work / "scores.parquet", content_type="application/vnd.apache.parquet")
-    result = PartitionResult(index, partitions.partition_name(run.dataset_uri, partition_uri),
-                             partition_uri, scored.rows, scored.seconds, scored.provider,
-                             scored.input_fingerprint, scores_key, statistics,
-                             scored.provider_reason, scored.tf32_allowed, group_scores)
-    key = put_pickle(ctx, f"{ref.prefix()}/partitions/{part}.pkl", result)
-    ctx.discard_scratch("evaluation", ref.run_key, part)
-    # Logs identify the data by its hash, never by its rows.
-    log.info("evaluation run %d: partition %d scored %d rows of sha256 %s in %.2f s on %s (%s)",
-             ref.evaluation_run_id, index, scored.rows, scored.input_fingerprint[:16],
-             scored.seconds, scored.provider, scored.provider_reason)
-    return key
+    return PartitionResult(index, partitions.partition_name(run.dataset_uri, partition_uri),
+                           partition_uri, scored.rows, scored.seconds, scored.provider,
+                           scored.input_fingerprint, scores_key, statistics,
+                           scored.provider_reason, scored.tf32_allowed, group_scores)
 
 
 def _read_columns(data: Path, columns: list[str]) -> pa.Table | None:
@@ -513,9 +518,9 @@ def _compute_task_metrics(ctx: Context, ref: RunRef, manifest: dict[str, Any], *
                           champion: bool) -> str:
     """Multiclass or regression metrics from the partitions' scored columns, concatenated."""
     task = evaluate_tasks.task_of(manifest)
-    work = ctx.scratch("evaluation", ref.run_key, "metrics")
-    table = evaluate_tasks.read_scores(ctx, load_statistics(ctx, ref).partitions,
-                                       evaluate_tasks.score_columns(manifest, champion), work)
+    with ctx.attempt_scratch("evaluation", ref.run_key, "metrics") as work:
+        table = evaluate_tasks.read_scores(ctx, load_statistics(ctx, ref).partitions,
+                                           evaluate_tasks.score_columns(manifest, champion), work)
     candidate, champion_report, comparison = evaluate_tasks.compute_metrics(
         table, manifest, champion=champion, n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED)
     log.info("%s metrics on %d rows with %d bootstrap resamples%s", task, table.num_rows,
@@ -555,15 +560,15 @@ def explain(ctx: Context, ref: RunRef) -> str:
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     row = _candidate_row(ctx, run)
-    work = ctx.scratch("explain", ref.run_key)
-    scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
-    features = list(scorer.feature_names)
     task = evaluate_tasks.task_of(row.manifest)
     columns = (["score", "prediction"] if task == evaluate_tasks.BINARY
                else evaluate_tasks.prediction_columns(row.manifest))
-    data, table, names = _sample_rows(ctx, load_statistics(ctx, ref), features,
-                                      row.manifest["label"]["column"], work,
-                                      id_column=row.manifest.get("id_column"), columns=columns)
+    with ctx.attempt_scratch("explain", ref.run_key) as work:
+        scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
+        features = list(scorer.feature_names)
+        data, table, names = _sample_rows(ctx, load_statistics(ctx, ref), features,
+                                          row.manifest["label"]["column"], work,
+                                          id_column=row.manifest.get("id_column"), columns=columns)
     explainer = _explainer(scorer, task, features)
     rng = np.random.default_rng(SHAP_SEED)
     background = data.iloc[np.sort(rng.choice(len(data), min(100, len(data)), replace=False))]
@@ -736,10 +741,10 @@ def compute_fairness(ctx: Context, ref: RunRef) -> str:
 def _compute_task_fairness(ctx: Context, ref: RunRef, manifest: dict[str, Any]) -> str:
     """Multiclass (one-vs-rest per class) or regression (group errors) fairness from the
     partitions' scored columns, concatenated."""
-    work = ctx.scratch("evaluation", ref.run_key, "fairness")
     columns = [manifest["label"]["column"], "prediction", *manifest["sensitive_features"]]
-    table = evaluate_tasks.read_scores(ctx, load_statistics(ctx, ref).partitions,
-                                       list(dict.fromkeys(columns)), work)
+    with ctx.attempt_scratch("evaluation", ref.run_key, "fairness") as work:
+        table = evaluate_tasks.read_scores(ctx, load_statistics(ctx, ref).partitions,
+                                           list(dict.fromkeys(columns)), work)
     reports = evaluate_tasks.compute_fairness(
         table, manifest, min_group_size=ctx.settings.min_group_size,
         include_small_groups=INCLUDE_SMALL_GROUPS_IN_GAPS, n_bootstrap=N_BOOTSTRAP,
@@ -1090,6 +1095,4 @@ def store_results(ctx: Context, ref: RunRef) -> str:
     emit_metrics(gate_metrics(row.model_name, row.version, passed=decided.decision.passed,
                               checks_breached=sum(c.effect != "none" for c in decided.decision.checks)))
     index_page.write_model_index(ctx, row.model_name)  # reports/<model>/index.html
-    for kind in ("evaluation", "explain"):
-        ctx.discard_scratch(kind, ref.run_key)
     return status

@@ -14,6 +14,9 @@ from modelgate.store import models, monitors
 
 log = logging.getLogger("modelgate.monitor")
 
+#: Most live rows sampled per interval: ``monitor_config.sample_rows`` is a PostgreSQL integer.
+MAX_SAMPLE_ROWS = 2**31 - 1
+
 
 def set_monitor(ctx: Context, model_name: str, *, live: str, labels: str,
                 reference: str | None = None, sample_rows: int = 5000,
@@ -26,16 +29,11 @@ def set_monitor(ctx: Context, model_name: str, *, live: str, labels: str,
     changed ``reference`` applies to versions promoted later. Returns the config and
     whether it was new.
     """
-    from modelgate.pipelines.drift import ensure_reference, parse_thresholds
+    from modelgate.pipelines.drift import ensure_reference
 
-    for name, value in (("live", live), ("labels", labels)):
-        if not value:
-            raise ValueError(f"monitor set {model_name!r}: --{name} must be a directory or "
-                             f"s3://bucket/prefix of dt=YYYY-MM-DD partitions, got {value!r}")
-    if sample_rows < 1:
-        raise ValueError(f"monitor set {model_name!r}: --sample-rows must be >= 1, got {sample_rows!r}")
-    parse_thresholds(thresholds)  # refuses unknown keys before anything is stored
-    production = models.get_production(ctx.db_url, model_name)
+    production = check_monitor_args(ctx, model_name, live=live, labels=labels,
+                                    reference=reference, sample_rows=sample_rows,
+                                    thresholds=thresholds)
     if not reference:
         reference = (monitors.latest_evaluation_dataset(ctx.db_url, production.model_version_id)
                      if production else None)
@@ -49,6 +47,43 @@ def set_monitor(ctx: Context, model_name: str, *, live: str, labels: str,
     created = monitors.put(ctx.db_url, config)
     log.info("%s monitoring of %s", "set up" if created else "updated", model_name)
     return config, created
+
+
+def check_monitor_args(ctx: Context, model_name: str, *, live: str, labels: str,
+                       reference: str | None, sample_rows: int,
+                       thresholds: dict[str, Any] | None) -> models.ModelVersionRow | None:
+    """Refuse a monitoring config before any work, naming the field; returns the model's
+    production version (None when it has none yet).
+
+    Texts must not hold NUL (PostgreSQL cannot store it), ``sample_rows`` must fit its
+    column, and thresholds may only name known keys and, once a version is in production,
+    its features (or the score): a threshold for a feature the model lacks would never apply.
+    """
+    from modelgate.pipelines.drift import SCORE_FEATURE, parse_thresholds
+
+    texts = {"name": model_name, "--live": live, "--labels": labels, "--reference": reference or ""}
+    for field, value in texts.items():
+        if "\x00" in value:
+            raise ValueError(f"monitor set: {field} must not contain a NUL character")
+    for name, value in (("live", live), ("labels", labels)):
+        if not value:
+            raise ValueError(f"monitor set {model_name!r}: --{name} must be a directory or "
+                             f"s3://bucket/prefix of dt=YYYY-MM-DD partitions, got {value!r}")
+    if isinstance(sample_rows, bool) or not 1 <= sample_rows <= MAX_SAMPLE_ROWS:
+        raise ValueError(f"monitor set {model_name!r}: --sample-rows must be >= 1, got "
+                         f"{sample_rows!r}" if sample_rows < 1 else
+                         f"monitor set {model_name!r}: --sample-rows must be at most "
+                         f"{MAX_SAMPLE_ROWS:,}, got {sample_rows!r}")
+    parse_thresholds(thresholds)  # refuses unknown keys before anything is stored
+    production = models.get_production(ctx.db_url, model_name)
+    named = sorted((thresholds or {}).get("features") or {})
+    if production is not None and named:
+        known = [f["name"] for f in production.manifest["features"]] + [SCORE_FEATURE]
+        unknown = [f for f in named if f not in known]
+        if unknown:
+            raise ValueError(f"monitor set {model_name!r}: --thresholds name feature(s) {unknown} "
+                             f"that v{production.version} does not have (features: {known})")
+    return production
 
 
 def reference_on_promotion(ctx: Context, row: models.ModelVersionRow) -> str | None:

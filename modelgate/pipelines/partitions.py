@@ -9,7 +9,7 @@ mergeable statistics (:mod:`modelgate.evaluation.sufficient`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from modelgate.pipelines.context import Context
+from modelgate.store.objects import ObjectStore
 
 PARQUET_SUFFIX = ".parquet"
 
@@ -35,14 +36,20 @@ def list_partitions(ctx: Context, dataset_uri: str) -> list[str]:
     ValueError
         If an ``s3://`` dataset is not in the configured bucket.
     """
+    return list_partitions_in(ctx.store, dataset_uri)
+
+
+def list_partitions_in(store: ObjectStore | None, dataset_uri: str) -> list[str]:
+    """:func:`list_partitions` with only an object store (None: local datasets only)."""
     if dataset_uri.startswith("s3://"):
         bucket, _, key = dataset_uri[5:].partition("/")
-        if bucket != getattr(ctx.store, "bucket", None):
-            raise ValueError(f"dataset {dataset_uri!r} is not in the configured bucket")
-        if key.endswith(PARQUET_SUFFIX) and ctx.store.exists(key):
+        if store is None or bucket != getattr(store, "bucket", None):
+            raise ValueError(f"dataset {dataset_uri!r} is not in the configured bucket "
+                             "(MODELGATE_S3_ENDPOINT, MODELGATE_S3_BUCKET)")
+        if key.endswith(PARQUET_SUFFIX) and store.exists(key):
             return [dataset_uri]
         prefix = key.rstrip("/") + "/"
-        found = [f"s3://{bucket}/{k}" for k in ctx.store.list_keys(prefix)
+        found = [f"s3://{bucket}/{k}" for k in store.list_keys(prefix)
                  if k.endswith(PARQUET_SUFFIX)]
     else:
         path = Path(dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri)
@@ -50,6 +57,39 @@ def list_partitions(ctx: Context, dataset_uri: str) -> list[str]:
     if not found:
         raise FileNotFoundError(f"held-out dataset {dataset_uri!r} holds no {PARQUET_SUFFIX} file")
     return found
+
+
+def local_files(store: ObjectStore | None, dataset_uri: str, work: Path
+                ) -> Generator[Path, None, None]:
+    """Each partition of a dataset as a local file, in partition order.
+
+    ``s3://`` objects are downloaded into ``work`` one at a time and deleted once the
+    caller asks for the next one (or stops), so a large dataset never fills the disk.
+    """
+    for uri in list_partitions_in(store, dataset_uri):
+        if not uri.startswith("s3://"):
+            yield Path(uri)
+            continue
+        key = uri[5:].partition("/")[2]
+        assert store is not None  # list_partitions_in refused an s3:// dataset without one
+        path = store.download(key, work / Path(key).name)
+        try:
+            yield path
+        finally:
+            path.unlink(missing_ok=True)
+
+
+def dataset_sha256(store: ObjectStore | None, dataset_uri: str, work: Path) -> str:
+    """:func:`dataset_fingerprint` of any dataset (names relative to it); ``s3://``
+    partitions are downloaded to be hashed, one at a time."""
+    from modelgate.scoring import file_sha256
+
+    if not dataset_uri.startswith("s3://"):
+        return local_dataset_fingerprint(Path(dataset_uri[7:] if dataset_uri.startswith("file://")
+                                              else dataset_uri))
+    names = [partition_name(dataset_uri, u) for u in list_partitions_in(store, dataset_uri)]
+    return dataset_fingerprint([(name, file_sha256(path)) for name, path in
+                                zip(names, local_files(store, dataset_uri, work), strict=True)])
 
 
 def check_partition(dataset_uri: str, partition_uri: str) -> None:

@@ -1,0 +1,163 @@
+"""The command line's one validation layer: argument types and usage errors (exit code 2).
+
+Every check of a CLI argument that needs nothing but the argument itself is an ``argparse``
+type here, so argparse refuses it with the usage line and exit code 2. Checks that need the
+model or the database (``--class`` against the model's classes, ``--thresholds`` against
+its features) raise :class:`UsageError`, which ``modelgate.cli.main`` turns into exit
+code 2; :func:`as_usage_error` lets a handler run a pipeline's own argument check so the
+CLI and the DAG refuse the same things with the same words.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+#: What ``--data`` takes, as the README says: a parquet file, a directory of them, an s3:// prefix.
+DATA_HELP = "a parquet file, a directory of parquet files (searched recursively) or s3://bucket/prefix"
+
+
+class UsageError(Exception):
+    """A command was called with arguments that cannot work."""
+
+
+@contextmanager
+def as_usage_error(*kinds: type[Exception]) -> Iterator[None]:
+    """Turn the given exceptions (``ValueError`` by default) raised inside into :class:`UsageError`.
+
+    >>> try:
+    ...     with as_usage_error():
+    ...         raise ValueError("--sample-rows must be >= 1")
+    ... except UsageError as exc:
+    ...     print(exc)
+    --sample-rows must be >= 1
+    """
+    caught = kinds or (ValueError,)
+    try:
+        yield
+    except caught as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def bounded_int(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer in ``[low, high]``.
+
+    >>> bounded_int(1)("5")
+    5
+    >>> bounded_int(1, 10)("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be an integer from 1 to 10, got '0'
+    """
+    wanted = f"an integer from {low:,} to {high:,}" if high is not None else f"an integer >= {low:,}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
+        return value
+
+    parse.__name__ = "integer"  # argparse names the type in its own messages
+    return parse
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """An argparse type: a JSON object.
+
+    >>> json_object('{"relative": 2.0}')
+    {'relative': 2.0}
+    >>> json_object("[1]")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a JSON object, got '[1]'
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"must be a JSON object, got {text!r}: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object, got {text!r}")
+    if "\x00" in json.dumps(value, ensure_ascii=False):  # PostgreSQL's jsonb cannot hold it
+        raise argparse.ArgumentTypeError("must not contain a NUL character (\\u0000)")
+    return value
+
+
+def open_interval(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a number in the open interval ``(low, high)``.
+
+    >>> open_interval(0.0, 1.0)("0.002")
+    0.002
+    >>> open_interval(0.0, 1.0)("1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a number in (0.0, 1.0), got '1'
+    """
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not low < value < high:  # NaN fails too
+            raise argparse.ArgumentTypeError(f"must be a number in ({low}, {high}), got {text!r}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def interval_start(text: str) -> dt.datetime:
+    """An argparse type: the ISO 8601 start of a data interval (UTC when no zone is given).
+
+    >>> interval_start("2024-03-01")
+    datetime.datetime(2024, 3, 1, 0, 0, tzinfo=datetime.timezone.utc)
+    """
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be the ISO 8601 start of a data interval (e.g. 2024-03-01 or "
+            f"2024-03-01T00:00:00+00:00), got {text!r}") from None
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+def data_source(text: str) -> str:
+    """An argparse type for ``--data``: a local file or directory (a ``file://`` URI too),
+    or ``s3://bucket/prefix``. Returns the local path or the s3 URI as given; only its form
+    is checked here.
+
+    >>> data_source("s3://bucket/heldout/")
+    's3://bucket/heldout/'
+    >>> data_source("s3://")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be s3://bucket/prefix, got 's3://' (no bucket)
+    """
+    if "\x00" in text:
+        raise argparse.ArgumentTypeError(f"must be {DATA_HELP}, got a name with a NUL character")
+    if text.startswith("s3://"):
+        bucket, _, _ = text[5:].partition("/")
+        if not bucket:
+            raise argparse.ArgumentTypeError(f"must be s3://bucket/prefix, got {text!r} (no bucket)")
+        return text
+    # A path that does not exist is not malformed: reading it fails (exit 1) naming it.
+    return text[7:] if text.startswith("file://") else text
+
+
+def refuse_nul(args: argparse.Namespace) -> None:
+    """PostgreSQL text cannot hold NUL: refuse it in any argument before any work, by name.
+
+    >>> refuse_nul(argparse.Namespace(name="toy\\x00", live="d"))
+    Traceback (most recent call last):
+    ...
+    modelgate.cli_args.UsageError: name: must not contain a NUL character
+    """
+    for key, value in vars(args).items():
+        if isinstance(value, str) and "\x00" in value:
+            raise UsageError(f"{key.replace('_', '-')}: must not contain a NUL character")

@@ -14,8 +14,9 @@ Algorithms
     ``max_batch_rows``.
 ``"permutation"``
     An estimate: antithetic permutation sampling (``shap.PermutationExplainer``'s
-    estimator), with the standard error of every value from its ``n_permutations``
-    independent pairs (:mod:`modelgate.reports.explain_estimators` says why this one).
+    estimator) stratified by position, the first and last positions computed exactly, with
+    the standard error of every value from its ``n_permutations`` independent pairs
+    (:mod:`modelgate.reports.explain_estimators` says how, and why this one).
 ``"auto"``
     ``"exact"`` for ``M <= 10`` features (shap's own threshold) at any size, and for
     ``M <= 16`` while ``2**M x background rows x explained rows`` is at most
@@ -48,7 +49,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from .explain_estimators import Estimate, exact_values, permutation_values
+from .explain_estimators import Estimate, exact_values, permutation_evaluations, permutation_values
 from .explain_masking import MaskedEvaluator, Output, Predict
 from .explain_rows import Reason, RowSelection, select_error_rows, select_rows
 
@@ -107,8 +108,9 @@ class ExplanationBudget:
         Coalitions evaluated per row, counting the two endpoints (no features, all
         features); each is averaged over ``background_size`` masked inputs (identical
         inputs are scored once). ``2**M`` for the exact algorithm; for the permutation
-        algorithm the upper bound ``2 * n_permutations * (M - 1) + 2`` (coalitions
-        repeated across orderings are evaluated once).
+        algorithm the upper bound ``2 * n_permutations * (M - 3) + 2 * M + 2`` (the
+        orderings' inner prefixes, the end strata and the endpoints; coalitions repeated
+        across orderings are evaluated once).
     n_permutations : int
         Antithetic permutation pairs per row (0 for the exact algorithm).
     background_size : int
@@ -312,7 +314,7 @@ def explain(
         chosen = "exact"
     else:
         est = permutation_values(evaluator, len(rows), m, n_permutations, rng)
-        evals, n_perm = 2 * n_permutations * (m - 1) + 2, n_permutations
+        evals, n_perm = permutation_evaluations(m, n_permutations), n_permutations
     _check_additivity(est.values, est.base_values, est.model_output)
     raw = np.empty((len(rows), m), dtype=object)
     for j, col in enumerate(x_cols):

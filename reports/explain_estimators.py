@@ -10,10 +10,18 @@
     An estimate with a standard error per value: for each row, ``P`` orderings of the
     features are drawn with their reverses (antithetic pairs); along each ordering the
     features are switched on one at a time and each is credited with the change of the
-    masked output (the estimator of ``shap.PermutationExplainer``). Every ordering's
-    credits add up to ``f(x) - E[f(X)]``, so the estimate is additive by construction. The
-    ``P`` pair means of a value are independent and identically distributed, so its
-    standard error is their sample standard deviation over ``sqrt(P)`` (needs ``P >= 2``).
+    masked output (the estimator of ``shap.PermutationExplainer``). A Shapley value is the
+    mean of a feature's credit over its ``M`` positions, each position equally likely. The
+    first and last positions are cheap to know exactly (``v({i}) - v({})`` and
+    ``v(N) - v(N - {i})``: ``2 M`` coalitions, which the orderings mostly evaluate anyway),
+    so the estimate is stratified by position: ``(first_i + last_i) / M`` exactly, plus
+    ``(M - 2) / M`` times the mean of the credits ``i`` got in a middle position. The
+    orderings' share of end positions is random, so this misses ``f(x) - E[f(X)]`` by a
+    small amount, which is shared out equally (the estimate stays additive). At equal
+    coalition evaluations this was 4-15% closer to exact values than plain antithetic
+    sampling on 12- and 16-feature MLPs (bench/RESULTS.md). The ``P`` pairs are independent
+    draws, so the standard error is the jackknife over pairs (leave one pair out; needs
+    ``P >= 2``).
 
 Why permutations and not paired kernel sampling above the exact budget: the kernel
 estimator's regression couples every value to every sampled coalition, so its standard
@@ -44,7 +52,7 @@ import numpy.typing as npt
 
 from .explain_masking import MaskedEvaluator, unique_rows
 
-__all__ = ["Estimate", "exact_values", "permutation_values"]
+__all__ = ["Estimate", "exact_values", "permutation_evaluations", "permutation_values"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -92,25 +100,70 @@ def exact_values(ev: MaskedEvaluator, n_rows: int, m: int) -> Estimate:
 def permutation_values(
     ev: MaskedEvaluator, n_rows: int, m: int, n_permutations: int, rng: np.random.Generator
 ) -> Estimate:
-    """Antithetic permutation estimate with standard errors; ``n_permutations >= 2`` pairs."""
+    """Antithetic permutation estimate, stratified by position, with jackknife standard
+    errors over its ``n_permutations >= 2`` independent pairs."""
     base, full = ev.endpoints()
     forward = rng.permuted(np.tile(np.arange(m), (n_rows, n_permutations, 1)), axis=2)
     orders = np.concatenate([forward, forward[:, :, ::-1]], axis=1)  # (rows, 2P, M)
     rank = np.argsort(orders, axis=2)  # rank[r, o, f] = position of feature f
     steps = np.arange(1, m)
     masks = rank[:, :, None, :] < steps[None, None, :, None]  # (rows, 2P, M-1, M)
-    row_of = np.broadcast_to(np.arange(n_rows)[:, None, None], masks.shape[:3])
-    keyed = np.concatenate([row_of.reshape(-1, 1), masks.reshape(-1, m)], axis=1)
-    # coalitions repeated across the orderings of a row are evaluated once
+    ends = np.concatenate([np.eye(m, dtype=bool), ~np.eye(m, dtype=bool)])  # {i}, then N - {i}
+    all_masks = np.concatenate([masks.reshape(n_rows, -1, m),
+                                np.broadcast_to(ends, (n_rows, 2 * m, m))], axis=1)
+    row_of = np.broadcast_to(np.arange(n_rows)[:, None], all_masks.shape[:2])
+    keyed = np.concatenate([row_of.reshape(-1, 1), all_masks.reshape(-1, m)], axis=1)
+    # coalitions repeated across the orderings of a row (and the end strata) are evaluated once
     unique, inverse = unique_rows(keyed.astype(np.int64))
     v_unique = ev.coalitions(unique[:, 0].astype(np.intp), unique[:, 1:].astype(bool))
+    v_all = v_unique[inverse.ravel()].reshape(all_masks.shape[:2])
     v = np.empty(masks.shape[:2] + (m + 1,), dtype=np.float64)
     v[:, :, 0] = base
     v[:, :, m] = full[:, None]
-    v[:, :, 1:m] = v_unique[inverse.ravel()].reshape(masks.shape[:3])
-    step_gain = np.diff(v, axis=2)  # gain of the feature added at each position
-    credit = np.take_along_axis(step_gain, rank, axis=2)  # (rows, 2P, M), per feature
-    pairs = (credit[:, :n_permutations] + credit[:, n_permutations:]) / 2  # (rows, P, M)
-    values = pairs.mean(axis=1)
-    errors = pairs.std(axis=1, ddof=1) / math.sqrt(n_permutations)
-    return Estimate(values, errors, np.full(n_rows, base), full)
+    v[:, :, 1:m] = v_all[:, : masks.shape[1] * (m - 1)].reshape(masks.shape[:3])
+    ends_mean = (v_all[:, -2 * m : -m] - base + full[:, None] - v_all[:, -m:]) / m
+    credit = np.take_along_axis(np.diff(v, axis=2), rank, axis=2)  # (rows, 2P, M)
+    middle = (rank > 0) & (rank < m - 1)
+    # per pair (axis 1): credits in the middle positions, how many, and all credits
+    pair_mid = (credit * middle).reshape(n_rows, 2, n_permutations, m).sum(axis=1)
+    pair_n = middle.reshape(n_rows, 2, n_permutations, m).sum(axis=1)
+    pair_all = credit.reshape(n_rows, 2, n_permutations, m).sum(axis=1)
+    total = _stratified(pair_mid.sum(1), pair_n.sum(1), pair_all.sum(1), 2 * n_permutations,
+                        ends_mean, full - base, m)
+    # jackknife: the estimate without each pair in turn (pairs are independent draws)
+    leave_out = _stratified(pair_mid.sum(1)[:, None] - pair_mid, pair_n.sum(1)[:, None] - pair_n,
+                            pair_all.sum(1)[:, None] - pair_all, 2 * n_permutations - 2,
+                            ends_mean[:, None], (full - base)[:, None], m)
+    spread = np.square(leave_out - leave_out.mean(axis=1, keepdims=True)).sum(axis=1)
+    errors = np.sqrt((n_permutations - 1) / n_permutations * spread)
+    return Estimate(total, errors, np.full(n_rows, base), full)
+
+
+def _stratified(
+    mid_sum: npt.NDArray[np.float64], mid_n: npt.NDArray[np.int64], all_sum: npt.NDArray[np.float64],
+    n_orders: int, ends_mean: npt.NDArray[np.float64], delta: npt.NDArray[np.float64], m: int,
+) -> npt.NDArray[np.float64]:
+    """``(first + last) / M + (M - 2) / M * mean middle credit``, made additive.
+
+    A feature that no ordering put in a middle position (few features and pairs) takes the
+    mean of all its credits instead. The estimate misses ``delta`` by a small amount (the
+    strata's sampled shares differ from their true ones); it is shared out equally.
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mid_mean = np.where(mid_n > 0, mid_sum / np.maximum(mid_n, 1), all_sum / n_orders)
+    est = ends_mean + (m - 2) / m * mid_mean
+    return est + (delta - est.sum(axis=-1))[..., None] / m
+
+
+def permutation_evaluations(m: int, n_permutations: int) -> int:
+    """Most coalitions :func:`permutation_values` evaluates per row, endpoints included.
+
+    The orderings' prefixes of sizes 2 .. M-2, the ``M`` singletons and ``M`` complements
+    (the end strata), and the empty and full coalitions; never more than ``2**M``.
+
+    Examples
+    --------
+    >>> permutation_evaluations(12, 10), permutation_evaluations(3, 10)
+    (206, 8)
+    """
+    return min(2**m, 2 * n_permutations * max(m - 3, 0) + 2 * m + 2)

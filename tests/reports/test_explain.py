@@ -343,7 +343,9 @@ def test_budget_defaults_recorded() -> None:
     ex = explain(_toy_predict, rows, bg, features=TOY, algorithm="permutation")
     assert ex.budget.background_size == 100
     assert ex.budget.n_permutations == 10
-    assert ex.budget.evaluations_per_row == 2 * 10 * 4 + 2
+    # prefixes of sizes 2 .. M-2 of 20 orderings, M singletons, M complements, 2 endpoints,
+    # but never more than the 2**M coalitions there are
+    assert ex.budget.evaluations_per_row == min(20 * 2 + 5 + 5 + 2, 2**5)
     assert ex.budget.max_rows == 50
     auto = explain(_toy_predict, rows, bg, features=TOY)
     assert auto.algorithm == "exact" and auto.budget.evaluations_per_row == 2**5
@@ -412,7 +414,9 @@ def _reference_exact(predict, rows, bg, features, output) -> np.ndarray:
 
 def _reference_permutation(predict, rows, bg, features, n_permutations, seed, output):
     # the orderings explain draws: default_rng(seed).permuted per row (the background is
-    # not subsampled here, so nothing else is drawn first), each followed by its reverse
+    # not subsampled here, so nothing else is drawn first), each followed by its reverse;
+    # then the estimate its docstring defines: (first + last) / M exactly, plus (M - 2) / M
+    # times the mean credit in a middle position, the miss of f(x) - E[f(X)] shared equally
     m = len(features)
     rng = np.random.default_rng(seed)
     forward = rng.permuted(np.tile(np.arange(m), (len(rows), n_permutations, 1)), axis=2)
@@ -420,13 +424,25 @@ def _reference_permutation(predict, rows, bg, features, n_permutations, seed, ou
     out = np.zeros((len(rows), m))
     for i in range(len(rows)):
         row = rows.iloc[i]
+        empty = _reference_v(predict, row, bg, set(), output)
+        full = _reference_v(predict, row, bg, set(features), output)
+        middle: list[list[float]] = [[] for _ in range(m)]
+        every: list[list[float]] = [[] for _ in range(m)]
         for order in orders[i]:
-            prev = _reference_v(predict, row, bg, set(), output)
+            prev = empty
             for k in range(m):
                 now = _reference_v(predict, row, bg, {features[j] for j in order[: k + 1]}, output)
-                out[i, order[k]] += now - prev
+                every[order[k]].append(now - prev)
+                if 0 < k < m - 1:
+                    middle[order[k]].append(now - prev)
                 prev = now
-    return out / orders.shape[1]
+        for j, f in enumerate(features):
+            first = _reference_v(predict, row, bg, {f}, output) - empty
+            last = full - _reference_v(predict, row, bg, set(features) - {f}, output)
+            mid = np.mean(middle[j]) if middle[j] else np.mean(every[j])
+            out[i, j] = (first + last) / m + (m - 2) / m * mid
+        out[i] += (full - empty - out[i].sum()) / m
+    return out
 
 
 def _dup_frame(rng: np.random.Generator, n: int, continuous: bool) -> pd.DataFrame:

@@ -74,7 +74,17 @@ class Estimate:
 
 
 def exact_values(ev: MaskedEvaluator, n_rows: int, m: int) -> Estimate:
-    """Exact Shapley values over all ``2**m`` coalitions of each of ``n_rows`` rows."""
+    """Exact Shapley values over all ``2**m`` coalitions of each of ``n_rows`` rows.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> product = lambda f: (f["a"] * f["b"]).to_numpy()
+    >>> ev = MaskedEvaluator(product, ("a", "b"), [np.array([1.0]), np.array([1.0])],
+    ...                      [np.array([0.0]), np.array([0.0])], "value", 1000)
+    >>> exact_values(ev, 1, 2).values.tolist()  # the interaction is split equally
+    [[0.5, 0.5]]
+    """
     base, full = ev.endpoints()
     codes = np.arange(2**m)
     bits = ((codes[:, None] >> np.arange(m)) & 1).astype(bool)
@@ -101,7 +111,18 @@ def permutation_values(
     ev: MaskedEvaluator, n_rows: int, m: int, n_permutations: int, rng: np.random.Generator
 ) -> Estimate:
     """Antithetic permutation estimate, stratified by position, with jackknife standard
-    errors over its ``n_permutations >= 2`` independent pairs."""
+    errors over its ``n_permutations >= 2`` independent pairs.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> linear = lambda f: f[["a", "b", "c", "d"]].to_numpy() @ np.array([1.0, 2.0, 3.0, 4.0])
+    >>> ev = MaskedEvaluator(linear, ("a", "b", "c", "d"), [np.ones(1)] * 4, [np.zeros(1)] * 4,
+    ...                      "value", 1000)
+    >>> est = permutation_values(ev, 1, 4, 3, np.random.default_rng(0))
+    >>> est.values.round(12).tolist(), est.standard_errors.round(12).tolist()  # additive: exact
+    ([[1.0, 2.0, 3.0, 4.0]], [[0.0, 0.0, 0.0, 0.0]])
+    """
     base, full = ev.endpoints()
     forward = rng.permuted(np.tile(np.arange(m), (n_rows, n_permutations, 1)), axis=2)
     orders = np.concatenate([forward, forward[:, :, ::-1]], axis=1)  # (rows, 2P, M)

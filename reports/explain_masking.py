@@ -38,6 +38,15 @@ class MaskedEvaluator:
     the column codes) and only the first triple of each key goes to ``predict``. A
     coalition's value is then the plain mean over its background rows, exactly as if
     every triple had been scored.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> total = lambda f: (f["a"] + f["b"]).to_numpy()
+    >>> ev = MaskedEvaluator(total, ("a", "b"), [np.array([1.0]), np.array([2.0])],
+    ...                      [np.array([0.0, 4.0]), np.array([0.0, 0.0])], "value", 1000)
+    >>> ev.endpoints()[0], ev.coalitions(np.array([0]), np.array([[True, False]])).tolist()
+    (2.0, [1.0])
     """
 
     def __init__(

@@ -178,3 +178,19 @@ def test_waterfall_hatches_only_bars_whose_interval_crosses_zero() -> None:
     assert hatched == [False, True, False][::-1]  # bars are drawn bottom-up
     labels = sorted(t.get_text() for t in ax.texts)
     assert labels == ["+0.010", "+0.300 ± 0.01", "-0.020 ± 0.05"]
+
+
+def test_report_budget_line_says_exact_or_how_far_off() -> None:
+    from modelgate.pipelines.evaluate import ExplainResult, _shap_error_note
+
+    common = {"global_rows": 50, "waterfalls": (), "background_rows": 100,
+              "max_additivity_error": 0.0, "rows_explained": 62}
+    exact = ExplainResult(importance=(("a", 0.2),), algorithm="exact", evaluations_per_row=4,
+                          importance_se=(0.0,), max_standard_error=0.0, **common)
+    assert _shap_error_note(exact) == "values exact (every coalition evaluated)"
+    estimate = ExplainResult(importance=(("a", 0.2), ("b", 0.1)), algorithm="permutation",
+                             evaluations_per_row=206, importance_se=(0.001, 0.003),
+                             max_standard_error=0.02, **common)
+    note = _shap_error_note(estimate)
+    assert "largest standard error of a value 2.0e-02" in note
+    assert "importance of b: mean |SHAP| 0.1000 +/- 0.0030" in note

@@ -74,7 +74,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     payload = {
         "features": list(exp.features), "algorithm": exp.algorithm, "output": exp.output,
         "base_values": exp.base_values.tolist(), "values": exp.values.tolist(),
-        "model_output": exp.model_output.tolist(),
+        "model_output": exp.model_output.tolist(), "standard_errors": exp.standard_errors.tolist(),
         "budget": {"evaluations_per_row": exp.budget.evaluations_per_row,
                    "n_permutations": exp.budget.n_permutations,
                    "background_size": exp.budget.background_size},
@@ -83,9 +83,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
         payload["explained_class"] = explained
     lines = [f"{exp.algorithm} SHAP of {len(rows)} row(s), base value {exp.base_values[0]:.4f}"]
     for i in range(len(rows)):
-        top = sorted(zip(exp.features, exp.values[i], strict=True), key=lambda t: -abs(t[1]))[:5]
-        lines.append(f"row {i}: output {exp.model_output[i]:.4f}; "
-                     + ", ".join(f"{shown(f)} {v:+.4f}" for f, v in top))
+        top = sorted(zip(exp.features, exp.values[i], exp.standard_errors[i], strict=True),
+                     key=lambda t: -abs(t[1]))[:5]
+        lines.append(f"row {i}: output {exp.model_output[i]:.4f}; " + ", ".join(
+            f"{shown(f)} {v:+.4f}" + ("" if exp.algorithm == "exact" else f" +/- {se:.4f}")
+            for f, v, se in top))
     _emit(payload, args.format, "\n".join(lines))
     return EXIT_OK
 

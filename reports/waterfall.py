@@ -5,6 +5,11 @@ state, so it is safe in worker threads), in the layout of ``shap.plots.waterfall
 from the base value to the model output, largest contributions on top. Labels show the
 raw feature values as plain text (math-text parsing is off, so ``$`` and the like are
 drawn literally); HTML escaping is left to the report that embeds the image.
+
+The axis label names the algorithm. For estimated values each bar's label adds its standard
+error (``+0.120 ± 0.004``), and a bar whose 95% normal interval ``value ± 1.96 SE`` contains
+zero is hatched: its sign is not established by the estimate. The "N other features" bar is
+a sum whose standard error is not known from the per-value ones, so it is never marked.
 """
 
 from __future__ import annotations
@@ -20,7 +25,10 @@ from matplotlib.text import Text
 
 from .explain import Explanation
 
-__all__ = ["waterfall_png"]
+__all__ = ["Z_95", "uncertain_sign", "waterfall_png"]
+
+#: Two-sided 95% normal quantile, ``scipy.stats.norm.ppf(0.975)``.
+Z_95 = 1.959963984540054
 
 _DPI = 90
 _POSITIVE, _NEGATIVE = "#ff0051", "#008bfb"  # shap's red and blue
@@ -73,32 +81,58 @@ def waterfall_png(
         raise ValueError(f"row_index must be in [{-n_rows}, {n_rows}); got {row_index!r}")
     if isinstance(max_display, bool) or max_display < 2:
         raise ValueError(f"max_display must be an integer >= 2; got {max_display!r}")
-    labels, values = _bars(explanation, row_index, max_display)
+    labels, values, errors = _bars(explanation, row_index, max_display)
     base = float(explanation.base_values[row_index])
     output = float(explanation.model_output[row_index])
     if title is None:
         title = f"Row {row_index}: f(x) = {output:.3f}"
-    fig = _draw(labels, values, base, output, title, explanation.output)
+    estimated = explanation.algorithm != "exact"
+    space = (f"{explanation.output}; {explanation.algorithm} estimate ± 1 standard error;\n"
+             "hatched: 95% interval crosses 0" if estimated else f"{explanation.output}; exact SHAP")
+    fig = _draw(labels, values, base, output, title, space, errors=errors if estimated else None)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None})
     return buf.getvalue()
 
 
+def uncertain_sign(values: np.ndarray, standard_errors: np.ndarray) -> np.ndarray:
+    """Whether each value's 95% normal interval ``value ± Z_95 * SE`` contains zero.
+
+    Parameters
+    ----------
+    values, standard_errors : ndarray of float
+        Values and their standard errors, same shape (NaN errors are never marked).
+
+    Returns
+    -------
+    ndarray of bool
+
+    Examples
+    --------
+    >>> uncertain_sign(np.array([0.10, -0.01, 0.0]), np.array([0.01, 0.02, 0.0])).tolist()
+    [False, True, False]
+    """
+    return np.abs(values) < Z_95 * standard_errors
+
+
 def _bars(
     explanation: Explanation, row_index: int, max_display: int
-) -> tuple[list[str], np.ndarray]:
-    """Labels and values of the bars, largest |value| first, the rest summed."""
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Labels, values and standard errors of the bars, largest |value| first, the rest summed
+    (the summed bar's standard error is NaN: unknown)."""
     values = explanation.values[row_index]
+    errors = explanation.standard_errors[row_index]
     raw = explanation.feature_values[row_index]
     order = np.argsort(-np.abs(values), kind="stable")
     shown = order if len(order) <= max_display else order[: max_display - 1]
     labels = [f"{explanation.features[i]} = {_short(raw[i])}" for i in shown]
-    bar_values = list(values[shown])
+    bar_values, bar_errors = list(values[shown]), list(errors[shown])
     if len(shown) < len(order):
         rest = order[len(shown) :]
         labels.append(f"{len(rest)} other features")
         bar_values.append(float(values[rest].sum()))
-    return labels, np.asarray(bar_values, dtype=np.float64)
+        bar_errors.append(float("nan"))
+    return labels, np.asarray(bar_values, dtype=np.float64), np.asarray(bar_errors, dtype=np.float64)
 
 
 def _short(value: object) -> str:
@@ -113,9 +147,11 @@ def _short(value: object) -> str:
 
 
 def _draw(
-    labels: list[str], values: np.ndarray, base: float, output: float, title: str, space: str
+    labels: list[str], values: np.ndarray, base: float, output: float, title: str, space: str,
+    *, errors: np.ndarray | None = None,
 ) -> Figure:
-    """Horizontal waterfall: each bar starts where the previous one ended."""
+    """Horizontal waterfall: each bar starts where the previous one ended; with ``errors``
+    (estimates) the labels carry them and bars of uncertain sign are hatched."""
     n = len(values)
     fig = Figure(figsize=(7.0, 1.0 + 0.4 * n))
     ax = fig.add_subplot()
@@ -124,15 +160,22 @@ def _draw(
     starts = ends - values[::-1]
     ypos = np.arange(n)
     colours = [_POSITIVE if v >= 0 else _NEGATIVE for v in values[::-1]]
-    ax.barh(ypos, values[::-1], left=starts, color=colours, height=0.6)
+    bars = ax.barh(ypos, values[::-1], left=starts, color=colours, height=0.6)
+    texts = [f"{v:+.3f}" for v in values[::-1]]
+    if errors is not None:
+        texts = [t if np.isnan(e) else f"{t} ± {e:.2g}" for t, e in zip(texts, errors[::-1], strict=True)]
+        for bar, unsure in zip(bars, uncertain_sign(values[::-1], errors[::-1]), strict=True):
+            if unsure:
+                bar.set_hatch("////")
+                bar.set_alpha(0.45)
     # Value labels sit 3 points beyond the bar end (an offset in points, not data units, so
     # the gap does not change with the x range); _fit_labels then widens the x range until
     # every label is inside the axes and so clear of the feature names left of them.
     labels_drawn = [
-        ax.annotate(f"{v:+.3f}", (s + v, float(y)), xytext=(3 if v >= 0 else -3, 0),
+        ax.annotate(text, (s + v, float(y)), xytext=(3 if v >= 0 else -3, 0),
                     textcoords="offset points", va="center", ha="left" if v >= 0 else "right",
                     fontsize=8, annotation_clip=False)
-        for y, v, s in zip(ypos, values[::-1], starts, strict=True)
+        for y, v, s, text in zip(ypos, values[::-1], starts, texts, strict=True)
     ]
     for text in labels_drawn:
         text.set_parse_math(False)

@@ -55,6 +55,9 @@ def test_explain_and_score_a_regression_model(tmp_path: Path) -> None:
     assert explained.returncode == 0, explained.stderr[-2000:]
     payload = json.loads(explained.stdout)
     assert payload["output"] == "value" and "explained_class" not in payload
+    # a model this small is explained exactly: every value's standard error is 0
+    assert payload["algorithm"] == "exact"
+    assert payload["standard_errors"] == [[0.0] * len(payload["features"])] * 2
     scored = _cli("score", "--model", str(archive), "--data", str(data), "--out",
                   str(tmp_path / "scores.parquet"))
     assert scored.returncode == 0, scored.stderr[-2000:]

@@ -549,13 +549,17 @@ class ExplainResult:
     evaluations_per_row: int
     max_additivity_error: float
     rows_explained: int
+    # estimator's standard error of each importance (same order; 0 when exact), and the
+    # largest standard error of any value explained
+    importance_se: tuple[float, ...] = ()
+    max_standard_error: float = 0.0
 
 
 def explain(ctx: Context, ref: RunRef) -> str:
     """SHAP values through batched ONNX Runtime calls: global importance and waterfalls."""
     import numpy as np
 
-    from modelgate.reports.explain import global_importance, select_rows
+    from modelgate.reports.explain import global_importance, importance_standard_errors, select_rows
     from modelgate.reports.waterfall import waterfall_png
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
@@ -581,7 +585,9 @@ def explain(ctx: Context, ref: RunRef) -> str:
         labels = [f"{names[i]} (score {scores[i]:.3f}, label {int(y[i])})" for i in chosen.indices]
     else:
         chosen, labels = _chosen_rows(table, row.manifest, names)
-    picked = explainer(data.iloc[chosen.indices], background, SHAP_SEED)
+    # the waterfalls' rows are computed the way the global importance was
+    picked = _explain_with_progress(explainer, data.iloc[chosen.indices], background,
+                                    algorithm=overall.algorithm)
     waterfalls = tuple(
         (label, ", ".join(reasons),
          waterfall_png(picked, k, title=f"{names[i]}: {', '.join(reasons)}"))
@@ -589,15 +595,20 @@ def explain(ctx: Context, ref: RunRef) -> str:
                                                     strict=True))
     )
     gaps = [np.abs(e.base_values + e.values.sum(axis=1) - e.model_output).max() for e in (overall, picked)]
+    importance = global_importance(overall)
+    errors = importance_standard_errors(overall)
     result = ExplainResult(
-        importance=global_importance(overall), global_rows=len(sample), waterfalls=waterfalls,
+        importance=importance, global_rows=len(sample), waterfalls=waterfalls,
         algorithm=overall.algorithm, background_rows=len(background),
         evaluations_per_row=overall.budget.evaluations_per_row,
         max_additivity_error=float(max(gaps)), rows_explained=len(sample) + len(chosen.indices),
+        importance_se=tuple(errors[f] for f, _ in importance),
+        max_standard_error=float(max(e.standard_errors.max(initial=0.0) for e in (overall, picked))),
     )
-    log.info("explained %d rows (%s, %d evaluations/row, background %d), max additivity error %.2e",
-             result.rows_explained, result.algorithm, result.evaluations_per_row,
-             result.background_rows, result.max_additivity_error)
+    log.info("explained %d rows (%s, %d evaluations/row, background %d), max additivity error %.2e, "
+             "max standard error %.2e", result.rows_explained, result.algorithm,
+             result.evaluations_per_row, result.background_rows, result.max_additivity_error,
+             result.max_standard_error)
     return put_pickle(ctx, f"{ref.prefix()}/explain.pkl", result)
 
 
@@ -608,14 +619,13 @@ def _explainer(scorer: Any, task: str, features: list[str]) -> Any:
     from modelgate.reports.explain import explain as shap_explain
     from modelgate.reports.explain import explain_class
 
-    def explainer(rows: Any, background: Any, seed: int) -> Any:
+    def explainer(rows: Any, background: Any, seed: int, algorithm: str = "auto") -> Any:
+        options: dict[str, Any] = {"features": features, "seed": seed, "algorithm": algorithm}
         if task == evaluate_tasks.REGRESSION:
-            return shap_explain(scorer.predict_value, rows, background, features=features,
-                                seed=seed, output="value")
+            return shap_explain(scorer.predict_value, rows, background, output="value", **options)
         if task == evaluate_tasks.MULTICLASS:
-            return explain_class(scorer.predict_class_proba, rows, background, features=features,
-                                 seed=seed)[0]
-        return shap_explain(scorer.predict_proba, rows, background, features=features, seed=seed)
+            return explain_class(scorer.predict_class_proba, rows, background, **options)[0]
+        return shap_explain(scorer.predict_proba, rows, background, **options)
 
     return explainer
 
@@ -677,24 +687,26 @@ def _sample_rows(ctx: Context, merged: MergedStatistics, features: list[str], la
 SHAP_CHUNK_ROWS = 10
 
 
-def _explain_with_progress(explainer: Any, rows: Any, background: Any) -> Any:
-    """Explain ``rows`` a chunk at a time with ``explainer(rows, background, seed)``, logging
-    rows/s and an ETA; one merged Explanation."""
+def _explain_with_progress(explainer: Any, rows: Any, background: Any, algorithm: str = "auto") -> Any:
+    """Explain ``rows`` a chunk at a time with ``explainer(rows, background, seed, algorithm)``,
+    logging rows/s and an ETA; one merged Explanation. Every chunk runs the algorithm the first
+    chose (a smaller last chunk could otherwise fit the exact budget when the others did not)."""
     import dataclasses
     import time
 
     import numpy as np
 
-    parts, start = [], time.perf_counter()
+    parts: list[Any] = []
+    start = time.perf_counter()
     for first in range(0, len(rows), SHAP_CHUNK_ROWS):
         parts.append(explainer(rows.iloc[first:first + SHAP_CHUNK_ROWS], background,
-                               SHAP_SEED + first))
+                               SHAP_SEED + first, parts[0].algorithm if parts else algorithm))
         done, elapsed = min(first + SHAP_CHUNK_ROWS, len(rows)), time.perf_counter() - start
         log.info("SHAP: %d/%d rows (%.1f rows/s, ETA %.0f s)", done, len(rows), done / elapsed,
                  (len(rows) - done) * elapsed / done, extra={"progress": (done, len(rows), "rows")})
     return dataclasses.replace(parts[0], **{
         name: np.concatenate([getattr(p, name) for p in parts])
-        for name in ("values", "base_values", "model_output", "feature_values")})
+        for name in ("values", "base_values", "model_output", "feature_values", "standard_errors")})
 
 
 # --- fairness ----------------------------------------------------------------------------
@@ -1012,12 +1024,25 @@ def render_report(ctx: Context, ref: RunRef) -> str:
         budget_notes=(f"{shap.algorithm} SHAP, {shap.rows_explained} rows explained "
                       f"({shap.global_rows} for global importance), background {shap.background_rows} "
                       f"rows, {shap.evaluations_per_row} coalitions/row, max additivity error "
-                      f"{shap.max_additivity_error:.1e}; " + _metrics_note(metrics_result)),
+                      f"{shap.max_additivity_error:.1e}, " + _shap_error_note(shap) + "; "
+                      + _metrics_note(metrics_result)),
         **policy_provenance.report_fields(runs.get_policy(ctx.db_url, ref.evaluation_run_id)),
     )
     key = report_key(row.model_name, row.version, ref.run_key)
     ctx.store.put_bytes(key, render_evaluation_report(view).encode(), content_type="text/html")
     return ctx.store.link(key, expiry_s=ctx.settings.presign_expiry_s)
+
+
+def _shap_error_note(shap: ExplainResult) -> str:
+    """How far off the SHAP values may be, for the report's budget line."""
+    if shap.algorithm == "exact":
+        return "values exact (every coalition evaluated)"
+    worst = max(zip(shap.importance_se, shap.importance, strict=True), default=None)
+    top = (f"; largest on the importance of {worst[1][0]}: mean |SHAP| {worst[1][1]:.4f} "
+           f"+/- {worst[0]:.4f}") if worst else ""
+    return (f"values estimated: largest standard error of a value {shap.max_standard_error:.1e} "
+            f"(waterfalls show +/- 1 standard error and hatch values whose 95% interval crosses 0)"
+            + top)
 
 
 def _metrics_note(result: MetricsResult) -> str:
@@ -1065,12 +1090,16 @@ def _rows_for_store(result: MetricsResult, fairness_reports: dict[str, Any], sha
         metrics=metrics, calibration=calibration,
         fairness_groups=[g for s in fairness for g in s.group_rows()],
         fairness_metrics=[g for s in fairness for g in s.gap_rows()],
-        shap_importance=[{"feature": f, "importance_rank": rank, "mean_abs_shap": v}
-                         for rank, (f, v) in enumerate(shap.importance, start=1)],
+        shap_importance=[{"feature": f, "importance_rank": rank, "mean_abs_shap": v,
+                          "mean_abs_shap_se": se}
+                         for rank, ((f, v), se) in enumerate(
+                             zip(shap.importance, shap.importance_se or [None] * len(shap.importance),
+                                 strict=True), start=1)],
         shap_budget={"algorithm": shap.algorithm, "rows_explained": shap.rows_explained,
                      "background_rows": shap.background_rows,
                      "evaluations_per_row": shap.evaluations_per_row,
-                     "max_additivity_error": shap.max_additivity_error},
+                     "max_additivity_error": shap.max_additivity_error,
+                     "max_standard_error": shap.max_standard_error},
         gate_checks=[c.to_record() for c in d.checks],
         gate={**d.to_record(), "policy_sha256": decided.policy_sha256,
               "had_champion": decided.had_champion},

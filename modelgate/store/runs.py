@@ -237,8 +237,8 @@ class EvaluationRows:
     calibration: Sequence[Record] = ()  # bin_index + CalibrationBin.to_record()
     fairness_groups: Sequence[Record] = ()  # sensitive_feature, class_label + group record
     fairness_metrics: Sequence[Record] = ()  # sensitive_feature + FairnessEstimate.to_record()
-    shap_importance: Sequence[Record] = ()  # feature, importance_rank, mean_abs_shap
-    shap_budget: Record | None = None  # algorithm, rows_explained, background_rows, ...
+    shap_importance: Sequence[Record] = ()  # feature, importance_rank, mean_abs_shap[, _se]
+    shap_budget: Record | None = None  # algorithm, rows_explained, ..., max_standard_error
     gate_checks: Sequence[Record] = ()  # GateCheck.to_record()
     gate: Record | None = None  # GateDecision.to_record() + policy_sha256, had_champion
 
@@ -268,9 +268,9 @@ _INSERTS: dict[str, str] = {
                                %(value)s, %(ci_lower)s, %(ci_upper)s, %(driving_rate)s,
                                %(highest_group)s, %(lowest_group)s)""",
     "shap_importance": """INSERT INTO shap_importance (evaluation_run_id, feature, importance_rank,
-                              mean_abs_shap)
+                              mean_abs_shap, mean_abs_shap_se)
                           VALUES (%(evaluation_run_id)s, %(feature)s, %(importance_rank)s,
-                              %(mean_abs_shap)s)""",
+                              %(mean_abs_shap)s, %(mean_abs_shap_se)s)""",
     "gate_checks": """INSERT INTO gate_check (evaluation_run_id, check_id, kind, metric_name,
                           sensitive_feature, threshold_text, observed, ci_lower, ci_upper, n, verdict,
                           severity, reason, basis, on_inconclusive, min_group_positives,
@@ -307,16 +307,18 @@ def write_evaluation_results(
             records = getattr(rows, field)
             if field == "fairness_groups":
                 records = [{**_FAIRNESS_GROUP_NULLS, **r} for r in records]
+            elif field == "shap_importance":  # a record without a standard error stores NULL
+                records = [{"mean_abs_shap_se": None, **r} for r in records]
             values = _with_run(run_id, records)
             if values:
                 cur.executemany(sql, values)
         if rows.shap_budget is not None:
             cur.execute(
                 """INSERT INTO shap_budget (evaluation_run_id, algorithm, rows_explained, background_rows,
-                       evaluations_per_row, max_additivity_error)
+                       evaluations_per_row, max_additivity_error, max_standard_error)
                    VALUES (%(evaluation_run_id)s, %(algorithm)s, %(rows_explained)s, %(background_rows)s,
-                       %(evaluations_per_row)s, %(max_additivity_error)s)""",
-                {"evaluation_run_id": run_id, **rows.shap_budget},
+                       %(evaluations_per_row)s, %(max_additivity_error)s, %(max_standard_error)s)""",
+                {"evaluation_run_id": run_id, "max_standard_error": None, **rows.shap_budget},
             )
         if rows.gate is not None:
             cur.execute(

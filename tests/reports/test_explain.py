@@ -133,7 +133,7 @@ FEATURES3 = ["a", "b", "colour"]
 
 
 @pytest.mark.parametrize("output", ["probability", "logit"])
-@pytest.mark.parametrize("algorithm", ["permutation", "exact", "kernel"])
+@pytest.mark.parametrize("algorithm", ["permutation", "exact"])
 def test_additive_and_output_matches_sklearn(model3, algorithm, output) -> None:
     predict, pipe, frame = model3
     ex = explain(
@@ -152,6 +152,8 @@ def test_additive_and_output_matches_sklearn(model3, algorithm, output) -> None:
     assert np.abs(gap).max() <= 1e-6
     assert ex.algorithm == algorithm and ex.output == output
     assert ex.values.shape == (30, 3) and ex.values.dtype == np.float64
+    assert ex.standard_errors.shape == (30, 3) and np.all(ex.standard_errors >= 0)
+    assert (algorithm == "exact") == (not ex.standard_errors.any())
 
 
 @pytest.mark.parametrize("output", ["probability", "logit"])
@@ -167,11 +169,13 @@ def test_exact_equals_shap_exact_explainer(model3, output) -> None:
 
 
 def test_permutation_two_features_equals_shap_permutation_and_exact(model2) -> None:
-    # with two features one antithetic pair covers both orderings: the estimate is exact
+    # with two features one antithetic pair covers both orderings: the estimate is exact,
+    # and every pair agrees, so the standard error is 0
     predict, _, frame = model2
     cols = ["a", "colour"]
     rows, bg = frame.iloc[:6], frame.iloc[50:90]
-    ours = explain(predict, rows, bg, features=cols, algorithm="permutation", n_permutations=1)
+    ours = explain(predict, rows, bg, features=cols, algorithm="permutation", n_permutations=2)
+    np.testing.assert_allclose(ours.standard_errors, 0.0, rtol=0, atol=1e-12)
     masker = shap.maskers.Independent(_encode(bg, cols), max_samples=len(bg))
     model = _shap_model(predict, cols)
     perm = shap.explainers.Permutation(model, masker, seed=3)(_encode(rows, cols), max_evals=5)
@@ -197,7 +201,7 @@ def test_permutation_converges_to_exact(model3) -> None:
             ).values
             - exact
         ).max()
-        for n in (1, 300)
+        for n in (2, 300)
     ]
     assert errors[1] < errors[0]
     assert errors[1] < 0.05 * np.abs(exact).max()
@@ -210,7 +214,7 @@ def test_logit_space_matches_logistic_regression_closed_form(model3, algorithm) 
     predict, pipe, frame = model3
     rows, bg = frame.iloc[:20], frame.iloc[150:250]
     ex = explain(
-        predict, rows, bg, features=FEATURES3, algorithm=algorithm, n_permutations=1, output="logit"
+        predict, rows, bg, features=FEATURES3, algorithm=algorithm, n_permutations=2, output="logit"
     )
     scaler = pipe.named_steps["pre"].named_transformers_["num"]
     onehot = pipe.named_steps["pre"].named_transformers_["cat"]
@@ -225,6 +229,8 @@ def test_logit_space_matches_logistic_regression_closed_form(model3, algorithm) 
         ]
     )
     np.testing.assert_allclose(ex.values, expected, atol=2e-5)
+    # additive in log-odds: every ordering credits the same, so no sampling error
+    np.testing.assert_allclose(ex.standard_errors, 0.0, atol=1e-5)
 
 
 def test_categorical_is_one_feature_and_zero_when_background_agrees(model3) -> None:
@@ -275,8 +281,8 @@ TOY = ["p", "q", "r", "s", "k"]
 @settings(max_examples=25, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
-    n_permutations=st.integers(1, 6),
-    algorithm=st.sampled_from(["permutation", "exact", "kernel", "auto"]),
+    n_permutations=st.integers(2, 6),
+    algorithm=st.sampled_from(["permutation", "exact", "auto"]),
     output=st.sampled_from(["probability", "logit"]),
 )
 def test_property_additive(seed, n_permutations, algorithm, output) -> None:
@@ -331,87 +337,39 @@ def test_toy_exact_matches_shap_exact_on_interactions() -> None:
     np.testing.assert_allclose(ex.values, theirs.values, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("output", ["probability", "logit"])
-def test_kernel_with_every_coalition_equals_exact_and_shaps_kernel_explainer(output) -> None:
-    # budget 2 * 4 * (5 - 1) = 32 >= 2**5 - 2: every subset size is enumerated, and the
-    # constrained regression on all coalitions gives the Shapley values exactly
-    rng = np.random.default_rng(5)
-    rows, bg = _toy_frame(rng, 4), _toy_frame(rng, 12)
-    common = {"features": TOY, "output": output}
-    kernel = explain(_toy_predict, rows, bg, algorithm="kernel", n_permutations=4, **common)
-    exact = explain(_toy_predict, rows, bg, algorithm="exact", **common)
-    assert kernel.algorithm == "kernel" and kernel.budget.evaluations_per_row == 32
-    np.testing.assert_allclose(kernel.values, exact.values, rtol=0, atol=1e-9)
-    if output == "probability":
-        levels = np.array(["u", "v", "w"], dtype=object)
-
-        def encode(frame: pd.DataFrame) -> np.ndarray:
-            out = frame[TOY].copy()
-            out["k"] = out["k"].map({v: i for i, v in enumerate(levels)})
-            return out.to_numpy(dtype=np.float64)
-
-        def model(x: np.ndarray) -> np.ndarray:
-            frame = pd.DataFrame(x[:, :4], columns=TOY[:4])
-            frame["k"] = levels[x[:, 4].astype(int)]
-            return _toy_predict(frame)
-
-        theirs = shap.KernelExplainer(model, encode(bg))
-        values = np.asarray(theirs.shap_values(encode(rows), nsamples=30, silent=True))
-        np.testing.assert_allclose(kernel.values, values, rtol=0, atol=1e-9)
-
-
-def test_kernel_beats_permutation_at_the_same_budget_on_average() -> None:
-    # 9 features, 10 pairs: 144 coalitions of 510; averaged over seeds so that one lucky
-    # draw cannot decide it
-    rng = np.random.default_rng(8)
-    m = 9
-    weights = rng.normal(size=m)
-    names = [f"x{i}" for i in range(m)]
-
-    def predict(frame: pd.DataFrame) -> np.ndarray:
-        x = frame.to_numpy(dtype=np.float64)
-        return 1 / (1 + np.exp(-(x @ weights + x[:, 0] * x[:, 1] - np.sin(x[:, 2]) * x[:, 3])))
-
-    rows = pd.DataFrame(rng.normal(size=(10, m)), columns=names)
-    bg = pd.DataFrame(rng.normal(size=(40, m)), columns=names)
-    exact = explain(predict, rows, bg, features=names, algorithm="exact").values
-    errors = {alg: np.mean([np.abs(explain(predict, rows, bg, features=names, algorithm=alg,
-                                           n_permutations=8, seed=seed).values - exact).mean()
-                            for seed in range(5)]) for alg in ("permutation", "kernel")}
-    assert errors["kernel"] < errors["permutation"], errors
-
-
 def test_budget_defaults_recorded() -> None:
     rng = np.random.default_rng(0)
     rows, bg = _toy_frame(rng, 3), _toy_frame(rng, 250)
     ex = explain(_toy_predict, rows, bg, features=TOY, algorithm="permutation")
     assert ex.budget.background_size == 100
     assert ex.budget.n_permutations == 10
-    assert ex.budget.evaluations_per_row == 2 * 10 * 4 + 2
+    # prefixes of sizes 2 .. M-2 of 20 orderings, M singletons, M complements, 2 endpoints,
+    # but never more than the 2**M coalitions there are
+    assert ex.budget.evaluations_per_row == min(20 * 2 + 5 + 5 + 2, 2**5)
     assert ex.budget.max_rows == 50
-    # auto: 2**5 - 2 = 30 coalitions vs 2 * n_permutations * 4 for the permutation method
-    assert explain(_toy_predict, rows, bg, features=TOY).algorithm == "exact"
-    # 1 pair: 8 coalitions of 30, over a quarter of them, so the kernel estimator
-    one = explain(_toy_predict, rows, bg, features=TOY, n_permutations=1)
-    assert one.algorithm == "kernel" and one.budget.evaluations_per_row == 10
+    auto = explain(_toy_predict, rows, bg, features=TOY)
+    assert auto.algorithm == "exact" and auto.budget.evaluations_per_row == 2**5
+    assert auto.budget.n_permutations == 0
 
 
 @pytest.mark.parametrize(
-    "m, n_permutations, expected",
-    [(2, 1, "exact"), (6, 10, "exact"), (7, 10, "kernel"), (9, 10, "kernel"),
-     (10, 10, "permutation"), (12, 10, "permutation"), (10, 20, "kernel"), (5, 1, "kernel"),
-     (6, 1, "permutation")],
+    "m, n_background, n_rows, expected",
+    [(10, 1000, 50, "exact"), (11, 100, 10, "exact"), (14, 40, 40, "exact"),
+     (15, 100, 10, "exact"), (15, 100, 11, "permutation"), (16, 16, 32, "exact"),
+     (16, 16, 33, "permutation"), (17, 1, 1, "permutation")],
     ids=lambda v: str(v),
 )
-def test_auto_picks_exact_then_kernel_while_the_budget_covers_a_quarter(
-    m: int, n_permutations: int, expected: str
+def test_auto_is_exact_within_the_evaluation_budget(
+    m: int, n_background: int, n_rows: int, expected: str
 ) -> None:
-    """Budget B = 2 n (M - 1) coalitions: exact when 2**M - 2 <= B, kernel when 4 B >= 2**M - 2
-    (where it measured closer to exact than permutation sampling at equal cost), else
-    permutation. Worked by hand: M=7, n=10: B=120 < 126 <= 480; M=10: B=180, 720 < 1022."""
-    from modelgate.reports.explain import _choose_algorithm
+    """Exact for M <= 10, and for M <= 16 while 2**M x background x rows <= 2**25; by hand:
+    2**15 * 100 * 10 = 32,768,000 <= 33,554,432 < 2**15 * 100 * 11; 2**16 * 16 * 32 = 2**25."""
+    from modelgate.reports.explain import choose_algorithm
 
-    assert _choose_algorithm("auto", m, n_permutations) == expected
+    assert choose_algorithm(m, n_background, n_rows) == expected
+    if expected == "permutation":
+        with pytest.raises(ValueError, match="algorithm='exact' with"):
+            choose_algorithm(m, n_background, n_rows, algorithm="exact")
 
 
 def _bad_shape(df: pd.DataFrame) -> np.ndarray:
@@ -456,7 +414,9 @@ def _reference_exact(predict, rows, bg, features, output) -> np.ndarray:
 
 def _reference_permutation(predict, rows, bg, features, n_permutations, seed, output):
     # the orderings explain draws: default_rng(seed).permuted per row (the background is
-    # not subsampled here, so nothing else is drawn first), each followed by its reverse
+    # not subsampled here, so nothing else is drawn first), each followed by its reverse;
+    # then the estimate its docstring defines: (first + last) / M exactly, plus (M - 2) / M
+    # times the mean credit in a middle position, the miss of f(x) - E[f(X)] shared equally
     m = len(features)
     rng = np.random.default_rng(seed)
     forward = rng.permuted(np.tile(np.arange(m), (len(rows), n_permutations, 1)), axis=2)
@@ -464,13 +424,25 @@ def _reference_permutation(predict, rows, bg, features, n_permutations, seed, ou
     out = np.zeros((len(rows), m))
     for i in range(len(rows)):
         row = rows.iloc[i]
+        empty = _reference_v(predict, row, bg, set(), output)
+        full = _reference_v(predict, row, bg, set(features), output)
+        middle: list[list[float]] = [[] for _ in range(m)]
+        every: list[list[float]] = [[] for _ in range(m)]
         for order in orders[i]:
-            prev = _reference_v(predict, row, bg, set(), output)
+            prev = empty
             for k in range(m):
                 now = _reference_v(predict, row, bg, {features[j] for j in order[: k + 1]}, output)
-                out[i, order[k]] += now - prev
+                every[order[k]].append(now - prev)
+                if 0 < k < m - 1:
+                    middle[order[k]].append(now - prev)
                 prev = now
-    return out / orders.shape[1]
+        for j, f in enumerate(features):
+            first = _reference_v(predict, row, bg, {f}, output) - empty
+            last = full - _reference_v(predict, row, bg, set(features) - {f}, output)
+            mid = np.mean(middle[j]) if middle[j] else np.mean(every[j])
+            out[i, j] = (first + last) / m + (m - 2) / m * mid
+        out[i] += (full - empty - out[i].sum()) / m
+    return out
 
 
 def _dup_frame(rng: np.random.Generator, n: int, continuous: bool) -> pd.DataFrame:
@@ -583,11 +555,11 @@ def test_deduplicated_wide_model_equals_plain_loop() -> None:
     rows = pool.iloc[[2, 2]].reset_index(drop=True)
     calls: list[int] = []
     ex = explain(
-        _counting(wide, calls), rows, bg, features=names, algorithm="permutation", n_permutations=1
+        _counting(wide, calls), rows, bg, features=names, algorithm="permutation", n_permutations=2
     )
-    expected = _reference_permutation(wide, rows, bg, names, 1, 0, "probability")
+    expected = _reference_permutation(wide, rows, bg, names, 2, 0, "probability")
     np.testing.assert_allclose(ex.values, expected, rtol=0, atol=1e-12)
-    assert sum(calls) < len(bg) + len(rows) + 2 * 63 * len(rows) * len(bg)
+    assert sum(calls) < len(bg) + len(rows) + 4 * 63 * len(rows) * len(bg)
 
 
 @pytest.mark.parametrize(
@@ -599,6 +571,9 @@ def test_deduplicated_wide_model_equals_plain_loop() -> None:
         ({"features": TOY, "algorithm": "sampling"}, "algorithm must be one of"),
         ({"features": TOY, "output": "margin"}, "output must be one of"),
         ({"features": TOY, "n_permutations": 0}, "n_permutations must be an integer >= 1"),
+        ({"features": TOY, "algorithm": "permutation", "n_permutations": 1},
+         "n_permutations must be >= 2 for the permutation estimator"),
+        ({"features": TOY, "algorithm": "kernel"}, "algorithm must be one of"),
         ({"features": TOY, "max_rows": 2}, "more than max_rows=2"),
         (
             {"features": TOY, "predict": _bad_shape},
@@ -614,6 +589,8 @@ def test_deduplicated_wide_model_equals_plain_loop() -> None:
         "algorithm",
         "output",
         "n-perm",
+        "n-perm-se",
+        "kernel-gone",
         "max-rows",
         "predict-shape",
         "predict-range",
@@ -662,6 +639,7 @@ def _hand_explanation(values: list[list[float]], raw: list[list[object]]) -> Exp
         output="probability",
         algorithm="exact",
         budget=ExplanationBudget(4, 0, 10, 50),
+        standard_errors=np.zeros_like(v),
     )
 
 

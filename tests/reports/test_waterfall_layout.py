@@ -32,13 +32,17 @@ def _explanation(weights: np.ndarray, seed: int = 0) -> Explanation:
     np.array([-6.0, 0.1, 0.05]),
     np.array([5.0, 4.0, 3.0, 0.01]),
 ], ids=["mixed", "one-large-negative", "all-positive"])
-def test_value_labels_lie_inside_the_axes(weights: np.ndarray) -> None:
+@pytest.mark.parametrize("with_errors", [False, True], ids=["exact", "estimate"])
+def test_value_labels_lie_inside_the_axes(weights: np.ndarray, with_errors: bool) -> None:
     exp = _explanation(weights)
+    # an estimate's labels are longer ("+0.120 ± 0.0041"); they must fit as well
+    errors = np.full(len(weights), 0.004123) if with_errors else None
     for row in range(exp.values.shape[0]):
         labels = [f"{exp.features[i]} = {exp.feature_values[row][i]:.4g}" for i in range(len(weights))]
         order = np.argsort(-np.abs(exp.values[row]), kind="stable")
         fig = _draw([labels[i] for i in order], exp.values[row][order],
-                    float(exp.base_values[row]), float(exp.model_output[row]), "t", exp.output)
+                    float(exp.base_values[row]), float(exp.model_output[row]), "t", exp.output,
+                    errors=errors)
         renderer = FigureCanvasAgg(fig).get_renderer()
         (ax,) = fig.axes
         box = ax.get_window_extent(renderer)

@@ -75,7 +75,7 @@ def choose_features(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         named = {c: why for c, why in ((args.label, "--label"), (args.prediction, "--prediction")) if c}
         skipped = left_out_columns(args.reference, args.current, named)
         kinds = infer_feature_kinds(args.reference, set(skipped))
-        how = "features inferred (--model ARCHIVE or --features to choose)"
+        how = "inferred; --model ARCHIVE or --features to choose"
         if skipped:
             how += "; left out: " + ", ".join(f"{escape_for_log(c)} ({why})" for c, why in skipped.items())
     if args.features:
@@ -111,7 +111,8 @@ def cmd_drift(args: argparse.Namespace) -> int:
         raise ValueError("--label and --prediction go together (ADWIN needs both)")
     kinds, how = choose_features(args)
     if not args.quiet:  # on stderr, so the JSON on stdout stays one document
-        print(f"modelgate drift: {how}: {', '.join(escape_for_log(k) for k in kinds)}", file=sys.stderr)
+        print(f"modelgate drift: comparing {', '.join(escape_for_log(k) for k in kinds)} ({how})",
+              file=sys.stderr)
     references = build_references_from_parquet(args.reference, kinds, bins=args.bins)
     summary = summarise(drift_from_parquet(args.current, references))
     payload: dict[str, Any] = {

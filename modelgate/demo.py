@@ -95,6 +95,7 @@ def run_demo(out_dir: Path | None = None) -> int:
     _say(f"      every report of {MODEL_NAME}, newest first: {index}")
     _say("[5/5] what it means")
     from modelgate.demo_story import story
+    from modelgate.store.summaries import analyst_hint
 
     where = [f"reports: {index}",
              "one report: modelgate report link RUN_ID (add --kind drift for a drift run)",
@@ -106,24 +107,6 @@ def run_demo(out_dir: Path | None = None) -> int:
         _say(line)
     exit_code = max(code for code, _ in evaluations[:2])
     return 0 if exit_code in (0, 3) else exit_code
-
-
-def analyst_hint(db_url: str, psql: str = "psql") -> str:
-    """A psql command that reads the documented views as the analyst role (migration 0004's
-    ``modelgate_analyst``, which may read the views and no table). A password in the URL is
-    left out (psql asks for it when the server wants one).
-
-    >>> print(analyst_hint("postgresql://postgres:pw@/h/mg"))  # doctest: +NORMALIZE_WHITESPACE
-    psql 'postgresql://postgres@/h/mg' -c 'SET ROLE modelgate_analyst'
-    -c 'SELECT * FROM analytics.latest_gate_decision'
-    """
-    from modelgate.store.db import redact_url
-    from modelgate.store.summaries import ANALYST_EXAMPLE_QUERY
-
-    url = redact_url(db_url).replace(":***@", "@")
-    # SET ROLE: the role is NOLOGIN (people log in as their own members of it); the demo's
-    # superuser may take it, and then sees exactly what an analyst sees.
-    return f"{psql} '{url}' -c 'SET ROLE modelgate_analyst' -c '{ANALYST_EXAMPLE_QUERY}'"
 
 
 def _psql() -> str:

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from modelgate.demo import analyst_hint, log_to_file
+from modelgate.demo import log_to_file
 from modelgate.demo_story import DriftOutcome, EvaluationOutcome, rank_drift, story
+from modelgate.store.summaries import analyst_hint
 
 
 def _drift(day: int, breached: tuple[str, ...], ratio: float | None, changes: int = 0, *,

@@ -11,6 +11,23 @@ from modelgate.store.db import transaction
 #: A query the demo shows analysts (the documented views are in sql/README.md).
 ANALYST_EXAMPLE_QUERY = "SELECT * FROM analytics.latest_gate_decision"
 
+
+def analyst_hint(db_url: str, psql: str = "psql") -> str:
+    """A psql command that reads the documented views as the analyst role (migration 0004's
+    ``modelgate_analyst``, which may read the views and no table). A password in the URL is
+    left out (psql asks for it when the server wants one).
+
+    >>> print(analyst_hint("postgresql://postgres:pw@/h/mg"))  # doctest: +NORMALIZE_WHITESPACE
+    psql 'postgresql://postgres@/h/mg' -c 'SET ROLE modelgate_analyst'
+    -c 'SELECT * FROM analytics.latest_gate_decision'
+    """
+    from modelgate.store.db import redact_url
+
+    url = redact_url(db_url).replace(":***@", "@")
+    # SET ROLE: the role is NOLOGIN (people log in as their own members of it); the demo's
+    # superuser may take it, and then sees exactly what an analyst sees.
+    return f"{psql} '{url}' -c 'SET ROLE modelgate_analyst' -c '{ANALYST_EXAMPLE_QUERY}'"
+
 _LISTED_EVALUATIONS = """
 SELECT r.evaluation_run_id, v.version, COALESCE(r.finished_at, r.started_at), r.status,
        EXISTS (SELECT 1 FROM gate_check g WHERE g.evaluation_run_id = r.evaluation_run_id

@@ -196,3 +196,42 @@ def test_a_configured_database_is_not_announced(settings_env: Settings,
     with caplog.at_level(logging.INFO, logger="modelgate.store"):
         assert resolve_database_url(settings_env) == settings_env.database_url
     assert "results database" not in caplog.text
+
+
+@pytest.mark.e2e
+def test_readme_registry_block_runs_as_written(settings_env: Settings, demo_builds: dict[str, Any],
+                                               tmp_path: Path) -> None:
+    """The README's registry block, in a folder laid out like the repository after `make demo`
+    (v1 evaluated and promoted, so its run is evaluation run 1, and v2 registered)."""
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```sh\n(.*?)```", readme, flags=re.S)
+                 if b.startswith("modelgate model list\n"))
+    for version, built in demo_builds.items():
+        shutil.copytree(built.archive_path.parents[1], tmp_path / ".modelgate" / "demo" / f"v{version}")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    for setup in (["evaluate", "--model", str(demo_builds["1"].archive_path), "--data",
+                   str(demo_builds["1"].heldout_path), "--promote"],
+                  ["model", "register", str(demo_builds["2"].archive_path)]):
+        done = subprocess.run([sys.executable, "-m", "modelgate.cli", *setup], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+    result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert re.search(r"^gss-high-income +1 +production +no +1 +passed ", out, flags=re.M), out
+    assert "gss-high-income v2: candidate" in out and "latest decision: never evaluated" in out
+    link = next(line for line in out.splitlines() if "X-Amz-Signature=" in line)
+    with urllib.request.urlopen(link, timeout=30) as response:
+        assert b"gss-high-income" in response.read()
+    assert "retired: gss-high-income v2 at " in out
+    listed = {v["version"]: v for v in json.loads((tmp_path / "models.json").read_text())}
+    assert listed["2"]["stage"] == "retired" and listed["2"]["retired_reason"].startswith("blocked on")
+    assert "feature(s) breached" in out  # drift with the manifest's features
+    assert "comparing age," in result.stderr and "(features of gss-high-income v1)" in result.stderr

@@ -235,3 +235,37 @@ def test_readme_registry_block_runs_as_written(settings_env: Settings, demo_buil
     assert listed["2"]["stage"] == "retired" and listed["2"]["retired_reason"].startswith("blocked on")
     assert "feature(s) breached" in out  # drift with the manifest's features
     assert "comparing age," in result.stderr and "(features of gss-high-income v1)" in result.stderr
+
+
+@pytest.mark.e2e
+def test_a_command_says_which_database_and_warns_before_creating_one(tmp_path: Path) -> None:
+    """No MODELGATE_DATABASE_URL: the first command in a new MODELGATE_HOME warns that it
+    creates a new embedded database and names it; later ones only say which one they use."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    # Not under pytest's basetemp (mode 0700): pgserver runs PostgreSQL as its own user.
+    home = Path(tempfile.mkdtemp(prefix="modelgate-warn-"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MODELGATE_")}
+    env["MODELGATE_HOME"] = str(home)
+    pgdata = (home / "pgdata").resolve()
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "modelgate.cli", *args], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+    try:
+        first = cli("model", "list")
+        assert first.returncode == 0, first.stderr[-2000:]
+        assert f"creating a NEW, empty embedded results database in {pgdata}" in first.stderr
+        assert f"results database: embedded PostgreSQL in {pgdata}" in first.stderr
+        assert "no model registered yet" in first.stdout
+        second = cli("model", "list")
+        assert second.returncode == 0 and "creating a NEW" not in second.stderr
+        assert f"results database: embedded PostgreSQL in {pgdata}" in second.stderr
+        assert "pgserver" not in first.stderr + second.stderr  # its initdb output stays hidden
+    finally:
+        cli("db", "stop")
+        shutil.rmtree(home, ignore_errors=True)

@@ -84,6 +84,8 @@ def cmd_model_list(args: argparse.Namespace) -> int:
 def cmd_model_show(args: argparse.Namespace) -> int:
     from modelgate.store import models
 
+    if args.runs < 1:
+        return _usage(f"--runs must be at least 1, got {args.runs}")
     ctx = _context()
     versions = models.list_versions(ctx.db_url, args.name, args.version)
     if not versions:

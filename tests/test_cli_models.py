@@ -271,3 +271,38 @@ def test_a_command_says_which_database_and_warns_before_creating_one(tmp_path: P
     finally:
         cli("db", "stop")
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_drift_runs_show_their_features_worst_first_and_the_score_by_name(
+        registry: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """A drift run's breached features in ``model show`` and the demo's summary: the worst
+    statistic as a multiple of its threshold (by hand: 0.30 / 0.10 = 3.0 beats 0.05 / 0.02 = 2.5)."""
+    import datetime as dt
+
+    from modelgate.store import drift_runs
+    from modelgate.store.summaries import drift_interval
+
+    ctx, name = registry["ctx"], registry["name"]
+    v1 = models.get(ctx.db_url, name, "1")
+    start = dt.datetime(2018, 1, 1, tzinfo=dt.UTC)
+    run_id = drift_runs.start_drift_run(ctx.db_url, model_version_id=v1.model_version_id,
+                                        interval_start=start, interval_end=start + dt.timedelta(days=1))
+    rows = [("__score__", "prediction", 1, "wasserstein_normalised", 0.30, 0.10, "drift"),
+            ("colour", "categorical", 2, "js_divergence", 0.05, 0.02, "drift"),
+            ("x1", "numeric", 3, "wasserstein_normalised", 0.01, 0.10, "ok")]
+    with transaction(ctx.db_url) as cur:
+        for feature, kind, rank, stat, value, threshold, verdict in rows:
+            cur.execute("""INSERT INTO feature_drift (drift_run_id, feature, kind, drift_rank, statistic_name,
+                               statistic_value, threshold, verdict, n_reference, n_current, n_missing_current)
+                           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 100, 100, 0)""",
+                        (run_id, feature, kind, rank, stat, value, threshold, verdict))
+        cur.execute("UPDATE drift_run SET status = 'drift', n_features_breached = 2 WHERE drift_run_id = %s",
+                    (run_id,))
+    summary = drift_interval(ctx.db_url, v1.model_version_id, start)
+    assert summary is not None and summary.breached_features == ["__score__", "colour"]
+    assert summary.worst_feature == "__score__" and summary.worst_ratio == pytest.approx(3.0)
+
+    code, out, _ = _run(capsys, "model", "show", name, "1")
+    assert code == 0 and "__score__" not in out
+    assert "DRIFT model score: wasserstein_normalised = 0.3000 > threshold 0.1000" in out
+    assert "DRIFT colour: js_divergence = 0.0500 > threshold 0.0200" in out

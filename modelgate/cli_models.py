@@ -176,12 +176,17 @@ def _report_link(ctx: Any, kind: str, run_id: int) -> str | None:
 
 
 def cmd_report_link(args: argparse.Namespace) -> int:
+    from modelgate.store import models
+
     ctx = _context()
-    link = _report_link(ctx, args.kind, args.run_id)
-    if link is None:
+    key = models.report_key(ctx.db_url, args.kind, args.run_id)
+    if key is None:
         raise LookupError(f"{args.kind} run {args.run_id} has no report (it failed or is still "
                           "running; modelgate model show NAME lists its runs)")
-    print(link)
+    if not ctx.store.exists(key):  # a presigned link to nothing would only fail in the browser
+        raise LookupError(f"the report of {args.kind} run {args.run_id} is missing from the object "
+                          f"store ({ctx.store.uri(key)})")
+    print(ctx.store.link(key, expiry_s=ctx.settings.presign_expiry_s))
     return EXIT_OK
 
 

@@ -141,6 +141,9 @@ def test_report_link_with_the_local_store_is_a_file_link(
                                   ).resolve().as_uri()
     with urllib.request.urlopen(link) as response:
         assert response.read() == b"local"
+    Path(urllib.request.url2pathname(link.removeprefix("file://"))).unlink()
+    code, _, err = _run(capsys, "report", "link", str(run_id))
+    assert code == 1 and "is missing from the object store" in err
 
 
 def test_retire_records_who_when_why_once_and_never_production(

@@ -151,6 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = model.add_parser("register", help="store an archive and record it as a candidate")
     p.add_argument("archive", type=Path)
     p.set_defaults(handler=cmd_model_register)
+    from modelgate import cli_models
+
+    cli_models.add_model_commands(model)
+    cli_models.add_report_command(sub)
 
     p = sub.add_parser("score", help="score a parquet file with a model archive")
     p.add_argument("--model", required=True, type=Path)
@@ -201,7 +205,7 @@ def _setup_logging(quiet: bool) -> None:
                                 else logging.StreamHandler(sys.stderr))
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, handlers=[handler])
-    for noisy in ("urllib3", "matplotlib", "numba", "shap", "botocore"):
+    for noisy in ("urllib3", "matplotlib", "numba", "shap", "botocore", "pgserver"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from modelgate.cli_args import UsageError, bounded_int, open_interval
+from modelgate.logsafe import escape_for_log
 from modelgate.logsafe import escape_for_log as shown
 from modelgate.pipelines.json_records import change_points_json, feature_drift_json
 
@@ -35,6 +37,60 @@ def infer_feature_kinds(path: Path, exclude: set[str]) -> dict[str, Any]:
     return kinds
 
 
+# An id is a name, not a measurement: its drift says only that new rows came.
+_ID_COLUMN = re.compile(r"(?i)^(id|.*[_-]id|uuid)$")
+
+
+def left_out_columns(reference: Path, current: Path, named: dict[str, str]) -> dict[str, str]:
+    """Columns of ``reference`` that are not features, each with why: pandas index columns
+    (``__index_level_0__`` and named indexes, from the file's pandas metadata), id columns
+    (``id``, ``*_id``), the columns ``named`` gives (label and prediction) and columns missing
+    from ``current`` (a label that arrives later)."""
+    import pyarrow.parquet as pq
+
+    ref_schema, cur_names = pq.read_schema(reference), set(pq.read_schema(current).names)
+    index = {c for c in (ref_schema.pandas_metadata or {}).get("index_columns", [])
+             if isinstance(c, str)}  # a RangeIndex is stored as a dict and has no column
+    why: dict[str, str] = {}
+    for name in ref_schema.names:
+        if name in named:
+            why[name] = named[name]
+        elif name in index or name.startswith("__index_level_"):
+            why[name] = "pandas index"
+        elif _ID_COLUMN.match(name):
+            why[name] = "id column"
+        elif name not in cur_names:
+            why[name] = "not in the current file"
+    return why
+
+
+def choose_features(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """The features to compare and a line saying how they were chosen: the manifest's with
+    ``--model``, else every numeric or string column that is not an index, id or label."""
+    if args.model is not None:
+        from modelgate.artifact import verify
+
+        manifest = verify(args.model).manifest
+        kinds: dict[str, Any] = {f.name: f.kind for f in manifest.features}
+        how = f"features of {escape_for_log(manifest.name)} v{escape_for_log(manifest.version)}"
+    else:
+        named = {c: why for c, why in ((args.label, "--label"), (args.prediction, "--prediction")) if c}
+        skipped = left_out_columns(args.reference, args.current, named)
+        kinds = infer_feature_kinds(args.reference, set(skipped))
+        how = "inferred; --model ARCHIVE or --features to choose"
+        if skipped:
+            how += "; left out: " + ", ".join(f"{escape_for_log(c)} ({why})" for c, why in skipped.items())
+    if args.features:
+        wanted = [f for f in args.features.split(",") if f]
+        unknown = [f for f in wanted if f not in kinds]
+        if unknown:
+            source = "features of the model" if args.model else \
+                f"numeric or string columns of {str(args.reference)!r}"
+            raise UsageError(f"--features {unknown} are not {source}")
+        return {f: kinds[f] for f in wanted}, "features given by --features"
+    return kinds, how
+
+
 def _adwin(path: Path, label: str, prediction: str, delta: float) -> list[dict[str, Any]]:
     import numpy as np
     import pyarrow.parquet as pq
@@ -55,15 +111,10 @@ def cmd_drift(args: argparse.Namespace) -> int:
 
     if (args.label is None) != (args.prediction is None):
         raise UsageError("--label and --prediction go together (ADWIN needs both)")
-    exclude = {c for c in (args.label, args.prediction) if c}
-    kinds = infer_feature_kinds(args.reference, exclude)
-    if args.features:
-        wanted = [f for f in args.features.split(",") if f]
-        unknown = [f for f in wanted if f not in kinds]
-        if unknown:
-            raise UsageError(f"--features {unknown} are not numeric or string columns of "
-                             f"{str(args.reference)!r}")
-        kinds = {f: kinds[f] for f in wanted}
+    kinds, how = choose_features(args)
+    if not args.quiet:  # on stderr, so the JSON on stdout stays one document
+        print(f"modelgate drift: comparing {', '.join(escape_for_log(k) for k in kinds)} ({how})",
+              file=sys.stderr)
     references = build_references_from_parquet(args.reference, kinds, bins=args.bins)
     summary = summarise(drift_from_parquet(args.current, references))
     payload: dict[str, Any] = {
@@ -103,7 +154,9 @@ def add_drift_command(sub: Any) -> None:
     p = sub.add_parser("drift", help="per-feature drift between a reference and a current parquet")
     p.add_argument("--reference", required=True, type=Path)
     p.add_argument("--current", required=True, type=Path)
-    p.add_argument("--features", help="comma-separated columns (default: all numeric/string)")
+    p.add_argument("--model", type=Path, help="model archive whose manifest names the features")
+    p.add_argument("--features", help="comma-separated columns (default: the --model's features, "
+                                      "else numeric/string columns but index, id and label)")
     p.add_argument("--label", help="label column of the current file (for ADWIN)")
     p.add_argument("--prediction", help="prediction column of the current file (for ADWIN)")
     p.add_argument("--delta", type=open_interval(0.0, 1.0), default=0.002,

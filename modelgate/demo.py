@@ -5,7 +5,11 @@
 3. run the ``model_evaluation`` DAG with Airflow's ``dag.test()`` for each, in order, so the
    first becomes the champion the second is compared with;
 4. replay later survey years as live intervals through the ``drift_monitoring`` DAG;
-5. print what happened and where to look.
+5. print what happened (promoted, blocked and why, drift ranked worst first) and where to look.
+
+Other libraries' log output (pgserver's initdb, Airflow's warnings) goes to
+``MODELGATE_HOME/demo.log``, and Airflow's task logs to ``MODELGATE_HOME/airflow``; the
+terminal gets the story.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from modelgate.config import Settings
+from modelgate.demo_story import DriftOutcome, EvaluationOutcome
 
 log = logging.getLogger("modelgate.demo")
 
@@ -31,14 +36,40 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
+class _OwnWarningsOnly(logging.Filter):
+    """The terminal shows modelgate's own warnings and errors; the rest goes to the log file."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING and record.name.startswith("modelgate")
+
+
+def log_to_file(home: Path) -> Path:
+    """Send every log record (pgserver's initdb output, Airflow's and the converters' warnings)
+    to ``<home>/demo.log`` and keep only modelgate's own warnings on the terminal, so the
+    demo's story is what a person reads; returns the file's path."""
+    path = home / "demo.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, mode="w", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    for existing in root.handlers:
+        existing.addFilter(_OwnWarningsOnly())
+    root.addHandler(handler)
+    root.setLevel(min(root.level or logging.INFO, logging.INFO))
+    logging.getLogger("pgserver").setLevel(logging.INFO)  # the command hides it; the file keeps it
+    logging.captureWarnings(True)  # warnings.warn(...) of libraries -> the file
+    return path
+
+
 def run_demo(out_dir: Path | None = None) -> int:
     settings = Settings.from_env()
     home = settings.home.resolve()
     out = (out_dir or home / "demo").resolve()
+    demo_log = log_to_file(home)
     from modelgate.airflow_runner import prepare_airflow
 
     prepare_airflow(home / "airflow")
-    from modelgate.demo_data import build_demo
+    from modelgate.demo_data import MODEL_NAME, build_demo
     from modelgate.pipelines.context import Context, register_archive
     from modelgate.store.db import redact_url
 
@@ -51,23 +82,42 @@ def run_demo(out_dir: Path | None = None) -> int:
         row, _ = register_archive(ctx, build.archive_path)
         _say(f"      {row.model_name} v{row.version}: sha256 {row.sha256[:16]}..., stage {row.stage}")
     _say("[2/4] evaluating the candidates with the model_evaluation DAG (dag.test)")
-    exit_code = 0
-    for version, build in builds.items():
-        exit_code = max(exit_code, _evaluate(ctx, version, build))
+    evaluations = [_evaluate(ctx, version, build) for version, build in builds.items()]
     _say("      and what a broken input looks like: v2 on a held-out file without its 'educcat' column")
-    _evaluate(ctx, "2", builds["2"], dataset=_drop_column(builds["2"].heldout_path, "educcat"))
+    evaluations.append(_evaluate(ctx, "2", builds["2"], label="v2 on a held-out file without 'educcat'",
+                                 dataset=_drop_column(builds["2"].heldout_path, "educcat")))
     _say("[3/4] replaying later survey years through the drift_monitoring DAG")
-    _drift(ctx, builds["1"])
-    _say("[4/4] where to look")
-    _say(f"      Airflow task logs: {dag_log(ctx)}")
-    from modelgate.demo_data import MODEL_NAME
+    drifts = _drift(ctx, builds["1"])
+    _say("[4/4] what happened, and where to look")
     from modelgate.pipelines.index_page import index_key
 
-    _say(f"      reports: {ctx.store.link(index_key(MODEL_NAME), expiry_s=ctx.settings.presign_expiry_s)}")
-    from modelgate.store.summaries import ANALYST_EXAMPLE_QUERY
+    index = ctx.store.link(index_key(MODEL_NAME), expiry_s=ctx.settings.presign_expiry_s)
+    from modelgate.demo_story import story
+    from modelgate.store.summaries import analyst_hint
 
-    _say(f"      SQL:     psql '{ctx.db_url}' -c '{ANALYST_EXAMPLE_QUERY}'")
+    where = [f"every report of {MODEL_NAME}, newest first: {index}",
+             "one report: modelgate report link RUN_ID (add --kind drift for a drift run)",
+             f"the registry: modelgate model list; modelgate model show {MODEL_NAME}",
+             f"SQL, as the analyst role: {analyst_hint(ctx.db_url, _psql())}",
+             f"Airflow task logs: {dag_log(ctx)}",
+             f"other libraries' output (PostgreSQL set-up, warnings): {demo_log}"]
+    for line in story(MODEL_NAME, [e for _, e in evaluations], drifts, where=where):
+        _say(line)
+    exit_code = max(code for code, _ in evaluations[:2])
     return 0 if exit_code in (0, 3) else exit_code
+
+
+def _psql() -> str:
+    """``psql`` when it is on PATH, else the one the embedded PostgreSQL ships (pgserver)."""
+    import shutil
+
+    if shutil.which("psql"):
+        return "psql"
+    try:
+        from pgserver._commands import POSTGRES_BIN_PATH
+    except ImportError:
+        return "psql"
+    return str(Path(POSTGRES_BIN_PATH) / "psql")
 
 
 def _drop_column(path: Path, column: str) -> Path:
@@ -78,7 +128,8 @@ def _drop_column(path: Path, column: str) -> Path:
     return broken
 
 
-def _evaluate(ctx: Any, version: str, build: Any, *, dataset: Path | None = None) -> int:
+def _evaluate(ctx: Any, version: str, build: Any, *, label: str | None = None,
+              dataset: Path | None = None) -> tuple[int, EvaluationOutcome]:
     from modelgate.airflow_runner import run_dag
     from modelgate.demo_data import MODEL_NAME
     from modelgate.store import models
@@ -86,14 +137,28 @@ def _evaluate(ctx: Any, version: str, build: Any, *, dataset: Path | None = None
     row = models.get(ctx.db_url, MODEL_NAME, version)
     if row.stage != "candidate" and dataset is None:
         _say(f"      v{row.version} is already {row.stage}; not evaluated again")
-        return 0
+        return 0, _outcome(ctx, row, label or f"v{version}")
     dagrun = run_dag("model_evaluation", conf={
         "model_name": MODEL_NAME, "model_version": version,
         "dataset": str(dataset or build.heldout_path), "policy": "",
     }, log_path=dag_log(ctx))
     summary = _latest_run_summary(ctx, row.model_version_id)
     _say(f"      v{version}: DAG run {dagrun.state}; {summary}")
-    return 0 if str(dagrun.state) == "success" else 3
+    code = 0 if str(dagrun.state) == "success" else 3
+    return code, _outcome(ctx, row, label or f"v{version}")
+
+
+def _outcome(ctx: Any, row: Any, label: str) -> EvaluationOutcome:
+    from modelgate.store import models
+    from modelgate.store.summaries import latest_evaluation
+
+    record = latest_evaluation(ctx.db_url, row.model_version_id)
+    stage = models.get_by_id(ctx.db_url, row.model_version_id).stage
+    if record is None:
+        return EvaluationOutcome(label, None, "none", stage, ())
+    reasons = ((record.failure_reason,) if record.status == "failed" and record.failure_reason
+               else tuple(record.blocking_reasons))
+    return EvaluationOutcome(label, record.evaluation_run_id, record.status, stage, reasons)
 
 
 def dag_log(ctx: Any) -> Path:
@@ -113,25 +178,27 @@ def _latest_run_summary(ctx: Any, model_version_id: int) -> str:
                                      record.failure_reason, record.gate_summary)
     if status == "failed":
         return f"run {run_id} FAILED: {reason}"
-    link = ctx.store.link(report_key, expiry_s=ctx.settings.presign_expiry_s) if report_key else "-"
+    # the command, not the object's link: report file names carry the whole run key
+    link = f"modelgate report link {run_id}" if report_key else "-"
     gate_text = (gate or "").replace("\n", "\n          ")
     return (f"run {run_id} {status.upper()}; scored {rows} rows on {provider} "
             f"at {rps or 0:,.0f} rows/s\n        gate: {gate_text}\n        report: {link}")
 
 
-def _drift(ctx: Any, build: Any) -> None:
+def _drift(ctx: Any, build: Any) -> list[DriftOutcome]:
     if os.environ.get("MODELGATE_DEMO_SKIP_DRIFT"):
         _say("      skipped (MODELGATE_DEMO_SKIP_DRIFT is set)")
-        return
+        return []
     from modelgate.demo_drift import replay, simulated_labels
 
     dates: list[dt.date] = list(build.live_dates)
-    replay(ctx, build, dates[:DRIFT_DEMO_INTERVALS], labels_dir=build.labels_dir,
-           log_path=dag_log(ctx), say=_say)
+    found = replay(ctx, build, dates[:DRIFT_DEMO_INTERVALS], labels_dir=build.labels_dir,
+                   log_path=dag_log(ctx), say=_say)
     _say("      SIMULATED concept shift (the GSS error rate is stable, 0.22-0.27 a year): the next "
          f"{SIMULATED_SHIFT_INTERVALS} years again, with {SIMULATED_FLIP_SHARE:.0%} of their labels "
          "flipped, so ADWIN has a change to find")
     shifted = dates[DRIFT_DEMO_INTERVALS:DRIFT_DEMO_INTERVALS + SIMULATED_SHIFT_INTERVALS]
     labels = simulated_labels(build.labels_dir, shifted, Path(build.labels_dir).parent /
                               "labels-simulated-shift", flip_share=SIMULATED_FLIP_SHARE)
-    replay(ctx, build, shifted, labels_dir=labels, log_path=dag_log(ctx), say=_say)
+    return found + replay(ctx, build, shifted, labels_dir=labels, log_path=dag_log(ctx), say=_say,
+                          simulated=True)

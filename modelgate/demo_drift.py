@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from modelgate.demo_story import DriftOutcome
+
 UTC = dt.UTC
 
 
@@ -30,12 +32,13 @@ def simulated_labels(labels_dir: Path, dates: Sequence[dt.date], out_dir: Path, 
 
 
 def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path, log_path: Path,
-           say: Callable[[str], None]) -> None:
+           say: Callable[[str], None], simulated: bool = False) -> list[DriftOutcome]:
     """Monitor the demo model (``modelgate monitor set``'s code) and run the drift_monitoring
     DAG once per survey-year partition, oldest first, as a deployment's manual runs would;
-    task logs go to ``log_path``."""
+    task logs go to ``log_path``. Returns what each recorded run found."""
     from modelgate.airflow_runner import run_dag
     from modelgate.demo_data import MODEL_NAME
+    from modelgate.pipelines.drift import shown_feature
     from modelgate.pipelines.monitor import set_monitor
     from modelgate.store import models
     from modelgate.store.summaries import drift_interval
@@ -43,7 +46,8 @@ def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path, 
     production = models.get_production(ctx.db_url, MODEL_NAME)
     if production is None:
         say("      no model in production (the gate blocked every candidate); nothing to monitor")
-        return
+        return []
+    outcomes: list[DriftOutcome] = []
     set_monitor(ctx, MODEL_NAME, live=str(build.live_dir), labels=str(labels_dir),
                 reference=str(build.reference_path), sample_rows=5000)
     for day in dates:
@@ -57,10 +61,13 @@ def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path, 
             continue
         run_id, status, rows, breached = (record.drift_run_id, record.status, record.rows_sampled,
                                           record.n_features_breached)
-        report_key, reason = record.report_key, record.failure_reason
-        names, changes = record.breached_features, record.change_points
-        link = ctx.store.link(report_key, expiry_s=ctx.settings.presign_expiry_s) if report_key else "-"
-        detail = reason or (f"{breached} feature(s) breached" + (f" ({names})" if names else "")
+        reason, changes = record.failure_reason, record.change_points
+        names = tuple(shown_feature(n) for n in record.breached_features)
+        detail = reason or (f"{breached} feature(s) breached" + (f" ({', '.join(names)})" if names else "")
                             + f", {changes} ADWIN change point(s)")
-        say(f"      {day}: run {run_id} {status.upper()} on {rows} sampled rows; {detail}\n"
-            f"        report: {link}")
+        say(f"      {day}: run {run_id} {status.upper()} on {rows} sampled rows; {detail}")
+        outcomes.append(DriftOutcome(
+            day, run_id, status, names,
+            None if record.worst_feature is None else shown_feature(record.worst_feature),
+            record.worst_ratio, changes, simulated))
+    return outcomes

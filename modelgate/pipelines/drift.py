@@ -34,6 +34,15 @@ DEFAULT_SAMPLE_SIZE = 5000
 SCORE_FEATURE = "__score__"  # the prediction distribution, drifted like a numeric feature
 
 
+def shown_feature(name: str) -> str:
+    """A stored feature name as people read it: the internal score column is "model score".
+
+    >>> shown_feature("__score__"), shown_feature("age")
+    ('model score', 'age')
+    """
+    return "model score" if name == SCORE_FEATURE else name
+
+
 class DriftBreached(RuntimeError):
     """Data drift breached the thresholds; the message lists each breached feature."""
 
@@ -646,8 +655,8 @@ def decide(ctx: Context, ref: DriftRef) -> str:
     breaches, status = drift_runs.breaches_and_status(ctx.db_url, ref.drift_run_id)
     joint_lines = drift_joint.breaches(drift_joint.load_result(ctx, ref.prefix()))
     if breaches or joint_lines:
-        lines = [f"{b.feature}: {b.statistic_name} = {b.statistic_value:.4f} > threshold {b.threshold:.4f}"
-                 for b in breaches] + joint_lines
+        lines = [f"{shown_feature(b.feature)}: {b.statistic_name} = {b.statistic_value:.4f} "
+                 f"> threshold {b.threshold:.4f}" for b in breaches] + joint_lines
         raise DriftBreached(f"{ref.model_name} v{ref.version}: drift in {len(breaches)} feature(s)"
                             + (f" and {len(joint_lines)} joint check(s)" if joint_lines else "")
                             + f" over {ref.interval_start}..{ref.interval_end}\n" + "\n".join(lines))

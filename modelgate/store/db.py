@@ -58,8 +58,23 @@ def resolve_database_url(settings: Settings) -> str:
         return settings.database_url
     url = _airflow_connection_url(settings.db_conn_id)
     if url:
+        _announce(f"results database: Airflow connection {settings.db_conn_id!r} "
+                  "(MODELGATE_DATABASE_URL is not set)")
         return url
+    _announce(f"results database: embedded PostgreSQL in {(settings.home / 'pgdata').resolve()} "
+              "(MODELGATE_DATABASE_URL is not set; MODELGATE_HOME decides where)")
     return embedded_database_url(settings.home)
+
+
+_announced: set[str] = set()
+
+
+def _announce(line: str) -> None:
+    """Say once per process which database a command uses when it is not the configured URL:
+    run from another folder, the embedded default is another database."""
+    if line not in _announced:
+        _announced.add(line)
+        log.info("%s", line)
 
 
 def _airflow_connection_url(conn_id: str) -> str | None:
@@ -89,6 +104,10 @@ def embedded_database_url(home: Path) -> str:
     import pgserver  # heavy and only needed for the embedded default
 
     data_dir = (home / "pgdata").resolve()
+    if not (data_dir / "PG_VERSION").exists():
+        log.warning("creating a NEW, empty embedded results database in %s (none there yet; "
+                    "set MODELGATE_DATABASE_URL, or MODELGATE_HOME to the folder of an existing "
+                    "one, to use that instead)", data_dir)
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     server = pgserver.get_server(str(data_dir), cleanup_mode=None)
     exists = server.psql("SELECT 1 FROM pg_database WHERE datname = 'modelgate';")

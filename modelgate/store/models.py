@@ -1,7 +1,9 @@
-"""Model versions in the results store: registration, lookup and promotion."""
+"""Model versions in the results store: registration, lookup, promotion, retirement and the
+listings ``modelgate model list`` / ``show`` print."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -179,3 +181,156 @@ def set_drifting(url: str, model_version_id: int, drifting: bool) -> None:
             "UPDATE model_version SET is_drifting = %s WHERE model_version_id = %s",
             (drifting, model_version_id),
         )
+
+
+def retire(url: str, model_name: str, version: str, *, by: str,
+           reason: str) -> tuple[RetirementRecord, bool]:
+    """Retire a candidate that will never be promoted; returns (record, changed).
+
+    The row is kept (the registry is append-only): its stage becomes ``retired`` with who,
+    when and why (migration 0018), and promotion, which takes candidates only, refuses it from
+    then on. Retiring a retired version again changes nothing and returns the first record.
+    A version in any other stage than ``candidate`` (production above all) is refused.
+    """
+    if not by.strip() or not reason.strip():
+        raise ValueError(f"retiring needs who and why; got by={by!r}, reason={reason!r}")
+    with transaction(url) as cur:
+        cur.execute(
+            """SELECT stage FROM model_version WHERE model_name = %s AND version = %s
+               FOR UPDATE""", (model_name, version))
+        record = cur.fetchone()
+        if record is None:
+            raise RegistryError(f"model {model_name!r} version {version!r} is not registered")
+        stage = record[0]
+        changed = stage == "candidate"
+        if changed:
+            cur.execute(
+                """UPDATE model_version SET stage = 'retired', stage_changed_at = now(),
+                          retired_at = now(), retired_by = %s, retired_reason = %s
+                   WHERE model_name = %s AND version = %s""",
+                (by, reason, model_name, version))
+        elif stage != "retired":
+            raise RegistryError(
+                f"model {model_name!r} version {version!r} is {stage!r}; only a candidate can be "
+                "retired" + (" (promote another version first)" if stage == "production" else ""))
+        cur.execute(
+            """SELECT model_name, version, retired_at, retired_by, retired_reason
+               FROM model_version WHERE model_name = %s AND version = %s""",
+            (model_name, version))
+        return RetirementRecord(*cur.fetchone()), changed
+
+
+@dataclass(frozen=True, slots=True)
+class RetirementRecord:
+    model_name: str
+    version: str
+    retired_at: dt.datetime
+    retired_by: str
+    retired_reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class VersionListing:
+    """One registered version as ``modelgate model list`` and ``show`` print it."""
+
+    model_name: str
+    version: str
+    stage: str
+    is_drifting: bool
+    sha256: str
+    registered_at: dt.datetime
+    stage_changed_at: dt.datetime
+    evaluation_runs: int
+    latest_evaluation_status: str | None
+    latest_gate_passed: bool | None
+    latest_gate_summary: str | None  # the summary's first line (the counts)
+    drift_runs: int
+    retired_at: dt.datetime | None
+    retired_by: str | None
+    retired_reason: str | None
+
+
+def list_versions(url: str, model_name: str | None = None,
+                  version: str | None = None) -> list[VersionListing]:
+    """Registered versions (all, one model's, or one), by model name then registration."""
+    with transaction(url) as cur:
+        cur.execute(
+            """SELECT mv.model_name, mv.version, mv.stage, mv.is_drifting, mv.sha256,
+                      mv.registered_at, mv.stage_changed_at,
+                      (SELECT count(*) FROM evaluation_run r
+                       WHERE r.model_version_id = mv.model_version_id),
+                      latest.status, latest.passed, latest.summary,
+                      (SELECT count(*) FROM drift_run d WHERE d.model_version_id = mv.model_version_id),
+                      mv.retired_at, mv.retired_by, mv.retired_reason
+               FROM model_version mv
+               LEFT JOIN LATERAL (
+                   SELECT r.status, g.passed, split_part(g.summary, E'\n', 1) AS summary
+                   FROM evaluation_run r
+                   LEFT JOIN gate_decision g USING (evaluation_run_id)
+                   WHERE r.model_version_id = mv.model_version_id
+                   ORDER BY r.started_at DESC, r.evaluation_run_id DESC LIMIT 1) latest ON true
+               WHERE (%(name)s::text IS NULL OR mv.model_name = %(name)s)
+                 AND (%(version)s::text IS NULL OR mv.version = %(version)s)
+               ORDER BY mv.model_name, mv.registered_at, mv.model_version_id""",
+            {"name": model_name, "version": version})
+        return [VersionListing(*record) for record in cur.fetchall()]
+
+
+@dataclass(frozen=True, slots=True)
+class RunLine:
+    """One evaluation or drift run of a version, for ``modelgate model show``."""
+
+    kind: str  # 'evaluation' | 'drift'
+    run_id: int
+    version: str
+    status: str
+    started_at: dt.datetime
+    interval_start: dt.datetime | None
+    detail: str | None  # failure reason, or the first line of the gate's summary
+    has_report: bool
+    breaches: list[str]  # each failed blocking gate check, or each drifted feature, as text
+
+
+def runs_of(url: str, model_name: str, version: str | None = None, *,
+            limit: int = 20) -> list[RunLine]:
+    """The newest ``limit`` evaluation runs and drift runs of a model (or one version)."""
+    with transaction(url) as cur:
+        cur.execute(
+            """(SELECT 'evaluation', r.evaluation_run_id, mv.version, r.status, r.started_at,
+                       NULL::timestamptz, coalesce(r.failure_reason, split_part(g.summary, E'\n', 1)),
+                       r.report_key IS NOT NULL,
+                       ARRAY(SELECT c.check_id || ': ' || c.reason FROM gate_check c
+                             WHERE c.evaluation_run_id = r.evaluation_run_id AND c.verdict = 'fail'
+                               AND c.severity = 'block' ORDER BY c.check_id)
+                FROM evaluation_run r JOIN model_version mv USING (model_version_id)
+                LEFT JOIN gate_decision g USING (evaluation_run_id)
+                WHERE mv.model_name = %(name)s AND (%(version)s::text IS NULL OR mv.version = %(version)s)
+                ORDER BY r.started_at DESC, r.evaluation_run_id DESC LIMIT %(limit)s)
+               UNION ALL
+               (SELECT 'drift', d.drift_run_id, mv.version, d.status, d.started_at,
+                       d.interval_start, d.failure_reason, d.report_key IS NOT NULL,
+                       ARRAY(SELECT format('%%s: %%s = %%s > threshold %%s', f.feature, f.statistic_name,
+                                           round(f.statistic_value::numeric, 4),
+                                           round(f.threshold::numeric, 4))
+                             FROM feature_drift f WHERE f.drift_run_id = d.drift_run_id
+                               AND f.verdict = 'drift' ORDER BY f.drift_rank)
+                FROM drift_run d JOIN model_version mv USING (model_version_id)
+                WHERE mv.model_name = %(name)s AND (%(version)s::text IS NULL OR mv.version = %(version)s)
+                ORDER BY d.interval_start DESC, d.drift_run_id DESC LIMIT %(limit)s)""",
+            {"name": model_name, "version": version, "limit": limit})
+        return [RunLine(*record) for record in cur.fetchall()]
+
+
+def report_key(url: str, kind: str, run_id: int) -> str | None:
+    """The object key of an evaluation or drift run's report; None when it has none.
+
+    Raises :class:`RegistryError` when no such run exists.
+    """
+    table, key = {"evaluation": ("evaluation_run", "evaluation_run_id"),
+                  "drift": ("drift_run", "drift_run_id")}[kind]
+    with transaction(url) as cur:
+        cur.execute(f"SELECT report_key FROM {table} WHERE {key} = %s", (run_id,))
+        record = cur.fetchone()
+    if record is None:
+        raise RegistryError(f"there is no {kind} run {run_id}")
+    return None if record[0] is None else str(record[0])

@@ -11,6 +11,23 @@ from modelgate.store.db import transaction
 #: A query the demo shows analysts (the documented views are in sql/README.md).
 ANALYST_EXAMPLE_QUERY = "SELECT * FROM analytics.latest_gate_decision"
 
+
+def analyst_hint(db_url: str, psql: str = "psql") -> str:
+    """A psql command that reads the documented views as the analyst role (migration 0004's
+    ``modelgate_analyst``, which may read the views and no table). A password in the URL is
+    left out (psql asks for it when the server wants one).
+
+    >>> print(analyst_hint("postgresql://postgres:pw@/h/mg"))  # doctest: +NORMALIZE_WHITESPACE
+    psql 'postgresql://postgres@/h/mg' -c 'SET ROLE modelgate_analyst'
+    -c 'SELECT * FROM analytics.latest_gate_decision'
+    """
+    from modelgate.store.db import redact_url
+
+    url = redact_url(db_url).replace(":***@", "@")
+    # SET ROLE: the role is NOLOGIN (people log in as their own members of it); the demo's
+    # superuser may take it, and then sees exactly what an analyst sees.
+    return f"{psql} '{url}' -c 'SET ROLE modelgate_analyst' -c '{ANALYST_EXAMPLE_QUERY}'"
+
 _LISTED_EVALUATIONS = """
 SELECT r.evaluation_run_id, v.version, COALESCE(r.finished_at, r.started_at), r.status,
        EXISTS (SELECT 1 FROM gate_check g WHERE g.evaluation_run_id = r.evaluation_run_id
@@ -92,6 +109,7 @@ class EvaluationSummary:
     report_key: str | None
     failure_reason: str | None
     gate_summary: str | None
+    blocking_reasons: list[str]  # "<check id>: <reason>" of each failed blocking check
 
 
 def latest_evaluation(url: str, model_version_id: int) -> EvaluationSummary | None:
@@ -99,7 +117,10 @@ def latest_evaluation(url: str, model_version_id: int) -> EvaluationSummary | No
     with transaction(url) as cur:
         cur.execute(
             """SELECT r.evaluation_run_id, r.status, r.provider, r.rows_scored, r.scoring_rows_per_s,
-                      r.report_key, r.failure_reason, g.summary
+                      r.report_key, r.failure_reason, g.summary,
+                      ARRAY(SELECT c.check_id || ': ' || c.reason FROM gate_check c
+                            WHERE c.evaluation_run_id = r.evaluation_run_id AND c.verdict = 'fail'
+                              AND c.severity = 'block' ORDER BY c.check_id)
                FROM evaluation_run r LEFT JOIN gate_decision g USING (evaluation_run_id)
                WHERE r.model_version_id = %s ORDER BY r.started_at DESC LIMIT 1""",
             (model_version_id,),
@@ -116,8 +137,10 @@ class DriftIntervalSummary:
     n_features_breached: int | None
     report_key: str | None
     failure_reason: str | None
-    breached_features: str | None  # comma-separated, by drift rank
+    breached_features: list[str]  # stored names, by drift rank
     change_points: int
+    worst_feature: str | None  # the feature whose statistic is the largest multiple of its threshold
+    worst_ratio: float | None  # that multiple
 
 
 def drift_interval(url: str, model_version_id: int,
@@ -127,10 +150,17 @@ def drift_interval(url: str, model_version_id: int,
         cur.execute(
             """SELECT drift_run_id, status, rows_sampled, n_features_breached, report_key,
                       failure_reason,
-                      (SELECT string_agg(feature, ', ' ORDER BY drift_rank) FROM feature_drift f
-                       WHERE f.drift_run_id = r.drift_run_id AND f.verdict = 'drift'),
-                      (SELECT count(*) FROM concept_drift_change c WHERE c.drift_run_id = r.drift_run_id)
-               FROM drift_run r WHERE model_version_id = %s AND interval_start = %s""",
+                      ARRAY(SELECT feature FROM feature_drift f
+                            WHERE f.drift_run_id = r.drift_run_id AND f.verdict = 'drift'
+                            ORDER BY drift_rank),
+                      (SELECT count(*) FROM concept_drift_change c WHERE c.drift_run_id = r.drift_run_id),
+                      w.feature, w.ratio
+               FROM drift_run r LEFT JOIN LATERAL (
+                   SELECT feature, statistic_value / threshold AS ratio FROM feature_drift f
+                   WHERE f.drift_run_id = r.drift_run_id AND threshold > 0
+                     AND statistic_value IS NOT NULL
+                   ORDER BY statistic_value / threshold DESC LIMIT 1) w ON true
+               WHERE model_version_id = %s AND interval_start = %s""",
             (model_version_id, interval_start))
         record = cur.fetchone()
     return None if record is None else DriftIntervalSummary(*record)

@@ -55,6 +55,30 @@ def percentile_interval(resampled: npt.NDArray[np.float64],
     return float(lower), float(upper)
 
 
+def interval_holding(point: float, lower: float, upper: float) -> tuple[float, float]:
+    """The interval ``(lower, upper)`` widened, where needed, to hold ``point``.
+
+    A percentile interval need not hold the point estimate it is reported beside: with a
+    skewed or discrete bootstrap distribution (a handful of rows, a metric at its bound)
+    the point can fall past a 2.5 % or 97.5 % quantile.  Widening to it keeps ``lower
+    <= value <= upper``, which the gate and the reports rely on, and can only raise the
+    coverage; both ends stay inside the metric's range when the point and the replicates
+    are.  NaN ends (no finite replicate) are kept.
+
+    Examples
+    --------
+    >>> interval_holding(0.5, 0.6, 0.9)
+    (0.5, 0.9)
+    >>> interval_holding(0.7, 0.6, 0.9)
+    (0.6, 0.9)
+    >>> interval_holding(0.7, float("nan"), float("nan"))
+    (nan, nan)
+    """
+    if not (np.isfinite(lower) and np.isfinite(upper)):
+        return lower, upper
+    return float(min(lower, point)), float(max(upper, point))
+
+
 def bootstrap_indices(
     n: int, *, n_bootstrap: int, seed: int, chunk_size: int | None = None
 ) -> Iterator[npt.NDArray[np.integer]]:

@@ -150,8 +150,8 @@ def test_bad_input_names_the_problem() -> None:
         collect([0, 1], [0.1, 0.9], threshold=0.5, champion_score=[0.2, 0.8])
     with pytest.raises(ValueError, match="score must be probabilities"):
         collect([0, 1], [0.1, 1.5], threshold=0.5)
-    with pytest.raises(ValueError, match="n_bins must be an even integer"):
-        collect([0, 1], [0.1, 0.9], threshold=0.5, n_bins=3)
+    with pytest.raises(ValueError, match="max_cells must be an integer >= 16"):
+        collect([0, 1], [0.1, 0.9], threshold=0.5, max_cells=3)
     with_champion = collect([0, 1], [0.1, 0.9], threshold=0.5, champion_score=[0.2, 0.8],
                             champion_threshold=0.5)
     with pytest.raises(ValueError, match="with and without a champion"):

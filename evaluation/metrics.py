@@ -20,7 +20,9 @@ Conventions
   interval; if all are, the interval is NaN.
 * Intervals are percentile bootstrap intervals (``np.nanquantile``, linear
   interpolation) over ``n_bootstrap`` resamples of the rows, drawn by
-  :func:`bootstrap_indices` from ``np.random.default_rng(seed)``.  The same seed gives
+  :func:`bootstrap_indices` from ``np.random.default_rng(seed)``, widened where needed
+  to hold the point estimate (:func:`modelgate.intervals.interval_holding`); every
+  replicate is the metric on a resample, so the interval stays in the metric's range.  The same seed gives
   the same resamples for every model, so :func:`compare` pairs them row for row.
 
 References
@@ -42,7 +44,12 @@ import numpy as np
 import numpy.typing as npt
 
 # Shared with fairness/, so it lives below both cores.
-from modelgate.intervals import bootstrap_indices, check_confidence_level, percentile_interval
+from modelgate.intervals import (
+    bootstrap_indices,
+    check_confidence_level,
+    interval_holding,
+    percentile_interval,
+)
 from modelgate.intervals import check_int as _check_int
 from modelgate.records import finite_or_none
 
@@ -629,10 +636,10 @@ def _estimate(
     confidence_level: float,
     n: int,
 ) -> MetricEstimate:
-    lower, upper = percentile_interval(resampled, confidence_level)
     if reason is not None or not np.isfinite(value):
         return MetricEstimate(name, float("nan"), float("nan"), float("nan"), n,
                               reason or "not finite")
+    lower, upper = interval_holding(value, *percentile_interval(resampled, confidence_level))
     return MetricEstimate(name, value, lower, upper, n, None)
 
 

@@ -20,8 +20,11 @@ Conventions
   interval; if all are, the interval is NaN.
 * Intervals are percentile bootstrap intervals (``np.nanquantile``, linear
   interpolation) over ``n_bootstrap`` resamples of the rows, drawn by
-  :func:`bootstrap_indices` from ``np.random.default_rng(seed)``.  The same seed gives
-  the same resamples for every model, so :func:`compare` pairs them row for row.
+  :func:`bootstrap_indices` from ``np.random.default_rng(seed)``, widened where needed
+  to hold the point estimate (:func:`modelgate.intervals.interval_holding`); every
+  replicate is the metric on a resample, so the interval stays in the metric's range.
+  The same seed gives the same resamples for every model, so :func:`compare` pairs
+  them row for row.
 
 References
 ----------
@@ -42,7 +45,12 @@ import numpy as np
 import numpy.typing as npt
 
 # Shared with fairness/, so it lives below both cores.
-from modelgate.intervals import bootstrap_indices, check_confidence_level, percentile_interval
+from modelgate.intervals import (
+    bootstrap_indices,
+    check_confidence_level,
+    interval_holding,
+    percentile_interval,
+)
 from modelgate.intervals import check_int as _check_int
 from modelgate.records import finite_or_none
 
@@ -373,7 +381,8 @@ def evaluate(
     point, reasons = _point_estimates(cells)
     boot = _bootstrap((cells,), len(y), n_bootstrap, seed)
     metrics = tuple(
-        _estimate(name, point[name], reasons[name], boot[0][name], confidence_level, len(y))
+        _holding(_estimate(name, point[name], reasons[name], boot[0][name], confidence_level,
+                           len(y)))
         for name in METRIC_NAMES
     )
     calibration = calibration_table(
@@ -445,10 +454,10 @@ def compare(
     for name in METRIC_NAMES:
         reason = r_new[name] and f"candidate: {r_new[name]}"
         reason = reason or (r_old[name] and f"champion: {r_old[name]}")
-        diff = _estimate(
+        diff = _holding(_estimate(
             name, p_new[name] - p_old[name], reason, boot_new[name] - boot_old[name],
             confidence_level, len(y),
-        )
+        ))
         deltas.append(
             MetricDelta(name, p_new[name], p_old[name], diff.value, diff.ci_lower,
                         diff.ci_upper, len(y), diff.undefined_reason)
@@ -634,6 +643,14 @@ def _estimate(
         return MetricEstimate(name, float("nan"), float("nan"), float("nan"), n,
                               reason or "not finite")
     return MetricEstimate(name, value, lower, upper, n, None)
+
+
+def _holding(estimate: MetricEstimate) -> MetricEstimate:
+    """The binary estimate with its interval widened to hold its value (see
+    :func:`modelgate.intervals.interval_holding`)."""
+    lower, upper = interval_holding(estimate.value, estimate.ci_lower, estimate.ci_upper)
+    return MetricEstimate(estimate.name, estimate.value, lower, upper, estimate.n,
+                          estimate.undefined_reason)
 
 
 def _check_labels_scores(

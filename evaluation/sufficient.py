@@ -22,21 +22,24 @@ What is kept, per model
 
 Bootstrap over counts
 ---------------------
-Intervals come from a multinomial bootstrap of a :class:`BootstrapTable`: rows counted
-per ``(label, candidate score bin, champion score bin)`` cell, with the per-cell sums of
-each model's log loss and squared error.  Each model's ``n_bins`` score bins are split
-at its threshold (half below, half above), so the predicted label is constant within a
-cell and the confusion counts of every resample are exact.  Resampling ``n`` rows with
-replacement is a multinomial draw of the cell counts with probabilities ``count / n``
-(as :mod:`modelgate.fairness.metrics` does for its group tables), so the cost is
-``n_bootstrap x cells``, independent of the rows, and the joint cells pair the champion
-with the candidate for the deltas.  Within a cell the loss of a resample uses the cell
-mean and AUC counts the cell's positive-negative pairs as ties; the interval is
-therefore the percentile interval of the resampled binned metric, shifted by
-``exact point - binned point`` (zero for every metric but AUC, where it is the
-tie correction).  The merged tables do not depend on how the rows were partitioned,
-and the draws depend only on the merged counts and the seed, so a mapped run and a
-single-task run give the same intervals.
+Intervals come from a multinomial bootstrap of a :class:`BootstrapTable`
+(:mod:`modelgate.evaluation.bootstrap_cells`): rows counted per ``(label, candidate
+cell, champion cell)``, with the per-cell sums of each model's log loss and squared
+error.  Cells are the distinct scores while at most ``max_cells`` cells exist, else the
+finest relative-width score grid that fits, and never straddle a threshold.  Resampling
+``n`` rows with replacement is a multinomial draw of the cell counts with probabilities
+``count / n`` (as :mod:`modelgate.fairness.metrics` does for its group tables), so the
+cost is ``n_bootstrap x cells``, independent of the rows, and the joint cells pair the
+champion with the candidate for the deltas.  Replicates are computed on the cells
+without any shift: confusion counts are exact, losses use the cell means and AUC counts
+the pairs inside a cell at the cell's concordance on the data (from the exact per-score
+table), so the replicate on the data is the exact point estimate, every replicate lies
+in its metric's range, and with exact cells the replicates are those of a row bootstrap.
+An interval is the percentile interval of the replicates, widened to hold the point
+estimate when it does not (possible only for very skewed or discrete bootstrap
+distributions, e.g. a handful of rows).  The merged tables do not depend on how the
+rows were partitioned, and the draws depend only on the merged counts and the seed, so
+a mapped run and a single-task run give the same intervals.
 
 References
 ----------
@@ -53,6 +56,19 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from modelgate.intervals import interval_holding
+
+from .bootstrap_cells import (
+    EXACT_LEVEL,
+    MAX_CELLS,
+    BootstrapTable,
+    marginal_cells,
+    merge_tables,
+    replicate_metrics,
+    score_codes,
+    table_from_rows,
+    within_concordance,
+)
 from .metrics import (
     METRIC_NAMES,
     CalibrationBin,
@@ -81,7 +97,6 @@ _FloatArray = npt.NDArray[np.float64]
 _IntArray = npt.NDArray[np.int64]
 MAX_DISTINCT = 1 << 22
 FALLBACK_GRID = 1 << 20
-BOOTSTRAP_BINS = 64
 CALIBRATION_BINS = 10
 # Resample draws held in memory at once (B x cells float64 values).
 _CHUNK_ELEMENTS = 1 << 22
@@ -115,20 +130,6 @@ class ModelStatistics:
     calibration_n: _IntArray
     calibration_score_sum: _FloatArray
     calibration_label_sum: _FloatArray
-
-
-@dataclass(frozen=True, slots=True)
-class BootstrapTable:
-    """Rows per ``label * n_bins**2 + candidate_bin * n_bins + champion_bin`` cell.
-
-    ``loss_sums`` has one row per cell: candidate log loss, candidate squared error,
-    champion log loss, champion squared error (champion columns 0 without a champion).
-    """
-
-    cells: _IntArray
-    counts: _IntArray
-    loss_sums: _FloatArray
-    n_bins: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +175,7 @@ def collect(
     champion_score: npt.ArrayLike | None = None,
     champion_threshold: float | None = None,
     groups: Mapping[str, tuple[tuple[str, ...], npt.ArrayLike]] | None = None,
-    n_bins: int = BOOTSTRAP_BINS,
+    max_cells: int = MAX_CELLS,
     max_distinct: int = MAX_DISTINCT,
 ) -> EvaluationStatistics:
     """Summarise one partition of scored rows.
@@ -194,8 +195,9 @@ def collect(
     groups : mapping, optional
         Sensitive feature name -> ``(labels, codes)`` as from
         :func:`modelgate.fairness.disaggregate.encode_groups`.
-    n_bins : int, default 64
-        Score bins per model of the bootstrap table (even, >= 2).
+    max_cells : int, default 2**15
+        Most cells of the bootstrap table (>= 16); the bootstrap costs
+        ``n_bootstrap x cells``.  Scores are cut to the finest grid that fits.
     max_distinct : int, default 2**22
         Most distinct scores kept before falling back to the grid (whose table has at
         most 2**20 rows whatever ``max_distinct`` is).
@@ -219,10 +221,10 @@ def collect(
 
     y, s = _check_labels_scores(y_true, score, "score")
     _check_options(threshold, 0, 0.5, 0)
-    _check_bins(n_bins, max_distinct)
+    _check_sizes(max_cells, max_distinct)
     cand = _model_statistics(y, s, threshold)
     champ = None
-    champ_bin = np.zeros(len(y), dtype=np.int64)
+    champ_code = np.zeros(len(y), dtype=np.uint64)
     losses = [_row_losses(y, s)]
     if champion_score is not None:
         if champion_threshold is None:
@@ -230,24 +232,25 @@ def collect(
         _, h = _check_labels_scores(y, champion_score, "champion_score")
         _check_options(champion_threshold, 0, 0.5, 0)
         champ = _model_statistics(y, h, champion_threshold)
-        champ_bin = threshold_bins(h, champion_threshold, n_bins)
+        champ_code = score_codes(h, champion_threshold, EXACT_LEVEL)
         losses.append(_row_losses(y, h))
     else:
         losses.append(np.zeros((len(y), 2)))
-    cell = (y.astype(np.int64) * n_bins + threshold_bins(s, threshold, n_bins)) * n_bins + champ_bin
-    table = _bootstrap_table(cell, np.hstack(losses), n_bins)
+    table = table_from_rows(y, score_codes(s, threshold, EXACT_LEVEL), champ_code,
+                            np.hstack(losses), max_cells=max_cells)
     counted = tuple(_group_counts(name, labels, codes, y, s >= threshold)
                     for name, (labels, codes) in (groups or {}).items())
     stats = EvaluationStatistics(len(y), cand, champ, table, counted)
-    return merge([stats], max_distinct=max_distinct)
+    return merge([stats], max_distinct=max_distinct, max_cells=max_cells)
 
 
-def merge(parts: Sequence[EvaluationStatistics], *,
-          max_distinct: int = MAX_DISTINCT) -> EvaluationStatistics:
+def merge(parts: Sequence[EvaluationStatistics], *, max_distinct: int = MAX_DISTINCT,
+          max_cells: int = MAX_CELLS) -> EvaluationStatistics:
     """Add the statistics of several partitions (in the order given).
 
     Counts add exactly; float sums add in the order given, so the same partitions in
-    the same order give bit-identical results.
+    the same order give bit-identical results.  The bootstrap table ends at the finest
+    level whose cells for all the rows fit ``max_cells``, however they were partitioned.
 
     Examples
     --------
@@ -262,8 +265,7 @@ def merge(parts: Sequence[EvaluationStatistics], *,
     first = parts[0]
     if any((p.champion is None) != (first.champion is None) for p in parts):
         raise ValueError("cannot merge partitions scored with and without a champion")
-    if any(p.bootstrap.n_bins != first.bootstrap.n_bins for p in parts):
-        raise ValueError("cannot merge bootstrap tables with different n_bins")
+    _check_sizes(max_cells, max_distinct)
     features = [g.feature for g in first.groups]
     if any([g.feature for g in p.groups] != features for p in parts):
         raise ValueError(f"every partition must count the sensitive features {features!r}")
@@ -273,28 +275,9 @@ def merge(parts: Sequence[EvaluationStatistics], *,
         n=sum(p.n for p in parts),
         candidate=_merge_models([p.candidate for p in parts], max_distinct),
         champion=champion,
-        bootstrap=_merge_bootstrap([p.bootstrap for p in parts]),
+        bootstrap=merge_tables([p.bootstrap for p in parts], max_cells=max_cells),
         groups=tuple(_merge_groups([p.groups[i] for p in parts]) for i in range(len(features))),
     )
-
-
-def threshold_bins(score: _FloatArray, threshold: float, n_bins: int) -> _IntArray:
-    """Bin index per score: ``n_bins // 2`` equal bins on [0, threshold), as many on [threshold, 1].
-
-    Examples
-    --------
-    >>> threshold_bins(np.array([0.0, 0.49, 0.5, 1.0]), 0.5, 4).tolist()
-    [0, 1, 2, 3]
-    """
-    half = n_bins // 2
-    above = score >= threshold
-    with np.errstate(divide="ignore", invalid="ignore"):
-        low = np.where(above, 0.0, score / threshold) if threshold > 0 else np.zeros_like(score)
-        high = (np.where(above, (score - threshold) / (1.0 - threshold), 0.0) if threshold < 1
-                else np.zeros_like(score))
-    low_bin = np.minimum((low * half).astype(np.int64), half - 1)
-    high_bin = np.minimum((high * half).astype(np.int64), half - 1)
-    return np.where(above, half + high_bin, low_bin)
 
 
 def performance_from_statistics(
@@ -333,15 +316,12 @@ def performance_from_statistics(
     _check_options(0.5, n_bootstrap, confidence_level, seed)
     models = [stats.candidate] + ([stats.champion] if stats.champion is not None else [])
     points = [_point_metrics(m) for m in models]
-    resampled, binned = _bootstrap(stats, len(models), n_bootstrap, seed)
-    shifted: list[dict[str, _FloatArray]] = [
-        {k: r[k] + (points[i][0][k] - b[k]) for k in METRIC_NAMES}
-               for i, (r, b) in enumerate(zip(resampled, binned, strict=True))]
+    resampled = _bootstrap(stats, models, n_bootstrap, seed)
     reports = [_report(m, p, r, n_bootstrap, confidence_level, seed)
-               for m, p, r in zip(models, points, shifted, strict=True)]
+               for m, p, r in zip(models, points, resampled, strict=True)]
     comparison = None
     if stats.champion is not None:
-        comparison = _comparison(points, shifted, stats.n, stats.candidate.threshold,
+        comparison = _comparison(points, resampled, stats.n, stats.candidate.threshold,
                                  n_bootstrap, confidence_level, seed)
     bound = max(_auc_error_bound(m.scores) for m in models)
     return PerformanceSummary(reports[0], reports[1] if len(reports) > 1 else None, comparison,
@@ -351,9 +331,9 @@ def performance_from_statistics(
 # ----------------------------------------------------------------------------- internals
 
 
-def _check_bins(n_bins: object, max_distinct: object) -> None:
-    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 2 or n_bins % 2:
-        raise ValueError(f"n_bins must be an even integer >= 2; got {n_bins!r}")
+def _check_sizes(max_cells: object, max_distinct: object) -> None:
+    if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 16:
+        raise ValueError(f"max_cells must be an integer >= 16; got {max_cells!r}")
     if isinstance(max_distinct, bool) or not isinstance(max_distinct, int) or max_distinct < 1:
         raise ValueError(f"max_distinct must be an integer >= 1; got {max_distinct!r}")
 
@@ -382,14 +362,6 @@ def _model_statistics(y: npt.NDArray[np.int8], s: _FloatArray, threshold: float)
         calibration_score_sum=np.bincount(cal, weights=s, minlength=CALIBRATION_BINS).astype(np.float64),
         calibration_label_sum=np.bincount(cal, weights=y, minlength=CALIBRATION_BINS).astype(np.float64),
     )
-
-
-def _bootstrap_table(cell: _IntArray, losses: _FloatArray, n_bins: int) -> BootstrapTable:
-    cells, inverse = np.unique(cell, return_inverse=True)
-    counts = np.bincount(inverse, minlength=len(cells)).astype(np.int64)
-    sums = np.column_stack([np.bincount(inverse, weights=losses[:, j], minlength=len(cells))
-                            for j in range(4)]).astype(np.float64)
-    return BootstrapTable(cells, counts, sums, n_bins)
 
 
 def _group_counts(feature: str, labels: tuple[str, ...], codes: npt.ArrayLike,
@@ -449,18 +421,6 @@ def _sum_arrays(arrays: Sequence[_FloatArray]) -> _FloatArray:
     return total
 
 
-def _merge_bootstrap(parts: Sequence[BootstrapTable]) -> BootstrapTable:
-    cells, inverse = np.unique(np.concatenate([p.cells for p in parts]), return_inverse=True)
-    counts = np.bincount(inverse, weights=np.concatenate([p.counts for p in parts]),
-                         minlength=len(cells)).astype(np.int64)
-    sums = np.zeros((len(cells), 4))
-    start = 0
-    for p in parts:  # in order, so the float sums do not depend on a hash or a sort
-        np.add.at(sums, inverse[start:start + len(p.cells)], p.loss_sums)
-        start += len(p.cells)
-    return BootstrapTable(cells, counts, sums, parts[0].n_bins)
-
-
 def _merge_groups(parts: Sequence[GroupCounts]) -> GroupCounts:
     """Union of the groups in first-seen order, the missing-value group last."""
     from modelgate.fairness.disaggregate import MISSING_LABEL
@@ -513,57 +473,30 @@ def _point_metrics(m: ModelStatistics) -> tuple[dict[str, float], dict[str, str 
     return values, reasons
 
 
-def _bootstrap(stats: EvaluationStatistics, n_models: int, n_bootstrap: int,
-               seed: int) -> tuple[list[dict[str, _FloatArray]], list[dict[str, float]]]:
-    """Per model: the resampled binned metrics, and the binned metrics on the data."""
+def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n_bootstrap: int,
+               seed: int) -> list[dict[str, _FloatArray]]:
+    """Per model, per metric: the ``n_bootstrap`` replicates (the same draws for every model)."""
     table = stats.bootstrap
-    k = table.n_bins
-    label = table.cells // (k * k)
-    bins = [(table.cells // k) % k, table.cells % k]
-    means = table.loss_sums / table.counts[:, None]
-    binned = [{name: float(v[0]) for name, v in
-               _binned_metrics(table.counts[None, :].astype(np.float64), label, bins[m], k,
-                               means[:, 2 * m:2 * m + 2]).items()} for m in range(n_models)]
-    resampled: list[list[dict[str, _FloatArray]]] = [[] for _ in range(n_models)]
+    per_model = []
+    for m, model in enumerate(models):
+        keys, inverse, predicted = marginal_cells(table.candidate if m == 0 else table.champion)
+        score_keys = model.scores.keys
+        if model.scores.grid:  # the fallback grid's cell midpoints stand for its scores
+            score_keys = (score_keys + 0.5) / model.scores.grid
+        kappa = within_concordance(score_keys, model.scores.neg, model.scores.pos,
+                                   model.threshold, table.level, keys)
+        per_model.append((kappa, inverse, predicted))
+    resampled: list[list[dict[str, _FloatArray]]] = [[] for _ in models]
     rng = np.random.default_rng(seed)
-    chunk = max(1, _CHUNK_ELEMENTS // len(table.cells))
+    chunk = max(1, _CHUNK_ELEMENTS // len(table.counts))
     for start in range(0, n_bootstrap, chunk):
         size = min(chunk, n_bootstrap - start)
         draws = rng.multinomial(stats.n, table.counts / stats.n, size=size).astype(np.float64)
-        for m in range(n_models):
-            resampled[m].append(_binned_metrics(draws, label, bins[m], k, means[:, 2 * m:2 * m + 2]))
+        for m, (kappa, inverse, predicted) in enumerate(per_model):
+            resampled[m].append(replicate_metrics(draws, table, m, kappa, inverse, predicted))
     empty = np.empty(0)
-    joined: list[dict[str, _FloatArray]] = [
-        {name: np.concatenate([c[name] for c in chunks]) if chunks else empty for name in METRIC_NAMES}
-        for chunks in resampled]
-    return joined, binned
-
-
-def _binned_metrics(draws: _FloatArray, label: _IntArray, bins: _IntArray, k: int,
-                    loss_means: _FloatArray) -> dict[str, _FloatArray]:
-    """Every metric per row of ``draws`` (counts per bootstrap cell), bins as scores."""
-    from scipy import sparse
-
-    # one-hot (cell -> label * k + bin): one sparse product sums the cells of each bin
-    onehot = sparse.csr_matrix((np.ones(len(bins)), (np.arange(len(bins)), label * k + bins)),
-                               shape=(len(bins), 2 * k))
-    by_bin = np.asarray((onehot.T @ draws.T).T)
-    neg, pos = by_bin[:, :k], by_bin[:, k:]
-    half = k // 2
-    n_pos = pos.sum(axis=1)
-    n = n_pos + neg.sum(axis=1)
-    tp, fp = pos[:, half:].sum(axis=1), neg[:, half:].sum(axis=1)
-    losses = draws @ loss_means
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return {
-            "roc_auc": _auc_twice_u(neg, pos) / (2.0 * n_pos * (n - n_pos)),
-            "accuracy": (n - n_pos - fp + tp) / n,
-            "precision": tp / (tp + fp),
-            "recall": tp / n_pos,
-            "f1": 2.0 * tp / (tp + fp + n_pos),
-            "log_loss": losses[:, 0] / n,
-            "brier": losses[:, 1] / n,
-        }
+    return [{name: np.concatenate([c[name] for c in chunks]) if chunks else empty
+             for name in METRIC_NAMES} for chunks in resampled]
 
 
 def _report(m: ModelStatistics, point: tuple[dict[str, float], dict[str, str | None]],
@@ -577,7 +510,8 @@ def _report(m: ModelStatistics, point: tuple[dict[str, float], dict[str, str | N
             metrics.append(MetricEstimate(name, float("nan"), float("nan"), float("nan"), m.n,
                                           reason or "not finite"))
             continue
-        lower, upper = percentile_interval(resampled[name], confidence_level)
+        lower, upper = interval_holding(value, *percentile_interval(resampled[name],
+                                                                    confidence_level))
         metrics.append(MetricEstimate(name, value, lower, upper, m.n, None))
     return PerformanceReport(tuple(metrics), _calibration(m), m.n, m.threshold, n_bootstrap,
                              confidence_level, seed)
@@ -595,7 +529,7 @@ def _calibration(m: ModelStatistics) -> CalibrationTable:
 
 
 def _comparison(points: list[tuple[dict[str, float], dict[str, str | None]]],
-                shifted: list[dict[str, _FloatArray]], n: int, threshold: float, n_bootstrap: int,
+                resampled: list[dict[str, _FloatArray]], n: int, threshold: float, n_bootstrap: int,
                 confidence_level: float, seed: int) -> ComparisonReport:
     (p_new, r_new), (p_old, r_old) = points
     deltas = []
@@ -607,6 +541,7 @@ def _comparison(points: list[tuple[dict[str, float], dict[str, str | None]]],
             deltas.append(MetricDelta(name, p_new[name], p_old[name], float("nan"), float("nan"),
                                       float("nan"), n, reason or "not finite"))
             continue
-        lower, upper = percentile_interval(shifted[0][name] - shifted[1][name], confidence_level)
+        lower, upper = interval_holding(delta, *percentile_interval(
+            resampled[0][name] - resampled[1][name], confidence_level))
         deltas.append(MetricDelta(name, p_new[name], p_old[name], delta, lower, upper, n, None))
     return ComparisonReport(tuple(deltas), n, threshold, n_bootstrap, confidence_level, seed)

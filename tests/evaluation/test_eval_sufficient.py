@@ -27,13 +27,13 @@ def _data(seed: int, n: int = 3000) -> dict[str, np.ndarray]:
     return {"y": y, "score": score, "champion": champion, "group": group}
 
 
-def _collect(d: dict[str, np.ndarray], bounds: list[int]) -> list:
+def _collect(d: dict[str, np.ndarray], bounds: list[int], max_cells: int = 1 << 15) -> list:
     parts = []
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
         groups = {"group": encode_groups(d["group"][lo:hi])}
         parts.append(collect(d["y"][lo:hi], d["score"][lo:hi], threshold=0.5,
                              champion_score=d["champion"][lo:hi], champion_threshold=0.4,
-                             groups=groups))
+                             groups=groups, max_cells=max_cells))
     return parts
 
 
@@ -78,11 +78,23 @@ def test_calibration_table_counts_as_scikit_learn() -> None:
     np.testing.assert_allclose([b.mean_predicted for b in bins], mean, rtol=1e-12)
 
 
-def test_how_the_rows_are_partitioned_does_not_change_the_numbers() -> None:
+@pytest.mark.parametrize("max_cells", [1 << 15, 256], ids=["exact-cells", "coarse-cells"])
+def test_how_the_rows_are_partitioned_does_not_change_the_numbers(max_cells: int) -> None:
     d = _data(2)
-    one = performance_from_statistics(merge(_collect(d, [0, 3000])), n_bootstrap=300, seed=3)
-    many = performance_from_statistics(merge(_collect(d, [0, 10, 900, 2999, 3000])),
-                                       n_bootstrap=300, seed=3)
+    whole = merge(_collect(d, [0, 3000], max_cells), max_cells=max_cells)
+    parts = _collect(d, [0, 10, 900, 2999, 3000], max_cells)
+    split = merge([merge(parts[:2], max_cells=max_cells), merge(parts[2:], max_cells=max_cells)],
+                  max_cells=max_cells)
+    # the parts sit at finer levels than the whole; the merge ends at the whole's level
+    assert split.bootstrap.level == whole.bootstrap.level
+    if max_cells == 256:
+        assert max(p.bootstrap.level for p in parts) > whole.bootstrap.level
+    else:
+        assert whole.bootstrap.level == 52  # every distinct score its own cell
+    np.testing.assert_array_equal(split.bootstrap.cells, whole.bootstrap.cells)
+    np.testing.assert_array_equal(split.bootstrap.counts, whole.bootstrap.counts)
+    one = performance_from_statistics(whole, n_bootstrap=300, seed=3)
+    many = performance_from_statistics(split, n_bootstrap=300, seed=3)
     for a, b in zip(one.candidate.metrics + one.comparison.deltas,
                     many.candidate.metrics + many.comparison.deltas, strict=True):
         exact = a.name not in ("log_loss", "brier")  # float sums, added in another order
@@ -150,8 +162,8 @@ def test_bad_input_names_the_problem() -> None:
         collect([0, 1], [0.1, 0.9], threshold=0.5, champion_score=[0.2, 0.8])
     with pytest.raises(ValueError, match="score must be probabilities"):
         collect([0, 1], [0.1, 1.5], threshold=0.5)
-    with pytest.raises(ValueError, match="n_bins must be an even integer"):
-        collect([0, 1], [0.1, 0.9], threshold=0.5, n_bins=3)
+    with pytest.raises(ValueError, match="max_cells must be an integer >= 16"):
+        collect([0, 1], [0.1, 0.9], threshold=0.5, max_cells=3)
     with_champion = collect([0, 1], [0.1, 0.9], threshold=0.5, champion_score=[0.2, 0.8],
                             champion_threshold=0.5)
     with pytest.raises(ValueError, match="with and without a champion"):

@@ -101,4 +101,5 @@ def test_model_manifest_names_the_features(files: dict[str, Path], tmp_path: Pat
     assert features["x1"]["wasserstein"] == pytest.approx(wasserstein_distance(*x1), rel=1e-9)
     wrong = _cli("--reference", str(files["ref"]), "--current", str(files["cur"]), "--model",
                  str(archive), "--features", "colour")
-    assert wrong.returncode == 2 and "['colour'] are not features of the model" in wrong.stderr  # a usage error
+    # a usage error, as for columns the data lacks
+    assert wrong.returncode == 2 and "['colour'] are not features of the model" in wrong.stderr

@@ -55,7 +55,8 @@ _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 _VERDICT_TONES: dict[str, Tone] = {
     "pass": "good", "ok": "good", "passed": "good",
     "warn": "warn", "inconclusive": "warn",
-    "fail": "bad", "breach": "bad", "drift": "bad", "blocked": "bad",
+    "fail": "bad", "breach": "bad", "drift": "bad", "blocked": "bad", "failed": "bad",
+    "abandoned": "warn",
     "skipped": "neutral",
 }
 

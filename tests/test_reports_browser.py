@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from modelgate.reports.html import render_model_index
 from modelgate.reports.views import RunKind
 
 from modelgate.pipelines.index_page import RunRecord, build_index_view, index_key
@@ -94,11 +95,35 @@ def test_index_maps_drift_status(status: str, expected: str) -> None:
     assert build_index_view("churn", [rec]).runs[0].verdict == expected
 
 
-@pytest.mark.parametrize("status", ["running", "failed"], ids=["running", "failed"])
+@pytest.mark.parametrize("status", ["running", "finished"], ids=["running", "unknown"])
 def test_index_refuses_unlisted_status(status: str) -> None:
     rec = _rec("evaluation", 1, dt.datetime(2026, 1, 1, tzinfo=UTC), status, EVAL_KEY)
     with pytest.raises(ValueError, match=rf"RunRecord.status .* got '{status}'"):
         build_index_view("churn", [rec])
+
+
+@pytest.mark.parametrize("status", ["failed", "abandoned"])
+def test_index_shows_failed_runs_without_a_link_with_their_reason(status: str) -> None:
+    rec = RunRecord("evaluation", 3, "2", dt.datetime(2026, 1, 1, tzinfo=UTC), status, False, None,
+                    "candidate", "ScoringError: column 'age' has 3 NaN\nTraceback follows")
+    row = build_index_view("churn", [rec]).runs[0]
+    assert (row.verdict, row.href, row.stage, row.note) == (
+        status, "", "candidate", "ScoringError: column 'age' has 3 NaN")
+    page = render_model_index(build_index_view("churn", [rec]))
+    assert f'<span class="badge tone-{"bad" if status == "failed" else "warn"}">{status}</span>' in page
+    assert "<td>no report</td>" in page and "<a " not in page
+
+
+def test_index_shows_stage_and_a_blocked_runs_headline() -> None:
+    recs = [RunRecord("evaluation", 1, "1", dt.datetime(2026, 1, 1, tzinfo=UTC), "passed", False,
+                      EVAL_KEY, "production", "all 9 checks passed"),
+            RunRecord("evaluation", 2, "2", dt.datetime(2026, 1, 2, tzinfo=UTC), "blocked", False,
+                      EVAL_KEY, "rejected", "BLOCKED by 1 check\nroc_auc: 0.61 below 0.70")]
+    rows = build_index_view("churn", recs).runs
+    assert [(r.run_id, r.stage, r.note) for r in rows] == [
+        ("2", "rejected", "BLOCKED by 1 check"), ("1", "production", "")]
+    page = render_model_index(build_index_view("churn", recs))
+    assert "<th scope=\"col\">Stage now</th>" in page and "<td>production</td>" in page
 
 
 def test_index_refuses_naive_time() -> None:

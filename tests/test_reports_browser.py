@@ -427,9 +427,12 @@ LAYOUT_WIDTH = 1400
 SECTIONS: dict[str, list[tuple[str, str]]] = {
     "evaluation": [("banner", "#banner"), ("gate-checks", "#gate-checks"),
                    ("fairness-gaps", "svg[aria-label^='Fairness gaps']"),
-                   ("waterfall", "figure")],
-    "drift": [("banner", "#banner"), ("histogram", "svg[aria-label$='reference vs current']"),
-              ("change-points", "#change-points")],
+                   ("waterfall", "figure"), ("shap-summary", "svg[aria-label^='SHAP summary']"),
+                   ("shap-groups", "svg[aria-label^='Mean SHAP per feature by']")],
+    "drift": [("banner", "#banner"), ("drift-summary", "#drift-summary"),
+              ("histogram", "svg[aria-label$='reference vs current']"),
+              ("change-points", "#change-points"), ("labelled-performance", "#labelled-performance")],
+    "index": [("runs", "#runs")],
 }
 
 _LAYOUT_PROBE = """JSON.stringify((() => {
@@ -447,12 +450,15 @@ _LAYOUT_PROBE = """JSON.stringify((() => {
   document.querySelectorAll("svg").forEach((svg, i) => {
     const box = svg.getBoundingClientRect();
     const name = svg.getAttribute("aria-label");
+    if (!name || svg.getAttribute("role") !== "img")
+      problems.push(`chart ${i} has no role=img and aria-label`);
     if (!inside(box, main)) problems.push(`chart ${i} (${name}) sticks out of the page`);
     for (const text of svg.querySelectorAll("text")) {
       if (!inside(text.getBoundingClientRect(), box))
         problems.push(`chart ${i} (${name}): label ${JSON.stringify(text.textContent)} is clipped`);
     }
   });
+  for (const img of document.images) if (!img.alt) problems.push(`an image without alt text`);
   for (const fig of document.querySelectorAll("figure")) {
     const img = fig.querySelector("img");
     if (img && !inside(img.getBoundingClientRect(), fig.getBoundingClientRect()))
@@ -471,7 +477,7 @@ _SECTION_BOX = """JSON.stringify((() => {
 
 
 def layout_problems(tools: DevTools, session: str, path: Path, kind: str,
-                    shots: Path) -> list[str]:
+                    shots: Path, sections: list[tuple[str, str]] | None = None) -> list[str]:
     """Load ``path`` at ``LAYOUT_WIDTH`` px, screenshot the named sections into ``shots``,
     and return what is cut off: tables wider than their container, chart labels outside
     their SVG, images outside their figure."""
@@ -480,7 +486,7 @@ def layout_problems(tools: DevTools, session: str, path: Path, kind: str,
     tools.wait_for("Page.loadEventFired")
     probe = tools.call("Runtime.evaluate", session, expression=_LAYOUT_PROBE, returnByValue=True)
     problems = list(json.loads(probe["result"]["value"]))
-    for name, selector in SECTIONS.get(kind, []):
+    for name, selector in SECTIONS.get(kind, []) if sections is None else sections:
         found = tools.call("Runtime.evaluate", session, returnByValue=True,
                            expression=_SECTION_BOX % json.dumps(selector))
         box = json.loads(found["result"]["value"])
@@ -515,8 +521,9 @@ def test_report_sections_fit_at_1400px(browser: tuple[DevTools, str], demo_home:
                    deviceScaleFactor=1, mobile=False)
     assert not problems, "\n".join(problems)
     names = {p.name.split("--")[1] for p in shots.glob("*.png")}
-    assert {"banner", "gate-checks", "fairness-gaps", "waterfall", "histogram",
-            "change-points"} <= {n.removesuffix(".png") for n in names}, names
+    assert {"banner", "gate-checks", "fairness-gaps", "waterfall", "histogram", "change-points",
+            "shap-summary", "shap-groups", "drift-summary", "labelled-performance",
+            "runs"} <= {n.removesuffix(".png") for n in names}, names
 
 
 class _Links(HTMLParser):

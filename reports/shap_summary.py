@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 from modelgate.fairness.disaggregate import encode_groups
+from scipy import stats
 
 __all__ = ["GroupShap", "ShapSummary", "shap_by_group", "shap_summary"]
 
@@ -114,13 +115,10 @@ def _colour_positions(column: npt.NDArray[np.object_]) -> npt.NDArray[np.float64
 
 def _spearman(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> float:
     keep = np.isfinite(x)
-    if keep.sum() < 2:
-        return float("nan")
-    rx = pd.Series(x[keep]).rank().to_numpy()
-    ry = pd.Series(y[keep]).rank().to_numpy()
-    if rx.std() == 0 or ry.std() == 0:
-        return float("nan")
-    return float(np.corrcoef(rx, ry)[0, 1])
+    xs, ys = x[keep], y[keep]
+    if len(xs) < 2 or xs.min() == xs.max() or ys.min() == ys.max():
+        return float("nan")  # undefined; scipy would warn and return nan
+    return float(stats.spearmanr(xs, ys).statistic)
 
 
 def shap_summary(

@@ -570,14 +570,14 @@ def explain(ctx: Context, ref: RunRef) -> str:
     task = evaluate_tasks.task_of(row.manifest)
     columns = (["score", "prediction"] if task == evaluate_tasks.BINARY
                else evaluate_tasks.prediction_columns(row.manifest))
-    sensitive = [s for s in row.manifest.get("sensitive_features", []) if s not in columns]
+    sensitive, label = list(row.manifest.get("sensitive_features", [])), row.manifest["label"]["column"]
     with ctx.attempt_scratch("explain", ref.run_key) as work:
         scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
         features = list(scorer.feature_names)
-        data, table, names = _sample_rows(ctx, load_statistics(ctx, ref), features,
-                                          row.manifest["label"]["column"], work,
+        data, table, names = _sample_rows(ctx, load_statistics(ctx, ref), features, label, work,
                                           id_column=row.manifest.get("id_column"),
-                                          columns=[*columns, *sensitive])
+                                          columns=[c for c in dict.fromkeys([*columns, *sensitive])
+                                                   if c != label])
     explainer = _explainer(scorer, task, features)
     rng = np.random.default_rng(SHAP_SEED)
     background = data.iloc[np.sort(rng.choice(len(data), min(100, len(data)), replace=False))]

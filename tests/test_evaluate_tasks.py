@@ -191,6 +191,11 @@ def test_regression_against_its_champion_and_a_gate_on_rmse(settings_env: Settin
                  run_id) == [("blocked",)]
     assert models.get(url, "zoo-regression", "1").stage == "production"
     assert models.get(url, "zoo-regression", "2").stage == "candidate"
+    from modelgate.store.objects import open_object_store
+
+    ((key,),) = _rows(url, "SELECT report_key FROM evaluation_run WHERE evaluation_run_id = %s", run_id)
+    page = open_object_store(settings_env).get_bytes(key).decode()
+    assert "<dt>Compared with</dt><dd>champion v1 (production)</dd>" in page  # the header names it
 
     y = build("xgboost-regression").frame["y_value"].to_numpy()
     scored = _scored(settings_env, run_id)

@@ -31,7 +31,12 @@ from modelgate.reports.charts import (
     line_chart,
     reliability_chart,
 )
-from modelgate.reports.shap_charts import beeswarm_chart, group_shap_chart
+from modelgate.reports.shap_charts import (
+    MAX_GROUPS_DRAWN,
+    MAX_SWARM_FEATURES,
+    beeswarm_chart,
+    group_shap_chart,
+)
 from modelgate.reports.summary_views import GroupShapSection, ShapSwarmRow
 from modelgate.reports.views import (
     AttributionShareRow,
@@ -46,6 +51,8 @@ from modelgate.reports.views import (
 MAX_BARS = 30
 """Most bars drawn in one bar chart; the tables list every row."""
 MAX_UNSEEN_SHOWN = 10
+MAX_GROUP_FEATURES = 10
+"""Features drawn in a SHAP-by-group chart (largest spread first)."""
 """Unseen categories shown per feature in the drift table (the unseen-categories list shows
 up to ``MAX_UNSEEN_LISTED``)."""
 MAX_UNSEEN_LISTED = 100
@@ -134,12 +141,22 @@ def _swarm_chart(rows: Sequence[ShapSwarmRow]) -> Markup | None:
         return None
     n_rows = len(rows[0].values)
     title = f"SHAP summary: one dot per explained row ({n_rows}), coloured by the feature's value"
+    if len(rows) > MAX_SWARM_FEATURES:
+        title += f"; top {MAX_SWARM_FEATURES} of {len(rows)} features"
     return Markup(beeswarm_chart(rows, title=title, x_label="SHAP value (impact on the output)"))
 
 
 def _group_charts(sections: Sequence[GroupShapSection]) -> list[Markup]:
-    return [Markup(group_shap_chart(s, title=f"Mean SHAP per feature by {s.sensitive_feature} group",
-                                    x_label="mean SHAP value")) for s in sections]
+    charts = []
+    for s in sections:
+        title = f"Mean SHAP per feature by {s.sensitive_feature} group"
+        if len(s.features) > MAX_GROUP_FEATURES:
+            title += f", top {MAX_GROUP_FEATURES} by spread"
+        if len(s.groups) > MAX_GROUPS_DRAWN:
+            title += f", first {MAX_GROUPS_DRAWN} groups"
+        charts.append(Markup(group_shap_chart(s, title=title, x_label="mean SHAP value",
+                                              max_features=MAX_GROUP_FEATURES)))
+    return charts
 
 
 def render_evaluation_report(view: EvaluationReportView) -> str:

@@ -63,7 +63,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     scorer = open_session(verify(args.model), settings_from_os_environ())
     features = list(scorer.feature_names)
-    frame = read_table(args.data, features).to_pandas()
+    frame, id_column = _read_with_ids(args.data, features, scorer.manifest.id_column, read_table)
     if len(frame) == 0:
         raise ValueError(f"data {args.data!r} has no rows")
     rng = np.random.default_rng(args.seed)
@@ -81,15 +81,34 @@ def cmd_explain(args: argparse.Namespace) -> int:
     }
     if explained is not None:  # multiclass: the class whose probability each row explains
         payload["explained_class"] = explained
+    # rows named by the manifest's id_column when the data has it, else by 0-based position
+    payload["id_column"] = id_column
+    payload["row_ids"] = None if id_column is None else rows[id_column].tolist()
+    names = ([f"row {i}" for i in range(len(rows))] if id_column is None
+             else [f"{id_column} {v}" for v in payload["row_ids"]])
     lines = [f"{exp.algorithm} SHAP of {len(rows)} row(s), base value {exp.base_values[0]:.4f}"]
     for i in range(len(rows)):
         top = sorted(zip(exp.features, exp.values[i], exp.standard_errors[i], strict=True),
                      key=lambda t: -abs(t[1]))[:5]
-        lines.append(f"row {i}: output {exp.model_output[i]:.4f}; " + ", ".join(
+        what = "" if explained is None else f" (class {shown(str(explained[i]))})"
+        lines.append(f"{shown(names[i])}{what}: output {exp.model_output[i]:.4f}; " + ", ".join(
             f"{shown(f)} {v:+.4f}" + ("" if exp.algorithm == "exact" else f" +/- {se:.4f}")
             for f, v, se in top))
     _emit(payload, args.format, "\n".join(lines))
     return EXIT_OK
+
+
+def _read_with_ids(data: str, features: list[str], id_column: str | None,
+                   read_table: Any) -> tuple[Any, str | None]:
+    """The features and, when the data has it, the manifest's ``id_column`` (None otherwise)."""
+    import pyarrow as pa
+
+    if id_column and id_column not in features:
+        try:
+            return read_table(data, [*features, id_column]).to_pandas(), id_column
+        except pa.ArrowInvalid:  # no such column: read the features alone, their errors as usual
+            pass
+    return read_table(data, features).to_pandas(), (id_column if id_column in features else None)
 
 
 def _explain_for_task(scorer: Any, rows: Any, background: Any, features: list[str],

@@ -31,6 +31,13 @@ from modelgate.reports.charts import (
     line_chart,
     reliability_chart,
 )
+from modelgate.reports.shap_charts import (
+    MAX_GROUPS_DRAWN,
+    MAX_SWARM_FEATURES,
+    beeswarm_chart,
+    group_shap_chart,
+)
+from modelgate.reports.summary_views import GroupShapSection, ShapSwarmRow
 from modelgate.reports.views import (
     AttributionShareRow,
     DriftReportView,
@@ -44,13 +51,19 @@ from modelgate.reports.views import (
 MAX_BARS = 30
 """Most bars drawn in one bar chart; the tables list every row."""
 MAX_UNSEEN_SHOWN = 10
+MAX_GROUP_FEATURES = 10
+"""Features drawn in a SHAP-by-group chart (largest spread first)."""
+"""Unseen categories shown per feature in the drift table (the unseen-categories list shows
+up to ``MAX_UNSEEN_LISTED``)."""
+MAX_UNSEEN_LISTED = 100
 
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 _VERDICT_TONES: dict[str, Tone] = {
     "pass": "good", "ok": "good", "passed": "good",
     "warn": "warn", "inconclusive": "warn",
-    "fail": "bad", "breach": "bad", "drift": "bad", "blocked": "bad",
+    "fail": "bad", "breach": "bad", "drift": "bad", "blocked": "bad", "failed": "bad",
+    "abandoned": "warn",
     "skipped": "neutral",
 }
 
@@ -65,9 +78,9 @@ def _statistic_label(row: FeatureDriftRow) -> str:
     return "JS" if row.statistic == "js" else "W norm"
 
 
-def _unseen(row: FeatureDriftRow) -> str:
-    shown = ", ".join(row.unseen_categories[:MAX_UNSEEN_SHOWN])
-    extra = len(row.unseen_categories) - MAX_UNSEEN_SHOWN
+def _unseen(row: FeatureDriftRow, limit: int = MAX_UNSEEN_SHOWN) -> str:
+    shown = ", ".join(row.unseen_categories[:limit])
+    extra = len(row.unseen_categories) - limit
     return shown + (f" (+{extra} more)" if extra > 0 else "")
 
 
@@ -123,6 +136,29 @@ def _importance_chart(importance: Sequence[tuple[str, float]]) -> Markup | None:
                             x_label="mean |SHAP value|"))
 
 
+def _swarm_chart(rows: Sequence[ShapSwarmRow]) -> Markup | None:
+    if not rows:
+        return None
+    n_rows = len(rows[0].values)
+    title = f"SHAP summary: one dot per explained row ({n_rows}), coloured by the feature's value"
+    if len(rows) > MAX_SWARM_FEATURES:
+        title += f"; top {MAX_SWARM_FEATURES} of {len(rows)} features"
+    return Markup(beeswarm_chart(rows, title=title, x_label="SHAP value (impact on the output)"))
+
+
+def _group_charts(sections: Sequence[GroupShapSection]) -> list[Markup]:
+    charts = []
+    for s in sections:
+        title = f"Mean SHAP per feature by {s.sensitive_feature} group"
+        if len(s.features) > MAX_GROUP_FEATURES:
+            title += f", top {MAX_GROUP_FEATURES} by spread"
+        if len(s.groups) > MAX_GROUPS_DRAWN:
+            title += f", first {MAX_GROUPS_DRAWN} groups"
+        charts.append(Markup(group_shap_chart(s, title=title, x_label="mean SHAP value",
+                                              max_features=MAX_GROUP_FEATURES)))
+    return charts
+
+
 def render_evaluation_report(view: EvaluationReportView) -> str:
     """Render the evaluation report of one candidate model as a self-contained HTML page.
 
@@ -162,11 +198,31 @@ def render_evaluation_report(view: EvaluationReportView) -> str:
         view=view, banner_word=word, banner_tone=tone, reliability=reliability,
         gap_charts=[_gap_chart(section) for section in view.fairness],
         importance_chart=_importance_chart(view.shap_importance),
+        swarm_chart=_swarm_chart(view.shap_summary), group_charts=_group_charts(view.shap_groups),
     )
 
 
 def _ranked_features(features: Sequence[FeatureDriftRow]) -> list[FeatureDriftRow]:
     return sorted(features, key=lambda f: (-f.score, f.feature))
+
+
+def drift_headline(features: Sequence[FeatureDriftRow]) -> str:
+    """The drift report's first line: features drifted of those judged, and the worst one.
+
+    Examples
+    --------
+    >>> rows = [FeatureDriftRow("age", "numeric", 1.2, 0.3, 0.2, 0.1, "drift", 90, 0, ()),
+    ...         FeatureDriftRow("job", "categorical", None, None, 0.05, 0.1, "ok", 90, 0, ())]
+    >>> drift_headline(rows)
+    '1 of 2 features drifted (50%); worst: age, JS 0.2 (threshold 0.1)'
+    """
+    if not features:
+        return "No features were judged."
+    worst = _ranked_features(features)[0]
+    drifted = sum(f.verdict == "drift" for f in features)
+    return (f"{drifted} of {len(features)} features drifted ({drifted / len(features):.0%}); "
+            f"worst: {worst.feature}, {_statistic_label(worst)} {format_number(worst.score)} "
+            f"(threshold {format_number(worst.threshold)})")
 
 
 def _features_chart(ranked: Sequence[FeatureDriftRow]) -> Markup | None:
@@ -235,6 +291,8 @@ def render_drift_report(view: DriftReportView) -> str:
         histogram_charts=histograms, timeline_chart=_timeline_chart(view),
         attribution_chart=_attribution_chart(view.attribution_shares),
         change_points=list(enumerate(view.change_points, start=1)),
+        headline=drift_headline(view.features),
+        unseen=[(f, _unseen(f, MAX_UNSEEN_LISTED)) for f in ranked if f.unseen_categories],
     )
 
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 from urllib.parse import urlsplit
 
+from .summary_views import GroupShapSection, LabelledPerformance, ShapSwarmRow
+
 CheckVerdict = Literal["pass", "warn", "breach", "fail", "inconclusive", "skipped"]
 """Outcome of one gate check or one fairness gap (``fail``: could not be computed)."""
 Severity = Literal["block", "warn", "info"]
@@ -38,7 +40,7 @@ FeatureKind = Literal["numeric", "categorical"]
 DriftStatistic = Literal["js", "wasserstein_normalised"]
 """The statistic a feature's drift threshold is compared with."""
 RunKind = Literal["evaluation", "drift"]
-IndexVerdict = Literal["passed", "warn", "blocked", "ok", "drift"]
+IndexVerdict = Literal["passed", "warn", "blocked", "ok", "drift", "failed", "abandoned"]
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
@@ -332,6 +334,9 @@ class EvaluationReportView:
     ``budget_notes`` says how the SHAP budget was spent (e.g. ``"2000 rows, 480 s"``).
     ``policy`` says where the run's policy came from; ``policy_looser``, when set, says which
     blocking checks it loosens against the model's own policy (shown as a warning banner).
+    ``champion_version`` is the production version compared against (None: no champion).
+    ``shap_summary`` (beeswarm rows, most important first) and ``shap_groups`` (one section
+    per sensitive feature) describe the rows explained for the global importance.
 
     Examples
     --------
@@ -365,6 +370,9 @@ class EvaluationReportView:
     budget_notes: str = ""
     policy: str = ""
     policy_looser: str | None = None
+    champion_version: str | None = None
+    shap_summary: tuple[ShapSwarmRow, ...] = ()
+    shap_groups: tuple[GroupShapSection, ...] = ()
 
     def __post_init__(self) -> None:
         _check_sha256("EvaluationReportView.model_sha256", self.model_sha256)
@@ -539,7 +547,8 @@ class DriftReportView:
     """Everything the drift report shows (keyword-only).
 
     ``histograms`` holds the top drifted features only. ``error_rate`` holds
-    ``(position, error rate)`` points in increasing position.
+    ``(position, error rate)`` points in increasing position. ``labelled`` is the model's
+    performance on the rows whose labels arrived (None: none did).
 
     Examples
     --------
@@ -566,6 +575,7 @@ class DriftReportView:
     verdict: DriftVerdict
     joint: tuple[JointDriftRow, ...] = ()
     attribution_shares: tuple[AttributionShareRow, ...] = ()
+    labelled: LabelledPerformance | None = None
 
     def __post_init__(self) -> None:
         _check_count("DriftReportView.rows_sampled", self.rows_sampled)
@@ -586,7 +596,9 @@ class IndexRow:
     """One run listed on a model's index page.
 
     ``href`` is a relative link or an ``http(s)`` URL (other schemes, such as
-    ``javascript:``, are refused).
+    ``javascript:``, are refused), or empty when the run has no report (a failed run).
+    ``stage`` is the version's stage now (``candidate``, ``production``, ``archived``...);
+    ``note`` says why a run failed or was blocked (one line).
 
     Examples
     --------
@@ -600,6 +612,8 @@ class IndexRow:
     when: str
     verdict: IndexVerdict
     href: str
+    stage: str = ""
+    note: str = ""
 
     def __post_init__(self) -> None:
         _check_choice("IndexRow.kind", self.kind, RunKind)

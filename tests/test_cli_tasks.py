@@ -48,6 +48,25 @@ def test_explain_a_chosen_class_of_a_multiclass_model(tmp_path: Path) -> None:
     assert wrong.returncode != 0 and "--class '7' is not one of the model's classes" in wrong.stderr
 
 
+def test_explain_names_rows_by_id_column_in_text_and_json(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from modelgate.cli import main  # in-process: two runs of the CLI cost no interpreter start
+
+    zoo = build("lightgbm-3-class")
+    archive = package(*zoo.write(tmp_path / "src", id_column="customer"), tmp_path / "out")
+    data = tmp_path / "data.parquet"
+    zoo.frame.assign(customer=[f"c-{i + 500}" for i in range(len(zoo.frame))]).to_parquet(data)
+    common = ["explain", "--model", str(archive), "--data", str(data), "--rows", "2", "--background", "20"]
+    assert main([*common, "--format", "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["id_column"] == "customer" and payload["row_ids"] == ["c-500", "c-501"]
+    assert main([*common, "--format", "text"]) == 0
+    predicted = zoo.native[:2].argmax(axis=1)
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [r.split(": output")[0] for r in rows] == [
+        f"customer c-{500 + i} (class {predicted[i]})" for i in range(2)]
+
+
 def test_explain_and_score_a_regression_model(tmp_path: Path) -> None:
     archive, data = _archive_and_data("xgboost-regression", tmp_path)
     explained = _cli("explain", "--model", str(archive), "--data", str(data), "--rows", "2",
@@ -55,6 +74,7 @@ def test_explain_and_score_a_regression_model(tmp_path: Path) -> None:
     assert explained.returncode == 0, explained.stderr[-2000:]
     payload = json.loads(explained.stdout)
     assert payload["output"] == "value" and "explained_class" not in payload
+    assert payload["id_column"] is None and payload["row_ids"] is None  # rows named by position
     # a model this small is explained exactly: every value's standard error is 0
     assert payload["algorithm"] == "exact"
     assert payload["standard_errors"] == [[0.0] * len(payload["features"])] * 2

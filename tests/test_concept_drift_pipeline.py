@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -85,9 +86,20 @@ def test_late_labels_feed_adwin_once_and_a_change_is_recorded(
     assert [c[0] for c in changes] == expected and expected
     assert all(after > before for _, before, after in changes[:1])
 
+    # the second interval's run fed the first two intervals' labels: its report shows their
+    # rows and error rate, computed here from the model's own predictions
+    errors = np.concatenate(_errors(build, days[:2], served))
+    with transaction(ctx.db_url) as cur:
+        cur.execute("SELECT report_key FROM drift_run WHERE interval_start = %s",
+                    (dt.datetime.combine(days[1], dt.time(), UTC),))
+        page = ctx.store.get_bytes(cur.fetchone()[0]).decode()
+    table = page.split('<table id="labelled-performance">', 1)[1].split("</table>", 1)[0]
+    cells = re.findall(r'<td class="num">([^<]*)</td>', table)
+    assert cells == [f"{len(errors):,}", f"{errors.mean():.4g}", f"{1 - errors.mean():.4g}"]
 
-def _expected_positions(ctx: Context, build: Any, days: list[dt.date],
-                        served: dict[dt.date, pd.DataFrame]) -> list[int]:
+
+def _errors(build: Any, days: list[dt.date], served: dict[dt.date, pd.DataFrame]) -> list[Any]:
+    """Per interval, 1.0 where the model's prediction misses the served label, in event order."""
     from modelgate.artifact import verify
     from modelgate.scoring import open_session
 
@@ -99,8 +111,13 @@ def _expected_positions(ctx: Context, build: Any, days: list[dt.date],
                                                                   kind="stable")
         predicted = (scorer.predict_proba(frame) >= scorer.manifest.threshold).astype(int)
         errors.append((predicted != frame["high_income"].to_numpy()).astype(float))
+    return errors
+
+
+def _expected_positions(ctx: Context, build: Any, days: list[dt.date],
+                        served: dict[dt.date, pd.DataFrame]) -> list[int]:
     detector, positions = ADWIN(delta=0.002), []
-    for position, error in enumerate(np.concatenate(errors)):
+    for position, error in enumerate(np.concatenate(_errors(build, days, served))):
         detector.update(error)
         if detector.drift_detected:
             positions.append(position)

@@ -163,6 +163,9 @@ def test_evaluate_a_three_class_model_equals_sklearn_and_fairlearn(settings_env:
     page = open_object_store(settings_env).get_bytes(key).decode()
     assert "recall[2]" in page and "precision[0]" in page and "class 1 (one-vs-rest)" in page
     assert "tpr_gap[1]" in page and "predicted class" in page
+    # the SHAP summary and SHAP by group sections are there, with their tables
+    assert 'id="shap-summary"' in page and 'id="shap-groups-0"' in page
+    assert "Mean SHAP per feature by group group" in page and "no champion" in page
 
 
 def test_regression_against_its_champion_and_a_gate_on_rmse(settings_env: Settings,
@@ -188,6 +191,11 @@ def test_regression_against_its_champion_and_a_gate_on_rmse(settings_env: Settin
                  run_id) == [("blocked",)]
     assert models.get(url, "zoo-regression", "1").stage == "production"
     assert models.get(url, "zoo-regression", "2").stage == "candidate"
+    from modelgate.store.objects import open_object_store
+
+    ((key,),) = _rows(url, "SELECT report_key FROM evaluation_run WHERE evaluation_run_id = %s", run_id)
+    page = open_object_store(settings_env).get_bytes(key).decode()
+    assert "<dt>Compared with</dt><dd>champion v1 (production)</dd>" in page  # the header names it
 
     y = build("xgboost-regression").frame["y_value"].to_numpy()
     scored = _scored(settings_env, run_id)

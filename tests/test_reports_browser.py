@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from modelgate.reports.html import render_model_index
 from modelgate.reports.views import RunKind
 
 from modelgate.pipelines.index_page import RunRecord, build_index_view, index_key
@@ -94,11 +95,35 @@ def test_index_maps_drift_status(status: str, expected: str) -> None:
     assert build_index_view("churn", [rec]).runs[0].verdict == expected
 
 
-@pytest.mark.parametrize("status", ["running", "failed"], ids=["running", "failed"])
+@pytest.mark.parametrize("status", ["running", "finished"], ids=["running", "unknown"])
 def test_index_refuses_unlisted_status(status: str) -> None:
     rec = _rec("evaluation", 1, dt.datetime(2026, 1, 1, tzinfo=UTC), status, EVAL_KEY)
     with pytest.raises(ValueError, match=rf"RunRecord.status .* got '{status}'"):
         build_index_view("churn", [rec])
+
+
+@pytest.mark.parametrize("status", ["failed", "abandoned"])
+def test_index_shows_failed_runs_without_a_link_with_their_reason(status: str) -> None:
+    rec = RunRecord("evaluation", 3, "2", dt.datetime(2026, 1, 1, tzinfo=UTC), status, False, None,
+                    "candidate", "ScoringError: column 'age' has 3 NaN\nTraceback follows")
+    row = build_index_view("churn", [rec]).runs[0]
+    assert (row.verdict, row.href, row.stage, row.note) == (
+        status, "", "candidate", "ScoringError: column 'age' has 3 NaN")
+    page = render_model_index(build_index_view("churn", [rec]))
+    assert f'<span class="badge tone-{"bad" if status == "failed" else "warn"}">{status}</span>' in page
+    assert "<td>no report</td>" in page and "<a " not in page
+
+
+def test_index_shows_stage_and_a_blocked_runs_headline() -> None:
+    recs = [RunRecord("evaluation", 1, "1", dt.datetime(2026, 1, 1, tzinfo=UTC), "passed", False,
+                      EVAL_KEY, "production", "all 9 checks passed"),
+            RunRecord("evaluation", 2, "2", dt.datetime(2026, 1, 2, tzinfo=UTC), "blocked", False,
+                      EVAL_KEY, "rejected", "BLOCKED by 1 check\nroc_auc: 0.61 below 0.70")]
+    rows = build_index_view("churn", recs).runs
+    assert [(r.run_id, r.stage, r.note) for r in rows] == [
+        ("2", "rejected", "BLOCKED by 1 check"), ("1", "production", "")]
+    page = render_model_index(build_index_view("churn", recs))
+    assert "<th scope=\"col\">Stage now</th>" in page and "<td>production</td>" in page
 
 
 def test_index_refuses_naive_time() -> None:
@@ -402,9 +427,12 @@ LAYOUT_WIDTH = 1400
 SECTIONS: dict[str, list[tuple[str, str]]] = {
     "evaluation": [("banner", "#banner"), ("gate-checks", "#gate-checks"),
                    ("fairness-gaps", "svg[aria-label^='Fairness gaps']"),
-                   ("waterfall", "figure")],
-    "drift": [("banner", "#banner"), ("histogram", "svg[aria-label$='reference vs current']"),
-              ("change-points", "#change-points")],
+                   ("waterfall", "figure"), ("shap-summary", "svg[aria-label^='SHAP summary']"),
+                   ("shap-groups", "svg[aria-label^='Mean SHAP per feature by']")],
+    "drift": [("banner", "#banner"), ("drift-summary", "#drift-summary"),
+              ("histogram", "svg[aria-label$='reference vs current']"),
+              ("change-points", "#change-points"), ("labelled-performance", "#labelled-performance")],
+    "index": [("runs", "#runs")],
 }
 
 _LAYOUT_PROBE = """JSON.stringify((() => {
@@ -422,12 +450,15 @@ _LAYOUT_PROBE = """JSON.stringify((() => {
   document.querySelectorAll("svg").forEach((svg, i) => {
     const box = svg.getBoundingClientRect();
     const name = svg.getAttribute("aria-label");
+    if (!name || svg.getAttribute("role") !== "img")
+      problems.push(`chart ${i} has no role=img and aria-label`);
     if (!inside(box, main)) problems.push(`chart ${i} (${name}) sticks out of the page`);
     for (const text of svg.querySelectorAll("text")) {
       if (!inside(text.getBoundingClientRect(), box))
         problems.push(`chart ${i} (${name}): label ${JSON.stringify(text.textContent)} is clipped`);
     }
   });
+  for (const img of document.images) if (!img.alt) problems.push(`an image without alt text`);
   for (const fig of document.querySelectorAll("figure")) {
     const img = fig.querySelector("img");
     if (img && !inside(img.getBoundingClientRect(), fig.getBoundingClientRect()))
@@ -446,7 +477,7 @@ _SECTION_BOX = """JSON.stringify((() => {
 
 
 def layout_problems(tools: DevTools, session: str, path: Path, kind: str,
-                    shots: Path) -> list[str]:
+                    shots: Path, sections: list[tuple[str, str]] | None = None) -> list[str]:
     """Load ``path`` at ``LAYOUT_WIDTH`` px, screenshot the named sections into ``shots``,
     and return what is cut off: tables wider than their container, chart labels outside
     their SVG, images outside their figure."""
@@ -455,7 +486,7 @@ def layout_problems(tools: DevTools, session: str, path: Path, kind: str,
     tools.wait_for("Page.loadEventFired")
     probe = tools.call("Runtime.evaluate", session, expression=_LAYOUT_PROBE, returnByValue=True)
     problems = list(json.loads(probe["result"]["value"]))
-    for name, selector in SECTIONS.get(kind, []):
+    for name, selector in SECTIONS.get(kind, []) if sections is None else sections:
         found = tools.call("Runtime.evaluate", session, returnByValue=True,
                            expression=_SECTION_BOX % json.dumps(selector))
         box = json.loads(found["result"]["value"])
@@ -490,8 +521,9 @@ def test_report_sections_fit_at_1400px(browser: tuple[DevTools, str], demo_home:
                    deviceScaleFactor=1, mobile=False)
     assert not problems, "\n".join(problems)
     names = {p.name.split("--")[1] for p in shots.glob("*.png")}
-    assert {"banner", "gate-checks", "fairness-gaps", "waterfall", "histogram",
-            "change-points"} <= {n.removesuffix(".png") for n in names}, names
+    assert {"banner", "gate-checks", "fairness-gaps", "waterfall", "histogram", "change-points",
+            "shap-summary", "shap-groups", "drift-summary", "labelled-performance",
+            "runs"} <= {n.removesuffix(".png") for n in names}, names
 
 
 class _Links(HTMLParser):

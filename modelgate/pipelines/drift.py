@@ -401,6 +401,7 @@ class ConceptResult:
     seen_after: int
     rows_labelled: int
     timeline: tuple[tuple[int, float], ...]  # (stream position, rolling error rate)
+    error_sum: float = 0.0  # sum of the error stream over the rows_labelled rows
 
 
 ROLLING_WINDOW = 200
@@ -466,7 +467,7 @@ def concept_drift(ctx: Context, ref: DriftRef, labels_uri: str, delta: float = 0
     manifest = models.get_by_id(ctx.db_url, ref.model_version_id).manifest
     state, seen = drift_runs.load_detector(ctx.db_url, ref.model_version_id)
     detector = AdwinDetector.from_bytes(state) if state else AdwinDetector(delta=delta)
-    points, consumed, timeline, labelled = [], [], [], 0
+    points, consumed, timeline, labelled, error_sum = [], [], [], 0, 0.0
     for start, end, scores_key in drift_runs.pending_label_intervals(
             ctx.db_url, ref.model_version_id, ref.end()):
         try:
@@ -489,9 +490,10 @@ def concept_drift(ctx: Context, ref: DriftRef, labels_uri: str, delta: float = 0
         timeline += _rolling(errors, first)
         consumed.append((start, end))
         labelled += len(errors)
+        error_sum += float(np.sum(errors))
     result = ConceptResult(tuple(points), tuple(consumed),
                            detector.to_bytes() if consumed else None, seen, detector.n_seen,
-                           labelled, tuple(timeline))
+                           labelled, tuple(timeline), error_sum)
     log.info("drift run %d: fed %d labelled rows from %d interval(s) to ADWIN, %d change point(s)",
              ref.drift_run_id, labelled, len(consumed), len(points))
     return _put(ctx, f"{ref.prefix()}/concept.pkl", result)
@@ -548,6 +550,19 @@ def _histogram(ref_sketch: Any, values: Any) -> tuple[tuple[str, ...], tuple[flo
     return tuple(cats), tuple(map(float, ref_p)), tuple(map(float, cur / max(len(strs), 1)))
 
 
+def _labelled_performance(ctx: Context, ref: DriftRef, concept: ConceptResult) -> Any:
+    """The report's performance on the newly labelled rows: the mean of ADWIN's error stream."""
+    from modelgate.reports.summary_views import LabelledPerformance
+
+    if not concept.rows_labelled:
+        return None
+    regression = models.get_by_id(ctx.db_url, ref.model_version_id).manifest.get("task") == "regression"
+    name = ("mean of min(|prediction - label| / std of reference predictions, 1)" if regression
+            else "error rate (prediction differs from label)")
+    error = min(1.0, max(0.0, getattr(concept, "error_sum", 0.0) / concept.rows_labelled))
+    return LabelledPerformance(concept.rows_labelled, error, name, classification=not regression)
+
+
 def check_not_failed(ctx: Context, ref: DriftRef) -> None:
     """Stop a run's later steps when an earlier one (e.g. a feature task) already failed it."""
     run = drift_runs.get_drift_run(ctx.db_url, ref.drift_run_id)
@@ -600,7 +615,8 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
                                            c["error_rate_before"], c["error_rate_after"])
                             for c in concept.change_points),
         summary=text if sample["rows"] else "No live rows in this interval. " + text,
-        verdict=verdict, joint=joint_rows, attribution_shares=attribution_shares)
+        verdict=verdict, joint=joint_rows, attribution_shares=attribution_shares,
+        labelled=_labelled_performance(ctx, ref, concept))
     key = (f"reports/{safe_key_part(ref.model_name)}/{safe_key_part(ref.version)}/"
            f"drift-{safe_key_part(ref.interval_start)}.html")
     ctx.store.put_bytes(key, render_drift_report(view).encode(), content_type="text/html")

@@ -553,12 +553,15 @@ class ExplainResult:
     # largest standard error of any value explained
     importance_se: tuple[float, ...] = ()
     max_standard_error: float = 0.0
+    # beeswarm and per-group SHAP of the global sample (shap_report.ShapSummaries)
+    summaries: Any = None
 
 
 def explain(ctx: Context, ref: RunRef) -> str:
     """SHAP values through batched ONNX Runtime calls: global importance and waterfalls."""
     import numpy as np
 
+    from modelgate.pipelines import shap_report
     from modelgate.reports.explain import global_importance, importance_standard_errors, select_rows
     from modelgate.reports.waterfall import waterfall_png
 
@@ -567,17 +570,22 @@ def explain(ctx: Context, ref: RunRef) -> str:
     task = evaluate_tasks.task_of(row.manifest)
     columns = (["score", "prediction"] if task == evaluate_tasks.BINARY
                else evaluate_tasks.prediction_columns(row.manifest))
+    sensitive, label = list(row.manifest.get("sensitive_features", [])), row.manifest["label"]["column"]
     with ctx.attempt_scratch("explain", ref.run_key) as work:
         scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
         features = list(scorer.feature_names)
-        data, table, names = _sample_rows(ctx, load_statistics(ctx, ref), features,
-                                          row.manifest["label"]["column"], work,
-                                          id_column=row.manifest.get("id_column"), columns=columns)
+        data, table, names = _sample_rows(ctx, load_statistics(ctx, ref), features, label, work,
+                                          id_column=row.manifest.get("id_column"),
+                                          columns=[c for c in dict.fromkeys([*columns, *sensitive])
+                                                   if c != label])
     explainer = _explainer(scorer, task, features)
     rng = np.random.default_rng(SHAP_SEED)
     background = data.iloc[np.sort(rng.choice(len(data), min(100, len(data)), replace=False))]
-    sample = data.iloc[np.sort(rng.choice(len(data), min(SHAP_GLOBAL_ROWS, len(data)), replace=False))]
+    in_sample = np.sort(rng.choice(len(data), min(SHAP_GLOBAL_ROWS, len(data)), replace=False))
+    sample = data.iloc[in_sample]
     overall = _explain_with_progress(explainer, sample, background)
+    summaries = shap_report.summarise(
+        overall, {s: table.column(s).take(in_sample).to_pylist() for s in sensitive})
     if task == evaluate_tasks.BINARY:
         y = labels_from_scores(table, row.manifest)
         scores, preds = table.column("score").to_numpy(), table.column("prediction").to_numpy()
@@ -588,12 +596,14 @@ def explain(ctx: Context, ref: RunRef) -> str:
     # the waterfalls' rows are computed the way the global importance was
     picked = _explain_with_progress(explainer, data.iloc[chosen.indices], background,
                                     algorithm=overall.algorithm)
-    waterfalls = tuple(
-        (label, ", ".join(reasons),
-         waterfall_png(picked, k, title=f"{names[i]}: {', '.join(reasons)}"))
-        for k, (i, reasons, label) in enumerate(zip(chosen.indices, chosen.reasons, labels,
-                                                    strict=True))
-    )
+    titles = [f"{names[i]}: {', '.join(reasons)}" for i, reasons in zip(chosen.indices, chosen.reasons,
+                                                                        strict=True)]
+    if task == evaluate_tasks.MULTICLASS:
+        classes, predicted = evaluate_tasks.classes_of(row.manifest), table.column("prediction").to_numpy()
+        titles = shap_report.multiclass_titles(titles, [classes[predicted[i]] for i in chosen.indices])
+    waterfalls = tuple((label, ", ".join(reasons), waterfall_png(picked, k, title=title))
+                       for k, (reasons, label, title) in enumerate(zip(chosen.reasons, labels, titles,
+                                                                       strict=True)))
     gaps = [np.abs(e.base_values + e.values.sum(axis=1) - e.model_output).max() for e in (overall, picked)]
     importance = global_importance(overall)
     errors = importance_standard_errors(overall)
@@ -604,6 +614,7 @@ def explain(ctx: Context, ref: RunRef) -> str:
         max_additivity_error=float(max(gaps)), rows_explained=len(sample) + len(chosen.indices),
         importance_se=tuple(errors[f] for f, _ in importance),
         max_standard_error=float(max(e.standard_errors.max(initial=0.0) for e in (overall, picked))),
+        summaries=summaries,
     )
     log.info("explained %d rows (%s, %d evaluations/row, background %d), max additivity error %.2e, "
              "max standard error %.2e", result.rows_explained, result.algorithm,
@@ -994,6 +1005,7 @@ def _gate_view(decision: dict[str, Any], checks: Sequence[dict[str, Any]]) -> An
 
 def render_report(ctx: Context, ref: RunRef) -> str:
     """Render the self-contained HTML report, store it, return a link for people."""
+    from modelgate.pipelines import shap_report
     from modelgate.reports.html import render_evaluation_report
     from modelgate.reports.views import CalibrationRow, EvaluationReportView, WaterfallImage
 
@@ -1027,6 +1039,9 @@ def render_report(ctx: Context, ref: RunRef) -> str:
                       f"{shap.max_additivity_error:.1e}, " + _shap_error_note(shap) + "; "
                       + _metrics_note(metrics_result)),
         **policy_provenance.report_fields(runs.get_policy(ctx.db_url, ref.evaluation_run_id)),
+        champion_version=(None if run.champion_version_id is None
+                          else _model_row(ctx, run.champion_version_id).version),
+        **shap_report.report_views(getattr(shap, "summaries", None)),
     )
     key = report_key(row.model_name, row.version, ref.run_key)
     ctx.store.put_bytes(key, render_evaluation_report(view).encode(), content_type="text/html")

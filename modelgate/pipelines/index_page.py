@@ -14,8 +14,12 @@ Which runs are listed
   whose gate had a failing ``warn``-severity check is shown as ``warn``.
 * drift runs with a ``report_key`` and status ``ok``, ``drift`` or ``no_data``
   (``no_data`` is shown as ``warn``, amber: there was nothing to judge).
-* Runs still ``running`` or ``failed`` are left out: their report, if any, may not match
-  what is stored.
+* ``failed`` and ``abandoned`` runs of either kind, shown as such with their failure reason
+  and no link: their report, if any, may not match what is stored.
+* Runs still ``running`` are left out.
+
+Each row also says the version's stage now (``candidate``, ``production``, ``archived``...),
+and a blocked or warned evaluation the first line of its gate summary.
 """
 
 from __future__ import annotations
@@ -38,8 +42,10 @@ log = logging.getLogger("modelgate.index_page")
 _VERDICTS: dict[tuple[str, bool], IndexVerdict] = {
     ("passed", False): "passed", ("passed", True): "warn", ("blocked", False): "blocked",
     ("ok", False): "ok", ("no_data", False): "warn",
-    ("drift", False): "drift",
+    ("drift", False): "drift", ("failed", False): "failed", ("abandoned", False): "abandoned",
 }
+#: Longest note shown on the page; the full reason is in the database and the run's report.
+MAX_NOTE_CHARS = 200
 
 
 #: One run as read from PostgreSQL, before it becomes a row of the index page: the store's
@@ -91,9 +97,27 @@ def build_index_view(model_name: str, records: Iterable[RunRecord]) -> ModelInde
     ordered = sorted(records, key=lambda r: (r.kind, -r.run_id))
     ordered.sort(key=lambda r: _utc(r).timestamp(), reverse=True)
     rows = tuple(IndexRow(r.kind, str(r.run_id), r.version, _utc(r).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                          _verdict(r), posixpath.relpath(r.report_key, folder))
+                          _verdict(r), _href(r.report_key, folder), r.stage, _note(r))
                  for r in ordered)
     return ModelIndexView(model_name, runs=rows)
+
+
+def _href(report_key: str | None, folder: str) -> str:
+    """A report's link relative to the index page; "" for a run without one."""
+    return "" if report_key is None else posixpath.relpath(report_key, folder)
+
+
+def _note(record: RunRecord) -> str:
+    """The first line of a run's failure reason or gate summary; none for a clean pass.
+
+    >>> _note(RunRecord("evaluation", 1, "1", dt.datetime(2024, 1, 1, tzinfo=dt.UTC), "blocked",
+    ...                 False, "k", "candidate", "BLOCKED by 1 check\\nroc_auc below 0.7"))
+    'BLOCKED by 1 check'
+    """
+    if record.status in ("passed", "ok") and not record.warned:
+        return ""
+    first = record.note.split("\n", 1)[0].strip()
+    return first if len(first) <= MAX_NOTE_CHARS else first[:MAX_NOTE_CHARS - 1] + "…"
 
 
 def _utc(record: RunRecord) -> dt.datetime:

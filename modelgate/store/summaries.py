@@ -32,22 +32,30 @@ _LISTED_EVALUATIONS = """
 SELECT r.evaluation_run_id, v.version, COALESCE(r.finished_at, r.started_at), r.status,
        EXISTS (SELECT 1 FROM gate_check g WHERE g.evaluation_run_id = r.evaluation_run_id
                AND g.effect = 'warn'),
-       r.report_key
+       CASE WHEN r.status IN ('passed', 'blocked') THEN r.report_key END, v.stage,
+       COALESCE(r.failure_reason, g.summary, '')
 FROM evaluation_run r JOIN model_version v USING (model_version_id)
-WHERE v.model_name = %s AND r.report_key IS NOT NULL AND r.status IN ('passed', 'blocked')
+     LEFT JOIN gate_decision g USING (evaluation_run_id)
+WHERE v.model_name = %s AND (r.status IN ('failed', 'abandoned')
+                             OR (r.report_key IS NOT NULL AND r.status IN ('passed', 'blocked')))
 """
 
 _LISTED_DRIFT_RUNS = """
-SELECT r.drift_run_id, v.version, r.interval_start, r.status, FALSE, r.report_key
+SELECT r.drift_run_id, v.version, r.interval_start, r.status, FALSE,
+       CASE WHEN r.status IN ('ok', 'drift', 'no_data') THEN r.report_key END, v.stage,
+       COALESCE(r.failure_reason, '')
 FROM drift_run r JOIN model_version v USING (model_version_id)
-WHERE v.model_name = %s AND r.report_key IS NOT NULL AND r.status IN ('ok', 'drift', 'no_data')
+WHERE v.model_name = %s AND (r.status IN ('failed', 'abandoned')
+                             OR (r.report_key IS NOT NULL AND r.status IN ('ok', 'drift', 'no_data')))
 """
 
 
 @dataclass(frozen=True, slots=True)
 class ListedRun:
-    """A finished run with a report: ``when`` is an evaluation's finish time or a drift
-    run's interval start; ``warned``: a passed evaluation had a check whose effect was warn."""
+    """A finished run with a report, or a failed or abandoned one (``report_key`` None):
+    ``when`` is an evaluation's finish time or a drift run's interval start; ``warned``: a
+    passed evaluation had a check whose effect was warn; ``stage``: the version's stage now;
+    ``note``: the failure reason or the gate's summary ("" when none)."""
 
     kind: Literal["evaluation", "drift"]
     run_id: int
@@ -55,18 +63,21 @@ class ListedRun:
     when: dt.datetime
     status: str
     warned: bool
-    report_key: str
+    report_key: str | None
+    stage: str = ""
+    note: str = ""
 
 
 def listed_runs(url: str, model_name: str) -> list[ListedRun]:
     """The model's evaluation runs (passed or blocked) and drift runs (ok, drift, no_data)
-    that have a report, evaluations first."""
+    that have a report, and its failed and abandoned runs, evaluations first."""
     found: list[ListedRun] = []
     with transaction(url) as cur:
         for kind, sql in (("evaluation", _LISTED_EVALUATIONS), ("drift", _LISTED_DRIFT_RUNS)):
             cur.execute(sql, (model_name,))
-            found.extend(ListedRun(kind, int(i), str(v), when, status, bool(warned), key)  # type: ignore[arg-type]
-                         for i, v, when, status, warned, key in cur.fetchall())
+            found.extend(ListedRun(kind, int(i), str(v), when, status, bool(warned), key,  # type: ignore[arg-type]
+                                   stage, note)
+                         for i, v, when, status, warned, key, stage, note in cur.fetchall())
     return found
 
 

@@ -290,7 +290,8 @@ def test_evaluation_tables_have_one_row_per_item() -> None:
 
 
 def test_drift_and_index_tables_have_one_row_per_item() -> None:
-    assert parse(render_drift_report(drift_view())).rows == {"features": 4, "change-points": 2}
+    assert parse(render_drift_report(drift_view())).rows == {
+        "features": 4, "unseen-categories": 1, "change-points": 2}
     assert parse(render_model_index(index_view())).rows == {"runs": 2}
 
 
@@ -345,7 +346,7 @@ def test_numbers_use_four_significant_digits() -> None:
 
 def test_drift_features_are_ordered_by_statistic_descending() -> None:
     page = render_drift_report(drift_view())
-    table = page[page.index('id="features"'):]
+    table = page[page.index('id="features"'):].split("</table>", 1)[0]
     order = re.findall(r"<tr><td>(.*?)</td>", table)
     # scores: SCRIPT js 0.4, QUOTED w_norm 0.2, a_small / b_small js 0.02 (tie broken by name)
     assert order == ["&lt;script&gt;alert(1)&lt;/script&gt;", "&quot;quoted&quot;",

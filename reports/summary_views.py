@@ -1,0 +1,146 @@
+"""Plain input views for the reports' summary sections (see :mod:`modelgate.reports.views`).
+
+The SHAP summary (beeswarm) and SHAP by sensitive group of the evaluation report, and the
+labelled performance of the drift report. Like every view, each validates itself on
+construction and holds plain fields only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+def _finite(name: str, value: float) -> None:
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ShapSwarmRow:
+    """One feature of the SHAP summary: every explained row's SHAP value, with the feature's
+    value on that row as a colour position in [0, 1] (NaN: not numeric, drawn grey).
+
+    ``value_correlation`` is the Spearman correlation of the feature's value with its SHAP
+    value (NaN when not defined).
+
+    Examples
+    --------
+    >>> ShapSwarmRow("age", (0.1, -0.2), (1.0, 0.0), 0.15, -1.0).mean_abs
+    0.15
+    """
+
+    feature: str
+    values: tuple[float, ...]
+    colours: tuple[float, ...]
+    mean_abs: float
+    value_correlation: float
+
+    def __post_init__(self) -> None:
+        if len(self.colours) != len(self.values) or not self.values:
+            raise ValueError(
+                f"ShapSwarmRow.colours must have one entry per value ({len(self.values)}, at least "
+                f"1), got {len(self.colours)} for feature {self.feature!r}")
+        for value in self.values:
+            _finite(f"ShapSwarmRow.values[{self.feature!r}]", value)
+        for colour in self.colours:
+            if not (math.isnan(colour) or 0.0 <= colour <= 1.0):
+                raise ValueError(f"ShapSwarmRow.colours must be in [0, 1] or nan, got {colour!r} "
+                                 f"for feature {self.feature!r}")
+        if not (math.isfinite(self.mean_abs) and self.mean_abs >= 0.0):
+            raise ValueError(f"ShapSwarmRow.mean_abs must be a finite number >= 0, got "
+                             f"{self.mean_abs!r}")
+
+    @property
+    def minimum(self) -> float:
+        """Smallest SHAP value.
+
+        >>> ShapSwarmRow("a", (0.5, -1.0), (0.0, 1.0), 0.75, -1.0).minimum
+        -1.0
+        """
+        return min(self.values)
+
+    @property
+    def maximum(self) -> float:
+        """Largest SHAP value.
+
+        >>> ShapSwarmRow("a", (0.5, -1.0), (0.0, 1.0), 0.75, -1.0).maximum
+        0.5
+        """
+        return max(self.values)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupShapSection:
+    """SHAP by the groups of one sensitive feature: per feature (rows of ``mean`` and
+    ``mean_abs``), one value per group (columns, in ``groups`` order); ``spread`` is the largest
+    minus the smallest group mean SHAP of each feature.
+
+    Examples
+    --------
+    >>> s = GroupShapSection("sex", ("F", "M"), (30, 20), ("age",), ((0.1, -0.1),), ((0.2, 0.3),),
+    ...                      (0.2,))
+    >>> s.rows[0]
+    ('age', (0.1, -0.1), (0.2, 0.3), 0.2)
+    """
+
+    sensitive_feature: str
+    groups: tuple[str, ...]
+    counts: tuple[int, ...]
+    features: tuple[str, ...]
+    mean: tuple[tuple[float, ...], ...]
+    mean_abs: tuple[tuple[float, ...], ...]
+    spread: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.counts) != len(self.groups):
+            raise ValueError(f"GroupShapSection.counts must have one count per group "
+                             f"({len(self.groups)}), got {len(self.counts)}")
+        for name in ("mean", "mean_abs", "spread"):
+            table = getattr(self, name)
+            if len(table) != len(self.features):
+                raise ValueError(f"GroupShapSection.{name} must have one entry per feature "
+                                 f"({len(self.features)}), got {len(table)}")
+        for name in ("mean", "mean_abs"):
+            for row in getattr(self, name):
+                if len(row) != len(self.groups):
+                    raise ValueError(f"GroupShapSection.{name} rows must have one value per group "
+                                     f"({len(self.groups)}), got {len(row)}")
+                for value in row:
+                    _finite(f"GroupShapSection.{name}", value)
+
+    @property
+    def rows(self) -> tuple[tuple[str, tuple[float, ...], tuple[float, ...], float], ...]:
+        """``(feature, mean per group, mean |SHAP| per group, spread)`` per feature."""
+        return tuple(zip(self.features, self.mean, self.mean_abs, self.spread, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledPerformance:
+    """How the production model did on the rows whose labels arrived, as the concept-drift
+    step fed them to ADWIN: ``error`` is the mean of its error stream (the share of wrong
+    predictions for classifiers; for regression the mean absolute error scaled by the
+    reference predictions' spread, capped at 1), ``error_name`` says which.
+
+    Examples
+    --------
+    >>> LabelledPerformance(200, 0.1, "error rate (prediction differs from label)").accuracy
+    0.9
+    """
+
+    rows_labelled: int
+    error: float
+    error_name: str
+    classification: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.rows_labelled, bool) or self.rows_labelled < 1:
+            raise ValueError(f"LabelledPerformance.rows_labelled must be an int >= 1, got "
+                             f"{self.rows_labelled!r}")
+        if not 0.0 <= self.error <= 1.0:
+            raise ValueError(f"LabelledPerformance.error must be in [0, 1], got {self.error!r}")
+
+    @property
+    def accuracy(self) -> float | None:
+        """``1 - error`` for classifiers; None for regression."""
+        return 1.0 - self.error if self.classification else None

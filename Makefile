@@ -9,7 +9,7 @@ ORT ?= cpu
 # One stamp per ONNX Runtime build, so `make ORT=gpu ...` after a CPU install reinstalls.
 STAMP := $(VENV)/.installed-$(strip $(ORT))
 
-.PHONY: demo test test-fast venv moto-venv services lint bench clean
+.PHONY: demo test test-fast venv moto-venv services lint bench mutation clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,12 @@ lint: venv
 
 bench: venv
 	$(BIN)/python -m bench.run_all
+
+# Mutation testing of one core module (not part of `make test`; minutes to an hour per module).
+# It mutates the file in place: run no other tests in this checkout meanwhile. See tests/MUTATION.md.
+MODULE ?= drift/data_drift.py
+mutation: venv
+	$(BIN)/python tests/mutation.py $(MODULE)
 
 clean:
 	rm -rf $(VENV) $(MOTO_VENV) .modelgate

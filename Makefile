@@ -54,7 +54,7 @@ bench: venv
 	$(BIN)/python -m bench.run_all
 
 # Mutation testing of one core module (not part of `make test`; minutes to an hour per module).
-# It mutates the file in place: run no other tests in this checkout meanwhile. See tests/MUTATION.md.
+# It mutates a wheel-like copy under .modelgate/mutation/, never the checkout. See tests/MUTATION.md.
 MODULE ?= drift/data_drift.py
 mutation: venv
 	$(BIN)/python tests/mutation.py $(MODULE)

@@ -1,5 +1,6 @@
 """Per-feature drift results and verdicts; expectations from scipy and hand-worked cases."""
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -8,7 +9,9 @@ import pytest
 from modelgate.drift.data_drift import (
     DriftThresholds,
     categorical_drift,
+    categorical_drift_from_counts,
     numeric_drift,
+    numeric_drift_sorted,
     summarise,
 )
 from modelgate.drift.reference import (
@@ -158,3 +161,21 @@ def test_summary_rejects_duplicates() -> None:
     f = _features()[0]
     with pytest.raises(ValueError, match="n0"):
         summarise([f, f])
+
+
+def test_results_are_frozen_and_slotted() -> None:
+    feats = _features()
+    for result in (feats[0], summarise(feats), DriftThresholds()):
+        assert not hasattr(result, "__dict__")  # slots
+        field = dataclasses.fields(result)[0].name
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(result, field, None)
+
+
+def test_missing_counts_default_to_zero_and_no_data_sorts_last() -> None:
+    ref = build_numeric_reference(np.arange(10.0), name="x")
+    assert numeric_drift_sorted(ref, np.arange(3.0)).n_missing_current == 0
+    cref = build_categorical_reference(["a", "b"] * 20, name="c")
+    assert categorical_drift_from_counts(cref, {"a": 3}).n_missing_current == 0
+    assert categorical_drift_from_counts(cref, {"a": 3, MISSING: 2}).n_missing_current == 2
+    assert numeric_drift(ref, []).severity == -1.0

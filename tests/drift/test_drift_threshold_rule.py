@@ -120,3 +120,35 @@ def test_rule_detects_a_one_std_shift_in_small_samples() -> None:
     # W1 of N(0,1) vs N(1,1) is 1.0; the noise W1 of 40 rows has a standard deviation near
     # 0.1 (sqrt(1/40) times a constant below 1), and the threshold is about 0.36.
     assert rate > 0.99, rate
+
+
+def test_odd_reference_halves_enter_the_size_factor_separately() -> None:
+    # 101 values split into halves of 50 and 51; m = 25
+    ref = replace(build_numeric_reference(np.arange(101.0), name="x"), baseline_wasserstein=0.25)
+    assert ref.half_sizes == (50, 51)
+    factor = (1 / 101 + 1 / 25) / (1 / 50 + 1 / 51)
+    res = numeric_drift(ref, CUR_X)
+    assert res.threshold == pytest.approx(1.8 * 0.25 * np.sqrt(factor), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("values", "factor"),
+    [([1.0, 2.0], (1 / 2 + 1 / 25) / (1 / 1 + 1 / 1)), ([1.0], 0.0)],
+    ids=["halves-of-one", "one-value-no-halves"],
+)
+def test_tiny_references(values: list[float], factor: float) -> None:
+    """Halves of one value each still rescale; a single value has no halves, so no baseline."""
+    ref = replace(build_numeric_reference(values, name="x"), baseline_wasserstein=0.25)
+    res = numeric_drift(ref, CUR_X)
+    assert res.baseline == pytest.approx(0.25 * np.sqrt(factor), rel=1e-12, abs=0.0)
+    assert res.threshold == pytest.approx(max(0.1, 1.8 * 0.25 * np.sqrt(factor)), rel=1e-12)
+
+
+def test_a_score_equal_to_the_threshold_is_not_drift() -> None:
+    """``statistic > threshold``: with no floor and a constant reference both are 0."""
+    ref = build_numeric_reference(np.full(50, 3.0), name="k")
+    no_floor = DriftThresholds(wasserstein_floor=0.0)
+    same, moved = (numeric_drift(ref, np.full(10, v), thresholds=no_floor) for v in (3.0, 4.0))
+    assert (same.score, same.threshold, same.verdict) == (0.0, 0.0, "ok")
+    assert same.severity == 0.0  # 0 / 0 is no drift at all
+    assert (moved.verdict, moved.severity) == ("drift", float("inf"))

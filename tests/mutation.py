@@ -131,7 +131,7 @@ def main(module: str) -> int:
     bindir = Path(sys.executable).parent
     for step in (["cosmic-ray", "init", cfg, session], ["cr-filter-operators", session, cfg],
                  ["cosmic-ray", "baseline", cfg], ["cosmic-ray", "exec", cfg, session]):
-        if subprocess.run([str(bindir / step[0]), *map(str, step[1:])], cwd=tree, env=env).returncode:
+        if subprocess.run([str(bindir / str(step[0])), *map(str, step[1:])], cwd=tree, env=env).returncode:
             print(f"failed: {' '.join(map(str, step))}", file=sys.stderr)
             return 1
     report = subprocess.run(
@@ -142,5 +142,46 @@ def main(module: str) -> int:
     return 0
 
 
+def retest(module: str) -> int:
+    """Run each survivor of ``module``'s last session again against the current tests.
+
+    A whole session takes long on a busy machine; after tests are added for its survivors,
+    this re-applies only those mutants (``cosmic-ray mutate-and-test``) in a fresh copy.
+    Prints one line per survivor (killed or survived, operator, line, source line) and
+    writes them to ``.modelgate/mutation/<module>.retest.txt``; returns 1 if any survives.
+    """
+    import json
+    import os
+
+    stem = module.replace("/", "__").removesuffix(".py")
+    # its own copy: a session of the same module may still be running in <module>.tree
+    session, tree = OUT / f"{stem}.sqlite", OUT / f"{stem}.retest-tree"
+    bindir = Path(sys.executable).parent
+    dump = subprocess.run([str(bindir / "cosmic-ray"), "dump", str(session)],
+                          capture_output=True, text=True, check=True).stdout
+    survivors = [item["mutations"][0] for item, result in map(json.loads, dump.splitlines())
+                 if result and result.get("test_outcome") == "survived"]
+    stage(tree)
+    env = {**os.environ, "PYTHONPATH": str(tree / "site")}
+    command = config(module).split('test-command = "', 1)[1].split('"', 1)[0]
+    source = (tree / staged_path(module)).read_text().splitlines()
+    lines, left = [], 0
+    for m in survivors:
+        done = subprocess.run(
+            [str(bindir / "cosmic-ray"), "mutate-and-test", m["module_path"], m["operator_name"],
+             str(m["occurrence"]), command], cwd=tree, env=env, capture_output=True, text=True)
+        outcome = json.loads(done.stdout)["test_outcome"] if done.returncode == 0 else "error"
+        left += outcome != "killed"
+        row = m["start_pos"][0]
+        lines.append(f"{outcome:9} {m['operator_name']:45} line {row:4}: {source[row - 1].strip()}")
+        print(lines[-1], flush=True)
+    (OUT / f"{stem}.retest.txt").write_text("\n".join(lines) + "\n")
+    print(f"{len(survivors)} survivors re-run: {len(survivors) - left} killed, {left} not")
+    return 1 if left else 0
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "drift/data_drift.py"))
+    args = sys.argv[1:]
+    if args[:1] == ["--retest"]:
+        sys.exit(retest(args[1] if len(args) > 1 else "drift/data_drift.py"))
+    sys.exit(main(args[0] if args else "drift/data_drift.py"))

@@ -139,7 +139,33 @@ def main(module: str) -> int:
         capture_output=True, text=True, check=True)
     (OUT / f"{stem}.report.txt").write_text(report.stdout)
     print(report.stdout)
+    n = counts(session)
+    run = n["killed"] + n["survived"]
+    print(f"{module}: {run} mutants run, {n['killed']} killed ({n['killed'] / max(run, 1):.1%}), "
+          f"{n['survived']} survived; {n['skipped']} left out by operator; {n['incompetent']} "
+          f"incompetent; {n['pending']} pending")
     return 0
+
+
+def counts(session: Path) -> dict[str, int]:
+    """Mutants of a session by outcome: killed, survived, skipped (filtered out), pending and
+    incompetent (the mutant could not run, e.g. it does not compile)."""
+    import json
+
+    bindir = Path(sys.executable).parent
+    dump = subprocess.run([str(bindir / "cosmic-ray"), "dump", str(session)],
+                          capture_output=True, text=True, check=True).stdout
+    out = dict.fromkeys(("killed", "survived", "skipped", "pending", "incompetent"), 0)
+    for _, result in map(json.loads, dump.splitlines()):
+        if result is None:
+            out["pending"] += 1
+        elif result.get("worker_outcome") == "skipped":
+            out["skipped"] += 1
+        elif result.get("test_outcome") in out:
+            out[result["test_outcome"]] += 1
+        else:
+            out["incompetent"] += 1
+    return out
 
 
 def retest(module: str) -> int:

@@ -179,3 +179,12 @@ def test_missing_counts_default_to_zero_and_no_data_sorts_last() -> None:
     assert categorical_drift_from_counts(cref, {"a": 3}).n_missing_current == 0
     assert categorical_drift_from_counts(cref, {"a": 3, MISSING: 2}).n_missing_current == 2
     assert numeric_drift(ref, []).severity == -1.0
+
+
+def test_summary_compares_verdicts_by_value() -> None:
+    """Results rebuilt from stored rows carry equal, not identical, verdict strings."""
+    feats = [dataclasses.replace(f, verdict="".join(list(f.verdict))) for f in _features()]
+    assert all(f.verdict is not g.verdict for f, g in zip(feats, _features(), strict=True))
+    summary = summarise(feats)
+    assert summary.no_data == ("empty",)
+    assert set(summary.breached) == {f.feature for f in feats if f.verdict == "drift"}

@@ -134,6 +134,33 @@ def test_categorical_js_union_matches_scipy_on_aligned_counts() -> None:
     assert set(res.categories) == set(union)
 
 
+
+@pytest.mark.parametrize(
+    "current",
+    [{"a": -1, "b": 5}, {"a": 5, "z": -1}],
+    ids=["seen-category", "unseen-category"],
+)
+def test_categorical_js_rejects_negative_current_counts(current: dict) -> None:
+    with pytest.raises(ValueError, match="non-negative"):
+        categorical_js(["a", "b"], [5, 5], current)
+
+
+@pytest.mark.parametrize(
+    ("cats", "counts"),
+    [(["a", "a"], [5, 5]), (["a", "b"], [5, 5, 5])],
+    ids=["duplicate-category", "misaligned-counts"],
+)
+def test_categorical_js_rejects_a_bad_reference(cats: list, counts: list) -> None:
+    with pytest.raises(ValueError, match="unique and aligned"):
+        categorical_js(cats, counts, {"a": 1})
+
+
+def test_js_of_nearly_equal_vectors_is_never_negative() -> None:
+    # found by search: the two KL sums round to -7e-17 here; the result is clamped at 0
+    p = [0.002738500170148095, 0.8574042765875693, 0.033585575305464355, 0.7296554464299441]
+    q = [0.0027385001681427806, 0.8574042761209194, 0.03358557529484123, 0.7296554467302925]
+    assert js_divergence(p, q) == 0.0
+
 finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
 samples = arrays(np.float64, st.integers(1, 40), elements=finite)
 count_vectors = (

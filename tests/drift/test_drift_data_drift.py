@@ -188,3 +188,12 @@ def test_summary_compares_verdicts_by_value() -> None:
     summary = summarise(feats)
     assert summary.no_data == ("empty",)
     assert set(summary.breached) == {f.feature for f in feats if f.verdict == "drift"}
+
+
+def test_options_are_keyword_only_and_severity_is_a_plain_ratio() -> None:
+    ref = build_numeric_reference(np.arange(100.0), name="x")
+    with pytest.raises(TypeError):
+        numeric_drift_sorted(ref, np.arange(3.0), 0)  # type: ignore[misc]
+    res = numeric_drift(ref, np.arange(100.0) + 15)  # W1 = 15, scale = 28.87
+    assert res.severity == pytest.approx(res.score / res.threshold, rel=1e-15)
+    assert 1 < res.severity < 2  # not a whole number: a floor division would show

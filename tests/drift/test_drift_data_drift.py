@@ -197,3 +197,29 @@ def test_options_are_keyword_only_and_severity_is_a_plain_ratio() -> None:
     res = numeric_drift(ref, np.arange(100.0) + 15)  # W1 = 15, scale = 28.87
     assert res.severity == pytest.approx(res.score / res.threshold, rel=1e-15)
     assert 1 < res.severity < 2  # not a whole number: a floor division would show
+
+
+def test_every_option_is_keyword_only() -> None:
+    ref = build_numeric_reference(np.arange(10.0), name="x")
+    cref = build_categorical_reference(["a", "b"] * 5, name="c")
+    t = DriftThresholds()
+    for call in (lambda: numeric_drift(ref, [1.0], t), lambda: categorical_drift(cref, ["a"], t),
+                 lambda: categorical_drift_from_counts(cref, {"a": 1}, t)):
+        with pytest.raises(TypeError):
+            call()  # type: ignore[misc]
+
+
+def test_zero_counts_are_allowed_and_negative_ones_refused() -> None:
+    cref = build_categorical_reference(["a", "b"] * 20, name="c")
+    assert categorical_drift_from_counts(cref, {"a": 20, "b": 0, "z": 0}).n_current == 20
+    with pytest.raises(ValueError, match="must be >= 0"):
+        categorical_drift_from_counts(cref, {"a": 20, "b": -1})
+
+
+def test_statistic_option_is_compared_by_value() -> None:
+    """A statistic name read from a policy file is an equal string, not the same object."""
+    ref = build_numeric_reference(np.arange(100.0), name="x")
+    name = "".join(list("wasserstein_normalised"))
+    res = numeric_drift(ref, np.arange(100.0) + 15,
+                        thresholds=DriftThresholds(numeric_statistic=name))  # type: ignore[arg-type]
+    assert res.score == res.wasserstein_normalised != res.js_divergence

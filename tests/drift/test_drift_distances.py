@@ -106,8 +106,8 @@ def test_js_hand_worked() -> None:
 @pytest.mark.parametrize(
     "p, q, match",
     [([1, 2], [1], "same length"), ([-1, 2], [1, 1], "non-negative"), ([0, 0], [1, 1], "positive"),
-     ([[1, 2]], [[1, 2]], "1-D")],
-    ids=["length", "negative", "all-zero", "two-dimensional"],
+     ([[1, 2]], [[1, 2]], "1-D"), (1.0, 1.0, "1-D")],
+    ids=["length", "negative", "all-zero", "two-dimensional", "scalar"],
 )
 def test_js_rejects_bad_input(p: list, q: list, match: str) -> None:
     with pytest.raises(ValueError, match=match):
@@ -148,8 +148,8 @@ def test_categorical_js_rejects_negative_current_counts(current: dict) -> None:
 
 @pytest.mark.parametrize(
     ("cats", "counts"),
-    [(["a", "a"], [5, 5]), (["a", "b"], [5, 5, 5])],
-    ids=["duplicate-category", "misaligned-counts"],
+    [(["a", "a"], [5, 5]), (["a", "b"], [5, 5, 5]), (["a", "b"], [5])],
+    ids=["duplicate-category", "more-counts", "fewer-counts"],
 )
 def test_categorical_js_rejects_a_bad_reference(cats: list, counts: list) -> None:
     with pytest.raises(ValueError, match="unique and aligned"):

@@ -106,8 +106,8 @@ def test_js_hand_worked() -> None:
 @pytest.mark.parametrize(
     "p, q, match",
     [([1, 2], [1], "same length"), ([-1, 2], [1, 1], "non-negative"), ([0, 0], [1, 1], "positive"),
-     ([[1, 2]], [[1, 2]], "1-D"), (1.0, 1.0, "1-D")],
-    ids=["length", "negative", "all-zero", "two-dimensional", "scalar"],
+     ([[1, 2]], [[1, 2]], "1-D"), (1.0, 1.0, "1-D"), ([], [], "non-empty")],
+    ids=["length", "negative", "all-zero", "two-dimensional", "scalar", "empty"],
 )
 def test_js_rejects_bad_input(p: list, q: list, match: str) -> None:
     with pytest.raises(ValueError, match=match):

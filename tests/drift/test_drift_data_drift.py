@@ -125,8 +125,9 @@ def test_per_feature_override_and_js_statistic() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"relative": -1.0}, {"js_floor": float("nan")}, {"numeric_statistic": "ks"}],
-    ids=["negative", "nan", "statistic"],
+    [{"relative": -1.0}, {"js_floor": float("nan")}, {"numeric_statistic": "ks"},
+     {"overrides": {"x": 3.0}}],
+    ids=["negative", "nan", "statistic", "override"],
 )
 def test_thresholds_validated(kwargs: dict) -> None:
     with pytest.raises(ValueError, match=next(iter(kwargs))):

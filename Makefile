@@ -9,7 +9,7 @@ ORT ?= cpu
 # One stamp per ONNX Runtime build, so `make ORT=gpu ...` after a CPU install reinstalls.
 STAMP := $(VENV)/.installed-$(strip $(ORT))
 
-.PHONY: demo test test-fast venv moto-venv services lint bench clean
+.PHONY: demo test test-fast venv moto-venv services lint bench mutation mutation-retest clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,16 @@ lint: venv
 
 bench: venv
 	$(BIN)/python -m bench.run_all
+
+# Mutation testing of one core module (not part of `make test`; minutes to an hour per module).
+# It mutates a wheel-like copy under .modelgate/mutation/, never the checkout. See tests/MUTATION.md.
+# `make mutation-retest MODULE=...` re-runs only the last session's survivors against the current tests.
+MODULE ?= drift/data_drift.py
+mutation: venv
+	$(BIN)/python tests/mutation.py $(MODULE)
+
+mutation-retest: venv
+	$(BIN)/python tests/mutation.py --retest $(MODULE)
 
 clean:
 	rm -rf $(VENV) $(MOTO_VENV) .modelgate

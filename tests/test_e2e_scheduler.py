@@ -208,14 +208,15 @@ def test_scheduler_catches_up_every_monitored_model(
                                         "analytics.quarantined_partitions")
     assert quarantined == [(MODEL_A, starts[0])]
     # ... and the next interval with data was processed: its labels fed, not the quarantined ones
-    assert a[DAYS[2]][3] in ("ok", "drift") and a[DAYS[2]][6] > 0, (a[DAYS[2]], tails)
+    # 2016 and 2018 drift far from the 1974-1990 reference (2018: age W1/std 0.37, scipy)
+    assert a[DAYS[2]][3] == "drift" and a[DAYS[2]][6] > 0, (a[DAYS[2]], tails)
     labelled = fetch_all(ctx.db_url, """SELECT mv.model_name, s.interval_start, s.labels_consumed_at
                                         IS NOT NULL FROM scored_interval s JOIN model_version mv
                                         USING (model_version_id) ORDER BY 1, 2""")
     assert labelled == [(MODEL_A, starts[0], False), (MODEL_A, starts[2], True),
                         (MODEL_B, starts[0], True), (MODEL_B, starts[2], True)]
     # model B (clean labels) was not held back by model A's failure
-    assert b[DAYS[0]][3] in ("ok", "drift") and b[DAYS[0]][6] > 0, (b[DAYS[0]], tails)
+    assert b[DAYS[0]][3] == "drift" and b[DAYS[0]][6] > 0, (b[DAYS[0]], tails)
     # is_drifting follows the last interval with data; the no_data interval left it alone
     flags = dict(fetch_all(ctx.db_url, "SELECT model_name, is_drifting FROM model_version"))
     assert flags == {MODEL_A: a[DAYS[2]][3] == "drift", MODEL_B: b[DAYS[2]][3] == "drift"}

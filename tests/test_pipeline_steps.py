@@ -97,14 +97,53 @@ def test_each_step_run_twice_stores_the_same_bytes(
     metrics = evaluate.get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")
     assert metrics.candidate.by_name()["roc_auc"].value == pytest.approx(
         roc_auc_score(held["high_income"] == 1, scores["score"]), abs=1e-12)
+    # The default policy blocks an equalized-odds gap above 0.03 on any sensitive feature;
+    # by age group these rows have a gap far above it (fairlearn, at the manifest's 0.5
+    # threshold, over the groups of 30 rows or more that the gate compares).
+    from fairlearn.metrics import equalized_odds_difference
+
+    big = held["age_group"].map(held["age_group"].value_counts()) >= 30
+    gap = equalized_odds_difference(held["high_income"][big] == 1, scores["score"][big] >= 0.5,
+                                    sensitive_features=held["age_group"][big])
+    assert gap > 0.3
     evaluate.render_report(ctx, ref)
     status = evaluate.store_results(ctx, ref)
-    assert status in ("passed", "blocked") and _status(ctx, ref) == (status, None)
+    assert status == "blocked" and _status(ctx, ref) == (status, None)
     counted = fetch_all(ctx.db_url, "SELECT count(*) FROM evaluation_metric WHERE evaluation_run_id = %s",
                         (ref.evaluation_run_id,))
     assert evaluate.store_results(ctx, ref) == status  # a retried store replaces, never adds
     assert fetch_all(ctx.db_url, "SELECT count(*) FROM evaluation_metric WHERE evaluation_run_id = %s",
                      (ref.evaluation_run_id,)) == counted
+
+
+def _dead_udp_port() -> int:
+    """A loopback UDP port that nothing listens on: bound, then closed."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_metrics_backend_that_is_down_never_fails_a_run(
+    local_ctx: Context, demo_builds: dict[str, Any], data: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """modelgate/metrics.py: metrics are sent after the results are stored, best effort."""
+    from modelgate.pipelines.evaluation_runner import run_evaluation
+
+    ctx = local_ctx
+    register_archive(ctx, demo_builds["1"].archive_path)
+    for key, value in {"STATSD_ON": "True", "STATSD_HOST": "127.0.0.1",
+                       "STATSD_PORT": str(_dead_udp_port())}.items():
+        monkeypatch.setenv(f"AIRFLOW__METRICS__{key}", value)
+    done = run_evaluation(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="down")
+    assert done.status == "blocked" and _status(ctx, done.ref) == ("blocked", None)
+    # a StatsD host that does not resolve: the client cannot even be made (Airflow logs it
+    # and falls back to no metrics); storing again, as a retry does, still succeeds
+    monkeypatch.setenv("AIRFLOW__METRICS__STATSD_HOST", "statsd.invalid")
+    assert evaluate.store_results(ctx, done.ref) == "blocked"
+    assert _status(ctx, done.ref) == ("blocked", None)
 
 
 def test_a_step_whose_input_is_missing_fails_the_run_and_says_which_step_to_run(

@@ -1,5 +1,6 @@
 """Per-feature drift results and verdicts; expectations from scipy and hand-worked cases."""
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -8,7 +9,9 @@ import pytest
 from modelgate.drift.data_drift import (
     DriftThresholds,
     categorical_drift,
+    categorical_drift_from_counts,
     numeric_drift,
+    numeric_drift_sorted,
     summarise,
 )
 from modelgate.drift.reference import (
@@ -122,8 +125,9 @@ def test_per_feature_override_and_js_statistic() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"relative": -1.0}, {"js_floor": float("nan")}, {"numeric_statistic": "ks"}],
-    ids=["negative", "nan", "statistic"],
+    [{"relative": -1.0}, {"js_floor": float("nan")}, {"numeric_statistic": "ks"},
+     {"overrides": {"x": 3.0}}],
+    ids=["negative", "nan", "statistic", "override"],
 )
 def test_thresholds_validated(kwargs: dict) -> None:
     with pytest.raises(ValueError, match=next(iter(kwargs))):
@@ -158,3 +162,65 @@ def test_summary_rejects_duplicates() -> None:
     f = _features()[0]
     with pytest.raises(ValueError, match="n0"):
         summarise([f, f])
+
+
+def test_results_are_frozen_and_slotted() -> None:
+    feats = _features()
+    for result in (feats[0], summarise(feats), DriftThresholds()):
+        assert not hasattr(result, "__dict__")  # slots
+        field = dataclasses.fields(result)[0].name
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(result, field, None)
+
+
+def test_missing_counts_default_to_zero_and_no_data_sorts_last() -> None:
+    ref = build_numeric_reference(np.arange(10.0), name="x")
+    assert numeric_drift_sorted(ref, np.arange(3.0)).n_missing_current == 0
+    cref = build_categorical_reference(["a", "b"] * 20, name="c")
+    assert categorical_drift_from_counts(cref, {"a": 3}).n_missing_current == 0
+    assert categorical_drift_from_counts(cref, {"a": 3, MISSING: 2}).n_missing_current == 2
+    assert numeric_drift(ref, []).severity == -1.0
+
+
+def test_summary_compares_verdicts_by_value() -> None:
+    """Results rebuilt from stored rows carry equal, not identical, verdict strings."""
+    feats = [dataclasses.replace(f, verdict="".join(list(f.verdict))) for f in _features()]
+    assert all(f.verdict is not g.verdict for f, g in zip(feats, _features(), strict=True))
+    summary = summarise(feats)
+    assert summary.no_data == ("empty",)
+    assert set(summary.breached) == {f.feature for f in feats if f.verdict == "drift"}
+
+
+def test_options_are_keyword_only_and_severity_is_a_plain_ratio() -> None:
+    ref = build_numeric_reference(np.arange(100.0), name="x")
+    with pytest.raises(TypeError):
+        numeric_drift_sorted(ref, np.arange(3.0), 0)  # type: ignore[misc]
+    res = numeric_drift(ref, np.arange(100.0) + 15)  # W1 = 15, scale = 28.87
+    assert res.severity == pytest.approx(res.score / res.threshold, rel=1e-15)
+    assert 1 < res.severity < 2  # not a whole number: a floor division would show
+
+
+def test_every_option_is_keyword_only() -> None:
+    ref = build_numeric_reference(np.arange(10.0), name="x")
+    cref = build_categorical_reference(["a", "b"] * 5, name="c")
+    t = DriftThresholds()
+    for call in (lambda: numeric_drift(ref, [1.0], t), lambda: categorical_drift(cref, ["a"], t),
+                 lambda: categorical_drift_from_counts(cref, {"a": 1}, t)):
+        with pytest.raises(TypeError):
+            call()  # type: ignore[misc]
+
+
+def test_zero_counts_are_allowed_and_negative_ones_refused() -> None:
+    cref = build_categorical_reference(["a", "b"] * 20, name="c")
+    assert categorical_drift_from_counts(cref, {"a": 20, "b": 0, "z": 0}).n_current == 20
+    with pytest.raises(ValueError, match="must be >= 0"):
+        categorical_drift_from_counts(cref, {"a": 20, "b": -1})
+
+
+def test_statistic_option_is_compared_by_value() -> None:
+    """A statistic name read from a policy file is an equal string, not the same object."""
+    ref = build_numeric_reference(np.arange(100.0), name="x")
+    name = "".join(list("wasserstein_normalised"))
+    res = numeric_drift(ref, np.arange(100.0) + 15,
+                        thresholds=DriftThresholds(numeric_statistic=name))  # type: ignore[arg-type]
+    assert res.score == res.wasserstein_normalised != res.js_divergence

@@ -105,8 +105,9 @@ def test_js_hand_worked() -> None:
 
 @pytest.mark.parametrize(
     "p, q, match",
-    [([1, 2], [1], "same length"), ([-1, 2], [1, 1], "non-negative"), ([0, 0], [1, 1], "positive")],
-    ids=["length", "negative", "all-zero"],
+    [([1, 2], [1], "same length"), ([-1, 2], [1, 1], "non-negative"), ([0, 0], [1, 1], "positive"),
+     ([[1, 2]], [[1, 2]], "1-D"), (1.0, 1.0, "1-D"), ([], [], "non-empty")],
+    ids=["length", "negative", "all-zero", "two-dimensional", "scalar", "empty"],
 )
 def test_js_rejects_bad_input(p: list, q: list, match: str) -> None:
     with pytest.raises(ValueError, match=match):
@@ -133,6 +134,51 @@ def test_categorical_js_union_matches_scipy_on_aligned_counts() -> None:
     assert res.unseen_categories == ("e", "f")
     assert set(res.categories) == set(union)
 
+
+
+@pytest.mark.parametrize(
+    "current",
+    [{"a": -1, "b": 5}, {"a": 5, "z": -1}],
+    ids=["seen-category", "unseen-category"],
+)
+def test_categorical_js_rejects_negative_current_counts(current: dict) -> None:
+    with pytest.raises(ValueError, match="non-negative"):
+        categorical_js(["a", "b"], [5, 5], current)
+
+
+@pytest.mark.parametrize(
+    ("cats", "counts"),
+    [(["a", "a"], [5, 5]), (["a", "b"], [5, 5, 5]), (["a", "b"], [5])],
+    ids=["duplicate-category", "more-counts", "fewer-counts"],
+)
+def test_categorical_js_rejects_a_bad_reference(cats: list, counts: list) -> None:
+    with pytest.raises(ValueError, match="unique and aligned"):
+        categorical_js(cats, counts, {"a": 1})
+
+
+def test_categorical_js_with_many_categories_matches_scipy() -> None:
+    # 300 categories: past the small integers CPython caches, so counts are compared by value
+    cats = [f"c{i}" for i in range(300)]
+    ref = np.arange(1, 301)
+    cur = {c: 301 - i for i, c in enumerate(cats)}
+    res = categorical_js(cats, ref, cur)
+    expected = jensenshannon(ref, np.array([cur[c] for c in cats]), base=2) ** 2
+    assert res.js_divergence == pytest.approx(expected, rel=1e-12)
+
+
+def test_categorical_js_result_is_frozen_and_slotted() -> None:
+    import dataclasses
+
+    res = categorical_js(["a", "b"], [5, 5], {"a": 5})
+    assert not hasattr(res, "__dict__")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        res.js_divergence = 0.0  # type: ignore[misc]
+
+def test_js_of_nearly_equal_vectors_is_never_negative() -> None:
+    # found by search: the two KL sums round to -7e-17 here; the result is clamped at 0
+    p = [0.002738500170148095, 0.8574042765875693, 0.033585575305464355, 0.7296554464299441]
+    q = [0.0027385001681427806, 0.8574042761209194, 0.03358557529484123, 0.7296554467302925]
+    assert js_divergence(p, q) == 0.0
 
 finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
 samples = arrays(np.float64, st.integers(1, 40), elements=finite)

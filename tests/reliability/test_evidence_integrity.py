@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import tarfile
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -285,20 +284,31 @@ def test_a_signalled_cli_run_is_recorded_failed(
     env: Settings, demo_builds: dict[str, Any], data: Path, signum: int, exit_code: int, reason: str,
 ) -> None:
     url = str(env.database_url)
+    # The real CLI, whose score step first says the run row exists, then waits in
+    # signal.pause(): the signal comes while the run is surely unfinished, however fast it is.
+    hooked_cli = (
+        "import signal, sys\n"
+        "from modelgate import cli\n"
+        "from modelgate.pipelines import evaluate\n"
+        "def waits_for_the_signal(ctx, ref):\n"
+        "    print('RUN-IS-RUNNING', flush=True)\n"
+        "    signal.pause()\n"
+        "    raise AssertionError('signal.pause() returned without the signal raising')\n"
+        "evaluate.list_dataset = waits_for_the_signal\n"
+        "sys.exit(cli.main(sys.argv[1:]))\n"
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "modelgate.cli", "evaluate", "--model",
+        [sys.executable, "-c", hooked_cli, "evaluate", "--model",
          str(demo_builds["1"].archive_path), "--data", str(data)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
     )
     try:
-        deadline = time.monotonic() + 120
-        # signalled as soon as the run is recorded running: scoring, metrics, fairness and SHAP
-        # are still to come (signalling later, after scoring, lost the race on a loaded machine)
-        while not fetch_all(url, "SELECT 1 FROM evaluation_run WHERE status = 'running'"):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.05)
+        assert proc.stdout is not None
+        ready = proc.stdout.readline()  # returns at the hook's line, or "" if the CLI ended
+        assert ready == "RUN-IS-RUNNING\n", proc.communicate()
+        assert fetch_all(url, "SELECT status FROM evaluation_run") == [("running",)]
         proc.send_signal(signum)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=120)  # a guard against a hang, not part of the test
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -311,8 +321,10 @@ def test_a_signalled_cli_run_is_recorded_failed(
 
 
 def _terminated_step(ctx: Context, ref: evaluate.RunRef) -> None:
-    os.kill(os.getpid(), signal.SIGTERM)  # what Airflow does to a task it kills
-    time.sleep(30)
+    # SIGTERM is what Airflow sends a task it kills; raise_signal runs the handler before it
+    # returns (CPython checks for signals right after raise()), so nothing here waits
+    signal.raise_signal(signal.SIGTERM)
+    raise AssertionError("SIGTERM did not interrupt the step")
 
 
 def test_a_killed_airflow_task_records_the_run_failed(
@@ -321,10 +333,9 @@ def test_a_killed_airflow_task_records_the_run_failed(
     ctx = Context.open(env)
     register_archive(ctx, demo_builds["1"].archive_path)
     ref = evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="killed")
-    started, handler = time.monotonic(), signal.getsignal(signal.SIGTERM)
+    handler = signal.getsignal(signal.SIGTERM)
     with pytest.raises(Terminated):
         tasks.run_step(ref, evaluate.fail, _terminated_step)
-    assert time.monotonic() - started < 10
     assert signal.getsignal(signal.SIGTERM) is handler  # the task's own handler is restored
     (_, _, status, reason), = _run_rows(ctx.db_url)
     assert (status, reason) == ("failed", "Terminated: received SIGTERM")

@@ -75,7 +75,9 @@ NO_RESULTS = dict.fromkeys(EVALUATION_RESULT_TABLES, 0)
 def _assert_one_complete_run(url: str, run_key: str) -> tuple[Any, ...]:
     """Exactly one run row, finished, and exactly one set of results for it."""
     (run_id, key, status, reason, report_key), = _runs(url)
-    assert key == run_key and status in ("passed", "blocked") and reason is None
+    # SMALL_ROWS rows under the default policy: blocked on the equalized-odds gap by age group,
+    # about 0.45 on these rows (fairlearn, tests/test_pipeline_steps.py) against 0.03
+    assert key == run_key and status == "blocked" and reason is None
     assert report_key == evaluate.report_key(MODEL, "1", run_key)
     counts = _counts(url, run_id)
     assert counts["evaluation_metric"] == 7  # the candidate's metrics, no champion
@@ -240,23 +242,30 @@ def test_airflow_retry_of_a_failed_score_task_reaches_the_clean_state(
     ctx = Context.open(env)
     register_archive(ctx, demo_builds["1"].archive_path)
     clean = _dag_run(data)
-    # second run: the held-out file lands ~3 s late, so the first try of `partitions` (the
-    # first task that reads the dataset: it lists the files to score) fails and the retry
-    # (retry_delay 10 s) finds it
+    # second run: the held-out file is not there yet, so the first try of `partitions` (the
+    # first task that reads the dataset: it lists the files to score) fails for real; the file
+    # lands as that failure is raised (dag.test() runs tasks in this process), so the retry
+    # finds it whatever the machine's speed
     late = tmp_path / "landing" / "heldout.parquet"
     late.parent.mkdir()
-    timer = threading.Timer(3.0, shutil.copyfile, args=(data, late))
-    timer.start()
-    try:
-        retried = _dag_run(late)
-    finally:
-        timer.cancel()
-        timer.join()
+    original, misses = evaluate.list_dataset, []
+
+    def lands_once_the_first_listing_failed(ctx: Context, ref: evaluate.RunRef) -> list[str]:
+        try:
+            return original(ctx, ref)
+        except Exception as exc:
+            misses.append(type(exc).__name__)
+            shutil.copyfile(data, late)
+            raise
+
+    monkeypatch.setattr(evaluate, "list_dataset", lands_once_the_first_listing_failed)
+    retried = _dag_run(late)
     tries = {ti.task_id: (ti.try_number, str(ti.state)) for ti in retried.get_task_instances()}
+    assert len(misses) == 1, misses
     assert tries["partitions"] == (2, "success") and tries["score"] == (1, "success")
     assert str(retried.state) == str(clean.state)
     (first, *_), (second, *_) = _runs(ctx.db_url)
     clean_state, retried_state = _final_state(ctx.db_url, first), _final_state(ctx.db_url, second)
     assert retried_state == clean_state
-    assert clean_state[0][0][0] in ("passed", "blocked") and clean_state[0][0][1] is None
+    assert clean_state[0][0][0] == "blocked" and clean_state[0][0][1] is None  # see above
     assert clean_state[3]["evaluation_metric"] == 7 and clean_state[3]["gate_check"] > 0

@@ -13,7 +13,10 @@ estimates are
 
 So the estimate follows a shift in where the predictions fall (into bins where the model errs
 more or less), but not a change in the error at a fixed prediction driven by the features alone;
-that needs DLE's feature-based model (NannyML fits LightGBM) and labels to see.
+that needs DLE's feature-based model (NannyML fits LightGBM) and labels to see. Nor can it know
+the error where the reference made no predictions: rows beyond the reference's range take the end
+bins' error and are counted (``n_outside_reference``), and a shift that moves many rows into the
+wide end bins biases the estimate (coverage in the tests is checked for shifts inside the range).
 
 Intervals (estimated)
 ---------------------
@@ -73,6 +76,8 @@ class BinnedErrorModel:
         Per bin: mean and variance of ``|e|`` and of ``e ** 2`` on the reference (read-only).
     n : int
         Reference rows.
+    low, high : float
+        Smallest and largest reference prediction.
     """
 
     edges: NDArray[np.float64]
@@ -81,6 +86,8 @@ class BinnedErrorModel:
     sq_mean: NDArray[np.float64]
     sq_var: NDArray[np.float64]
     n: int
+    low: float
+    high: float
 
     def bin_of(self, predictions: ArrayLike) -> NDArray[np.intp]:
         """Bin index of each prediction (values below or above the reference go to the ends)."""
@@ -133,7 +140,8 @@ def fit_error_model(predictions: ArrayLike, targets: ArrayLike, *,
 
     abs_mean, abs_var = mean_var(np.abs(err))
     sq_mean, sq_var = mean_var(err * err)
-    return BinnedErrorModel(_readonly(edges), abs_mean, abs_var, sq_mean, sq_var, int(pred.size))
+    return BinnedErrorModel(_readonly(edges), abs_mean, abs_var, sq_mean, sq_var, int(pred.size),
+                            float(pred.min()), float(pred.max()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,12 +152,16 @@ class RegressionEstimate:
     ----------
     n : int
     confidence : float
+    n_outside_reference : int
+        Rows predicted outside the reference's range: their error is extrapolated (the end
+        bins'), so a large share makes the estimate a guess.
     mae, mae_standard_error, mae_lower, mae_upper : float
     rmse, rmse_standard_error, rmse_lower, rmse_upper : float
     """
 
     n: int
     confidence: float
+    n_outside_reference: int
     mae: float
     mae_standard_error: float
     mae_lower: float
@@ -162,6 +174,7 @@ class RegressionEstimate:
     def to_record(self) -> dict[str, Any]:
         """Plain values; undefined numbers are ``None``."""
         return {"n": self.n, "confidence": self.confidence,
+                "n_outside_reference": self.n_outside_reference,
                 **{k: finite_or_none(getattr(self, k)) for k in (
                     "mae", "mae_standard_error", "mae_lower", "mae_upper",
                     "rmse", "rmse_standard_error", "rmse_lower", "rmse_upper")}}
@@ -193,11 +206,13 @@ def estimate_regression(model: BinnedErrorModel, predictions: ArrayLike, *,
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1); got {confidence!r}")
     z = float(norm.ppf(0.5 + confidence / 2.0))
-    bins = model.bin_of(predictions)
+    pred = _finite_1d(predictions, "predictions")
+    bins = model.bin_of(pred)
     n = bins.size
     if n == 0:
         nan = math.nan
-        return RegressionEstimate(0, confidence, nan, nan, nan, nan, nan, nan, nan, nan)
+        return RegressionEstimate(0, confidence, 0, nan, nan, nan, nan, nan, nan, nan, nan)
+    outside = int(np.count_nonzero((pred < model.low) | (pred > model.high)))
     counts = np.bincount(bins, minlength=model.abs_mean.size).astype(np.float64)
     mae = float(counts @ model.abs_mean) / n
     mae_se = math.sqrt(float(counts @ model.abs_var)) / n
@@ -205,5 +220,6 @@ def estimate_regression(model: BinnedErrorModel, predictions: ArrayLike, *,
     mse_se = math.sqrt(float(counts @ model.sq_var)) / n
     rmse = math.sqrt(mse)
     rmse_se = mse_se / (2.0 * rmse) if rmse > 0 else 0.0
-    return RegressionEstimate(n, confidence, mae, mae_se, max(0.0, mae - z * mae_se), mae + z * mae_se,
+    return RegressionEstimate(n, confidence, outside,
+                              mae, mae_se, max(0.0, mae - z * mae_se), mae + z * mae_se,
                               rmse, rmse_se, max(0.0, rmse - z * rmse_se), rmse + z * rmse_se)

@@ -4,7 +4,7 @@ NannyML's DLE [1]_ fits a second ("nanny") model on the reference that predicts 
 absolute and squared error from the features and the prediction, then averages its predictions
 over an interval. Ours is deliberately simpler and needs numpy only: the error model is a
 histogram of the reference's errors over reference-quantile bins of the model's PREDICTION
-(``n_bins`` bins, default 20; equal reference counts per bin, edges deduplicated). For each bin it
+(``n_bins`` bins, default 20; about equal reference counts per bin, edges deduplicated). For each bin it
 keeps the mean and variance of ``|e|`` and of ``e ** 2`` (``e = y - prediction``). An interval's
 estimates are
 
@@ -118,7 +118,7 @@ def fit_error_model(predictions: ArrayLike, targets: ArrayLike, *,
     --------
     >>> m = fit_error_model([1.0, 2.0, 3.0, 4.0], [1.5, 1.5, 3.0, 6.0], n_bins=2)
     >>> m.edges.tolist(), m.abs_mean.tolist()
-    ([2.5], [0.5, 1.0])
+    ([3.0], [0.5, 1.0])
     """
     pred, y = _finite_1d(predictions, "predictions"), _finite_1d(targets, "targets")
     if pred.shape != y.shape or pred.size == 0:
@@ -126,9 +126,10 @@ def fit_error_model(predictions: ArrayLike, targets: ArrayLike, *,
                          f"{pred.size} and {y.size}")
     if n_bins < 1:
         raise ValueError(f"n_bins must be at least 1; got {n_bins!r}")
-    edges = np.unique(np.quantile(pred, np.arange(1, n_bins) / n_bins))
-    # An edge at the maximum would leave an empty last bin.
-    edges = edges[edges < pred.max()]
+    # Edges are reference values (the "higher" quantile), above the minimum: every bin then
+    # holds at least the value at its left edge, so none is empty.
+    edges = np.unique(np.quantile(pred, np.arange(1, n_bins) / n_bins, method="higher"))
+    edges = edges[edges > pred.min()]
     bins = np.searchsorted(edges, pred, side="right")
     counts = np.bincount(bins, minlength=edges.size + 1).astype(np.float64)
     err = y - pred

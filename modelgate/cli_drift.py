@@ -148,7 +148,13 @@ def _add_estimates_and_quality(args: argparse.Namespace, kinds: dict[str, Any],
 
     payload["quality"] = quality_json(args.reference, args.current, kinds)
     if args.model is not None:
-        section, why = estimates_json(args.model, args.reference, args.current)
+        from modelgate.evaluation.labels import LabelError
+        from modelgate.scoring import ScoringError
+
+        try:
+            section, why = estimates_json(args.model, args.reference, args.current)
+        except (ScoringError, LabelError) as exc:  # the drift result stands without estimates
+            section, why = None, f"scoring or labels failed: {exc}"
         payload["estimated_performance"] = section
         payload["estimate_skipped"] = None if section is not None else why
 

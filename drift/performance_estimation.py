@@ -193,8 +193,12 @@ def fit_isotonic(scores: ArrayLike, labels: ArrayLike) -> IsotonicCalibrator:
     block = np.repeat(np.arange(starts.size), np.diff(result.blocks))
     m = np.add.reduceat(counts, starts).astype(np.float64)
     q = (m * result.x[starts] + 1.0) / (m + 2.0)
-    return IsotonicCalibrator(_readonly(x), _readonly(np.clip(result.x, 0.0, 1.0)), int(s.size),
-                              _readonly(block), _readonly(q * (1.0 - q) / (m + 2.0)))
+    # Only each block's first and last points shape the interpolated function (as scikit-learn
+    # drops the others): a few points instead of every distinct score keeps apply() fast.
+    keep = np.unique(np.concatenate([starts, result.blocks[1:] - 1]))
+    return IsotonicCalibrator(_readonly(x[keep]), _readonly(np.clip(result.x[keep], 0.0, 1.0)),
+                              int(s.size), _readonly(block[keep]),
+                              _readonly(q * (1.0 - q) / (m + 2.0)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,9 +288,18 @@ def expected_roc_auc(scores: ArrayLike, probabilities: ArrayLike) -> float:
     0.8333
     """
     s, p = _finite_1d(scores, "scores"), _finite_1d(probabilities, "probabilities")
-    _, inverse = np.unique(s, return_inverse=True)
-    pos = np.bincount(inverse, weights=p)
-    neg = np.bincount(inverse, weights=1.0 - p)
+    if s.size != p.size:
+        raise ValueError(f"scores and probabilities must be of one length; got {s.size} and {p.size}")
+    order = np.argsort(s)
+    return _expected_auc_sorted(s[order], p[order])
+
+
+def _expected_auc_sorted(s_sorted: NDArray[np.float64], p_sorted: NDArray[np.float64]) -> float:
+    if s_sorted.size == 0:
+        return math.nan
+    starts = np.flatnonzero(np.r_[True, s_sorted[1:] != s_sorted[:-1]])  # runs of tied scores
+    pos = np.add.reduceat(p_sorted, starts)
+    neg = (np.diff(np.r_[starts, s_sorted.size]) - pos)
     total_pos, total_neg = float(pos.sum()), float(neg.sum())
     if total_pos <= 0.0 or total_neg <= 0.0:
         return math.nan
@@ -337,6 +350,7 @@ def _tp_fn_covariance(p: NDArray[np.float64], predicted: NDArray[np.bool_], bloc
     return label + cal
 
 
+# ``scores`` sorted increasing, ``p`` and ``predicted`` in the same row order.
 def _binary_metrics(scores: NDArray[np.float64], p: NDArray[np.float64], predicted: NDArray[np.bool_],
                     cov: NDArray[np.float64],
                     z: float) -> tuple[tuple[float, float, float, float], tuple[EstimatedMetric, ...]]:
@@ -346,7 +360,7 @@ def _binary_metrics(scores: NDArray[np.float64], p: NDArray[np.float64], predict
     fp, tn = n_pred - tp, (n - n_pred) - fn
     positives = tp + fn
     d_f1 = n_pred + positives  # F1 = 2 TP / (predicted positives + TP + FN)
-    auc = expected_roc_auc(scores, p) if n else math.nan
+    auc = _expected_auc_sorted(scores, p)
     metrics = (
         _interval("roc_auc", auc, _hanley_mcneil(auc, positives, n - positives), z),
         _interval("accuracy", _ratio(tp + tn, n), _delta_se((1.0 / n, -1.0 / n), cov) if n else math.nan,
@@ -397,7 +411,9 @@ def estimate_binary(calibrator: IsotonicCalibrator, scores: ArrayLike, *, thresh
     (0.9, 0.2, 0.85)
     """
     z = _z(confidence)
-    s = _finite_1d(scores, "scores")
+    # Every statistic is invariant to row order; sorted scores make the calibrator's look-ups
+    # cache-friendly and give the AUC its ranking.
+    s = np.sort(_finite_1d(scores, "scores"))
     p = calibrator.apply(s)
     predicted = s >= threshold
     cov = _tp_fn_covariance(p, predicted, calibrator.block_of(s), calibrator.block_variance)
@@ -470,10 +486,11 @@ def estimate_multiclass(reference: MulticlassReference, probabilities: ArrayLike
     predicted = np.argmax(raw, axis=1)
     per_class, totals, var_right = [], np.zeros(4), 0.0
     for k, name in enumerate(reference.classes):
-        mine, calibrator = predicted == k, reference.calibrators[k]
-        cov = _tp_fn_covariance(cal[:, k], mine, calibrator.block_of(raw[:, k]),
-                                calibrator.block_variance)
-        counts, metrics = _binary_metrics(raw[:, k], cal[:, k], mine, cov, z)
+        order = np.argsort(raw[:, k])  # _binary_metrics wants rows in score order
+        raw_k, cal_k, mine = raw[order, k], cal[order, k], predicted[order] == k
+        calibrator = reference.calibrators[k]
+        cov = _tp_fn_covariance(cal_k, mine, calibrator.block_of(raw_k), calibrator.block_variance)
+        counts, metrics = _binary_metrics(raw_k, cal_k, mine, cov, z)
         per_class.append((name, metrics))
         totals += counts
         var_right += float(cov[0, 0])  # the rows predicted k are right when they are k

@@ -43,9 +43,9 @@ interval is ``estimate +/- z * standard error``, ``z`` from ``confidence``, clip
 NannyML instead uses 3 standard deviations of the metric on reference chunks, scaled by the
 chunk size [3]_; conditioning on the interval's own scores follows shifts in the score
 distribution. Coverage by simulation is in ``tests/drift/test_performance_estimation_sim.py`` and
-``bench/RESULTS.md``: at nominal 95%, 92-97% per metric on covariate-shifted intervals of 5,000
-rows with a 200,000-row reference; with a small reference the calibrator's error, not
-fully captured by the block variances, lowers it (about 90% with 50,000 rows).
+``bench/RESULTS.md``: at nominal 95%, 94-99% per metric on covariate-shifted intervals of 5,000
+rows with a 200,000-row reference; with a small reference the calibrator's error, not fully
+captured by the block variances, lowers it (86-97% with 50,000 rows).
 
 References
 ----------

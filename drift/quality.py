@@ -128,7 +128,7 @@ class FeatureSchema:
     def to_record(self) -> dict[str, Any]:
         """Plain values (the domain as its size only: its values can be personal data)."""
         return {"feature": self.feature, "kind": self.kind, "n": self.n,
-                "missing_rate": self.missing_rate, "minimum": finite_or_none(self.minimum),
+                "missing_rate": finite_or_none(self.missing_rate), "minimum": finite_or_none(self.minimum),
                 "maximum": finite_or_none(self.maximum), "low": finite_or_none(self.low),
                 "high": finite_or_none(self.high), "integral": self.integral,
                 "value_types": list(self.value_types),

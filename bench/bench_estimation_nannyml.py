@@ -130,7 +130,7 @@ def main() -> None:
         def cov(x: np.ndarray, r: np.ndarray = r) -> float:
             return float(np.mean((x[:, 1] <= r) & (r <= x[:, 2])))
 
-        print(f"| {m} | {np.mean(np.abs(a[:, 0] - b[:, 0])):.4f} | {cov(a):.3f} | "
+        print(f"| {m} | {np.mean(np.abs(a[:, 0] - b[:, 0])):.1e} | {cov(a):.3f} | "
               f"{np.mean(a[:, 2] - a[:, 1]):.4f} | {cov(b):.3f} | {np.mean(b[:, 2] - b[:, 1]):.4f} |")
 
 

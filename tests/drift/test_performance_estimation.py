@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from modelgate.drift.performance_estimation import (
     BINARY_METRICS,
     IsotonicCalibrator,
@@ -159,3 +161,25 @@ def test_multiclass_calibrators_match_sklearn() -> None:
         .predict(probe[:, k]) for k in range(3)])
     expected /= expected.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(ref.apply(probe), expected, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=2, max_size=40), st.integers(0, 2 ** 32 - 1))
+def test_estimates_in_range_and_invariant_to_row_order(scores: list[float], seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    ref = rng.uniform(size=200)
+    cal = fit_isotonic(ref, (rng.uniform(size=200) < ref).astype(int))
+    s = np.array(scores)
+    a = estimate_binary(cal, s, threshold=0.5).to_record()
+    b = estimate_binary(cal, rng.permutation(s), threshold=0.5).to_record()
+    _assert_close(a, b)
+    for m in a["metrics"]:
+        if m["estimate"] is not None and m["lower"] is not None:
+            assert 0.0 <= m["lower"] <= m["estimate"] <= m["upper"] <= 1.0
+
+
+def _assert_close(a: dict, b: dict) -> None:
+    assert a["expected_tp"] == pytest.approx(b["expected_tp"])
+    for x, y in zip(a["metrics"], b["metrics"], strict=True):
+        for key in ("estimate", "standard_error", "lower", "upper"):
+            assert (x[key] is None and y[key] is None) or x[key] == pytest.approx(y[key])

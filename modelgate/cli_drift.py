@@ -126,12 +126,37 @@ def cmd_drift(args: argparse.Namespace) -> int:
     if args.label:
         payload["adwin"] = {"delta": args.delta,
                             "changes": _adwin(args.current, args.label, args.prediction, args.delta)}
+    _add_estimates_and_quality(args, kinds, payload)
     if args.format == "json":
         json.dump(payload, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
         _print_text(payload)
     return EXIT_DRIFT if summary.n_breached else EXIT_OK
+
+
+def _add_estimates_and_quality(args: argparse.Namespace, kinds: dict[str, Any],
+                                payload: dict[str, Any]) -> None:
+    """Data quality and estimated performance (labelled reference) with ``--model``; quality
+    alone with ``--quality``. Without either, nothing here runs: they read the files with pandas,
+    which the plain drift run does without (see tests/test_cli_drift.py)."""
+    payload["quality"], payload["estimated_performance"] = None, None
+    payload["estimate_skipped"] = "no --model"
+    if args.model is None and not args.quality:
+        return
+    from modelgate.cli_drift_estimates import estimates_json, quality_json
+
+    payload["quality"] = quality_json(args.reference, args.current, kinds)
+    if args.model is not None:
+        from modelgate.evaluation.labels import LabelError
+        from modelgate.scoring import ScoringError
+
+        try:
+            section, why = estimates_json(args.model, args.reference, args.current)
+        except (ScoringError, LabelError) as exc:  # the drift result stands without estimates
+            section, why = None, f"scoring or labels failed: {exc}"
+        payload["estimated_performance"] = section
+        payload["estimate_skipped"] = None if section is not None else why
 
 
 def _fmt(value: float | None) -> str:
@@ -148,6 +173,11 @@ def _print_text(payload: dict[str, Any]) -> None:
     if payload["adwin"] is not None:
         changes = payload["adwin"]["changes"]
         print(f"ADWIN change positions: {[c['position'] for c in changes] or 'none'}")
+    if payload["quality"] is not None:
+        from modelgate.cli_drift_estimates import print_estimates_text, print_quality_text
+
+        print_quality_text(payload["quality"], shown)
+        print_estimates_text(payload["estimated_performance"], payload["estimate_skipped"])
 
 
 def add_drift_command(sub: Any) -> None:
@@ -163,5 +193,7 @@ def add_drift_command(sub: Any) -> None:
                    help="ADWIN confidence (default 0.002)")
     p.add_argument("--bins", type=bounded_int(1), default=10,
                    help="reference-quantile bins for numeric JS")
+    p.add_argument("--quality", action="store_true",
+                   help="data-quality table without --model (--model always adds it)")
     p.add_argument("--format", choices=("json", "text"), default="text")
     p.set_defaults(handler=cmd_drift)

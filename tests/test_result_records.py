@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 from modelgate.drift.adwin import ChangePoint
 from modelgate.drift.data_drift import FeatureDrift
+from modelgate.drift.performance_estimation import EstimatedMetric
+from modelgate.drift.quality import FeatureQuality, FeatureSchema
+from modelgate.drift.regression_estimation import RegressionEstimate
 from modelgate.evaluation.gate import GateCheck, GateDecision
 from modelgate.evaluation.metrics import CalibrationBin, MetricDelta, MetricEstimate
 from modelgate.fairness.disaggregate import GroupStats
@@ -46,6 +49,15 @@ UNDEFINED = {
                                    "wasserstein_normalised", "drift"),
                       ("wasserstein", "wasserstein_normalised", "statistic_value")),
     "change_point": (ChangePoint(7, NAN, 0.5, 4, 3), ("error_rate_before",)),
+    "estimated_metric": (EstimatedMetric("precision", NAN, NAN, NAN, NAN),
+                         ("estimate", "standard_error", "lower", "upper")),
+    "regression_estimate": (RegressionEstimate(0, 0.95, 0, *[NAN] * 8),
+                            ("mae", "mae_standard_error", "mae_lower", "mae_upper", "rmse",
+                             "rmse_standard_error", "rmse_lower", "rmse_upper")),
+    "feature_quality": (FeatureQuality("x", "numeric", 0, 0, NAN, NAN),
+                        ("missing_rate", "reference_missing_rate")),
+    "feature_schema": (FeatureSchema("x", "numeric", 0, NAN),
+                       ("missing_rate", "minimum", "maximum", "low", "high")),
 }
 
 

@@ -12,8 +12,9 @@ Which runs are listed
 ---------------------
 * evaluation runs with a ``report_key`` and status ``passed`` or ``blocked``. A passed run
   whose gate had a failing ``warn``-severity check is shown as ``warn``.
-* drift runs with a ``report_key`` and status ``ok``, ``drift`` or ``no_data``
-  (``no_data`` is shown as ``warn``, amber: there was nothing to judge).
+* drift runs with a ``report_key`` and status ``ok``, ``drift``, ``no_data`` or ``degraded``
+  (``no_data`` is shown as ``warn``, amber: there was nothing to judge; so is ``degraded``:
+  partitions were quarantined).
 * Runs still ``running`` or ``failed`` are left out: their report, if any, may not match
   what is stored.
 """
@@ -37,7 +38,7 @@ log = logging.getLogger("modelgate.index_page")
 
 _VERDICTS: dict[tuple[str, bool], IndexVerdict] = {
     ("passed", False): "passed", ("passed", True): "warn", ("blocked", False): "blocked",
-    ("ok", False): "ok", ("no_data", False): "warn",
+    ("ok", False): "ok", ("no_data", False): "warn", ("degraded", False): "warn",
     ("drift", False): "drift",
 }
 

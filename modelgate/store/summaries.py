@@ -21,9 +21,12 @@ WHERE v.model_name = %s AND r.report_key IS NOT NULL AND r.status IN ('passed', 
 """
 
 _LISTED_DRIFT_RUNS = """
-SELECT r.drift_run_id, v.version, r.interval_start, r.status, FALSE, r.report_key
+SELECT r.drift_run_id, v.version, r.interval_start,
+       CASE WHEN r.status = 'degraded' AND r.verdict = 'drift' THEN 'drift' ELSE r.status END,
+       FALSE, r.report_key
 FROM drift_run r JOIN model_version v USING (model_version_id)
-WHERE v.model_name = %s AND r.report_key IS NOT NULL AND r.status IN ('ok', 'drift', 'no_data')
+WHERE v.model_name = %s AND r.report_key IS NOT NULL
+  AND r.status IN ('ok', 'drift', 'no_data', 'degraded')
 """
 
 
@@ -42,7 +45,7 @@ class ListedRun:
 
 
 def listed_runs(url: str, model_name: str) -> list[ListedRun]:
-    """The model's evaluation runs (passed or blocked) and drift runs (ok, drift, no_data)
+    """The model's evaluation runs (passed or blocked) and drift runs (ok, drift, no_data, degraded)
     that have a report, evaluations first."""
     found: list[ListedRun] = []
     with transaction(url) as cur:

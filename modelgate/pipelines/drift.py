@@ -667,8 +667,6 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     emit_metrics(drift_joint.metrics(ref, drifting=verdict == "drift", features_breached=summary.n_breached,
                                      adwin_change_points=len(concept.change_points), result=joint))
     log.info("drift run %d stored: %s (%d breached)", ref.drift_run_id, verdict, summary.n_breached)
-    if degraded:
-        log.warning("drift run %d is degraded: %s", ref.drift_run_id, degraded)
     index_page.write_model_index(ctx, ref.model_name)  # reports/<model>/index.html
     ctx.discard_scratch("drift", ref.model_name, ref.version, ref.interval_start)
     ctx.discard_scratch("drift-sample", ref.interval_start)

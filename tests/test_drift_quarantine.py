@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from modelgate.config import Settings
-from modelgate.pipelines import drift, drift_runner
+from modelgate.pipelines import drift, drift_concept, drift_runner
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.store import models, monitors
 from modelgate.store.db import fetch_all
@@ -156,7 +156,7 @@ def test_a_quarantine_by_a_failed_try_still_degrades_the_run_that_succeeds_later
     frame = pd.read_parquet(bad)
     pd.concat([frame, frame.head(4)], ignore_index=True).to_parquet(bad, index=False)
 
-    real, calls = drift._error_stream, []
+    real, calls = drift_concept._error_stream, []
 
     def fails_once(*args: Any) -> Any:  # the first try dies after quarantining dt=DAYS[0]
         calls.append(1)
@@ -164,7 +164,7 @@ def test_a_quarantine_by_a_failed_try_still_degrades_the_run_that_succeeds_later
             raise ConnectionError("results store went away")
         return real(*args)
 
-    monkeypatch.setattr(drift, "_error_stream", fails_once)
+    monkeypatch.setattr(drift_concept, "_error_stream", fails_once)
     with pytest.raises(ConnectionError):
         _run(ctx, live, labels, DAYS[1])
     assert _runs(ctx)[DAYS[1]][0] == "failed"

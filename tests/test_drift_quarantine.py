@@ -187,3 +187,42 @@ def test_a_rerun_keeps_rows_labelled_equal_to_what_adwin_was_fed(
     assert _runs(ctx)[DAYS[0]][5] == expected == _adwin_seen(ctx)
     assert _run(ctx, live, labels, DAYS[0]) == "ok"  # a re-run: nothing new to feed
     assert _runs(ctx)[DAYS[0]][5] == expected == _adwin_seen(ctx)
+
+
+@pytest.mark.parametrize(("write", "problem"), [
+    (lambda p: pd.DataFrame({"row_id": [1, 2, 3], "segment": ["a", "b", "z"]}).to_parquet(p),
+     "1 value(s) are missing or not among the model's classes ['a', 'b', 'c']"),
+    (lambda p: pd.DataFrame({"row_id": [1, 2], "segment": ["a", None]}).to_parquet(p),
+     "label column 'segment' has 1 missing value(s)"),
+    (lambda p: pd.DataFrame({"row_id": [1, 2]}).to_parquet(p), "column(s) ['segment'] missing from"),
+    (lambda p: pd.DataFrame({"row_id": [1.0, 2.0], "segment": ["a", "b"]}).to_parquet(p),
+     "'row_id' holds double ids (double) where the scored live rows' ids are integer"),
+    (lambda p: p.write_bytes(b"PAR1 truncated"), "cannot read part-0.parquet"),
+], ids=["class-outside", "missing-label", "missing-column", "float-ids", "unreadable"])
+def test_a_labels_partition_of_a_multiclass_model_is_refused_naming_the_problem(
+    tmp_path: Path, write: Any, problem: str,
+) -> None:
+    import pyarrow as pa
+
+    from modelgate.pipelines.drift_partitions import BadPartition, labels_frame
+
+    manifest = {"task": "multiclass_classification", "id_column": "row_id",
+                "label": {"column": "segment"}, "output": {"classes": ["a", "b", "c"]}}
+    path = tmp_path / "part-0.parquet"
+    write(path)
+    with pytest.raises(BadPartition) as caught:
+        labels_frame([path], "dt=2024-03-01", "s3://bucket/labels", manifest, pa.int64())
+    assert str(caught.value).startswith("labels partition dt=2024-03-01 under s3://bucket/labels: ")
+    assert problem in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_good_multiclass_labels_become_class_indices(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from modelgate.pipelines.drift_partitions import LABEL, labels_frame
+
+    manifest = {"task": "multiclass_classification", "id_column": "row_id",
+                "label": {"column": "segment"}, "output": {"classes": ["a", "b", "c"]}}
+    pd.DataFrame({"row_id": [7, 8, 9], "segment": ["c", "a", "b"]}).to_parquet(tmp_path / "p.parquet")
+    frame = labels_frame([tmp_path / "p.parquet"], "dt=2024-03-01", "x", manifest, pa.int32())
+    assert frame["row_id"].tolist() == [7, 8, 9] and frame[LABEL].tolist() == [2, 0, 1]

@@ -27,8 +27,9 @@ CREATE TABLE quarantined_partition (
 );
 CREATE INDEX quarantined_partition_model_version_id_idx ON quarantined_partition (model_version_id);
 CREATE INDEX quarantined_partition_drift_run_id_idx ON quarantined_partition (drift_run_id);
--- One open quarantine per partition: a retried task finds it instead of adding a second.
-CREATE UNIQUE INDEX quarantined_partition_model_version_id_source_partition_name_key
+-- One open quarantine per (model_version_id, source, partition_name): a retried task finds
+-- it instead of adding a second.
+CREATE UNIQUE INDEX quarantined_partition_open_key
     ON quarantined_partition (model_version_id, source, partition_name) WHERE released_at IS NULL;
 
 -- Labels quarantined before this migration (duplicate ids) keep their open quarantine.

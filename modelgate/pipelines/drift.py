@@ -545,7 +545,7 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     drift_runs.write_drift_results(
         ctx.db_url, ref.drift_run_id, ref.model_version_id,
         drift_runs.DriftRows(features=feature_rows, verdict=verdict, n_breached=summary.n_breached,
-                             rows_labelled=concept.rows_labelled, change_points=concept.change_points,
+                             change_points=concept.change_points,
                              consumed=concept.consumed, detector_state=concept.state,
                              detector_seen_before=concept.seen_before,
                              detector_seen_after=concept.seen_after, degraded_reason=degraded),

@@ -189,14 +189,14 @@ class DriftRows:
     ``kind`` ``prediction`` for the model's score). ``change_points``:
     ``ChangePoint.to_record()`` with the ``event_time`` of the element (None when the live
     data has no event time). ``consumed``: (start, end, labelled rows fed) of each scored
-    interval whose labels this run fed. ``degraded_reason``: the partitions the run
+    interval whose labels this run fed; the run's ``rows_labelled`` is stored as the sum over
+    every interval it consumed, by this attempt or an earlier one. ``degraded_reason``: the partitions the run
     quarantined; set, the run's status is ``degraded`` (its verdict stays ``verdict``).
     """
 
     features: Sequence[Mapping[str, Any]]
     verdict: str
     n_breached: int
-    rows_labelled: int
     change_points: Sequence[Mapping[str, Any]]
     consumed: Sequence[tuple[dt.datetime, dt.datetime, int]]
     detector_state: bytes | None

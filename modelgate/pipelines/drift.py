@@ -317,7 +317,13 @@ def _live_partitions(ctx: Context, ref: DriftRef, live_uri: str, manifest: dict[
 def quarantine(ctx: Context, ref: DriftRef, bad: BadPartition, start: dt.datetime,
                end: dt.datetime) -> None:
     """Record ``bad`` as quarantined by this run (durably: a later try or the ``store`` step
-    reads it back) and say so in the task log; the run goes on without it."""
+    reads it back) and say so in the task log; the run goes on without it. A file that could
+    not be read on an Airflow try that will be retried is raised instead: it may be
+    half-written, and the next try reads it again."""
+    from modelgate.pipelines.tasks import airflow_will_retry
+
+    if bad.transient and airflow_will_retry():
+        raise bad
     reason = (f"{bad}; quarantined, fix it and run `modelgate monitor retry {ref.model_name} "
               f"--interval {start.isoformat()}`")
     log.warning("drift run %d: %s", ref.drift_run_id, reason)

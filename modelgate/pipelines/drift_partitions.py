@@ -15,7 +15,9 @@ ids); the drift steps quarantine it and go on with the rest of the interval:
   evaluate`` applies: ``"1"`` is not the positive class ``1``).
 
 Errors of the stores themselves (an object store that does not answer) are not a partition's
-fault and propagate: the task fails and Airflow retries it.
+fault and propagate: the task fails and Airflow retries it. So does a file that cannot be
+read on an Airflow try that will be retried (it may be half-written); the last try
+quarantines it.
 """
 
 from __future__ import annotations
@@ -46,9 +48,12 @@ class BadPartition(ValueError):
     'labels partition dt=2026-11-28 under s3://b/labels: 3 rows share their id'
     """
 
-    def __init__(self, source: str, partition: str, uri: str, problem: str) -> None:
+    def __init__(self, source: str, partition: str, uri: str, problem: str, *,
+                 transient: bool = False) -> None:
         super().__init__(f"{source} partition {partition} under {uri}: {problem}")
         self.source, self.partition, self.uri = source, partition, uri
+        #: a file that could not be read may still be being written: worth another try
+        self.transient = transient
 
 
 def partition_dates(start: dt.datetime, end: dt.datetime) -> list[dt.date]:
@@ -97,8 +102,8 @@ def _id_kind(t: pa.DataType) -> str:
 
 def _read(files: list[Path], bad: BadPartition, columns: list[str] | None) -> pa.Table:
     """The partition's files as one table; ``bad`` (with the problem filled in) otherwise."""
-    def fail(problem: str) -> BadPartition:
-        return BadPartition(bad.source, bad.partition, bad.uri, problem)
+    def fail(problem: str, transient: bool = False) -> BadPartition:
+        return BadPartition(bad.source, bad.partition, bad.uri, problem, transient=transient)
 
     tables = []
     for f in files:
@@ -111,7 +116,7 @@ def _read(files: list[Path], bad: BadPartition, columns: list[str] | None) -> pa
             tables.append(pq.read_table(f, columns=columns))
         except (pa.ArrowException, OSError) as exc:
             first = str(exc).splitlines()[0] if str(exc) else ""
-            raise fail(f"cannot read {f.name}: {type(exc).__name__}: {first}") from exc
+            raise fail(f"cannot read {f.name}: {type(exc).__name__}: {first}", transient=True) from exc
     try:
         return pa.concat_tables(tables, promote_options="permissive")
     except pa.ArrowException as exc:

@@ -191,7 +191,7 @@ def test_a_rerun_keeps_rows_labelled_equal_to_what_adwin_was_fed(
 
 @pytest.mark.parametrize(("write", "problem"), [
     (lambda p: pd.DataFrame({"row_id": [1, 2, 3], "segment": ["a", "b", "z"]}).to_parquet(p),
-     "1 value(s) are missing or not among the model's classes ['a', 'b', 'c']"),
+     "label column 'segment'"),
     (lambda p: pd.DataFrame({"row_id": [1, 2], "segment": ["a", None]}).to_parquet(p),
      "label column 'segment' has 1 missing value(s)"),
     (lambda p: pd.DataFrame({"row_id": [1, 2]}).to_parquet(p), "column(s) ['segment'] missing from"),
@@ -214,6 +214,8 @@ def test_a_labels_partition_of_a_multiclass_model_is_refused_naming_the_problem(
         labels_frame([path], "dt=2024-03-01", "s3://bucket/labels", manifest, pa.int64())
     assert str(caught.value).startswith("labels partition dt=2024-03-01 under s3://bucket/labels: ")
     assert problem in str(caught.value) and "\n" not in str(caught.value)
+    if problem == "label column 'segment'":  # the classes it must hold are named
+        assert "['a', 'b', 'c']" in str(caught.value)
 
 
 def test_good_multiclass_labels_become_class_indices(tmp_path: Path) -> None:

@@ -70,9 +70,12 @@ rows, and feeds newly labelled rows to ADWIN.
 **Red run at task `decide`**: at least one feature, the multivariate statistic or the
 attribution profile breached its threshold. The task log lists them; the model is marked
 `is_drifting` in PostgreSQL. **Red run at another task**: the run
-itself failed; `drift_run.status = 'failed'` with `failure_reason`. A labels partition with
-duplicate ids fails its run once and is quarantined (`analytics.quarantined_partitions`);
-later intervals go on; `modelgate monitor retry NAME --interval START` reprocesses it.
+itself failed; `drift_run.status = 'failed'` with `failure_reason`. A live or labels
+partition that cannot be used (unreadable, missing or mistyped columns, repeated ids, labels
+the model does not have) is quarantined and left out: the run goes on and ends
+`degraded` (amber; `decide` is green unless drift breached), each partition named with its
+reason in `analytics.drift_runs.degraded_reason`, the report and the `decide` log; later
+intervals go on; once fixed, `modelgate monitor retry NAME --interval START` reprocesses it.
 An interval with no live rows is `no_data` (amber): not a failure, and the drift flag stays.
 """
 

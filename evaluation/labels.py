@@ -1,7 +1,10 @@
-"""Binary labels from a label column, checked before any metric is computed.
+"""Labels from a label column, checked before any metric or error is computed.
 
-A label column must hold the manifest's positive value and at most one other value (the
-negative class; when the manifest declares ``label.negative``, exactly that value).
+:func:`model_labels` is the one check of a label column against a model's manifest, used
+by ``modelgate evaluate`` (every task) and by drift monitoring before a label reaches
+ADWIN's error stream. For binary models a label column must hold the manifest's positive
+value and at most one other value (the negative class; when the manifest declares
+``label.negative``, exactly that value).
 Anything else (a third class, ``"1"`` where ``1`` is positive, ``"yes"``)
 is an error naming the column and the offending values with their counts, never a silent
 "everything else is negative". Equality is exact and typed: ``"1"`` is not ``1``.
@@ -10,7 +13,7 @@ is an error naming the column and the offending values with their counts, never 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -162,3 +165,68 @@ def class_indices(values: Sequence[Any] | np.ndarray, classes: Sequence[Any], *,
         raise LabelError(f"label column {column!r} must hold the model's classes {list(classes)}; "
                          f"found other values: {listed}{more}")
     return out
+
+
+def model_labels(values: Sequence[Any] | np.ndarray, manifest: Mapping[str, Any]) -> np.ndarray:
+    """The label column as the model's metrics compare it, checked against its manifest.
+
+    Parameters
+    ----------
+    values : sequence or ndarray
+        The label column's values.
+    manifest : mapping
+        The model's manifest (``task``, ``label`` and, multiclass, ``output.classes``).
+
+    Returns
+    -------
+    ndarray
+        Binary: 0/1 (int8, :func:`binary_labels`); multiclass: the index of each label among
+        ``output.classes`` (int64); regression: the values as finite float64.
+
+    Raises
+    ------
+    LabelError
+        A missing value, a binary column that is not the positive value and one other, a
+        multiclass label that is not among the model's classes, a regression label that is not
+        a finite number; the message names the column.
+
+    Examples
+    --------
+    >>> binary = {"label": {"column": "y", "positive": 1}}
+    >>> model_labels([0, 1, 1], binary).tolist()
+    [0, 1, 1]
+    >>> try:
+    ...     model_labels(["0", "1"], binary)
+    ... except LabelError as exc:
+    ...     print(str(exc).split("; ")[1])
+    found 2 other values: '0' (1 row), '1' (1 row)
+    >>> model_labels([2.5, 1], {"task": "regression", "label": {"column": "y"}}).tolist()
+    [2.5, 1.0]
+    """
+    task, column = manifest.get("task", "binary_classification"), manifest["label"]["column"]
+    array = np.asarray(values) if isinstance(values, np.ndarray) else np.asarray(list(values), dtype=object)
+    if array.dtype.kind == "f":
+        missing = int(np.isnan(array).sum())
+    elif array.dtype.kind == "O":
+        missing = sum(1 for v in array.tolist() if v is None or (isinstance(v, float) and v != v))
+    else:
+        missing = 0
+    if missing:
+        raise LabelError(f"label column {column!r} has {missing} missing value(s)")
+    if task == "multiclass_classification":
+        return class_indices(array.tolist(), tuple((manifest.get("output") or {}).get("classes") or ()),
+                             column=column)
+    if task == "regression":
+        if array.dtype.kind == "O" and all(isinstance(v, (int, float, np.integer, np.floating))
+                                           and not isinstance(v, (bool, np.bool_)) for v in array.tolist()):
+            array = array.astype(np.float64)
+        if array.dtype.kind not in "iuf":
+            raise LabelError(f"label column {column!r} of a regression model must be numeric; got "
+                             f"dtype {array.dtype}")
+        y = array.astype(np.float64)
+        if not np.isfinite(y).all():
+            raise LabelError(f"label column {column!r} has {int((~np.isfinite(y)).sum())} infinite "
+                             "value(s); regression labels must be finite")
+        return y
+    return binary_labels(array.tolist(), column=column, positive=manifest["label"]["positive"],
+                         negative=manifest["label"].get("negative"))

@@ -500,6 +500,24 @@ class ChangePointRow:
 
 
 @dataclass(frozen=True, slots=True)
+class QuarantineRow:
+    """A live or labels partition the run could not use and left out, with the reason.
+
+    Examples
+    --------
+    >>> QuarantineRow("labels", "dt=2026-11-28", "3 rows share their 'row_id' value").source
+    'labels'
+    """
+
+    source: Literal["live", "labels"]
+    partition: str
+    reason: str
+
+    def __post_init__(self) -> None:
+        _check_choice("QuarantineRow.source", self.source, Literal["live", "labels"])
+
+
+@dataclass(frozen=True, slots=True)
 class JointDriftRow:
     """A drift statistic over several features at once (multivariate or attribution drift).
 
@@ -576,6 +594,7 @@ class DriftReportView:
     joint: tuple[JointDriftRow, ...] = ()
     attribution_shares: tuple[AttributionShareRow, ...] = ()
     labelled: LabelledPerformance | None = None
+    quarantined: tuple[QuarantineRow, ...] = ()  # partitions left out (the run is degraded)
 
     def __post_init__(self) -> None:
         _check_count("DriftReportView.rows_sampled", self.rows_sampled)

@@ -4,7 +4,9 @@
 Per data interval ``[start, end)`` (Airflow's data interval, never the clock): sample the
 live rows of the interval, score them with the production model, compare every feature and
 the score distribution with the cached reference sketch, feed the labels that have arrived
-(for this or earlier intervals) to ADWIN, render the report and store everything at once.
+(for this or earlier intervals) to ADWIN (:mod:`.drift_concept`), render the report and store
+everything at once. A partition that cannot be used is quarantined (:func:`quarantine`) and
+the run, ``degraded``, goes on with the rest.
 """
 
 from __future__ import annotations
@@ -23,10 +25,17 @@ import pyarrow.parquet as pq
 from modelgate.metrics import emit as emit_metrics
 from modelgate.pipelines import drift_joint, index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
+from modelgate.pipelines.drift_partitions import (
+    BadPartition,
+    live_table,
+    partition_dates,
+    partition_files,
+    partition_name,
+)
 from modelgate.pipelines.drift_sample import interval_seed, sample_path
 from modelgate.pipelines.payloads import DriftRefDict, LiveSample, MonitorSpecDict, PreparedRun
 from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
-from modelgate.store import drift_runs, models
+from modelgate.store import drift_runs, models, monitors
 
 log = logging.getLogger("modelgate.drift")
 
@@ -246,39 +255,12 @@ def load_references(ctx: Context, ref: DriftRef) -> dict[str, Any]:
 
 # --- sample and score --------------------------------------------------------------------
 
-def partition_dates(start: dt.datetime, end: dt.datetime) -> list[dt.date]:
-    """Dates ``d`` of daily partitions ``dt=YYYY-MM-DD`` with start <= d < end.
-
-    >>> partition_dates(dt.datetime(2000, 1, 1), dt.datetime(2000, 1, 3))
-    [datetime.date(2000, 1, 1), datetime.date(2000, 1, 2)]
-    """
-    days, day = [], start.date()
-    while dt.datetime.combine(day, dt.time(), start.tzinfo) < end:
-        if dt.datetime.combine(day, dt.time(), start.tzinfo) >= start:
-            days.append(day)
-        day += dt.timedelta(days=1)
-    return days
-
-
-def partition_files(ctx: Context, root_uri: str, day: dt.date, work: Path) -> list[Path]:
-    """The parquet files of partition ``dt=<day>`` under a directory or ``s3://`` prefix."""
-    part = f"dt={day.isoformat()}"
-    if root_uri.startswith("s3://"):
-        _, _, prefix = root_uri[5:].partition("/")
-        keys = [k for k in ctx.store.list_keys(f"{prefix.rstrip('/')}/{part}/") if k.endswith(".parquet")]
-        return [ctx.store.download(k, work / part / Path(k).name) for k in keys]
-    directory = Path(root_uri[7:] if root_uri.startswith("file://") else root_uri) / part
-    return sorted(directory.glob("*.parquet")) if directory.is_dir() else []
-
-
 def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: int) -> LiveSample:
     """Sample the interval's live rows (seeded by the interval) and score them."""
     row = models.get_by_id(ctx.db_url, ref.model_version_id)
     manifest = row.manifest
     work = ctx.scratch("drift", ref.model_name, ref.version, ref.interval_start)
-    files = [f for day in partition_dates(ref.start(), ref.end())
-             for f in partition_files(ctx, live_uri, day, work)]
-    tables = [pq.read_table(f) for f in files]
+    tables, files = _live_partitions(ctx, ref, live_uri, manifest, work)
     total = sum(t.num_rows for t in tables)
     if total == 0:
         log.warning("drift run %d: no live rows in %s..%s under %s", ref.drift_run_id,
@@ -314,6 +296,49 @@ def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: in
     log.info("drift run %d: sampled %d of %d live rows, scored on %s", ref.drift_run_id,
              len(take), total, scored.provider)
     return {"rows": len(take), "key": key}
+
+
+def _live_partitions(ctx: Context, ref: DriftRef, live_uri: str, manifest: dict[str, Any],
+                     work: Path) -> tuple[list[pa.Table], list[Path]]:
+    """The interval's usable live partitions; a bad one is quarantined and left out, one
+    quarantined earlier (by this run's earlier try too) is left out until released."""
+    skipped = monitors.open_quarantines(ctx.db_url, ref.model_version_id, "live")
+    tables, files = [], []
+    for day in partition_dates(ref.start(), ref.end()):
+        name = partition_name(day)
+        if name in skipped:
+            log.warning("drift run %d: live partition %s under %s is quarantined; left out",
+                        ref.drift_run_id, name, live_uri)
+            continue
+        found = partition_files(ctx, live_uri, day, work)
+        if not found:
+            continue
+        try:
+            tables.append(live_table(found, name, live_uri, _features_of(manifest),
+                                     manifest.get("id_column")))
+        except BadPartition as bad:
+            quarantine(ctx, ref, bad, ref.start(), ref.end())
+            continue
+        files += found
+    return tables, files
+
+
+def quarantine(ctx: Context, ref: DriftRef, bad: BadPartition, start: dt.datetime,
+               end: dt.datetime) -> None:
+    """Record ``bad`` as quarantined by this run (durably: a later try or the ``store`` step
+    reads it back) and say so in the task log; the run goes on without it. A file that could
+    not be read on an Airflow try that will be retried is raised instead: it may be
+    half-written, and the next try reads it again."""
+    from modelgate.pipelines.tasks import airflow_will_retry
+
+    if bad.transient and airflow_will_retry():
+        raise bad
+    reason = (f"{bad}; quarantined, fix it and run `modelgate monitor retry {ref.model_name} "
+              f"--interval {start.isoformat()}`")
+    log.warning("drift run %d: %s", ref.drift_run_id, reason)
+    monitors.quarantine(ctx.db_url, model_version_id=ref.model_version_id, source=bad.source,
+                        partition=bad.partition, partition_uri=bad.uri, interval_start=start,
+                        interval_end=end, reason=reason, run_id=ref.drift_run_id)
 
 
 def score_column(manifest: dict[str, Any]) -> str:
@@ -388,134 +413,6 @@ def all_feature_drift(ctx: Context, ref: DriftRef, sample: LiveSample,
                               thresholds=parse_thresholds(thresholds))
 
 
-# --- concept drift (ADWIN on the error stream) -------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class ConceptResult:
-    #: ``ChangePoint.to_record()`` with the ``event_time`` of the element (None: the live data
-    #: has no event time)
-    change_points: tuple[dict[str, Any], ...]
-    consumed: tuple[tuple[dt.datetime, dt.datetime], ...]
-    state: bytes | None
-    seen_before: int
-    seen_after: int
-    rows_labelled: int
-    timeline: tuple[tuple[int, float], ...]  # (stream position, rolling error rate)
-    error_sum: float = 0.0  # sum of the error stream over the rows_labelled rows
-
-
-ROLLING_WINDOW = 200
-
-
-class BadLabelPartition(ValueError):
-    """A labels partition cannot be joined to its scored rows; it is quarantined."""
-
-
-def _labelled_errors(ctx: Context, ref: DriftRef, labels_uri: str, scores_key: str,
-                     start: dt.datetime, manifest: dict[str, Any]) -> tuple[Any, Any] | None:
-    """Errors (prediction != label) of one scored interval in event-time order, or None
-    when its labels have not arrived yet."""
-    work = ctx.scratch("labels", ref.model_name, ref.version, start.isoformat())
-    files = [f for day in partition_dates(start, start + dt.timedelta(days=1))
-             for f in partition_files(ctx, labels_uri, day, work)]
-    if not files:
-        return None
-    id_column = manifest.get("id_column")
-    label = manifest["label"]["column"]
-    if not id_column:
-        raise ValueError("labels are joined by the manifest's id_column, which is not set")
-    labels = pa.concat_tables([pq.read_table(f, columns=[id_column, label]) for f in files]).to_pandas()
-    duplicated = int(labels[id_column].duplicated(keep=False).sum())
-    if duplicated:
-        # one line, a count and no id values: the reason lands in logs and the database
-        raise BadLabelPartition(
-            f"labels partition dt={start.date().isoformat()} under {labels_uri}: {duplicated} rows "
-            f"share their {id_column!r} value with another row (ids must be unique); partition "
-            f"quarantined, fix it and run `modelgate monitor retry {ref.model_name} "
-            f"--interval {start.isoformat()}`")
-    scored = pq.read_table(ctx.store.download(scores_key, work / "scored.parquet")).to_pandas()
-    joined = scored.merge(labels, on=id_column, how="inner", validate="one_to_one")
-    if "event_time" in joined.columns:
-        joined = joined.sort_values(["event_time", id_column], kind="stable")
-    errors = _error_stream(ctx, ref, manifest, joined[label].to_numpy(),
-                           joined["__prediction__"].to_numpy())
-    times = joined["event_time"].to_numpy() if "event_time" in joined.columns else None
-    return errors, times
-
-
-def _error_stream(ctx: Context, ref: DriftRef, manifest: dict[str, Any], labels: Any,
-                  predicted: Any) -> Any:
-    """What ADWIN watches, per task (see :mod:`modelgate.drift.error_stream`)."""
-    from modelgate.drift.error_stream import bounded_absolute_errors, classification_errors
-    from modelgate.evaluation.multiclass import class_indices
-
-    task, column = manifest.get("task", "binary_classification"), manifest["label"]["column"]
-    if task == "regression":
-        scale = load_references(ctx, ref)[SCORE_FEATURE].scale  # std of reference predictions
-        return bounded_absolute_errors(labels.astype(np.float64), predicted, scale=scale)
-    if task == "multiclass_classification":
-        return classification_errors(class_indices(labels, manifest["output"]["classes"],
-                                                    column=column), predicted)
-    return classification_errors((labels == manifest["label"]["positive"]).astype(np.int8),
-                                 predicted)
-
-
-def concept_drift(ctx: Context, ref: DriftRef, labels_uri: str, delta: float = 0.002) -> str:
-    """Feed every newly labelled interval (oldest first) to the persisted ADWIN detector."""
-    from modelgate.drift.adwin import AdwinDetector
-
-    manifest = models.get_by_id(ctx.db_url, ref.model_version_id).manifest
-    state, seen = drift_runs.load_detector(ctx.db_url, ref.model_version_id)
-    detector = AdwinDetector.from_bytes(state) if state else AdwinDetector(delta=delta)
-    points, consumed, timeline, labelled, error_sum = [], [], [], 0, 0.0
-    for start, end, scores_key in drift_runs.pending_label_intervals(
-            ctx.db_url, ref.model_version_id, ref.end()):
-        try:
-            found = (_labelled_errors(ctx, ref, labels_uri, scores_key, start, manifest)
-                     if labels_uri else None)
-        except BadLabelPartition as exc:
-            from modelgate.store import monitors
-
-            monitors.quarantine(ctx.db_url, model_version_id=ref.model_version_id,
-                                interval_start=start, interval_end=end, reason=str(exc),
-                                run_id=ref.drift_run_id)
-            raise
-        if found is None:
-            continue
-        errors, times = found
-        first = detector.n_seen
-        for cp in detector.update_many(errors):
-            when = None if times is None else _as_datetime(times[cp.position - first])
-            points.append({**cp.to_record(), "event_time": when})
-        timeline += _rolling(errors, first)
-        consumed.append((start, end))
-        labelled += len(errors)
-        error_sum += float(np.sum(errors))
-    result = ConceptResult(tuple(points), tuple(consumed),
-                           detector.to_bytes() if consumed else None, seen, detector.n_seen,
-                           labelled, tuple(timeline), error_sum)
-    log.info("drift run %d: fed %d labelled rows from %d interval(s) to ADWIN, %d change point(s)",
-             ref.drift_run_id, labelled, len(consumed), len(points))
-    return _put(ctx, f"{ref.prefix()}/concept.pkl", result)
-
-
-def _as_datetime(value: Any) -> dt.datetime:
-    import pandas as pd
-
-    return pd.Timestamp(value).to_pydatetime()
-
-
-def _rolling(errors: Any, first: int) -> list[tuple[int, float]]:
-    if len(errors) == 0:
-        return []
-    window = min(ROLLING_WINDOW, len(errors))
-    cumulative = np.concatenate([[0.0], np.cumsum(errors)])
-    ends = np.arange(window, len(errors) + 1)
-    rates = (cumulative[ends] - cumulative[ends - window]) / window
-    step = max(1, len(ends) // 200)
-    return [(first + int(e) - 1, float(r)) for e, r in zip(ends[::step], rates[::step], strict=True)]
-
-
 # --- report, store, decide ---------------------------------------------------------------
 
 TOP_HISTOGRAMS = 4
@@ -550,7 +447,7 @@ def _histogram(ref_sketch: Any, values: Any) -> tuple[tuple[str, ...], tuple[flo
     return tuple(cats), tuple(map(float, ref_p)), tuple(map(float, cur / max(len(strs), 1)))
 
 
-def _labelled_performance(ctx: Context, ref: DriftRef, concept: ConceptResult) -> Any:
+def _labelled_performance(ctx: Context, ref: DriftRef, concept: Any) -> Any:
     """The report's performance on the newly labelled rows: the mean of ADWIN's error stream."""
     from modelgate.reports.summary_views import LabelledPerformance
 
@@ -579,10 +476,11 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
         DriftReportView,
         FeatureDriftRow,
         HistogramView,
+        QuarantineRow,
     )
 
     summary = summarise(collect_features(ctx, ref, features))
-    concept: ConceptResult = _get(ctx, f"{ref.prefix()}/concept.pkl")
+    concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a drift_concept.ConceptResult
     rows = tuple(FeatureDriftRow(
         r["feature"], r["kind"], r["wasserstein"], r["wasserstein_normalised"],
         r["js_divergence_base2"] or 0.0, r["threshold"] or 0.0, _view_verdict(r["verdict"]),
@@ -599,8 +497,9 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     joint = drift_joint.load_result(ctx, ref.prefix())
     joint_rows, attribution_shares = drift_joint.report_rows(joint)
     joint_breaches = drift_joint.breaches(joint)
+    quarantined = monitors.quarantined_by_run(ctx.db_url, ref.drift_run_id)
     verdict = ("drift" if summary.n_breached or joint_breaches
-               else ("ok" if sample["rows"] else "warn"))  # amber: no data
+               else ("ok" if sample["rows"] and not quarantined else "warn"))  # amber: no data
     text = (f"{summary.n_breached} of {len(summary.features)} feature(s) breached"
             + (f": {', '.join(summary.breached)}" if summary.breached else "")
             + (f"; no data for {', '.join(summary.no_data)}" if summary.no_data else "")
@@ -614,13 +513,37 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
         change_points=tuple(ChangePointRow(c["stream_position"], _event_time_text(c["event_time"]),
                                            c["error_rate_before"], c["error_rate_after"])
                             for c in concept.change_points),
-        summary=text if sample["rows"] else "No live rows in this interval. " + text,
+        summary=(_quarantine_headline(quarantined)
+                 + (text if sample["rows"] else "No live rows in this interval. " + text)),
         verdict=verdict, joint=joint_rows, attribution_shares=attribution_shares,
-        labelled=_labelled_performance(ctx, ref, concept))
+        labelled=_labelled_performance(ctx, ref, concept),
+        quarantined=tuple(QuarantineRow(q.source, q.partition, q.reason) for q in quarantined))
     key = (f"reports/{safe_key_part(ref.model_name)}/{safe_key_part(ref.version)}/"
            f"drift-{safe_key_part(ref.interval_start)}.html")
     ctx.store.put_bytes(key, render_drift_report(view).encode(), content_type="text/html")
     return key
+
+
+def _quarantine_headline(quarantined: list[monitors.Quarantine]) -> str:
+    """The report's first words when the run left partitions out (empty when none)."""
+    if not quarantined:
+        return ""
+    return (f"Degraded: {len(quarantined)} partition(s) quarantined and left out ("
+            + ", ".join(f"{q.source} {q.partition}" for q in quarantined) + "). ")
+
+
+def degraded_reason(quarantined: list[monitors.Quarantine]) -> str | None:
+    """``drift_run.degraded_reason``: each partition the run quarantined with its reason.
+
+    >>> q = monitors.Quarantine("labels", "dt=2026-11-28", "labels partition dt=2026-11-28 under x: bad")
+    >>> degraded_reason([q])
+    '1 partition(s) quarantined: labels partition dt=2026-11-28 under x: bad'
+    >>> degraded_reason([]) is None
+    True
+    """
+    if not quarantined:
+        return None
+    return f"{len(quarantined)} partition(s) quarantined: " + " | ".join(q.reason for q in quarantined)
 
 
 def _event_time_text(when: dt.datetime | None) -> str:
@@ -637,10 +560,11 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     from modelgate.drift.data_drift import summarise
 
     summary = summarise(collect_features(ctx, ref, features))
-    concept: ConceptResult = _get(ctx, f"{ref.prefix()}/concept.pkl")
+    concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a drift_concept.ConceptResult
     joint = drift_joint.load_result(ctx, ref.prefix())
     drifting = bool(summary.n_breached or drift_joint.breaches(joint))
     verdict = "no_data" if not sample["rows"] else ("drift" if drifting else "ok")
+    degraded = degraded_reason(monitors.quarantined_by_run(ctx.db_url, ref.drift_run_id))
     feature_rows = []
     for rank, f in enumerate(summary.features, start=1):
         record = {**f.to_record(), "drift_rank": rank}
@@ -650,10 +574,10 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     drift_runs.write_drift_results(
         ctx.db_url, ref.drift_run_id, ref.model_version_id,
         drift_runs.DriftRows(features=feature_rows, verdict=verdict, n_breached=summary.n_breached,
-                             rows_labelled=concept.rows_labelled, change_points=concept.change_points,
+                             change_points=concept.change_points,
                              consumed=concept.consumed, detector_state=concept.state,
                              detector_seen_before=concept.seen_before,
-                             detector_seen_after=concept.seen_after),
+                             detector_seen_after=concept.seen_after, degraded_reason=degraded),
         report_key=report, report_uri=ctx.store.uri(report),
         multivariate=joint.multivariate, attribution=joint.attribution)
     emit_metrics(drift_joint.metrics(ref, drifting=verdict == "drift", features_breached=summary.n_breached,
@@ -667,8 +591,13 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
 
 
 def decide(ctx: Context, ref: DriftRef) -> str:
-    """Raise :class:`DriftBreached` listing the breached features when the run found drift."""
+    """Raise :class:`DriftBreached` listing the breached features when the run found drift;
+    otherwise the run's status (``degraded``, logged with what was quarantined, is not a
+    failure: the run judged the data it could use)."""
     breaches, status = drift_runs.breaches_and_status(ctx.db_url, ref.drift_run_id)
+    for q in monitors.quarantined_by_run(ctx.db_url, ref.drift_run_id):
+        log.warning("drift run %d left out %s partition %s: %s", ref.drift_run_id, q.source,
+                    q.partition, q.reason)
     joint_lines = drift_joint.breaches(drift_joint.load_result(ctx, ref.prefix()))
     if breaches or joint_lines:
         lines = [f"{shown_feature(b.feature)}: {b.statistic_name} = {b.statistic_value:.4f} "

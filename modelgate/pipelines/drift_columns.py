@@ -68,6 +68,14 @@ _EXPECTED = {
 
 def _check_schema(path: str | os.PathLike[str], features: Mapping[str, str]) -> pa.Schema:
     schema = pq.read_schema(path)
+    check_columns(schema, features, where=repr(os.fspath(path)))
+    return schema
+
+
+def check_columns(schema: pa.Schema, features: Mapping[str, str], *, where: str) -> None:
+    """Raise ``ValueError`` naming the first feature column of ``features`` (name -> kind)
+    that is missing from ``schema`` or has a type the drift statistics cannot read;
+    ``where`` names the file or partition in the message."""
     for name, kind in features.items():
         if kind not in _EXPECTED:
             raise ValueError(
@@ -75,17 +83,15 @@ def _check_schema(path: str | os.PathLike[str], features: Mapping[str, str]) -> 
             )
         if name not in schema.names:
             raise ValueError(
-                f"column {name!r} is missing from {os.fspath(path)!r}; "
-                f"columns present: {schema.names!r}"
+                f"column {name!r} is missing from {where}; columns present: {schema.names!r}"
             )
         expected, ok = _EXPECTED[kind]
         actual = schema.field(name).type
         if not ok(actual):
             raise ValueError(
-                f"column {name!r} in {os.fspath(path)!r} has the wrong type: expected "
+                f"column {name!r} in {where} has the wrong type: expected "
                 f"{expected}, got {str(actual)!r}"
             )
-    return schema
 
 
 def _read(path: str | os.PathLike[str], name: str, schema: pa.Schema) -> pa.ChunkedArray:

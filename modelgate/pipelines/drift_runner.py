@@ -66,10 +66,10 @@ def feature_tasks(scored: ScoredModel) -> list[FeatureTask]:
 
 def concept_drift(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
     """Feed the labels that have arrived to ADWIN; the key of the stored result."""
-    from modelgate.pipelines import drift
+    from modelgate.pipelines import drift_concept
 
     spec = scored["spec"]
-    return drift.concept_drift(ctx, ref, spec["labels"], float(spec["adwin_delta"]))
+    return drift_concept.concept_drift(ctx, ref, spec["labels"], float(spec["adwin_delta"]))
 
 
 def joint_drift(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:

@@ -461,12 +461,9 @@ class MetricsResult:
 
 def labels_from_scores(table: pa.Table, manifest: dict[str, Any]) -> Any:
     """0/1 labels from the label column; a missing or non-binary label is an error naming it."""
-    from modelgate.evaluation.labels import binary_labels
+    from modelgate.evaluation.labels import model_labels
 
-    column = manifest["label"]["column"]
-    values = evaluate_tasks.label_values(table, manifest)
-    return binary_labels(values.tolist(), column=column, positive=manifest["label"]["positive"],
-                         negative=manifest["label"].get("negative"))
+    return model_labels(evaluate_tasks.label_values(table, manifest).tolist(), manifest)
 
 
 # Group labels are stored in full (fairness_group is keyed by their sha256) but one longer than

@@ -74,20 +74,12 @@ def targets(table: pa.Table, manifest: Mapping[str, Any]) -> npt.NDArray[Any]:
         Naming the label column: missing values, labels that are not among the classes, or
         regression labels that are not finite numbers.
     """
-    from modelgate.evaluation.multiclass import class_indices
+    from modelgate.evaluation.labels import model_labels
 
-    column = manifest["label"]["column"]
     values = label_values(table, manifest)
     if task_of(manifest) == MULTICLASS:
-        return class_indices(values.tolist(), classes_of(manifest), column=column)
-    if values.dtype.kind not in "iuf":
-        raise ValueError(f"label column {column!r} of a regression model must be numeric; got "
-                         f"dtype {values.dtype}")
-    y = values.to_numpy(dtype=np.float64)
-    if not np.isfinite(y).all():
-        raise ValueError(f"label column {column!r} has {int((~np.isfinite(y)).sum())} infinite "
-                         "value(s); regression labels must be finite")
-    return y
+        classes_of(manifest)  # no classes: say how to fill them in
+    return model_labels(values.to_numpy(), manifest)
 
 
 def check_champion(candidate: Mapping[str, Any], champion: Mapping[str, Any]) -> None:

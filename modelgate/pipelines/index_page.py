@@ -12,8 +12,9 @@ Which runs are listed
 ---------------------
 * evaluation runs with a ``report_key`` and status ``passed`` or ``blocked``. A passed run
   whose gate had a failing ``warn``-severity check is shown as ``warn``.
-* drift runs with a ``report_key`` and status ``ok``, ``drift`` or ``no_data``
-  (``no_data`` is shown as ``warn``, amber: there was nothing to judge).
+* drift runs with a ``report_key`` and status ``ok``, ``drift``, ``no_data`` or ``degraded``
+  (``no_data`` is shown as ``warn``, amber: there was nothing to judge; so is ``degraded``:
+  partitions were quarantined, unless the data also drifted).
 * ``failed`` and ``abandoned`` runs of either kind, shown as such with their failure reason
   and no link: their report, if any, may not match what is stored.
 * Runs still ``running`` are left out.
@@ -41,7 +42,7 @@ log = logging.getLogger("modelgate.index_page")
 
 _VERDICTS: dict[tuple[str, bool], IndexVerdict] = {
     ("passed", False): "passed", ("passed", True): "warn", ("blocked", False): "blocked",
-    ("ok", False): "ok", ("no_data", False): "warn",
+    ("ok", False): "ok", ("no_data", False): "warn", ("degraded", False): "warn",
     ("drift", False): "drift", ("failed", False): "failed", ("abandoned", False): "abandoned",
 }
 #: Longest note shown on the page; the full reason is in the database and the run's report.

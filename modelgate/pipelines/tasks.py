@@ -80,11 +80,7 @@ def _airflow_retries(exc: Exception) -> bool:
         from airflow.sdk.exceptions import AirflowFailException
 
         ti = get_current_context()["ti"]
-        # Airflow's own answer (the API server's should_retry, what its task runner acts on);
-        # the try count when a runner does not carry it.
-        server_says = getattr(getattr(ti, "_ti_context_from_server", None), "should_retry", None)
-        eligible = ti.try_number <= ti.max_tries if server_says is None else bool(server_says)
-        will_retry = eligible and not isinstance(exc, AirflowFailException)
+        will_retry = airflow_will_retry() and not isinstance(exc, AirflowFailException)
     except Exception:  # noqa: BLE001 - not inside a running Airflow task
         return False
     if will_retry:
@@ -92,3 +88,18 @@ def _airflow_retries(exc: Exception) -> bool:
             "try %d of %d failed (%s); Airflow will try again, the run is not failed yet",
             ti.try_number, ti.max_tries + 1, type(exc).__name__)
     return bool(will_retry)
+
+
+def airflow_will_retry() -> bool:
+    """True inside an Airflow task try that Airflow runs again if it fails; False on the
+    last try and outside Airflow (``modelgate monitor retry``, the tests)."""
+    try:
+        from airflow.sdk import get_current_context
+
+        ti = get_current_context()["ti"]
+    except Exception:  # noqa: BLE001 - not inside a running Airflow task
+        return False
+    # Airflow's own answer (the API server's should_retry, what its task runner acts on);
+    # the try count when a runner does not carry it.
+    server_says = getattr(getattr(ti, "_ti_context_from_server", None), "should_retry", None)
+    return bool(ti.try_number <= ti.max_tries if server_says is None else server_says)

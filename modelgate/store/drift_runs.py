@@ -37,6 +37,7 @@ def start_drift_run(url: str, *, model_version_id: int, interval_start: dt.datet
                VALUES (%s, %s, %s)
                ON CONFLICT ON CONSTRAINT drift_run_model_version_id_interval_start_interval_end_key
                DO UPDATE SET status = 'running', verdict = NULL, failure_reason = NULL,
+                   degraded_reason = NULL,
                    report_key = NULL, report_uri = NULL, started_at = now(), finished_at = NULL,
                    heartbeat_at = NULL
                RETURNING drift_run_id""",
@@ -187,18 +188,21 @@ class DriftRows:
     ``features``: ``FeatureDrift.to_record()`` with the run's ``drift_rank`` beside it (and
     ``kind`` ``prediction`` for the model's score). ``change_points``:
     ``ChangePoint.to_record()`` with the ``event_time`` of the element (None when the live
-    data has no event time).
+    data has no event time). ``consumed``: (start, end, labelled rows fed) of each scored
+    interval whose labels this run fed; the run's ``rows_labelled`` is stored as the sum over
+    every interval it consumed, by this attempt or an earlier one. ``degraded_reason``: the partitions the run
+    quarantined; set, the run's status is ``degraded`` (its verdict stays ``verdict``).
     """
 
     features: Sequence[Mapping[str, Any]]
     verdict: str
     n_breached: int
-    rows_labelled: int
     change_points: Sequence[Mapping[str, Any]]
-    consumed: Sequence[tuple[dt.datetime, dt.datetime]]
+    consumed: Sequence[tuple[dt.datetime, dt.datetime, int]]
     detector_state: bytes | None
     detector_seen_before: int
     detector_seen_after: int
+    degraded_reason: str | None = None
 
 
 _FEATURE_INSERT = """
@@ -238,18 +242,24 @@ def write_drift_results(url: str, run_id: int, model_version_id: int, rows: Drif
         for change in rows.change_points:
             cur.execute(_CHANGE_INSERT, {"model_version_id": model_version_id, "drift_run_id": run_id,
                                          **change})
-        for start, end in rows.consumed:
+        for start, end, labelled in rows.consumed:
             cur.execute(
-                """UPDATE scored_interval SET labels_consumed_at = now(), consumed_by_run_id = %s
+                """UPDATE scored_interval SET labels_consumed_at = now(), consumed_by_run_id = %s,
+                       rows_labelled = %s
                    WHERE model_version_id = %s AND interval_start = %s AND interval_end = %s""",
-                (run_id, model_version_id, start, end),
+                (run_id, labelled, model_version_id, start, end),
             )
+        # Every interval the run consumed, by any attempt: a re-run that finds them consumed
+        # keeps the count the detector was fed instead of zeroing it.
         cur.execute(
             """UPDATE drift_run SET status = %s, verdict = %s, n_features_breached = %s,
-                   rows_labelled = %s, report_key = %s, report_uri = %s, failure_reason = NULL,
+                   rows_labelled = (SELECT COALESCE(sum(rows_labelled), 0) FROM scored_interval
+                                    WHERE consumed_by_run_id = %s),
+                   degraded_reason = %s, report_key = %s, report_uri = %s, failure_reason = NULL,
                    finished_at = now() WHERE drift_run_id = %s""",
-            (rows.verdict, rows.verdict, rows.n_breached, rows.rows_labelled, report_key,
-             report_uri, run_id),
+            ("degraded" if rows.degraded_reason else rows.verdict, rows.verdict, rows.n_breached,
+             run_id, rows.degraded_reason and rows.degraded_reason[:4000], report_key, report_uri,
+             run_id),
         )
         if rows.verdict != "no_data":  # nothing judged: the flag stays as it was
             cur.execute("UPDATE model_version SET is_drifting = %s WHERE model_version_id = %s",
@@ -271,11 +281,20 @@ def _swap_detector(cur: Any, model_version_id: int, run_id: int, rows: DriftRows
         (model_version_id, rows.detector_state, rows.detector_seen_after, run_id,
          rows.detector_seen_before),
     )
-    if cur.fetchone() is None:
+    if cur.fetchone() is None and not _already_swapped(cur, model_version_id, run_id, rows):
         raise StaleDetectorState(
             f"the ADWIN state of model version id {model_version_id} moved on since this run read "
             f"it ({rows.detector_seen_before} elements); retry the run"
         )
+
+
+def _already_swapped(cur: Any, model_version_id: int, run_id: int, rows: DriftRows) -> bool:
+    """True when this run's own earlier try committed this very update (a retried ``store``
+    task whose first try failed after its transaction): writing it again changes nothing."""
+    cur.execute("""SELECT 1 FROM detector_state WHERE model_version_id = %s AND detector = 'adwin_error'
+                   AND elements_seen = %s AND updated_by_run_id = %s""",
+                (model_version_id, rows.detector_seen_after, run_id))
+    return cur.fetchone() is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Per-model drift-monitoring configuration and quarantined label partitions."""
+"""Per-model drift-monitoring configuration and quarantined live and label partitions."""
 
 from __future__ import annotations
 
@@ -76,25 +76,73 @@ def delete(url: str, model_name: str) -> bool:
         return cur.fetchone() is not None
 
 
-def quarantine(url: str, *, model_version_id: int, interval_start: dt.datetime,
-               interval_end: dt.datetime, reason: str, run_id: int) -> None:
-    """Set a scored interval aside: later runs stop feeding (and failing on) its labels."""
+@dataclass(frozen=True, slots=True)
+class Quarantine:
+    """A partition a drift run set aside: ``source`` is ``live`` or ``labels``, ``partition``
+    its name (``dt=2026-11-28``), ``reason`` the problem in one line (counts, no data values)."""
+
+    source: str
+    partition: str
+    reason: str
+
+
+def quarantine(url: str, *, model_version_id: int, source: str, partition: str, partition_uri: str,
+               interval_start: dt.datetime, interval_end: dt.datetime, reason: str,
+               run_id: int) -> None:
+    """Set a partition aside for the model version (idempotent: a retried task finds the open
+    quarantine); a labels partition also marks its scored interval, so later runs stop
+    feeding (and failing on) its labels."""
     with transaction(url) as cur:
         cur.execute(
-            """UPDATE scored_interval SET quarantined_at = now(), quarantine_reason = %s,
-                   quarantined_by_run_id = %s
-               WHERE model_version_id = %s AND interval_start = %s AND interval_end = %s""",
-            (reason[:1000], run_id, model_version_id, interval_start, interval_end),
+            """INSERT INTO quarantined_partition (model_version_id, source, partition_name,
+                   partition_uri, interval_start, interval_end, reason, drift_run_id)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+               ON CONFLICT (model_version_id, source, partition_name) WHERE released_at IS NULL
+               DO NOTHING""",
+            (model_version_id, source, partition, partition_uri, interval_start, interval_end,
+             reason[:1000], run_id),
         )
+        if source == "labels":
+            cur.execute(
+                """UPDATE scored_interval SET quarantined_at = now(), quarantine_reason = %s,
+                       quarantined_by_run_id = %s
+                   WHERE model_version_id = %s AND interval_start = %s AND interval_end = %s
+                     AND quarantined_at IS NULL""",
+                (reason[:1000], run_id, model_version_id, interval_start, interval_end),
+            )
+
+
+def open_quarantines(url: str, model_version_id: int, source: str) -> set[str]:
+    """Names of the model version's ``source`` partitions set aside and not released."""
+    with transaction(url) as cur:
+        cur.execute("""SELECT partition_name FROM quarantined_partition
+                       WHERE model_version_id = %s AND source = %s AND released_at IS NULL""",
+                    (model_version_id, source))
+        return {str(r[0]) for r in cur.fetchall()}
+
+
+def quarantined_by_run(url: str, run_id: int) -> list[Quarantine]:
+    """The open quarantines drift run ``run_id`` set (by any of its tries), live ones first."""
+    with transaction(url) as cur:
+        cur.execute("""SELECT source, partition_name, reason FROM quarantined_partition
+                       WHERE drift_run_id = %s AND released_at IS NULL
+                       ORDER BY source DESC, partition_name""", (run_id,))
+        return [Quarantine(*r) for r in cur.fetchall()]
 
 
 def release(url: str, *, model_version_id: int, interval_start: dt.datetime) -> int:
-    """Clear the quarantine of the scored interval(s) starting at ``interval_start``."""
+    """Release the partitions set aside for the interval starting at ``interval_start``
+    (live and labels); the number released."""
     with transaction(url) as cur:
         cur.execute(
             """UPDATE scored_interval SET quarantined_at = NULL, quarantine_reason = NULL,
                    quarantined_by_run_id = NULL
                WHERE model_version_id = %s AND interval_start = %s AND quarantined_at IS NOT NULL""",
+            (model_version_id, interval_start),
+        )
+        cur.execute(
+            """UPDATE quarantined_partition SET released_at = now()
+               WHERE model_version_id = %s AND interval_start = %s AND released_at IS NULL""",
             (model_version_id, interval_start),
         )
         return int(cur.rowcount)

@@ -41,12 +41,15 @@ WHERE v.model_name = %s AND (r.status IN ('failed', 'abandoned')
 """
 
 _LISTED_DRIFT_RUNS = """
-SELECT r.drift_run_id, v.version, r.interval_start, r.status, FALSE,
-       CASE WHEN r.status IN ('ok', 'drift', 'no_data') THEN r.report_key END, v.stage,
-       COALESCE(r.failure_reason, '')
+SELECT r.drift_run_id, v.version, r.interval_start,
+       CASE WHEN r.status = 'degraded' AND r.verdict = 'drift' THEN 'drift' ELSE r.status END,
+       FALSE,
+       CASE WHEN r.status IN ('ok', 'drift', 'no_data', 'degraded') THEN r.report_key END, v.stage,
+       COALESCE(r.failure_reason, r.degraded_reason, '')
 FROM drift_run r JOIN model_version v USING (model_version_id)
 WHERE v.model_name = %s AND (r.status IN ('failed', 'abandoned')
-                             OR (r.report_key IS NOT NULL AND r.status IN ('ok', 'drift', 'no_data')))
+                             OR (r.report_key IS NOT NULL
+                                 AND r.status IN ('ok', 'drift', 'no_data', 'degraded')))
 """
 
 
@@ -69,8 +72,8 @@ class ListedRun:
 
 
 def listed_runs(url: str, model_name: str) -> list[ListedRun]:
-    """The model's evaluation runs (passed or blocked) and drift runs (ok, drift, no_data)
-    that have a report, and its failed and abandoned runs, evaluations first."""
+    """The model's evaluation runs (passed or blocked) and drift runs (ok, drift, no_data,
+    degraded) that have a report, and its failed and abandoned runs, evaluations first."""
     found: list[ListedRun] = []
     with transaction(url) as cur:
         for kind, sql in (("evaluation", _LISTED_EVALUATIONS), ("drift", _LISTED_DRIFT_RUNS)):

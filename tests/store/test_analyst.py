@@ -140,6 +140,19 @@ INSERT INTO scored_interval (model_version_id, interval_start, interval_end, sco
 VALUES (1, '2026-11-20T00:00Z', '2026-11-21T00:00Z', 'runs/drift/1/scored-sample.parquet', 5000,
         '2026-11-21T00:05Z', 'labels partition dt=2026-11-20 under s3://labels: 4 rows share '
         'their ''id'' value with another row (ids must be unique); partition quarantined', 1);
+
+-- migration 0017: a run that left a mistyped labels partition out finished degraded
+INSERT INTO drift_run (model_version_id, interval_start, interval_end, status, verdict,
+                       degraded_reason, rows_available, rows_sampled, rows_labelled,
+                       n_features_breached, started_at, finished_at)
+VALUES (1, '2026-11-22T00:00Z', '2026-11-23T00:00Z', 'degraded', 'ok',
+        '1 partition(s) quarantined: labels partition dt=2026-11-22 under s3://labels: '
+        'column "id" holds string ids', 5000, 5000, 0, 0, '2026-11-23T01:00Z', '2026-11-23T01:01Z');
+INSERT INTO quarantined_partition (model_version_id, source, partition_name, partition_uri,
+                                   interval_start, interval_end, reason, drift_run_id)
+SELECT 1, 'labels', 'dt=2026-11-22', 's3://labels', '2026-11-22T00:00Z', '2026-11-23T00:00Z',
+       'labels partition dt=2026-11-22 under s3://labels: column "id" holds string ids',
+       max(drift_run_id) FROM drift_run;
 """
 
 

@@ -1,0 +1,115 @@
+"""A real Airflow deployment for end-to-end tests of ``drift_monitoring``, not ``dag.test()``.
+
+:func:`airflow_env` migrates nothing yet: it creates a PostgreSQL metadata database of its
+own and the environment of a LocalExecutor deployment over the drift DAG. :func:`run_scheduler`
+migrates it, starts ``airflow api-server`` (the Execution API the LocalExecutor's tasks report
+to), ``airflow dag-processor`` and ``airflow scheduler`` on loopback, lets them work until a
+condition holds, and stops every process it started, whatever happens.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from conftest import REPO, _admin, _free_port, database_url, pg_admin_url
+
+
+@contextmanager
+def airflow_env(tmp_path: Path, first: dt.date, last: dt.date, *,
+                retries: int | None) -> Iterator[dict[str, str]]:
+    """Environment of the deployment, catching up over the daily intervals ``first..last``;
+    ``retries`` None leaves ``MODELGATE_DAG_RETRIES`` unset (the DAG's default)."""
+    name = f"airflow_e2e_{uuid.uuid4().hex[:10]}"
+    _admin(f"CREATE DATABASE {name}")
+    base = database_url(pg_admin_url(), name).split("://", 1)[1]
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    (dags / "drift_monitoring.py").symlink_to(REPO / "dags" / "drift_monitoring.py")
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "MODELGATE_DAG_RETRIES"}
+    env.update({"AIRFLOW_HOME": str(tmp_path / "airflow"),
+                "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+                "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://{base}",
+                "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": f"postgresql+asyncpg://{base}",
+                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+                "AIRFLOW__CORE__PARALLELISM": "4",
+                "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+                "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+                "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+                "AIRFLOW__API__PORT": str(port),
+                "AIRFLOW__API_AUTH__JWT_SECRET": uuid.uuid4().hex,
+                "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+                "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+                "MODELGATE_DRIFT_SCHEDULE": "@daily",
+                "MODELGATE_DRIFT_CATCHUP": "true",
+                "MODELGATE_DRIFT_START_DATE": first.isoformat(),
+                "MODELGATE_DRIFT_END_DATE": last.isoformat()})
+    if retries is not None:
+        env["MODELGATE_DAG_RETRIES"] = str(retries)
+    try:
+        yield env
+    finally:
+        _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"api-server exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"api-server did not listen on {port}")
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:  # each was started in its own session: signal its whole group
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def run_scheduler(env: dict[str, str], logs: Path, done: Callable[[], bool],
+                  wait_s: float) -> tuple[list[object], dict[str, str]]:
+    """Run the deployment until ``done()`` (polled every 5 s; the condition is checked, never
+    assumed from elapsed time) or ``wait_s`` passes or a process exits. Returns the commands
+    of processes that exited early and the tail of each process's log."""
+    airflow = [sys.executable, "-m", "airflow"]
+    subprocess.run([*airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)
+    logs.mkdir(exist_ok=True)
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for command in (["api-server", "--host", "127.0.0.1", "--port", env["AIRFLOW__API__PORT"],
+                         "--workers", "1"], ["dag-processor"], ["scheduler"]):
+            with open(logs / f"{command[0]}.log", "wb") as sink:
+                procs.append(subprocess.Popen([*airflow, *command], env=env, stdout=sink,
+                                              stderr=subprocess.STDOUT, start_new_session=True))
+            if command[0] == "api-server":
+                _wait_port(int(env["AIRFLOW__API__PORT"]), procs[0], time.monotonic() + 180)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and not done():
+            if any(p.poll() is not None for p in procs):
+                break
+            time.sleep(5)
+        dead: list[object] = [p.args for p in procs if p.poll() is not None]
+    finally:
+        _stop(procs)
+    tails = {f.name: f.read_text(errors="replace")[-3000:] for f in logs.iterdir()}
+    return dead, tails

@@ -30,6 +30,7 @@ from modelgate.pipelines import evaluate_tasks, index_page, partitions, policy_p
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.fairness_records import driving_text, fairness_records
 from modelgate.pipelines.payloads import RunRefDict
+from modelgate.pipelines.run_keys import evaluation_run_key
 from modelgate.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.store import models, runs
 
@@ -61,20 +62,6 @@ def put_pickle(ctx: Context, key: str, value: object) -> str:
 
 def get_pickle(ctx: Context, key: str) -> Any:
     return pickle.loads(ctx.store.get_bytes(key))  # noqa: S301 - our own bucket, see module doc
-
-
-def evaluation_run_key(base: str, row: models.ModelVersionRow) -> str:
-    """The run key: the caller's key plus the model's name, version and archive sha256.
-
-    The same ONNX bytes registered under two names or versions give two runs, never one.
-
-    >>> row = models.ModelVersionRow(1, "churn", "2", "a" * 64, "b" * 64, "k", "u", {}, "candidate",
-    ...                              False)
-    >>> evaluation_run_key("cli__0123__default", row)
-    'cli__0123__default__churn__v2__bbbbbbbbbbbb'
-    """
-    return (f"{base}__{safe_key_part(row.model_name)}__v{safe_key_part(row.version)}__"
-            f"{row.archive_sha256[:12]}")
 
 
 def _candidate(ctx: Context, *, model_name: str, version: str, dataset_uri: str,
@@ -116,7 +103,7 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     champion_id = None
     if champion is not None and champion.model_version_id != candidate.model_version_id:
         champion_id = champion.model_version_id
-    key = evaluation_run_key(run_key, candidate)
+    key = evaluation_run_key(run_key, candidate, champion)
     abandoned = runs.abandon_stale_runs(ctx.db_url, model_name, by_run_key=key,
                                         stale_minutes=ctx.settings.stale_run_minutes)
     if abandoned:
@@ -879,7 +866,8 @@ def promote(ctx: Context, ref: RunRef) -> str:
     policy_provenance.check_promotion(runs.get_policy(ctx.db_url, run.evaluation_run_id),
                                       promote=True)
     archived = models.promote(ctx.db_url, run.model_version_id,
-                              expected_champion_id=run.champion_version_id)
+                              expected_champion_id=run.champion_version_id,
+                              evaluation_run_id=run.evaluation_run_id)
     text = f"promoted {row.model_name} v{row.version} to production"
     if archived is not None:
         text += f"; archived version id {archived}"

@@ -180,6 +180,10 @@ def list_dataset(ctx: Context, ref: RunRef) -> list[str]:
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     found = partitions.list_partitions(ctx, run.dataset_uri)
     log.info("evaluation run %d: %d partition(s)", ref.evaluation_run_id, len(found))
+    if not run.dataset_uri.startswith("s3://"):  # local footers are cheap: refuse before scoring
+        evaluate_tasks.check_memory(_candidate_row(ctx, run).manifest, partitions.local_rows(found),
+                                    champion=run.champion_version_id is not None,
+                                    n_bootstrap=N_BOOTSTRAP, limit_mb=ctx.settings.eval_memory_limit_mb)
     return found
 
 
@@ -500,9 +504,12 @@ def _compute_task_metrics(ctx: Context, ref: RunRef, manifest: dict[str, Any], *
                           champion: bool) -> str:
     """Multiclass or regression metrics from the partitions' scored columns, concatenated."""
     task = evaluate_tasks.task_of(manifest)
+    scored = load_statistics(ctx, ref).partitions
+    evaluate_tasks.check_memory(manifest, sum(p[2] for p in scored), champion=champion,
+                                n_bootstrap=N_BOOTSTRAP, limit_mb=ctx.settings.eval_memory_limit_mb)
     work = ctx.scratch("evaluation", ref.run_key, "metrics")
-    table = evaluate_tasks.read_scores(ctx, load_statistics(ctx, ref).partitions,
-                                       evaluate_tasks.score_columns(manifest, champion), work)
+    table = evaluate_tasks.read_scores(ctx, scored, evaluate_tasks.score_columns(manifest, champion),
+                                       work)
     candidate, champion_report, comparison = evaluate_tasks.compute_metrics(
         table, manifest, champion=champion, n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED)
     log.info("%s metrics on %d rows with %d bootstrap resamples%s", task, table.num_rows,

@@ -354,3 +354,35 @@ def get_gate_decision(url: str, run_id: int) -> tuple[bool, str] | None:
         cur.execute("SELECT passed, summary FROM gate_decision WHERE evaluation_run_id = %s", (run_id,))
         record = cur.fetchone()
     return None if record is None else (bool(record[0]), str(record[1]))
+
+
+def ended_run_keys(url: str, *, ended_before: dt.timedelta) -> list[str]:
+    """Keys of the evaluation runs that ended (``passed``, ``blocked``, ``failed`` or
+    ``abandoned``) more than ``ended_before`` ago, by the database's clock."""
+    with transaction(url) as cur:
+        cur.execute(
+            """SELECT run_key FROM evaluation_run
+               WHERE status IN ('passed', 'blocked', 'failed', 'abandoned')
+                 AND finished_at < now() - %s ORDER BY run_key""", (ended_before,))
+        return [str(r[0]) for r in cur.fetchall()]
+
+
+def stored_object_references(url: str) -> set[str]:
+    """Every object key or URI a stored row holds: each text column of the application's
+    tables named ``*_key`` or ``*_uri`` (run keys aside), found in the catalogue, so a
+    column added later is covered too."""
+    from psycopg2 import sql
+
+    with transaction(url) as cur:
+        cur.execute(
+            r"""SELECT table_name, column_name FROM information_schema.columns
+                WHERE table_schema = 'public' AND data_type = 'text' AND column_name <> 'run_key'
+                  AND (column_name LIKE '%\_key' OR column_name LIKE '%\_uri')
+                ORDER BY 1, 2""")
+        columns = cur.fetchall()
+        found: set[str] = set()
+        for table, column in columns:
+            cur.execute(sql.SQL("SELECT DISTINCT {c} FROM {t} WHERE {c} IS NOT NULL").format(
+                c=sql.Identifier(column), t=sql.Identifier(table)))
+            found.update(str(r[0]) for r in cur.fetchall())
+    return found

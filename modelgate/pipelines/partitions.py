@@ -9,6 +9,8 @@ mergeable statistics (:mod:`modelgate.evaluation.sufficient`).
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,7 +18,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from modelgate.logsafe import one_line
 from modelgate.pipelines.context import Context
+
+log = logging.getLogger(__name__)
 
 PARQUET_SUFFIX = ".parquet"
 
@@ -26,7 +31,7 @@ def list_partitions(ctx: Context, dataset_uri: str) -> list[str]:
 
     ``dataset_uri`` is a local path or ``file://`` URI (a file or a directory, searched
     recursively for ``*.parquet``), or ``s3://bucket/key`` (an object, or a prefix whose
-    ``*.parquet`` objects are the partitions).
+    ``*.parquet`` objects are the partitions). Hidden files are left out (:func:`hidden`).
 
     Raises
     ------
@@ -43,7 +48,7 @@ def list_partitions(ctx: Context, dataset_uri: str) -> list[str]:
             return [dataset_uri]
         prefix = key.rstrip("/") + "/"
         found = [f"s3://{bucket}/{k}" for k in ctx.store.list_keys(prefix)
-                 if k.endswith(PARQUET_SUFFIX)]
+                 if k.endswith(PARQUET_SUFFIX) and not hidden(k[len(prefix):])]
     else:
         path = Path(dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri)
         return list_partitions_local(path)
@@ -87,15 +92,50 @@ def local_dataset_fingerprint(path: Path) -> str:
     return dataset_fingerprint([(p.relative_to(path).as_posix(), file_sha256(p)) for p in files])
 
 
+def hidden(relative: str) -> bool:
+    """Whether a file is left out of a dataset, as Spark and Hive leave it: some part of its
+    path under the dataset starts with ``_`` or ``.`` (``_temporary/``, ``_SUCCESS``,
+    ``.part-0.parquet.crc``, editors' and uploaders' temporary files).
+
+    >>> hidden("day=1/part-0.parquet"), hidden("_temporary/0/part-0.parquet"), hidden(".x.parquet")
+    (False, True, True)
+    """
+    return any(part.startswith(("_", ".")) for part in relative.split("/"))
+
+
 def list_partitions_local(path: Path) -> list[str]:
-    """:func:`list_partitions` for a local path (no stores needed)."""
+    """:func:`list_partitions` for a local path (no stores needed).
+
+    One walk of the directory (``os.scandir``); hidden files and directories (:func:`hidden`)
+    are skipped, and links that point nowhere are named in a warning, never skipped in
+    silence.
+    """
     if not path.exists():
         raise FileNotFoundError(f"held-out dataset {str(path)!r} does not exist")
     if path.is_file():
         return [str(path)]
-    # sorted as strings, the order an s3:// listing of the same files has
-    found = sorted(str(p) for p in path.rglob(f"*{PARQUET_SUFFIX}") if p.is_file()
-                   and not p.name.startswith("."))
+    found: list[str] = []
+    dangling: list[str] = []
+    stack, seen = [path], {os.path.realpath(path)}
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                if entry.name.startswith(("_", ".")):
+                    continue
+                if entry.is_dir():
+                    real = os.path.realpath(entry.path)
+                    if real not in seen:  # a linked directory is walked once: no loops
+                        seen.add(real)
+                        stack.append(Path(entry.path))
+                elif entry.is_file():
+                    if entry.name.endswith(PARQUET_SUFFIX):
+                        found.append(entry.path)
+                elif entry.is_symlink():
+                    dangling.append(Path(entry.path).relative_to(path).as_posix())
+    if dangling:
+        log.warning("held-out dataset %s: %d link(s) point to nothing and are left out: %s",
+                    one_line(str(path)), len(dangling), one_line(", ".join(sorted(dangling)[:20])))
+    found.sort()  # sorted as strings, the order an s3:// listing of the same files has
     if not found:
         raise FileNotFoundError(f"held-out dataset {str(path)!r} holds no {PARQUET_SUFFIX} file")
     return found

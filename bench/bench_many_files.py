@@ -2,9 +2,11 @@
 
 Writes ``--files`` parquet files of ``--rows`` rows each under ``day=<k>/`` folders, plus a
 Spark-style ``_temporary/`` folder, ``_SUCCESS`` and ``.crc`` files that must be left out,
-then times :func:`list_partitions_local` (one ``os.scandir`` walk) and
-:func:`local_rows` (row counts from the footers, the memory check before scoring), the
-median of ``--repeat`` runs each.
+then times, per file, :func:`list_partitions_local` (one ``os.scandir`` walk),
+:func:`local_rows` (row counts from the footers, the memory check before scoring),
+:func:`batch_small_files` and :func:`fetch_partition` of every batch (reading the small files
+and writing each batch as one parquet file to score): the per-file part of an evaluation,
+the rest being per partition. Median of ``--repeat`` runs each.
 
 Run: ``.venv/bin/python -m bench.bench_many_files --files 10000``
 """
@@ -21,7 +23,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from modelgate.pipelines.partitions import list_partitions_local, local_rows
+from modelgate.pipelines.partitions import (
+    batch_small_files,
+    fetch_partition,
+    list_partitions_local,
+    local_rows,
+)
 
 
 def _write(root: Path, files: int, rows: int) -> None:
@@ -59,9 +66,19 @@ def main() -> None:
         assert len(found) == args.files, len(found)
         listing = _median_s(lambda: list_partitions_local(root), args.repeat)
         footers = _median_s(lambda: local_rows(found), args.repeat)
-    print(json.dumps({"files": args.files, "rows_per_file": args.rows,
-                      "listing_ms_per_file": round(1000 * listing / args.files, 4),
-                      "footers_ms_per_file": round(1000 * footers / args.files, 4)}))
+        batches = batch_small_files(found)
+        work = root / "_work"
+
+        def read_batches() -> None:  # what each scoring partition does before scoring its rows
+            for i, batch in enumerate(batches):
+                fetch_partition(None, batch, work / str(i))  # type: ignore[arg-type]  # local: no store
+
+        batching = _median_s(lambda: batch_small_files(found), args.repeat)
+        reading = _median_s(read_batches, args.repeat)
+    per_file = {"listing": listing, "footers": footers, "batching": batching, "reading": reading}
+    print(json.dumps({"files": args.files, "rows_per_file": args.rows, "partitions": len(batches),
+                      **{f"{k}_ms_per_file": round(1000 * v / args.files, 4) for k, v in per_file.items()},
+                      "total_ms_per_file": round(1000 * sum(per_file.values()) / args.files, 4)}))
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from modelgate.logsafe import one_line
 from modelgate.metrics import emit as emit_metrics
 from modelgate.metrics import gate_metrics
 from modelgate.pipelines import evaluate_tasks, index_page, partitions, policy_provenance
-from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
+from modelgate.pipelines.context import Context, load_registered_model, safe_key_part
 from modelgate.pipelines.fairness_records import driving_text, fairness_records
 from modelgate.pipelines.payloads import RunRefDict
 from modelgate.pipelines.run_keys import evaluation_run_key
@@ -184,6 +184,7 @@ def list_dataset(ctx: Context, ref: RunRef) -> list[str]:
         evaluate_tasks.check_memory(_candidate_row(ctx, run).manifest, partitions.local_rows(found),
                                     champion=run.champion_version_id is not None,
                                     n_bootstrap=N_BOOTSTRAP, limit_mb=ctx.settings.eval_memory_limit_mb)
+        found = partitions.batch_small_files(found)
     return found
 
 
@@ -203,6 +204,7 @@ class PartitionResult:
     provider_reason: str = ""
     tf32_allowed: bool = False
     group_scores: tuple[Any, ...] = ()  # fairness.group_scores.GroupScoreTable per feature
+    files: tuple[tuple[str, str], ...] = ()  # a batch of small files: (name, sha256) of each
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +231,7 @@ def score_partition(ctx: Context, ref: RunRef, index: int, partition_uri: str) -
     partitions.check_partition(run.dataset_uri, partition_uri)
     part = f"part-{index:05d}"
     work = ctx.scratch("evaluation", ref.run_key, part)
-    data = fetch_dataset(ctx, partition_uri, work)
+    data = partitions.fetch_partition(ctx, partition_uri, work)
     candidate = _candidate_row(ctx, run)
     manifest = candidate.manifest
     keep = list(dict.fromkeys([manifest["label"]["column"], *manifest["sensitive_features"]]))
@@ -253,7 +255,8 @@ def score_partition(ctx: Context, ref: RunRef, index: int, partition_uri: str) -
     result = PartitionResult(index, partitions.partition_name(run.dataset_uri, partition_uri),
                              partition_uri, scored.rows, scored.seconds, scored.provider,
                              scored.input_fingerprint, scores_key, statistics,
-                             scored.provider_reason, scored.tf32_allowed, group_scores)
+                             scored.provider_reason, scored.tf32_allowed, group_scores,
+                             partitions.member_fingerprints(run.dataset_uri, partition_uri))
     key = put_pickle(ctx, f"{ref.prefix()}/partitions/{part}.pkl", result)
     ctx.discard_scratch("evaluation", ref.run_key, part)
     # Logs identify the data by its hash, never by its rows.
@@ -338,7 +341,8 @@ def merge_partitions(ctx: Context, ref: RunRef, keys: list[str]) -> str:
     statistics = sufficient.merge([r.statistics for r in results]) if binary else None
     group_scores = _merge_group_scores([r.group_scores for r in results]) if binary else ()
     rows = statistics.n if statistics is not None else sum(r.rows for r in results)
-    fingerprint = partitions.dataset_fingerprint([(r.name, r.sha256) for r in results])
+    fingerprint = partitions.dataset_fingerprint(  # a batch counts as its files
+        [pair for r in results for pair in (r.files or ((r.name, r.sha256),))])
     seconds = sum(r.seconds for r in results)
     runs.record_scoring(
         ctx.db_url, ref.evaluation_run_id, provider=", ".join(sorted({r.provider for r in results})),
@@ -650,7 +654,7 @@ def _sample_rows(ctx: Context, merged: MergedStatistics, features: list[str], la
         if not len(where):
             continue
         part = work / f"part-{i:05d}"
-        dataset = fetch_dataset(ctx, uri, part)
+        dataset = partitions.fetch_partition(ctx, uri, part)
         frames.append(partitions.read_rows(dataset, features, where))
         scores_path = ctx.store.download(scores_key, part / "scores.parquet")
         scored.append(partitions.read_rows(scores_path, [label, *columns], where))

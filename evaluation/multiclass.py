@@ -22,6 +22,13 @@ Conventions
   the same seed); resamples where a metric is undefined are left out of its interval,
   which is widened to hold the point estimate if it does not.
 
+Memory grows as rows x classes, never rows x classes^2 (:func:`multiclass_memory_bytes`):
+confusion counts are per-class ``bincount`` sums of the resample weights (true class,
+predicted class, correct rows), not one-hot confusion cells, and each class's AUC keeps one
+ranking of the rows (from its lowest positive up; the rows below count only by their total
+weight). Resample weights are whole counts, so those sums are exact and the numbers are the
+same as the dense computation's (``log_loss`` to the last bits of its float sum).
+
 Hand-written (on scikit-learn's definitions, tested equal to them to 1e-9) because
 calling scikit-learn once per resample costs a full pass per metric per resample; here a
 chunk of resamples is one matrix product.
@@ -46,7 +53,7 @@ from modelgate.evaluation.metrics import (
 from modelgate.intervals import bootstrap_counts, check_confidence_level, interval_holding
 
 __all__ = ["MulticlassReport", "class_indices", "compare_multiclass", "evaluate_multiclass",
-           "multiclass_metric_names"]
+           "multiclass_memory_bytes", "multiclass_metric_names"]
 
 _FloatArray = npt.NDArray[np.float64]
 _SUMMARY = ("accuracy", "macro_f1", "weighted_f1", "roc_auc_ovr_macro", "log_loss")
@@ -78,6 +85,25 @@ def multiclass_metric_names(classes: Sequence[object]) -> tuple[str, ...]:
     """
     labels = [str(c) for c in classes]
     return (*_SUMMARY, *(f"recall[{c}]" for c in labels), *(f"precision[{c}]" for c in labels))
+
+
+def multiclass_memory_bytes(n_rows: int, n_classes: int, *, n_models: int = 1,
+                            n_bootstrap: int = 1000) -> int:
+    """Upper bound of the memory :func:`evaluate_multiclass` / :func:`compare_multiclass`
+    hold, the ``[N, C]`` float64 probabilities they are given included.
+
+    Per model ``12 N C + 25 N + 16 B (5 + 2C)`` bytes (the probabilities; each class's
+    ranking, at most ``N`` int32 row numbers; true and predicted class, log loss; the
+    resampled metrics), plus one chunk of resamples, ``2^22`` counts held in at most 32
+    bytes each. It grows as ``N x C``, never ``N x C^2``.
+
+    Examples
+    --------
+    >>> round(multiclass_memory_bytes(100_000, 1000) / 2**30, 2)  # GiB
+    1.27
+    """
+    per_model = 12 * n_rows * n_classes + 25 * n_rows + 16 * n_bootstrap * (5 + 2 * n_classes)
+    return n_models * per_model + 32 * (1 << 22)
 
 
 def class_indices(labels: npt.ArrayLike, classes: Sequence[object], *, column: str
@@ -115,57 +141,116 @@ def _check(y_true: npt.ArrayLike, proba: npt.ArrayLike) -> tuple[npt.NDArray[np.
     return y.astype(np.int64), p
 
 
-def _row_statistics(y: npt.NDArray[np.int64], p: _FloatArray) -> _FloatArray:
-    """Per row: one-hot of its confusion cell ``true * C + predicted``, then its log loss."""
-    n, c = p.shape
-    cells = np.zeros((n, c * c + 1))
-    cells[np.arange(n), y * c + p.argmax(axis=1)] = 1.0
+@dataclass(frozen=True, slots=True)
+class _RowStatistics:
+    """What the metrics need of one model's rows: true and predicted class, log loss."""
+
+    y: npt.NDArray[np.int64]
+    predicted: npt.NDArray[np.int64]
+    correct: npt.NDArray[np.bool_]
+    log_loss: _FloatArray
+
+
+def _row_statistics(y: npt.NDArray[np.int64], p: _FloatArray) -> _RowStatistics:
+    n = len(y)
     eps = np.finfo(np.float64).eps
-    cells[:, -1] = -np.log(np.clip(p[np.arange(n), y], eps, 1.0 - eps))
-    return cells
+    predicted = p.argmax(axis=1)
+    return _RowStatistics(y, predicted, predicted == y,
+                          -np.log(np.clip(p[np.arange(n), y], eps, 1.0 - eps)))
+
+
+def _class_sums(w: _FloatArray, index: npt.NDArray[np.int64], n_classes: int) -> _FloatArray:
+    """Per resample (rows of ``w``) the weight of the rows of each class ``index``: ``(B, C)``.
+
+    One ``bincount`` over resample-offset indices: memory ``B x (rows + C)``, never
+    ``rows x C`` (the dense one-hot product it replaces held ``C^2`` cells per row).
+    """
+    b = w.shape[0]
+    flat = (index[None, :] + (np.arange(b, dtype=np.int64) * n_classes)[:, None]).ravel()
+    sums = np.bincount(flat, weights=w.ravel(), minlength=b * n_classes)
+    return sums.reshape(b, n_classes).astype(np.float64, copy=False)
 
 
 @dataclass(frozen=True, slots=True)
-class _SortedClass:
-    """One class's probability column sorted once: row order, tie groups, who is the class."""
+class _ClassRanking:
+    """One class's one-vs-rest ranking, reduced to what its AUC needs.
 
-    order: npt.NDArray[np.intp]
+    ``window`` holds the rows (in order of the class's probability) from the lowest tie
+    group holding a row of the class to the top: every row below it is a negative below
+    every positive, so only its total weight matters. ``positives`` are the class's rows in
+    the same order, ``group_of`` the tie group (0..G-1) of each, and ``starts``/``ends``
+    each group's bounds in ``window``.
+    """
+
+    window: npt.NDArray[np.int32]
+    positives: npt.NDArray[np.int32]
+    group_starts: npt.NDArray[np.intp]  # first positive of each group, in ``positives``
     starts: npt.NDArray[np.intp]
-    is_class: _FloatArray
+    ends: npt.NDArray[np.intp]
 
 
-def _sorted_classes(y: npt.NDArray[np.int64], p: _FloatArray) -> list[_SortedClass]:
-    out = []
-    for k in range(p.shape[1]):
-        order = np.argsort(p[:, k], kind="stable")
-        values = p[order, k]
-        starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
-        out.append(_SortedClass(order, starts, (y[order] == k).astype(np.float64)))
-    return out
+def _rank_class(y: npt.NDArray[np.int64], column: _FloatArray, k: int) -> _ClassRanking:
+    # any sort will do: rows of one tie group are summed together, exactly
+    values = np.ascontiguousarray(column)
+    order = np.argsort(values)
+    values = values[order]
+    pos_at = np.flatnonzero(y[order] == k)
+    if pos_at.size == 0:
+        empty = np.empty(0, dtype=np.intp)
+        return _ClassRanking(np.empty(0, np.int32), np.empty(0, np.int32), empty, empty, empty)
+    # tie groups holding a positive: where the positives' values change
+    new_group = np.r_[True, values[pos_at[1:]] != values[pos_at[:-1]]]
+    group_starts = np.flatnonzero(new_group)
+    group_values = values[pos_at[group_starts]]
+    starts = np.searchsorted(values, group_values, side="left")
+    ends = np.searchsorted(values, group_values, side="right")
+    lowest = starts[0]
+    return _ClassRanking(order[lowest:].astype(np.int32), order[pos_at].astype(np.int32),
+                         group_starts, starts - lowest, ends - lowest)
 
 
-def _ovr_auc(weights: _FloatArray, classes: list[_SortedClass]) -> _FloatArray:
+def _ovr_auc_one(w: npt.NDArray[np.integer], total: _FloatArray, r: _ClassRanking) -> _FloatArray:
+    """One class's one-vs-rest ROC AUC per resample, ties counted one half.
+
+    The weights are bootstrap counts (integers), so every sum below is exact and the AUC is
+    the same number whatever the order of summation.
+    """
+    if r.positives.size == 0:
+        return np.full(w.shape[0], np.nan)
+    # whole counts, summing to the row count: exact in int32 below 2^31 rows
+    prefix = np.cumsum(w[:, r.window], axis=1, dtype=np.int32 if w.shape[1] < 2**31 else np.int64)
+    at_start = np.zeros((w.shape[0], len(r.starts)))
+    at_start[:, 1:] = prefix[:, r.starts[1:] - 1]  # the window opens at the first group
+    at_end = prefix[:, r.ends - 1].astype(np.float64)
+    in_window = prefix[:, -1].astype(np.float64)
+    pos = np.add.reduceat(w[:, r.positives], r.group_starts, axis=1, dtype=np.int64).astype(np.float64)
+    pos_below = np.cumsum(pos, axis=1) - pos
+    below = (total - in_window)[:, None] + at_start - pos_below
+    tied = at_end - at_start - pos
+    n_pos = pos.sum(axis=1)
+    n_neg = total - n_pos
+    with np.errstate(invalid="ignore", divide="ignore"):
+        auc = (pos * (below + 0.5 * tied)).sum(axis=1) / (n_pos * n_neg)
+    auc[(n_pos == 0) | (n_neg == 0)] = np.nan
+    return auc
+
+
+def _ovr_auc(w: _FloatArray, rankings: list[_ClassRanking]) -> _FloatArray:
     """One-vs-rest ROC AUC per resample (rows) and class (columns); NaN when undefined."""
-    out = np.empty((weights.shape[0], len(classes)))
-    for k, sc in enumerate(classes):
-        w = weights[:, sc.order]
-        pos = np.add.reduceat(w * sc.is_class, sc.starts, axis=1)
-        neg = np.add.reduceat(w, sc.starts, axis=1) - pos
-        below = np.cumsum(neg, axis=1) - neg
-        n_pos, n_neg = pos.sum(axis=1), neg.sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[:, k] = (pos * (below + 0.5 * neg)).sum(axis=1) / (n_pos * n_neg)
-        out[(n_pos == 0) | (n_neg == 0), k] = np.nan
-    return out
+    total = w.sum(axis=1)
+    # bootstrap counts are whole numbers, almost always below 256: gathered as bytes
+    counts: npt.NDArray[np.integer] = (w.astype(np.uint8) if w.max(initial=0) < 256
+                                       else w.astype(np.int32))
+    return np.column_stack([_ovr_auc_one(counts, total, r) for r in rankings])
 
 
-def _metrics(sums: _FloatArray, auc: _FloatArray, n_classes: int) -> _FloatArray:
-    """Every metric per resample from its summed row statistics: ``(B, n_metrics)``."""
+def _metrics(w: _FloatArray, rows: _RowStatistics, auc: _FloatArray, n_classes: int) -> _FloatArray:
+    """Every metric per resample of the weights ``w``: ``(B, n_metrics)``."""
     c = n_classes
-    confusion = sums[:, : c * c].reshape(-1, c, c)
-    n = confusion.sum(axis=(1, 2))
-    tp = np.diagonal(confusion, axis1=1, axis2=2)
-    support, predicted = confusion.sum(axis=2), confusion.sum(axis=1)
+    support = _class_sums(w, rows.y, c)
+    predicted = _class_sums(w, rows.predicted, c)
+    tp = _class_sums(w[:, rows.correct], rows.y[rows.correct], c)
+    n = support.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         recall = np.where(support > 0, tp / support, np.nan)
         precision = np.where(predicted > 0, tp / predicted, np.nan)
@@ -175,7 +260,7 @@ def _metrics(sums: _FloatArray, auc: _FloatArray, n_classes: int) -> _FloatArray
                          np.nansum(f1, axis=1) / defined.sum(axis=1), np.nan)
         weighted = np.nansum(f1 * support, axis=1) / support.sum(axis=1)
     summary = np.column_stack([tp.sum(axis=1) / n, macro, weighted, auc.mean(axis=1),
-                               sums[:, -1] / n])
+                               (w @ rows.log_loss[:, None])[:, 0] / n])
     return np.hstack([summary, recall, precision])
 
 
@@ -185,13 +270,13 @@ def _point_and_resampled(y: npt.NDArray[np.int64], probas: Sequence[_FloatArray]
     models share the resamples (a paired bootstrap)."""
     c = probas[0].shape[1]
     rows = [_row_statistics(y, p) for p in probas]
-    classes = [_sorted_classes(y, p) for p in probas]
+    rankings = [[_rank_class(y, p[:, k], k) for k in range(c)] for p in probas]
     ones = np.ones((1, len(y)))
-    point = [_metrics(ones @ r, _ovr_auc(ones, k), c)[0] for r, k in zip(rows, classes, strict=True)]
+    point = [_metrics(ones, r, _ovr_auc(ones, k), c)[0] for r, k in zip(rows, rankings, strict=True)]
     parts: list[list[_FloatArray]] = [[] for _ in probas]
     for w in bootstrap_counts(len(y), n_bootstrap=n_bootstrap, seed=seed):
-        for model, (r, k) in enumerate(zip(rows, classes, strict=True)):
-            parts[model].append(_metrics(w @ r, _ovr_auc(w, k), c))
+        for model, (r, k) in enumerate(zip(rows, rankings, strict=True)):
+            parts[model].append(_metrics(w, r, _ovr_auc(w, k), c))
     width = 5 + 2 * c
     return point, [np.vstack(x) if x else np.empty((0, width)) for x in parts]
 

@@ -175,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     from modelgate import cli_monitor
 
     cli_monitor.add_monitor_command(sub)
+    from modelgate import cli_gc
+
+    cli_gc.add_gc_command(sub)
     return parser
 
 

@@ -117,6 +117,7 @@ class Settings:
     presign_expiry_s: int
     min_group_size: int = 30
     stale_run_minutes: int = 30
+    eval_memory_limit_mb: int = 4096
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -142,6 +143,7 @@ class Settings:
             presign_expiry_s=_positive_int(env, "MODELGATE_PRESIGN_EXPIRY_S", 3600),
             min_group_size=_positive_int(env, "MODELGATE_MIN_GROUP_SIZE", 30),
             stale_run_minutes=_positive_int(env, "MODELGATE_STALE_RUN_MINUTES", 30),
+            eval_memory_limit_mb=_positive_int(env, "MODELGATE_EVAL_MEMORY_LIMIT_MB", 4096),
         )
 
 

@@ -31,11 +31,13 @@ def run_evaluation_locally(model: Path, data: str | Path, policy: Path | None, *
     as the DAG's mapped tasks do).
 
     The same archive, data and policy give the same run key
-    (``cli__<data sha>__<policy sha>__<name>__v<version>__<archive sha>``, the policy part
-    ending ``-looser-allowed`` with ``allow_looser_policy``), so running the command twice
-    replaces the first run's rows and report instead of adding new ones; the same ONNX under
-    another name or version is another run, and a run allowed a looser policy never replaces
-    one refused it. Ctrl-C and SIGTERM (raised by
+    (``cli__<data sha>__<policy sha>__<name>__v<version>__<archive sha>__vs-<champion>``, the
+    policy part ending ``-looser-allowed`` with ``allow_looser_policy``), so running the command
+    twice replaces the first run's rows and report instead of adding new ones; the same ONNX
+    under another name or version is another run, and a run allowed a looser policy never
+    replaces one refused it. A run compared with another champion is another run too, and the
+    run that promoted a version is never replaced (it is kept, see
+    :func:`~modelgate.pipelines.run_keys.evaluation_run_key`). Ctrl-C and SIGTERM (raised by
     the CLI as :class:`~modelgate.pipelines.liveness.Terminated`) record the run as failed.
     """
     uri = str(data)

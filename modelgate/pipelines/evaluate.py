@@ -27,9 +27,10 @@ from modelgate.logsafe import one_line
 from modelgate.metrics import emit as emit_metrics
 from modelgate.metrics import gate_metrics
 from modelgate.pipelines import evaluate_tasks, index_page, partitions, policy_provenance
-from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
+from modelgate.pipelines.context import Context, load_registered_model, safe_key_part
 from modelgate.pipelines.fairness_records import driving_text, fairness_records
 from modelgate.pipelines.payloads import RunRefDict
+from modelgate.pipelines.run_keys import evaluation_run_key
 from modelgate.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.store import models, runs
 
@@ -61,20 +62,6 @@ def put_pickle(ctx: Context, key: str, value: object) -> str:
 
 def get_pickle(ctx: Context, key: str) -> Any:
     return pickle.loads(ctx.store.get_bytes(key))  # noqa: S301 - our own bucket, see module doc
-
-
-def evaluation_run_key(base: str, row: models.ModelVersionRow) -> str:
-    """The run key: the caller's key plus the model's name, version and archive sha256.
-
-    The same ONNX bytes registered under two names or versions give two runs, never one.
-
-    >>> row = models.ModelVersionRow(1, "churn", "2", "a" * 64, "b" * 64, "k", "u", {}, "candidate",
-    ...                              False)
-    >>> evaluation_run_key("cli__0123__default", row)
-    'cli__0123__default__churn__v2__bbbbbbbbbbbb'
-    """
-    return (f"{base}__{safe_key_part(row.model_name)}__v{safe_key_part(row.version)}__"
-            f"{row.archive_sha256[:12]}")
 
 
 def _candidate(ctx: Context, *, model_name: str, version: str, dataset_uri: str,
@@ -116,7 +103,7 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     champion_id = None
     if champion is not None and champion.model_version_id != candidate.model_version_id:
         champion_id = champion.model_version_id
-    key = evaluation_run_key(run_key, candidate)
+    key = evaluation_run_key(run_key, candidate, champion)
     abandoned = runs.abandon_stale_runs(ctx.db_url, model_name, by_run_key=key,
                                         stale_minutes=ctx.settings.stale_run_minutes)
     if abandoned:
@@ -193,6 +180,11 @@ def list_dataset(ctx: Context, ref: RunRef) -> list[str]:
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     found = partitions.list_partitions(ctx, run.dataset_uri)
     log.info("evaluation run %d: %d partition(s)", ref.evaluation_run_id, len(found))
+    if not run.dataset_uri.startswith("s3://"):  # local footers are cheap: refuse before scoring
+        evaluate_tasks.check_memory(_candidate_row(ctx, run).manifest, partitions.local_rows(found),
+                                    champion=run.champion_version_id is not None,
+                                    n_bootstrap=N_BOOTSTRAP, limit_mb=ctx.settings.eval_memory_limit_mb)
+        found = partitions.batch_small_files(found)
     return found
 
 
@@ -212,6 +204,7 @@ class PartitionResult:
     provider_reason: str = ""
     tf32_allowed: bool = False
     group_scores: tuple[Any, ...] = ()  # fairness.group_scores.GroupScoreTable per feature
+    files: tuple[tuple[str, str], ...] = ()  # a batch of small files: (name, sha256) of each
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +243,7 @@ def score_partition(ctx: Context, ref: RunRef, index: int, partition_uri: str) -
 def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, index: int,
                         partition_uri: str, work: Path) -> PartitionResult:
     """:func:`score_partition`'s work in this attempt's scratch directory ``work``."""
-    data = fetch_dataset(ctx, partition_uri, work)
+    data = partitions.fetch_partition(ctx, partition_uri, work)
     candidate = _candidate_row(ctx, run)
     manifest = candidate.manifest
     keep = list(dict.fromkeys([manifest["label"]["column"], *manifest["sensitive_features"]]))
@@ -274,7 +267,8 @@ def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, i
     return PartitionResult(index, partitions.partition_name(run.dataset_uri, partition_uri),
                            partition_uri, scored.rows, scored.seconds, scored.provider,
                            scored.input_fingerprint, scores_key, statistics,
-                           scored.provider_reason, scored.tf32_allowed, group_scores)
+                           scored.provider_reason, scored.tf32_allowed, group_scores,
+                           partitions.member_fingerprints(run.dataset_uri, partition_uri))
 
 
 def _read_columns(data: Path, columns: list[str]) -> pa.Table | None:
@@ -352,7 +346,8 @@ def merge_partitions(ctx: Context, ref: RunRef, keys: list[str]) -> str:
     statistics = sufficient.merge([r.statistics for r in results]) if binary else None
     group_scores = _merge_group_scores([r.group_scores for r in results]) if binary else ()
     rows = statistics.n if statistics is not None else sum(r.rows for r in results)
-    fingerprint = partitions.dataset_fingerprint([(r.name, r.sha256) for r in results])
+    fingerprint = partitions.dataset_fingerprint(  # a batch counts as its files
+        [pair for r in results for pair in (r.files or ((r.name, r.sha256),))])
     seconds = sum(r.seconds for r in results)
     runs.record_scoring(
         ctx.db_url, ref.evaluation_run_id, provider=", ".join(sorted({r.provider for r in results})),
@@ -515,9 +510,12 @@ def _compute_task_metrics(ctx: Context, ref: RunRef, manifest: dict[str, Any], *
                           champion: bool) -> str:
     """Multiclass or regression metrics from the partitions' scored columns, concatenated."""
     task = evaluate_tasks.task_of(manifest)
+    scored = load_statistics(ctx, ref).partitions
+    evaluate_tasks.check_memory(manifest, sum(p[2] for p in scored), champion=champion,
+                                n_bootstrap=N_BOOTSTRAP, limit_mb=ctx.settings.eval_memory_limit_mb)
     with ctx.attempt_scratch("evaluation", ref.run_key, "metrics") as work:
-        table = evaluate_tasks.read_scores(ctx, load_statistics(ctx, ref).partitions,
-                                           evaluate_tasks.score_columns(manifest, champion), work)
+        table = evaluate_tasks.read_scores(ctx, scored, evaluate_tasks.score_columns(manifest, champion),
+                                           work)
     candidate, champion_report, comparison = evaluate_tasks.compute_metrics(
         table, manifest, champion=champion, n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED)
     log.info("%s metrics on %d rows with %d bootstrap resamples%s", task, table.num_rows,
@@ -679,7 +677,7 @@ def _sample_rows(ctx: Context, merged: MergedStatistics, features: list[str], la
         if not len(where):
             continue
         part = work / f"part-{i:05d}"
-        dataset = fetch_dataset(ctx, uri, part)
+        dataset = partitions.fetch_partition(ctx, uri, part)
         frames.append(partitions.read_rows(dataset, features, where))
         scores_path = ctx.store.download(scores_key, part / "scores.parquet")
         scored.append(partitions.read_rows(scores_path, [label, *columns], where))
@@ -904,7 +902,8 @@ def promote(ctx: Context, ref: RunRef) -> str:
     policy_provenance.check_promotion(runs.get_policy(ctx.db_url, run.evaluation_run_id),
                                       promote=True)
     archived = models.promote(ctx.db_url, run.model_version_id,
-                              expected_champion_id=run.champion_version_id)
+                              expected_champion_id=run.champion_version_id,
+                              evaluation_run_id=run.evaluation_run_id)
     text = f"promoted {row.model_name} v{row.version} to production"
     if archived is not None:
         text += f"; archived version id {archived}"

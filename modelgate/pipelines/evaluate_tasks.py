@@ -145,6 +145,56 @@ def join_champion(candidate_path: Path, champion_path: Path | None, out: Path) -
         os.replace(candidate_path, out)
 
 
+class EvaluationTooLarge(ValueError):
+    """The metrics step would hold more memory than ``MODELGATE_EVAL_MEMORY_LIMIT_MB``."""
+
+
+def metrics_memory_bytes(manifest: Mapping[str, Any], n_rows: int, *, champion: bool,
+                         n_bootstrap: int) -> int | None:
+    """Upper bound of what the metrics step holds for ``n_rows`` rows; None for binary
+    models (their count tables do not grow with the rows).
+
+    Multiclass: the scored probabilities as read (float64 at most) plus
+    :func:`~modelgate.evaluation.multiclass.multiclass_memory_bytes`, per model; regression:
+    ``8 x 15 x N`` per model.
+
+    >>> m = {"task": "multiclass_classification", "output": {"classes": list(range(1000))}}
+    >>> round(metrics_memory_bytes(m, 100_000, champion=False, n_bootstrap=1000) / 2**30, 2)
+    2.02
+    """
+    from modelgate.evaluation.multiclass import multiclass_memory_bytes
+
+    models = 2 if champion else 1
+    task = task_of(manifest)
+    if task == MULTICLASS:
+        c = len(classes_of(manifest))
+        return (multiclass_memory_bytes(n_rows, c, n_models=models, n_bootstrap=n_bootstrap)
+                + 8 * n_rows * c * models)
+    if task == REGRESSION:
+        return 8 * 15 * n_rows * models
+    return None
+
+
+def check_memory(manifest: Mapping[str, Any], n_rows: int, *, champion: bool, n_bootstrap: int,
+                 limit_mb: int) -> None:
+    """Refuse, before any work, a metrics step that would need more than ``limit_mb`` MiB.
+
+    Raises
+    ------
+    EvaluationTooLarge
+        Naming the task, the classes, the rows, the estimate and the setting.
+    """
+    need = metrics_memory_bytes(manifest, n_rows, champion=champion, n_bootstrap=n_bootstrap)
+    if need is None or need <= limit_mb * 2**20:
+        return
+    task = task_of(manifest)
+    what = f"{len(classes_of(manifest))}-class model" if task == MULTICLASS else f"{task} model"
+    raise EvaluationTooLarge(
+        f"the metrics of the {what} {manifest.get('name')!r} on {n_rows:,} rows"
+        f"{' with its champion' if champion else ''} need about {need / 2**20:,.0f} MiB, over "
+        f"MODELGATE_EVAL_MEMORY_LIMIT_MB={limit_mb}; raise the limit or evaluate fewer rows")
+
+
 def read_scores(ctx: Context, partitions: Sequence[tuple[str, str, int, str]],
                 columns: Sequence[str], work: Path) -> pa.Table:
     """The named columns of every partition's scores, concatenated in partition order."""

@@ -9,6 +9,8 @@ mergeable statistics (:mod:`modelgate.evaluation.sufficient`).
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 from collections.abc import Generator, Sequence
 from pathlib import Path
 
@@ -16,8 +18,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from modelgate.pipelines.context import Context
+from modelgate.logsafe import one_line
+from modelgate.pipelines.context import Context, fetch_dataset
 from modelgate.store.objects import ObjectStore
+
+log = logging.getLogger(__name__)
 
 PARQUET_SUFFIX = ".parquet"
 
@@ -27,7 +32,7 @@ def list_partitions(ctx: Context, dataset_uri: str) -> list[str]:
 
     ``dataset_uri`` is a local path or ``file://`` URI (a file or a directory, searched
     recursively for ``*.parquet``), or ``s3://bucket/key`` (an object, or a prefix whose
-    ``*.parquet`` objects are the partitions).
+    ``*.parquet`` objects are the partitions). Hidden files are left out (:func:`hidden`).
 
     Raises
     ------
@@ -50,7 +55,7 @@ def list_partitions_in(store: ObjectStore | None, dataset_uri: str) -> list[str]
             return [dataset_uri]
         prefix = key.rstrip("/") + "/"
         found = [f"s3://{bucket}/{k}" for k in store.list_keys(prefix)
-                 if k.endswith(PARQUET_SUFFIX)]
+                 if k.endswith(PARQUET_SUFFIX) and not hidden(k[len(prefix):])]
     else:
         path = Path(dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri)
         return list_partitions_local(path)
@@ -95,8 +100,84 @@ def dataset_sha256(store: ObjectStore | None, dataset_uri: str, work: Path) -> s
 def check_partition(dataset_uri: str, partition_uri: str) -> None:
     """Refuse a partition that is not the dataset or under it (a task's argument is input)."""
     base = dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri
-    if partition_uri != base and not partition_uri.startswith(base.rstrip("/") + "/"):
-        raise ValueError(f"partition {partition_uri!r} is not part of dataset {dataset_uri!r}")
+    for member in members(partition_uri):
+        if member != base and not member.startswith(base.rstrip("/") + "/"):
+            raise ValueError(f"partition {member!r} is not part of dataset {dataset_uri!r}")
+
+
+# Small local files are scored together: per-file overhead (task, session, objects) dominated
+# datasets of many small files (85 ms a file). Larger files stay partitions of their own, and so
+# does every file of a dataset of up to 64 files: there a DAG gains more from spreading files
+# over workers, and the float sums of the statistics keep the order of a mapped run's.
+BATCH_MIN_FILES = 64
+SMALL_FILE_BYTES = 8 << 20
+BATCH_BYTES = 64 << 20
+BATCH_FILES = 4096
+BATCH_SEPARATOR = "\n"  # never in a path the listing returns: it is refused in names
+
+
+def batch_small_files(paths: Sequence[str], *, min_files: int = BATCH_MIN_FILES) -> list[str]:
+    """Partitions of local files in order: when there are more than ``min_files`` files,
+    consecutive files under 8 MiB are joined into batches of at most 64 MiB and 4096 files
+    (one partition, its members separated by a newline).
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for n in "abc":
+    ...     _ = (d / f"{n}.parquet").write_bytes(b"x")
+    >>> files = sorted(map(str, d.iterdir()))
+    >>> [p.count(BATCH_SEPARATOR) + 1 for p in batch_small_files(files, min_files=0)]
+    [3]
+    >>> len(batch_small_files(files))  # a few files: one partition each
+    3
+    """
+    if len(paths) <= min_files:
+        return list(paths)
+    out: list[str] = []
+    batch: list[str] = []
+    size = 0
+    for path in paths:
+        n = os.stat(path).st_size
+        if batch and (n >= SMALL_FILE_BYTES or size + n > BATCH_BYTES or len(batch) >= BATCH_FILES):
+            out.append(BATCH_SEPARATOR.join(batch))
+            batch, size = [], 0
+        if n >= SMALL_FILE_BYTES:
+            out.append(path)
+        else:
+            batch.append(path)
+            size += n
+    if batch:
+        out.append(BATCH_SEPARATOR.join(batch))
+    return out
+
+
+def members(partition_uri: str) -> list[str]:
+    """The files of a partition (one, or a batch of :func:`batch_small_files`)."""
+    return partition_uri.split(BATCH_SEPARATOR)
+
+
+def fetch_partition(ctx: Context, partition_uri: str, work: Path) -> Path:
+    """A local parquet file holding the partition: the file itself, or a batch's files
+    concatenated in order into ``work/batch.parquet``."""
+    files = members(partition_uri)
+    if len(files) == 1:
+        return fetch_dataset(ctx, partition_uri, work)
+    tables = [pq.read_table(fetch_dataset(ctx, f, work)) for f in files]
+    work.mkdir(parents=True, exist_ok=True)
+    out = work / "batch.parquet"
+    pq.write_table(pa.concat_tables(tables, promote_options="default"), out)
+    return out
+
+
+def member_fingerprints(dataset_uri: str, partition_uri: str) -> tuple[tuple[str, str], ...]:
+    """``(name, sha256)`` of each file of a batch, for the dataset fingerprint; () for one file
+    (its scored file's sha256 is the file's)."""
+    from modelgate.scoring import file_sha256
+
+    files = members(partition_uri)
+    if len(files) == 1:
+        return ()
+    return tuple((partition_name(dataset_uri, f), file_sha256(Path(f))) for f in files)
 
 
 def dataset_fingerprint(partitions: Sequence[tuple[str, str]]) -> str:
@@ -127,18 +208,58 @@ def local_dataset_fingerprint(path: Path) -> str:
     return dataset_fingerprint([(p.relative_to(path).as_posix(), file_sha256(p)) for p in files])
 
 
+def hidden(relative: str) -> bool:
+    """Whether a file is left out of a dataset, as Spark and Hive leave it: some part of its
+    path under the dataset starts with ``_`` or ``.`` (``_temporary/``, ``_SUCCESS``,
+    ``.part-0.parquet.crc``, editors' and uploaders' temporary files).
+
+    >>> hidden("day=1/part-0.parquet"), hidden("_temporary/0/part-0.parquet"), hidden(".x.parquet")
+    (False, True, True)
+    """
+    return any(part.startswith(("_", ".")) for part in relative.split("/"))
+
+
 def list_partitions_local(path: Path) -> list[str]:
-    """:func:`list_partitions` for a local path (no stores needed)."""
+    """:func:`list_partitions` for a local path (no stores needed).
+
+    One walk of the directory (``os.scandir``); hidden files and directories (:func:`hidden`)
+    are skipped, and links that point nowhere are named in a warning, never skipped in
+    silence.
+    """
     if not path.exists():
         raise FileNotFoundError(f"held-out dataset {str(path)!r} does not exist")
     if path.is_file():
         return [str(path)]
-    # sorted as strings, the order an s3:// listing of the same files has
-    found = sorted(str(p) for p in path.rglob(f"*{PARQUET_SUFFIX}") if p.is_file()
-                   and not p.name.startswith("."))
+    found: list[str] = []
+    dangling: list[str] = []
+    stack, seen = [path], {os.path.realpath(path)}
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                if entry.name.startswith(("_", ".")):
+                    continue
+                if entry.is_dir():
+                    real = os.path.realpath(entry.path)
+                    if real not in seen:  # a linked directory is walked once: no loops
+                        seen.add(real)
+                        stack.append(Path(entry.path))
+                elif entry.is_file():
+                    if entry.name.endswith(PARQUET_SUFFIX):
+                        found.append(entry.path)
+                elif entry.is_symlink():
+                    dangling.append(Path(entry.path).relative_to(path).as_posix())
+    if dangling:
+        log.warning("held-out dataset %s: %d link(s) point to nothing and are left out: %s",
+                    one_line(str(path)), len(dangling), one_line(", ".join(sorted(dangling)[:20])))
+    found.sort()  # sorted as strings, the order an s3:// listing of the same files has
     if not found:
         raise FileNotFoundError(f"held-out dataset {str(path)!r} holds no {PARQUET_SUFFIX} file")
     return found
+
+
+def local_rows(paths: Sequence[str]) -> int:
+    """Rows of local parquet files, from their footers (no data is read)."""
+    return sum(pq.read_metadata(p).num_rows for p in paths)
 
 
 def partition_name(dataset_uri: str, partition_uri: str) -> str:
@@ -148,6 +269,9 @@ def partition_name(dataset_uri: str, partition_uri: str) -> str:
     'day=1/a.parquet'
     """
     base = dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri
+    files = members(partition_uri)
+    if len(files) > 1:
+        return f"{partition_name(dataset_uri, files[0])}+{len(files) - 1}"
     if partition_uri == base:
         return Path(partition_uri).name
     return partition_uri[len(base.rstrip("/")) + 1:]

@@ -125,7 +125,8 @@ def get_production(url: str, model_name: str) -> ModelVersionRow | None:
     return None if record is None else _row(record)
 
 
-def promote(url: str, model_version_id: int, *, expected_champion_id: int | None) -> int | None:
+def promote(url: str, model_version_id: int, *, expected_champion_id: int | None,
+            evaluation_run_id: int | None = None) -> int | None:
     """Make a candidate the production model and archive the previous one, atomically.
 
     ``expected_champion_id`` is the production version the candidate was compared with
@@ -134,6 +135,10 @@ def promote(url: str, model_version_id: int, *, expected_champion_id: int | None
     cannot both be promoted. All versions of the model name are locked for the duration;
     the partial unique index ``model_version_model_name_production_key`` is the last line
     of defence. Returns the id of the archived version (None if there was none).
+
+    ``evaluation_run_id``, the passed run of this version the promotion rests on, is marked
+    promoted (``evaluation_run.promoted_at``) in the same transaction; from then on the
+    database refuses any change to that run and its results (migration 0020).
     """
     with transaction(url) as cur:
         cur.execute(
@@ -172,6 +177,16 @@ def promote(url: str, model_version_id: int, *, expected_champion_id: int | None
                WHERE model_version_id = %s""",
             (model_version_id,),
         )
+        if evaluation_run_id is not None:
+            cur.execute(
+                """UPDATE evaluation_run SET promoted_at = now()
+                   WHERE evaluation_run_id = %s AND model_version_id = %s AND status = 'passed'""",
+                (evaluation_run_id, model_version_id),
+            )
+            if cur.rowcount != 1:
+                raise RegistryError(
+                    f"evaluation run {evaluation_run_id} is not a passed run of {model_name!r} "
+                    f"version id {model_version_id}; nothing promoted")
     return current
 
 

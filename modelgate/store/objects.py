@@ -15,6 +15,7 @@ import io
 import logging
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -45,6 +46,10 @@ class ObjectStore(Protocol):
 
     def list_keys(self, prefix: str) -> list[str]:
         """Keys under ``prefix``, sorted."""
+        ...
+
+    def delete_keys(self, keys: Sequence[str]) -> int:
+        """Delete the objects ``keys`` (missing ones are no error); how many were asked."""
         ...
 
     def link(self, key: str, *, expiry_s: int) -> str:
@@ -105,6 +110,18 @@ class LocalObjectStore:
             return []
         return sorted(p.relative_to(self.root).as_posix() for p in base.rglob("*")
                       if p.is_file() and not p.name.startswith(".tmp-"))
+
+    def delete_keys(self, keys: Sequence[str]) -> int:
+        parents = set()
+        for key in keys:
+            path = self._path(key)
+            path.unlink(missing_ok=True)
+            parents.add(path.parent)
+        for folder in sorted(parents, key=lambda p: len(p.parts), reverse=True):
+            while folder != self.root and folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()  # empty folders left by deleted objects
+                folder = folder.parent
+        return len(keys)
 
     def link(self, key: str, *, expiry_s: int) -> str:
         return self.uri(key)
@@ -227,6 +244,21 @@ class S3ObjectStore:
             return sorted(o.object_name for o in objects)
         except Exception as exc:
             raise self._error("list", prefix, exc) from exc
+
+    def delete_keys(self, keys: Sequence[str]) -> int:
+        from minio.deleteobjects import DeleteObject
+
+        for key in keys:
+            validate_key(key)
+        try:
+            # one request per 1000 keys; the iterator yields the keys S3 could not delete
+            failed = list(self.client.remove_objects(self.bucket, [DeleteObject(k) for k in keys]))
+        except Exception as exc:
+            raise self._error("delete", keys[0] if keys else "", exc) from exc
+        if failed:
+            raise ObjectStoreError(f"could not delete {len(failed)} object(s) from bucket "
+                                   f"{self.bucket!r}, e.g. {failed[0].name!r}: {failed[0].message}")
+        return len(keys)
 
     def link(self, key: str, *, expiry_s: int) -> str:
         try:

@@ -54,6 +54,10 @@ class RunKeyConflict(LookupError):
     """A run key is already used by a run of another model version or archive."""
 
 
+class PromotionEvidenceKept(RunKeyConflict):
+    """A run key belongs to the run a promotion rests on; that run is never reset."""
+
+
 def start_evaluation_run(
     url: str, *, run_key: str, model_version_id: int, champion_version_id: int | None,
     dataset_uri: str, archive_sha256: str,
@@ -63,7 +67,8 @@ def start_evaluation_run(
 
     The archive sha256 is pinned on the row: every step of the run uses that archive's
     manifest. A run key already used by another model version or archive is never taken
-    over (:class:`RunKeyConflict`).
+    over (:class:`RunKeyConflict`), nor is the key of a run that promoted its version
+    (:class:`PromotionEvidenceKept`; the database refuses it too, migration 0020).
     """
     with transaction(url) as cur:
         cur.execute(
@@ -79,11 +84,21 @@ def start_evaluation_run(
                    looser_policy_allowed = NULL
                WHERE evaluation_run.model_version_id = EXCLUDED.model_version_id
                  AND evaluation_run.archive_sha256 IS NOT DISTINCT FROM EXCLUDED.archive_sha256
+                 AND evaluation_run.promoted_at IS NULL
                RETURNING evaluation_run_id""",
             (run_key, model_version_id, champion_version_id, dataset_uri, archive_sha256),
         )
         inserted = cur.fetchone()
         if inserted is None:
+            cur.execute("""SELECT evaluation_run_id FROM evaluation_run
+                           WHERE run_key = %s AND promoted_at IS NOT NULL AND model_version_id = %s
+                             AND archive_sha256 IS NOT DISTINCT FROM %s""",
+                        (run_key, model_version_id, archive_sha256))
+            promoted = cur.fetchone()
+            if promoted is not None:
+                raise PromotionEvidenceKept(
+                    f"run key {run_key!r} is evaluation run {promoted[0]}, which promoted its "
+                    "version; its evidence is kept and not re-run")
             raise RunKeyConflict(
                 f"run key {run_key!r} belongs to a run of another model version or archive; "
                 f"it is not reused for model version id {model_version_id} "
@@ -169,11 +184,12 @@ def fail_evaluation_run(url: str, run_id: int, reason: str) -> None:
     Results are written in one transaction with the final status, so a run that fails before
     that has none, and one that fails after it (its promotion refused because production
     changed meanwhile) keeps them: evidence of a decision that was made is never deleted.
+    A run that promoted its version stays ``passed`` whatever fails after the promotion.
     """
     with transaction(url) as cur:
         cur.execute(
             """UPDATE evaluation_run SET status = 'failed', failure_reason = %s, finished_at = now()
-               WHERE evaluation_run_id = %s""",
+               WHERE evaluation_run_id = %s AND promoted_at IS NULL""",
             (reason[:4000], run_id),
         )
 
@@ -340,3 +356,35 @@ def get_gate_decision(url: str, run_id: int) -> tuple[bool, str] | None:
         cur.execute("SELECT passed, summary FROM gate_decision WHERE evaluation_run_id = %s", (run_id,))
         record = cur.fetchone()
     return None if record is None else (bool(record[0]), str(record[1]))
+
+
+def ended_run_keys(url: str, *, ended_before: dt.timedelta) -> list[str]:
+    """Keys of the evaluation runs that ended (``passed``, ``blocked``, ``failed`` or
+    ``abandoned``) more than ``ended_before`` ago, by the database's clock."""
+    with transaction(url) as cur:
+        cur.execute(
+            """SELECT run_key FROM evaluation_run
+               WHERE status IN ('passed', 'blocked', 'failed', 'abandoned')
+                 AND finished_at < now() - %s ORDER BY run_key""", (ended_before,))
+        return [str(r[0]) for r in cur.fetchall()]
+
+
+def stored_object_references(url: str) -> set[str]:
+    """Every object key or URI a stored row holds: each text column of the application's
+    tables named ``*_key`` or ``*_uri`` (run keys aside), found in the catalogue, so a
+    column added later is covered too."""
+    from psycopg2 import sql
+
+    with transaction(url) as cur:
+        cur.execute(
+            r"""SELECT table_name, column_name FROM information_schema.columns
+                WHERE table_schema = 'public' AND data_type = 'text' AND column_name <> 'run_key'
+                  AND (column_name LIKE '%\_key' OR column_name LIKE '%\_uri')
+                ORDER BY 1, 2""")
+        columns = cur.fetchall()
+        found: set[str] = set()
+        for table, column in columns:
+            cur.execute(sql.SQL("SELECT DISTINCT {c} FROM {t} WHERE {c} IS NOT NULL").format(
+                c=sql.Identifier(column), t=sql.Identifier(table)))
+            found.update(str(r[0]) for r in cur.fetchall())
+    return found

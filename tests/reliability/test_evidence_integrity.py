@@ -226,8 +226,8 @@ def test_the_same_onnx_under_two_versions_gives_two_runs(
     twin = _repackage(archive, tmp_path / "twin", version="1b")
     second = run_evaluation_locally(twin, data, lenient).payload
     assert first["run_key"] != second["run_key"]
-    assert first["run_key"].endswith(f"__{MODEL}__v1__{_sha(archive)[:12]}")
-    assert second["run_key"].endswith(f"__{MODEL}__v1b__{_sha(twin)[:12]}")
+    assert first["run_key"].endswith(f"__{MODEL}__v1__{_sha(archive)[:12]}__vs-none")
+    assert second["run_key"].endswith(f"__{MODEL}__v1b__{_sha(twin)[:12]}__vs-v1-{_sha(archive)[:8]}")
     url = str(env.database_url)
     rows = fetch_all(url, """SELECT r.evaluation_run_id, v.version, r.status, r.archive_sha256
                              FROM evaluation_run r JOIN model_version v USING (model_version_id)

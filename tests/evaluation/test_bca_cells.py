@@ -115,3 +115,35 @@ def test_interval_method_is_validated() -> None:
     with pytest.raises(ValueError, match="interval must be"):
         performance_from_statistics(collect([0, 1], [0.2, 0.8], threshold=0.5),
                                     interval="basic")  # type: ignore[arg-type]
+
+
+def _confident_auc_truth() -> float:
+    """AUC of the bench's confident population (bench/bench_coverage.py): latent
+    ``N(4 y + 0.4 b, 1)`` with ``b ~ Bernoulli(0.4)``, a monotone score; closed form."""
+    from scipy.stats import norm
+
+    comps = [(0.6, 0.0), (0.4, 0.4)]
+    return float(sum(w1 * w0 * norm.cdf((4.0 + m1 - m0) / np.sqrt(2.0))
+                     for w1, m1 in comps for w0, m0 in comps))
+
+
+@pytest.mark.e2e
+def test_bca_covers_a_confident_model_s_auc_at_n200_more_often_than_the_percentile() -> None:
+    """Seeded simulation (about 20 s): 300 sets of 200 rows, AUC 0.997.  The percentile
+    interval misses the truth below in about 17 % of sets (bench/RESULTS.md); BCa moves the
+    ends down.  Neither reaches 95 % here: this documents the gain, not the target."""
+    from scipy.special import expit
+
+    truth, rng = _confident_auc_truth(), np.random.default_rng(2026)
+    hits = {"percentile": 0, "bca": 0}
+    for rep in range(300):
+        y = (rng.random(200) < 0.4).astype(int)
+        x = rng.normal(4.0 * y + 0.4 * (rng.random(200) < 0.4), 1.0)
+        stats = collect(y, expit(4.0 * x - 8.0), threshold=0.5)
+        for method in hits:
+            auc = performance_from_statistics(stats, n_bootstrap=300, seed=rep,
+                                              interval=method).candidate.by_name()["roc_auc"]
+            assert 0.0 <= auc.ci_lower <= auc.value <= auc.ci_upper <= 1.0
+            hits[method] += auc.ci_lower <= truth <= auc.ci_upper
+    assert hits["percentile"] <= 0.90 * 300  # the shortfall this method is for
+    assert hits["bca"] >= hits["percentile"] + 0.03 * 300, hits

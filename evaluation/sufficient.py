@@ -37,8 +37,10 @@ table), so the replicate on the data is the exact point estimate, every replicat
 in its metric's range, and with exact cells the replicates are those of a row bootstrap.
 An interval is the percentile interval of the replicates, widened to hold the point
 estimate when it does not (possible only for very skewed or discrete bootstrap
-distributions, e.g. a handful of rows).  The merged tables do not depend on how the
-rows were partitioned, and the draws depend only on the merged counts and the seed, so
+distributions, e.g. a handful of rows).  ``interval="bca"`` gives BCa ends instead
+(acceleration from a jackknife over the cells, O(cells)); it is not the default, see
+``bench/RESULTS.md`` ("BCa on the cell table") for why.  The merged tables do not
+depend on how the rows were partitioned, and the draws depend only on the merged counts and the seed, so
 a mapped run and a single-task run give the same intervals.
 
 References

@@ -37,8 +37,10 @@ table), so the replicate on the data is the exact point estimate, every replicat
 in its metric's range, and with exact cells the replicates are those of a row bootstrap.
 An interval is the percentile interval of the replicates, widened to hold the point
 estimate when it does not (possible only for very skewed or discrete bootstrap
-distributions, e.g. a handful of rows).  The merged tables do not depend on how the
-rows were partitioned, and the draws depend only on the merged counts and the seed, so
+distributions, e.g. a handful of rows).  ``interval="bca"`` gives BCa ends instead
+(acceleration from a jackknife over the cells, O(cells)); it is not the default, see
+``bench/RESULTS.md`` ("BCa on the cell table") for why.  The merged tables do not
+depend on how the rows were partitioned, and the draws depend only on the merged counts and the seed, so
 a mapped run and a single-task run give the same intervals.
 
 References
@@ -52,16 +54,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from modelgate.intervals import interval_holding
+from modelgate.intervals import bca_interval, interval_holding
 
 from .bootstrap_cells import (
     EXACT_LEVEL,
     MAX_CELLS,
     BootstrapTable,
+    jackknife_metrics,
     marginal_cells,
     merge_tables,
     replicate_metrics,
@@ -286,6 +290,7 @@ def performance_from_statistics(
     n_bootstrap: int = 1000,
     confidence_level: float = 0.95,
     seed: int = 0,
+    interval: Literal["percentile", "bca"] = "percentile",
 ) -> PerformanceSummary:
     """Every metric of :data:`METRIC_NAMES` (and paired deltas) from merged statistics.
 
@@ -299,6 +304,11 @@ def performance_from_statistics(
         Coverage of the intervals, in (0, 1).
     seed : int, default 0
         Seed of ``np.random.default_rng`` for the draws.
+    interval : {"percentile", "bca"}, default "percentile"
+        ``"bca"``: bias-corrected and accelerated ends
+        (:func:`modelgate.intervals.bca_interval`), the acceleration from the
+        jackknife over the cells (:func:`~.bootstrap_cells.jackknife_metrics`).
+        Either way the ends are replicates' quantiles, widened to hold the point.
 
     Returns
     -------
@@ -314,15 +324,18 @@ def performance_from_statistics(
     from .metrics import _check_options
 
     _check_options(0.5, n_bootstrap, confidence_level, seed)
+    if interval not in ("percentile", "bca"):
+        raise ValueError(f"interval must be 'percentile' or 'bca'; got {interval!r}")
     models = [stats.candidate] + ([stats.champion] if stats.champion is not None else [])
     points = [_point_metrics(m) for m in models]
-    resampled = _bootstrap(stats, models, n_bootstrap, seed)
-    reports = [_report(m, p, r, n_bootstrap, confidence_level, seed)
-               for m, p, r in zip(models, points, resampled, strict=True)]
+    resampled, jack = _bootstrap(stats, models, n_bootstrap, seed)
+    ends = _Ends(confidence_level, interval, stats.bootstrap.counts.astype(np.float64))
+    reports = [_report(m, p, r, j, ends, n_bootstrap, seed)
+               for m, p, r, j in zip(models, points, resampled, jack, strict=True)]
     comparison = None
     if stats.champion is not None:
-        comparison = _comparison(points, resampled, stats.n, stats.candidate.threshold,
-                                 n_bootstrap, confidence_level, seed)
+        comparison = _comparison(points, resampled, jack, ends, stats.n,
+                                 stats.candidate.threshold, n_bootstrap, seed)
     bound = max(_auc_error_bound(m.scores) for m in models)
     return PerformanceSummary(reports[0], reports[1] if len(reports) > 1 else None, comparison,
                               len(stats.candidate.scores.keys), bound)
@@ -473,9 +486,26 @@ def _point_metrics(m: ModelStatistics) -> tuple[dict[str, float], dict[str, str 
     return values, reasons
 
 
+@dataclass(frozen=True, slots=True)
+class _Ends:
+    """How replicates become an interval: level, method, and the jackknife's weights."""
+
+    confidence_level: float
+    method: str
+    weights: _FloatArray
+
+    def of(self, point: float, replicates: _FloatArray, jackknife: _FloatArray) -> tuple[float, float]:
+        if self.method == "bca":
+            ends = bca_interval(replicates, point, jackknife, self.weights, self.confidence_level)
+        else:
+            ends = percentile_interval(replicates, self.confidence_level)
+        return interval_holding(point, *ends)
+
+
 def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n_bootstrap: int,
-               seed: int) -> list[dict[str, _FloatArray]]:
-    """Per model, per metric: the ``n_bootstrap`` replicates (the same draws for every model)."""
+               seed: int) -> tuple[list[dict[str, _FloatArray]], list[dict[str, _FloatArray]]]:
+    """Per model, per metric: the ``n_bootstrap`` replicates (the same draws for every model)
+    and the jackknife values per cell."""
     table = stats.bootstrap
     per_model = []
     for m, model in enumerate(models):
@@ -486,6 +516,7 @@ def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n
         kappa = within_concordance(score_keys, model.scores.neg, model.scores.pos,
                                    model.threshold, table.level, keys)
         per_model.append((kappa, inverse, predicted))
+    jack = [jackknife_metrics(table, m, *args) for m, args in enumerate(per_model)]
     resampled: list[list[dict[str, _FloatArray]]] = [[] for _ in models]
     rng = np.random.default_rng(seed)
     chunk = max(1, _CHUNK_ELEMENTS // len(table.counts))
@@ -496,12 +527,12 @@ def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n
             resampled[m].append(replicate_metrics(draws, table, m, kappa, inverse, predicted))
     empty = np.empty(0)
     return [{name: np.concatenate([c[name] for c in chunks]) if chunks else empty
-             for name in METRIC_NAMES} for chunks in resampled]
+             for name in METRIC_NAMES} for chunks in resampled], jack
 
 
 def _report(m: ModelStatistics, point: tuple[dict[str, float], dict[str, str | None]],
-            resampled: Mapping[str, _FloatArray], n_bootstrap: int, confidence_level: float,
-            seed: int) -> PerformanceReport:
+            resampled: Mapping[str, _FloatArray], jack: Mapping[str, _FloatArray], ends: _Ends,
+            n_bootstrap: int, seed: int) -> PerformanceReport:
     values, reasons = point
     metrics = []
     for name in METRIC_NAMES:
@@ -510,11 +541,10 @@ def _report(m: ModelStatistics, point: tuple[dict[str, float], dict[str, str | N
             metrics.append(MetricEstimate(name, float("nan"), float("nan"), float("nan"), m.n,
                                           reason or "not finite"))
             continue
-        lower, upper = interval_holding(value, *percentile_interval(resampled[name],
-                                                                    confidence_level))
+        lower, upper = ends.of(value, resampled[name], jack[name])
         metrics.append(MetricEstimate(name, value, lower, upper, m.n, None))
     return PerformanceReport(tuple(metrics), _calibration(m), m.n, m.threshold, n_bootstrap,
-                             confidence_level, seed)
+                             ends.confidence_level, seed)
 
 
 def _calibration(m: ModelStatistics) -> CalibrationTable:
@@ -529,8 +559,9 @@ def _calibration(m: ModelStatistics) -> CalibrationTable:
 
 
 def _comparison(points: list[tuple[dict[str, float], dict[str, str | None]]],
-                resampled: list[dict[str, _FloatArray]], n: int, threshold: float, n_bootstrap: int,
-                confidence_level: float, seed: int) -> ComparisonReport:
+                resampled: list[dict[str, _FloatArray]], jack: list[dict[str, _FloatArray]],
+                ends: _Ends, n: int, threshold: float, n_bootstrap: int,
+                seed: int) -> ComparisonReport:
     (p_new, r_new), (p_old, r_old) = points
     deltas = []
     for name in METRIC_NAMES:
@@ -541,7 +572,7 @@ def _comparison(points: list[tuple[dict[str, float], dict[str, str | None]]],
             deltas.append(MetricDelta(name, p_new[name], p_old[name], float("nan"), float("nan"),
                                       float("nan"), n, reason or "not finite"))
             continue
-        lower, upper = interval_holding(delta, *percentile_interval(
-            resampled[0][name] - resampled[1][name], confidence_level))
+        lower, upper = ends.of(delta, resampled[0][name] - resampled[1][name],
+                               jack[0][name] - jack[1][name])
         deltas.append(MetricDelta(name, p_new[name], p_old[name], delta, lower, upper, n, None))
-    return ComparisonReport(tuple(deltas), n, threshold, n_bootstrap, confidence_level, seed)
+    return ComparisonReport(tuple(deltas), n, threshold, n_bootstrap, ends.confidence_level, seed)

@@ -55,6 +55,83 @@ def percentile_interval(resampled: npt.NDArray[np.float64],
     return float(lower), float(upper)
 
 
+def bca_interval(resampled: npt.NDArray[np.float64], point: float,
+                 jackknife: npt.NDArray[np.float64], weights: npt.NDArray[np.float64],
+                 confidence_level: float) -> tuple[float, float]:
+    """Bias-corrected and accelerated (BCa) interval of the finite resampled values.
+
+    The ends are quantiles of the replicates (so they stay in the metric's range), at
+    levels moved by the bias correction ``z0`` (the normal quantile of the share of
+    replicates below ``point``, ties counted one half, clipped to ``[1/(2B), 1 - 1/(2B)]``)
+    and the acceleration ``a`` from the jackknife (Efron 1987; Efron and Tibshirani 1993,
+    eq. 14.15), with ``weights`` repeating each jackknife value (a cell of ``w`` equal
+    rows stands for ``w`` leave-one-out values).  Non-finite jackknife values are left
+    out; ``a`` is 0 when they do not vary.
+
+    Parameters
+    ----------
+    resampled : ndarray of float64
+        One statistic per resample; NaN (undefined) is left out.
+    point : float
+        The estimate on the data.
+    jackknife : ndarray of float64
+        The statistic with one row of each cell removed.
+    weights : ndarray of float64
+        Rows per cell (same length as ``jackknife``).
+    confidence_level : float
+        Central coverage in (0, 1).
+
+    Returns
+    -------
+    tuple of float
+        ``(lower, upper)``; ``(nan, nan)`` when no resample is finite.
+
+    References
+    ----------
+    .. [1] Efron, B. (1987). Better bootstrap confidence intervals. JASA 82(397), 171-185.
+    .. [2] Efron, B. and Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 14.
+
+    Examples
+    --------
+    With no bias (half the replicates below the point) and no acceleration it is the
+    percentile interval:
+
+    >>> r = np.arange(1.0, 100.0)
+    >>> bca_interval(r, 50.0, np.array([1.0, 2.0]), np.array([1.0, 1.0]), 0.5)
+    (25.5, 74.5)
+    >>> percentile_interval(r, 0.5)
+    (25.5, 74.5)
+    """
+    from scipy.special import ndtr, ndtri
+
+    finite = resampled[np.isfinite(resampled)]
+    if finite.size == 0 or not np.isfinite(point):
+        return float("nan"), float("nan")
+    b = finite.size
+    share = (np.count_nonzero(finite < point) + 0.5 * np.count_nonzero(finite == point)) / b
+    z0 = float(ndtri(np.clip(share, 0.5 / b, 1.0 - 0.5 / b)))
+    a = _acceleration(jackknife, weights)
+    alpha = 1.0 - confidence_level
+    z = ndtri(np.array([alpha / 2, 1.0 - alpha / 2])) + z0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # 1 - a z <= 0 only for |a| past 1/|z| (no real data); its end goes to the extreme
+        levels = np.where(1.0 - a * z > 0, ndtr(z0 + z / (1.0 - a * z)), (z > 0).astype(float))
+    lower, upper = np.quantile(finite, levels)
+    return float(lower), float(upper)
+
+
+def _acceleration(jackknife: npt.NDArray[np.float64], weights: npt.NDArray[np.float64]) -> float:
+    ok = np.isfinite(jackknife) & (weights > 0)
+    w, t = weights[ok], jackknife[ok]
+    if w.sum() == 0:
+        return 0.0
+    # elementwise sums, not np.dot: BLAS threads cost more than they save at this size
+    u = (w * t).sum() / w.sum() - t
+    wu2 = w * u * u
+    den = 6.0 * wu2.sum() ** 1.5
+    return float((wu2 * u).sum() / den) if den > 0 else 0.0
+
+
 def interval_holding(point: float, lower: float, upper: float) -> tuple[float, float]:
     """The interval ``(lower, upper)`` widened, where needed, to hold ``point``.
 

@@ -127,14 +127,17 @@ def _cases_in_range() -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
 IN_RANGE = _cases_in_range()
 
 
+@pytest.mark.parametrize("interval", ["percentile", "bca"])
 @pytest.mark.parametrize("max_cells", [16, 1 << 15], ids=["coarsest-cells", "default-cells"])
 @pytest.mark.parametrize("case", list(IN_RANGE), ids=list(IN_RANGE))
-def test_every_binary_interval_is_in_range_and_holds_its_point(case: str, max_cells: int) -> None:
+def test_every_binary_interval_is_in_range_and_holds_its_point(case: str, max_cells: int,
+                                                               interval: str) -> None:
     y, s, h = IN_RANGE[case]
     parts = [collect(y[i::3], s[i::3], threshold=0.95 if "0.9" in case else 0.5,
                      champion_score=h[i::3], champion_threshold=0.5, max_cells=max_cells)
              for i in range(3)]
-    summary = performance_from_statistics(merge(parts, max_cells=max_cells), n_bootstrap=300, seed=2)
+    summary = performance_from_statistics(merge(parts, max_cells=max_cells), n_bootstrap=300, seed=2,
+                                          interval=interval)  # type: ignore[arg-type]
     assert summary.champion is not None and summary.comparison is not None
     for m in summary.candidate.metrics + summary.champion.metrics:
         if m.undefined_reason is None:

@@ -319,7 +319,7 @@ class Deployment:
                 "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://{base}",
                 "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": f"postgresql+asyncpg://{base}",
                 "AIRFLOW__CELERY__BROKER_URL": self.broker.url,
-                "AIRFLOW__CELERY__RESULT_BACKEND": f"db+postgresql://{base}",
+                "AIRFLOW__CELERY__RESULT_BACKEND": f"db+postgresql+psycopg2://{base}",
                 "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
                 "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
                 "AIRFLOW__API_AUTH__JWT_SECRET": uuid.uuid4().hex,

@@ -44,3 +44,12 @@ def test_shared_settings_are_the_celery_executor_with_late_acks() -> None:
     assert shared["AIRFLOW__CELERY__TASK_ACKS_LATE"] == "True"  # a killed worker loses no message
     assert int(shared["AIRFLOW__CELERY__WORKER_PREFETCH_MULTIPLIER"]) == 1
     assert all(not k.startswith("MODELGATE_") and "PASSWORD" not in k for k in shared)
+
+
+def test_result_backend_names_the_installed_postgresql_driver(
+        airflow_services: dict[str, dict[str, Any]]) -> None:
+    # SQLAlchemy 2.1's default driver for postgresql:// is psycopg 3, which is not installed:
+    # a worker with that URL fails to import its result backend and never starts.
+    for name, service in airflow_services.items():
+        backend = (service.get("environment") or {})["AIRFLOW__CELERY__RESULT_BACKEND"]
+        assert backend.startswith("db+postgresql+psycopg2://"), name

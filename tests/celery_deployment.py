@@ -153,15 +153,17 @@ class RedisBroker:
 class S3Gate:
     """An HTTP proxy in front of the S3 server that can hold partition downloads.
 
-    With ``holding`` set, a GET of an object under ``datasets/`` sets :attr:`seen` and its
-    response trickles one byte a second until :meth:`release`; everything else is
-    forwarded as it is (moto does not check signatures, the Host header is kept).
+    With ``holding`` set, a GET of an object whose path holds :attr:`pattern` (default a
+    held-out partition under ``datasets/``) sets :attr:`seen` and its response trickles one
+    byte a second until :meth:`release`; everything else is forwarded as it is (moto does
+    not check signatures; the Host header is kept).
     """
 
     def __init__(self, upstream: str, name: str) -> None:
         self.upstream = upstream
         self.name = name
         self.holding = False
+        self.pattern = "/datasets/"
         self.seen = threading.Event()
         self.released = threading.Event()
         self.held_paths: list[str] = []
@@ -170,7 +172,8 @@ class S3Gate:
         self.endpoint = f"127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def hold(self) -> None:
+    def hold(self, pattern: str = "/datasets/") -> None:
+        self.pattern = pattern
         self.seen.clear()
         self.released.clear()
         self.holding = True
@@ -215,7 +218,7 @@ class S3Gate:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 held = (gate.holding and self.command == "GET"
-                        and "/datasets/" in self.path.split("?", 1)[0] and response.status == 200)
+                        and gate.pattern in self.path.split("?", 1)[0] and response.status == 200)
                 sent = 0
                 if held:
                     gate.held_paths.append(self.path.split("?", 1)[0])

@@ -113,8 +113,8 @@ def _check_run(stack: Stack, run_id: str) -> list[tuple[Any, ...]]:
     assert final.pop(("promote", -1)) == "upstream_failed"
     assert set(final.values()) == {"success"}, tries
     (row,) = fetch_all(stack.ctx.db_url, "SELECT evaluation_run_id, status, rows_scored FROM "
-                                         "evaluation_run WHERE run_key = %s",
-                       (f"model_evaluation__{run_id}",))
+                                         "evaluation_run WHERE run_key LIKE %s",
+                       (f"model_evaluation__{run_id}__%",))  # the key adds the model's identity
     assert row[1:] == ("blocked", stack.n_rows)
     assert _results(stack.ctx.db_url, row[0]) == stack.expected  # exactly, intervals included
     score = [t for t in tries if t[0] == "score"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -73,12 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     deployment = None
     try:
         build = build_demo(root / "demo", version="1", variant="baseline")
-        ctx = Context(settings=Settings(home=root / "home", database_url=url, db_conn_id="-", s3=s3,
-                                        s3_conn_id="-", presign_expiry_s=600),
-                      db_url=url, store=Context.open(Settings(
-                          home=root / "home", database_url=url, db_conn_id="-", s3=s3, s3_conn_id="-",
-                          presign_expiry_s=600)).store)
-        register_archive(ctx, build.archive_path)
+        ctx = Context.open(Settings(home=root / "home", database_url=url, db_conn_id="-", s3=s3,
+                                    s3_conn_id="-", presign_expiry_s=600))
+        row, _ = register_archive(ctx, build.archive_path)
         data = root / "data"
         data.mkdir()
         files = _generate(build.heldout_path, data, args.rows_per_file * args.files,
@@ -89,13 +87,13 @@ def main(argv: list[str] | None = None) -> int:
         policy = root / "block.yaml"
         policy.write_text("fairness:\n  default:\n    equalized_odds_difference: {upper: 0.0001}\n")
         (root / "no-overrides").mkdir()
-        env = {**__import__("os").environ, "MODELGATE_DATABASE_URL": url,
+        env = {**os.environ, "MODELGATE_DATABASE_URL": url,
                "MODELGATE_S3_ACCESS_KEY": s3.access_key, "MODELGATE_S3_SECRET_KEY": s3.secret_key,
                "MODELGATE_S3_BUCKET": s3.bucket, "MODELGATE_POLICY_DIR": str(root / "no-overrides"),
                "MODELGATE_DAG_RETRIES": "0"}
         deployment = Deployment(root / "deployment", ("model_evaluation.py",), env, s3.endpoint)
         deployment.start()
-        conf = {"model_name": build.model_name, "model_version": "1", "policy": str(policy),
+        conf = {"model_name": row.model_name, "model_version": "1", "policy": str(policy),
                 "dataset": f"s3://{s3.bucket}/datasets/bench/"}
         results = [_run(deployment, conf, 2)]
         deployment.workers["worker-b"].stop()

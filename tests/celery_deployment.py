@@ -283,6 +283,10 @@ class Deployment:
     workers: dict[str, Worker] = field(default_factory=dict)
     gates: dict[str, S3Gate] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # made before start(), so a test can hold downloads of a run the scheduler starts at once
+        self.gates = {worker: S3Gate(self.s3_endpoint, worker) for worker in self.worker_names}
+
     def start(self) -> None:
         name = f"airflow_celery_{uuid.uuid4().hex[:10]}"
         _admin(f"CREATE DATABASE {name}")
@@ -302,7 +306,6 @@ class Deployment:
                     [*AIRFLOW, *command], env=self.env, stdout=sink, stderr=subprocess.STDOUT,
                     start_new_session=True))
         for worker in self.worker_names:
-            self.gates[worker] = S3Gate(self.s3_endpoint, worker)
             self.workers[worker] = Worker(worker, self.worker_env(worker), self.logs)
             self.workers[worker].start()
         _wait_port(int(port), 300)

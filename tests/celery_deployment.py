@@ -132,6 +132,8 @@ class RedisBroker:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        if not Path(REDIS_SERVER).exists():
+            raise RuntimeError(f"{REDIS_SERVER} is missing: install Debian's redis-server package")
         self.starts += 1
         log = open(self.root / f"redis-{self.starts}.log", "wb")  # noqa: SIM115 - the server keeps it
         self.proc = subprocess.Popen(

@@ -90,11 +90,24 @@ def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return compose["services"]
 
 
+def _env_file(path: Path) -> dict[str, str]:
+    values = {}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            name, _, value = line.partition("=")
+            values[name.strip()] = value.strip()
+    return values
+
+
 def _environment(service: dict[str, Any]) -> dict[str, str]:
+    """The service's variables as Compose sets them: its env_file, then ``environment``."""
+    files = service.get("env_file") or []
+    merged = {k: v for f in ([files] if isinstance(files, str) else files)
+              for k, v in _env_file(REPO / f).items()}
     env = service.get("environment") or {}
     if isinstance(env, list):
         env = dict(item.split("=", 1) for item in env)
-    return {str(k): str(v) for k, v in env.items()}
+    return {**merged, **{str(k): str(v) for k, v in env.items()}}
 
 
 def _resolved_env(service: dict[str, Any]) -> dict[str, str]:

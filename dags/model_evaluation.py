@@ -62,6 +62,15 @@ def _run_step(run: RunRefDict, step: Callable[..., Any], *args: Any) -> Any:
     return run_step(evaluate.RunRef(**run), evaluate.fail, step, *args, beat=evaluate.beat)
 
 
+def _record_lost_run(context: Any) -> None:
+    """DAG failure callback: the run still ``running`` lost its task (a last try killed without
+    a chance to record it, e.g. SIGKILL, for which Airflow 3.3 runs no task callback); record
+    it ``failed`` now rather than ``abandoned`` later."""
+    from modelgate.pipelines.evaluation_runner import fail_lost_run
+
+    fail_lost_run(_ctx(), f"{context['dag'].dag_id}__{context['run_id']}")
+
+
 @dag(
     dag_id="model_evaluation",
     schedule=None,
@@ -70,6 +79,7 @@ def _run_step(run: RunRefDict, step: Callable[..., Any], *args: Any) -> Any:
     doc_md=DOC_MD,
     tags=["modelgate", "evaluation"],
     default_args={"retries": RETRIES, "retry_delay": dt.timedelta(seconds=10)},
+    on_failure_callback=_record_lost_run,
     params={
         # No default: a run names its model (the demo's model is not the product's default).
         "model_name": Param(type="string", minLength=1, description="registered model name"),

@@ -23,6 +23,13 @@ import datetime as dt
 from typing import Any
 
 
+def _pendulum(when: dt.datetime) -> Any:
+    """Airflow's timetables take pendulum's datetimes (they call its ``in_timezone``)."""
+    import pendulum
+
+    return pendulum.instance(_utc(when))
+
+
 def _timetable(schedule: str) -> Any:
     from airflow.timetables.interval import CronDataIntervalTimetable
 
@@ -59,7 +66,7 @@ datetime.datetime(2024, 3, 2, 0, 0, tzinfo=datetime.timezone.utc))
     start = _utc(start)
     timetable = _timetable(schedule)
     end = _utc(croniter(timetable._expression, start).get_next(dt.datetime))
-    found = timetable.infer_manual_data_interval(run_after=end)
+    found = timetable.infer_manual_data_interval(run_after=_pendulum(end))
     if _utc(found.start) != start:
         raise ValueError(f"interval_start {start.isoformat()} is not the start of an interval of "
                          f"the schedule {schedule!r} (UTC); the interval around it starts at "
@@ -74,7 +81,7 @@ def last_complete_interval(schedule: str, run_after: dt.datetime) -> tuple[dt.da
     >>> last_complete_interval("@daily", dt.datetime(2024, 3, 2, 5, tzinfo=dt.UTC))[0]
     datetime.datetime(2024, 3, 1, 0, 0, tzinfo=datetime.timezone.utc)
     """
-    found = _timetable(schedule).infer_manual_data_interval(run_after=_utc(run_after))
+    found = _timetable(schedule).infer_manual_data_interval(run_after=_pendulum(run_after))
     return _utc(found.start), _utc(found.end)
 
 

@@ -1,0 +1,124 @@
+"""A real Airflow 3.3 deployment for end-to-end tests: LocalExecutor on a PostgreSQL metadata
+database of its own, with ``api-server`` (the Execution API tasks report to),
+``dag-processor`` (which also runs DAG failure callbacks) and ``scheduler`` on loopback.
+
+Used by ``test_e2e_manual_and_killed_runs.py``; ``test_e2e_scheduler.py`` keeps its own copy
+of the same set-up for now. Every process started is stopped, with its process group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from conftest import REPO, _admin, _free_port, database_url, pg_admin_url
+
+AIRFLOW = [sys.executable, "-m", "airflow"]
+
+
+@contextlib.contextmanager
+def metadata_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for Airflow's metadata; the ``user:pass@host/db`` part."""
+    name = f"airflow_e2e_{uuid.uuid4().hex[:10]}"
+    _admin(f"CREATE DATABASE {name}")
+    try:
+        yield database_url(pg_admin_url(), name).split("://", 1)[1]
+    finally:
+        _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def deployment_env(home: Path, metadata: str, dag_files: list[str],
+                   extra: Mapping[str, str]) -> dict[str, str]:
+    """The environment of every process: a private AIRFLOW_HOME and DAG folder (links to the
+    repository's DAG files), the Execution API on a free port, a shared JWT secret."""
+    dags = home / "dags"
+    dags.mkdir(parents=True)
+    for name in dag_files:
+        (dags / name).symlink_to(REPO / "dags" / name)
+    port = _free_port()
+    return {**os.environ,
+            "AIRFLOW_HOME": str(home / "airflow"),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://{metadata}",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": f"postgresql+asyncpg://{metadata}",
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+            "AIRFLOW__API__PORT": str(port),
+            "AIRFLOW__API_AUTH__JWT_SECRET": uuid.uuid4().hex,
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+            **extra}
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"api-server exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"api-server did not listen on {port}")
+
+
+def stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:  # each was started in its own session: signal its whole group
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def running(env: dict[str, str], logs: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """``airflow db migrate``, then api-server, dag-processor and scheduler, until the block ends."""
+    subprocess.run([*AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)
+    logs.mkdir(parents=True, exist_ok=True)
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for command in (["api-server", "--host", "127.0.0.1", "--port", env["AIRFLOW__API__PORT"],
+                         "--workers", "1"], ["dag-processor"], ["scheduler"]):
+            with open(logs / f"{command[0]}.log", "wb") as sink:
+                procs.append(subprocess.Popen([*AIRFLOW, *command], env=env, stdout=sink,
+                                              stderr=subprocess.STDOUT, start_new_session=True))
+            if command[0] == "api-server":
+                _wait_port(int(env["AIRFLOW__API__PORT"]), procs[0], time.monotonic() + 180)
+        yield procs
+    finally:
+        stop(procs)
+
+
+def log_tails(logs: Path, chars: int = 3000) -> dict[str, str]:
+    return {f.name: f.read_text(errors="replace")[-chars:] for f in logs.iterdir() if f.is_file()}
+
+
+def wait_for(condition: Any, what: str, procs: list[subprocess.Popen[bytes]], logs: Path,
+             timeout_s: float = 900) -> Any:
+    """Poll ``condition()`` until it returns something truthy (an event, not a delay)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        dead = [p.args for p in procs if p.poll() is not None]
+        if dead:
+            raise AssertionError(f"Airflow processes exited early: {dead}\n{log_tails(logs)}")
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}\n{log_tails(logs)}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,23 @@ def test_fetch_dataset_takes_a_directory_and_a_prefix(ctx: Context, tmp_path: Pa
     assert one == root / "day=1/a.parquet"
     assert pq.read_table(one).equals(pa.Table.from_pandas(parts["day=1/a.parquet"],
                                                           preserve_index=False))
+
+
+def test_readme_airflow_without_docker_names_what_the_scheduler_tests_set(tmp_path: Path) -> None:
+    """The README's process list and settings are the ones the real-scheduler tests run with."""
+    import re
+
+    from airflow_deployment import deployment_env
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("### Airflow without Docker", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```sh\n(.*?)```", section, flags=re.S).group(1)  # type: ignore[union-attr]
+    documented = set(re.findall(r"\b(AIRFLOW(?:__[A-Z_]+)+|AIRFLOW_HOME)=", block))
+    env = deployment_env(tmp_path, "u@h/db", [], {})
+    tested = {k for k in env if k.startswith("AIRFLOW") and env[k] != os.environ.get(k)}
+    tuning = {"AIRFLOW__CORE__PARALLELISM", "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION",
+              "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL", "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC"}
+    assert tested - tuning <= documented <= set(env)  # all it sets, nothing it does not know
+    for process in ("airflow db migrate", "airflow api-server", "airflow dag-processor",
+                    "airflow scheduler"):
+        assert process in block

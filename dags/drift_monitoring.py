@@ -97,7 +97,7 @@ def _interval(context: Any) -> tuple[dt.datetime, dt.datetime]:
     from modelgate.pipelines.drift_interval import run_interval
 
     run = context["dag_run"]
-    return run_interval(SCHEDULE, interval_start=str(context["params"].get("interval_start") or ""),
+    return run_interval(SCHEDULE, interval_start=str((context.get("params") or {}).get("interval_start") or ""),
                         data_interval=(run.data_interval_start, run.data_interval_end),
                         run_after=run.run_after)
 

@@ -79,11 +79,15 @@ class TableLock:
         self.release()
 
     def waiting_processes(self) -> list[int]:
-        """Live client processes whose sessions wait on this lock (psutil maps their ports)."""
+        """Live client processes whose sessions wait behind this lock (psutil maps their ports).
+
+        Behind it, not only on it: a step killed while it waited left a session that still
+        waits and holds the row locks its transaction took, and the retry waits on those. The
+        steps are the only clients of the results database that wait on locks here.
+        """
         with psycopg2.connect(self.url) as conn, conn.cursor() as cur:
-            cur.execute("""SELECT a.client_port FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-                           WHERE NOT l.granted AND l.locktype = 'relation'
-                             AND l.relation = %s::regclass""", (self.table,))
+            cur.execute("""SELECT client_port FROM pg_stat_activity
+                           WHERE datname = current_database() AND wait_event_type = 'Lock'""")
             ports = {int(r[0]) for r in cur.fetchall() if r[0] and r[0] > 0}
         pg_port = urlsplit(self.url).port or 5432
         return sorted({c.pid for c in psutil.net_connections(kind="tcp")

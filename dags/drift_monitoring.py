@@ -96,8 +96,8 @@ def _interval(context: Any) -> tuple[dt.datetime, dt.datetime]:
     else Airflow's interval, else the last complete one before the run was created)."""
     from modelgate.pipelines.drift_interval import run_interval
 
-    run = context["dag_run"]
-    return run_interval(SCHEDULE, interval_start=str((context.get("params") or {}).get("interval_start") or ""),
+    run, params = context["dag_run"], context.get("params") or {}
+    return run_interval(SCHEDULE, interval_start=str(params.get("interval_start") or ""),
                         data_interval=(run.data_interval_start, run.data_interval_end),
                         run_after=run.run_after)
 

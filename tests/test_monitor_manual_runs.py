@@ -214,3 +214,24 @@ def test_readme_airflow_without_docker_names_what_the_scheduler_tests_set(tmp_pa
     for process in ("airflow db migrate", "airflow api-server", "airflow dag-processor",
                     "airflow scheduler"):
         assert process in block
+
+
+def test_a_promotion_whose_sketch_cannot_be_built_promotes_nothing(
+    ctx: Context, demo_builds: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The sketch is built before the promotion commits: a reference that went away fails
+    the run and leaves no version in production (not a production version without sketch)."""
+    build = demo_builds["1"]
+    reference = tmp_path / "reference" / "part-0.parquet"  # a directory, as evaluation takes
+    reference.parent.mkdir()
+    shutil.copy(build.reference_path, reference)
+    assert main(["monitor", "set", NAME, "--live", str(build.live_dir), "--labels",
+                 str(build.labels_dir), "--reference", str(reference.parent)]) == 0
+    reference.unlink()
+    assert main(["evaluate", "--model", str(build.archive_path), "--data", str(build.heldout_path),
+                 "--promote"]) == 1
+    assert "holds no .parquet file" in capsys.readouterr().err
+    assert models.get_production(ctx.db_url, NAME) is None
+    assert fetch_all(ctx.db_url, "SELECT count(*) FROM reference_sketch") == [(0,)]
+    ((status, reason),) = fetch_all(ctx.db_url, "SELECT status, failure_reason FROM evaluation_run")
+    assert status == "failed" and "holds no .parquet file" in reason

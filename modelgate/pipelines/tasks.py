@@ -34,8 +34,9 @@ def run_step(ref: RefT, fail: Callable[[Context, RefT, BaseException], None],
 
     SIGTERM (Airflow killing the task) raises inside the step and is handled like an error:
     Airflow's task runner retries a try that raised it as it retries any other failure, so
-    only a last try's records the run failed. A try killed without a chance to raise (SIGKILL)
-    is recorded by the DAG's failure callback (:func:`record_dag_run_failure`).
+    only a last try records the run failed. A last try killed without a chance to raise
+    (SIGKILL) is recorded by the DAGs' ``on_failure_callback``
+    (``drift_runner.fail_lost_runs``, ``evaluation_runner.fail_lost_run``).
 
     Parameters
     ----------

@@ -112,7 +112,11 @@ def _record_lost_runs(context: Any) -> None:
         print(f"drift run {context.get('run_id')} failed; its interval is unknown here, so its "
               "lost drift runs are left to be marked abandoned")
         return
-    start, end = _interval(context)
+    try:
+        start, end = _interval(context)
+    except ValueError as exc:  # a bad interval_start failed `plan`: no run row was opened
+        print(f"drift run {context.get('run_id')}: no interval ({exc}); no drift run to record")
+        return
     drift_runner.fail_lost_runs(_ctx(), start, end, airflow_run_id=str(context["run_id"]),
                                 since=context["dag_run"].start_date)
 

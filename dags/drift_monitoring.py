@@ -51,9 +51,10 @@ DOC_MD = """
 of the cron schedule (`MODELGATE_DRIFT_SCHEDULE`, default `@daily`, in UTC), and it runs after
 that interval has ended: the run of 2024-03-01 (logical date) starts at 2024-03-02 00:00 and
 reads the partitions `dt=2024-03-01`. This DAG uses a cron *data-interval* timetable whatever
-`[scheduler] create_cron_data_intervals` says. A manual run reads the last whole interval
-before it was triggered. Catch-up and back-fills read each past interval once; re-running an
-interval replaces its rows.
+`[scheduler] create_cron_data_intervals` says. A manual run reads the interval starting at its
+param `interval_start` when given (e.g. `{"interval_start": "2024-03-01"}`), else the interval
+of its logical date when it has one, else the last whole interval before it was triggered.
+Catch-up and back-fills read each past interval once; re-running an interval replaces its rows.
 
 **Which models**: every model name with a version in `production` and a monitoring config
 (`modelgate monitor set NAME --live URI --labels URI`), one mapped task per model. Params are
@@ -93,6 +94,36 @@ def _ctx() -> Any:
     return open_context()
 
 
+def _interval(context: Any) -> tuple[dt.datetime, dt.datetime]:
+    """The run's data interval (``drift_interval.run_interval``: the param ``interval_start``,
+    else Airflow's interval, else the last complete one before the run was created)."""
+    from modelgate.pipelines.drift_interval import run_interval
+
+    run, params = context["dag_run"], context.get("params") or {}
+    return run_interval(SCHEDULE, interval_start=str(params.get("interval_start") or ""),
+                        data_interval=(run.data_interval_start, run.data_interval_end),
+                        run_after=run.run_after)
+
+
+def _record_lost_runs(context: Any) -> None:
+    """DAG failure callback: runs of this interval still ``running`` lost their task (a last
+    try killed without a chance to record it, e.g. SIGKILL, for which Airflow 3.3 runs no
+    task callback); record them ``failed`` now rather than ``abandoned`` later."""
+    from modelgate.pipelines import drift_runner
+
+    if "dag_run" not in context:  # Airflow sends a bare context when it lost the run's details
+        print(f"drift run {context.get('run_id')} failed; its interval is unknown here, so its "
+              "lost drift runs are left to be marked abandoned")
+        return
+    try:
+        start, end = _interval(context)
+    except ValueError as exc:  # a bad interval_start failed `plan`: no run row was opened
+        print(f"drift run {context.get('run_id')}: no interval ({exc}); no drift run to record")
+        return
+    drift_runner.fail_lost_runs(_ctx(), start, end, airflow_run_id=str(context["run_id"]),
+                                since=context["dag_run"].start_date)
+
+
 def _step(run: DriftRefDict, fn: Any, *args: Any) -> Any:
     from modelgate.pipelines import drift
     from modelgate.pipelines.tasks import run_step
@@ -116,7 +147,11 @@ OUTSIDE_FINISH = tuple(n for n in DRIFT.names() if n == FAN_OUT or n in DRIFT.an
     doc_md=DOC_MD,
     tags=["modelgate", "drift"],
     default_args={"retries": RETRIES, "retry_delay": dt.timedelta(seconds=10)},
+    on_failure_callback=_record_lost_runs,
     params={
+        "interval_start": Param("", type="string", description=(
+            "manual runs: start of the interval to read, e.g. 2024-03-01 (default: the run's "
+            "data interval, else the last complete interval before the run was triggered)")),
         "model_name": Param("", type="string", description="one model only (default: every monitored one)"),
         "live": Param("", type="string", description="override: live partitions (directory or s3://)"),
         "labels": Param("", type="string", description="override: label partitions (joined by id_column)"),
@@ -134,7 +169,10 @@ def drift_monitoring() -> None:
         """The models this run watches, each with the data it reads."""
         from modelgate.pipelines import drift
 
-        return drift.monitor_specs(_ctx(), dict(get_current_context()["params"]))
+        context = get_current_context()
+        start, end = _interval(context)  # a bad interval_start fails here, before any run row
+        print(f"data interval {start.isoformat()}..{end.isoformat()}")
+        return drift.monitor_specs(_ctx(), dict(context["params"]))
 
     # A dict return annotation made TaskFlow infer multiple_outputs (each key is also an XCom
     # of its own); stated on the tasks that return a payload, so their XComs stay the same
@@ -143,9 +181,7 @@ def drift_monitoring() -> None:
     def prepare(spec: MonitorSpecDict) -> PreparedModel:
         from modelgate.pipelines import drift_runner
 
-        context = get_current_context()
-        return drift_runner.prepare(_ctx(), spec, context["data_interval_start"],
-                                    context["data_interval_end"])
+        return drift_runner.prepare(_ctx(), spec, *_interval(get_current_context()))
 
     @task(trigger_rule="all_done")
     def carry_on(done: Any) -> list[Any]:

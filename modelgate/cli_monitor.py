@@ -72,6 +72,22 @@ def cmd_monitor_retry(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_monitor_run(args: argparse.Namespace) -> int:
+    import os
+
+    from modelgate.pipelines.drift import DriftBreached
+    from modelgate.pipelines.drift_runner import retry_interval
+
+    schedule = os.environ.get("MODELGATE_DRIFT_SCHEDULE", "@daily")  # the drift DAG's
+    try:
+        verdict = retry_interval(_context(), args.name, args.interval, first_run_schedule=schedule)
+    except DriftBreached as exc:
+        print(shown(str(exc)))
+        return 3
+    print(f"{shown(args.name)} over the interval starting {args.interval.isoformat()}: {verdict}")
+    return 0
+
+
 def add_monitor_command(sub: Any) -> None:
     p = sub.add_parser("monitor", help="configure drift monitoring of production models")
     msub = p.add_subparsers(dest="monitor_command", required=True)
@@ -97,3 +113,9 @@ def add_monitor_command(sub: Any) -> None:
     r.add_argument("--interval", required=True, type=interval_start,
                    help="start of the data interval (ISO 8601)")
     r.set_defaults(handler=cmd_monitor_retry)
+    run = msub.add_parser("run", help="run one interval now, read before or not (a back-fill by hand)")
+    run.add_argument("name")
+    run.add_argument("--interval", required=True, type=interval_start,
+                     help="start of the data interval (ISO 8601) of MODELGATE_DRIFT_SCHEDULE "
+                          "(default @daily, UTC)")
+    run.set_defaults(handler=cmd_monitor_run)

@@ -1,10 +1,12 @@
-"""A real Airflow deployment for end-to-end tests of ``drift_monitoring``, not ``dag.test()``.
+"""A real Airflow 3.3 deployment for end-to-end tests, not ``dag.test()``: LocalExecutor on a
+PostgreSQL metadata database of its own, with ``api-server`` (the Execution API tasks report to),
+``dag-processor`` (which also runs DAG failure callbacks) and ``scheduler`` on loopback.
 
-:func:`airflow_env` migrates nothing yet: it creates a PostgreSQL metadata database of its
-own and the environment of a LocalExecutor deployment over the drift DAG. :func:`run_scheduler`
-migrates it, starts ``airflow api-server`` (the Execution API the LocalExecutor's tasks report
-to), ``airflow dag-processor`` and ``airflow scheduler`` on loopback, lets them work until a
-condition holds, and stops every process it started, whatever happens.
+Two entry points over the same processes: :func:`airflow_env` and :func:`run_scheduler` (the
+drift DAG's catch-up tests: create the metadata database, migrate, run until a condition holds),
+and :func:`metadata_database`, :func:`deployment_env` and :func:`running` (tests that trigger
+runs and signal task processes themselves). Every process started is stopped, with its process
+group, whatever happens.
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from conftest import REPO, _admin, _free_port, database_url, pg_admin_url
+
+AIRFLOW = [sys.executable, "-m", "airflow"]
 
 
 @contextmanager
@@ -74,7 +79,7 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], deadline: float) -> Non
     raise TimeoutError(f"api-server did not listen on {port}")
 
 
-def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+def stop(procs: list[subprocess.Popen[bytes]]) -> None:
     for proc in procs:  # each was started in its own session: signal its whole group
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -110,6 +115,81 @@ def run_scheduler(env: dict[str, str], logs: Path, done: Callable[[], bool],
             time.sleep(5)
         dead: list[object] = [p.args for p in procs if p.poll() is not None]
     finally:
-        _stop(procs)
+        stop(procs)
     tails = {f.name: f.read_text(errors="replace")[-3000:] for f in logs.iterdir()}
     return dead, tails
+
+
+@contextmanager
+def metadata_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for Airflow's metadata; the ``user:pass@host/db`` part."""
+    name = f"airflow_e2e_{uuid.uuid4().hex[:10]}"
+    _admin(f"CREATE DATABASE {name}")
+    try:
+        yield database_url(pg_admin_url(), name).split("://", 1)[1]
+    finally:
+        _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def deployment_env(home: Path, metadata: str, dag_files: list[str],
+                   extra: Mapping[str, str]) -> dict[str, str]:
+    """The environment of every process: a private AIRFLOW_HOME and DAG folder (links to the
+    repository's DAG files), the Execution API on a free port, a shared JWT secret."""
+    dags = home / "dags"
+    dags.mkdir(parents=True)
+    for name in dag_files:
+        (dags / name).symlink_to(REPO / "dags" / name)
+    port = _free_port()
+    return {**os.environ,
+            "AIRFLOW_HOME": str(home / "airflow"),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://{metadata}",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": f"postgresql+asyncpg://{metadata}",
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+            "AIRFLOW__API__PORT": str(port),
+            "AIRFLOW__API_AUTH__JWT_SECRET": uuid.uuid4().hex,
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+            **extra}
+
+
+@contextmanager
+def running(env: dict[str, str], logs: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """``airflow db migrate``, then api-server, dag-processor and scheduler, until the block ends."""
+    subprocess.run([*AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)
+    logs.mkdir(parents=True, exist_ok=True)
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for command in (["api-server", "--host", "127.0.0.1", "--port", env["AIRFLOW__API__PORT"],
+                         "--workers", "1"], ["dag-processor"], ["scheduler"]):
+            with open(logs / f"{command[0]}.log", "wb") as sink:
+                procs.append(subprocess.Popen([*AIRFLOW, *command], env=env, stdout=sink,
+                                              stderr=subprocess.STDOUT, start_new_session=True))
+            if command[0] == "api-server":
+                _wait_port(int(env["AIRFLOW__API__PORT"]), procs[0], time.monotonic() + 180)
+        yield procs
+    finally:
+        stop(procs)
+
+
+def log_tails(logs: Path, chars: int = 3000) -> dict[str, str]:
+    return {f.name: f.read_text(errors="replace")[-chars:] for f in logs.iterdir() if f.is_file()}
+
+
+def wait_for(condition: Any, what: str, procs: list[subprocess.Popen[bytes]], logs: Path,
+             timeout_s: float = 900) -> Any:
+    """Poll ``condition()`` until it returns something truthy (an event, not a delay)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        dead = [p.args for p in procs if p.poll() is not None]
+        if dead:
+            raise AssertionError(f"Airflow processes exited early: {dead}\n{log_tails(logs)}")
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}\n{log_tails(logs)}")

@@ -67,16 +67,22 @@ def test_readme_walkthrough_runs_as_written(settings_env: Settings, demo_workdir
 
 @pytest.mark.e2e
 def test_readme_monitoring_runs_as_written(settings_env: Settings, demo_workdir: Path,
-                                           airflow_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Verbatim, from a checkout's root, in a fresh home with no AIRFLOW_* variable set."""
     from modelgate.store.db import fetch_all
 
     monkeypatch.setenv("MODELGATE_DAG_RETRIES", "0")
-    block = next(b for b in _sh_blocks() if b.startswith("modelgate evaluate --model .modelgate/demo/v1"))
+    block = next(b for b in _sh_blocks() if "airflow dags test drift_monitoring" in b)
+    (demo_workdir / "dags").symlink_to(REPO / "dags")  # the checkout's DAG folder
+    home = tmp_path / "fresh-home"
+    home.mkdir()
     bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")},
+           "HOME": str(home), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=demo_workdir, env=env,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert not (home / "airflow").exists() and (demo_workdir / ".modelgate" / "airflow").is_dir()
     out = result.stdout
     assert "monitoring gss-high-income: live .modelgate/demo/v1/live" in out  # set
     assert re.search(r"^gss-high-income +v1 +2000 ", out, flags=re.M)  # list

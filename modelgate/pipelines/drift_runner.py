@@ -179,25 +179,56 @@ def run_drift(ctx: Context, spec: MonitorSpecDict, start: dt.datetime, end: dt.d
     return str(done["decide"])
 
 
-def retry_interval(ctx: Context, model_name: str, interval_start: dt.datetime) -> str:
+def retry_interval(ctx: Context, model_name: str, interval_start: dt.datetime, *,
+                   first_run_schedule: str | None = None) -> str:
     """Release a quarantined interval of the production model and run it again.
 
     The interval's end is the one its earlier run recorded. Labels of the interval are fed
-    to ADWIN after those of later intervals that were processed meanwhile.
+    to ADWIN after those of later intervals that were processed meanwhile. An interval no
+    run has read yet is refused, unless ``first_run_schedule`` (the drift DAG's cron
+    schedule, ``modelgate monitor run``) is given: then it is the interval of that schedule
+    starting at ``interval_start`` (a back-fill by hand).
     """
     from modelgate.pipelines import drift
+    from modelgate.pipelines.drift_interval import interval_starting
     from modelgate.store import drift_runs, models, monitors
 
     production = models.get_production(ctx.db_url, model_name)
     if production is None:
         raise models.RegistryError(f"model {model_name!r} has no version in production")
     end = drift_runs.interval_end_of(ctx.db_url, production.model_version_id, interval_start)
+    if end is None and first_run_schedule is not None:
+        interval_start, end = interval_starting(first_run_schedule, interval_start)
     if end is None:
         raise LookupError(f"{model_name} v{production.version} has no drift run starting at "
-                          f"{interval_start.isoformat()} (see analytics.drift_runs)")
+                          f"{interval_start.isoformat()} (see analytics.drift_runs; `modelgate "
+                          "monitor run` runs an interval for the first time)")
     released = monitors.release(ctx.db_url, model_version_id=production.model_version_id,
                                 interval_start=interval_start)
     log.info("retrying %s v%s over %s..%s (%d quarantined partition(s) released)", model_name,
              production.version, interval_start.isoformat(), end.isoformat(), released)
     (spec,) = drift.monitor_specs(ctx, {"model_name": model_name})
     return run_drift(ctx, spec, interval_start, end)
+
+
+def fail_lost_runs(ctx: Context, start: dt.datetime, end: dt.datetime, *, airflow_run_id: str,
+                   since: dt.datetime | None) -> list[int]:
+    """Record the interval's drift runs that are still ``running`` once their Airflow DAG run
+    has failed: every task of that DAG run is over, so no process is left to finish them (a
+    last try was killed before it could record anything). Returns their ids.
+
+    ``since`` (the DAG run's start) keeps runs started before it, by another process, out.
+    """
+    from modelgate.pipelines import index_page
+    from modelgate.store import drift_runs
+
+    reason = (f"lost: Airflow DAG run {airflow_run_id} failed while this run was in progress "
+              "(a task's last try ended without recording why, e.g. killed with SIGKILL or out "
+              "of memory); see that task's log")
+    failed = drift_runs.fail_lost_runs(ctx.db_url, interval_start=start, interval_end=end,
+                                       started_since=since, reason=reason)
+    for run_id, model_name in failed:
+        log.error("drift run %d of %s failed: %s", run_id, model_name, reason)
+    for model_name in sorted({m for _, m in failed}):
+        index_page.write_model_index(ctx, model_name)
+    return [run_id for run_id, _ in failed]

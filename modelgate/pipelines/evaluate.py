@@ -901,15 +901,17 @@ def promote(ctx: Context, ref: RunRef) -> str:
     # checked when the run started too; this guards a promote task run on its own
     policy_provenance.check_promotion(runs.get_policy(ctx.db_url, run.evaluation_run_id),
                                       promote=True)
+    from modelgate.pipelines.monitor import reference_on_promotion
+
+    # the sketch first: a version that cannot be monitored is not promoted
+    sketched = reference_on_promotion(ctx, row) is not None
     archived = models.promote(ctx.db_url, run.model_version_id,
                               expected_champion_id=run.champion_version_id,
                               evaluation_run_id=run.evaluation_run_id)
     text = f"promoted {row.model_name} v{row.version} to production"
     if archived is not None:
         text += f"; archived version id {archived}"
-    from modelgate.pipelines.monitor import reference_on_promotion
-
-    if reference_on_promotion(ctx, row) is not None:
+    if sketched:
         text += "; built its drift reference sketch"
     log.info(text)
     return text

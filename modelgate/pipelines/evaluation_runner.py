@@ -182,3 +182,22 @@ def run_evaluation(ctx: Context, *, model_name: str, version: str, dataset_uri: 
                           beat=evaluate.beat, through=through or ("promote" if promote else "store"),
                           seconds=seconds)
     return EvaluationRun(ref, done, seconds)
+
+
+def fail_lost_run(ctx: Context, run_key: str) -> list[int]:
+    """Record the run of ``run_key`` failed if it is still ``running`` once its Airflow DAG
+    run has failed: every task is over, so no process is left to finish it (a last try was
+    killed before it could record anything). Returns the id of the run marked, if any."""
+    import logging
+
+    from modelgate.pipelines import index_page
+    from modelgate.store import runs
+
+    reason = (f"lost: Airflow DAG run {run_key} failed while this run was in progress (a "
+              "task's last try ended without recording why, e.g. killed with SIGKILL or out of "
+              "memory); see that task's log")
+    failed = runs.fail_lost_run(ctx.db_url, run_key, reason)
+    for run_id, model_name in failed:
+        logging.getLogger("modelgate.pipeline").error("evaluation run %d failed: %s", run_id, reason)
+        index_page.write_model_index(ctx, model_name)
+    return [run_id for run_id, _ in failed]

@@ -24,8 +24,10 @@ def set_monitor(ctx: Context, model_name: str, *, live: str, labels: str,
     """Store the monitoring config of ``model_name`` and build its production version's sketch.
 
     ``reference`` defaults to the dataset the production version was last evaluated on.
-    The sketch is built before the config is written, so a bad reference leaves nothing
-    half-written. A version's sketch, once built, is kept (evidence is append-only): a
+    Each location is checked first (:mod:`~modelgate.pipelines.monitor_checks`: readable,
+    ``dt=YYYY-MM-DD`` partitions, the model's columns), whatever the version's sketch state,
+    and the sketch is built before the config is written, so a bad location or reference
+    leaves nothing half-written. A version's sketch, once built, is kept (evidence is append-only): a
     changed ``reference`` applies to versions promoted later. Returns the config and
     whether it was new.
     """
@@ -40,6 +42,7 @@ def set_monitor(ctx: Context, model_name: str, *, live: str, labels: str,
         if not reference:
             raise ValueError(f"monitor set {model_name!r}: pass --reference (no evaluated version "
                              "in production whose held-out data could serve)")
+    check_locations(ctx, model_name, production, live=live, labels=labels, reference=reference)
     if production is not None:
         ensure_reference(ctx, production, reference)
     config = monitors.MonitorConfig(model_name, live, labels, reference, sample_rows,
@@ -92,3 +95,32 @@ def reference_on_promotion(ctx: Context, row: models.ModelVersionRow) -> str | N
 
     config = monitors.get(ctx.db_url, row.model_name)
     return None if config is None else ensure_reference(ctx, row, config.reference_uri)
+
+
+def check_locations(ctx: Context, model_name: str, production: models.ModelVersionRow | None, *,
+                    live: str, labels: str, reference: str) -> None:
+    """Refuse locations that can never work (see :mod:`~modelgate.pipelines.monitor_checks`);
+    log a warning for partitioned locations with no partition yet. Columns are checked
+    against the production version's manifest (not when no version is in production)."""
+    from modelgate.pipelines.monitor_checks import MonitorConfigError, check_dataset, check_partitioned
+
+    reference_columns: list[str] = []
+    live_columns: list[str] = []
+    label_columns: list[str] = []
+    if production is None:
+        log.warning("%s has no version in production: the columns of its data are checked at "
+                    "promotion, when its reference sketch is built", model_name)
+    else:
+        manifest = production.manifest
+        reference_columns = [f["name"] for f in manifest["features"]]
+        id_column = manifest.get("id_column")
+        if not id_column:
+            raise MonitorConfigError(f"monitor set {model_name!r}: v{production.version}'s manifest "
+                                     "has no id_column, so its labels cannot be joined to live rows")
+        live_columns = [*reference_columns, id_column]  # scored rows keep their id for the join
+        label_columns = [id_column, manifest["label"]["column"]]
+    for option, uri, columns in (("--live", live, live_columns), ("--labels", labels, label_columns)):
+        warning = check_partitioned(ctx, option, uri, columns)
+        if warning:
+            log.warning("monitor set %s: %s", model_name, warning)
+    check_dataset(ctx, "--reference", reference, reference_columns)

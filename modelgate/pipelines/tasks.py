@@ -32,7 +32,11 @@ def run_step(ref: RefT, fail: Callable[[Context, RefT, BaseException], None],
     run as failed with the reason, then the error is re-raised. An error on an Airflow try
     that Airflow will retry is only logged: the last try decides.
 
-    SIGTERM (Airflow killing the task) raises inside the step and is recorded like an error.
+    SIGTERM (Airflow killing the task) raises inside the step and is handled like an error:
+    Airflow's task runner retries a try that raised it as it retries any other failure, so
+    only a last try records the run failed. A last try killed without a chance to raise
+    (SIGKILL) is recorded by the DAGs' ``on_failure_callback``
+    (``drift_runner.fail_lost_runs``, ``evaluation_runner.fail_lost_run``).
 
     Parameters
     ----------
@@ -57,16 +61,13 @@ def run_step(ref: RefT, fail: Callable[[Context, RefT, BaseException], None],
     try:
         with sigterm_raises(), beating:
             return step(ctx, ref, *args)
-    except Exception as exc:
+    except BaseException as exc:  # SIGTERM and Ctrl-C too: Airflow retries those tries alike
         if not _airflow_retries(exc):
             fail(ctx, ref, exc)
         raise
-    except BaseException as exc:  # killed or interrupted: recorded whatever the retries
-        fail(ctx, ref, exc)
-        raise
 
 
-def _airflow_retries(exc: Exception) -> bool:
+def _airflow_retries(exc: BaseException) -> bool:
     """True when this is an Airflow task try that Airflow will run again after ``exc``.
 
     Such a failure is not the run's: recording it would leave the run ``failed`` although

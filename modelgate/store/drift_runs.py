@@ -114,6 +114,29 @@ def fail_drift_run(url: str, run_id: int, reason: str) -> None:
                        WHERE drift_run_id = %s""", (reason[:4000], run_id))
 
 
+def fail_lost_runs(url: str, *, interval_start: dt.datetime, interval_end: dt.datetime,
+                   started_since: dt.datetime | None, reason: str) -> list[tuple[int, str]]:
+    """Mark the interval's drift runs still ``running`` (started since ``started_since``)
+    failed with ``reason``, their partial rows cleared like :func:`fail_drift_run`'s; returns
+    (run id, model name) of each."""
+    with transaction(url) as cur:
+        cur.execute(
+            """UPDATE drift_run r SET status = 'failed', failure_reason = %s,
+                   finished_at = now()
+               FROM model_version mv
+               WHERE mv.model_version_id = r.model_version_id AND r.status = 'running'
+                 AND r.interval_start = %s AND r.interval_end = %s
+                 AND (%s::timestamptz IS NULL OR r.started_at >= %s::timestamptz)
+               RETURNING r.drift_run_id, mv.model_name""",
+            (reason[:4000], interval_start, interval_end, started_since, started_since),
+        )
+        failed = sorted((int(r[0]), str(r[1])) for r in cur.fetchall())
+        for run_id, _ in failed:
+            cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
+            drift_joint.clear_run(cur, run_id)
+    return failed
+
+
 def record_sample(url: str, run_id: int, *, provider: str | None, rows_available: int,
                   rows_sampled: int, scores_uri: str | None, provider_reason: str | None = None,
                   tf32_allowed: bool | None = None) -> None:

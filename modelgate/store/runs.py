@@ -194,6 +194,21 @@ def fail_evaluation_run(url: str, run_id: int, reason: str) -> None:
         )
 
 
+def fail_lost_run(url: str, run_key: str, reason: str) -> list[tuple[int, str]]:
+    """Mark the run of ``run_key`` failed with ``reason`` if it is still ``running``; returns
+    (run id, model name) of the run marked, if any."""
+    with transaction(url) as cur:
+        cur.execute(
+            """UPDATE evaluation_run r SET status = 'failed', failure_reason = %s, finished_at = now()
+               FROM model_version mv
+               WHERE mv.model_version_id = r.model_version_id AND r.run_key = %s
+                 AND r.status = 'running'
+               RETURNING r.evaluation_run_id, mv.model_name""",
+            (reason[:4000], run_key),
+        )
+        return [(int(r[0]), str(r[1])) for r in cur.fetchall()]
+
+
 def beat(url: str, run_id: int) -> None:
     """Record a sign of life of the process running ``run_id`` (only while it is running)."""
     with transaction(url) as cur:

@@ -254,7 +254,10 @@ def test_a_command_says_which_database_and_warns_before_creating_one(tmp_path: P
 
     # Not under pytest's basetemp (mode 0700): pgserver runs PostgreSQL as its own user.
     home = Path(tempfile.mkdtemp(prefix="modelgate-warn-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MODELGATE_")}
+    # nothing configured: no MODELGATE_* and no Airflow connection or task context (other
+    # tests of the session put those in the environment)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MODELGATE_", "AIRFLOW_CONN_", "AIRFLOW_CTX_"))}
     env["MODELGATE_HOME"] = str(home)
     pgdata = (home / "pgdata").resolve()
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from modelgate.logsafe import escape_for_log
 from modelgate.pipelines import evaluate, partitions
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.evaluation_runner import run_evaluation
@@ -85,10 +86,16 @@ def _outcome(ctx: Context, ref: evaluate.RunRef, status: str, link: str,
     }
     text = (f"evaluation run {run.evaluation_run_id}: {status.upper()} "
             f"({run.rows_scored} rows on {run.provider}, {run.scoring_rows_per_s or 0:,.0f} rows/s)\n"
-            f"{d.summary}\n{_metrics_text(metrics)}\n"
-            f"{policy_line(policy)}\nreport: {link}"
+            f"{_terminal_lines(d.summary)}\n{_metrics_text(metrics)}\n"
+            f"{escape_for_log(policy_line(policy))}\nreport: {link}"
             + (f"\n{promoted}" if promoted else ""))
     return EvaluationOutcome(payload, text)
+
+
+def _terminal_lines(text: str) -> str:
+    """``text``'s lines with control characters escaped: check ids, reasons and policy paths
+    hold names from manifests, data and the command line."""
+    return "\n".join(escape_for_log(line) for line in text.split("\n"))
 
 
 def _metrics_text(metrics: evaluate.MetricsResult) -> str:

@@ -273,3 +273,15 @@ def test_nul_in_a_manifest_is_refused_at_package_naming_the_key(
         tmp_path: Path, manifest: dict[str, Any], key: str) -> None:
     with pytest.raises(ArtifactError, match=f"manifest key {key}: expected text without NUL"):
         archive(tmp_path / "nul", binary_graph("FLOAT"), **manifest)
+
+
+def test_evaluate_text_keeps_the_gate_summary_s_lines_and_escapes_what_is_in_them() -> None:
+    """The gate summary is one line per check; a check id holds the sensitive feature's name
+    from the manifest, so an escape sequence there is shown escaped, the lines kept."""
+    from modelgate.pipelines.cli_runs import _terminal_lines
+
+    summary = ("Promotion gate FAILED: 1 blocking failure(s)\n"
+               "BLOCK   fairness.equalized_odds_difference.evil\x1b[2J\x07: blocked: breached")
+    shown = _terminal_lines(summary).split("\n")
+    assert shown == ["Promotion gate FAILED: 1 blocking failure(s)",
+                     "BLOCK   fairness.equalized_odds_difference.evil\\x1b[2J\\x07: blocked: breached"]

@@ -9,6 +9,12 @@ and writing each batch as one parquet file to score): the per-file part of an ev
 the rest being per partition. Median of ``--repeat`` runs each.
 
 Run: ``.venv/bin/python -m bench.bench_many_files --files 10000``
+
+With ``--model ARCHIVE --heldout PARQUET`` it also times whole evaluations (``modelgate
+evaluate``'s code, :func:`run_evaluation_locally`) of the same rows as one file and as
+``--files`` files, against the results store configured in the environment
+(``MODELGATE_DATABASE_URL`` or the embedded default): the difference per file is the overhead
+of many files, end to end.
 """
 
 from __future__ import annotations
@@ -53,12 +59,46 @@ def _median_s(fn: object, repeat: int) -> float:
     return statistics.median(times)
 
 
+def _end_to_end(archive: Path, heldout: Path, files: int, rows: int) -> dict[str, float]:
+    """Seconds of one evaluation of ``files * rows`` held-out rows as one file and as ``files``
+    files of ``rows`` rows (the held-out rows repeated as needed, ``row_id`` made unique)."""
+    import numpy as np
+    import pandas as pd
+
+    from modelgate.pipelines.cli_runs import run_evaluation_locally
+
+    source = pd.read_parquet(heldout)
+    frame = source.iloc[np.arange(files * rows) % len(source)].reset_index(drop=True)
+    if "row_id" in frame.columns:
+        frame["row_id"] = np.arange(len(frame))
+    with tempfile.TemporaryDirectory() as tmp:
+        one, many = Path(tmp) / "one.parquet", Path(tmp) / "many"
+        frame.to_parquet(one, index=False)
+        for i in range(files):
+            folder = many / f"day={i // 100}"
+            folder.mkdir(parents=True, exist_ok=True)
+            frame.iloc[rows * i:rows * (i + 1)].to_parquet(folder / f"part-{i:05d}.parquet", index=False)
+        started = time.perf_counter()
+        whole = run_evaluation_locally(archive, one, None).payload
+        middle = time.perf_counter()
+        split = run_evaluation_locally(archive, many, None).payload
+        ended = time.perf_counter()
+    assert split["metrics"] == whole["metrics"], "many files must give the numbers of one"
+    return {"one_file_s": round(middle - started, 2), "many_files_s": round(ended - middle, 2),
+            "overhead_ms_per_file": round(1000 * ((ended - middle) - (middle - started)) / files, 3)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--rows", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--model", type=Path, help="a model archive: also time whole evaluations")
+    parser.add_argument("--heldout", type=Path, help="held-out parquet for --model")
     args = parser.parse_args()
+    if args.model is not None:
+        print(json.dumps({"files": args.files, "rows_per_file": args.rows,
+                          **_end_to_end(args.model, args.heldout, args.files, args.rows)}))
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         _write(root, args.files, args.rows)

@@ -63,11 +63,9 @@ def _run_step(run: RunRefDict, step: Callable[..., Any], *args: Any) -> Any:
 
 
 def _record_lost_run(context: Any) -> None:
-    """DAG and task failure callback: the run still ``running`` lost its task (a last try
-    killed without a chance to record it, e.g. SIGKILL); record it ``failed`` now rather than
-    ``abandoned`` later. Both: Airflow 3.3 runs the task's callback (in the dag-processor)
-    when the scheduler finds the killed task still ``running``, and only the DAG's when the
-    worker reported the failure; on a last try that recorded its own failure it does nothing.
+    """Task failure callback: the run still ``running`` lost its task (a last try killed
+    without a chance to record it, e.g. SIGKILL); record it ``failed`` now rather than
+    ``abandoned`` later. On a last try that recorded its own failure it does nothing.
     """
     from modelgate.pipelines.evaluation_runner import fail_lost_run
 
@@ -83,7 +81,9 @@ def _record_lost_run(context: Any) -> None:
     tags=["modelgate", "evaluation"],
     default_args={"retries": RETRIES, "retry_delay": dt.timedelta(seconds=10),
                   "on_failure_callback": _record_lost_run},
-    on_failure_callback=_record_lost_run,
+    # No DAG-level on_failure_callback: Airflow builds its context by validating the params
+    # against the run's conf, and `model_name` has no default, so the callback raised
+    # ParamValidationError inside Airflow (dag.test() of every failed run) before it ran.
     params={
         # No default: a run names its model (the demo's model is not the product's default).
         "model_name": Param(type="string", minLength=1, description="registered model name"),

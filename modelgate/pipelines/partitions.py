@@ -258,8 +258,22 @@ def list_partitions_local(path: Path) -> list[str]:
 
 
 def local_rows(paths: Sequence[str]) -> int:
-    """Rows of local parquet files, from their footers (no data is read)."""
-    return sum(pq.read_metadata(p).num_rows for p in paths)
+    """Rows of local parquet files, from their footers (no data is read).
+
+    Raises
+    ------
+    modelgate.scoring.ScoringError
+        A file that is not readable parquet, named as scoring names it.
+    """
+    total = 0
+    for path in paths:
+        try:
+            total += pq.read_metadata(path).num_rows
+        except (pa.ArrowException, OSError) as exc:
+            from modelgate.scoring import ScoringError  # onnxruntime: only on this path
+
+            raise ScoringError(f"cannot read parquet file {str(path)!r}: {exc}") from exc
+    return total
 
 
 def partition_name(dataset_uri: str, partition_uri: str) -> str:

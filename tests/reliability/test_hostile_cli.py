@@ -245,6 +245,8 @@ def test_monitor_prints_names_escaped_and_checks_limits_first(
     models.promote(ctx.db_url, row.model_version_id, expected_champion_id=None)
     data = tmp_path / "ref.parquet"
     _frame(100).to_parquet(data, index=False)
+    for feed in ("live", "labels"):  # empty feeds: a warning, not an error
+        (tmp_path / feed).mkdir()
     base = ["--live", str(tmp_path / "live"), "--labels", str(tmp_path / "labels"),
             "--reference", str(data)]
     assert cli.main(["monitor", "set", "guarded", *base, "--sample-rows", str(2**31)]) == 2

@@ -32,39 +32,18 @@ AIRFLOW = [sys.executable, "-m", "airflow"]
 @contextmanager
 def airflow_env(tmp_path: Path, first: dt.date, last: dt.date, *,
                 retries: int | None) -> Iterator[dict[str, str]]:
-    """Environment of the deployment, catching up over the daily intervals ``first..last``;
-    ``retries`` None leaves ``MODELGATE_DAG_RETRIES`` unset (the DAG's default)."""
-    name = f"airflow_e2e_{uuid.uuid4().hex[:10]}"
-    _admin(f"CREATE DATABASE {name}")
-    base = database_url(pg_admin_url(), name).split("://", 1)[1]
-    dags = tmp_path / "dags"
-    dags.mkdir()
-    (dags / "drift_monitoring.py").symlink_to(REPO / "dags" / "drift_monitoring.py")
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k != "MODELGATE_DAG_RETRIES"}
-    env.update({"AIRFLOW_HOME": str(tmp_path / "airflow"),
-                "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-                "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://{base}",
-                "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": f"postgresql+asyncpg://{base}",
-                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-                "AIRFLOW__CORE__PARALLELISM": "4",
-                "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-                "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-                "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
-                "AIRFLOW__API__PORT": str(port),
-                "AIRFLOW__API_AUTH__JWT_SECRET": uuid.uuid4().hex,
-                "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-                "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
-                "MODELGATE_DRIFT_SCHEDULE": "@daily",
-                "MODELGATE_DRIFT_CATCHUP": "true",
-                "MODELGATE_DRIFT_START_DATE": first.isoformat(),
-                "MODELGATE_DRIFT_END_DATE": last.isoformat()})
-    if retries is not None:
-        env["MODELGATE_DAG_RETRIES"] = str(retries)
-    try:
+    """Environment of the drift DAG's deployment, catching up over the daily intervals
+    ``first..last``; ``retries`` None leaves ``MODELGATE_DAG_RETRIES`` unset (the DAG's default)."""
+    with metadata_database() as metadata:
+        env = deployment_env(tmp_path, metadata, ["drift_monitoring.py"],
+                             {"MODELGATE_DRIFT_SCHEDULE": "@daily",
+                              "MODELGATE_DRIFT_CATCHUP": "true",
+                              "MODELGATE_DRIFT_START_DATE": first.isoformat(),
+                              "MODELGATE_DRIFT_END_DATE": last.isoformat()})
+        env.pop("MODELGATE_DAG_RETRIES", None)
+        if retries is not None:
+            env["MODELGATE_DAG_RETRIES"] = str(retries)
         yield env
-    finally:
-        _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def _wait_port(port: int, proc: subprocess.Popen[bytes], deadline: float) -> None:

@@ -275,3 +275,21 @@ def test_dag_with_no_monitored_model_records_nothing(ctx: Context, airflow_db: P
     dagrun = run_dag("drift_monitoring", logical_date=_start(dt.date(2024, 3, 2)))
     assert str(dagrun.state) == "success"
     assert fetch_all(ctx.db_url, "SELECT count(*) FROM drift_run") == [(0,)]
+
+
+def test_a_run_s_thresholds_naming_a_feature_the_model_lacks_are_refused(
+    ctx: Context, demo_builds: dict[str, Any], tmp_path: Path,
+) -> None:
+    """The DAG's run-time ``thresholds`` param is checked as ``monitor set`` checks its own: a
+    misspelt feature would otherwise leave the real one on the default thresholds silently."""
+    build = demo_builds["1"]
+    _promote(ctx, build.archive_path)
+    days = [dt.date(2024, 3, 1)]
+    live, labels = _copy_days(build, tmp_path, dict(zip(days, build.live_dates[:1], strict=True)))
+    assert main(["monitor", "set", NAME, "--live", str(live), "--labels", str(labels),
+                 "--reference", str(build.reference_path)]) == 0
+    with pytest.raises(ValueError, match=r"param 'thresholds' for 'gss-high-income': name "
+                                         r"feature\(s\) \['agee'\] that v1 does not have"):
+        drift.monitor_specs(ctx, {"thresholds": {"features": {"agee": {"relative": 2.0}}}})
+    (spec,) = drift.monitor_specs(ctx, {"thresholds": {"features": {"age": {"relative": 2.0}}}})
+    assert spec["thresholds"] == {"features": {"age": {"relative": 2.0}}}

@@ -149,6 +149,12 @@ def monitor_specs(ctx: Context, params: dict[str, Any]) -> list[MonitorSpecDict]
     specs = []
     for c in configs:
         assert c is not None
+        if params.get("thresholds"):  # the run's own: checked as `monitor set` checks its own
+            parse_thresholds(params["thresholds"])
+            production = models.get_production(ctx.db_url, c.model_name)
+            if production is not None:
+                check_threshold_features(params["thresholds"], production.manifest, production.version,
+                                         where=f"drift_monitoring param 'thresholds' for {c.model_name!r}:")
         specs.append(MonitorSpec(
             c.model_name, params.get("live") or c.live_uri, params.get("labels") or c.labels_uri,
             params.get("reference") or "", int(params.get("sample_size") or c.sample_rows),
@@ -359,6 +365,26 @@ def _concat(tables: list[pa.Table], files: list[Path]) -> pa.Table:
 # --- data drift (fans out per feature) ---------------------------------------------------
 
 _THRESHOLD_KEYS = ("relative", "wasserstein_floor", "js_floor", "numeric_statistic")
+
+
+def check_threshold_features(spec: dict[str, Any] | None, manifest: dict[str, Any], version: str, *,
+                             where: str) -> None:
+    """Refuse thresholds naming a feature the model version does not have (a typo would
+    otherwise leave that feature on the default thresholds without a word).
+
+    >>> manifest = {"features": [{"name": "age"}]}
+    >>> check_threshold_features({"features": {"age": {}}}, manifest, "1", where="x:")
+    >>> check_threshold_features({"features": {"agee": {}}}, manifest, "1", where="x:")
+    Traceback (most recent call last):
+    ...
+    ValueError: x: name feature(s) ['agee'] that v1 does not have (features: ['age', '__score__'])
+    """
+    named = sorted((spec or {}).get("features") or {})
+    known = [f["name"] for f in manifest["features"]] + [SCORE_FEATURE]
+    unknown = [f for f in named if f not in known]
+    if unknown:
+        raise ValueError(f"{where} name feature(s) {unknown} that v{version} does not have "
+                         f"(features: {known})")
 
 
 def parse_thresholds(spec: dict[str, Any] | None) -> Any:

@@ -62,7 +62,7 @@ def check_monitor_args(ctx: Context, model_name: str, *, live: str, labels: str,
     column, and thresholds may only name known keys and, once a version is in production,
     its features (or the score): a threshold for a feature the model lacks would never apply.
     """
-    from modelgate.pipelines.drift import SCORE_FEATURE, parse_thresholds
+    from modelgate.pipelines.drift import check_threshold_features, parse_thresholds
 
     texts = {"name": model_name, "--live": live, "--labels": labels, "--reference": reference or ""}
     for field, value in texts.items():
@@ -79,13 +79,9 @@ def check_monitor_args(ctx: Context, model_name: str, *, live: str, labels: str,
                          f"{MAX_SAMPLE_ROWS:,}, got {sample_rows!r}")
     parse_thresholds(thresholds)  # refuses unknown keys before anything is stored
     production = models.get_production(ctx.db_url, model_name)
-    named = sorted((thresholds or {}).get("features") or {})
-    if production is not None and named:
-        known = [f["name"] for f in production.manifest["features"]] + [SCORE_FEATURE]
-        unknown = [f for f in named if f not in known]
-        if unknown:
-            raise ValueError(f"monitor set {model_name!r}: --thresholds name feature(s) {unknown} "
-                             f"that v{production.version} does not have (features: {known})")
+    if production is not None:
+        check_threshold_features(thresholds, production.manifest, production.version,
+                                 where=f"monitor set {model_name!r}: --thresholds")
     return production
 
 

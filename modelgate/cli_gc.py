@@ -30,13 +30,13 @@ def cmd_gc(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print(f"{'would delete' if done.dry_run else 'deleted'} {done.deleted} runs/ object(s) of "
-              f"{done.runs} evaluation run(s) that ended over {args.older_than_days:g} day(s) ago; "
-              f"kept {done.kept_referenced} a stored row points to")
+              f"{done.runs} evaluation run(s) and drift interval(s) that ended over "
+              f"{args.older_than_days:g} day(s) ago; kept {done.kept_referenced} a stored row points to")
     return 0
 
 
 def add_gc_command(sub: Any) -> None:
-    p = sub.add_parser("gc", help="delete runs/ intermediates of evaluation runs that ended "
+    p = sub.add_parser("gc", help="delete runs/ intermediates of evaluation and drift runs that ended "
                                   "over --older-than-days ago (never what a stored row points to)")
     p.add_argument("--older-than-days", type=_days, default=7.0,
                    help="retention in days after a run ended (default 7; 0: every ended run)")

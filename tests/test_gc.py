@@ -72,3 +72,38 @@ def test_gc_command_prints_what_it_did(settings_env: Settings, capsys: pytest.Ca
     assert json.loads(capsys.readouterr().out) == {"runs": 0, "deleted": 0, "kept_referenced": 0,
                                                    "dry_run": False}
     assert cli.main(["gc", "--older-than-days", "-1"]) == 2
+
+
+def test_gc_deletes_an_ended_drift_interval_s_pickles_and_keeps_its_scored_sample(
+    ctx: Context, demo_builds: dict[str, Any],
+) -> None:
+    """A drift interval's pickles go once every run of it ended; its scored sample stays while
+    ``scored_interval.scores_key`` points to it (late labels are joined to it), and an
+    interval with a run still ``running`` is left alone."""
+    from modelgate.pipelines.drift import DriftRef
+    from modelgate.store import drift_runs, models
+
+    row, _ = register_archive(ctx, demo_builds["1"].archive_path)
+    models.promote(ctx.db_url, row.model_version_id, expected_champion_id=None)
+    folders = {}
+    for day, ended in ((1, True), (2, False)):
+        start = dt.datetime(2024, 3, day, tzinfo=dt.UTC)
+        end = start + dt.timedelta(days=1)
+        run_id = drift_runs.start_drift_run(ctx.db_url, model_version_id=row.model_version_id,
+                                            interval_start=start, interval_end=end)
+        ref = DriftRef(run_id, row.model_version_id, row.model_name, row.version,
+                       start.isoformat(), end.isoformat())
+        for name in ("feature-age.pkl", "concept.pkl", "scored-sample.parquet"):
+            ctx.store.put_bytes(f"{ref.prefix()}/{name}", b"x", content_type="application/octet-stream")
+        drift_runs.upsert_scored_interval(ctx.db_url, model_version_id=row.model_version_id,
+                                          interval_start=start, interval_end=end,
+                                          scores_key=f"{ref.prefix()}/scored-sample.parquet", rows=1)
+        if ended:
+            drift_runs.fail_drift_run(ctx.db_url, run_id, "ended")
+        folders[day] = ref.prefix()
+
+    done = collect_runs(ctx, retention=dt.timedelta(0))
+    assert (done.runs, done.deleted, done.kept_referenced) == (1, 2, 1)
+    assert set(ctx.store.list_keys("runs/drift/")) == {
+        f"{folders[1]}/scored-sample.parquet",
+        *(f"{folders[2]}/{n}" for n in ("feature-age.pkl", "concept.pkl", "scored-sample.parquet"))}

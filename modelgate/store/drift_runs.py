@@ -338,3 +338,20 @@ def breaches_and_status(url: str, run_id: int) -> tuple[list[FeatureBreach], str
         cur.execute("SELECT status FROM drift_run WHERE drift_run_id = %s", (run_id,))
         status = cur.fetchone()[0]
     return breaches, str(status)
+
+
+def ended_intervals(url: str, *, ended_before: dt.timedelta) -> list[tuple[str, str, dt.datetime]]:
+    """``(model name, version, interval start)`` of the drift intervals whose runs all ended
+    (none ``running``) and whose last one ended more than ``ended_before`` ago, by the
+    database's clock; interval starts in UTC."""
+    with transaction(url) as cur:
+        cur.execute(
+            """SELECT v.model_name, v.version, r.interval_start AT TIME ZONE 'UTC'
+               FROM drift_run r JOIN model_version v USING (model_version_id)
+               GROUP BY v.model_name, v.version, r.interval_start
+               HAVING bool_and(r.status <> 'running')
+                  AND max(COALESCE(r.finished_at, r.heartbeat_at, r.started_at)) < now() - %s
+               ORDER BY 1, 2, 3""", (ended_before,))
+        return [(str(name), str(version), start.replace(tzinfo=dt.UTC))
+                for name, version, start in cur.fetchall()]
+

@@ -92,6 +92,19 @@ class ArtifactError(ValueError):
     """A model archive or manifest is malformed or does not match its graph."""
 
 
+def _check_column_names(m: Manifest) -> None:
+    """Column names show in reports, logs, the CLI's text and gate summaries, one line per
+    check: a newline or escape sequence in one would forge lines there, so it is refused."""
+    from modelgate.logsafe import has_control_characters
+
+    names = [*((f"features[{i}].name", f.name) for i, f in enumerate(m.features)),
+             *((f"sensitive_features[{i}]", s) for i, s in enumerate(m.sensitive_features)),
+             ("label.column", m.label.column), ("id_column", m.id_column or "")]
+    for key, name in names:
+        if has_control_characters(name):
+            raise _fail(key, "a column name without control characters", name)
+
+
 def _fail(key: str, expected: str, got: object) -> ArtifactError:
     return ArtifactError(f"manifest key {key!r}: expected {expected}, got {got!r}")
 
@@ -363,7 +376,7 @@ class Manifest:
         label, output = _parse_label(d["label"]), _parse_output(d["output"])
         threshold = None if threshold is None else _parse_threshold(threshold)
         _check_task_keys(task, label, output, threshold)
-        return cls(
+        manifest = cls(
             name=_str(d, "name", ""), version=version, sha256=sha,
             opset=None if opset is None else _int(opset, "opset", minimum=1),
             features=_parse_features(d["features"]), label=label, output=output,
@@ -371,6 +384,8 @@ class Manifest:
             sensitive_features=_parse_names(d["sensitive_features"], "sensitive_features"),
             description=description, id_column=id_column, task=task, input_tensor=input_tensor,
         )
+        _check_column_names(manifest)
+        return manifest
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (``format_version`` included; optional keys only when set, ``task``

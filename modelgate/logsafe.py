@@ -19,6 +19,15 @@ from typing import Any
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
+def has_control_characters(text: str) -> bool:
+    """Whether ``text`` holds a character :func:`escape_for_log` would escape.
+
+    >>> has_control_characters("age\x1b[2J"), has_control_characters("age band")
+    (True, False)
+    """
+    return _CONTROL.search(text) is not None
+
+
 def escape_for_log(text: str) -> str:
     """Replace control characters with visible escapes (``\\n``, ``\\x1b``, ``\\u2028``).
 

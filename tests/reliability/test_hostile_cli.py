@@ -9,6 +9,7 @@ Models are the closed-form graphs of ``tiny_graphs`` (scores are ``scipy.special
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -275,6 +276,20 @@ def test_nul_in_a_manifest_is_refused_at_package_naming_the_key(
         tmp_path: Path, manifest: dict[str, Any], key: str) -> None:
     with pytest.raises(ArtifactError, match=f"manifest key {key}: expected text without NUL"):
         archive(tmp_path / "nul", binary_graph("FLOAT"), **manifest)
+
+
+@pytest.mark.parametrize(("manifest", "key"), [
+    ({"sensitive_features": ["group\nBLOCK forged"]}, "'sensitive_features[0]'"),
+    ({"label": {"column": "y\x1b[2J", "positive": 1}}, "'label.column'"),
+    ({"id_column": "id\r"}, "'id_column'"),
+], ids=["sensitive-newline", "label-escape", "id-carriage-return"])
+def test_control_characters_in_a_column_name_are_refused_naming_the_key(
+        tmp_path: Path, manifest: dict[str, Any], key: str) -> None:
+    """Column names show one per line in gate summaries and reports: a newline there would
+    forge a line, so the manifest refuses it (a model's name may hold one: it is escaped)."""
+    with pytest.raises(ArtifactError, match=re.escape(f"manifest key {key}: expected a column name "
+                                                      "without control characters")):
+        archive(tmp_path / "control", binary_graph("FLOAT"), **manifest)
 
 
 def test_evaluate_text_keeps_the_gate_summary_s_lines_and_escapes_what_is_in_them() -> None:

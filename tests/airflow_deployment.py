@@ -75,27 +75,14 @@ def run_scheduler(env: dict[str, str], logs: Path, done: Callable[[], bool],
     """Run the deployment until ``done()`` (polled every 5 s; the condition is checked, never
     assumed from elapsed time) or ``wait_s`` passes or a process exits. Returns the commands
     of processes that exited early and the tail of each process's log."""
-    airflow = [sys.executable, "-m", "airflow"]
-    subprocess.run([*airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)
-    logs.mkdir(exist_ok=True)
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        for command in (["api-server", "--host", "127.0.0.1", "--port", env["AIRFLOW__API__PORT"],
-                         "--workers", "1"], ["dag-processor"], ["scheduler"]):
-            with open(logs / f"{command[0]}.log", "wb") as sink:
-                procs.append(subprocess.Popen([*airflow, *command], env=env, stdout=sink,
-                                              stderr=subprocess.STDOUT, start_new_session=True))
-            if command[0] == "api-server":
-                _wait_port(int(env["AIRFLOW__API__PORT"]), procs[0], time.monotonic() + 180)
+    with running(env, logs) as procs:
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline and not done():
             if any(p.poll() is not None for p in procs):
                 break
             time.sleep(5)
         dead: list[object] = [p.args for p in procs if p.poll() is not None]
-    finally:
-        stop(procs)
-    tails = {f.name: f.read_text(errors="replace")[-3000:] for f in logs.iterdir()}
+    tails = log_tails(logs)
     return dead, tails
 
 

@@ -41,14 +41,6 @@ SMALL_ROWS = 500  # enough rows for every group of the demo data; keeps full run
 
 # --- helpers -------------------------------------------------------------------------------
 
-@pytest.fixture()
-def env(settings_env: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    """settings_env with no per-model policy overrides, so outcomes depend on this file only."""
-    empty = tmp_path / "no-policies"
-    empty.mkdir()
-    monkeypatch.setenv("MODELGATE_POLICY_DIR", str(empty))
-    return settings_env
-
 
 def _heldout(build: Any, rows: int | None = SMALL_ROWS) -> pd.DataFrame:
     frame = pd.read_parquet(build.heldout_path)

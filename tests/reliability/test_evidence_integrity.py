@@ -39,29 +39,7 @@ from modelgate.store.runs import EVALUATION_RESULT_TABLES
 
 MODEL = "gss-high-income"
 SMALL_ROWS = 500
-# Every check only warns: the outcome of a run is "passed" whatever the numbers, so the tests
-# below are about evidence, not about the demo model's quality.
-LENIENT_POLICY = """\
-metrics:
-  roc_auc:
-    value: {lower: 0.0, severity: warn}
-    change: {absolute: -1.0, severity: warn}
-  log_loss:
-    change: {relative: -100.0, severity: warn}
-fairness:
-  default:
-    equalized_odds_difference: {upper: 1.0, severity: warn}
-    demographic_parity_difference: {upper: 1.0, severity: warn}
-"""
 
-
-@pytest.fixture()
-def env(settings_env: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    """settings_env with no per-model policy overrides (outcomes depend on this file only)."""
-    empty = tmp_path / "no-policies"
-    empty.mkdir()
-    monkeypatch.setenv("MODELGATE_POLICY_DIR", str(empty))
-    return settings_env
 
 
 @pytest.fixture()
@@ -73,12 +51,6 @@ def heldout(demo_builds: dict[str, Any]) -> pd.DataFrame:
 def data(heldout: pd.DataFrame, tmp_path: Path) -> Path:
     return _write(heldout, tmp_path / "heldout-small.parquet")
 
-
-@pytest.fixture()
-def lenient(tmp_path: Path) -> Path:
-    path = tmp_path / "lenient.yaml"
-    path.write_text(LENIENT_POLICY)
-    return path
 
 
 def _write(frame: pd.DataFrame, path: Path) -> Path:

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import psycopg2
 import pytest
 
@@ -35,20 +34,10 @@ MODEL = "gss-high-income"
 SMALL_ROWS = 500
 
 
-@pytest.fixture()
-def env(settings_env: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    """settings_env with no per-model policy overrides (outcomes depend on this file only)."""
-    empty = tmp_path / "no-policies"
-    empty.mkdir()
-    monkeypatch.setenv("MODELGATE_POLICY_DIR", str(empty))
-    return settings_env
-
 
 @pytest.fixture()
-def data(demo_builds: dict[str, Any], tmp_path: Path) -> Path:
-    path = tmp_path / "heldout-small.parquet"
-    pd.read_parquet(demo_builds["1"].heldout_path).iloc[:SMALL_ROWS].to_parquet(path, index=False)
-    return path
+def data(small_heldout: Callable[[int], Path]) -> Path:
+    return small_heldout(SMALL_ROWS)
 
 
 @pytest.fixture()

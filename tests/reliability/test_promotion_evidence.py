@@ -9,10 +9,10 @@ Real PostgreSQL, moto's S3 server and ONNX Runtime.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import psycopg2
 import pytest
 
@@ -26,40 +26,13 @@ from modelgate.store.runs import EVALUATION_RESULT_TABLES
 
 MODEL = "gss-high-income"
 SMALL_ROWS = 300
-LENIENT_POLICY = """\
-metrics:
-  roc_auc:
-    value: {lower: 0.0, severity: warn}
-    change: {absolute: -1.0, severity: warn}
-  log_loss:
-    change: {relative: -100.0, severity: warn}
-fairness:
-  default:
-    equalized_odds_difference: {upper: 1.0, severity: warn}
-    demographic_parity_difference: {upper: 1.0, severity: warn}
-"""
+
 
 
 @pytest.fixture()
-def env(settings_env: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    empty = tmp_path / "no-policies"
-    empty.mkdir()
-    monkeypatch.setenv("MODELGATE_POLICY_DIR", str(empty))
-    return settings_env
+def data(small_heldout: Callable[[int], Path]) -> Path:
+    return small_heldout(SMALL_ROWS)
 
-
-@pytest.fixture()
-def data(demo_builds: dict[str, Any], tmp_path: Path) -> Path:
-    path = tmp_path / "heldout-small.parquet"
-    pd.read_parquet(demo_builds["1"].heldout_path).iloc[:SMALL_ROWS].to_parquet(path, index=False)
-    return path
-
-
-@pytest.fixture()
-def lenient(tmp_path: Path) -> Path:
-    path = tmp_path / "lenient.yaml"
-    path.write_text(LENIENT_POLICY)
-    return path
 
 
 def _evidence(url: str, run_id: int) -> tuple[Any, ...]:

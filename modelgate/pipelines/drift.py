@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from modelgate.metrics import emit as emit_metrics
-from modelgate.pipelines import drift_joint, index_page
+from modelgate.pipelines import drift_estimation, drift_joint, index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift_partitions import (
     BadPartition,
@@ -212,12 +212,14 @@ def reference_key(row: models.ModelVersionRow) -> str:
 
 
 def ensure_reference(ctx: Context, row: models.ModelVersionRow, reference_uri: str) -> str:
-    """Build the reference sketch (features and scores) and the multivariate and attribution
-    references once per model version, and store them."""
+    """Build the reference sketch (features and scores), the multivariate and attribution
+    references, and the quality schema and performance estimator once per model version, and
+    store them."""
     key = drift_runs.get_reference(ctx.db_url, row.model_version_id)
     if key is None:
         key = _build_reference_sketch(ctx, row, reference_uri)
     drift_joint.ensure_references(ctx, row, reference_uri)  # multivariate + attribution
+    drift_estimation.ensure_reference(ctx, row, reference_uri)  # quality schema + estimator
     return key
 
 
@@ -286,8 +288,10 @@ def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: in
                            id_column=id_column, keep_columns=keep)
     merged = sample.append_column(SCORE_FEATURE, pq.read_table(scored.output_path).column(
         score_column(manifest)))
-    merged = merged.append_column("__prediction__",
-                                  pq.read_table(scored.output_path).column("prediction"))
+    scores = pq.read_table(scored.output_path)
+    merged = merged.append_column("__prediction__", scores.column("prediction"))
+    for name in [c for c in scores.column_names if c.startswith("proba_")]:  # multiclass
+        merged = merged.append_column(f"__{name}__", scores.column(name))
     pq.write_table(merged, work / "scored-sample.parquet")
     key = f"{ref.prefix()}/scored-sample.parquet"
     uri = ctx.store.put_file(key, work / "scored-sample.parquet",
@@ -385,6 +389,7 @@ def check_threshold_features(spec: dict[str, Any] | None, manifest: dict[str, An
     if unknown:
         raise ValueError(f"{where} name feature(s) {unknown} that v{version} does not have "
                          f"(features: {known})")
+    drift_estimation.check_threshold_metrics(spec, manifest, version, where=where)
 
 
 def parse_thresholds(spec: dict[str, Any] | None) -> Any:
@@ -397,6 +402,7 @@ def parse_thresholds(spec: dict[str, Any] | None) -> Any:
     from modelgate.drift.data_drift import DriftThresholds
 
     spec, _ = drift_joint.split_thresholds(spec)  # "multivariate"/"attribution" are checked there
+    spec, _ = drift_estimation.split_thresholds(spec)  # so are "performance"/"quality"
     features = spec.pop("features", {}) or {}
     unknown = sorted(set(spec) - set(_THRESHOLD_KEYS))
     if unknown or not isinstance(features, dict):
@@ -522,11 +528,14 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
             histograms.append(HistogramView(f.feature, *_histogram(refs[f.feature], values)))
     joint = drift_joint.load_result(ctx, ref.prefix())
     joint_rows, attribution_shares = drift_joint.report_rows(joint)
-    joint_breaches = drift_joint.breaches(joint)
+    estimated = drift_estimation.load_result(ctx, ref.prefix())
+    quality_rows, estimate_rows = drift_estimation.report_rows(estimated)
+    joint_breaches = drift_joint.breaches(joint) + estimated.breaches()
     quarantined = monitors.quarantined_by_run(ctx.db_url, ref.drift_run_id)
     verdict = ("drift" if summary.n_breached or joint_breaches
                else ("ok" if sample["rows"] and not quarantined else "warn"))  # amber: no data
-    text = (f"{summary.n_breached} of {len(summary.features)} feature(s) breached"
+    text = (drift_estimation.headline(estimated)
+            + f"{summary.n_breached} of {len(summary.features)} feature(s) breached"
             + (f": {', '.join(summary.breached)}" if summary.breached else "")
             + (f"; no data for {', '.join(summary.no_data)}" if summary.no_data else "")
             + (f"; also breached: {'; '.join(joint_breaches)}" if joint_breaches else "")
@@ -543,7 +552,8 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
                  + (text if sample["rows"] else "No live rows in this interval. " + text)),
         verdict=verdict, joint=joint_rows, attribution_shares=attribution_shares,
         labelled=_labelled_performance(ctx, ref, concept),
-        quarantined=tuple(QuarantineRow(q.source, q.partition, q.reason) for q in quarantined))
+        quarantined=tuple(QuarantineRow(q.source, q.partition, q.reason) for q in quarantined),
+        quality=quality_rows, estimates=estimate_rows)
     key = (f"reports/{safe_key_part(ref.model_name)}/{safe_key_part(ref.version)}/"
            f"drift-{safe_key_part(ref.interval_start)}.html")
     ctx.store.put_bytes(key, render_drift_report(view).encode(), content_type="text/html")
@@ -588,7 +598,8 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     summary = summarise(collect_features(ctx, ref, features))
     concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a drift_concept.ConceptResult
     joint = drift_joint.load_result(ctx, ref.prefix())
-    drifting = bool(summary.n_breached or drift_joint.breaches(joint))
+    estimated = drift_estimation.load_result(ctx, ref.prefix())
+    drifting = bool(summary.n_breached or drift_joint.breaches(joint) or estimated.breaches())
     verdict = "no_data" if not sample["rows"] else ("drift" if drifting else "ok")
     degraded = degraded_reason(monitors.quarantined_by_run(ctx.db_url, ref.drift_run_id))
     feature_rows = []
@@ -605,7 +616,8 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
                              detector_seen_before=concept.seen_before,
                              detector_seen_after=concept.seen_after, degraded_reason=degraded),
         report_key=report, report_uri=ctx.store.uri(report),
-        multivariate=joint.multivariate, attribution=joint.attribution)
+        multivariate=joint.multivariate, attribution=joint.attribution,
+        estimates=estimated.estimates, quality=estimated.quality_rows(), realised=concept.realised)
     emit_metrics(drift_joint.metrics(ref, drifting=verdict == "drift", features_breached=summary.n_breached,
                                      adwin_change_points=len(concept.change_points), result=joint))
     log.info("drift run %d stored: %s (%d breached)", ref.drift_run_id, verdict, summary.n_breached)
@@ -624,12 +636,14 @@ def decide(ctx: Context, ref: DriftRef) -> str:
     for q in monitors.quarantined_by_run(ctx.db_url, ref.drift_run_id):
         log.warning("drift run %d left out %s partition %s: %s", ref.drift_run_id, q.source,
                     q.partition, q.reason)
-    joint_lines = drift_joint.breaches(drift_joint.load_result(ctx, ref.prefix()))
+    joint_lines = (drift_joint.breaches(drift_joint.load_result(ctx, ref.prefix()))
+                   + drift_estimation.load_result(ctx, ref.prefix()).breaches())
     if breaches or joint_lines:
         lines = [f"{shown_feature(b.feature)}: {b.statistic_name} = {b.statistic_value:.4f} "
                  f"> threshold {b.threshold:.4f}" for b in breaches] + joint_lines
         raise DriftBreached(f"{ref.model_name} v{ref.version}: drift in {len(breaches)} feature(s)"
-                            + (f" and {len(joint_lines)} joint check(s)" if joint_lines else "")
+                            + (f" and {len(joint_lines)} other check(s) (joint, performance, quality)"
+                               if joint_lines else "")
                             + f" over {ref.interval_start}..{ref.interval_end}\n" + "\n".join(lines))
     return str(status)
 

@@ -83,6 +83,10 @@ def test_estimates_quality_and_late_realised_per_interval(
     (live / f"dt={day_b}").mkdir(parents=True)
     unsure.to_parquet(live / f"dt={day_b}" / "part-0.parquet")
 
+    with pytest.raises(ValueError, match=r"performance limit\(s\) on \['mae'\] that v1 "
+                                         r"\(binary_classification\) does not estimate"):
+        set_monitor(ctx, MODEL, live=str(live), labels=str(labels), reference=str(build.heldout_path),
+                    thresholds={"performance": {"mae": 1.0}})
     set_monitor(ctx, MODEL, live=str(live), labels=str(labels), reference=str(build.heldout_path),
                 sample_rows=100_000, thresholds=THRESHOLDS)
 

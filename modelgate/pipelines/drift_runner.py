@@ -88,10 +88,10 @@ def estimate(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
 
 
 def report(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
-    """Render the run's HTML report; its object key."""
-    from modelgate.pipelines import drift
+    """Render the run's HTML report; its object key (:mod:`~modelgate.pipelines.drift_report`)."""
+    from modelgate.pipelines import drift_report
 
-    return drift.render_report(ctx, ref, scored["sample"], scored["features"])
+    return drift_report.render_report(ctx, ref, scored["sample"], scored["features"])
 
 
 def store(ctx: Context, ref: DriftRef, scored: ScoredModel, report_key: str) -> str:

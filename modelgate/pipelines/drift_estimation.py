@@ -270,7 +270,9 @@ def realised_metrics(task: str, labels: Any, scored: pd.DataFrame) -> dict[str, 
         classes = sorted(int(c[len("__proba_"):-2]) for c in scored.columns if c.startswith("__proba_"))
         per_class = [_binary_realised(y == k, scored[f"__proba_{k}__"].to_numpy(np.float64),
                                       predicted == k) for k in classes]
-        out = {m: float(np.mean([c[m] for c in per_class])) for m in CLASSIFICATION_METRICS}
+        # a sample scored before the probabilities were kept has none: accuracy only
+        out = {m: float(np.mean([c[m] for c in per_class])) if per_class else math.nan
+               for m in CLASSIFICATION_METRICS}
         out["accuracy"] = float(np.mean(predicted == y))
     else:
         out = _binary_realised(y == 1, scored["__score__"].to_numpy(np.float64), predicted == 1)

@@ -74,3 +74,12 @@ def test_quality_without_a_section_flags_but_does_not_breach() -> None:
 def test_bad_thresholds_are_refused_naming_the_key(spec: dict[str, object], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         split_thresholds(spec)
+
+
+def test_a_performance_breach_is_one_line_and_undefined_bounds_do_not_break_it() -> None:
+    row = {"metric": "accuracy", "estimate": 0.7, "lower": None, "upper": 0.75, "reference_value": 0.8,
+           "max_worsening": 0.05, "verdict": "breach"}
+    ok = {**row, "metric": "f1", "verdict": "ok"}
+    result = EstimationResult(estimates=(row, ok))
+    assert result.breaches() == ["estimated accuracy = 0.7000 vs reference 0.8000: worse by more than "
+                                 "0.0500 (interval [-, 0.7500])"]

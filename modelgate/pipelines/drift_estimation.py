@@ -319,9 +319,10 @@ class EstimationResult:
 
     def breaches(self) -> list[str]:
         """One line per thresholded breach, for the ``decide`` step."""
-        lines = [f"estimated {e['metric']} = {e['estimate']:.4f} vs reference {e['reference_value']:.4f}: "
-                 f"worse by more than {e['max_worsening']:.4f} (interval [{e['lower']:.4f}, "
-                 f"{e['upper']:.4f}])" for e in self.estimates if e["verdict"] == "breach"]
+        lines = [f"estimated {e['metric']} = {_text(e['estimate'])} vs reference "
+                 f"{_text(e['reference_value'])}: worse by more than {_text(e['max_worsening'])} "
+                 f"(interval [{_text(e['lower'])}, {_text(e['upper'])}])"
+                 for e in self.estimates if e["verdict"] == "breach"]
         d = self.quality_decision
         if d is not None and self.max_breached_features is not None \
                 and d.n_breached > self.max_breached_features:
@@ -329,6 +330,15 @@ class EstimationResult:
                          f"(at most {self.max_breached_features:g} allowed): "
                          + "; ".join(f"{f}: {r}" for f, r in d.reasons))
         return lines
+
+
+def _text(value: float | None) -> str:
+    """A number for a breach line (``-`` when undefined).
+
+    >>> _text(0.12345), _text(None)
+    ('0.1235', '-')
+    """
+    return "-" if value is None else f"{value:.4f}"
 
 
 def result_key(prefix: str) -> str:

@@ -226,6 +226,13 @@ def drift_monitoring() -> None:
 
             return str(_step(sampled["run"], drift_runner.joint_drift, sampled))
 
+        @task
+        def estimate(sampled: ScoredModel) -> str:
+            """Data quality against the reference schema and performance estimated before labels."""
+            from modelgate.pipelines import drift_runner
+
+            return str(_step(sampled["run"], drift_runner.estimate, sampled))
+
         @task(trigger_rule="all_done")  # runs when another model's feature task failed
         def report(sampled: ScoredModel) -> str:
             from modelgate.pipelines import drift, drift_runner
@@ -260,6 +267,7 @@ def drift_monitoring() -> None:
         build: dict[str, Callable[[dict[str, Any]], Any]] = {
             "concept_drift": lambda done: concept_drift(sampled),
             "joint_drift": lambda done: joint_drift(sampled),
+            "estimate": lambda done: estimate(sampled),
             "report": lambda done: report(sampled),
             "store": lambda done: store(sampled, done["report"]),
             "decide": lambda done: decide(sampled),

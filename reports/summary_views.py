@@ -144,3 +144,63 @@ class LabelledPerformance:
     def accuracy(self) -> float | None:
         """``1 - error`` for classifiers; None for regression."""
         return 1.0 - self.error if self.classification else None
+
+
+@dataclass(frozen=True, slots=True)
+class QualityRow:
+    """One feature's data quality on the interval's sampled rows, against the reference
+    schema; ``verdict`` ``ok``, ``breach`` or ``warn`` (no rows), ``reasons`` the limits passed.
+
+    Examples
+    --------
+    >>> QualityRow("age", "numeric", 100, 0.0, 0.0, 0, 5, 0, "breach", "out_of_range 0.0500 > 0.0100").verdict
+    'breach'
+    """
+
+    feature: str
+    kind: str
+    n_rows: int
+    missing_rate: float | None
+    reference_missing_rate: float | None
+    n_type_mismatch: int
+    n_out_of_range: int
+    n_new_category: int
+    verdict: str
+    reasons: str
+
+    def __post_init__(self) -> None:
+        for name in ("n_rows", "n_type_mismatch", "n_out_of_range", "n_new_category"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"QualityRow.{name} must be an int >= 0, got {value!r}")
+        if self.verdict not in ("ok", "breach", "warn"):
+            raise ValueError(f"QualityRow.verdict must be ok, breach or warn, got {self.verdict!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateRow:
+    """One metric estimated from the interval's scores before labels: the estimate, its
+    interval for the value the labels will give, the reference's realised value and the
+    configured largest worsening (None: not thresholded).
+
+    Examples
+    --------
+    >>> EstimateRow("accuracy", 0.8, 0.78, 0.82, 0.85, 0.03, "breach").metric
+    'accuracy'
+    """
+
+    metric: str
+    estimate: float | None
+    lower: float | None
+    upper: float | None
+    reference: float | None
+    max_worsening: float | None
+    verdict: str
+
+    def __post_init__(self) -> None:
+        for name in ("estimate", "lower", "upper", "reference", "max_worsening"):
+            value = getattr(self, name)
+            if value is not None:
+                _finite(f"EstimateRow.{name}", value)
+        if self.verdict not in ("ok", "breach", "warn"):
+            raise ValueError(f"EstimateRow.verdict must be ok, breach or warn, got {self.verdict!r}")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 from urllib.parse import urlsplit
 
-from .summary_views import GroupShapSection, LabelledPerformance, ShapSwarmRow
+from .summary_views import EstimateRow, GroupShapSection, LabelledPerformance, QualityRow, ShapSwarmRow
 
 CheckVerdict = Literal["pass", "warn", "breach", "fail", "inconclusive", "skipped"]
 """Outcome of one gate check or one fairness gap (``fail``: could not be computed)."""
@@ -595,6 +595,8 @@ class DriftReportView:
     attribution_shares: tuple[AttributionShareRow, ...] = ()
     labelled: LabelledPerformance | None = None
     quarantined: tuple[QuarantineRow, ...] = ()  # partitions left out (the run is degraded)
+    quality: tuple[QualityRow, ...] = ()  # data quality against the reference schema (shown first)
+    estimates: tuple[EstimateRow, ...] = ()  # performance estimated before labels
 
     def __post_init__(self) -> None:
         _check_count("DriftReportView.rows_sampled", self.rows_sampled)

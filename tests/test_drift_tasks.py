@@ -104,3 +104,55 @@ def test_adwin_watches_each_tasks_error_stream(name: str, settings: Settings, tm
         if detector.drift_detected:
             expected.append(position)
     assert changes == expected and expected and expected[0] >= 200
+
+
+def _expected_accuracy_estimate(archive: Path, reference: Path, frame: pd.DataFrame) -> float:
+    """One-vs-rest isotonic calibration (scikit-learn) fitted on the reference, rows renormalised;
+    the expected share of rows whose predicted class is right."""
+    from sklearn.isotonic import IsotonicRegression
+
+    scorer = open_session(verify(archive))
+    ref = pd.read_parquet(reference)
+    ref_proba, cur = scorer.predict_class_proba(ref), scorer.predict_class_proba(frame)
+    y = ref[LABEL["lightgbm-3-class"]].to_numpy()
+    cal = np.column_stack([IsotonicRegression(out_of_bounds="clip").fit(ref_proba[:, k], y == k)
+                           .predict(cur[:, k]) for k in range(cur.shape[1])])
+    total = cal.sum(axis=1, keepdims=True)
+    cal = np.where(total > 0, cal / np.where(total > 0, total, 1.0), cur)
+    return float(np.mean(cal[np.arange(len(cur)), cur.argmax(axis=1)]))
+
+
+@pytest.mark.parametrize("name", ["lightgbm-3-class", "xgboost-regression"])
+def test_estimates_and_realised_of_each_task(name: str, settings: Settings, tmp_path: Path) -> None:
+    archive, reference, live, labels, served = _world(name, tmp_path)
+    ctx = Context.open(settings)
+    row, _ = register_archive(ctx, archive)
+    models.promote(ctx.db_url, row.model_version_id, expected_champion_id=None)
+    for day in DAYS:
+        _run(ctx, name, reference, live, labels, day)
+    regression = name == "xgboost-regression"
+    metric = "mae" if regression else "accuracy"
+    with transaction(ctx.db_url) as cur:
+        cur.execute("""SELECT interval_start::date, method, estimate, lower_bound, upper_bound, realised
+                       FROM analytics.performance_estimates WHERE metric = %s ORDER BY 1""", (metric,))
+        rows = cur.fetchall()
+        cur.execute("SELECT DISTINCT metric FROM performance_estimate ORDER BY 1")
+        metrics = [r[0] for r in cur.fetchall()]
+    assert metrics == (["mae", "rmse"] if regression
+                       else ["accuracy", "f1", "precision", "recall", "roc_auc"])
+    scorer = open_session(verify(archive))
+    assert [r[0] for r in rows] == DAYS
+    for (day, method, estimate, lower, upper, realised) in rows:
+        frame = pd.read_parquet(live / f"dt={day}" / "part-0.parquet").merge(
+            served[day].drop(columns="event_time"), on="row_id")
+        truth = frame[LABEL[name]].to_numpy()
+        assert lower <= estimate <= upper
+        if regression:
+            assert method == "binned_error_model"
+            assert realised == pytest.approx(float(np.mean(np.abs(scorer.predict_value(frame) - truth))))
+        else:
+            assert method == "cbpe_isotonic_one_vs_rest"
+            assert estimate == pytest.approx(_expected_accuracy_estimate(archive, reference, frame),
+                                             abs=1e-9)
+            assert realised == pytest.approx(float(np.mean(
+                scorer.predict_class_proba(frame).argmax(axis=1) == truth)), abs=1e-12)

@@ -266,6 +266,11 @@ def test_monitor_set_before_production_builds_the_sketch_at_promotion(
     assert production is not None
     assert fetch_all(ctx.db_url, "SELECT model_version_id, n_rows FROM reference_sketch") == [
         (production.model_version_id, len(pd.read_parquet(build.reference_path)))]
+    # the quality schema and the calibrator too (the reference holds the labels)
+    assert fetch_all(ctx.db_url, """SELECT model_version_id, method, n_rows, n_features
+                                    FROM estimation_reference""") == [
+        (production.model_version_id, "cbpe_isotonic", len(pd.read_parquet(build.reference_path)),
+         len(production.manifest["features"]))]
 
 
 @pytest.mark.e2e  # a DAG run

@@ -1,5 +1,5 @@
 """The drift-monitoring pipeline's steps, one function per DAG task (their order:
-:mod:`modelgate.pipelines.drift_runner`).
+:mod:`modelgate.pipelines.drift_runner`; the ``report`` step is :mod:`.drift_report`).
 
 Per data interval ``[start, end)`` (Airflow's data interval, never the clock): sample the
 live rows of the interval, score them with the production model, compare every feature and
@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from modelgate.metrics import emit as emit_metrics
-from modelgate.pipelines import drift_joint, index_page
+from modelgate.pipelines import drift_estimation, drift_joint, index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift_partitions import (
     BadPartition,
@@ -212,12 +212,14 @@ def reference_key(row: models.ModelVersionRow) -> str:
 
 
 def ensure_reference(ctx: Context, row: models.ModelVersionRow, reference_uri: str) -> str:
-    """Build the reference sketch (features and scores) and the multivariate and attribution
-    references once per model version, and store them."""
+    """Build the reference sketch (features and scores), the multivariate and attribution
+    references, and the quality schema and performance estimator once per model version, and
+    store them."""
     key = drift_runs.get_reference(ctx.db_url, row.model_version_id)
     if key is None:
         key = _build_reference_sketch(ctx, row, reference_uri)
     drift_joint.ensure_references(ctx, row, reference_uri)  # multivariate + attribution
+    drift_estimation.ensure_reference(ctx, row, reference_uri)  # quality schema + estimator
     return key
 
 
@@ -286,8 +288,10 @@ def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: in
                            id_column=id_column, keep_columns=keep)
     merged = sample.append_column(SCORE_FEATURE, pq.read_table(scored.output_path).column(
         score_column(manifest)))
-    merged = merged.append_column("__prediction__",
-                                  pq.read_table(scored.output_path).column("prediction"))
+    scores = pq.read_table(scored.output_path)
+    merged = merged.append_column("__prediction__", scores.column("prediction"))
+    for name in [c for c in scores.column_names if c.startswith("proba_")]:  # multiclass
+        merged = merged.append_column(f"__{name}__", scores.column(name))
     pq.write_table(merged, work / "scored-sample.parquet")
     key = f"{ref.prefix()}/scored-sample.parquet"
     uri = ctx.store.put_file(key, work / "scored-sample.parquet",
@@ -385,6 +389,7 @@ def check_threshold_features(spec: dict[str, Any] | None, manifest: dict[str, An
     if unknown:
         raise ValueError(f"{where} name feature(s) {unknown} that v{version} does not have "
                          f"(features: {known})")
+    drift_estimation.check_threshold_metrics(spec, manifest, version, where=where)
 
 
 def parse_thresholds(spec: dict[str, Any] | None) -> Any:
@@ -397,6 +402,7 @@ def parse_thresholds(spec: dict[str, Any] | None) -> Any:
     from modelgate.drift.data_drift import DriftThresholds
 
     spec, _ = drift_joint.split_thresholds(spec)  # "multivariate"/"attribution" are checked there
+    spec, _ = drift_estimation.split_thresholds(spec)  # so are "performance"/"quality"
     features = spec.pop("features", {}) or {}
     unknown = sorted(set(spec) - set(_THRESHOLD_KEYS))
     if unknown or not isinstance(features, dict):
@@ -439,51 +445,12 @@ def all_feature_drift(ctx: Context, ref: DriftRef, sample: LiveSample,
                               thresholds=parse_thresholds(thresholds))
 
 
-# --- report, store, decide ---------------------------------------------------------------
-
-TOP_HISTOGRAMS = 4
-
+# --- store and decide (the report step: drift_report) -----------------------------------
 
 def collect_features(ctx: Context, ref: DriftRef, features: list[str]) -> list[Any]:
     """Merge the fanned-out per-feature results (exactly: each is independent)."""
     results = [_get(ctx, f"{ref.prefix()}/feature-{safe_key_part(f)}.pkl") for f in features]
     return [r for r in results if r is not None]
-
-
-def _view_verdict(verdict: str) -> str:
-    return {"ok": "ok", "drift": "drift", "no_data": "warn"}[verdict]
-
-
-def _histogram(ref_sketch: Any, values: Any) -> tuple[tuple[str, ...], tuple[float, ...], tuple[float, ...]]:
-    from modelgate.drift.reference import NumericReference
-
-    if isinstance(ref_sketch, NumericReference):
-        edges = ref_sketch.edges
-        finite = values[np.isfinite(values)].astype(np.float64)
-        # bin i is [edges[i], edges[i+1]) with open outer bins, as in the reference sketch
-        index = np.searchsorted(edges[1:-1], finite, side="right")
-        counts = np.bincount(index, minlength=len(edges) - 1)
-        labels = tuple(f"[{a:.3g}, {b:.3g})" for a, b in zip(edges[:-1], edges[1:], strict=True))
-        current = counts / max(counts.sum(), 1)
-        return labels, tuple(map(float, ref_sketch.probabilities)), tuple(map(float, current))
-    cats = list(ref_sketch.categories)
-    ref_p = np.asarray(ref_sketch.counts, dtype=np.float64) / max(ref_sketch.n, 1)
-    strs = np.array(["__missing__" if v is None else str(v) for v in values], dtype=object)
-    cur = np.array([np.count_nonzero(strs == c) for c in cats], dtype=np.float64)
-    return tuple(cats), tuple(map(float, ref_p)), tuple(map(float, cur / max(len(strs), 1)))
-
-
-def _labelled_performance(ctx: Context, ref: DriftRef, concept: Any) -> Any:
-    """The report's performance on the newly labelled rows: the mean of ADWIN's error stream."""
-    from modelgate.reports.summary_views import LabelledPerformance
-
-    if not concept.rows_labelled:
-        return None
-    regression = models.get_by_id(ctx.db_url, ref.model_version_id).manifest.get("task") == "regression"
-    name = ("mean of min(|prediction - label| / std of reference predictions, 1)" if regression
-            else "error rate (prediction differs from label)")
-    error = min(1.0, max(0.0, getattr(concept, "error_sum", 0.0) / concept.rows_labelled))
-    return LabelledPerformance(concept.rows_labelled, error, name, classification=not regression)
 
 
 def check_not_failed(ctx: Context, ref: DriftRef) -> None:
@@ -492,70 +459,6 @@ def check_not_failed(ctx: Context, ref: DriftRef) -> None:
     if run.status == "failed":
         raise RuntimeError(f"drift run {ref.drift_run_id} failed at an earlier step; "
                            "its reason is in drift_run.failure_reason")
-
-
-def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: list[str]) -> str:
-    from modelgate.drift.data_drift import summarise
-    from modelgate.reports.html import render_drift_report
-    from modelgate.reports.views import (
-        ChangePointRow,
-        DriftReportView,
-        FeatureDriftRow,
-        HistogramView,
-        QuarantineRow,
-    )
-
-    summary = summarise(collect_features(ctx, ref, features))
-    concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a drift_concept.ConceptResult
-    rows = tuple(FeatureDriftRow(
-        r["feature"], r["kind"], r["wasserstein"], r["wasserstein_normalised"],
-        r["js_divergence_base2"] or 0.0, r["threshold"] or 0.0, _view_verdict(r["verdict"]),
-        r["n_current"], r["n_missing_current"], tuple(r["unseen_categories"]),
-        "js" if r["statistic_name"] == "js_divergence" else "wasserstein_normalised")
-        for r in (f.to_record() for f in summary.features))
-    histograms = []
-    if sample["key"] is not None:
-        refs = load_references(ctx, ref)
-        table = pq.read_table(sample_path(ctx, ref, sample["key"]))
-        for f in [f for f in summary.features if f.verdict != "no_data"][:TOP_HISTOGRAMS]:
-            values = table.column(f.feature).to_numpy(zero_copy_only=False)
-            histograms.append(HistogramView(f.feature, *_histogram(refs[f.feature], values)))
-    joint = drift_joint.load_result(ctx, ref.prefix())
-    joint_rows, attribution_shares = drift_joint.report_rows(joint)
-    joint_breaches = drift_joint.breaches(joint)
-    quarantined = monitors.quarantined_by_run(ctx.db_url, ref.drift_run_id)
-    verdict = ("drift" if summary.n_breached or joint_breaches
-               else ("ok" if sample["rows"] and not quarantined else "warn"))  # amber: no data
-    text = (f"{summary.n_breached} of {len(summary.features)} feature(s) breached"
-            + (f": {', '.join(summary.breached)}" if summary.breached else "")
-            + (f"; no data for {', '.join(summary.no_data)}" if summary.no_data else "")
-            + (f"; also breached: {'; '.join(joint_breaches)}" if joint_breaches else "")
-            + f". ADWIN: {len(concept.change_points)} change point(s) over "
-              f"{concept.rows_labelled} newly labelled row(s).")
-    view = DriftReportView(
-        model_name=ref.model_name, model_version=ref.version, interval_start=ref.interval_start,
-        interval_end=ref.interval_end, run_id=str(ref.drift_run_id), rows_sampled=sample["rows"],
-        features=rows, histograms=tuple(histograms), error_rate=concept.timeline,
-        change_points=tuple(ChangePointRow(c["stream_position"], _event_time_text(c["event_time"]),
-                                           c["error_rate_before"], c["error_rate_after"])
-                            for c in concept.change_points),
-        summary=(_quarantine_headline(quarantined)
-                 + (text if sample["rows"] else "No live rows in this interval. " + text)),
-        verdict=verdict, joint=joint_rows, attribution_shares=attribution_shares,
-        labelled=_labelled_performance(ctx, ref, concept),
-        quarantined=tuple(QuarantineRow(q.source, q.partition, q.reason) for q in quarantined))
-    key = (f"reports/{safe_key_part(ref.model_name)}/{safe_key_part(ref.version)}/"
-           f"drift-{safe_key_part(ref.interval_start)}.html")
-    ctx.store.put_bytes(key, render_drift_report(view).encode(), content_type="text/html")
-    return key
-
-
-def _quarantine_headline(quarantined: list[monitors.Quarantine]) -> str:
-    """The report's first words when the run left partitions out (empty when none)."""
-    if not quarantined:
-        return ""
-    return (f"Degraded: {len(quarantined)} partition(s) quarantined and left out ("
-            + ", ".join(f"{q.source} {q.partition}" for q in quarantined) + "). ")
 
 
 def degraded_reason(quarantined: list[monitors.Quarantine]) -> str | None:
@@ -572,14 +475,6 @@ def degraded_reason(quarantined: list[monitors.Quarantine]) -> str | None:
     return f"{len(quarantined)} partition(s) quarantined: " + " | ".join(q.reason for q in quarantined)
 
 
-def _event_time_text(when: dt.datetime | None) -> str:
-    """A change point's event time for the report, to the second in UTC; said to be unknown,
-    not left blank, when the live data has no ``event_time`` column."""
-    if when is None:
-        return "unknown (the live data has no event_time column)"
-    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: list[str],
                   report: str) -> str:
     """Feature rows, change points, detector state, verdict and link in one transaction."""
@@ -588,7 +483,8 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     summary = summarise(collect_features(ctx, ref, features))
     concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a drift_concept.ConceptResult
     joint = drift_joint.load_result(ctx, ref.prefix())
-    drifting = bool(summary.n_breached or drift_joint.breaches(joint))
+    estimated = drift_estimation.load_result(ctx, ref.prefix())
+    drifting = bool(summary.n_breached or drift_joint.breaches(joint) or estimated.breaches())
     verdict = "no_data" if not sample["rows"] else ("drift" if drifting else "ok")
     degraded = degraded_reason(monitors.quarantined_by_run(ctx.db_url, ref.drift_run_id))
     feature_rows = []
@@ -605,7 +501,8 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
                              detector_seen_before=concept.seen_before,
                              detector_seen_after=concept.seen_after, degraded_reason=degraded),
         report_key=report, report_uri=ctx.store.uri(report),
-        multivariate=joint.multivariate, attribution=joint.attribution)
+        multivariate=joint.multivariate, attribution=joint.attribution,
+        estimates=estimated.estimates, quality=estimated.quality_rows(), realised=concept.realised)
     emit_metrics(drift_joint.metrics(ref, drifting=verdict == "drift", features_breached=summary.n_breached,
                                      adwin_change_points=len(concept.change_points), result=joint))
     log.info("drift run %d stored: %s (%d breached)", ref.drift_run_id, verdict, summary.n_breached)
@@ -624,12 +521,14 @@ def decide(ctx: Context, ref: DriftRef) -> str:
     for q in monitors.quarantined_by_run(ctx.db_url, ref.drift_run_id):
         log.warning("drift run %d left out %s partition %s: %s", ref.drift_run_id, q.source,
                     q.partition, q.reason)
-    joint_lines = drift_joint.breaches(drift_joint.load_result(ctx, ref.prefix()))
+    joint_lines = (drift_joint.breaches(drift_joint.load_result(ctx, ref.prefix()))
+                   + drift_estimation.load_result(ctx, ref.prefix()).breaches())
     if breaches or joint_lines:
         lines = [f"{shown_feature(b.feature)}: {b.statistic_name} = {b.statistic_value:.4f} "
                  f"> threshold {b.threshold:.4f}" for b in breaches] + joint_lines
         raise DriftBreached(f"{ref.model_name} v{ref.version}: drift in {len(breaches)} feature(s)"
-                            + (f" and {len(joint_lines)} joint check(s)" if joint_lines else "")
+                            + (f" and {len(joint_lines)} other check(s) (joint, performance, quality)"
+                               if joint_lines else "")
                             + f" over {ref.interval_start}..{ref.interval_end}\n" + "\n".join(lines))
     return str(status)
 

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from modelgate.pipelines.context import Context
 from modelgate.pipelines.drift import SCORE_FEATURE, DriftRef, _put, load_references, quarantine
+from modelgate.pipelines.drift_estimation import realised_metrics, task_of
 from modelgate.pipelines.drift_partitions import (
     LABEL,
     BadPartition,
@@ -45,15 +46,17 @@ class ConceptResult:
     rows_labelled: int
     timeline: tuple[tuple[int, float], ...]  # (stream position, rolling error rate)
     error_sum: float = 0.0  # sum of the error stream over the rows_labelled rows
+    #: (start, end, labelled rows, {metric: realised value}) of each interval fed
+    realised: tuple[tuple[dt.datetime, dt.datetime, int, dict[str, float | None]], ...] = ()
 
 
 ROLLING_WINDOW = 200
 
 
 def _labelled_errors(ctx: Context, ref: DriftRef, labels_uri: str, scores_key: str,
-                     start: dt.datetime, manifest: dict[str, Any]) -> tuple[Any, Any] | None:
-    """Errors (prediction != label) of one scored interval in event-time order, or None
-    when its labels have not arrived yet.
+                     start: dt.datetime, manifest: dict[str, Any]) -> tuple[Any, Any, Any] | None:
+    """Errors (prediction != label) of one scored interval in event-time order and its
+    realised metrics, or None when its labels have not arrived yet.
 
     Raises
     ------
@@ -79,7 +82,9 @@ def _labelled_errors(ctx: Context, ref: DriftRef, labels_uri: str, scores_key: s
     errors = _error_stream(ctx, ref, manifest, joined[LABEL].to_numpy(),
                            joined["__prediction__"].to_numpy())
     times = joined["event_time"].to_numpy() if "event_time" in joined.columns else None
-    return errors, times
+    realised = (realised_metrics(task_of(manifest), joined[LABEL].to_numpy(), joined)
+                if len(joined) else None)
+    return errors, times, realised
 
 
 def _error_stream(ctx: Context, ref: DriftRef, manifest: dict[str, Any], labels: Any,
@@ -101,7 +106,7 @@ def concept_drift(ctx: Context, ref: DriftRef, labels_uri: str, delta: float = 0
     manifest = models.get_by_id(ctx.db_url, ref.model_version_id).manifest
     state, seen = drift_runs.load_detector(ctx.db_url, ref.model_version_id)
     detector = AdwinDetector.from_bytes(state) if state else AdwinDetector(delta=delta)
-    points, consumed, timeline, labelled, error_sum = [], [], [], 0, 0.0
+    points, consumed, timeline, labelled, error_sum, realised = [], [], [], 0, 0.0, []
     for start, end, scores_key in drift_runs.pending_label_intervals(
             ctx.db_url, ref.model_version_id, ref.end()):
         try:
@@ -112,7 +117,9 @@ def concept_drift(ctx: Context, ref: DriftRef, labels_uri: str, delta: float = 0
             continue
         if found is None:
             continue
-        errors, times = found
+        errors, times, metrics = found
+        if metrics is not None:
+            realised.append((start, end, len(errors), metrics))
         first = detector.n_seen
         for cp in detector.update_many(errors):
             when = None if times is None else _as_datetime(times[cp.position - first])
@@ -123,7 +130,7 @@ def concept_drift(ctx: Context, ref: DriftRef, labels_uri: str, delta: float = 0
         error_sum += float(np.sum(errors))
     result = ConceptResult(tuple(points), tuple(consumed),
                            detector.to_bytes() if consumed else None, seen, detector.n_seen,
-                           labelled, tuple(timeline), error_sum)
+                           labelled, tuple(timeline), error_sum, tuple(realised))
     log.info("drift run %d: fed %d labelled rows from %d interval(s) to ADWIN, %d change point(s)",
              ref.drift_run_id, labelled, len(consumed), len(points))
     return _put(ctx, f"{ref.prefix()}/concept.pkl", result)

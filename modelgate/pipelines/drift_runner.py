@@ -6,7 +6,7 @@ whole DAG orders the steps as declared), and :func:`run_drift` runs the same ste
 after the other for ``modelgate monitor retry`` and the tests::
 
     prepare -> sample_and_score -> feature_drift (mapped over features)
-    feature_drift -> concept_drift, joint_drift -> report -> store -> decide
+    feature_drift -> concept_drift, joint_drift, estimate -> report -> store -> decide
 
 Each step has one body, which the DAG's task and :func:`run_drift` both call. The bodies
 below take what the step before passed on (:mod:`~modelgate.pipelines.payloads`: a
@@ -79,11 +79,19 @@ def joint_drift(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
     return drift_joint.joint_drift(ctx, ref, scored["sample"], scored["spec"]["thresholds"])
 
 
-def report(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
-    """Render the run's HTML report; its object key."""
-    from modelgate.pipelines import drift
+def estimate(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
+    """Data quality and estimated performance of the sample; the key of the stored result
+    (:mod:`modelgate.pipelines.drift_estimation`)."""
+    from modelgate.pipelines import drift_estimation
 
-    return drift.render_report(ctx, ref, scored["sample"], scored["features"])
+    return drift_estimation.estimate_interval(ctx, ref, scored["sample"], scored["spec"]["thresholds"])
+
+
+def report(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
+    """Render the run's HTML report; its object key (:mod:`~modelgate.pipelines.drift_report`)."""
+    from modelgate.pipelines import drift_report
+
+    return drift_report.render_report(ctx, ref, scored["sample"], scored["features"])
 
 
 def store(ctx: Context, ref: DriftRef, scored: ScoredModel, report_key: str) -> str:
@@ -137,7 +145,8 @@ DRIFT = StepGraph((
     Step("feature_drift", _feature_drift, after=("sample_and_score",), mapped=True),
     Step("concept_drift", _given_scored(concept_drift), after=("feature_drift",)),
     Step("joint_drift", _given_scored(joint_drift), after=("feature_drift",)),
-    Step("report", _given_scored(report), after=("concept_drift", "joint_drift")),
+    Step("estimate", _given_scored(estimate), after=("feature_drift",)),
+    Step("report", _given_scored(report), after=("concept_drift", "joint_drift", "estimate")),
     Step("store", _store, after=("report",)),
     Step("decide", _decide, after=("store",), verdict=True),
 ))

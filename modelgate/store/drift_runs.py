@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from modelgate.store import drift_joint
+from modelgate.store import drift_joint, estimation
 from modelgate.store.db import transaction
 
 
@@ -46,6 +46,7 @@ def start_drift_run(url: str, *, model_version_id: int, interval_start: dt.datet
         run_id = int(cur.fetchone()[0])
         cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
         drift_joint.clear_run(cur, run_id)
+        estimation.clear_run(cur, run_id)
     return run_id
 
 
@@ -108,6 +109,7 @@ def fail_drift_run(url: str, run_id: int, reason: str) -> None:
     with transaction(url) as cur:
         cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
         drift_joint.clear_run(cur, run_id)
+        estimation.clear_run(cur, run_id)
         cur.execute("""UPDATE drift_run SET status = 'failed',
                            failure_reason = CASE WHEN status = 'failed' THEN failure_reason ELSE %s END,
                            finished_at = COALESCE(finished_at, now())
@@ -134,6 +136,7 @@ def fail_lost_runs(url: str, *, interval_start: dt.datetime, interval_end: dt.da
         for run_id, _ in failed:
             cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
             drift_joint.clear_run(cur, run_id)
+            estimation.clear_run(cur, run_id)
     return failed
 
 
@@ -247,11 +250,16 @@ ON CONFLICT ON CONSTRAINT concept_drift_change_pkey DO NOTHING"""
 
 def write_drift_results(url: str, run_id: int, model_version_id: int, rows: DriftRows, *,
                         report_key: str | None, report_uri: str | None,
-                        multivariate: Any | None = None, attribution: Any | None = None) -> None:
+                        multivariate: Any | None = None, attribution: Any | None = None,
+                        estimates: Sequence[Mapping[str, Any]] = (),
+                        quality: Sequence[Mapping[str, Any]] = (),
+                        realised: Sequence[Any] = ()) -> None:
     """Everything a drift run produces, the detector state and the status, in one transaction.
 
     ``multivariate`` and ``attribution`` are the run's ``MultivariateDrift`` and
-    ``AttributionDrift`` (None when the model version has no such reference).
+    ``AttributionDrift`` (None when the model version has no such reference). ``estimates``
+    and ``quality`` are the run's estimate and quality rows, ``realised`` the realised metrics
+    of the intervals whose labels it fed (:func:`modelgate.store.estimation.write_realised`).
 
     The detector state is compare-and-swapped on ``elements_seen`` so two runs can never
     feed the same labels twice or lose each other's updates.
@@ -261,6 +269,8 @@ def write_drift_results(url: str, run_id: int, model_version_id: int, rows: Drif
         if rows.features:
             cur.executemany(_FEATURE_INSERT, [{"drift_run_id": run_id, **f} for f in rows.features])
         drift_joint.write_run(cur, run_id, multivariate, attribution)
+        estimation.write_run(cur, run_id, estimates, quality)
+        estimation.write_realised(cur, run_id, model_version_id, realised)
         _swap_detector(cur, model_version_id, run_id, rows)
         for change in rows.change_points:
             cur.execute(_CHANGE_INSERT, {"model_version_id": model_version_id, "drift_run_id": run_id,

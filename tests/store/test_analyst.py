@@ -29,6 +29,7 @@ VIEWS = (
     "feature_drift_by_interval", "concept_drift_changes", "report_links", "evaluation_refusals",
     "quarantined_partitions",
     "multivariate_drift_by_interval", "attribution_drift_by_interval",  # 0008
+    "quality_by_interval", "performance_estimates",  # 0021
 )
 SHA_1, SHA_2 = "1" * 64, "2" * 64
 
@@ -153,6 +154,23 @@ INSERT INTO quarantined_partition (model_version_id, source, partition_name, par
 SELECT 1, 'labels', 'dt=2026-11-22', 's3://labels', '2026-11-22T00:00Z', '2026-11-23T00:00Z',
        'labels partition dt=2026-11-22 under s3://labels: column "id" holds string ids',
        max(drift_run_id) FROM drift_run;
+
+-- migration 0021: run 1's estimates and quality counts; the interval's labels arrived later
+INSERT INTO performance_estimate (drift_run_id, metric, method, estimate, standard_error, lower_bound,
+                                  upper_bound, confidence, n_rows, reference_value, max_worsening,
+                                  verdict)
+VALUES (1, 'accuracy', 'cbpe_isotonic', 0.71, 0.006, 0.698, 0.722, 0.95, 5000, 0.78, 0.05, 'breach'),
+       (1, 'roc_auc', 'cbpe_isotonic', 0.80, 0.007, 0.786, 0.814, 0.95, 5000, 0.84, NULL, 'ok');
+INSERT INTO quality_check (drift_run_id, feature, kind, n_rows, n_missing, missing_rate,
+                           reference_missing_rate, n_type_mismatch, n_out_of_range, n_new_category,
+                           n_new_values, domain_checked, column_present, verdict, reasons)
+VALUES (1, 'income', 'numeric', 5000, 0, 0.0, 0.0, 0, 250, 0, 0, false, true, 'breach',
+        '{"out_of_range 0.0500 > 0.0100"}'),
+       (1, 'region', 'categorical', 5000, 12, 0.0024, 0.002, 0, 0, 12, 1, true, true, 'breach',
+        '{"new_category 0.0024 > 0.0010"}');
+INSERT INTO realised_performance (model_version_id, interval_start, interval_end, metric, realised,
+                                  n_labelled, drift_run_id)
+VALUES (1, '2026-11-20T00:00Z', '2026-11-21T00:00Z', 'accuracy', 0.705, 4000, 1);
 """
 
 

@@ -1,0 +1,449 @@
+"""Estimated performance and data quality steps of the drift pipeline (issue #24).
+
+Kept apart from :mod:`modelgate.pipelines.drift` as :mod:`.drift_joint` is:
+
+- :func:`ensure_reference`, called with the reference sketch (``modelgate monitor set`` and
+  promotion), fits once per model version on its held-out reference: the quality schema
+  (:func:`modelgate.drift.quality.infer_schema`) and, when the reference holds the model's
+  labels, the performance estimator (an isotonic calibrator for binary models, one per class
+  for multiclass, a binned error model for regression), with the reference's own realised
+  metrics, the baseline an estimated drop is measured from. The pickled
+  :class:`EstimationReference` goes to the object store, its rows to ``estimation_reference``,
+  ``estimation_reference_metric`` and ``quality_schema_feature`` (append-only).
+- :func:`estimate_interval` (the ``estimate`` step) counts the interval's sampled live rows
+  against the schema and estimates the metrics from their scores alone; the ``report``,
+  ``store`` and ``decide`` steps read its :class:`EstimationResult` with :func:`load_result`.
+- :func:`realised_metrics` is what the labels gave, computed by the concept-drift step for
+  every interval whose labels it feeds (on time or late), stored beside the estimates.
+
+Thresholds (the monitoring config's ``thresholds``, beside the drift ones):
+``{"performance": {"roc_auc": 0.05}, "quality": {"max_out_of_range_rate": 0.02,
+"max_breached_features": 0}}``. A ``performance`` limit breaches when the estimate is worse than
+the reference's realised value by more than the limit (lower for ``roc_auc``, ``accuracy``,
+``precision``, ``recall``, ``f1``; higher for ``mae``, ``rmse``). A ``quality`` section sets the
+:class:`~modelgate.drift.quality.QualityPolicy` limits and breaches when more than
+``max_breached_features`` (default 0) features breach them. Without a section the estimates and
+quality verdicts are stored and shown (flagged) but do not make the run's verdict ``drift``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import pickle
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
+from modelgate.pipelines.drift_sample import sample_path
+from modelgate.pipelines.payloads import LiveSample
+from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
+from modelgate.store import estimation, models
+
+log = logging.getLogger("modelgate.drift")
+
+CONFIDENCE = 0.95
+CLASSIFICATION_METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1")
+REGRESSION_METRICS = ("mae", "rmse")
+#: Metrics that get worse as they grow.
+ERROR_METRICS = frozenset(REGRESSION_METRICS)
+_POLICY_KEYS = ("max_type_mismatch_rate", "max_out_of_range_rate", "max_new_category_rate",
+                "max_missing_rate_increase")
+_QUALITY_KEYS = (*_POLICY_KEYS, "max_breached_features")
+METHODS = {"binary_classification": "cbpe_isotonic",
+           "multiclass_classification": "cbpe_isotonic_one_vs_rest",
+           "regression": "binned_error_model"}
+
+
+def task_of(manifest: dict[str, Any]) -> str:
+    return str(manifest.get("task") or "binary_classification")
+
+
+def metrics_of(task: str) -> tuple[str, ...]:
+    """The metrics estimated for a task.
+
+    >>> metrics_of("regression")
+    ('mae', 'rmse')
+    """
+    return REGRESSION_METRICS if task == "regression" else CLASSIFICATION_METRICS
+
+
+def split_thresholds(spec: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
+    """The other thresholds and the ``performance``/``quality`` ones, checked.
+
+    >>> split_thresholds({"relative": 2.0, "performance": {"roc_auc": 0.05}})
+    ({'relative': 2.0}, {'performance': {'roc_auc': 0.05}, 'quality': {}})
+    >>> split_thresholds({"performance": {"auc": 0.05}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: drift thresholds['performance']: unknown metric(s) ['auc']; expected some of [...]
+    """
+    rest = dict(spec or {})
+    out: dict[str, dict[str, float]] = {}
+    for name, allowed in (("performance", CLASSIFICATION_METRICS + REGRESSION_METRICS),
+                          ("quality", _QUALITY_KEYS)):
+        part = rest.pop(name, None) or {}
+        if not isinstance(part, dict):
+            raise ValueError(f"drift thresholds[{name!r}] must be a mapping; got {part!r}")
+        unknown = sorted(set(part) - set(allowed))
+        if unknown:
+            what = "metric(s)" if name == "performance" else "key(s)"
+            raise ValueError(f"drift thresholds[{name!r}]: unknown {what} {unknown}; expected some "
+                             f"of {list(allowed)}")
+        for key, value in part.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+                raise ValueError(f"drift thresholds[{name!r}][{key!r}] must be a number >= 0; "
+                                 f"got {value!r}")
+        out[name] = {k: float(v) for k, v in part.items()}
+    if out["quality"]:
+        _policy(out["quality"])  # rates must be in [0, 1]
+    return rest, out
+
+
+def check_threshold_metrics(spec: dict[str, Any] | None, manifest: dict[str, Any], version: str, *,
+                            where: str) -> None:
+    """Refuse ``performance`` limits on metrics the model's task does not estimate.
+
+    >>> check_threshold_metrics({"performance": {"mae": 1.0}}, {"task": "regression"}, "1", where="x:")
+    >>> check_threshold_metrics({"performance": {"f1": 0.1}}, {"task": "regression"}, "1",
+    ...                         where="x:")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: x: performance limit(s) on ['f1'] that v1 (regression) does not estimate (...)
+    """
+    task = task_of(manifest)
+    named = sorted((spec or {}).get("performance") or {})
+    wrong = [m for m in named if m not in metrics_of(task)]
+    if wrong:
+        raise ValueError(f"{where} performance limit(s) on {wrong} that v{version} ({task}) does not "
+                         f"estimate (metrics: {list(metrics_of(task))})")
+
+
+def _policy(limits: dict[str, float]) -> Any:
+    from modelgate.drift.quality import QualityPolicy
+
+    return QualityPolicy(**{k: v for k, v in limits.items() if k in _POLICY_KEYS})
+
+
+# --- per model version -----------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class EstimationReference:
+    """What every interval of a model version is judged against (pickled in the object store)."""
+
+    task: str
+    method: str | None  # None: no labelled reference, quality only
+    threshold: float | None  # binary: the manifest's
+    classes: tuple[str, ...]  # multiclass: the probability columns' classes
+    estimator: Any | None  # IsotonicCalibrator | MulticlassReference | BinnedErrorModel
+    schema: tuple[Any, ...]  # FeatureSchema per feature
+    reference_metrics: dict[str, float | None]
+
+
+def _kinds(manifest: dict[str, Any]) -> dict[str, Any]:
+    return {f["name"]: f["kind"] for f in manifest["features"]}
+
+
+def _columns(frame: pd.DataFrame, kinds: dict[str, Any]) -> dict[str, Any]:
+    """Feature values as the quality checks read them: categorical ones as plain objects (a
+    pandas category column would count its unused categories)."""
+    return {f: (frame[f].astype(object) if kind == "categorical" else frame[f])
+            for f, kind in kinds.items() if f in frame.columns}
+
+
+def reference_key(row: models.ModelVersionRow) -> str:
+    return f"references/{safe_key_part(row.model_name)}/{safe_key_part(row.version)}/estimation.pkl"
+
+
+def ensure_reference(ctx: Context, row: models.ModelVersionRow, reference_uri: str) -> None:
+    """Fit and store the version's quality schema and performance estimator once."""
+    from modelgate.drift.quality import infer_schema
+
+    if estimation.get_reference(ctx.db_url, row.model_version_id) is not None:
+        return
+    if not reference_uri:
+        log.warning("%s v%s has no estimation reference and no reference dataset was given; "
+                    "estimates and quality checks are skipped", row.model_name, row.version)
+        return
+    work = ctx.scratch("estimation-reference", row.model_name, row.version)
+    data = fetch_dataset(ctx, reference_uri, work)
+    kinds = _kinds(row.manifest)
+    frame = pq.read_table(data, columns=[c for c in kinds if c in pq.read_schema(data).names]).to_pandas()
+    missing = [f for f in kinds if f not in frame.columns]
+    if missing:
+        raise ValueError(f"reference {reference_uri} lacks feature column(s) {missing} of "
+                         f"{row.model_name} v{row.version}")
+    schema = infer_schema(_columns(frame, kinds), kinds)
+    reference = _fit(ctx, row, data, work, schema)
+    key = reference_key(row)
+    uri = ctx.store.put_bytes(key, pickle.dumps(reference, protocol=5),
+                              content_type="application/octet-stream")
+    skipped = None if reference.method else _skipped_reason(row.manifest, data)
+    estimation.put_reference(ctx.db_url, model_version_id=row.model_version_id, object_key=key,
+                             object_uri=uri, method=reference.method, skipped_reason=skipped,
+                             n_rows=len(frame), schema=[s.to_record() for s in schema],
+                             reference_metrics=reference.reference_metrics)
+    log.info("stored estimation reference of %s v%s: %s, schema of %d features", row.model_name,
+             row.version, reference.method or f"no estimator ({skipped})", len(schema))
+    ctx.discard_scratch("estimation-reference", row.model_name, row.version)
+
+
+def _reference_labels(manifest: dict[str, Any], data: Any) -> Any | None:
+    """The reference's labels encoded as the model compares them, or None when unusable."""
+    from modelgate.evaluation.labels import LabelError, model_labels
+
+    label = manifest["label"]["column"]
+    if label not in pq.read_schema(data).names:
+        return None
+    try:
+        return model_labels(pq.read_table(data, columns=[label]).column(label).to_numpy(
+            zero_copy_only=False), manifest)
+    except LabelError:
+        return None
+
+
+def _skipped_reason(manifest: dict[str, Any], data: Any) -> str:
+    label = manifest["label"]["column"]
+    if label not in pq.read_schema(data).names:
+        return f"the reference has no label column {label!r}"
+    return f"the reference's label column {label!r} has missing or unknown values"
+
+
+def _fit(ctx: Context, row: models.ModelVersionRow, data: Any, work: Any,
+         schema: tuple[Any, ...]) -> EstimationReference:
+    from modelgate.drift.performance_estimation import fit_isotonic, fit_multiclass
+    from modelgate.drift.regression_estimation import fit_error_model
+
+    manifest = row.manifest
+    task = task_of(manifest)
+    threshold = float(manifest["threshold"]) if task == "binary_classification" else None
+    labels = _reference_labels(manifest, data)
+    if labels is None:
+        return EstimationReference(task, None, threshold, (), None, schema, {})
+    scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
+    scored = pq.read_table(score_parquet(scorer, data, work / "estimation-scores.parquet").output_path)
+    frame = scored.to_pandas().rename(columns=lambda c: f"__{c}__")
+    classes = _classes(manifest, frame)
+    if task == "regression":
+        estimator: Any = fit_error_model(frame["__prediction__"].to_numpy(np.float64),
+                                         labels.astype(np.float64))
+    elif task == "multiclass_classification":
+        estimator = fit_multiclass(_probabilities(frame, classes), labels, classes)
+    else:
+        estimator = fit_isotonic(frame["__score__"].to_numpy(np.float64), labels)
+    return EstimationReference(task, METHODS[task], threshold, classes, estimator, schema,
+                               realised_metrics(task, labels, frame))
+
+
+def _classes(manifest: dict[str, Any], scored: pd.DataFrame) -> tuple[str, ...]:
+    n = sum(1 for c in scored.columns if c.startswith("__proba_"))
+    named = (manifest.get("output") or {}).get("classes")
+    return tuple(str(c) for c in named) if named and len(named) == n else tuple(str(k) for k in range(n))
+
+
+def _probabilities(frame: pd.DataFrame, classes: tuple[str, ...]) -> Any:
+    return np.column_stack([frame[f"__proba_{k}__"].to_numpy(np.float64) for k in range(len(classes))])
+
+
+# --- realised ---------------------------------------------------------------------------------
+
+def realised_metrics(task: str, labels: Any, scored: pd.DataFrame) -> dict[str, float | None]:
+    """The metrics the labels give on scored rows (``__score__``, ``__prediction__`` and, for
+    multiclass, ``__proba_<k>__`` columns); ``None`` where undefined (e.g. precision with no
+    predicted positive). Multiclass: accuracy, and the unweighted mean over classes of the
+    one-vs-rest metrics, as the estimates are averaged.
+
+    >>> frame = pd.DataFrame({"__score__": [0.9, 0.8, 0.3, 0.1], "__prediction__": [1, 1, 0, 0]})
+    >>> realised_metrics("binary_classification", np.array([1, 0, 1, 0]), frame)
+    {'roc_auc': 0.75, 'accuracy': 0.5, 'precision': 0.5, 'recall': 0.5, 'f1': 0.5}
+    """
+    if task == "regression":
+        err = np.asarray(labels, dtype=np.float64) - scored["__prediction__"].to_numpy(np.float64)
+        return {"mae": float(np.mean(np.abs(err))), "rmse": float(np.sqrt(np.mean(err * err)))}
+    y = np.asarray(labels)
+    predicted = scored["__prediction__"].to_numpy()
+    if task == "multiclass_classification":
+        classes = sorted(int(c[len("__proba_"):-2]) for c in scored.columns if c.startswith("__proba_"))
+        per_class = [_binary_realised(y == k, scored[f"__proba_{k}__"].to_numpy(np.float64),
+                                      predicted == k) for k in classes]
+        # a sample scored before the probabilities were kept has none: accuracy only
+        out = {m: float(np.mean([c[m] for c in per_class])) if per_class else math.nan
+               for m in CLASSIFICATION_METRICS}
+        out["accuracy"] = float(np.mean(predicted == y))
+    else:
+        out = _binary_realised(y == 1, scored["__score__"].to_numpy(np.float64), predicted == 1)
+    return {m: (v if math.isfinite(v) else None) for m, v in out.items()}
+
+
+def _binary_realised(positive: Any, scores: Any, predicted: Any) -> dict[str, float]:
+    from modelgate.drift.performance_estimation import expected_roc_auc
+
+    tp = float(np.sum(predicted & positive))
+    fp, fn = float(np.sum(predicted & ~positive)), float(np.sum(~predicted & positive))
+    n = float(positive.size)
+
+    def ratio(a: float, b: float) -> float:
+        return a / b if b > 0 else math.nan
+
+    # the expected AUC with 0/1 probabilities is the realised AUC (ties count one half)
+    return {"roc_auc": expected_roc_auc(scores, positive.astype(np.float64)) if 0 < tp + fn < n
+            else math.nan,
+            "accuracy": ratio(n - fp - fn, n), "precision": ratio(tp, tp + fp),
+            "recall": ratio(tp, tp + fn), "f1": ratio(2 * tp, 2 * tp + fp + fn)}
+
+
+# --- per interval -----------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class EstimationResult:
+    """One interval's quality counts and estimates (empty without a reference or rows)."""
+
+    quality: tuple[Any, ...] = ()  # FeatureQuality per feature
+    quality_decision: Any | None = None  # QualityDecision
+    max_breached_features: float | None = None  # None: quality not thresholded
+    estimates: tuple[dict[str, Any], ...] = ()  # performance_estimate rows
+    method: str | None = None
+
+    def quality_rows(self) -> list[dict[str, Any]]:
+        """``quality_check`` rows: counts, verdict and reasons per feature."""
+        if self.quality_decision is None:
+            return []
+        verdicts = dict(self.quality_decision.verdicts)
+        return [{**q.to_record(), "verdict": verdicts[q.feature],
+                 "reasons": [r for f, r in self.quality_decision.reasons if f == q.feature]}
+                for q in self.quality]
+
+    def breaches(self) -> list[str]:
+        """One line per thresholded breach, for the ``decide`` step."""
+        lines = [f"estimated {e['metric']} = {_text(e['estimate'])} vs reference "
+                 f"{_text(e['reference_value'])}: worse by more than {_text(e['max_worsening'])} "
+                 f"(interval [{_text(e['lower'])}, {_text(e['upper'])}])"
+                 for e in self.estimates if e["verdict"] == "breach"]
+        d = self.quality_decision
+        if d is not None and self.max_breached_features is not None \
+                and d.n_breached > self.max_breached_features:
+            lines.append(f"data quality: {d.n_breached} feature(s) breached the quality limits "
+                         f"(at most {self.max_breached_features:g} allowed): "
+                         + "; ".join(f"{f}: {r}" for f, r in d.reasons))
+        return lines
+
+
+def _text(value: float | None) -> str:
+    """A number for a breach line (``-`` when undefined).
+
+    >>> _text(0.12345), _text(None)
+    ('0.1235', '-')
+    """
+    return "-" if value is None else f"{value:.4f}"
+
+
+def result_key(prefix: str) -> str:
+    return f"{prefix}/estimation.pkl"
+
+
+def estimate_interval(ctx: Context, ref: Any, sample: LiveSample,
+                      thresholds: dict[str, Any] | None = None) -> str:
+    """Quality counts and estimated performance of the interval's scored sample (one step)."""
+    from modelgate.drift.quality import QualityPolicy, check_quality, decide_quality
+
+    _, limits = split_thresholds(thresholds)
+    stored = estimation.get_reference(ctx.db_url, ref.model_version_id)
+    result = EstimationResult()
+    if stored is not None and sample["key"] is not None:
+        reference: EstimationReference = pickle.loads(ctx.store.get_bytes(stored.object_key))  # noqa: S301
+        frame = pq.read_table(sample_path(ctx, ref, sample["key"])).to_pandas()
+        kinds = {s.feature: s.kind for s in reference.schema}
+        quality = check_quality(reference.schema, _columns(frame, kinds), n_rows=len(frame))
+        policy = _policy(limits["quality"]) if limits["quality"] else QualityPolicy()
+        result = EstimationResult(
+            quality, decide_quality(quality, policy),
+            limits["quality"].get("max_breached_features", 0.0) if limits["quality"] else None,
+            _estimate_rows(reference, frame, limits["performance"], stored.reference_metrics),
+            reference.method)
+    key = result_key(ref.prefix())
+    ctx.store.put_bytes(key, pickle.dumps(result, protocol=5), content_type="application/octet-stream")
+    log.info("drift run %d: %d quality breach(es), %d metric(s) estimated", ref.drift_run_id,
+             0 if result.quality_decision is None else result.quality_decision.n_breached,
+             len(result.estimates))
+    return key
+
+
+def _estimate(reference: EstimationReference, frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Each metric's record (estimate, standard_error, lower, upper) on the interval's scores."""
+    from modelgate.drift.performance_estimation import estimate_binary, estimate_multiclass
+    from modelgate.drift.regression_estimation import estimate_regression
+
+    if reference.task == "regression":
+        r = estimate_regression(reference.estimator, frame["__score__"].to_numpy(np.float64),
+                                confidence=CONFIDENCE).to_record()
+        return {m: {"estimate": r[m], "standard_error": r[f"{m}_standard_error"],
+                    "lower": r[f"{m}_lower"], "upper": r[f"{m}_upper"]} for m in REGRESSION_METRICS}
+    if reference.task == "multiclass_classification":
+        est = estimate_multiclass(reference.estimator, _probabilities(frame, reference.classes),
+                                  confidence=CONFIDENCE)
+    else:
+        assert reference.threshold is not None
+        est = estimate_binary(reference.estimator, frame["__score__"].to_numpy(np.float64),
+                              threshold=reference.threshold, confidence=CONFIDENCE)
+    return {m.metric: m.to_record() for m in est.metrics}
+
+
+def _estimate_rows(reference: EstimationReference, frame: pd.DataFrame, limits: dict[str, float],
+                   baseline: dict[str, float | None]) -> tuple[dict[str, Any], ...]:
+    if reference.method is None or len(frame) == 0:
+        return ()
+    rows = []
+    for metric, r in _estimate(reference, frame).items():
+        limit, base, value = limits.get(metric), baseline.get(metric), r["estimate"]
+        verdict = "no_data" if value is None else "ok"
+        if limit is not None and value is not None and base is not None:
+            worse = value - base if metric in ERROR_METRICS else base - value
+            verdict = "breach" if worse > limit else "ok"
+        rows.append({"metric": metric, "method": reference.method, **r, "confidence": CONFIDENCE,
+                     "n_rows": len(frame), "reference_value": base, "max_worsening": limit,
+                     "verdict": verdict})
+    return tuple(rows)
+
+
+def load_result(ctx: Context, prefix: str) -> EstimationResult:
+    """The run's result, or an empty one when the ``estimate`` step did not run."""
+    key = result_key(prefix)
+    if not ctx.store.exists(key):
+        return EstimationResult()
+    result: EstimationResult = pickle.loads(ctx.store.get_bytes(key))  # noqa: S301 - our own bucket
+    return result
+
+
+def report_rows(result: EstimationResult) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """(QualityRow, ...) and (EstimateRow, ...) for the drift report."""
+    from modelgate.reports.summary_views import EstimateRow, QualityRow
+
+    def verdict(v: str) -> str:
+        return {"ok": "ok", "breach": "breach", "no_data": "warn"}[v]
+
+    quality = tuple(QualityRow(
+        q["feature"], q["kind"], q["n"], q["missing_rate"], q["reference_missing_rate"],
+        q["n_type_mismatch"], q["n_out_of_range"], q["n_new_category"], verdict(q["verdict"]),
+        "; ".join(q["reasons"])) for q in result.quality_rows())
+    estimates = tuple(EstimateRow(e["metric"], e["estimate"], e["lower"], e["upper"],
+                                  e["reference_value"], e["max_worsening"], verdict(e["verdict"]))
+                      for e in result.estimates)
+    return quality, estimates
+
+
+def headline(result: EstimationResult) -> str:
+    """The report summary's first words about quality (read before drift); empty without checks.
+
+    >>> headline(EstimationResult())
+    ''
+    """
+    d = result.quality_decision
+    if d is None:
+        return ""
+    if not d.n_breached:
+        return "Data quality: ok. "
+    return f"Data quality: {d.n_breached} feature(s) breached ({', '.join(d.breached)}). "

@@ -1,0 +1,85 @@
+"""Pieces of the drift pipeline's estimation step that need no server: realised metrics against
+scikit-learn, and which thresholds flag and which block."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from modelgate.drift.quality import FeatureQuality, QualityPolicy, decide_quality
+from sklearn.metrics import (
+    accuracy_score,
+    f1_score,
+    mean_absolute_error,
+    precision_score,
+    recall_score,
+    roc_auc_score,
+)
+
+from modelgate.pipelines.drift_estimation import EstimationResult, realised_metrics, split_thresholds
+
+
+def test_multiclass_realised_metrics_match_sklearn_macro_averages() -> None:
+    rng = np.random.default_rng(7)
+    proba = rng.dirichlet([1.0, 1.0, 1.0], size=400)
+    y = rng.integers(0, 3, size=400)
+    predicted = proba.argmax(axis=1)
+    frame = pd.DataFrame({"__score__": proba.max(axis=1), "__prediction__": predicted,
+                          **{f"__proba_{k}__": proba[:, k] for k in range(3)}})
+    got = realised_metrics("multiclass_classification", y, frame)
+    assert got["accuracy"] == pytest.approx(accuracy_score(y, predicted), abs=1e-12)
+    assert got["precision"] == pytest.approx(precision_score(y, predicted, average="macro"), abs=1e-12)
+    assert got["recall"] == pytest.approx(recall_score(y, predicted, average="macro"), abs=1e-12)
+    assert got["f1"] == pytest.approx(f1_score(y, predicted, average="macro"), abs=1e-12)
+    assert got["roc_auc"] == pytest.approx(roc_auc_score(y, proba, multi_class="ovr", average="macro"),
+                                           abs=1e-12)
+
+
+def test_regression_realised_metrics_match_sklearn() -> None:
+    rng = np.random.default_rng(3)
+    y, pred = rng.normal(size=300), rng.normal(size=300)
+    got = realised_metrics("regression", y, pd.DataFrame({"__prediction__": pred}))
+    assert got["mae"] == pytest.approx(mean_absolute_error(y, pred), abs=1e-12)
+    assert got["rmse"] == pytest.approx(float(np.sqrt(np.mean((y - pred) ** 2))), abs=1e-12)
+
+
+def test_binary_realised_precision_is_none_without_predicted_positives() -> None:
+    frame = pd.DataFrame({"__score__": [0.1, 0.2, 0.3], "__prediction__": [0, 0, 0]})
+    got = realised_metrics("binary_classification", np.array([1, 0, 1]), frame)
+    assert got["precision"] is None and got["f1"] == 0.0 and got["recall"] == 0.0
+
+
+def _bad_quality() -> tuple[FeatureQuality, ...]:
+    return (FeatureQuality("age", "numeric", 100, 0, 0.0, 0.0, n_out_of_range=5),)
+
+
+def test_quality_without_a_section_flags_but_does_not_breach() -> None:
+    quality = _bad_quality()
+    flagged = EstimationResult(quality, decide_quality(quality, QualityPolicy()), None)
+    assert flagged.quality_rows()[0]["verdict"] == "breach" and flagged.breaches() == []
+    blocking = EstimationResult(quality, decide_quality(quality, QualityPolicy()), 0.0)
+    assert blocking.breaches() == ["data quality: 1 feature(s) breached the quality limits (at most 0 "
+                                   "allowed): age: out_of_range 0.0500 > 0.0100"]
+    allowed = EstimationResult(quality, decide_quality(quality, QualityPolicy()), 1.0)
+    assert allowed.breaches() == []
+
+
+@pytest.mark.parametrize("spec, match", [
+    ({"performance": {"accuracy": -0.1}}, "must be a number >= 0"),
+    ({"performance": {"accuracy": True}}, "must be a number >= 0"),
+    ({"quality": {"max_out_of_range_rate": 2.0}}, r"max_out_of_range_rate must be in \[0, 1\]"),
+    ({"quality": {"max_rows": 1}}, r"unknown key\(s\) \['max_rows'\]"),
+    ({"performance": [0.1]}, "must be a mapping"),
+], ids=["negative", "bool", "rate_above_1", "unknown_quality_key", "not_a_mapping"])
+def test_bad_thresholds_are_refused_naming_the_key(spec: dict[str, object], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        split_thresholds(spec)
+
+
+def test_a_performance_breach_is_one_line_and_undefined_bounds_do_not_break_it() -> None:
+    row = {"metric": "accuracy", "estimate": 0.7, "lower": None, "upper": 0.75, "reference_value": 0.8,
+           "max_worsening": 0.05, "verdict": "breach"}
+    ok = {**row, "metric": "f1", "verdict": "ok"}
+    result = EstimationResult(estimates=(row, ok))
+    assert result.breaches() == ["estimated accuracy = 0.7000 vs reference 0.8000: worse by more than "
+                                 "0.0500 (interval [-, 0.7500])"]

@@ -12,6 +12,7 @@ import hashlib
 import logging
 import os
 from collections.abc import Generator, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,13 +193,19 @@ def fetch_partition(ctx: Context, partition_uri: str, work: Path) -> Path:
     return fetch_members(ctx, partition_uri, work).path
 
 
+# Members fetched at once: a GET of a small object is mostly waiting (S3, MinIO), so a few in
+# flight hide that; the bytes of one batch (at most BATCH_BYTES) are in memory anyway.
+FETCH_THREADS = 8
+
+
 def fetch_members(ctx: Context, partition_uri: str, work: Path) -> FetchedPartition:
     """The partition as a local parquet file: the file itself, or a batch's files concatenated
     in order into ``work/batch.parquet``, with each member's sha256.
 
-    A batch's ``s3://`` members are downloaded (to ``work/members/<key>``, so members of
-    different folders that share a file name stay apart), hashed, read and deleted one at a
-    time.
+    A batch's ``s3://`` members are read whole into memory with one GET each, up to
+    :data:`FETCH_THREADS` at once, then hashed and decoded; none is written to disk, so two
+    members of different folders that share a file name never meet. Local members are read
+    where they are.
 
     Raises
     ------
@@ -208,23 +215,44 @@ def fetch_members(ctx: Context, partition_uri: str, work: Path) -> FetchedPartit
     files = members(partition_uri)
     if len(files) == 1:
         return FetchedPartition(fetch_dataset(ctx, partition_uri, work))
-    from modelgate.scoring import ScoringError, file_sha256
+    from modelgate.scoring import ScoringError
 
     tables, hashes = [], []
-    for member in files:
-        local = fetch_dataset(ctx, member, work / "members")
-        try:
-            hashes.append(file_sha256(local))
-            tables.append(pq.read_table(local))
-        except (pa.ArrowException, OSError) as exc:
-            raise ScoringError(f"cannot read parquet file {member!r}: {exc}") from exc
-        finally:
-            if member.startswith("s3://"):
-                local.unlink(missing_ok=True)  # a downloaded copy; a local member is the data
+    remote = files[0].startswith("s3://")
+    pool = ThreadPoolExecutor(FETCH_THREADS if remote else 1)
+    try:
+        fetched = pool.map(lambda f: _object_bytes(ctx, f), files) if remote else [None] * len(files)
+        for member, data in zip(files, fetched, strict=True):
+            try:
+                sha, table = _read_member(member, data)
+            except (pa.ArrowException, OSError) as exc:
+                raise ScoringError(f"cannot read parquet file {member!r}: {exc}") from exc
+            hashes.append(sha)
+            tables.append(table)
+    finally:
+        pool.shutdown(cancel_futures=True)  # after an error, fetch no further member
     work.mkdir(parents=True, exist_ok=True)
     out = work / "batch.parquet"
     pq.write_table(pa.concat_tables(tables, promote_options="default"), out)
     return FetchedPartition(out, tuple(files), tuple(hashes))
+
+
+def _object_bytes(ctx: Context, member: str) -> bytes:
+    """The bytes of an ``s3://`` batch member, an object of the configured bucket."""
+    bucket, _, key = member[5:].partition("/")
+    if bucket != getattr(ctx.store, "bucket", None):
+        raise ValueError(f"dataset file {member!r} is not in the configured bucket")
+    return ctx.store.get_bytes(key)
+
+
+def _read_member(member: str, data: bytes | None) -> tuple[str, pa.Table]:
+    """sha256 and rows of a member: its fetched bytes, or the local file ``member`` (read in
+    place: faster than from a buffer)."""
+    from modelgate.scoring import file_sha256
+
+    if data is None:
+        return file_sha256(Path(member)), pq.read_table(member)
+    return hashlib.sha256(data).hexdigest(), pq.read_table(pa.BufferReader(data))
 
 
 def member_fingerprints(dataset_uri: str, fetched: FetchedPartition) -> tuple[tuple[str, str], ...]:

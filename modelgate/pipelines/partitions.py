@@ -63,9 +63,9 @@ def list_sized(store: ObjectStore | None, dataset_uri: str) -> list[tuple[str, i
         raise ValueError(f"dataset {dataset_uri!r} is not in the configured bucket "
                          "(MODELGATE_S3_ENDPOINT, MODELGATE_S3_BUCKET)")
     if key.endswith(PARQUET_SUFFIX):  # one object, if there is one of exactly this key
-        listed = store.list_sizes(key)
-        if key in dict(listed):
-            return [(dataset_uri, dict(listed)[key])]
+        size = dict(store.list_sizes(key)).get(key)
+        if size is not None:
+            return [(dataset_uri, size)]
     prefix = key.rstrip("/") + "/"
     found = [(f"s3://{bucket}/{k}", size) for k, size in store.list_sizes(prefix)
              if k.endswith(PARQUET_SUFFIX) and not hidden(k[len(prefix):])]

@@ -15,6 +15,13 @@ evaluate``'s code, :func:`run_evaluation_locally`) of the same rows as one file 
 ``--files`` files, against the results store configured in the environment
 (``MODELGATE_DATABASE_URL`` or the embedded default): the difference per file is the overhead
 of many files, end to end.
+
+With ``--s3`` the same files are uploaded (not timed) under a fresh prefix of the S3 server
+configured in the environment (``MODELGATE_S3_ENDPOINT``, ``MODELGATE_S3_ACCESS_KEY``,
+``MODELGATE_S3_SECRET_KEY``, ``MODELGATE_S3_BUCKET``; moto's server will do) and the per-file
+part is timed for the ``s3://`` prefix instead: :func:`list_sized` (one listing, sizes
+included), :func:`batch_by_size` and :func:`fetch_members` of every batch (downloading,
+hashing, reading and deleting each member, writing the batch). The prefix is deleted after.
 """
 
 from __future__ import annotations
@@ -30,9 +37,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from modelgate.pipelines.partitions import (
+    batch_by_size,
     batch_small_files,
+    fetch_members,
     fetch_partition,
     list_partitions_local,
+    list_sized,
     local_rows,
 )
 
@@ -90,6 +100,47 @@ def _end_to_end(archive: Path, heldout: Path, files: int, rows: int) -> dict[str
             "overhead_ms_per_file": round(1000 * ((middle - started) - (ended - middle)) / files, 3)}
 
 
+def _s3_per_file(files: int, rows: int, repeat: int) -> dict[str, object]:
+    """Per-file seconds of listing, batching and fetching ``files`` objects of ``rows`` rows."""
+    import uuid
+
+    from modelgate.config import Settings
+    from modelgate.pipelines.context import Context
+    from modelgate.store.objects import S3ObjectStore
+
+    settings = Settings.from_env()
+    if settings.s3 is None:
+        raise SystemExit("--s3 needs an S3 server: set MODELGATE_S3_ENDPOINT, MODELGATE_S3_ACCESS_KEY, "
+                         "MODELGATE_S3_SECRET_KEY (and MODELGATE_S3_BUCKET)")
+    store = S3ObjectStore(settings.s3)
+    ctx = Context(settings=settings, db_url="", store=store)  # fetching needs only the store
+    prefix = f"bench-many-files-{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        _write(root, files, rows)
+        for path in list_partitions_local(root):  # the data files only, as a copy would hold
+            store.put_file(f"{prefix}/{Path(path).relative_to(root).as_posix()}", Path(path),
+                           content_type="application/vnd.apache.parquet")
+        uri = f"s3://{store.bucket}/{prefix}"
+        try:
+            sized = list_sized(store, uri)
+            assert len(sized) == files, len(sized)
+            batches = batch_by_size(sized)
+
+            def fetch_batches() -> None:
+                for i, batch in enumerate(batches):
+                    fetch_members(ctx, batch, root / "_work" / str(i))
+
+            per_file = {"listing": _median_s(lambda: list_sized(store, uri), repeat),
+                        "batching": _median_s(lambda: batch_by_size(sized), repeat),
+                        "fetching": _median_s(fetch_batches, repeat)}
+        finally:
+            store.delete_keys(store.list_keys(prefix + "/"))
+    return {"files": files, "rows_per_file": rows, "partitions": len(batches), "dataset": "s3",
+            **{f"{k}_ms_per_file": round(1000 * v / files, 4) for k, v in per_file.items()},
+            "total_ms_per_file": round(1000 * sum(per_file.values()) / files, 4)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=10_000)
@@ -97,7 +148,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--model", type=Path, help="a model archive: also time whole evaluations")
     parser.add_argument("--heldout", type=Path, help="held-out parquet for --model")
+    parser.add_argument("--s3", action="store_true", help="time an s3:// prefix of the files instead")
     args = parser.parse_args()
+    if args.s3:
+        print(json.dumps(_s3_per_file(args.files, args.rows, args.repeat)))
+        return
     if args.model is not None:
         print(json.dumps({"files": args.files, "rows_per_file": args.rows,
                           **_end_to_end(args.model, args.heldout, args.files, args.rows)}))

@@ -17,7 +17,7 @@ from modelgate.config import Settings
 from modelgate.logsafe import escape_for_log
 from modelgate.store import models
 from modelgate.store.db import resolve_database_url, upgrade
-from modelgate.store.objects import ObjectStore, open_object_store, put_once
+from modelgate.store.objects import ObjectStore, open_object_store, put_once, validate_key
 
 log = logging.getLogger("modelgate.pipeline")
 
@@ -98,14 +98,17 @@ def fetch_dataset(ctx: Context, dataset_uri: str, workdir: Path) -> Path:
     or ``file://`` URI.
 
     Several files are written into one (``workdir/dataset.parquet``, in sorted order) for
-    the callers that read one file (the reference sketch).
+    the callers that read one file (the reference sketch). One ``s3://`` object is downloaded
+    to ``workdir/<key>``.
     """
     if dataset_uri.startswith("s3://"):
         bucket, _, key = dataset_uri[5:].partition("/")
         if bucket != getattr(ctx.store, "bucket", None):
             raise ValueError(f"dataset {dataset_uri!r} is not in the configured bucket")
         if key.endswith(".parquet") and ctx.store.exists(key):
-            return ctx.store.download(key, workdir / Path(key).name)
+            # the key's whole path: objects of two folders with one file name (``dt=1/part-0``,
+            # ``dt=2/part-0``, members of one batch) get two files (keys have no ``..``)
+            return ctx.store.download(key, workdir / validate_key(key))
         keys = sorted(k for k in ctx.store.list_keys(key.rstrip("/") + "/") if k.endswith(".parquet"))
         files = [ctx.store.download(k, workdir / "parts" / f"{i:06d}.parquet")
                  for i, k in enumerate(keys)]

@@ -178,14 +178,13 @@ def score(ctx: Context, ref: RunRef) -> str:
 def list_dataset(ctx: Context, ref: RunRef) -> list[str]:
     """The held-out dataset's partitions (parquet files), sorted; one mapped task each."""
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
-    found = partitions.list_partitions(ctx, run.dataset_uri)
-    log.info("evaluation run %d: %d partition(s)", ref.evaluation_run_id, len(found))
+    found = partitions.list_sized(ctx.store, run.dataset_uri)  # one listing, with sizes
+    log.info("evaluation run %d: %d file(s)", ref.evaluation_run_id, len(found))
     if not run.dataset_uri.startswith("s3://"):  # local footers are cheap: refuse before scoring
-        evaluate_tasks.check_memory(_candidate_row(ctx, run).manifest, partitions.local_rows(found),
+        evaluate_tasks.check_memory(_candidate_row(ctx, run).manifest, partitions.local_rows(dict(found)),
                                     champion=run.champion_version_id is not None,
                                     n_bootstrap=N_BOOTSTRAP, limit_mb=ctx.settings.eval_memory_limit_mb)
-        found = partitions.batch_small_files(found)
-    return found
+    return partitions.batch_by_size(found)  # small files, local or s3://, scored together
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +242,8 @@ def score_partition(ctx: Context, ref: RunRef, index: int, partition_uri: str) -
 def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, index: int,
                         partition_uri: str, work: Path) -> PartitionResult:
     """:func:`score_partition`'s work in this attempt's scratch directory ``work``."""
-    data = partitions.fetch_partition(ctx, partition_uri, work)
+    fetched = partitions.fetch_members(ctx, partition_uri, work)
+    data = fetched.path
     candidate = _candidate_row(ctx, run)
     manifest = candidate.manifest
     keep = list(dict.fromkeys([manifest["label"]["column"], *manifest["sensitive_features"]]))
@@ -268,7 +268,7 @@ def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, i
                            partition_uri, scored.rows, scored.seconds, scored.provider,
                            scored.input_fingerprint, scores_key, statistics,
                            scored.provider_reason, scored.tf32_allowed, group_scores,
-                           partitions.member_fingerprints(run.dataset_uri, partition_uri))
+                           partitions.member_fingerprints(run.dataset_uri, fetched))
 
 
 def _read_columns(data: Path, columns: list[str]) -> pa.Table | None:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -46,19 +48,27 @@ def list_partitions(ctx: Context, dataset_uri: str) -> list[str]:
 
 def list_partitions_in(store: ObjectStore | None, dataset_uri: str) -> list[str]:
     """:func:`list_partitions` with only an object store (None: local datasets only)."""
-    if dataset_uri.startswith("s3://"):
-        bucket, _, key = dataset_uri[5:].partition("/")
-        if store is None or bucket != getattr(store, "bucket", None):
-            raise ValueError(f"dataset {dataset_uri!r} is not in the configured bucket "
-                             "(MODELGATE_S3_ENDPOINT, MODELGATE_S3_BUCKET)")
-        if key.endswith(PARQUET_SUFFIX) and store.exists(key):
-            return [dataset_uri]
-        prefix = key.rstrip("/") + "/"
-        found = [f"s3://{bucket}/{k}" for k in store.list_keys(prefix)
-                 if k.endswith(PARQUET_SUFFIX) and not hidden(k[len(prefix):])]
-    else:
+    return [uri for uri, _ in list_sized(store, dataset_uri)]
+
+
+def list_sized(store: ObjectStore | None, dataset_uri: str) -> list[tuple[str, int]]:
+    """:func:`list_partitions_in` with each file's size in bytes, what
+    :func:`batch_by_size` groups by: an ``s3://`` dataset from one listing request (per
+    1000 keys; S3 lists sizes with the keys), a local one from ``os.stat``."""
+    if not dataset_uri.startswith("s3://"):
         path = Path(dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri)
-        return list_partitions_local(path)
+        return [(p, os.stat(p).st_size) for p in list_partitions_local(path)]
+    bucket, _, key = dataset_uri[5:].partition("/")
+    if store is None or bucket != getattr(store, "bucket", None):
+        raise ValueError(f"dataset {dataset_uri!r} is not in the configured bucket "
+                         "(MODELGATE_S3_ENDPOINT, MODELGATE_S3_BUCKET)")
+    if key.endswith(PARQUET_SUFFIX):  # one object, if there is one of exactly this key
+        size = dict(store.list_sizes(key)).get(key)
+        if size is not None:
+            return [(dataset_uri, size)]
+    prefix = key.rstrip("/") + "/"
+    found = [(f"s3://{bucket}/{k}", size) for k, size in store.list_sizes(prefix)
+             if k.endswith(PARQUET_SUFFIX) and not hidden(k[len(prefix):])]
     if not found:
         raise FileNotFoundError(f"held-out dataset {dataset_uri!r} holds no {PARQUET_SUFFIX} file")
     return found
@@ -105,10 +115,10 @@ def check_partition(dataset_uri: str, partition_uri: str) -> None:
             raise ValueError(f"partition {member!r} is not part of dataset {dataset_uri!r}")
 
 
-# Small local files are scored together: per-file overhead (task, session, objects) dominated
-# datasets of many small files (85 ms a file). Larger files stay partitions of their own, and so
-# does every file of a dataset of up to 64 files: there a DAG gains more from spreading files
-# over workers, and the float sums of the statistics keep the order of a mapped run's.
+# Small files are scored together: per-file overhead (task, session, objects) dominated datasets
+# of many small files (85 ms a file). Larger files stay partitions of their own, and so does
+# every file of a dataset of up to 64 files: there a DAG gains more from spreading files over
+# workers, and the float sums of the statistics keep the order of a mapped run's.
 BATCH_MIN_FILES = 64
 SMALL_FILE_BYTES = 8 << 20
 BATCH_BYTES = 64 << 20
@@ -117,9 +127,7 @@ BATCH_SEPARATOR = "\n"  # never in a path the listing returns: it is refused in 
 
 
 def batch_small_files(paths: Sequence[str], *, min_files: int = BATCH_MIN_FILES) -> list[str]:
-    """Partitions of local files in order: when there are more than ``min_files`` files,
-    consecutive files under 8 MiB are joined into batches of at most 64 MiB and 4096 files
-    (one partition, its members separated by a newline).
+    """:func:`batch_by_size` of local files, their sizes from ``os.stat``.
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -133,18 +141,32 @@ def batch_small_files(paths: Sequence[str], *, min_files: int = BATCH_MIN_FILES)
     """
     if len(paths) <= min_files:
         return list(paths)
+    return batch_by_size([(p, os.stat(p).st_size) for p in paths], min_files=min_files)
+
+
+def batch_by_size(sized: Sequence[tuple[str, int]], *, min_files: int = BATCH_MIN_FILES) -> list[str]:
+    """Partitions of ``(file, bytes)`` in order (local paths or ``s3://`` URIs): when there
+    are more than ``min_files`` files, consecutive files under 8 MiB are joined into batches
+    of at most 64 MiB and 4096 files (one partition, its members separated by a newline).
+
+    >>> mib = 1 << 20
+    >>> sized = [("a", 1), ("b", 9 * mib), ("c", 1), ("d", 1)]
+    >>> [p.split(BATCH_SEPARATOR) for p in batch_by_size(sized, min_files=0)]
+    [['a'], ['b'], ['c', 'd']]
+    """
+    if len(sized) <= min_files:
+        return [uri for uri, _ in sized]
     out: list[str] = []
     batch: list[str] = []
     size = 0
-    for path in paths:
-        n = os.stat(path).st_size
+    for uri, n in sized:
         if batch and (n >= SMALL_FILE_BYTES or size + n > BATCH_BYTES or len(batch) >= BATCH_FILES):
             out.append(BATCH_SEPARATOR.join(batch))
             batch, size = [], 0
         if n >= SMALL_FILE_BYTES:
-            out.append(path)
+            out.append(uri)
         else:
-            batch.append(path)
+            batch.append(uri)
             size += n
     if batch:
         out.append(BATCH_SEPARATOR.join(batch))
@@ -152,32 +174,98 @@ def batch_small_files(paths: Sequence[str], *, min_files: int = BATCH_MIN_FILES)
 
 
 def members(partition_uri: str) -> list[str]:
-    """The files of a partition (one, or a batch of :func:`batch_small_files`)."""
+    """The files of a partition (one, or a batch of :func:`batch_by_size`)."""
     return partition_uri.split(BATCH_SEPARATOR)
 
 
+@dataclass(frozen=True, slots=True)
+class FetchedPartition:
+    """A partition as one local parquet file; for a batch, its members and the sha256 of each
+    member's bytes, in order (both empty for one file: scoring hashes the file it reads)."""
+
+    path: Path
+    members: tuple[str, ...] = ()
+    member_sha256: tuple[str, ...] = ()
+
+
 def fetch_partition(ctx: Context, partition_uri: str, work: Path) -> Path:
-    """A local parquet file holding the partition: the file itself, or a batch's files
-    concatenated in order into ``work/batch.parquet``."""
+    """A local parquet file holding the partition (:func:`fetch_members`' path)."""
+    return fetch_members(ctx, partition_uri, work).path
+
+
+# Members fetched at once: a GET of a small object is mostly waiting (S3, MinIO), so a few in
+# flight hide that; the bytes of one batch (at most BATCH_BYTES) are in memory anyway.
+FETCH_THREADS = 8
+
+
+def fetch_members(ctx: Context, partition_uri: str, work: Path) -> FetchedPartition:
+    """The partition as a local parquet file: the file itself, or a batch's files concatenated
+    in order into ``work/batch.parquet``, with each member's sha256.
+
+    A batch's ``s3://`` members are read whole into memory with one GET each, up to
+    :data:`FETCH_THREADS` at once, then hashed and decoded; none is written to disk, so two
+    members of different folders that share a file name never meet. Local members are read
+    where they are.
+
+    Raises
+    ------
+    modelgate.scoring.ScoringError
+        A member that is not readable parquet, named by its path or ``s3://`` URI.
+    """
     files = members(partition_uri)
     if len(files) == 1:
-        return fetch_dataset(ctx, partition_uri, work)
-    tables = [pq.read_table(fetch_dataset(ctx, f, work)) for f in files]
+        return FetchedPartition(fetch_dataset(ctx, partition_uri, work))
+    from modelgate.scoring import ScoringError
+
+    tables, hashes = [], []
+    remote = files[0].startswith("s3://")
+    pool = ThreadPoolExecutor(FETCH_THREADS if remote else 1)
+    try:
+        fetched = pool.map(lambda f: _object_bytes(ctx, f), files) if remote else [None] * len(files)
+        for member, data in zip(files, fetched, strict=True):
+            try:
+                sha, table = _read_member(member, data)
+            except (pa.ArrowException, OSError) as exc:
+                raise ScoringError(f"cannot read parquet file {member!r}: {exc}") from exc
+            hashes.append(sha)
+            tables.append(table)
+    finally:
+        pool.shutdown(cancel_futures=True)  # after an error, fetch no further member
     work.mkdir(parents=True, exist_ok=True)
     out = work / "batch.parquet"
     pq.write_table(pa.concat_tables(tables, promote_options="default"), out)
-    return out
+    return FetchedPartition(out, tuple(files), tuple(hashes))
 
 
-def member_fingerprints(dataset_uri: str, partition_uri: str) -> tuple[tuple[str, str], ...]:
-    """``(name, sha256)`` of each file of a batch, for the dataset fingerprint; () for one file
-    (its scored file's sha256 is the file's)."""
+def _object_bytes(ctx: Context, member: str) -> bytes:
+    """The bytes of an ``s3://`` batch member, an object of the configured bucket."""
+    bucket, _, key = member[5:].partition("/")
+    if bucket != getattr(ctx.store, "bucket", None):
+        raise ValueError(f"dataset file {member!r} is not in the configured bucket")
+    return ctx.store.get_bytes(key)
+
+
+def _read_member(member: str, data: bytes | None) -> tuple[str, pa.Table]:
+    """sha256 and rows of a member: its fetched bytes, or the local file ``member`` (read in
+    place: faster than from a buffer)."""
     from modelgate.scoring import file_sha256
 
-    files = members(partition_uri)
-    if len(files) == 1:
-        return ()
-    return tuple((partition_name(dataset_uri, f), file_sha256(Path(f))) for f in files)
+    if data is None:
+        return file_sha256(Path(member)), pq.read_table(member)
+    return hashlib.sha256(data).hexdigest(), pq.read_table(pa.BufferReader(data))
+
+
+def member_fingerprints(dataset_uri: str, fetched: FetchedPartition) -> tuple[tuple[str, str], ...]:
+    """``(name, sha256)`` of each file of a fetched batch, for the dataset fingerprint; () for
+    one file (its scored file's sha256 is the file's).
+
+    The sha256 are of the members' bytes, local or ``s3://`` alike, so an ``s3://`` dataset
+    and a local copy of it have one fingerprint, as an unbatched ``s3://`` dataset has (the
+    scored files of its partitions are hashed). An ETag is not that identity: a multipart
+    upload's is no MD5 of the bytes, and the same bytes uploaded in other parts get another.
+    """
+    return tuple((partition_name(dataset_uri, f), sha)
+                 for f, sha in zip(fetched.members, fetched.member_sha256, strict=True))
 
 
 def dataset_fingerprint(partitions: Sequence[tuple[str, str]]) -> str:
@@ -257,7 +345,7 @@ def list_partitions_local(path: Path) -> list[str]:
     return found
 
 
-def local_rows(paths: Sequence[str]) -> int:
+def local_rows(paths: Iterable[str]) -> int:
     """Rows of local parquet files, from their footers (no data is read).
 
     Raises

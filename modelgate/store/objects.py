@@ -48,6 +48,11 @@ class ObjectStore(Protocol):
         """Keys under ``prefix``, sorted."""
         ...
 
+    def list_sizes(self, prefix: str) -> list[tuple[str, int]]:
+        """``(key, bytes)`` of every object whose key starts with ``prefix``, sorted by key,
+        from one listing (S3 returns sizes with the keys: no request per object)."""
+        ...
+
     def delete_keys(self, keys: Sequence[str]) -> int:
         """Delete the objects ``keys`` (missing ones are no error); how many were asked."""
         ...
@@ -110,6 +115,20 @@ class LocalObjectStore:
             return []
         return sorted(p.relative_to(self.root).as_posix() for p in base.rglob("*")
                       if p.is_file() and not p.name.startswith(".tmp-"))
+
+    def list_sizes(self, prefix: str) -> list[tuple[str, int]]:
+        folder, _, start = prefix.rpartition("/")
+        base = self.root / folder if folder else self.root
+        if not base.is_dir():
+            return []
+        found = []
+        for entry in base.iterdir():  # the names in the prefix's folder that start like it
+            if not entry.name.startswith(start):
+                continue
+            for path in (entry.rglob("*") if entry.is_dir() else [entry]):
+                if path.is_file() and not path.name.startswith(".tmp-"):
+                    found.append((path.relative_to(self.root).as_posix(), path.stat().st_size))
+        return sorted(found)
 
     def delete_keys(self, keys: Sequence[str]) -> int:
         parents = set()
@@ -238,10 +257,14 @@ class S3ObjectStore:
         return f"s3://{self.bucket}/{key}"
 
     def list_keys(self, prefix: str) -> list[str]:
+        return [key for key, _ in self.list_sizes(prefix)]
+
+    def list_sizes(self, prefix: str) -> list[tuple[str, int]]:
         self._ensure_bucket()
         try:
+            # one LIST request per 1000 keys; each entry carries the object's size
             objects = self.client.list_objects(self.bucket, prefix=prefix, recursive=True)
-            return sorted(o.object_name for o in objects)
+            return sorted((o.object_name, int(o.size or 0)) for o in objects)
         except Exception as exc:
             raise self._error("list", prefix, exc) from exc
 

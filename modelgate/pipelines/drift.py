@@ -34,6 +34,7 @@ from modelgate.pipelines.drift_partitions import (
 )
 from modelgate.pipelines.drift_sample import interval_seed, sample_path
 from modelgate.pipelines.payloads import DriftRefDict, LiveSample, MonitorSpecDict, PreparedRun
+from modelgate.pipelines.report_keys import drift_report_key
 from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.store import drift_runs, models, monitors
 
@@ -41,15 +42,29 @@ log = logging.getLogger("modelgate.drift")
 
 DEFAULT_SAMPLE_SIZE = 5000
 SCORE_FEATURE = "__score__"  # the prediction distribution, drifted like a numeric feature
+#: How the drift of the model's output score is named wherever people read it (reports, CLI,
+#: logs, the analyst views); the internal name above is never shown.
+MODEL_OUTPUT_LABEL = "model score"
 
 
 def shown_feature(name: str) -> str:
-    """A stored feature name as people read it: the internal score column is "model score".
+    """A stored drift feature name as people read it, never mistaken for another.
 
-    >>> shown_feature("__score__"), shown_feature("age")
-    ('model score', 'age')
+    The model's output score, drifted under the internal name ``__score__``, is shown as
+    :data:`MODEL_OUTPUT_LABEL`. A feature whose own name could be read as that label (it starts
+    with it) or as a quoted name (it starts with a quote) is shown quoted (``repr``): an
+    unquoted "model score" is always the model's output, and no two names look alike.
+
+    >>> shown_feature("__score__"), shown_feature("age"), shown_feature("model score")
+    ('model score', 'age', "'model score'")
+    >>> print(shown_feature("'age'"))
+    "'age'"
     """
-    return "model score" if name == SCORE_FEATURE else name
+    if name == SCORE_FEATURE:
+        return MODEL_OUTPUT_LABEL
+    if name.startswith((MODEL_OUTPUT_LABEL, "'", '"')):
+        return repr(name)
+    return name
 
 
 class DriftBreached(RuntimeError):
@@ -508,7 +523,8 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     summary = summarise(collect_features(ctx, ref, features))
     concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a drift_concept.ConceptResult
     rows = tuple(FeatureDriftRow(
-        r["feature"], r["kind"], r["wasserstein"], r["wasserstein_normalised"],
+        shown_feature(r["feature"]), "model output" if r["feature"] == SCORE_FEATURE else r["kind"],
+        r["wasserstein"], r["wasserstein_normalised"],
         r["js_divergence_base2"] or 0.0, r["threshold"] or 0.0, _view_verdict(r["verdict"]),
         r["n_current"], r["n_missing_current"], tuple(r["unseen_categories"]),
         "js" if r["statistic_name"] == "js_divergence" else "wasserstein_normalised")
@@ -519,7 +535,7 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
         table = pq.read_table(sample_path(ctx, ref, sample["key"]))
         for f in [f for f in summary.features if f.verdict != "no_data"][:TOP_HISTOGRAMS]:
             values = table.column(f.feature).to_numpy(zero_copy_only=False)
-            histograms.append(HistogramView(f.feature, *_histogram(refs[f.feature], values)))
+            histograms.append(HistogramView(shown_feature(f.feature), *_histogram(refs[f.feature], values)))
     joint = drift_joint.load_result(ctx, ref.prefix())
     joint_rows, attribution_shares = drift_joint.report_rows(joint)
     joint_breaches = drift_joint.breaches(joint)
@@ -527,8 +543,8 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     verdict = ("drift" if summary.n_breached or joint_breaches
                else ("ok" if sample["rows"] and not quarantined else "warn"))  # amber: no data
     text = (f"{summary.n_breached} of {len(summary.features)} feature(s) breached"
-            + (f": {', '.join(summary.breached)}" if summary.breached else "")
-            + (f"; no data for {', '.join(summary.no_data)}" if summary.no_data else "")
+            + (f": {', '.join(map(shown_feature, summary.breached))}" if summary.breached else "")
+            + (f"; no data for {', '.join(map(shown_feature, summary.no_data))}" if summary.no_data else "")
             + (f"; also breached: {'; '.join(joint_breaches)}" if joint_breaches else "")
             + f". ADWIN: {len(concept.change_points)} change point(s) over "
               f"{concept.rows_labelled} newly labelled row(s).")
@@ -544,8 +560,9 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
         verdict=verdict, joint=joint_rows, attribution_shares=attribution_shares,
         labelled=_labelled_performance(ctx, ref, concept),
         quarantined=tuple(QuarantineRow(q.source, q.partition, q.reason) for q in quarantined))
-    key = (f"reports/{safe_key_part(ref.model_name)}/{safe_key_part(ref.version)}/"
-           f"drift-{safe_key_part(ref.interval_start)}.html")
+    run = drift_runs.get_drift_run(ctx.db_url, ref.drift_run_id)  # this attempt's row
+    key = drift_report_key(ref.model_name, ref.version, run_id=run.drift_run_id, attempt=run.attempt,
+                           interval_start=run.interval_start)
     ctx.store.put_bytes(key, render_drift_report(view).encode(), content_type="text/html")
     return key
 

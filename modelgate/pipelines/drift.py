@@ -106,7 +106,18 @@ def _get(ctx: Context, key: str) -> Any:
 
 
 def _features_of(manifest: dict[str, Any]) -> dict[str, Any]:
-    return {f["name"]: f["kind"] for f in manifest["features"]}
+    """The manifest's features and their kinds; a feature may not take the internal name under
+    which the model's output score is drifted beside them.
+
+    >>> _features_of({"features": [{"name": "__score__", "kind": "numeric"}]})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: manifest feature '__score__': drift monitoring keeps that name for the model's ...
+    """
+    kinds = {f["name"]: f["kind"] for f in manifest["features"]}
+    if SCORE_FEATURE in kinds:
+        raise ValueError(f"manifest feature {SCORE_FEATURE!r}: drift monitoring keeps that name for the "
+                         "model's output score; rename the feature to monitor this model")
+    return kinds
 
 
 # --- prepare and reference ---------------------------------------------------------------

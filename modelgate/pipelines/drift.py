@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from modelgate.metrics import emit as emit_metrics
 from modelgate.pipelines import drift_joint, index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
+from modelgate.pipelines.drift_names import SCORE_FEATURE, shown_feature
 from modelgate.pipelines.drift_partitions import (
     BadPartition,
     live_table,
@@ -41,32 +42,6 @@ from modelgate.store import drift_runs, models, monitors
 log = logging.getLogger("modelgate.drift")
 
 DEFAULT_SAMPLE_SIZE = 5000
-SCORE_FEATURE = "__score__"  # the prediction distribution, drifted like a numeric feature
-#: How the drift of the model's output score is named wherever people read it (reports, CLI,
-#: logs, the analyst views); the internal name above is never shown.
-MODEL_OUTPUT_LABEL = "model score"
-
-
-def shown_feature(name: str) -> str:
-    """A stored drift feature name as people read it, never mistaken for another.
-
-    The model's output score, drifted under the internal name ``__score__``, is shown as
-    :data:`MODEL_OUTPUT_LABEL`. A feature whose own name could be read as that label (it starts
-    with it) or as a quoted name (it starts with a quote) is shown quoted (``repr``): an
-    unquoted "model score" is always the model's output, and no two names look alike.
-
-    >>> shown_feature("__score__"), shown_feature("age"), shown_feature("model score")
-    ('model score', 'age', "'model score'")
-    >>> print(shown_feature("'age'"))
-    "'age'"
-    """
-    if name == SCORE_FEATURE:
-        return MODEL_OUTPUT_LABEL
-    if name.startswith((MODEL_OUTPUT_LABEL, "'", '"')):
-        return repr(name)
-    return name
-
-
 class DriftBreached(RuntimeError):
     """Data drift breached the thresholds; the message lists each breached feature."""
 

@@ -95,7 +95,7 @@ def cmd_model_show(args: argparse.Namespace) -> int:
     links = {(r.kind, r.run_id): _report_link(ctx, r.kind, r.run_id) for r in runs if r.has_report}
     if args.format == "json":
         _print_json({"versions": [_record(v) for v in versions],
-                     "runs": [{**_record(r), "breaches": [_shown(b) for b in r.breaches],
+                     "runs": [{**_record(r), "breaches": [_shown(r.kind, b) for b in r.breaches],
                                "report_link": links.get((r.kind, r.run_id))} for r in runs]})
         return EXIT_OK
     for v in versions:
@@ -107,18 +107,22 @@ def cmd_model_show(args: argparse.Namespace) -> int:
         if r.detail:
             print(f"      {_t(r.detail)}")
         for line in r.breaches:
-            print(f"      {'BLOCK' if r.kind == 'evaluation' else 'DRIFT'} {_t(_shown(line))}")
+            print(f"      {'BLOCK' if r.kind == 'evaluation' else 'DRIFT'} {_t(_shown(r.kind, line))}")
         if (r.kind, r.run_id) in links:
             print(f"      report: {links[(r.kind, r.run_id)]}")
     return EXIT_OK
 
 
-def _shown(text: str) -> str:
-    """The internal score column's name as people read it (drift lines start with it)."""
-    from modelgate.pipelines.drift import SCORE_FEATURE, shown_feature
+def _shown(kind: str, text: str) -> str:
+    """A run's breach line as people read it: a drift line's feature as
+    :func:`~modelgate.pipelines.drift_names.shown_feature` names it (the model's output score as
+    "model score", a feature that could be mistaken for it quoted); evaluation lines as stored."""
+    from modelgate.pipelines.drift_names import shown_feature
 
+    if kind != "drift":
+        return text
     head, sep, rest = text.partition(": ")
-    return shown_feature(head) + sep + rest if head == SCORE_FEATURE else text
+    return shown_feature(head) + sep + rest
 
 
 def _print_version(v: Any) -> None:

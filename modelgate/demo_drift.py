@@ -38,7 +38,7 @@ def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path, 
     task logs go to ``log_path``. Returns what each recorded run found."""
     from modelgate.airflow_runner import run_dag
     from modelgate.demo_data import MODEL_NAME
-    from modelgate.pipelines.drift import shown_feature
+    from modelgate.pipelines.drift_names import shown_feature
     from modelgate.pipelines.monitor import set_monitor
     from modelgate.store import models
     from modelgate.store.summaries import drift_interval

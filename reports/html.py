@@ -207,7 +207,8 @@ def _ranked_features(features: Sequence[FeatureDriftRow]) -> list[FeatureDriftRo
 
 
 def drift_headline(features: Sequence[FeatureDriftRow]) -> str:
-    """The drift report's first line: features drifted of those judged, and the worst one.
+    """The drift report's first line: features drifted of those judged, and the worst one; then
+    whether the model's output (a row of kind ``model output``) drifted, counted apart.
 
     Examples
     --------
@@ -215,14 +216,20 @@ def drift_headline(features: Sequence[FeatureDriftRow]) -> str:
     ...         FeatureDriftRow("job", "categorical", None, None, 0.05, 0.1, "ok", 90, 0, ())]
     >>> drift_headline(rows)
     '1 of 2 features drifted (50%); worst: age, JS 0.2 (threshold 0.1)'
+    >>> score = FeatureDriftRow("model score", "model output", 0.1, 0.4, 0.3, 0.1, "drift", 90, 0, ())
+    >>> drift_headline([*rows, score]).split("; ", 2)[2]
+    'model output (model score): drift, JS 0.3'
     """
-    if not features:
-        return "No features were judged."
-    worst = _ranked_features(features)[0]
-    drifted = sum(f.verdict == "drift" for f in features)
-    return (f"{drifted} of {len(features)} features drifted ({drifted / len(features):.0%}); "
+    inputs = [f for f in features if f.kind != "model output"]
+    outputs = "".join(f"; model output ({f.feature}): {f.verdict}, {_statistic_label(f)} "
+                      f"{format_number(f.score)}" for f in features if f.kind == "model output")
+    if not inputs:
+        return "No features were judged." + outputs
+    worst = _ranked_features(inputs)[0]
+    drifted = sum(f.verdict == "drift" for f in inputs)
+    return (f"{drifted} of {len(inputs)} features drifted ({drifted / len(inputs):.0%}); "
             f"worst: {worst.feature}, {_statistic_label(worst)} {format_number(worst.score)} "
-            f"(threshold {format_number(worst.threshold)})")
+            f"(threshold {format_number(worst.threshold)})" + outputs)
 
 
 def _features_chart(ranked: Sequence[FeatureDriftRow]) -> Markup | None:

@@ -36,7 +36,8 @@ Severity = Literal["block", "warn", "info"]
 """What a failing check does to the gate: block promotion, warn, or inform only."""
 DriftVerdict = Literal["ok", "warn", "drift"]
 """Outcome of a drift check, per feature or for a whole run."""
-FeatureKind = Literal["numeric", "categorical"]
+#: "model output": the drift of the model's own score, shown beside the features' (#23)
+FeatureKind = Literal["numeric", "categorical", "model output"]
 DriftStatistic = Literal["js", "wasserstein_normalised"]
 """The statistic a feature's drift threshold is compared with."""
 RunKind = Literal["evaluation", "drift"]

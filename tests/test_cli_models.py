@@ -293,22 +293,39 @@ def test_drift_runs_show_their_features_worst_first_and_the_score_by_name(
     start = dt.datetime(2018, 1, 1, tzinfo=dt.UTC)
     run_id = drift_runs.start_drift_run(ctx.db_url, model_version_id=v1.model_version_id,
                                         interval_start=start, interval_end=start + dt.timedelta(days=1))
+    # a feature that happens to be called "model score" beside the model's own score (#23)
     rows = [("__score__", "prediction", 1, "wasserstein_normalised", 0.30, 0.10, "drift"),
             ("colour", "categorical", 2, "js_divergence", 0.05, 0.02, "drift"),
-            ("x1", "numeric", 3, "wasserstein_normalised", 0.01, 0.10, "ok")]
+            ("model score", "numeric", 3, "wasserstein_normalised", 0.20, 0.10, "drift"),
+            ("x1", "numeric", 4, "wasserstein_normalised", 0.01, 0.10, "ok")]
     with transaction(ctx.db_url) as cur:
         for feature, kind, rank, stat, value, threshold, verdict in rows:
             cur.execute("""INSERT INTO feature_drift (drift_run_id, feature, kind, drift_rank, statistic_name,
                                statistic_value, threshold, verdict, n_reference, n_current, n_missing_current)
                            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 100, 100, 0)""",
                         (run_id, feature, kind, rank, stat, value, threshold, verdict))
-        cur.execute("UPDATE drift_run SET status = 'drift', n_features_breached = 2 WHERE drift_run_id = %s",
+        cur.execute("UPDATE drift_run SET status = 'drift', n_features_breached = 3 WHERE drift_run_id = %s",
                     (run_id,))
     summary = drift_interval(ctx.db_url, v1.model_version_id, start)
-    assert summary is not None and summary.breached_features == ["__score__", "colour"]
+    assert summary is not None and summary.breached_features == ["__score__", "colour", "model score"]
     assert summary.worst_feature == "__score__" and summary.worst_ratio == pytest.approx(3.0)
 
     code, out, _ = _run(capsys, "model", "show", name, "1")
     assert code == 0 and "__score__" not in out
     assert "DRIFT model score: wasserstein_normalised = 0.3000 > threshold 0.1000" in out
     assert "DRIFT colour: js_divergence = 0.0500 > threshold 0.0200" in out
+    # the user's feature is quoted, so an unquoted "model score" is only ever the model's output
+    assert "DRIFT 'model score': wasserstein_normalised = 0.2000 > threshold 0.1000" in out
+    code, out, _ = _run(capsys, "model", "show", name, "1", "--format", "json")
+    (drift,) = [r for r in json.loads(out)["runs"] if r["kind"] == "drift"]
+    assert code == 0 and "__score__" not in out
+    assert drift["breaches"][0] == "model score: wasserstein_normalised = 0.3000 > threshold 0.1000"
+    assert drift["breaches"][2].startswith("'model score': ")
+    # the analyst view: the output is "model score" too, told apart from the feature by drift_of
+    with psycopg2.connect(ctx.db_url) as conn, conn.cursor() as cur:
+        cur.execute("SET ROLE modelgate_analyst")
+        cur.execute("""SELECT feature, kind, drift_of FROM analytics.feature_drift_by_interval
+                       WHERE drift_run_id = %s ORDER BY drift_rank""", (run_id,))
+        assert cur.fetchall() == [("model score", "prediction", "model_output"),
+                                  ("colour", "categorical", "feature"),
+                                  ("model score", "numeric", "feature"), ("x1", "numeric", "feature")]

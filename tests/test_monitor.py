@@ -3,7 +3,9 @@ and the DAG over two monitored models (dag.test(); the real scheduler is in test
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import io
 import json
 import re
 import shutil
@@ -119,6 +121,28 @@ def test_no_data_keeps_the_drift_flag_and_a_clean_interval_clears_it(
     assert '<span class="verdict">WARN</span>' in ctx.store.get_bytes(report).decode()
     assert drift_runner.run_drift(ctx, spec, _start(day2), _start(day2 + dt.timedelta(days=1))) == "ok"
     assert models.get_by_id(ctx.db_url, row.model_version_id).is_drifting is False
+    _assert_score_shown_as_model_output(ctx, _start(day2))
+
+
+def _assert_score_shown_as_model_output(ctx: Context, start: dt.datetime) -> None:
+    """The model's output score drifted in a real run is "model score", of kind "model output",
+    in the report, the analyst view and ``model show``; the internal name shows nowhere (#23)."""
+    (run_id, report), = fetch_all(ctx.db_url, "SELECT drift_run_id, report_key FROM drift_run "
+                                              "WHERE interval_start = %s", (start,))
+    html = ctx.store.get_bytes(report).decode()
+    assert "__score__" not in html
+    assert "<td>model score</td><td>model output</td>" in html  # the features table's row
+    assert "; model output (model score): ok, W norm" in html  # the first line
+    views = fetch_all(ctx.db_url, "SELECT * FROM analytics.feature_drift_by_interval")
+    assert views and "__score__" not in repr(views)
+    assert fetch_all(ctx.db_url, """SELECT feature, kind FROM analytics.feature_drift_by_interval
+                                    WHERE drift_run_id = %s AND drift_of = 'model_output'""",
+                     (run_id,)) == [("model score", "prediction")]
+    for fmt in ("text", "json"):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["model", "show", NAME, "--format", fmt]) == 0
+        assert "__score__" not in out.getvalue() and str(run_id) in out.getvalue()
 
 
 def test_bad_labels_partition_is_quarantined_later_intervals_go_on_and_retry_reprocesses(
@@ -137,9 +161,10 @@ def test_bad_labels_partition_is_quarantined_later_intervals_go_on_and_retry_rep
     (spec,) = drift.monitor_specs(ctx, {})
 
     assert drift_runner.run_drift(ctx, spec, _start(days[0]), _start(days[1])) == "degraded"
-    (run_id, status, reason), = fetch_all(
-        ctx.db_url, "SELECT drift_run_id, status, degraded_reason FROM drift_run")
+    (run_id, status, reason, degraded_report), = fetch_all(
+        ctx.db_url, "SELECT drift_run_id, status, degraded_reason, report_key FROM drift_run")
     assert status == "degraded" and "\n" not in reason
+    assert degraded_report == f"reports/{NAME}/1/drift-2024-03-01-run{run_id}.html"  # midnight: no time
     assert f"labels partition dt={days[0]}" in reason and "6 rows share their 'row_id' value" in reason
     assert not any(re.search(rf"\b{i}\b", reason) for i in good["row_id"].iloc[10:13])  # no raw ids
     # the next interval is processed; the quarantined labels are not fed (nor retried) by it
@@ -156,6 +181,13 @@ def test_bad_labels_partition_is_quarantined_later_intervals_go_on_and_retry_rep
     assert fetch_all(ctx.db_url, """SELECT drift_run_id, status, failure_reason, rows_labelled
                                     FROM drift_run WHERE interval_start = %s""",
                      (_start(days[0]),)) == [(run_id, "ok", None, len(good))]
+    # the retry is the run's second attempt: its report has a key of its own, and the degraded
+    # attempt's report is kept as it was (evidence is never overwritten, #23)
+    (retried_report,), = fetch_all(ctx.db_url, "SELECT report_key FROM drift_run WHERE drift_run_id = %s",
+                                   (run_id,))
+    assert retried_report == f"reports/{NAME}/1/drift-2024-03-01-run{run_id}-attempt2.html"
+    assert "Degraded: 1 partition(s) quarantined" in ctx.store.get_bytes(degraded_report).decode()
+    assert "Degraded" not in ctx.store.get_bytes(retried_report).decode()
     assert fetch_all(ctx.db_url, """SELECT labels_consumed_at IS NOT NULL, quarantined_at
                                     FROM scored_interval WHERE interval_start = %s""",
                      (_start(days[0]),)) == [(True, None)]

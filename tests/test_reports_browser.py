@@ -72,8 +72,8 @@ def _rec(kind: RunKind, run_id: int, when: dt.datetime, status: str, key: str, *
     return RunRecord(kind, run_id, version, when, status, warned, key)
 
 
-EVAL_KEY = "reports/churn/2/evaluation-model_evaluation__manual__2026-11-29T10-00-00-00-00.html"
-DRIFT_KEY = "reports/churn/1/drift-2024-01-02T00-00-00-00-00.html"
+EVAL_KEY = "reports/churn/2/evaluation-2026-11-29-run3.html"
+DRIFT_KEY = "reports/churn/1/drift-2024-01-02-run4.html"
 
 
 @pytest.mark.parametrize(
@@ -148,8 +148,8 @@ def test_index_orders_newest_first_with_relative_links() -> None:
         view = build_index_view("churn", order)
         assert [(r.kind, r.run_id, r.when) for r in view.runs] == expected
     assert {r.href for r in view.runs} == {
-        "2/evaluation-model_evaluation__manual__2026-11-29T10-00-00-00-00.html",
-        "1/drift-2024-01-02T00-00-00-00-00.html"}
+        "2/evaluation-2026-11-29-run3.html",
+        "1/drift-2024-01-02-run4.html"}
 
 
 def test_index_key_is_safe() -> None:

@@ -27,8 +27,14 @@ print(json.dumps({
 
 @pytest.mark.e2e
 def test_a_wheel_ships_and_finds_its_data(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "-w", str(tmp_path / "dist"), str(REPO)], check=True, capture_output=True, timeout=600)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--verbose", "--no-deps",
+                            "-w", str(tmp_path / "dist"), str(REPO)], check=True, capture_output=True,
+                           text=True, timeout=600)
+    # every shipped folder is named in `packages`: setuptools' warning about a data folder it
+    # sees as an unlisted package used to bury the top of `make demo` (#23)
+    backend_output = built.stdout + built.stderr
+    assert "absent from the `packages` configuration" not in backend_output, backend_output[-3000:]
+    assert "BuildBackendWarning" not in backend_output, backend_output[-3000:]
     (wheel,) = (tmp_path / "dist").glob("modelgate-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for shipped in ("modelgate/policies/gss-high-income.yaml", "modelgate/dags/model_evaluation.py",

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from modelgate.metrics import emit as emit_metrics
 from modelgate.pipelines import drift_estimation, drift_joint, index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
+from modelgate.pipelines.drift_names import SCORE_FEATURE, shown_feature
 from modelgate.pipelines.drift_partitions import (
     BadPartition,
     live_table,
@@ -40,18 +41,6 @@ from modelgate.store import drift_runs, models, monitors
 log = logging.getLogger("modelgate.drift")
 
 DEFAULT_SAMPLE_SIZE = 5000
-SCORE_FEATURE = "__score__"  # the prediction distribution, drifted like a numeric feature
-
-
-def shown_feature(name: str) -> str:
-    """A stored feature name as people read it: the internal score column is "model score".
-
-    >>> shown_feature("__score__"), shown_feature("age")
-    ('model score', 'age')
-    """
-    return "model score" if name == SCORE_FEATURE else name
-
-
 class DriftBreached(RuntimeError):
     """Data drift breached the thresholds; the message lists each breached feature."""
 
@@ -91,7 +80,18 @@ def _get(ctx: Context, key: str) -> Any:
 
 
 def _features_of(manifest: dict[str, Any]) -> dict[str, Any]:
-    return {f["name"]: f["kind"] for f in manifest["features"]}
+    """The manifest's features and their kinds; a feature may not take the internal name under
+    which the model's output score is drifted beside them.
+
+    >>> _features_of({"features": [{"name": "__score__", "kind": "numeric"}]})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: manifest feature '__score__': drift monitoring keeps that name for the model's ...
+    """
+    kinds = {f["name"]: f["kind"] for f in manifest["features"]}
+    if SCORE_FEATURE in kinds:
+        raise ValueError(f"manifest feature {SCORE_FEATURE!r}: drift monitoring keeps that name for the "
+                         "model's output score; rename the feature to monitor this model")
+    return kinds
 
 
 # --- prepare and reference ---------------------------------------------------------------

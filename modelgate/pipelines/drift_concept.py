@@ -19,8 +19,9 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from modelgate.pipelines.context import Context
-from modelgate.pipelines.drift import SCORE_FEATURE, DriftRef, _put, load_references, quarantine
+from modelgate.pipelines.drift import DriftRef, _put, load_references, quarantine
 from modelgate.pipelines.drift_estimation import realised_metrics, task_of
+from modelgate.pipelines.drift_names import SCORE_FEATURE
 from modelgate.pipelines.drift_partitions import (
     LABEL,
     BadPartition,

@@ -15,11 +15,13 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from modelgate.pipelines import drift_estimation, drift_joint
-from modelgate.pipelines.context import Context, safe_key_part
+from modelgate.pipelines.context import Context
 from modelgate.pipelines.drift import DriftRef, _get, collect_features, load_references
+from modelgate.pipelines.drift_names import SCORE_FEATURE, shown_feature
 from modelgate.pipelines.drift_sample import sample_path
 from modelgate.pipelines.payloads import LiveSample
-from modelgate.store import models, monitors
+from modelgate.pipelines.report_keys import drift_report_key
+from modelgate.store import drift_runs, models, monitors
 
 TOP_HISTOGRAMS = 4
 
@@ -74,7 +76,8 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     summary = summarise(collect_features(ctx, ref, features))
     concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a drift_concept.ConceptResult
     rows = tuple(FeatureDriftRow(
-        r["feature"], r["kind"], r["wasserstein"], r["wasserstein_normalised"],
+        shown_feature(r["feature"]), "model output" if r["feature"] == SCORE_FEATURE else r["kind"],
+        r["wasserstein"], r["wasserstein_normalised"],
         r["js_divergence_base2"] or 0.0, r["threshold"] or 0.0, view_verdict(r["verdict"]),
         r["n_current"], r["n_missing_current"], tuple(r["unseen_categories"]),
         "js" if r["statistic_name"] == "js_divergence" else "wasserstein_normalised")
@@ -85,7 +88,7 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
         table = pq.read_table(sample_path(ctx, ref, sample["key"]))
         for f in [f for f in summary.features if f.verdict != "no_data"][:TOP_HISTOGRAMS]:
             values = table.column(f.feature).to_numpy(zero_copy_only=False)
-            histograms.append(HistogramView(f.feature, *_histogram(refs[f.feature], values)))
+            histograms.append(HistogramView(shown_feature(f.feature), *_histogram(refs[f.feature], values)))
     joint = drift_joint.load_result(ctx, ref.prefix())
     joint_rows, attribution_shares = drift_joint.report_rows(joint)
     estimated = drift_estimation.load_result(ctx, ref.prefix())
@@ -96,8 +99,8 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
                else ("ok" if sample["rows"] and not quarantined else "warn"))  # amber: no data
     text = (drift_estimation.headline(estimated)
             + f"{summary.n_breached} of {len(summary.features)} feature(s) breached"
-            + (f": {', '.join(summary.breached)}" if summary.breached else "")
-            + (f"; no data for {', '.join(summary.no_data)}" if summary.no_data else "")
+            + (f": {', '.join(map(shown_feature, summary.breached))}" if summary.breached else "")
+            + (f"; no data for {', '.join(map(shown_feature, summary.no_data))}" if summary.no_data else "")
             + (f"; also breached: {'; '.join(joint_breaches)}" if joint_breaches else "")
             + f". ADWIN: {len(concept.change_points)} change point(s) over "
               f"{concept.rows_labelled} newly labelled row(s).")
@@ -114,8 +117,9 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
         labelled=_labelled_performance(ctx, ref, concept),
         quarantined=tuple(QuarantineRow(q.source, q.partition, q.reason) for q in quarantined),
         quality=quality_rows, estimates=estimate_rows)
-    key = (f"reports/{safe_key_part(ref.model_name)}/{safe_key_part(ref.version)}/"
-           f"drift-{safe_key_part(ref.interval_start)}.html")
+    run = drift_runs.get_drift_run(ctx.db_url, ref.drift_run_id)  # this attempt's row
+    key = drift_report_key(ref.model_name, ref.version, run_id=run.drift_run_id, attempt=run.attempt,
+                           interval_start=run.interval_start)
     ctx.store.put_bytes(key, render_drift_report(view).encode(), content_type="text/html")
     return key
 

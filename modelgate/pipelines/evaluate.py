@@ -30,6 +30,7 @@ from modelgate.pipelines import evaluate_tasks, index_page, partitions, policy_p
 from modelgate.pipelines.context import Context, load_registered_model, safe_key_part
 from modelgate.pipelines.fairness_records import driving_text, fairness_records
 from modelgate.pipelines.payloads import RunRefDict
+from modelgate.pipelines.report_keys import evaluation_report_key
 from modelgate.pipelines.run_keys import evaluation_run_key
 from modelgate.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.store import models, runs
@@ -919,9 +920,11 @@ def promote(ctx: Context, ref: RunRef) -> str:
 
 # --- report and store --------------------------------------------------------------------
 
-def report_key(model_name: str, version: str, run_key: str) -> str:
-    return (f"reports/{safe_key_part(model_name)}/{safe_key_part(version)}/"
-            f"evaluation-{safe_key_part(run_key)}.html")
+def report_key(row: models.ModelVersionRow, run: runs.EvaluationRunRow) -> str:
+    """The report's object key for this attempt of the run (:mod:`.report_keys`): the report
+    step and the store step read the same run row, so they agree."""
+    return evaluation_report_key(row.model_name, row.version, run_id=run.evaluation_run_id,
+                                 attempt=run.attempt, started_at=run.started_at)
 
 
 def _metric_rows(result: MetricsResult) -> tuple[Any, ...]:
@@ -1041,7 +1044,7 @@ def render_report(ctx: Context, ref: RunRef) -> str:
                           else _model_row(ctx, run.champion_version_id).version),
         **shap_report.report_views(getattr(shap, "summaries", None)),
     )
-    key = report_key(row.model_name, row.version, ref.run_key)
+    key = report_key(row, run)
     ctx.store.put_bytes(key, render_evaluation_report(view).encode(), content_type="text/html")
     return ctx.store.link(key, expiry_s=ctx.settings.presign_expiry_s)
 
@@ -1127,7 +1130,7 @@ def store_results(ctx: Context, ref: RunRef) -> str:
     rows = _rows_for_store(get_pickle(ctx, f"{ref.prefix()}/metrics.pkl"),
                            get_pickle(ctx, f"{ref.prefix()}/fairness.pkl"),
                            get_pickle(ctx, f"{ref.prefix()}/explain.pkl"), decided)
-    key = report_key(row.model_name, row.version, ref.run_key)
+    key = report_key(row, run)
     if not ctx.store.exists(key):
         raise FileNotFoundError(f"report {key!r} is missing; run the report step first")
     status = "passed" if decided.decision.passed else "blocked"

@@ -1,9 +1,9 @@
 """A model's report index page: every evaluation and drift report, newest first.
 
 The page lives next to the reports at ``reports/<model>/index.html`` and links to them with
-relative hrefs (``<version>/evaluation-<run key>.html``), so the whole ``reports/<model>/``
-folder can be opened from a local object store, synced to a static site, or browsed in
-MinIO without rewriting links. It is rebuilt from PostgreSQL (the source of truth) at the
+relative hrefs (``<version>/evaluation-<date>-run<id>.html``, see :mod:`.report_keys`), so the
+whole ``reports/<model>/`` folder can be opened from a local object store, synced to a static
+site, or browsed in MinIO without rewriting links. It is rebuilt from PostgreSQL (the source of truth) at the
 end of every ``store`` step and after every other change of a run's state (a failure, a
 refused promotion, runs marked abandoned), so it lists exactly the runs whose results are
 committed; re-running a step rewrites the same key with the same page.
@@ -89,10 +89,10 @@ def build_index_view(model_name: str, records: Iterable[RunRecord]) -> ModelInde
     --------
     >>> utc = dt.UTC
     >>> rec = RunRecord("drift", 4, "1", dt.datetime(2024, 1, 2, tzinfo=utc), "no_data", False,
-    ...                 "reports/churn/1/drift-2024-01-02T00-00-00-00-00.html")
+    ...                 "reports/churn/1/drift-2024-01-02-run4.html")
     >>> row = build_index_view("churn", [rec]).runs[0]
     >>> row.verdict, row.href, row.when
-    ('warn', '1/drift-2024-01-02T00-00-00-00-00.html', '2024-01-02T00:00:00Z')
+    ('warn', '1/drift-2024-01-02-run4.html', '2024-01-02T00:00:00Z')
     """
     folder = posixpath.dirname(index_key(model_name))
     ordered = sorted(records, key=lambda r: (r.kind, -r.run_id))

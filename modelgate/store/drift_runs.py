@@ -22,11 +22,13 @@ class DriftRunRow:
     interval_start: dt.datetime
     interval_end: dt.datetime
     status: str
+    attempt: int = 1  # how many times the run was started (migration 0022)
 
 
 def start_drift_run(url: str, *, model_version_id: int, interval_start: dt.datetime,
                     interval_end: dt.datetime) -> int:
-    """Create the run row for (model version, interval), or reset it on a re-run.
+    """Create the run row for (model version, interval), or reset it on a re-run (``attempt``
+    one more, so its report gets a key of its own).
 
     Feature rows are cleared on a re-run; concept-drift change points are kept because the
     labels behind them were consumed by the earlier attempt and are not fed twice.
@@ -37,6 +39,7 @@ def start_drift_run(url: str, *, model_version_id: int, interval_start: dt.datet
                VALUES (%s, %s, %s)
                ON CONFLICT ON CONSTRAINT drift_run_model_version_id_interval_start_interval_end_key
                DO UPDATE SET status = 'running', verdict = NULL, failure_reason = NULL,
+                   attempt = drift_run.attempt + 1,
                    degraded_reason = NULL,
                    report_key = NULL, report_uri = NULL, started_at = now(), finished_at = NULL,
                    heartbeat_at = NULL
@@ -86,7 +89,8 @@ def abandon_stale_runs(url: str, model_name: str, *, stale_minutes: int,
 
 def get_drift_run(url: str, run_id: int) -> DriftRunRow:
     with transaction(url) as cur:
-        cur.execute("""SELECT drift_run_id, model_version_id, interval_start, interval_end, status
+        cur.execute("""SELECT drift_run_id, model_version_id, interval_start, interval_end, status,
+                              attempt
                        FROM drift_run WHERE drift_run_id = %s""", (run_id,))
         record = cur.fetchone()
     if record is None:

@@ -41,12 +41,13 @@ class EvaluationRunRow:
     dataset_sha256: str | None
     started_at: dt.datetime
     archive_sha256: str | None = None
+    attempt: int = 1  # how many times the run was started (migration 0022)
 
 
 _RUN_COLUMNS = (
     "evaluation_run_id, run_key, model_version_id, champion_version_id, dataset_uri, status, "
     "failure_reason, provider, rows_scored, scoring_rows_per_s, scores_uri, report_key, report_uri, "
-    "dataset_sha256, started_at, archive_sha256"
+    "dataset_sha256, started_at, archive_sha256, attempt"
 )
 
 
@@ -62,8 +63,8 @@ def start_evaluation_run(
     url: str, *, run_key: str, model_version_id: int, champion_version_id: int | None,
     dataset_uri: str, archive_sha256: str,
 ) -> int:
-    """Create the run row, or reset it (results and policy cleared, status ``running``) on a
-    re-run.
+    """Create the run row, or reset it (results and policy cleared, status ``running``,
+    ``attempt`` one more, so its report gets a key of its own) on a re-run.
 
     The archive sha256 is pinned on the row: every step of the run uses that archive's
     manifest. A run key already used by another model version or archive is never taken
@@ -78,6 +79,7 @@ def start_evaluation_run(
                ON CONFLICT ON CONSTRAINT evaluation_run_run_key_key DO UPDATE SET
                    champion_version_id = EXCLUDED.champion_version_id,
                    dataset_uri = EXCLUDED.dataset_uri, status = 'running', failure_reason = NULL,
+                   attempt = evaluation_run.attempt + 1,
                    report_key = NULL, report_uri = NULL, started_at = now(), finished_at = NULL,
                    heartbeat_at = now(), policy_text = NULL, policy_source = NULL,
                    policy_source_path = NULL, policy_diff = NULL, policy_looser_than_model = NULL,

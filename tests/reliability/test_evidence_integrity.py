@@ -6,6 +6,7 @@ Expected hashes come from ``hashlib`` over the files, expected metrics from scik
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import io
 import json
@@ -33,6 +34,7 @@ from modelgate.pipelines import evaluate, index_page, tasks
 from modelgate.pipelines.cli_runs import run_evaluation_locally
 from modelgate.pipelines.context import Context, register_archive, safe_key_part
 from modelgate.pipelines.liveness import Terminated
+from modelgate.pipelines.report_keys import evaluation_report_key
 from modelgate.store import models, runs
 from modelgate.store.db import fetch_all, transaction
 from modelgate.store.runs import EVALUATION_RESULT_TABLES
@@ -235,7 +237,9 @@ def test_model_names_that_sanitise_alike_keep_their_own_objects_and_policies(
     assert ctx.store.get_bytes(slashed.archive_key) == toy_slash.read_bytes()
     keys = {index_page.write_model_index(ctx, name) for name in ("toy", "toy/")}
     assert keys == {"reports/toy/index.html", f"reports/{safe_key_part('toy/')}/index.html"}
-    assert evaluate.report_key("toy", "1", "k") != evaluate.report_key("toy/", "1", "k")
+    when = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    assert (evaluation_report_key("toy", "1", run_id=1, attempt=1, started_at=when)
+            != evaluation_report_key("toy/", "1", run_id=1, attempt=1, started_at=when))
     # the policy override of "toy" is not applied to "toy/"
     policies = tmp_path / "policies"
     policies.mkdir()

@@ -61,13 +61,22 @@ def _counts(url: str, run_id: int | None = None) -> dict[str, int]:
 NO_RESULTS = dict.fromkeys(EVALUATION_RESULT_TABLES, 0)
 
 
+def _expected_report_key(url: str, run_id: int) -> str:
+    """The report key of the run's current attempt, written out by hand from its row: the start
+    date, the run id and, from the second attempt on, the attempt (#23)."""
+    (started, attempt), = fetch_all(url, "SELECT started_at AT TIME ZONE 'UTC', attempt FROM evaluation_run "
+                                         "WHERE evaluation_run_id = %s", (run_id,))
+    suffix = "" if attempt == 1 else f"-attempt{attempt}"
+    return f"reports/{MODEL}/1/evaluation-{started:%Y-%m-%d}-run{run_id}{suffix}.html"
+
+
 def _assert_one_complete_run(url: str, run_key: str) -> tuple[Any, ...]:
     """Exactly one run row, finished, and exactly one set of results for it."""
     (run_id, key, status, reason, report_key), = _runs(url)
     # SMALL_ROWS rows under the default policy: blocked on the equalized-odds gap by age group,
     # about 0.45 on these rows (fairlearn, tests/test_pipeline_steps.py) against 0.03
     assert key == run_key and status == "blocked" and reason is None
-    assert report_key == evaluate.report_key(MODEL, "1", run_key)
+    assert report_key == _expected_report_key(url, run_id)
     counts = _counts(url, run_id)
     assert counts["evaluation_metric"] == 7  # the candidate's metrics, no champion
     assert counts["gate_decision"] == 1 and counts["shap_budget"] == 1
@@ -190,7 +199,8 @@ def test_killed_after_the_report_before_its_row_then_rerun(
     ref, _ = _steps_up_to_report(ctx, data, "killed-between-report-and-row")
     run_key = ref.run_key  # the caller's key plus the model's name, version and archive sha256
     # the process dies here: store_results never runs
-    key = evaluate.report_key(MODEL, "1", run_key)
+    key = _expected_report_key(ctx.db_url, ref.evaluation_run_id)
+    assert key.endswith(f"-run{ref.evaluation_run_id}.html")  # the first attempt
     assert ctx.store.exists(key)
     assert _runs(ctx.db_url) == [(ref.evaluation_run_id, run_key, "running", None, None)]
     assert _counts(ctx.db_url) == NO_RESULTS  # no row points at the report (or anything)
@@ -200,8 +210,11 @@ def test_killed_after_the_report_before_its_row_then_rerun(
     assert again.evaluation_run_id == ref.evaluation_run_id
     run_id, stored = _assert_one_complete_run(ctx.db_url, run_key)
     assert (run_id, stored) == (ref.evaluation_run_id, status)
+    (stored_key,), = fetch_all(ctx.db_url, "SELECT report_key FROM evaluation_run")
+    assert stored_key.endswith(f"-run{ref.evaluation_run_id}-attempt2.html")
     reports = [k for k in ctx.store.list_keys("reports/") if "/evaluation-" in k]
-    assert reports == [key]  # the same object, overwritten
+    # the re-run is a second attempt with a report of its own: the first one is kept, unreferenced
+    assert sorted(reports) == sorted([key, stored_key]) and ctx.store.exists(key)
 
 
 # --- (d) an Airflow retry reaches the state of a clean run --------------------------------

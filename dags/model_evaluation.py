@@ -10,6 +10,7 @@ steps ``modelgate evaluate`` runs in one process); each task calls one step of
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 from collections.abc import Callable
 from typing import Any
@@ -85,9 +86,9 @@ def _record_lost_run(context: Any) -> None:
     if ti is None or not isinstance(model_name, str) or not model_name.strip():
         # Airflow sends a bare context when it lost the run's details; a run without a
         # model_name was refused at verify (analytics.evaluation_refusals) before any run row
-        print(f"evaluation DAG run {context.get('run_id')} failed; "
-              f"{'its task is unknown here' if ti is None else 'it named no model_name'}, "
-              "so there is no evaluation run to record")
+        logging.getLogger("modelgate.pipeline").warning(
+            "evaluation DAG run %s failed; %s, so there is no evaluation run to record",
+            context.get("run_id"), "its task is unknown here" if ti is None else "it named no model_name")
         return
     task = ti.task_id if ti.map_index < 0 else f"{ti.task_id}[{ti.map_index}]"
     fail_lost_run(_ctx(), _dag_run_key(context), model_name=model_name,

@@ -88,6 +88,12 @@ def _tries(meta: str, run_id: str, task_id: str) -> list[tuple[Any, ...]]:
                           WHERE run_id = %s AND task_id = %s ORDER BY map_index""", (run_id, task_id))
 
 
+def _callback_log(env: dict[str, str]) -> str:
+    """What the dag-processor logged while it processed the DAG file (callbacks included)."""
+    logs = Path(env["AIRFLOW_HOME"], "logs", "dag_processor")
+    return "".join(p.read_text(errors="replace") for p in logs.rglob("model_evaluation.py.log"))
+
+
 def _gate_clients(gate: S3Gate, killed: list[int]) -> list[int]:
     """Live processes (not killed before) with a TCP connection to the gate."""
     port = int(gate.endpoint.rsplit(":", 1)[1])
@@ -116,6 +122,10 @@ def test_a_run_without_a_model_and_a_killed_last_try_are_recorded(
                                                         WHERE run_key = 'model_evaluation__no-model'""")
     assert model_name == "" and reason.startswith("ValueError: param 'model_name' is missing")
     assert fetch_all(ctx.db_url, "SELECT count(*) FROM evaluation_run") == [(0,)]
+    # the DAG's failure callback ran on it (its context validates the params) and said why it
+    # had nothing to record
+    wait(lambda: "evaluation DAG run no-model failed; it named no model_name" in _callback_log(env),
+         "the failure callback of no-model")
 
     # 2. SIGKILL to both tries of score, each while it downloads its partition
     killed: list[int] = []

@@ -10,6 +10,7 @@ steps ``modelgate evaluate`` runs in one process); each task calls one step of
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 from collections.abc import Callable
 from typing import Any
@@ -40,8 +41,13 @@ previous production version is `archived`.
 
 **Red run at any other task**: the evaluation itself failed (bad data, model archive that
 does not verify, store unreachable). `evaluation_run.status = 'failed'` with
-`failure_reason` says why. Fix the cause and clear the run: re-running gives the same rows
-and object keys. **Red run at task `verify`** naming `allow_looser_policy`: the `policy`
+`failure_reason` says why. A last try whose process was killed before it could record
+anything (SIGKILL, out of memory) is recorded by the DAG's failure callback as soon as the
+run fails: `failed`, with a reason starting `lost:` that names the task and try. Fix the
+cause and clear the run: re-running gives the same rows and object keys. **Red run at task
+`verify`** naming `model_name`: the run named no model (the param is required); it is
+recorded in `analytics.evaluation_refusals`. **Red run at task `verify`** naming
+`allow_looser_policy`: the `policy`
 param is looser than the model's own policy on a blocking check; trigger again with
 `allow_looser_policy` set to promote under it anyway (recorded with the run).
 """
@@ -62,14 +68,31 @@ def _run_step(run: RunRefDict, step: Callable[..., Any], *args: Any) -> Any:
     return run_step(evaluate.RunRef(**run), evaluate.fail, step, *args, beat=evaluate.beat)
 
 
+def _dag_run_key(context: Any) -> str:
+    """The key the DAG gives its evaluation run (the run's own key adds the model's identity)."""
+    return f"{context['dag'].dag_id}__{context['run_id']}"
+
+
 def _record_lost_run(context: Any) -> None:
-    """Task failure callback: the run still ``running`` lost its task (a last try killed
-    without a chance to record it, e.g. SIGKILL); record it ``failed`` now rather than
-    ``abandoned`` later. On a last try that recorded its own failure it does nothing.
+    """DAG failure callback: the evaluation run still ``running`` lost its task (a last try
+    killed without a chance to record it, e.g. SIGKILL, for which Airflow 3.3 runs no task
+    callback); record it ``failed`` now, naming that task and try, rather than ``abandoned``
+    later. On a run that recorded its own failure (or verdict) it does nothing.
     """
     from modelgate.pipelines.evaluation_runner import fail_lost_run
 
-    fail_lost_run(_ctx(), f"{context['dag'].dag_id}__{context['run_id']}")
+    params, ti = context.get("params") or {}, context.get("ti")
+    model_name = params.get("model_name")
+    if ti is None or not isinstance(model_name, str) or not model_name.strip():
+        # Airflow sends a bare context when it lost the run's details; a run without a
+        # model_name was refused at verify (analytics.evaluation_refusals) before any run row
+        logging.getLogger("modelgate.pipeline").warning(
+            "evaluation DAG run %s failed; %s, so there is no evaluation run to record",
+            context.get("run_id"), "its task is unknown here" if ti is None else "it named no model_name")
+        return
+    task = ti.task_id if ti.map_index < 0 else f"{ti.task_id}[{ti.map_index}]"
+    fail_lost_run(_ctx(), _dag_run_key(context), model_name=model_name,
+                  version=str(params.get("model_version")), lost_task=f"task {task}, try {ti.try_number}")
 
 
 @dag(
@@ -79,14 +102,14 @@ def _record_lost_run(context: Any) -> None:
     catchup=False,
     doc_md=DOC_MD,
     tags=["modelgate", "evaluation"],
-    default_args={"retries": RETRIES, "retry_delay": dt.timedelta(seconds=10),
-                  "on_failure_callback": _record_lost_run},
-    # No DAG-level on_failure_callback: Airflow builds its context by validating the params
-    # against the run's conf, and `model_name` has no default, so the callback raised
-    # ParamValidationError inside Airflow (dag.test() of every failed run) before it ran.
+    default_args={"retries": RETRIES, "retry_delay": dt.timedelta(seconds=10)},
+    on_failure_callback=_record_lost_run,
     params={
-        # No default: a run names its model (the demo's model is not the product's default).
-        "model_name": Param(type="string", minLength=1, description="registered model name"),
+        # Default None, not a model: a run names its model (the demo's is not the product's
+        # default), and verify refuses one that does not. A Param without a default made
+        # Airflow's callback context (which validates the params) raise ParamValidationError.
+        "model_name": Param(None, type=["null", "string"],
+                            description="registered model name (required)"),
         "model_version": Param("1", type="string", description="candidate version to evaluate"),
         "dataset": Param("", type="string", description="held-out parquet: a file, a directory of "
                          "parquet files, or s3://bucket/key or prefix"),
@@ -105,14 +128,21 @@ def model_evaluation() -> None:
         from airflow.sdk.exceptions import AirflowFailException
 
         from modelgate.pipelines import evaluate
+        from modelgate.pipelines.evaluation_runner import require_model_name
         from modelgate.pipelines.policy_provenance import LooserPolicyRefused
 
         context = get_current_context()
-        params = context["params"]
+        params, ctx, run_key = context["params"], _ctx(), _dag_run_key(context)
+        try:  # a run without a model is refused (recorded); a retry would be refused alike
+            model_name = require_model_name(ctx, params.get("model_name"), run_key=run_key,
+                                            version=str(params["model_version"]),
+                                            dataset_uri=params["dataset"])
+        except ValueError as exc:
+            raise AirflowFailException(str(exc)) from exc
         try:
             ref = evaluate.prepare(
-                _ctx(), model_name=params["model_name"], version=str(params["model_version"]),
-                dataset_uri=params["dataset"], run_key=f"{context['dag'].dag_id}__{context['run_id']}",
+                ctx, model_name=model_name, version=str(params["model_version"]),
+                dataset_uri=params["dataset"], run_key=run_key,
                 policy_path=params["policy"] or None, promote=True,  # the DAG promotes a pass
                 allow_looser_policy=bool(params.get("allow_looser_policy", False)),
             )

@@ -13,10 +13,8 @@ in 2100, so the scheduler starts no run of its own:
 3. SIGKILL to both tries of ``sample_and_score``: the DAG run fails and its failure callback
    (run by the dag-processor) records the drift run ``failed`` at once.
 
-The same SIGKILL of the ``model_evaluation`` DAG's ``store`` step on both tries was tried
-here too: the DAG run failed, but the dag-processor ran neither the DAG's failure callback
-nor the task's (it logged an UP_FOR_RETRY task callback request only), so the evaluation
-run stayed ``running``; that case is still open (issue #21 item 6).
+The same for the ``model_evaluation`` DAG (a run without ``model_name``, and SIGKILL to both
+tries of ``score``) is in ``test_e2e_evaluation_lost_runs.py``.
 
 Faults are caused on events, never after a delay: the test holds a table lock that the
 step's main thread waits on (the step is provably inside ``run_step``), finds the waiting

@@ -147,7 +147,7 @@ def test_monitor_run_backfills_a_first_interval(
     assert main(["monitor", "retry", NAME, "--interval", day.isoformat()]) == 0
 
 
-def test_runs_lost_with_their_airflow_run_are_recorded_failed(
+def test_drift_runs_lost_with_their_airflow_run_are_recorded_failed(
     ctx: Context, production: models.ModelVersionRow,
 ) -> None:
     day = _utc(2024, 3, 1)
@@ -168,13 +168,48 @@ def test_runs_lost_with_their_airflow_run_are_recorded_failed(
                                        airflow_run_id="x", since=dt.datetime.now(UTC)
                                        + dt.timedelta(hours=1)) == []
 
-    run_id = runs.start_evaluation_run(
-        ctx.db_url, run_key="model_evaluation__manual__y", model_version_id=production.model_version_id,
-        champion_version_id=None, dataset_uri="x.parquet", archive_sha256=production.archive_sha256)
-    assert evaluation_runner.fail_lost_run(ctx, "model_evaluation__manual__y") == [run_id]
-    assert evaluation_runner.fail_lost_run(ctx, "model_evaluation__manual__y") == []  # once
-    ((status, reason),) = fetch_all(ctx.db_url, "SELECT status, failure_reason FROM evaluation_run")
-    assert status == "failed" and "model_evaluation__manual__y" in reason
+
+def test_evaluation_run_lost_with_its_airflow_run_is_recorded_failed(
+    ctx: Context, production: models.ModelVersionRow, demo_builds: dict[str, Any],
+) -> None:
+    """Only the run of that DAG run and that model version (its key is the DAG run's key,
+    then the model's identity), and only while it is ``running``."""
+    candidate, _ = register_archive(ctx, demo_builds["2"].archive_path)
+    sha1, sha2 = production.archive_sha256[:12], candidate.archive_sha256[:12]
+
+    def start(key: str, row: models.ModelVersionRow) -> int:
+        return runs.start_evaluation_run(ctx.db_url, run_key=key, model_version_id=row.model_version_id,
+                                         champion_version_id=None, dataset_uri="x.parquet",
+                                         archive_sha256=row.archive_sha256)
+
+    lost = start(f"model_evaluation__manual__y__gss-high-income__v2__{sha2}__vs-v1-abcd1234", candidate)
+    other_run = start(f"model_evaluation__manual__y__z__gss-high-income__v2__{sha2}__vs-none", candidate)
+    other_version = start(f"model_evaluation__manual__y__gss-high-income__v1__{sha1}__vs-self", production)
+    assert evaluation_runner.fail_lost_run(ctx, "model_evaluation__manual__y", model_name=NAME,
+                                           version="2", lost_task="task score[0], try 2") == [lost]
+    assert evaluation_runner.fail_lost_run(ctx, "model_evaluation__manual__y", model_name=NAME,
+                                           version="2", lost_task="task score[0], try 2") == []  # once
+    rows = dict((r[0], r[1:]) for r in fetch_all(
+        ctx.db_url, "SELECT evaluation_run_id, status, failure_reason FROM analytics.evaluation_runs"))
+    assert rows[lost] == ("failed", "lost: the last try of task score[0], try 2 ended without "
+                          "recording why (its process was killed, e.g. SIGKILL or out of memory, or "
+                          "it failed outside a pipeline step) and Airflow DAG run "
+                          "model_evaluation__manual__y failed; see that task's log")
+    assert rows[other_run] == rows[other_version] == ("running", None)
+
+
+def test_a_run_without_a_model_name_is_refused_naming_the_param(ctx: Context) -> None:
+    for missing in (None, "", "  "):
+        with pytest.raises(ValueError, match="param 'model_name' is missing"):
+            evaluation_runner.require_model_name(ctx, missing, run_key="model_evaluation__m",
+                                                 version="1", dataset_uri="s3://b/d/")
+    assert evaluation_runner.require_model_name(ctx, NAME, run_key="model_evaluation__m",
+                                                version="1", dataset_uri="s3://b/d/") == NAME
+    refusals = fetch_all(ctx.db_url, "SELECT run_key, model_name, version, reason "
+                                     "FROM analytics.evaluation_refusals")
+    assert len(refusals) == 3 and {r[:3] for r in refusals} == {("model_evaluation__m", "", "1")}
+    assert all(r[3].startswith("ValueError: param 'model_name' is missing: name the registered "
+                               "model to evaluate") for r in refusals)
 
 
 def test_fetch_dataset_takes_a_directory_and_a_prefix(ctx: Context, tmp_path: Path) -> None:

@@ -184,20 +184,52 @@ def run_evaluation(ctx: Context, *, model_name: str, version: str, dataset_uri: 
     return EvaluationRun(ref, done, seconds)
 
 
-def fail_lost_run(ctx: Context, run_key: str) -> list[int]:
-    """Record the run of ``run_key`` failed if it is still ``running`` once its Airflow DAG
-    run has failed: every task is over, so no process is left to finish it (a last try was
-    killed before it could record anything). Returns the id of the run marked, if any."""
+#: The DAG's ``model_name`` param, as a refusal names it.
+MISSING_MODEL_NAME = ("param 'model_name' is missing: name the registered model to evaluate, e.g. "
+                      "--conf '{\"model_name\": \"churn\", \"model_version\": \"2\"}'")
+
+
+def require_model_name(ctx: Context, model_name: object, *, run_key: str, version: str,
+                       dataset_uri: str) -> str:
+    """The run's model name; a run that names none is refused before any run row exists.
+
+    The refusal is recorded (``analytics.evaluation_refusals``, model name empty) and
+    :class:`ValueError` names the param. The DAG's ``model_name`` param defaults to None so
+    that Airflow can build a failed run's callback context; this is where a run without
+    one stops.
+    """
+    from modelgate.store import runs
+
+    if isinstance(model_name, str) and model_name.strip():
+        return model_name
+    runs.record_refusal(ctx.db_url, run_key=run_key, model_name="", version=version,
+                        dataset_uri=dataset_uri, reason=f"ValueError: {MISSING_MODEL_NAME}")
+    raise ValueError(MISSING_MODEL_NAME)
+
+
+def fail_lost_run(ctx: Context, dag_run_key: str, *, model_name: str, version: str,
+                  lost_task: str) -> list[int]:
+    """Record the evaluation run of an Airflow DAG run failed if it is still ``running`` once
+    that DAG run has failed: every task is over, so no process is left to finish it (the
+    last try of ``lost_task``, e.g. ``"task score[0], try 2"``, ended without recording
+    why). Returns the id of the run marked, if any.
+
+    ``dag_run_key`` is the key the DAG gave the run (``<dag_id>__<run_id>``); the run's own
+    key adds the model's identity (:func:`~modelgate.pipelines.run_keys.run_key_prefix`).
+    """
     import logging
 
     from modelgate.pipelines import index_page
+    from modelgate.pipelines.run_keys import run_key_prefix
     from modelgate.store import runs
 
-    reason = (f"lost: Airflow DAG run {run_key} failed while this run was in progress (a "
-              "task's last try ended without recording why, e.g. killed with SIGKILL or out of "
-              "memory); see that task's log")
-    failed = runs.fail_lost_run(ctx.db_url, run_key, reason)
-    for run_id, model_name in failed:
+    reason = (f"lost: the last try of {lost_task} ended without recording why (its process was "
+              "killed, e.g. SIGKILL or out of memory, or it failed outside a pipeline step) and "
+              f"Airflow DAG run {dag_run_key} failed; see that task's log")
+    failed = runs.fail_lost_runs(ctx.db_url, key_prefix=run_key_prefix(dag_run_key, model_name, version),
+                                 model_name=model_name, version=version, reason=reason)
+    for run_id, _ in failed:
         logging.getLogger("modelgate.pipeline").error("evaluation run %d failed: %s", run_id, reason)
+    if failed:
         index_page.write_model_index(ctx, model_name)
     return [run_id for run_id, _ in failed]

@@ -36,5 +36,14 @@ def evaluation_run_key(base: str, row: models.ModelVersionRow,
         versus = "vs-self"
     else:
         versus = f"vs-v{safe_key_part(champion.version)}-{champion.archive_sha256[:8]}"
-    return (f"{base}__{safe_key_part(row.model_name)}__v{safe_key_part(row.version)}__"
-            f"{row.archive_sha256[:12]}__{versus}")
+    return f"{run_key_prefix(base, row.model_name, row.version)}{row.archive_sha256[:12]}__{versus}"
+
+
+def run_key_prefix(base: str, model_name: str, version: str) -> str:
+    """What every run key of ``model_name`` ``version`` under the caller's key ``base``
+    starts with, whatever the archive and the comparison (:func:`evaluation_run_key`).
+
+    >>> run_key_prefix("model_evaluation__manual__1", "churn", "2")
+    'model_evaluation__manual__1__churn__v2__'
+    """
+    return f"{base}__{safe_key_part(model_name)}__v{safe_key_part(version)}__"

@@ -196,17 +196,20 @@ def fail_evaluation_run(url: str, run_id: int, reason: str) -> None:
         )
 
 
-def fail_lost_run(url: str, run_key: str, reason: str) -> list[tuple[int, str]]:
-    """Mark the run of ``run_key`` failed with ``reason`` if it is still ``running``; returns
-    (run id, model name) of the run marked, if any."""
+def fail_lost_runs(url: str, *, key_prefix: str, model_name: str, version: str,
+                   reason: str) -> list[tuple[int, str]]:
+    """Mark the runs of ``model_name`` ``version`` whose run key starts with ``key_prefix``
+    failed with ``reason`` if they are still ``running``; returns (run id, model name) of
+    each run marked."""
     with transaction(url) as cur:
         cur.execute(
             """UPDATE evaluation_run r SET status = 'failed', failure_reason = %s, finished_at = now()
                FROM model_version mv
-               WHERE mv.model_version_id = r.model_version_id AND r.run_key = %s
+               WHERE mv.model_version_id = r.model_version_id AND mv.model_name = %s
+                 AND mv.version = %s AND left(r.run_key, char_length(%s)) = %s
                  AND r.status = 'running'
                RETURNING r.evaluation_run_id, mv.model_name""",
-            (reason[:4000], run_key),
+            (reason[:4000], model_name, version, key_prefix, key_prefix),
         )
         return [(int(r[0]), str(r[1])) for r in cur.fetchall()]
 

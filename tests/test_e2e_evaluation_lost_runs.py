@@ -1,0 +1,154 @@
+"""The ``model_evaluation`` DAG's failures on a real Airflow 3.3 deployment with the DEFAULT
+retries (``MODELGATE_DAG_RETRIES`` unset: one retry), issue #21 item 6:
+
+1. a trigger without ``model_name`` fails at ``verify`` on its first try, naming the param,
+   and is recorded in ``analytics.evaluation_refusals`` (no run row);
+2. SIGKILL to both tries of ``score``: the DAG run fails and its failure callback (run by the
+   dag-processor) records the evaluation run ``failed`` at once, naming the task and the try,
+   in ``evaluation_run`` and in ``analytics.evaluation_runs``; no later run is needed.
+
+One deployment (``airflow_deployment``); the tasks reach the object store through an
+``S3Gate`` (``celery_deployment``), which holds the held-out partition's download open while
+the test looks. The fault is caused on events, never after a delay: once the gate holds a
+download, the process holding a connection to the gate is found by its TCP port (it must be
+the ``score`` task instance's own process, as the metadata database records its pid) and
+sent SIGKILL; the retry is found and killed the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import psycopg2
+import pytest
+from airflow_deployment import AIRFLOW, deployment_env, log_tails, metadata_database, running, wait_for
+from celery_deployment import S3Gate
+
+from modelgate.config import Settings
+from modelgate.pipelines.context import Context, register_archive
+from modelgate.store import models
+from modelgate.store.db import fetch_all
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]
+
+NAME = "gss-high-income"
+
+
+@pytest.fixture()
+def deployment(settings_env: Settings, demo_builds: dict[str, Any], tmp_path: Path
+               ) -> Iterator[tuple[Context, dict[str, str], str, S3Gate, list[Any], Path, str]]:
+    assert settings_env.s3 is not None
+    ctx = Context.open(settings_env)
+    champion, _ = register_archive(ctx, demo_builds["1"].archive_path)
+    register_archive(ctx, demo_builds["2"].archive_path)
+    models.promote(ctx.db_url, champion.model_version_id, expected_champion_id=None)
+    ctx.store.put_file("datasets/heldout/part-0.parquet", demo_builds["2"].heldout_path,
+                       content_type="application/vnd.apache.parquet")
+    gate = S3Gate(settings_env.s3.endpoint, "deployment")
+    try:
+        with metadata_database() as metadata:
+            env = deployment_env(tmp_path / "deploy", metadata, ["model_evaluation.py"],
+                                 {"MODELGATE_S3_ENDPOINT": gate.endpoint})
+            env.pop("MODELGATE_DAG_RETRIES", None)  # the default: one retry
+            logs = tmp_path / "logs"
+            with running(env, logs) as procs:
+                yield (ctx, env, f"postgresql://{metadata}", gate, procs, logs,
+                       f"s3://{settings_env.s3.bucket}/datasets/heldout/")
+    finally:
+        gate.close()
+
+
+def _meta(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with psycopg2.connect(url) as conn, conn.cursor() as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+
+
+def _trigger(env: dict[str, str], run_id: str, conf: dict[str, Any] | None = None) -> None:
+    command = [*AIRFLOW, "dags", "trigger", "model_evaluation", "--run-id", run_id]
+    if conf is not None:
+        command += ["--conf", json.dumps(conf)]
+    subprocess.run(command, env=env, check=True, capture_output=True, timeout=300)
+
+
+def _finished(meta: str, run_id: str) -> str | None:
+    rows = _meta(meta, "SELECT state FROM dag_run WHERE run_id = %s", (run_id,))
+    return rows[0][0] if rows and rows[0][0] in ("success", "failed") else None
+
+
+def _tries(meta: str, run_id: str, task_id: str) -> list[tuple[Any, ...]]:
+    return _meta(meta, """SELECT map_index, try_number, state, pid FROM task_instance
+                          WHERE run_id = %s AND task_id = %s ORDER BY map_index""", (run_id, task_id))
+
+
+def _callback_log(env: dict[str, str]) -> str:
+    """What the dag-processor logged while it processed the DAG file (callbacks included)."""
+    logs = Path(env["AIRFLOW_HOME"], "logs", "dag_processor")
+    return "".join(p.read_text(errors="replace") for p in logs.rglob("model_evaluation.py.log"))
+
+
+def _gate_clients(gate: S3Gate, killed: list[int]) -> list[int]:
+    """Live processes (not killed before) with a TCP connection to the gate."""
+    port = int(gate.endpoint.rsplit(":", 1)[1])
+    return sorted({c.pid for c in psutil.net_connections(kind="tcp")
+                   if c.pid and c.pid not in killed and c.raddr and c.raddr.port == port
+                   and c.status == psutil.CONN_ESTABLISHED})
+
+
+def test_a_run_without_a_model_and_a_killed_last_try_are_recorded(
+    deployment: tuple[Context, dict[str, str], str, S3Gate, list[Any], Path, str],
+) -> None:
+    ctx, env, meta, gate, procs, logs, dataset = deployment
+
+    def wait(condition: Any, what: str) -> Any:
+        return wait_for(condition, what, procs, logs)
+
+    wait(lambda: _meta(meta, "SELECT count(*) FROM dag WHERE dag_id = 'model_evaluation'")[0][0] == 1,
+         "the DAG parsed")
+
+    # 1. no model_name: refused at verify, without a retry, and recorded
+    _trigger(env, "no-model")
+    assert wait(lambda: _finished(meta, "no-model"), "no-model") == "failed", log_tails(logs)
+    assert [t[:3] for t in _tries(meta, "no-model", "verify")] == [(-1, 1, "failed")]
+    ((model_name, reason),) = fetch_all(ctx.db_url, """SELECT model_name, reason FROM
+                                                        analytics.evaluation_refusals
+                                                        WHERE run_key = 'model_evaluation__no-model'""")
+    assert model_name == "" and reason.startswith("ValueError: param 'model_name' is missing")
+    assert fetch_all(ctx.db_url, "SELECT count(*) FROM evaluation_run") == [(0,)]
+    # the DAG's failure callback ran on it (its context validates the params) and said why it
+    # had nothing to record
+    wait(lambda: "evaluation DAG run no-model failed; it named no model_name" in _callback_log(env),
+         "the failure callback of no-model")
+
+    # 2. SIGKILL to both tries of score, each while it downloads its partition
+    killed: list[int] = []
+    gate.hold("/datasets/")
+    _trigger(env, "sigkill", {"model_name": NAME, "model_version": "2", "dataset": dataset})
+    for attempt in (1, 2):
+        wait(lambda n=attempt: len(gate.held_paths) >= n, f"score's download, try {attempt}")
+        (pid,) = wait(lambda: _gate_clients(gate, killed), f"the process of try {attempt}")
+        assert _tries(meta, "sigkill", "score") == [(0, attempt, "running", pid)]
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+    gate.release()
+    assert wait(lambda: _finished(meta, "sigkill"), "sigkill") == "failed", log_tails(logs)
+    assert [t[:3] for t in _tries(meta, "sigkill", "score")] == [(0, 2, "failed")]
+
+    query = ("SELECT status, failure_reason FROM {} "
+             "WHERE left(run_key, 27) = 'model_evaluation__sigkill__'")
+    status, reason = wait(lambda: (r := fetch_all(ctx.db_url, query.format("evaluation_run")))
+                          and r[0][0] != "running" and r[0], "the failure callback")
+    assert (status, reason) == (
+        "failed", "lost: the last try of task score[0], try 2 ended without recording why (its "
+        "process was killed, e.g. SIGKILL or out of memory, or it failed outside a pipeline step) "
+        "and Airflow DAG run model_evaluation__sigkill failed; see that task's log"), log_tails(logs)
+    assert fetch_all(ctx.db_url, query.format("analytics.evaluation_runs")) == [(status, reason)]
+    assert fetch_all(ctx.db_url, "SELECT count(*) FROM evaluation_run") == [(1,)]  # no later run
+    assert models.get(ctx.db_url, NAME, "2").stage == "candidate"

@@ -2,15 +2,18 @@
 
 Starts the distributed test tier's deployment (tests/celery_deployment.py: Airflow
 api-server, dag-processor, scheduler, a private Redis broker, Celery workers with their
-own homes; executor settings from docker/celery.env) against a fresh results database on
+own homes; executor settings from docker/celery.env, except the scheduler's
+``task_queued_timeout``, see :func:`_deployment_class`) against a fresh results database on
 ``--pg`` and moto's S3 server (``.venv-moto``). The demo model (baseline) is evaluated on
 ``--files`` parquet files of ``--rows-per-file`` rows resampled from its held-out set,
 under an ``s3://`` prefix, with a policy that blocks it (so both runs evaluate the same
-candidate, no champion). The first run has two workers; one worker is then stopped and the
-same evaluation runs again. Times come from the metadata database: the DAG run's start to
-end, and per task the sum of try durations.
+candidate, no champion; each run ends ``failed`` at its ``gate`` task, after ``store``).
+The first run has two workers; one worker is then stopped and the same evaluation runs
+again. Times come from the metadata database: the DAG run's start to end, the span of the
+``score`` tasks (first start to last end), and per task the sum of try durations.
 
 Run: ``.venv/bin/python -m bench.bench_celery --rows-per-file 250000 --files 8``
+(100M rows: ``--rows-per-file 5000000 --files 20 --timeout-s 3000``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -34,24 +39,67 @@ def _task_seconds(deployment: Any, run_id: str) -> dict[str, float]:
     return {str(task): round(float(s or 0.0), 1) for task, s in rows}
 
 
-def _run(deployment: Any, conf: dict[str, Any], workers: int) -> dict[str, Any]:
+def _say(message: str) -> None:
+    print(f"{time.strftime('%H:%M:%S', time.gmtime())} UTC {message}", file=sys.stderr, flush=True)
+
+
+def _run(deployment: Any, conf: dict[str, Any], workers: int, timeout_s: float) -> dict[str, Any]:
+    load_before = os.getloadavg()
     run_id = deployment.trigger("model_evaluation", conf)
     started = time.monotonic()
-    state = deployment.wait_run(run_id, timeout_s=3600)
+    _say(f"run {run_id} with {workers} worker(s) triggered")
+    state = deployment.wait_run(run_id, timeout_s=timeout_s)
+    _say(f"run {run_id} {state} after {time.monotonic() - started:.0f} s")
     (span,) = deployment.query("SELECT extract(epoch FROM end_date - start_date) FROM dag_run "
                                "WHERE run_id = %s", (run_id,))
     hosts = deployment.query("SELECT DISTINCT hostname FROM task_instance WHERE run_id = %s "
                              "AND task_id = 'score'", (run_id,))
+    (score,) = deployment.query(
+        "SELECT extract(epoch FROM max(end_date) - min(start_date)), min(extract(epoch FROM "
+        "end_date - start_date)), max(extract(epoch FROM end_date - start_date)) FROM task_instance "
+        "WHERE run_id = %s AND task_id = 'score'", (run_id,))
     return {"workers": workers, "state": state, "dag_run_s": round(float(span[0]), 1),
+            "score_span_s": round(float(score[0] or 0.0), 1),
+            "score_task_min_max_s": [round(float(x or 0.0), 1) for x in score[1:]],
             "observed_s": round(time.monotonic() - started, 1),
+            "loadavg_before": [round(x, 2) for x in load_before],
+            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
             "score_hosts": sorted(h[0] for h in hosts), "task_s": _task_seconds(deployment, run_id)}
+
+
+def _deployment_class(base: Any, queued_timeout_s: int) -> Any:
+    """The test tier's deployment with the scheduler's ``task_queued_timeout`` replaced.
+
+    docker/celery.env sets it to 120 s so that tasks whose broker message was lost are sent
+    again; but a mapped ``score`` task waiting in the broker for a free worker slot is also
+    "queued", and at 5M rows per file a slot frees only every few minutes: on 2026-12-01 the
+    100M-row run with those settings had 8 of its 20 ``score`` tasks requeued twice and then
+    failed without ever starting. Benchmarks with more files than slots need it above the
+    longest queue wait (default here: the broker's visibility timeout, 6 h).
+    """
+
+    class Bench(base):
+        def _env(self, meta_db: str) -> dict[str, str]:
+            return {**super()._env(meta_db),
+                    "AIRFLOW__SCHEDULER__TASK_QUEUED_TIMEOUT": str(queued_timeout_s)}
+
+    return Bench
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows-per-file", type=int, default=250_000)
     parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--timeout-s", type=float, default=3600,
+                        help="longest wait for one DAG run, in seconds")
+    parser.add_argument("--queued-timeout-s", type=int, default=21600,
+                        help="the scheduler's task_queued_timeout for this run (see below)")
     args = parser.parse_args(argv)
+    # SIGTERM (and SIGINT, which a shell ignores in background jobs) stops the deployment
+    # through the ``finally`` below: its services run in sessions of their own, so killing
+    # this process group alone would leave them running.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
     sys.path.insert(0, str(REPO / "tests"))
     import conftest  # sets AIRFLOW_* for this process; the deployment gets its own
     from celery_deployment import Deployment
@@ -72,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     s3 = S3Settings(endpoint=s3_server.endpoint, access_key="bench", secret_key="bench-secret",
                     bucket=f"bench-{uuid.uuid4().hex[:8]}")
     deployment = None
+    finished = False
     try:
         build = build_demo(root / "demo", version="1", variant="baseline")
         ctx = Context.open(Settings(home=root / "home", database_url=url, db_conn_id="-", s3=s3,
@@ -79,11 +128,19 @@ def main(argv: list[str] | None = None) -> int:
         row, _ = register_archive(ctx, build.archive_path)
         data = root / "data"
         data.mkdir()
+        start = time.monotonic()
         files = _generate(build.heldout_path, data, args.rows_per_file * args.files,
                           args.rows_per_file, seed=0)
+        generated_s = time.monotonic() - start
+        parquet_bytes = 0
         for path in sorted(data.glob("*.parquet")):
+            parquet_bytes += path.stat().st_size
             ctx.store.put_file(f"datasets/bench/{path.name}", path,
                                content_type="application/vnd.apache.parquet")
+            path.unlink()  # the object store holds it now; only the workers' downloads remain
+        uploaded_s = time.monotonic() - start - generated_s
+        _say(f"{files} files, {parquet_bytes / 2**20:.0f} MiB: generated in {generated_s:.0f} s, "
+             f"uploaded in {uploaded_s:.0f} s")
         policy = root / "block.yaml"
         policy.write_text("fairness:\n  default:\n    equalized_odds_difference: {upper: 0.0001}\n")
         (root / "no-overrides").mkdir()
@@ -91,20 +148,29 @@ def main(argv: list[str] | None = None) -> int:
                "MODELGATE_S3_ACCESS_KEY": s3.access_key, "MODELGATE_S3_SECRET_KEY": s3.secret_key,
                "MODELGATE_S3_BUCKET": s3.bucket, "MODELGATE_POLICY_DIR": str(root / "no-overrides"),
                "MODELGATE_DAG_RETRIES": "0"}
-        deployment = Deployment(root / "deployment", ("model_evaluation.py",), env, s3.endpoint)
+        deployment = _deployment_class(Deployment, args.queued_timeout_s)(
+            root / "deployment", ("model_evaluation.py",), env, s3.endpoint)
         deployment.start()
+        _say("deployment started")
         conf = {"model_name": row.model_name, "model_version": "1", "policy": str(policy),
                 "dataset": f"s3://{s3.bucket}/datasets/bench/"}
-        results = [_run(deployment, conf, 2)]
+        results = [_run(deployment, conf, 2, args.timeout_s)]
         deployment.workers["worker-b"].stop()
-        results.append(_run(deployment, conf, 1))
+        results.append(_run(deployment, conf, 1, args.timeout_s))
         print(json.dumps({"rows": args.rows_per_file * args.files, "files": files,
+                          "parquet_mib": round(parquet_bytes / 2**20),
+                          "generated_s": round(generated_s, 1), "uploaded_s": round(uploaded_s, 1),
                           "runs": results}, indent=1))
+        finished = True
     finally:
         if deployment is not None:
             deployment.stop()
         s3_server.stop()
         conftest._admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        if finished:
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            _say(f"kept {root} (deployment logs under deployment/logs and the workers' homes)")
     return 0
 
 

@@ -45,6 +45,10 @@ CELERY_ENV = REPO / "docker" / "celery.env"
 REDIS_SERVER = "/usr/bin/redis-server"
 AIRFLOW = [sys.executable, "-m", "airflow"]
 POLL_S = 0.5
+# Settings of the test tier that differ from docker/celery.env, each with its reason. The tier's
+# Redis keeps nothing on disk, so a broker restart loses the queued messages; the scheduler must
+# re-send them within the test's minutes, not after production's slot-wait allowance.
+TEST_TIER_SETTINGS = {"AIRFLOW__SCHEDULER__TASK_QUEUED_TIMEOUT": "120"}
 
 
 def celery_env(path: Path = CELERY_ENV) -> dict[str, str]:
@@ -321,7 +325,7 @@ class Deployment:
         for dag in self.dag_files:
             (dags / dag).symlink_to(REPO / "dags" / dag)
         assert self.broker is not None
-        return {**self.base_env, **celery_env(),
+        return {**self.base_env, **celery_env(), **TEST_TIER_SETTINGS,
                 "AIRFLOW_HOME": str(self.root / "airflow"),
                 "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
                 "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://{base}",

@@ -35,6 +35,11 @@ level every replicate is that of the row bootstrap.  When the score table itself
 its ``2**-20`` fallback grid (past ``2**22`` distinct scores) the concordance is that of
 the grid, within the reported AUC error bound.
 
+Each resample also carries the squared standard error of its mean log loss (from the
+cells' mean losses) for the studentized log-loss interval, and :func:`delong_variance`
+gives DeLong's AUC variance from the per-score table for the logit-scale AUC interval
+(:mod:`modelgate.evaluation.metric_intervals`).
+
 Coverage by simulation (AUC, accuracy, log loss, paired deltas at n = 200 to 200,000) is
 in ``bench/RESULTS.md`` (``bench/bench_coverage.py``).
 
@@ -43,6 +48,9 @@ References
 .. [1] Efron, B. and Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 13.
 .. [2] Mann, H. B. and Whitney, D. R. (1947). On a test of whether one of two random
    variables is stochastically larger than the other.
+.. [3] DeLong, E. R., DeLong, D. M. and Clarke-Pearson, D. L. (1988). Comparing the areas
+   under two or more correlated receiver operating characteristic curves: a
+   nonparametric approach. Biometrics 44(3), 837-845.
 """
 
 from __future__ import annotations

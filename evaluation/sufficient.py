@@ -35,8 +35,11 @@ without any shift: confusion counts are exact, losses use the cell means and AUC
 the pairs inside a cell at the cell's concordance on the data (from the exact per-score
 table), so the replicate on the data is the exact point estimate, every replicate lies
 in its metric's range, and with exact cells the replicates are those of a row bootstrap.
-An interval is the percentile interval of the replicates, widened to hold the point
-estimate when it does not (possible only for very skewed or discrete bootstrap
+By default (``interval="per_metric"``, :mod:`.metric_intervals`) ROC AUC gets a
+logit-scale Wald interval with DeLong's variance from the exact per-score table,
+accuracy a Wilson interval and log loss a studentized bootstrap; the other metrics and
+the deltas the percentile interval of the replicates.  Every interval is widened to hold
+the point estimate when it does not (possible only for very skewed or discrete bootstrap
 distributions, e.g. a handful of rows).  ``interval="bca"`` gives BCa ends instead
 (acceleration from a jackknife over the cells, O(cells)); it is not the default, see
 ``bench/RESULTS.md`` ("BCa on the cell table") for why.  The merged tables do not

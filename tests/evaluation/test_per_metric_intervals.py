@@ -100,3 +100,54 @@ def test_no_resamples_still_give_nan_intervals() -> None:
     for name in ("roc_auc", "accuracy", "log_loss"):
         m = report.by_name()[name]
         assert np.isnan(m.ci_lower) and np.isnan(m.ci_upper), name
+
+
+def _confident_population_truth() -> dict[str, float]:
+    """AUC, accuracy and log loss of ``expit(4 x - 8)``, ``x ~ N(4 y + 0.4 b, 1)``, ``y ~
+    Bernoulli(0.4)``, ``b ~ Bernoulli(0.4)`` (the bench's confident population): closed forms
+    and quadrature, written here."""
+    from scipy import integrate
+    from scipy.special import log_expit
+
+    comps = [(0.6, 0.0), (0.4, 0.4)]
+    auc = sum(w1 * w0 * norm.cdf((4.0 + m1 - m0) / np.sqrt(2.0)) for w1, m1 in comps for w0, m0 in comps)
+    accuracy = sum(w * (0.4 * norm.sf(2.0, 4.0 + m, 1.0) + 0.6 * norm.cdf(2.0, m, 1.0)) for w, m in comps)
+
+    def expected_loss(mean: float, sign: float) -> float:
+        return integrate.quad(lambda x: -log_expit(sign * (4.0 * x - 8.0)) * norm.pdf(x, mean, 1.0),
+                              mean - 12.0, mean + 12.0, limit=200)[0]
+
+    log_loss = sum(w * (0.4 * expected_loss(4.0 + m, 1.0) + 0.6 * expected_loss(m, -1.0))
+                   for w, m in comps)
+    return {"roc_auc": float(auc), "accuracy": float(accuracy), "log_loss": float(log_loss)}
+
+
+@pytest.mark.e2e
+def test_a_confident_model_at_n200_is_covered_in_93_to_97_percent() -> None:
+    """Seeded simulation (a minute or two): 400 sets of 200 rows, AUC 0.997. The percentile
+    interval covers the AUC in about 83 % of such sets (bench/RESULTS.md); the per-metric
+    intervals must be consistent with 93-97 % for AUC and accuracy (2.5 Monte Carlo
+    standard errors, 2.7 points, as tests/test_interval_coverage.py), and the log loss with
+    at least 90 % (92.7 % in the bench's 1,000 sets)."""
+    truth, rng, sets = _confident_population_truth(), np.random.default_rng(2027), 400
+    hits = {name: 0 for name in truth}
+    percentile_auc = 0
+    for rep in range(sets):
+        y = (rng.random(200) < 0.4).astype(int)
+        x = rng.normal(4.0 * y + 0.4 * (rng.random(200) < 0.4), 1.0)
+        stats = collect(y, expit(4.0 * x - 8.0), threshold=0.5)
+        report = performance_from_statistics(stats, n_bootstrap=300, seed=rep).candidate
+        for name in hits:
+            m = report.by_name()[name]
+            assert 0.0 <= m.ci_lower <= m.value <= m.ci_upper, m
+            hits[name] += m.ci_lower <= truth[name] <= m.ci_upper
+        auc = performance_from_statistics(stats, n_bootstrap=300, seed=rep,
+                                          interval="percentile").candidate.by_name()["roc_auc"]
+        percentile_auc += auc.ci_lower <= truth["roc_auc"] <= auc.ci_upper
+    noise = 2.5 * np.sqrt(0.95 * 0.05 / sets)
+    rates = {name: h / sets for name, h in hits.items()}
+    print(rates, percentile_auc / sets)  # the figures, shown with -s or on failure
+    assert percentile_auc <= 0.90 * sets  # the shortfall the per-metric intervals are for
+    for name in ("roc_auc", "accuracy"):
+        assert 0.93 - noise <= rates[name] <= 0.97 + noise, rates
+    assert rates["log_loss"] >= 0.90, rates

@@ -146,7 +146,7 @@ def _simulate(sc: Scenario, n: int, rng: np.random.Generator, resamples: int,
 
 
 def run(sc: Scenario, n: int, simulations: int, resamples: int, reference: bool,
-        seed: int = 0, interval: str = "percentile") -> list[dict[str, object]]:
+        seed: int = 0, interval: str = "per_metric") -> list[dict[str, object]]:
     cand, champ = _truth(sc, 1.0), _truth(sc, 1.0 + sc.tau**2)
     truth = {**cand, **{f"delta {k}": cand[k] - champ[k] for k in cand},
              "equalized_odds_difference": _true_eod(sc)}
@@ -190,7 +190,8 @@ def main() -> None:
     parser.add_argument("--row-reference-up-to", type=int, default=2000,
                         help="also run a plain row bootstrap (AUC, accuracy, log loss) "
                              "at sizes up to this many rows")
-    parser.add_argument("--interval", choices=("percentile", "bca"), default="percentile",
+    parser.add_argument("--interval", choices=("per_metric", "percentile", "bca"),
+                        default="per_metric",
                         help="interval method of performance_from_statistics (the row "
                              "reference stays percentile)")
     args = parser.parse_args()

@@ -35,6 +35,11 @@ level every replicate is that of the row bootstrap.  When the score table itself
 its ``2**-20`` fallback grid (past ``2**22`` distinct scores) the concordance is that of
 the grid, within the reported AUC error bound.
 
+Each resample also carries the squared standard error of its mean log loss (from the
+cells' mean losses) for the studentized log-loss interval, and :func:`delong_variance`
+gives DeLong's AUC variance from the per-score table for the logit-scale AUC interval
+(:mod:`modelgate.evaluation.metric_intervals`).
+
 Coverage by simulation (AUC, accuracy, log loss, paired deltas at n = 200 to 200,000) is
 in ``bench/RESULTS.md`` (``bench/bench_coverage.py``).
 
@@ -43,6 +48,9 @@ References
 .. [1] Efron, B. and Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 13.
 .. [2] Mann, H. B. and Whitney, D. R. (1947). On a test of whether one of two random
    variables is stochastically larger than the other.
+.. [3] DeLong, E. R., DeLong, D. M. and Clarke-Pearson, D. L. (1988). Comparing the areas
+   under two or more correlated receiver operating characteristic curves: a
+   nonparametric approach. Biometrics 44(3), 837-845.
 """
 
 from __future__ import annotations
@@ -53,7 +61,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["EXACT_LEVEL", "MAX_CELLS", "BootstrapTable", "jackknife_metrics", "merge_tables",
+__all__ = ["EXACT_LEVEL", "MAX_CELLS", "BootstrapTable", "delong_variance", "jackknife_metrics",
+           "merge_tables",
            "replicate_metrics",
            "score_codes", "table_from_rows"]
 
@@ -177,9 +186,16 @@ def replicate_metrics(draws: _FloatArray, table: BootstrapTable, model: int,
     below = np.cumsum(neg, axis=1) - neg
     twice_u = 2.0 * np.einsum("ij,ij->i", pos, below) + (pos * neg) @ twice_kappa
     with np.errstate(invalid="ignore", divide="ignore"):
-        losses = draws @ (table.loss_sums[:, 2 * model:2 * model + 2] / table.counts[:, None])
+        mean_loss = table.loss_sums[:, 2 * model:2 * model + 2] / table.counts[:, None]
+        losses = draws @ mean_loss
+        auc = twice_u / (2.0 * n_pos * (n - n_pos))
+        # squared standard error of the mean log loss, from the cells' mean losses (exact
+        # with distinct-score cells; coarser cells leave out the spread inside a cell)
+        second = draws @ (mean_loss[:, 0] ** 2)
+        loss_var = np.maximum(second / n - (losses[:, 0] / n) ** 2, 0.0) / (n - 1.0)
         return {
-            "roc_auc": twice_u / (2.0 * n_pos * (n - n_pos)),
+            "roc_auc": auc,
+            "log_loss_var": loss_var,
             "accuracy": (n - n_pos - fp + tp) / n,
             "precision": tp / (tp + fp),
             "recall": tp / n_pos,
@@ -187,6 +203,42 @@ def replicate_metrics(draws: _FloatArray, table: BootstrapTable, model: int,
             "log_loss": losses[:, 0] / n,
             "brier": losses[:, 1] / n,
         }
+
+
+def delong_variance(neg: npt.ArrayLike, pos: npt.ArrayLike) -> float:
+    """DeLong's variance of the AUC from negatives and positives per distinct score.
+
+    Written here rather than taken from a library because no library computes it from
+    counts per distinct score (scikit-learn has no AUC variance; published DeLong
+    implementations take per-row scores): a positive at score ``k`` has placement value
+    ``(negatives below k + neg_k / 2) / n_neg``, a negative ``(positives above k +
+    pos_k / 2) / n_pos`` (ties count one half), and the variance is ``S10 / n_pos +
+    S01 / n_neg`` with ``S10``, ``S01`` the sample variances of the two classes'
+    placement values (DeLong, DeLong and Clarke-Pearson 1988).  Rows sharing a score
+    share its placement value, so this is the row-level DeLong variance, in
+    O(distinct scores), and tables of partitions add up before it is computed.  NaN
+    with fewer than two positives or negatives.
+
+    Examples
+    --------
+    Negatives at scores 1, 2, positives at 2, 3 (AUC 7/8; by hand: placements of the
+    positives 3/4 and 1, of the negatives 1 and 3/4, so S10 = S01 = 1/32):
+
+    >>> delong_variance([1, 1, 0], [0, 1, 1])
+    0.03125
+    """
+    neg_f, pos_f = np.asarray(neg, dtype=np.float64), np.asarray(pos, dtype=np.float64)
+    n_pos, n_neg = pos_f.sum(), neg_f.sum()
+    if n_pos < 2 or n_neg < 2:
+        return float("nan")
+    below = np.cumsum(neg_f) - neg_f
+    above = n_pos - np.cumsum(pos_f)
+    v10 = (below + neg_f / 2.0) / n_neg
+    v01 = (above + pos_f / 2.0) / n_pos
+    auc = float(np.dot(pos_f, v10) / n_pos)
+    s10 = float(np.dot(pos_f, (v10 - auc) ** 2)) / (n_pos - 1.0)
+    s01 = float(np.dot(neg_f, (v01 - auc) ** 2)) / (n_neg - 1.0)
+    return float(s10 / n_pos + s01 / n_neg)
 
 
 def jackknife_metrics(table: BootstrapTable, model: int, twice_kappa: _FloatArray,

@@ -97,7 +97,8 @@ class MetricEstimate:
     value : float
         Point estimate on all rows; NaN when undefined.
     ci_lower, ci_upper : float
-        Percentile bootstrap interval; NaN when undefined or ``n_bootstrap == 0``.
+        Percentile bootstrap interval here (the pipelines' binary defaults: see
+        :mod:`~modelgate.evaluation.metric_intervals`); NaN when undefined or ``n_bootstrap == 0``.
     n : int
         Number of rows.
     undefined_reason : str or None

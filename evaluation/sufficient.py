@@ -35,8 +35,11 @@ without any shift: confusion counts are exact, losses use the cell means and AUC
 the pairs inside a cell at the cell's concordance on the data (from the exact per-score
 table), so the replicate on the data is the exact point estimate, every replicate lies
 in its metric's range, and with exact cells the replicates are those of a row bootstrap.
-An interval is the percentile interval of the replicates, widened to hold the point
-estimate when it does not (possible only for very skewed or discrete bootstrap
+By default (``interval="per_metric"``, :mod:`.metric_intervals`) ROC AUC gets a
+logit-scale Wald interval with DeLong's variance from the exact per-score table,
+accuracy a Wilson interval and log loss a studentized bootstrap; the other metrics and
+the deltas the percentile interval of the replicates.  Every interval is widened to hold
+the point estimate when it does not (possible only for very skewed or discrete bootstrap
 distributions, e.g. a handful of rows).  ``interval="bca"`` gives BCa ends instead
 (acceleration from a jackknife over the cells, O(cells)); it is not the default, see
 ``bench/RESULTS.md`` ("BCa on the cell table") for why.  The merged tables do not
@@ -65,6 +68,7 @@ from .bootstrap_cells import (
     EXACT_LEVEL,
     MAX_CELLS,
     BootstrapTable,
+    delong_variance,
     jackknife_metrics,
     marginal_cells,
     merge_tables,
@@ -73,6 +77,7 @@ from .bootstrap_cells import (
     table_from_rows,
     within_concordance,
 )
+from .metric_intervals import per_metric_interval
 from .metrics import (
     METRIC_NAMES,
     CalibrationBin,
@@ -290,7 +295,7 @@ def performance_from_statistics(
     n_bootstrap: int = 1000,
     confidence_level: float = 0.95,
     seed: int = 0,
-    interval: Literal["percentile", "bca"] = "percentile",
+    interval: Literal["per_metric", "percentile", "bca"] = "per_metric",
 ) -> PerformanceSummary:
     """Every metric of :data:`METRIC_NAMES` (and paired deltas) from merged statistics.
 
@@ -304,11 +309,15 @@ def performance_from_statistics(
         Coverage of the intervals, in (0, 1).
     seed : int, default 0
         Seed of ``np.random.default_rng`` for the draws.
-    interval : {"percentile", "bca"}, default "percentile"
-        ``"bca"``: bias-corrected and accelerated ends
+    interval : {"per_metric", "percentile", "bca"}, default "per_metric"
+        ``"per_metric"``: ROC AUC, accuracy and log loss by the methods of
+        :mod:`~.metric_intervals` (studentized logit-scale bootstrap, Wilson score,
+        studentized bootstrap), every other metric and delta percentile.
+        ``"percentile"``: percentile intervals throughout (those of a row bootstrap with
+        distinct-score cells).  ``"bca"``: bias-corrected and accelerated ends
         (:func:`modelgate.intervals.bca_interval`), the acceleration from the
         jackknife over the cells (:func:`~.bootstrap_cells.jackknife_metrics`).
-        Either way the ends are replicates' quantiles, widened to hold the point.
+        Every interval is widened to hold the point.
 
     Returns
     -------
@@ -324,14 +333,14 @@ def performance_from_statistics(
     from .metrics import _check_options
 
     _check_options(0.5, n_bootstrap, confidence_level, seed)
-    if interval not in ("percentile", "bca"):
-        raise ValueError(f"interval must be 'percentile' or 'bca'; got {interval!r}")
+    if interval not in ("per_metric", "percentile", "bca"):
+        raise ValueError(f"interval must be 'per_metric', 'percentile' or 'bca'; got {interval!r}")
     models = [stats.candidate] + ([stats.champion] if stats.champion is not None else [])
     points = [_point_metrics(m) for m in models]
-    resampled, jack = _bootstrap(stats, models, n_bootstrap, seed)
+    resampled, jack, at_data = _bootstrap(stats, models, n_bootstrap, seed)
     ends = _Ends(confidence_level, interval, stats.bootstrap.counts.astype(np.float64))
-    reports = [_report(m, p, r, j, ends, n_bootstrap, seed)
-               for m, p, r, j in zip(models, points, resampled, jack, strict=True)]
+    reports = [_report(m, p, r, j, d, ends, n_bootstrap, seed)
+               for m, p, r, j, d in zip(models, points, resampled, jack, at_data, strict=True)]
     comparison = None
     if stats.champion is not None:
         comparison = _comparison(points, resampled, jack, ends, stats.n,
@@ -503,9 +512,10 @@ class _Ends:
 
 
 def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n_bootstrap: int,
-               seed: int) -> tuple[list[dict[str, _FloatArray]], list[dict[str, _FloatArray]]]:
-    """Per model, per metric: the ``n_bootstrap`` replicates (the same draws for every model)
-    and the jackknife values per cell."""
+               seed: int) -> tuple[list[dict[str, _FloatArray]], list[dict[str, _FloatArray]],
+                                   list[dict[str, _FloatArray]]]:
+    """Per model, per metric: the ``n_bootstrap`` replicates (the same draws for every model),
+    the jackknife values per cell and the replicate statistics on the table itself."""
     table = stats.bootstrap
     per_model = []
     for m, model in enumerate(models):
@@ -517,6 +527,8 @@ def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n
                                    model.threshold, table.level, keys)
         per_model.append((kappa, inverse, predicted))
     jack = [jackknife_metrics(table, m, *args) for m, args in enumerate(per_model)]
+    own = table.counts[None, :].astype(np.float64)
+    at_data = [replicate_metrics(own, table, m, *args) for m, args in enumerate(per_model)]
     resampled: list[list[dict[str, _FloatArray]]] = [[] for _ in models]
     rng = np.random.default_rng(seed)
     chunk = max(1, _CHUNK_ELEMENTS // len(table.counts))
@@ -527,12 +539,13 @@ def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n
             resampled[m].append(replicate_metrics(draws, table, m, kappa, inverse, predicted))
     empty = np.empty(0)
     return [{name: np.concatenate([c[name] for c in chunks]) if chunks else empty
-             for name in METRIC_NAMES} for chunks in resampled], jack
+             for name in at_data[0]} for chunks in resampled], jack, at_data
 
 
 def _report(m: ModelStatistics, point: tuple[dict[str, float], dict[str, str | None]],
-            resampled: Mapping[str, _FloatArray], jack: Mapping[str, _FloatArray], ends: _Ends,
-            n_bootstrap: int, seed: int) -> PerformanceReport:
+            resampled: Mapping[str, _FloatArray], jack: Mapping[str, _FloatArray],
+            at_data: Mapping[str, _FloatArray], ends: _Ends, n_bootstrap: int,
+            seed: int) -> PerformanceReport:
     values, reasons = point
     metrics = []
     for name in METRIC_NAMES:
@@ -541,7 +554,13 @@ def _report(m: ModelStatistics, point: tuple[dict[str, float], dict[str, str | N
             metrics.append(MetricEstimate(name, float("nan"), float("nan"), float("nan"), m.n,
                                           reason or "not finite"))
             continue
-        lower, upper = ends.of(value, resampled[name], jack[name])
+        own = None
+        if ends.method == "per_metric":
+            own = per_metric_interval(name, value, resampled, at_data, m.n - m.n_pos - m.fp + m.tp,
+                                      m.n, m.n_pos, delong_variance(m.scores.neg, m.scores.pos),
+                                      ends.confidence_level)
+        lower, upper = (ends.of(value, resampled[name], jack[name]) if own is None
+                        else interval_holding(value, *own))
         metrics.append(MetricEstimate(name, value, lower, upper, m.n, None))
     return PerformanceReport(tuple(metrics), _calibration(m), m.n, m.threshold, n_bootstrap,
                              ends.confidence_level, seed)

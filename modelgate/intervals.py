@@ -132,6 +132,157 @@ def _acceleration(jackknife: npt.NDArray[np.float64], weights: npt.NDArray[np.fl
     return float((wu2 * u).sum() / den) if den > 0 else 0.0
 
 
+def studentized_interval(point: float, se: float, resampled: npt.NDArray[np.float64],
+                         resampled_se: npt.NDArray[np.float64], confidence_level: float, *,
+                         lower_limit: float = -np.inf) -> tuple[float, float]:
+    """Studentized (bootstrap-t) interval.
+
+    Each resample gives ``t* = (theta* - theta) / se*``; the interval is ``(theta -
+    t*_(1 - a/2) se, theta - t*_(a/2) se)`` (Efron and Tibshirani 1993, ch. 12; Hall
+    1988).  Unlike a percentile interval it corrects for a standard error that moves with
+    the estimate, as that of a mean of skewed losses does (a resample without the rare
+    large losses has both a small mean and a small spread).  A resample with standard
+    error 0 has ``t*`` of infinite size, the sign of ``theta* - theta`` (0 if equal),
+    counted as 1e6 so that it widens the interval instead of vanishing.  Resamples where
+    the statistic is undefined (NaN) are left out.  Ends are clipped below at
+    ``lower_limit``.  When ``se`` is not finite and positive (every row alike) it is the
+    percentile interval.
+
+    Parameters
+    ----------
+    point, se : float
+        The estimate on the data and its standard error.
+    resampled, resampled_se : ndarray of float64
+        The estimate and its standard error on each resample.
+    confidence_level : float
+        Central coverage in (0, 1).
+    lower_limit : float, default -inf
+        Smallest value of the statistic.
+
+    Returns
+    -------
+    tuple of float
+        ``(lower, upper)``; ``(nan, nan)`` when no resample is finite.
+
+    References
+    ----------
+    .. [1] Efron, B. and Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 12.
+    .. [2] Hall, P. (1988). Theoretical comparison of bootstrap confidence intervals.
+       Annals of Statistics 16(3), 927-953.
+
+    Examples
+    --------
+    Replicates whose t values are symmetric give the point plus or minus their quantile
+    times the standard error:
+
+    >>> t = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
+    >>> studentized_interval(10.0, 0.5, 10.0 + t, np.ones(5), 0.5)
+    (9.5, 10.5)
+    """
+    ok = ~np.isnan(resampled) & ~np.isnan(resampled_se)
+    theta, theta_se = resampled[ok], resampled_se[ok]
+    if not (np.isfinite(point) and np.isfinite(se) and se > 0) or theta.size == 0:
+        return percentile_interval(resampled, confidence_level)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.clip((theta - point) / theta_se, -_T_CAP, _T_CAP)
+    t = np.where(theta_se > 0, t, np.sign(theta - point) * _T_CAP)
+    alpha = 1.0 - confidence_level
+    t_low, t_high = np.quantile(t, [alpha / 2, 1 - alpha / 2])
+    return (float(max(point - t_high * se, lower_limit)),
+            float(max(point - t_low * se, lower_limit)))
+
+
+_T_CAP = 1e6  # |t*| of a resample with a zero standard error
+
+
+def logit_wald_interval(auc: float, variance: float, n_pos: int, n_neg: int,
+                        confidence_level: float) -> tuple[float, float]:
+    """Wald interval of a ROC AUC on the logit scale, from its (DeLong) variance.
+
+    ``expit(logit(A) -+ z se / (A (1 - A)))``: inside (0, 1), holding ``A``, and close
+    to nominal near 1 where a percentile bootstrap is short (Pepe 2003, sec. 5.2.2;
+    simulated in ``bench/RESULTS.md``).  On a perfect separation (``A`` = 1, variance
+    0) the logit is infinite; the lower end is then the exact bound ``(a/2)**(1/m)``
+    with ``m = min(n_pos, n_neg)``: ``m`` disjoint positive-negative pairs are
+    independent and each ordered right with probability AUC, so every pair is ordered
+    right with probability at most ``AUC**m``, below ``a/2`` for any AUC under the bound
+    (and symmetrically at ``A`` = 0).  NaN when the AUC is.
+
+    Parameters
+    ----------
+    auc : float
+        The AUC on the data.
+    variance : float
+        Its variance (DeLong's).
+    n_pos, n_neg : int
+        Positives and negatives.
+    confidence_level : float
+        Central coverage in (0, 1).
+
+    Returns
+    -------
+    tuple of float
+
+    References
+    ----------
+    .. [1] DeLong, E. R., DeLong, D. M. and Clarke-Pearson, D. L. (1988). Comparing the
+       areas under two or more correlated receiver operating characteristic curves: a
+       nonparametric approach. Biometrics 44(3), 837-845.
+    .. [2] Pepe, M. S. (2003). The Statistical Evaluation of Medical Tests for
+       Classification and Prediction. Oxford University Press.
+
+    Examples
+    --------
+    >>> lo, hi = logit_wald_interval(0.9, 0.0004, 100, 100, 0.95)
+    >>> round(lo, 4), round(hi, 4)
+    (0.8534, 0.9329)
+    >>> logit_wald_interval(1.0, 0.0, 80, 120, 0.95)[0] == 0.025 ** (1 / 80)
+    True
+    """
+    from scipy.special import expit, logit, ndtri
+
+    if not np.isfinite(auc):
+        return float("nan"), float("nan")
+    alpha = 1.0 - confidence_level
+    m = min(n_pos, n_neg)
+    if 0.0 < auc < 1.0 and not variance > 0:  # every score tied: no resample moves it
+        return float(auc), float(auc)
+    if auc >= 1.0 or auc <= 0.0:
+        bound = (alpha / 2) ** (1.0 / m) if m > 0 else 0.0
+        if auc >= 0.5:
+            return float(min(bound, auc)), float(auc)
+        return float(auc), float(max(1.0 - bound, auc))
+    half = float(ndtri(1.0 - alpha / 2)) * np.sqrt(variance) / (auc * (1.0 - auc))
+    centre = float(logit(auc))
+    return float(expit(centre - half)), float(expit(centre + half))
+
+
+def wilson_interval(successes: int, trials: int, confidence_level: float) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (scipy's ``binomtest``).
+
+    Inside [0, 1], holding ``successes / trials``, and close to its nominal coverage with
+    a handful of failures, where a percentile bootstrap of the proportion is short
+    (Brown, Cai and DasGupta 2001).  NaN without trials.
+
+    References
+    ----------
+    .. [1] Brown, L. D., Cai, T. T. and DasGupta, A. (2001). Interval estimation for a
+       binomial proportion. Statistical Science 16(2), 101-133.
+
+    Examples
+    --------
+    >>> lo, hi = wilson_interval(195, 200, 0.95)
+    >>> round(lo, 4), round(hi, 4)
+    (0.9428, 0.9893)
+    """
+    from scipy.stats import binomtest
+
+    if trials <= 0:
+        return float("nan"), float("nan")
+    ci = binomtest(int(successes), int(trials)).proportion_ci(confidence_level, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
 def interval_holding(point: float, lower: float, upper: float) -> tuple[float, float]:
     """The interval ``(lower, upper)`` widened, where needed, to hold ``point``.
 

@@ -85,11 +85,14 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
 def test_auc_interval_ends_are_within_resampling_noise_of_a_row_bootstrap(case: str) -> None:
+    """The cell table's replicates are those of a row bootstrap: its percentile interval
+    (``interval="percentile"``; the default AUC interval is a logit-scale Wald one, tested
+    against its own oracle in test_per_metric_intervals.py) matches the row bootstrap's."""
     data, max_cells = CASES[case]
     y, s = data()
     resamples = 1000
     summary = performance_from_statistics(collect(y, s, threshold=0.5, max_cells=max_cells),
-                                          n_bootstrap=resamples, seed=5)
+                                          n_bootstrap=resamples, seed=5, interval="percentile")
     auc = summary.candidate.by_name()["roc_auc"]
     rows = _row_bootstrap_auc(y, s, resamples, seed=11)
     for end, q in ((auc.ci_lower, 0.025), (auc.ci_upper, 0.975)):
@@ -127,7 +130,7 @@ def _cases_in_range() -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
 IN_RANGE = _cases_in_range()
 
 
-@pytest.mark.parametrize("interval", ["percentile", "bca"])
+@pytest.mark.parametrize("interval", ["per_metric", "percentile", "bca"])
 @pytest.mark.parametrize("max_cells", [16, 1 << 15], ids=["coarsest-cells", "default-cells"])
 @pytest.mark.parametrize("case", list(IN_RANGE), ids=list(IN_RANGE))
 def test_every_binary_interval_is_in_range_and_holds_its_point(case: str, max_cells: int,

@@ -108,7 +108,8 @@ def test_intervals_are_close_to_the_row_bootstrap() -> None:
     from modelgate.evaluation.metrics import compare, evaluate
 
     d = _data(3, n=5000)
-    summary = performance_from_statistics(merge(_collect(d, [0, 2500, 5000])), n_bootstrap=1000)
+    summary = performance_from_statistics(merge(_collect(d, [0, 2500, 5000])), n_bootstrap=1000,
+                                          interval="percentile")  # the row bootstrap's method
     rows = evaluate(d["y"], d["score"], threshold=0.5, n_bootstrap=1000)
     paired = compare(d["score"], d["champion"], d["y"], threshold=0.5, champion_threshold=0.4,
                      n_bootstrap=1000)

@@ -294,10 +294,10 @@ class NannyErrorModel:
     high: dict[str, float]
 
     def design(self, features: pd.DataFrame, predictions: ArrayLike) -> NDArray[np.float64]:
-        """The nanny models' input: numeric features, category codes (NaN: missing or unknown)
-        and the prediction, as float columns."""
+        """The nanny models' input: numeric features (NaN: missing or not a number, as live data
+        may hold), category codes (NaN: missing or unknown) and the prediction, as floats."""
         return _design(features, _finite_1d(predictions, "predictions"), self.features,
-                       self.categories)
+                       self.categories, strict=False)
 
     def losses(self, features: pd.DataFrame,
                predictions: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -310,7 +310,7 @@ class NannyErrorModel:
 
 
 def _design(features: pd.DataFrame, pred: NDArray[np.float64], names: tuple[str, ...],
-            categories: dict[str, tuple[str, ...]]) -> NDArray[np.float64]:
+            categories: dict[str, tuple[str, ...]], *, strict: bool) -> NDArray[np.float64]:
     missing = [f for f in names if f not in features.columns]
     if missing:
         raise ValueError(f"features lack column(s) {missing} the error model was fitted on")
@@ -325,7 +325,8 @@ def _design(features: pd.DataFrame, pred: NDArray[np.float64], names: tuple[str,
             cols.append(np.where(codes < 0, np.nan, codes).astype(np.float64))
         else:
             try:
-                values = pd.to_numeric(col, errors="raise").to_numpy(np.float64, na_value=np.nan)
+                values = pd.to_numeric(col, errors="raise" if strict else "coerce").to_numpy(
+                    np.float64, na_value=np.nan)
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"numeric feature {f!r} holds non-numeric values: {exc}") from None
             cols.append(np.where(np.isfinite(values), values, np.nan))
@@ -416,7 +417,7 @@ def fit_nanny_model(features: pd.DataFrame, predictions: ArrayLike, targets: Arr
         if f in categorical:
             counts = features[f].dropna().map(str).value_counts(sort=True)
             categories[f] = tuple(sorted(counts.index[:MAX_CATEGORIES]))
-    x = _design(features, pred, names, categories)
+    x = _design(features, pred, names, categories, strict=True)
     err = y - pred
     rng = np.random.default_rng(random_state)
     n_hold = min(pred.size - 1, max(1, round(holdout * pred.size)))

@@ -91,6 +91,10 @@ def test_pickle_round_trip_and_outside_count() -> None:
     assert a == b
     assert a.n_outside_reference == 2  # x beyond the reference's [0, 1]
     assert estimate_regression(m, [], features=cur.head(0)).n == 0
+    # A number column holding text in live data: the text counts as missing (the quality checks
+    # report the type mismatch), the estimate goes on.
+    texty = pd.DataFrame({"x": ["text", 0.5]}, dtype=object)
+    assert math.isfinite(estimate_regression(m, [0.5, 0.5], features=texty).mae)
 
 
 def test_errors_name_what_is_wrong() -> None:

@@ -27,17 +27,16 @@ Printed: agreement (mean absolute difference of the estimates), tracking of the 
 the share of chunks whose realised metric lies in each interval and the mean interval width
 (NannyML's interval: estimate +/- 3 sampling errors; ours 95 %), and timings.
 
-Timing, like for like: each tool gets one chunk's rows as a pandas DataFrame and returns the
-whole estimate of every metric with its interval. Ours is called as the drift pipeline's
-``_estimate`` (``modelgate/pipelines/drift_estimation.py``) calls it: ``estimate_binary`` or
+Timing, like for like: each tool gets one chunk's rows as a pandas DataFrame and returns the whole
+estimate of every metric with its interval. Ours is called as the drift pipeline's ``_estimate``
+(``modelgate/pipelines/drift_estimation.py``) calls it: ``estimate_binary`` or
 ``estimate_regression`` on the chunk's score column (regression: the nanny error model, given the
-chunk's feature columns, as ``modelgate drift --model`` runs it; the DAG still runs the binned
-model), then ``to_record``; NannyML's is ``CBPE.estimate`` / ``DLE.estimate`` on the chunk's frame
-(one chunk). Per chunk the best of
-``--repeats`` passes is kept (wall and CPU time, ``time.perf_counter`` / ``time.process_time``,
-the process's CPU over all its threads); NannyML's single ``estimate`` call over all chunks
-(divided by the chunk count) and each tool's fit on the reference (once per reference) are shown
-separately. Timings are measured inside each process, after imports and reading the parquet.
+chunk's feature columns), then ``to_record``; NannyML's is ``CBPE.estimate`` / ``DLE.estimate`` on
+the chunk's frame (one chunk). Per chunk the best of ``--repeats`` passes is kept (wall and CPU
+time, ``time.perf_counter`` / ``time.process_time``, the process's CPU over all its threads);
+NannyML's single ``estimate`` call over all chunks (divided by the chunk count) and each tool's
+fit on the reference (once per reference) are shown separately. Timings are measured inside each
+process, after imports and reading the parquet.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ Trees cannot extrapolate: rows beyond the reference's range take the error of it
 counted (``n_outside_reference``: prediction or a numeric feature outside the reference's range).
 
 The older :func:`fit_error_model` (a histogram of the reference's errors over 20 quantile bins of
-the PREDICTION only, numpy only) is kept for the places that still use it; it cannot follow a
+the PREDICTION only, numpy only) is kept because estimation references pickled before the nanny
+model hold it (the drift pipeline still estimates with them); it cannot follow a
 shift the prediction does not show, and its open-ended end bins bias it under shifts into them.
 
 Intervals (estimated)

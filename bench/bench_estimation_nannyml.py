@@ -17,7 +17,8 @@ ignores ``x2``, so its error is ``0.5 x2 + (0.3 + 0.5 |x1|) eps``). Reference: 5
 * ``shift x1``: ``x1 ~ N(mu, sd)`` per chunk, ``x2 ~ N(0, 1)``: the shift moves the predictions
   and the error with them;
 * ``shift x1 and x2``: ``x2`` shifted too (``N(mu2, sd2)`` likewise): part of the error change
-  is invisible in the prediction, which is all our binned model sees; DLE's LightGBM sees ``x2``.
+  is invisible in the prediction; both nanny models (ours: scikit-learn's histogram gradient
+  boosting; DLE: LightGBM) see ``x1``, ``x2`` and the prediction.
 
 Both tools estimate every chunk without its labels; NannyML runs in its own virtualenv (it pins
 pandas < 3) with ``chunk_size`` equal to the chunk size and is fitted on the same reference.
@@ -26,15 +27,16 @@ Printed: agreement (mean absolute difference of the estimates), tracking of the 
 the share of chunks whose realised metric lies in each interval and the mean interval width
 (NannyML's interval: estimate +/- 3 sampling errors; ours 95 %), and timings.
 
-Timing, like for like: each tool gets one chunk's rows as a pandas DataFrame and returns the
-whole estimate of every metric with its interval. Ours is what the drift pipeline runs per
-interval (``modelgate/pipelines/drift_estimation.py``, ``_estimate``: ``estimate_binary`` or
-``estimate_regression`` on the chunk's score column, then ``to_record``); NannyML's is
-``CBPE.estimate`` / ``DLE.estimate`` on the chunk's frame (one chunk). Per chunk the best of
-``--repeats`` passes is kept (wall and CPU time, ``time.perf_counter`` / ``time.process_time``,
-the process's CPU over all its threads); NannyML's single ``estimate`` call over all chunks
-(divided by the chunk count) and each tool's fit on the reference (once per reference) are shown
-separately. Timings are measured inside each process, after imports and reading the parquet.
+Timing, like for like: each tool gets one chunk's rows as a pandas DataFrame and returns the whole
+estimate of every metric with its interval. Ours is called as the drift pipeline's ``_estimate``
+(``modelgate/pipelines/drift_estimation.py``) calls it: ``estimate_binary`` or
+``estimate_regression`` on the chunk's score column (regression: the nanny error model, given the
+chunk's feature columns), then ``to_record``; NannyML's is ``CBPE.estimate`` / ``DLE.estimate`` on
+the chunk's frame (one chunk). Per chunk the best of ``--repeats`` passes is kept (wall and CPU
+time, ``time.perf_counter`` / ``time.process_time``, the process's CPU over all its threads);
+NannyML's single ``estimate`` call over all chunks (divided by the chunk count) and each tool's
+fit on the reference (once per reference) are shown separately. Timings are measured inside each
+process, after imports and reading the parquet.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ OUT = ROOT / "bench" / "out"
 NANNYML = ROOT / ".venv-nannyml" / "bin" / "python"
 METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1")
 REG_METRICS = ("mae", "rmse")
+REG_FEATURES = ("x1", "x2")
 CONFIDENCE = 0.95  # modelgate.pipelines.drift_estimation.CONFIDENCE
 SCENARIOS = ("shift x1", "shift x1 and x2")
 
@@ -171,16 +174,18 @@ def ours(ref_path: Path, cur_path: Path, chunk_rows: int, repeats: int) -> dict[
 
 def ours_regression(ref_path: Path, cur_path: Path, chunk_rows: int,
                     repeats: int) -> dict[str, Any]:
-    """Our regression estimate per chunk, as the drift pipeline's ``_estimate`` makes it."""
+    """Our regression estimate per chunk: the nanny error model on ``x1``, ``x2`` and the prediction."""
     import pandas as pd
-    from modelgate.drift.regression_estimation import estimate_regression, fit_error_model
+    from modelgate.drift.regression_estimation import estimate_regression, fit_nanny_model
 
     ref, cur = pd.read_parquet(ref_path), pd.read_parquet(cur_path)
-    model, fit_wall, fit_cpu = timed(lambda: fit_error_model(ref["y_pred"].to_numpy(np.float64),
-                                                             ref["y_true"].to_numpy(np.float64)))
+    model, fit_wall, fit_cpu = timed(lambda: fit_nanny_model(
+        ref[list(REG_FEATURES)], ref["y_pred"].to_numpy(np.float64),
+        ref["y_true"].to_numpy(np.float64)))
 
     def estimate(chunk: pd.DataFrame) -> dict[str, dict[str, Any]]:
         r = estimate_regression(model, chunk["y_pred"].to_numpy(np.float64),
+                                features=chunk[list(REG_FEATURES)],
                                 confidence=CONFIDENCE).to_record()
         return {m: {"estimate": r[m], "standard_error": r[f"{m}_standard_error"],
                     "lower": r[f"{m}_lower"], "upper": r[f"{m}_upper"]} for m in REG_METRICS}
@@ -281,11 +286,11 @@ def quality_rows(label: str, metrics: tuple[str, ...], mine: dict[str, Any],
 
 def end_bin_note(label: str, ref_pred: np.ndarray, frame: Any, mine: dict[str, Any],
                  truth: list[dict[str, float]], rows: int) -> str:
-    """Our MAE interval's coverage split by the chunk's share of rows in the end bins.
+    """Our MAE interval's coverage split by the chunk's share of rows in the prediction's tails.
 
-    Our error model's end bins (predictions below the reference's 5 % or above its 95 %
-    quantile with the default 20 bins) are open-ended, so their reference error stands for rows
-    however far out; a chunk with many rows there is where the estimate is biased.
+    The tails are predictions below the reference's 5 % or above its 95 % quantile, where the
+    reference is thin and beyond which trees cannot extrapolate (and where the former binned
+    model's open-ended end bins biased it); a chunk with many rows there is where to look.
     """
     lo, hi = np.quantile(ref_pred, [0.05, 0.95])
     pred = frame["y_pred"].to_numpy()
@@ -296,7 +301,7 @@ def end_bin_note(label: str, ref_pred: np.ndarray, frame: Any, mine: dict[str, A
     covered, bias = (est[:, 1] <= r) & (r <= est[:, 2]), est[:, 0] - r
     few = share <= np.median(share)
     return (f"{label}: ours, MAE, chunks with at most the median share ({np.median(share):.3f}) of "
-            f"rows in the end bins: covered {covered[few].mean():.3f}, mean(estimate - realised) "
+            f"rows in the tails: covered {covered[few].mean():.3f}, mean(estimate - realised) "
             f"{bias[few].mean():+.4f}; the other chunks: covered {covered[~few].mean():.3f}, "
             f"{bias[~few].mean():+.4f}")
 

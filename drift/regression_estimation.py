@@ -1,30 +1,44 @@
-"""Estimated regression performance before labels arrive (a binned direct loss estimate).
+"""Estimated regression performance before labels arrive (direct loss estimation, DLE).
 
-NannyML's DLE [1]_ fits a second ("nanny") model on the reference that predicts each row's
-absolute and squared error from the features and the prediction, then averages its predictions
-over an interval. Ours is deliberately simpler and needs numpy only: the error model is a
-histogram of the reference's errors over reference-quantile bins of the model's PREDICTION
-(``n_bins`` bins, default 20; about equal reference counts per bin, edges deduplicated). For each bin it
-keeps the mean and variance of ``|e|`` and of ``e ** 2`` (``e = y - prediction``). An interval's
-estimates are
+NannyML's DLE [1]_ fits a second ("nanny") model on the labelled reference that predicts each
+row's absolute and squared error from the features and the prediction, then averages its
+predictions over an interval. :func:`fit_nanny_model` does that with scikit-learn's
+``HistGradientBoostingRegressor`` (categorical features split natively; NannyML fits LightGBM):
+one regressor for ``|e|`` and one for ``e ** 2`` (``e = y - prediction``) on [features,
+prediction], fitted on a random 75 % of the reference; the other 25 % is held back to measure the
+nanny's own error. An interval's estimates are
 
-    MAE  = mean over its rows of the bin mean of |e|
-    RMSE = sqrt(mean over its rows of the bin mean of e ** 2)
+    MAE  = mean over its rows of the predicted |e|
+    RMSE = sqrt(mean over its rows of the predicted e ** 2)
 
-So the estimate follows a shift in where the predictions fall (into bins where the model errs
-more or less), but not a change in the error at a fixed prediction driven by the features alone;
-that needs DLE's feature-based model (NannyML fits LightGBM) and labels to see. Nor can it know
-the error where the reference made no predictions: rows beyond the reference's range take the end
-bins' error and are counted (``n_outside_reference``), and a shift that moves many rows into the
-wide end bins biases the estimate (coverage in the tests is checked for shifts inside the range).
+so they follow a shift in any feature the errors depend on, including one the model ignores.
+Trees cannot extrapolate: rows beyond the reference's range take the error of its edge, and are
+counted (``n_outside_reference``: prediction or a numeric feature outside the reference's range).
+
+The older :func:`fit_error_model` (a histogram of the reference's errors over 20 quantile bins of
+the PREDICTION only, numpy only) is kept because estimation references pickled before the nanny
+model hold it (the drift pipeline still estimates with them); it cannot follow a
+shift the prediction does not show, and its open-ended end bins bias it under shifts into them.
 
 Intervals (estimated)
 ---------------------
-Given the interval's bins, each row's loss is an independent draw from its bin's reference
-distribution, so the realised MAE has variance ``sum of var(|e| | bin) / n ** 2`` and the realised
-MSE ``sum of var(e ** 2 | bin) / n ** 2``; the RMSE's standard error is the MSE's over ``2 RMSE``
-(delta method). The interval is ``estimate +/- z * standard error``, ``z`` from ``confidence``,
-floored at 0.
+Nanny model: the realised MAE of an interval differs from the estimate by (a) the rows' own luck,
+``(1/n) sum(|e_i| - E[|e_i| | x_i])``, independent across rows with variance
+``sum var(|e| | x_i) / n ** 2`` where ``var(|e| | x) = E[e ** 2 | x] - E[|e| | x] ** 2`` comes from
+the two nanny models themselves, and (b) the nanny's systematic error averaged over the interval,
+which does not shrink with ``n``. (b) is measured on the held-back rows: for each column (every
+feature, the prediction and the predicted loss) the size-weighted mean over its decile groups of
+(the group's mean residual squared less that mean's sampling variance), and the largest over the
+columns is taken: a covariate shift concentrates an interval in a region of some column, and this
+is how far off the nanny's average is over such regions on the reference. For the MSE, (a) uses
+``var(e ** 2 | x) = c E[e ** 2 | x] ** 2`` (errors of one shape scaled by ``x``; ``c = 2`` for
+normal errors), ``c`` fitted on the held-back rows as ``sum (e ** 2 - predicted) ** 2 / sum
+predicted ** 2``. The standard error is ``sqrt((a) + (b))``; the RMSE's is the MSE's over
+``2 RMSE`` (delta method). The interval is ``estimate +/- z * standard error``, ``z`` from
+``confidence``, floored at 0. It is not widened for rows beyond the reference's range.
+
+Binned model: each row's loss is a draw from its bin's reference distribution, so the realised
+MAE has variance ``sum of var(|e| | bin) / n ** 2`` and the MSE ``sum of var(e ** 2 | bin) / n ** 2``.
 
 References
 ----------
@@ -39,12 +53,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
 from modelgate.records import finite_or_none
 
-__all__ = ["BinnedErrorModel", "RegressionEstimate", "estimate_regression", "fit_error_model"]
+__all__ = ["BinnedErrorModel", "NannyErrorModel", "RegressionEstimate", "estimate_regression",
+           "fit_error_model", "fit_nanny_model"]
 
 #: Default number of prediction bins of the error model.
 DEFAULT_BINS = 20
@@ -181,16 +197,20 @@ class RegressionEstimate:
                     "rmse", "rmse_standard_error", "rmse_lower", "rmse_upper")}}
 
 
-def estimate_regression(model: BinnedErrorModel, predictions: ArrayLike, *,
+def estimate_regression(model: BinnedErrorModel | NannyErrorModel, predictions: ArrayLike, *,
+                        features: pd.DataFrame | None = None,
                         confidence: float = 0.95) -> RegressionEstimate:
     """Estimated MAE and RMSE of one interval's predictions.
 
     Parameters
     ----------
-    model : BinnedErrorModel
-        From :func:`fit_error_model` on the reference.
+    model : NannyErrorModel or BinnedErrorModel
+        From :func:`fit_nanny_model` or :func:`fit_error_model` on the reference.
     predictions : array_like of float
         The model's predictions on the interval.
+    features : pandas.DataFrame, optional
+        The interval's feature columns, row for row (required by the nanny model, unused by
+        the binned one).
     confidence : float, default 0.95
 
     Returns
@@ -207,6 +227,8 @@ def estimate_regression(model: BinnedErrorModel, predictions: ArrayLike, *,
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1); got {confidence!r}")
     z = float(norm.ppf(0.5 + confidence / 2.0))
+    if isinstance(model, NannyErrorModel):
+        return _estimate_nanny(model, predictions, features, confidence, z)
     pred = _finite_1d(predictions, "predictions")
     bins = model.bin_of(pred)
     n = bins.size
@@ -222,5 +244,231 @@ def estimate_regression(model: BinnedErrorModel, predictions: ArrayLike, *,
     rmse = math.sqrt(mse)
     rmse_se = mse_se / (2.0 * rmse) if rmse > 0 else 0.0
     return RegressionEstimate(n, confidence, outside,
+                              mae, mae_se, max(0.0, mae - z * mae_se), mae + z * mae_se,
+                              rmse, rmse_se, max(0.0, rmse - z * rmse_se), rmse + z * rmse_se)
+
+
+# --- the nanny model (DLE) ---------------------------------------------------------------------
+
+#: Share of the reference held back to measure the nanny model's own error.
+DEFAULT_HOLDOUT = 0.25
+#: Groups of held-back rows (by each column) over which the nanny's systematic error is measured.
+_GROUPS = 10
+#: Most categories kept per categorical feature (the histogram GBM's limit is 255 bins, one
+#: for missing); rarer ones and categories unseen on the reference count as missing.
+MAX_CATEGORIES = 254
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class NannyErrorModel:
+    """Per-row expected ``|e|`` and ``e ** 2`` of a regression model, from its features.
+
+    Attributes
+    ----------
+    features : tuple of str
+        Feature columns, in the order the nanny models read them (the prediction comes last).
+    categories : dict of str to tuple of str
+        Categorical features and the reference categories each keeps (codes in that order).
+    abs_model, sq_model : HistGradientBoostingRegressor
+        Fitted on the reference's fitting part: ``|e|`` and ``e ** 2`` from [features, prediction].
+    sq_scale : float
+        ``c`` in ``var(e ** 2 | x) = c * E[e ** 2 | x] ** 2``, from the held-back rows.
+    abs_model_var, sq_model_var : float
+        The nanny's systematic error variance for the MAE and the MSE (held-back rows).
+    n, n_holdout : int
+        Reference rows, and those held back.
+    low, high : dict of str to float
+        Smallest and largest reference value of each numeric feature and of the prediction
+        (key ``""``).
+    """
+
+    features: tuple[str, ...]
+    categories: dict[str, tuple[str, ...]]
+    abs_model: Any
+    sq_model: Any
+    sq_scale: float
+    abs_model_var: float
+    sq_model_var: float
+    n: int
+    n_holdout: int
+    low: dict[str, float]
+    high: dict[str, float]
+
+    def design(self, features: pd.DataFrame, predictions: ArrayLike) -> NDArray[np.float64]:
+        """The nanny models' input: numeric features (NaN: missing or not a number, as live data
+        may hold), category codes (NaN: missing or unknown) and the prediction, as floats."""
+        return _design(features, _finite_1d(predictions, "predictions"), self.features,
+                       self.categories, strict=False)
+
+    def losses(self, features: pd.DataFrame,
+               predictions: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Each row's expected ``|e|`` and ``e ** 2`` (floored at 0)."""
+        x = self.design(features, predictions)
+        if x.shape[0] == 0:
+            return np.zeros(0), np.zeros(0)
+        return (np.maximum(self.abs_model.predict(x), 0.0),
+                np.maximum(self.sq_model.predict(x), 0.0))
+
+
+def _design(features: pd.DataFrame, pred: NDArray[np.float64], names: tuple[str, ...],
+            categories: dict[str, tuple[str, ...]], *, strict: bool) -> NDArray[np.float64]:
+    missing = [f for f in names if f not in features.columns]
+    if missing:
+        raise ValueError(f"features lack column(s) {missing} the error model was fitted on")
+    if len(features) != pred.size:
+        raise ValueError(f"features have {len(features)} rows but there are {pred.size} predictions")
+    cols = []
+    for f in names:
+        col = features[f]
+        if f in categories:
+            codes = pd.Categorical(col.astype(object).where(col.notna(), None).map(
+                lambda v: None if v is None else str(v)), categories=categories[f]).codes
+            cols.append(np.where(codes < 0, np.nan, codes).astype(np.float64))
+        else:
+            try:
+                values = pd.to_numeric(col, errors="raise" if strict else "coerce").to_numpy(
+                    np.float64, na_value=np.nan)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"numeric feature {f!r} holds non-numeric values: {exc}") from None
+            cols.append(np.where(np.isfinite(values), values, np.nan))
+    cols.append(pred)
+    return np.column_stack(cols) if cols else np.zeros((pred.size, 0))
+
+
+def _nanny(mask: NDArray[np.bool_], random_state: int) -> Any:
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    return HistGradientBoostingRegressor(categorical_features=mask, early_stopping=False,
+                                         random_state=random_state)
+
+
+def _model_var(resid: NDArray[np.float64], columns: list[NDArray[np.float64]]) -> float:
+    """Systematic error variance of a nanny model on held-back rows: for each column, the mean
+    squared residual of its decile groups less each group mean's sampling variance; the largest
+    over the columns."""
+    worst = 0.0
+    for col in columns:
+        order = np.argsort(col, kind="stable")  # missing values (NaN) form the last groups
+        groups = [g for g in np.array_split(order, min(_GROUPS, resid.size)) if g.size > 1]
+        if groups:
+            excess = [float(np.mean(resid[g])) ** 2 - float(np.var(resid[g], ddof=1)) / g.size
+                      for g in groups]
+            worst = max(worst, float(np.average(excess, weights=[g.size for g in groups])))
+    return worst
+
+
+def fit_nanny_model(features: pd.DataFrame, predictions: ArrayLike, targets: ArrayLike, *,
+                    categorical: tuple[str, ...] | list[str] = (), holdout: float = DEFAULT_HOLDOUT,
+                    random_state: int = 0) -> NannyErrorModel:
+    """The nanny error model (NannyML's DLE) of the labelled reference.
+
+    Two histogram gradient-boosted regressors (scikit-learn's ``HistGradientBoostingRegressor``,
+    categorical features split natively) learn ``|e|`` and ``e ** 2`` (``e = y - prediction``) from
+    every feature column of ``features`` and the prediction, on a random ``1 - holdout`` of the rows;
+    the held-back rows measure the nanny's own error (see the module docstring, "Intervals").
+
+    Parameters
+    ----------
+    features : pandas.DataFrame
+        The reference's feature columns (any not in ``categorical`` must be numeric; missing
+        values allowed), one row per prediction.
+    predictions, targets : array_like of float
+        The model's predictions and the true values on the reference.
+    categorical : sequence of str
+        The categorical columns of ``features``.
+    holdout : float, default 0.25
+        Share of rows held back (at least one row; none is fitted on them).
+    random_state : int, default 0
+        Seeds the split and the regressors.
+
+    Returns
+    -------
+    NannyErrorModel
+
+    Raises
+    ------
+    ValueError
+        Fewer than two rows, mismatched or non-finite predictions/targets, a categorical name
+        that is no column, a non-numeric numeric feature, or ``holdout`` outside (0, 1).
+
+    Examples
+    --------
+    Every error is 1, so the expected ``|e|`` and ``e ** 2`` are 1 whatever the features:
+
+    >>> feats = pd.DataFrame({"x": np.arange(40.0), "c": ["a", "b"] * 20})
+    >>> m = fit_nanny_model(feats, np.arange(40.0), np.arange(40.0) + 1, categorical=["c"])
+    >>> [round(float(v[0]), 6) for v in m.losses(feats.head(1), [3.0])]
+    [1.0, 1.0]
+    >>> round(estimate_regression(m, [3.0, 7.0], features=feats.head(2)).rmse, 6)
+    1.0
+    """
+    pred, y = _finite_1d(predictions, "predictions"), _finite_1d(targets, "targets")
+    if pred.shape != y.shape or pred.size < 2:
+        raise ValueError(f"predictions and targets must have one length of at least 2; got "
+                         f"{pred.size} and {y.size}")
+    if not 0.0 < holdout < 1.0:
+        raise ValueError(f"holdout must be in (0, 1); got {holdout!r}")
+    unknown = sorted(set(categorical) - set(features.columns))
+    if unknown:
+        raise ValueError(f"categorical column(s) {unknown} are not among the features "
+                         f"{list(features.columns)}")
+    names = tuple(str(c) for c in features.columns)
+    categories = {}
+    for f in names:
+        if f in categorical:
+            counts = features[f].dropna().map(str).value_counts(sort=True)
+            categories[f] = tuple(sorted(counts.index[:MAX_CATEGORIES]))
+    x = _design(features, pred, names, categories, strict=True)
+    err = y - pred
+    rng = np.random.default_rng(random_state)
+    n_hold = min(pred.size - 1, max(1, round(holdout * pred.size)))
+    held = np.zeros(pred.size, dtype=bool)
+    held[rng.choice(pred.size, size=n_hold, replace=False)] = True
+    mask = np.array([f in categories for f in names] + [False])
+    abs_model = _nanny(mask, random_state).fit(x[~held], np.abs(err[~held]))
+    sq_model = _nanny(mask, random_state).fit(x[~held], err[~held] ** 2)
+    a_hat = np.maximum(abs_model.predict(x[held]), 0.0)
+    s_hat = np.maximum(sq_model.predict(x[held]), 0.0)
+    a_res, s_res = np.abs(err[held]) - a_hat, err[held] ** 2 - s_hat
+    denom = float(np.sum(s_hat ** 2))
+    sq_scale = float(np.sum(s_res ** 2)) / denom if denom > 0 else 0.0
+    numeric = [i for i, f in enumerate(names) if f not in categories]
+    low = {names[i]: float(np.nanmin(x[:, i])) for i in numeric if np.isfinite(x[:, i]).any()}
+    high = {names[i]: float(np.nanmax(x[:, i])) for i in numeric if np.isfinite(x[:, i]).any()}
+    low[""], high[""] = float(pred.min()), float(pred.max())
+    cols = list(x[held].T)
+    return NannyErrorModel(names, categories, abs_model, sq_model, sq_scale,
+                           _model_var(a_res, [a_hat, *cols]), _model_var(s_res, [s_hat, *cols]),
+                           int(pred.size), int(n_hold), low, high)
+
+
+def _outside(model: NannyErrorModel, features: pd.DataFrame, pred: NDArray[np.float64]) -> int:
+    out = (pred < model.low[""]) | (pred > model.high[""])
+    for f, lo in model.low.items():
+        if f:
+            v = pd.to_numeric(features[f], errors="coerce").to_numpy(np.float64, na_value=np.nan)
+            out |= (v < lo) | (v > model.high[f])
+    return int(np.count_nonzero(out))
+
+
+def _estimate_nanny(model: NannyErrorModel, predictions: ArrayLike, features: pd.DataFrame | None,
+                    confidence: float, z: float) -> RegressionEstimate:
+    if features is None:
+        raise ValueError("the nanny error model needs the interval's feature columns "
+                         f"{list(model.features)}; got none")
+    pred = _finite_1d(predictions, "predictions")
+    a_hat, s_hat = model.losses(features, pred)
+    n = pred.size
+    if n == 0:
+        nan = math.nan
+        return RegressionEstimate(0, confidence, 0, nan, nan, nan, nan, nan, nan, nan, nan)
+    mae, mse = float(a_hat.mean()), float(s_hat.mean())
+    # per-row sampling variance (var |e| = E e^2 - (E|e|)^2) plus the nanny's systematic error
+    mae_se = math.sqrt(float(np.sum(np.maximum(s_hat - a_hat ** 2, 0.0))) / n ** 2
+                       + model.abs_model_var)
+    mse_se = math.sqrt(model.sq_scale * float(np.sum(s_hat ** 2)) / n ** 2 + model.sq_model_var)
+    rmse = math.sqrt(mse)
+    rmse_se = mse_se / (2.0 * rmse) if rmse > 0 else 0.0
+    return RegressionEstimate(n, confidence, _outside(model, features, pred),
                               mae, mae_se, max(0.0, mae - z * mae_se), mae + z * mae_se,
                               rmse, rmse_se, max(0.0, rmse - z * rmse_se), rmse + z * rmse_se)

@@ -3,8 +3,9 @@
 Data quality (every run): a schema is inferred from the reference file's feature columns and
 the current file counted against it (:mod:`modelgate.drift.quality`). Estimated performance
 (with ``--model``, when the reference file holds the manifest's label column): both files are
-scored with the model, a calibrator (classifiers) or a binned error model (regression) is fitted
-on the labelled reference, and the current file's performance is estimated from its scores alone
+scored with the model, a calibrator (classifiers) or a nanny error model (regression: |e| and
+e^2 from the features and the prediction, NannyML's DLE) is fitted on the labelled reference, and
+the current file's performance is estimated from its scores (and, for regression, its features)
 (:mod:`modelgate.drift.performance_estimation`, :mod:`modelgate.drift.regression_estimation`).
 The reference's realised metrics are printed beside the estimates as their baseline.
 """
@@ -63,7 +64,8 @@ def estimates_json(model: Path, reference: Path, current: Path, *,
     section: dict[str, Any] = {"task": manifest.task, "confidence": confidence,
                                "n_reference": len(ref), "n_current": len(cur)}
     if manifest.task == "regression":
-        section.update(_regression(scorer, ref, cur, label, confidence))
+        categorical = [f.name for f in manifest.features if f.kind == "categorical"]
+        section.update(_regression(scorer, ref, cur, label, features, categorical, confidence))
     elif manifest.task == "multiclass_classification":
         section.update(_multiclass(scorer, ref, cur, label, manifest, confidence))
     else:
@@ -102,17 +104,22 @@ def _multiclass(scorer: Any, ref: Any, cur: Any, label: str, manifest: Any,
                                            confidence=confidence).to_record()}
 
 
-def _regression(scorer: Any, ref: Any, cur: Any, label: str, confidence: float) -> dict[str, Any]:
-    from modelgate.drift.regression_estimation import estimate_regression, fit_error_model
+def _regression(scorer: Any, ref: Any, cur: Any, label: str, features: list[str],
+                categorical: list[str], confidence: float) -> dict[str, Any]:
+    from modelgate.drift.regression_estimation import estimate_regression, fit_nanny_model
 
     ref_pred = scorer.predict_value(ref)
     y = ref[label].to_numpy(dtype=np.float64)
-    model = fit_error_model(ref_pred, y)
+    model = fit_nanny_model(ref[features], ref_pred, y, categorical=categorical)
     err = y - ref_pred
-    return {"method": "binned_error_model", "n_bins": int(model.edges.size + 1),
+    present = [f for f in features if f in cur.columns]
+    if present != features:
+        raise ValueError(f"current file lacks feature column(s) "
+                         f"{[f for f in features if f not in cur.columns]}")
+    return {"method": "nanny_error_model", "n_reference_held_back": model.n_holdout,
             "reference_realised": {"mae": float(np.mean(np.abs(err))),
                                    "rmse": float(np.sqrt(np.mean(err * err)))},
-            "current": estimate_regression(model, scorer.predict_value(cur),
+            "current": estimate_regression(model, scorer.predict_value(cur), features=cur[features],
                                            confidence=confidence).to_record()}
 
 

@@ -80,7 +80,7 @@ def test_regression_and_multiclass_estimates(files: dict[str, Path], _cli: Run) 
     _, out = _cli("--reference", str(files["ref"]), "--current", str(files["cur"]),
                   "--model", str(files["sklearn-regression"]))
     est = json.loads(out)["estimated_performance"]
-    assert est["method"] == "binned_error_model"
+    assert est["method"] == "nanny_error_model"
     cur = pd.read_parquet(files["cur"]).iloc[50:]  # rows inside the reference's range
     from modelgate.artifact import verify
     from modelgate.scoring import open_session

@@ -83,3 +83,28 @@ def test_a_performance_breach_is_one_line_and_undefined_bounds_do_not_break_it()
     result = EstimationResult(estimates=(row, ok))
     assert result.breaches() == ["estimated accuracy = 0.7000 vs reference 0.8000: worse by more than "
                                  "0.0500 (interval [-, 0.7500])"]
+
+
+def test_regression_estimate_rows_from_pickled_nanny_and_older_binned_references() -> None:
+    # Every reference error is 1.5 (closed form: MAE = RMSE = 1.5). A new version pickles the
+    # nanny model (it reads the sample's feature columns); one fitted before it keeps its binned
+    # model, which must still load and estimate from the scores alone.
+    import pickle
+
+    from modelgate.drift.regression_estimation import fit_error_model, fit_nanny_model
+
+    from modelgate.pipelines.drift_estimation import METHODS, EstimationReference, _estimate_rows
+
+    rng = np.random.default_rng(5)
+    feats = pd.DataFrame({"x": rng.normal(size=300), "c": rng.choice(["a", "b"], 300)})
+    pred = feats["x"].to_numpy() * 2
+    sample = feats.assign(__score__=pred, __prediction__=pred).head(40)
+    for method, estimator in ((METHODS["regression"], fit_nanny_model(
+            feats, pred, pred - 1.5, categorical=["c"])), ("binned_error_model",
+                                                          fit_error_model(pred, pred - 1.5))):
+        ref = pickle.loads(pickle.dumps(EstimationReference(  # noqa: S301 - our own bytes
+            "regression", method, None, (), estimator, (), {"mae": 1.5, "rmse": 1.5}), protocol=5))
+        rows = {r["metric"]: r for r in _estimate_rows(ref, sample, {"mae": 0.1}, ref.reference_metrics)}
+        assert rows["mae"]["estimate"] == pytest.approx(1.5) and rows["mae"]["verdict"] == "ok"
+        assert rows["rmse"]["estimate"] == pytest.approx(1.5) and rows["mae"]["method"] == method
+    assert METHODS["regression"] == "nanny_error_model"

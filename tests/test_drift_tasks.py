@@ -148,7 +148,7 @@ def test_estimates_and_realised_of_each_task(name: str, settings: Settings, tmp_
         truth = frame[LABEL[name]].to_numpy()
         assert lower <= estimate <= upper
         if regression:
-            assert method == "binned_error_model"
+            assert method == "nanny_error_model"
             assert realised == pytest.approx(float(np.mean(np.abs(scorer.predict_value(frame) - truth))))
         else:
             assert method == "cbpe_isotonic_one_vs_rest"

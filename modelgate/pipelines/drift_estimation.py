@@ -6,8 +6,9 @@ Kept apart from :mod:`modelgate.pipelines.drift` as :mod:`.drift_joint` is:
   promotion), fits once per model version on its held-out reference: the quality schema
   (:func:`modelgate.drift.quality.infer_schema`) and, when the reference holds the model's
   labels, the performance estimator (an isotonic calibrator for binary models, one per class
-  for multiclass, a binned error model for regression), with the reference's own realised
-  metrics, the baseline an estimated drop is measured from. The pickled
+  for multiclass, a nanny error model for regression: |e| and e^2 from the features and the
+  prediction; a version fitted before it keeps its pickled binned error model), with the
+  reference's own realised metrics, the baseline an estimated drop is measured from. The pickled
   :class:`EstimationReference` goes to the object store, its rows to ``estimation_reference``,
   ``estimation_reference_metric`` and ``quality_schema_feature`` (append-only).
 - :func:`estimate_interval` (the ``estimate`` step) counts the interval's sampled live rows
@@ -56,7 +57,7 @@ _POLICY_KEYS = ("max_type_mismatch_rate", "max_out_of_range_rate", "max_new_cate
 _QUALITY_KEYS = (*_POLICY_KEYS, "max_breached_features")
 METHODS = {"binary_classification": "cbpe_isotonic",
            "multiclass_classification": "cbpe_isotonic_one_vs_rest",
-           "regression": "binned_error_model"}
+           "regression": "nanny_error_model"}
 
 
 def task_of(manifest: dict[str, Any]) -> str:
@@ -139,7 +140,8 @@ class EstimationReference:
     method: str | None  # None: no labelled reference, quality only
     threshold: float | None  # binary: the manifest's
     classes: tuple[str, ...]  # multiclass: the probability columns' classes
-    estimator: Any | None  # IsotonicCalibrator | MulticlassReference | BinnedErrorModel
+    estimator: Any | None  # IsotonicCalibrator | MulticlassReference | NannyErrorModel
+    #                        (or BinnedErrorModel, pickled before the nanny model)
     schema: tuple[Any, ...]  # FeatureSchema per feature
     reference_metrics: dict[str, float | None]
 
@@ -178,7 +180,7 @@ def ensure_reference(ctx: Context, row: models.ModelVersionRow, reference_uri: s
         raise ValueError(f"reference {reference_uri} lacks feature column(s) {missing} of "
                          f"{row.model_name} v{row.version}")
     schema = infer_schema(_columns(frame, kinds), kinds)
-    reference = _fit(ctx, row, data, work, schema)
+    reference = _fit(ctx, row, data, work, schema, frame)
     key = reference_key(row)
     uri = ctx.store.put_bytes(key, pickle.dumps(reference, protocol=5),
                               content_type="application/octet-stream")
@@ -214,9 +216,9 @@ def _skipped_reason(manifest: dict[str, Any], data: Any) -> str:
 
 
 def _fit(ctx: Context, row: models.ModelVersionRow, data: Any, work: Any,
-         schema: tuple[Any, ...]) -> EstimationReference:
+         schema: tuple[Any, ...], features: pd.DataFrame) -> EstimationReference:
     from modelgate.drift.performance_estimation import fit_isotonic, fit_multiclass
-    from modelgate.drift.regression_estimation import fit_error_model
+    from modelgate.drift.regression_estimation import fit_nanny_model
 
     manifest = row.manifest
     task = task_of(manifest)
@@ -229,8 +231,10 @@ def _fit(ctx: Context, row: models.ModelVersionRow, data: Any, work: Any,
     frame = scored.to_pandas().rename(columns=lambda c: f"__{c}__")
     classes = _classes(manifest, frame)
     if task == "regression":
-        estimator: Any = fit_error_model(frame["__prediction__"].to_numpy(np.float64),
-                                         labels.astype(np.float64))
+        kinds = _kinds(manifest)
+        estimator: Any = fit_nanny_model(
+            features[list(kinds)], frame["__prediction__"].to_numpy(np.float64),
+            labels.astype(np.float64), categorical=[f for f, k in kinds.items() if k == "categorical"])
     elif task == "multiclass_classification":
         estimator = fit_multiclass(_probabilities(frame, classes), labels, classes)
     else:
@@ -375,10 +379,13 @@ def estimate_interval(ctx: Context, ref: Any, sample: LiveSample,
 def _estimate(reference: EstimationReference, frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
     """Each metric's record (estimate, standard_error, lower, upper) on the interval's scores."""
     from modelgate.drift.performance_estimation import estimate_binary, estimate_multiclass
-    from modelgate.drift.regression_estimation import estimate_regression
+    from modelgate.drift.regression_estimation import NannyErrorModel, estimate_regression
 
     if reference.task == "regression":
-        r = estimate_regression(reference.estimator, frame["__score__"].to_numpy(np.float64),
+        est = reference.estimator
+        r = estimate_regression(est, frame["__score__"].to_numpy(np.float64),
+                                features=frame[list(est.features)]
+                                if isinstance(est, NannyErrorModel) else None,
                                 confidence=CONFIDENCE).to_record()
         return {m: {"estimate": r[m], "standard_error": r[f"{m}_standard_error"],
                     "lower": r[f"{m}_lower"], "upper": r[f"{m}_upper"]} for m in REGRESSION_METRICS}

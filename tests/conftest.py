@@ -46,6 +46,11 @@ import psycopg2  # noqa: E402
 from modelgate.config import S3Settings, Settings  # noqa: E402
 from modelgate.store import db  # noqa: E402
 
+# Fixtures of the reliability tests (env, lenient, small_heldout). Not a conftest.py in that
+# folder: it would shadow this file for every `from conftest import ...` (both folders end up
+# on sys.path under the same module name).
+pytest_plugins = ["reliability.reliability_fixtures"]
+
 LOCAL_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 

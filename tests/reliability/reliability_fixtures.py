@@ -1,5 +1,9 @@
-"""Fixtures shared by the reliability tests: a policy directory with no per-model overrides,
-a policy whose checks only warn, and the first rows of the demo's held-out set as a file."""
+"""Fixtures shared by the reliability tests: a policy directory with no per-model overrides, a
+policy whose checks only warn, and the first rows of the demo's held-out set as a file.
+
+Registered through ``pytest_plugins`` in ``tests/conftest.py``: a ``conftest.py`` here would
+shadow ``tests/conftest.py`` for every test that does ``from conftest import ...``.
+"""
 
 from __future__ import annotations
 

@@ -60,6 +60,18 @@ def _run(ctx: Context, name: str, reference: Path, live: Path, labels: Path, day
         run_drift(ctx, spec.as_dict(), start, start + dt.timedelta(days=1))
 
 
+def _monitored_for_three_days(name: str, settings: Settings, tmp_path: Path
+                              ) -> tuple[Context, Path, Path, Path, dict[dt.date, pd.DataFrame]]:
+    """The model promoted and its drift run over every day of DAYS; what the tests compare with."""
+    archive, reference, live, labels, served = _world(name, tmp_path)
+    ctx = Context.open(settings)
+    row, _ = register_archive(ctx, archive)
+    models.promote(ctx.db_url, row.model_version_id, expected_champion_id=None)
+    for day in DAYS:
+        _run(ctx, name, reference, live, labels, day)
+    return ctx, archive, reference, live, served
+
+
 def _task(name: str) -> str:
     return build(name).draft["task"]
 
@@ -83,12 +95,7 @@ def _expected_errors(name: str, archive: Path, reference: Path, served: dict[dt.
 
 @pytest.mark.parametrize("name", ["lightgbm-3-class", "xgboost-regression"])
 def test_adwin_watches_each_tasks_error_stream(name: str, settings: Settings, tmp_path: Path) -> None:
-    archive, reference, live, labels, served = _world(name, tmp_path)
-    ctx = Context.open(settings)
-    row, _ = register_archive(ctx, archive)
-    models.promote(ctx.db_url, row.model_version_id, expected_champion_id=None)
-    for day in DAYS:
-        _run(ctx, name, reference, live, labels, day)
+    ctx, archive, reference, live, served = _monitored_for_three_days(name, settings, tmp_path)
     with transaction(ctx.db_url) as cur:
         cur.execute("SELECT status FROM drift_run ORDER BY interval_start")
         statuses = [r[0] for r in cur.fetchall()]
@@ -124,12 +131,7 @@ def _expected_accuracy_estimate(archive: Path, reference: Path, frame: pd.DataFr
 
 @pytest.mark.parametrize("name", ["lightgbm-3-class", "xgboost-regression"])
 def test_estimates_and_realised_of_each_task(name: str, settings: Settings, tmp_path: Path) -> None:
-    archive, reference, live, labels, served = _world(name, tmp_path)
-    ctx = Context.open(settings)
-    row, _ = register_archive(ctx, archive)
-    models.promote(ctx.db_url, row.model_version_id, expected_champion_id=None)
-    for day in DAYS:
-        _run(ctx, name, reference, live, labels, day)
+    ctx, archive, reference, live, served = _monitored_for_three_days(name, settings, tmp_path)
     regression = name == "xgboost-regression"
     metric = "mae" if regression else "accuracy"
     with transaction(ctx.db_url) as cur:

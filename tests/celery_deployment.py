@@ -51,14 +51,19 @@ POLL_S = 0.5
 TEST_TIER_SETTINGS = {"AIRFLOW__SCHEDULER__TASK_QUEUED_TIMEOUT": "120"}
 
 
-def celery_env(path: Path = CELERY_ENV) -> dict[str, str]:
-    """``NAME=value`` lines of the shared executor settings (comments and blanks skipped)."""
+def read_env_file(path: Path) -> dict[str, str]:
+    """``NAME=value`` lines of a Compose env file (comments and blanks skipped)."""
     values = {}
     for line in path.read_text().splitlines():
         if line.strip() and not line.lstrip().startswith("#"):
             name, _, value = line.partition("=")
             values[name.strip()] = value.strip()
     return values
+
+
+def celery_env() -> dict[str, str]:
+    """The shared executor settings of ``docker/celery.env``."""
+    return read_env_file(CELERY_ENV)
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout_s: float,

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from celery_deployment import read_env_file
 from packaging.specifiers import SpecifierSet
 
 from modelgate.config import ENV_VARS, Settings
@@ -45,12 +46,7 @@ _URL_PASSWORD = re.compile(r"://[^:/@\s\"]+:(?P<pw>(?:\$\{[^}]*\}|[^@\s\"$])*)@"
 # --- loading and Compose-style interpolation ------------------------------------------------
 
 def _env_example() -> dict[str, str]:
-    values = {}
-    for line in ENV_EXAMPLE.read_text().splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            name, _, value = line.partition("=")
-            values[name.strip()] = value.strip()
-    return values
+    return read_env_file(ENV_EXAMPLE)
 
 
 def _resolve(text: str, env: dict[str, str]) -> str:

@@ -12,6 +12,7 @@ group, whatever happens.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import signal
 import socket
@@ -24,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psycopg2
 from conftest import REPO, _admin, _free_port, database_url, pg_admin_url
 
 AIRFLOW = [sys.executable, "-m", "airflow"]
@@ -159,3 +161,24 @@ def wait_for(condition: Any, what: str, procs: list[subprocess.Popen[bytes]], lo
             raise AssertionError(f"Airflow processes exited early: {dead}\n{log_tails(logs)}")
         time.sleep(0.5)
     raise AssertionError(f"timed out waiting for {what}\n{log_tails(logs)}")
+
+
+def meta_rows(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Rows of a query on Airflow's metadata database."""
+    with psycopg2.connect(url) as conn, conn.cursor() as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+
+
+def trigger(env: dict[str, str], dag_id: str, run_id: str, conf: dict[str, Any] | None = None) -> None:
+    """``airflow dags trigger`` as an operator types it (a manual run, optional conf)."""
+    command = [*AIRFLOW, "dags", "trigger", dag_id, "--run-id", run_id]
+    if conf is not None:
+        command += ["--conf", json.dumps(conf)]
+    subprocess.run(command, env=env, check=True, capture_output=True, timeout=300)
+
+
+def finished_state(meta: str, run_id: str) -> str | None:
+    """The DAG run's final state, or None while it is not finished."""
+    rows = meta_rows(meta, "SELECT state FROM dag_run WHERE run_id = %s", (run_id,))
+    return rows[0][0] if rows and rows[0][0] in ("success", "failed") else None

@@ -17,18 +17,24 @@ sent SIGKILL; the retry is found and killed the same way.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
-import psycopg2
 import pytest
-from airflow_deployment import AIRFLOW, deployment_env, log_tails, metadata_database, running, wait_for
+from airflow_deployment import (
+    deployment_env,
+    finished_state,
+    log_tails,
+    meta_rows,
+    metadata_database,
+    running,
+    trigger,
+    wait_for,
+)
 from celery_deployment import S3Gate
 
 from modelgate.config import Settings
@@ -65,26 +71,11 @@ def deployment(settings_env: Settings, demo_builds: dict[str, Any], tmp_path: Pa
         gate.close()
 
 
-def _meta(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with psycopg2.connect(url) as conn, conn.cursor() as cur:
-        cur.execute(sql, args)
-        return list(cur.fetchall())
 
-
-def _trigger(env: dict[str, str], run_id: str, conf: dict[str, Any] | None = None) -> None:
-    command = [*AIRFLOW, "dags", "trigger", "model_evaluation", "--run-id", run_id]
-    if conf is not None:
-        command += ["--conf", json.dumps(conf)]
-    subprocess.run(command, env=env, check=True, capture_output=True, timeout=300)
-
-
-def _finished(meta: str, run_id: str) -> str | None:
-    rows = _meta(meta, "SELECT state FROM dag_run WHERE run_id = %s", (run_id,))
-    return rows[0][0] if rows and rows[0][0] in ("success", "failed") else None
 
 
 def _tries(meta: str, run_id: str, task_id: str) -> list[tuple[Any, ...]]:
-    return _meta(meta, """SELECT map_index, try_number, state, pid FROM task_instance
+    return meta_rows(meta, """SELECT map_index, try_number, state, pid FROM task_instance
                           WHERE run_id = %s AND task_id = %s ORDER BY map_index""", (run_id, task_id))
 
 
@@ -110,12 +101,12 @@ def test_a_run_without_a_model_and_a_killed_last_try_are_recorded(
     def wait(condition: Any, what: str) -> Any:
         return wait_for(condition, what, procs, logs)
 
-    wait(lambda: _meta(meta, "SELECT count(*) FROM dag WHERE dag_id = 'model_evaluation'")[0][0] == 1,
+    wait(lambda: meta_rows(meta, "SELECT count(*) FROM dag WHERE dag_id = 'model_evaluation'")[0][0] == 1,
          "the DAG parsed")
 
     # 1. no model_name: refused at verify, without a retry, and recorded
-    _trigger(env, "no-model")
-    assert wait(lambda: _finished(meta, "no-model"), "no-model") == "failed", log_tails(logs)
+    trigger(env, "model_evaluation", "no-model")
+    assert wait(lambda: finished_state(meta, "no-model"), "no-model") == "failed", log_tails(logs)
     assert [t[:3] for t in _tries(meta, "no-model", "verify")] == [(-1, 1, "failed")]
     ((model_name, reason),) = fetch_all(ctx.db_url, """SELECT model_name, reason FROM
                                                         analytics.evaluation_refusals
@@ -130,7 +121,8 @@ def test_a_run_without_a_model_and_a_killed_last_try_are_recorded(
     # 2. SIGKILL to both tries of score, each while it downloads its partition
     killed: list[int] = []
     gate.hold("/datasets/")
-    _trigger(env, "sigkill", {"model_name": NAME, "model_version": "2", "dataset": dataset})
+    trigger(env, "model_evaluation", "sigkill",
+            {"model_name": NAME, "model_version": "2", "dataset": dataset})
     for attempt in (1, 2):
         wait(lambda n=attempt: len(gate.held_paths) >= n, f"score's download, try {attempt}")
         (pid,) = wait(lambda: _gate_clients(gate, killed), f"the process of try {attempt}")
@@ -138,7 +130,7 @@ def test_a_run_without_a_model_and_a_killed_last_try_are_recorded(
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
     gate.release()
-    assert wait(lambda: _finished(meta, "sigkill"), "sigkill") == "failed", log_tails(logs)
+    assert wait(lambda: finished_state(meta, "sigkill"), "sigkill") == "failed", log_tails(logs)
     assert [t[:3] for t in _tries(meta, "sigkill", "score")] == [(0, 2, "failed")]
 
     query = ("SELECT status, failure_reason FROM {} "

@@ -28,7 +28,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,16 @@ from urllib.parse import urlsplit
 import psutil
 import psycopg2
 import pytest
-from airflow_deployment import AIRFLOW, deployment_env, log_tails, metadata_database, running, wait_for
+from airflow_deployment import (
+    deployment_env,
+    finished_state,
+    log_tails,
+    meta_rows,
+    metadata_database,
+    running,
+    trigger,
+    wait_for,
+)
 
 from modelgate.cli import main
 from modelgate.config import Settings
@@ -129,26 +137,11 @@ def deployment(settings_env: Settings, demo_builds: dict[str, Any], tmp_path: Pa
             yield ctx, env, f"postgresql://{metadata}", procs, logs
 
 
-def _meta(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with psycopg2.connect(url) as conn, conn.cursor() as cur:
-        cur.execute(sql, args)
-        return list(cur.fetchall())
 
-
-def _trigger(env: dict[str, str], dag_id: str, run_id: str, conf: dict[str, Any] | None = None) -> None:
-    command = [*AIRFLOW, "dags", "trigger", dag_id, "--run-id", run_id]
-    if conf is not None:
-        command += ["--conf", json.dumps(conf)]
-    subprocess.run(command, env=env, check=True, capture_output=True, timeout=300)
-
-
-def _finished(meta: str, run_id: str) -> str | None:
-    rows = _meta(meta, "SELECT state FROM dag_run WHERE run_id = %s", (run_id,))
-    return rows[0][0] if rows and rows[0][0] in ("success", "failed") else None
 
 
 def _try(meta: str, run_id: str, task_id: str) -> tuple[Any, ...]:
-    rows = _meta(meta, """SELECT try_number, state FROM task_instance
+    rows = meta_rows(meta, """SELECT try_number, state FROM task_instance
                           WHERE run_id = %s AND task_id = %s ORDER BY map_index""", (run_id, task_id))
     assert len(rows) <= 1, rows
     return rows[0] if rows else (None, None)
@@ -177,42 +170,42 @@ def test_manual_runs_signals_and_kills_with_default_retries(
     def wait(condition: Any, what: str) -> Any:
         return wait_for(condition, what, procs, logs)
 
-    wait(lambda: _meta(meta, "SELECT count(*) FROM dag WHERE dag_id IN "
+    wait(lambda: meta_rows(meta, "SELECT count(*) FROM dag WHERE dag_id IN "
                              "('drift_monitoring', 'model_evaluation')")[0][0] == 2, "both DAGs parsed")
 
     # 1. manual triggers: no logical date, an interval_start, a bad interval_start
-    _trigger(env, "drift_monitoring", "manual-plain")
-    assert wait(lambda: _finished(meta, "manual-plain"), "manual-plain") == "success", log_tails(logs)
-    ((run_after,),) = _meta(meta, "SELECT run_after FROM dag_run WHERE run_id = 'manual-plain'")
+    trigger(env, "drift_monitoring", "manual-plain")
+    assert wait(lambda: finished_state(meta, "manual-plain"), "manual-plain") == "success", log_tails(logs)
+    ((run_after,),) = meta_rows(meta, "SELECT run_after FROM dag_run WHERE run_id = 'manual-plain'")
     yesterday = run_after.astimezone(UTC).date() - dt.timedelta(days=1)  # @daily, by hand
     assert _drift_run(ctx, yesterday) == (_start(yesterday) + dt.timedelta(days=1), "no_data", None, 0)
 
-    _trigger(env, "drift_monitoring", "manual-day", {"interval_start": DAYS[0].isoformat()})
-    assert wait(lambda: _finished(meta, "manual-day"), "manual-day") == "success", log_tails(logs)
+    trigger(env, "drift_monitoring", "manual-day", {"interval_start": DAYS[0].isoformat()})
+    assert wait(lambda: finished_state(meta, "manual-day"), "manual-day") == "success", log_tails(logs)
     assert _drift_run(ctx, DAYS[0]) == (_start(DAYS[1]), "ok", None, 500)
 
-    _trigger(env, "drift_monitoring", "manual-bad", {"interval_start": "2024-03-01T06:00:00"})
-    assert wait(lambda: _finished(meta, "manual-bad"), "manual-bad") == "failed"
+    trigger(env, "drift_monitoring", "manual-bad", {"interval_start": "2024-03-01T06:00:00"})
+    assert wait(lambda: finished_state(meta, "manual-bad"), "manual-bad") == "failed"
     assert _try(meta, "manual-bad", "plan")[1] == "failed"
     assert fetch_all(ctx.db_url, "SELECT count(*) FROM drift_run") == [(2,)]
 
     # 2. SIGTERM to the first try; the retry succeeds and so does the run
     killed: list[int] = []
     with TableLock(ctx.db_url, "scored_interval") as lock:
-        _trigger(env, "drift_monitoring", "sigterm", {"interval_start": DAYS[1].isoformat()})
+        trigger(env, "drift_monitoring", "sigterm", {"interval_start": DAYS[1].isoformat()})
         _kill_waiting(lock, signal.SIGTERM, killed, wait)
         assert _try(meta, "sigterm", "sample_and_score") == (1, "running")
-    assert wait(lambda: _finished(meta, "sigterm"), "sigterm") == "success", log_tails(logs)
+    assert wait(lambda: finished_state(meta, "sigterm"), "sigterm") == "success", log_tails(logs)
     assert _try(meta, "sigterm", "sample_and_score") == (2, "success")
     assert _drift_run(ctx, DAYS[1]) == (_start(DAYS[2]), "ok", None, 500)
 
     # 3. SIGKILL to both tries: the failure callback records the run failed
     with TableLock(ctx.db_url, "scored_interval") as lock:
-        _trigger(env, "drift_monitoring", "sigkill", {"interval_start": DAYS[2].isoformat()})
+        trigger(env, "drift_monitoring", "sigkill", {"interval_start": DAYS[2].isoformat()})
         _kill_waiting(lock, signal.SIGKILL, killed, wait)
         wait(lambda: _try(meta, "sigkill", "sample_and_score")[0] == 2, "the retry")
         _kill_waiting(lock, signal.SIGKILL, killed, wait)
-    assert wait(lambda: _finished(meta, "sigkill"), "sigkill") == "failed"
+    assert wait(lambda: finished_state(meta, "sigkill"), "sigkill") == "failed"
     assert _try(meta, "sigkill", "sample_and_score") == (2, "failed")
     end, status, reason, _ = wait(lambda: (r := _drift_run(ctx, DAYS[2])) and r[1] != "running" and r,
                                   "the failure callback")

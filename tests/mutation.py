@@ -13,6 +13,7 @@ and other tests may run in it meanwhile. Each mutant runs only its module's own 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,27 +21,131 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / ".modelgate" / "mutation"
 
-# The tests that exercise each core module; a mutant survives unless one of them fails.
+# The unit tests that exercise each core module (its doctests are added); a mutant survives
+# unless one of them fails. Only these folders: a pipeline test would start a database per run.
 TESTS: dict[str, tuple[str, ...]] = {
-    "drift/data_drift.py": ("tests/drift/test_drift_data_drift.py",
-                            "tests/drift/test_drift_threshold_rule.py"),
-    "drift/distances.py": ("tests/drift/test_drift_distances.py",),
-    "drift/reference.py": ("tests/drift/test_drift_reference.py",),
     "drift/adwin.py": ("tests/drift/test_drift_adwin.py",),
-    "drift/multivariate.py": ("tests/drift/test_drift_multivariate.py",),
     "drift/attribution.py": ("tests/drift/test_drift_attribution.py",),
-    "drift/error_stream.py": ("tests/drift/test_drift_adwin.py",),
-    "fairness/disaggregate.py": ("tests/fairness/test_fairness_disaggregate.py",),
-    "fairness/metrics.py": ("tests/fairness/test_fairness_metrics.py",),
-    "evaluation/metrics.py": ("tests/evaluation/test_eval_metrics.py",),
-    "evaluation/sufficient.py": ("tests/evaluation/test_eval_sufficient.py",),
-    "evaluation/gate.py": ("tests/evaluation/test_eval_gate.py",),
-    "evaluation/policy.py": ("tests/evaluation/test_eval_policy.py",),
-    "evaluation/multiclass.py": ("tests/evaluation/test_eval_multiclass.py",),
-    "evaluation/regression.py": ("tests/evaluation/test_eval_regression.py",),
-    "modelgate/intervals.py": ("tests/evaluation/test_eval_metrics.py",
-                               "tests/evaluation/test_eval_sufficient.py"),
-    "reports/explain.py": ("tests/reports/test_explain.py",),
+    "drift/data_drift.py": (
+        "tests/drift/test_drift_data_drift.py",
+        "tests/drift/test_drift_threshold_rule.py",
+        "tests/drift/test_drift_columns.py",
+        "tests/drift/test_drift_multivariate.py",
+    ),
+    "drift/distances.py": ("tests/drift/test_drift_distances.py",),
+    "drift/error_stream.py": ("tests/drift/test_error_stream.py",),
+    "drift/multivariate.py": ("tests/drift/test_drift_multivariate.py",),
+    "drift/performance_estimation.py": (
+        "tests/drift/test_performance_estimation.py",
+        "tests/drift/test_performance_estimation_sim.py",
+    ),
+    "drift/quality.py": ("tests/drift/test_quality.py",),
+    "drift/reference.py": (
+        "tests/drift/test_drift_reference.py",
+        "tests/drift/test_drift_columns.py",
+        "tests/drift/test_drift_data_drift.py",
+        "tests/drift/test_drift_threshold_rule.py",
+        "tests/drift/test_drift_multivariate.py",
+    ),
+    "drift/regression_estimation.py": (
+        "tests/drift/test_regression_estimation.py",
+        "tests/drift/test_nanny_estimation.py",
+        "tests/drift/test_performance_estimation_sim.py",
+    ),
+    "fairness/disaggregate.py": (
+        "tests/fairness/test_fairness_disaggregate.py",
+        "tests/fairness/test_fairness_counts.py",
+        "tests/evaluation/test_eval_gate.py",
+        "tests/evaluation/test_eval_sufficient.py",
+    ),
+    "fairness/group_scores.py": ("tests/fairness/test_fairness_counts.py",),
+    "fairness/metrics.py": (
+        "tests/fairness/test_fairness_metrics.py",
+        "tests/fairness/test_fairness_counts.py",
+        "tests/evaluation/test_eval_sufficient.py",
+        "tests/test_interval_coverage.py",
+    ),
+    "fairness/multiclass.py": (
+        "tests/fairness/test_fairness_tasks.py",
+        "tests/evaluation/test_eval_policy_tasks.py",
+    ),
+    "fairness/regression.py": (
+        "tests/fairness/test_fairness_tasks.py",
+        "tests/evaluation/test_eval_policy_tasks.py",
+        "tests/test_interval_coverage.py",
+    ),
+    "evaluation/bootstrap_cells.py": (
+        "tests/evaluation/test_bca_cells.py",
+        "tests/evaluation/test_eval_sufficient.py",
+        "tests/evaluation/test_per_metric_intervals.py",
+        "tests/evaluation/test_eval_binary_intervals.py",
+    ),
+    "evaluation/gate.py": (
+        "tests/evaluation/test_eval_gate.py",
+        "tests/evaluation/test_eval_policy_tasks.py",
+    ),
+    "evaluation/labels.py": ("tests/evaluation/test_labels.py",),
+    "evaluation/metric_intervals.py": (
+        "tests/evaluation/test_per_metric_intervals.py",
+        "tests/evaluation/test_eval_sufficient.py",
+        "tests/evaluation/test_eval_binary_intervals.py",
+    ),
+    "evaluation/metrics.py": (
+        "tests/evaluation/test_eval_metrics.py",
+        "tests/evaluation/test_eval_binary_intervals.py",
+        "tests/evaluation/test_eval_sufficient.py",
+        "tests/evaluation/test_eval_gate.py",
+    ),
+    "evaluation/multiclass.py": (
+        "tests/evaluation/test_eval_multiclass.py",
+        "tests/evaluation/test_multiclass_many_classes.py",
+        "tests/evaluation/test_eval_compare_tasks.py",
+        "tests/evaluation/test_eval_policy_tasks.py",
+        "tests/test_interval_coverage.py",
+    ),
+    "evaluation/policy.py": (
+        "tests/evaluation/test_eval_policy.py",
+        "tests/evaluation/test_eval_policy_diff.py",
+        "tests/evaluation/test_eval_gate.py",
+        "tests/evaluation/test_eval_policy_tasks.py",
+    ),
+    "evaluation/policy_diff.py": ("tests/evaluation/test_eval_policy_diff.py",),
+    "evaluation/policy_text.py": ("tests/evaluation/test_eval_policy_diff.py",),
+    "evaluation/regression.py": (
+        "tests/evaluation/test_eval_regression.py",
+        "tests/evaluation/test_eval_compare_tasks.py",
+        "tests/evaluation/test_eval_policy_tasks.py",
+        "tests/test_interval_coverage.py",
+    ),
+    "evaluation/sufficient.py": (
+        "tests/evaluation/test_eval_sufficient.py",
+        "tests/evaluation/test_bca_cells.py",
+        "tests/evaluation/test_eval_binary_intervals.py",
+        "tests/evaluation/test_per_metric_intervals.py",
+    ),
+    "modelgate/intervals.py": (
+        "tests/test_intervals.py",
+        "tests/evaluation/test_bca_cells.py",
+        "tests/evaluation/test_per_metric_intervals.py",
+    ),
+    "reports/explain.py": (
+        "tests/reports/test_explain.py",
+        "tests/reports/test_explain_exact_and_errors.py",
+        "tests/reports/test_explain_tasks.py",
+    ),
+    "reports/explain_estimators.py": (
+        "tests/reports/test_explain.py",
+        "tests/reports/test_explain_exact_and_errors.py",
+    ),
+    "reports/explain_masking.py": (
+        "tests/reports/test_explain.py",
+        "tests/reports/test_explain_exact_and_errors.py",
+    ),
+    "reports/explain_rows.py": (
+        "tests/reports/test_explain.py",
+        "tests/reports/test_explain_exact_and_errors.py",
+        "tests/reports/test_explain_tasks.py",
+    ),
 }
 # A mutant that makes the tests loop is killed after this many seconds.
 TIMEOUT_S = 120
@@ -89,10 +194,20 @@ def stage(tree: Path) -> None:
                         dirs_exist_ok=True)
     shutil.copytree(ROOT / "tests", tree / "tests", ignore=skip)
     shutil.copy2(ROOT / "pyproject.toml", tree / "pyproject.toml")
+    if (ROOT / ".venv-moto").exists():  # the S3 server of the tests that run a pipeline
+        (tree / ".venv-moto").symlink_to(ROOT / ".venv-moto")
 
 
-def config(module: str) -> str:
+def pytest_args(module: str) -> list[str]:
+    """The pytest arguments of ``module``'s whole test set: its tests and its doctests."""
+    # e2e-marked tests (large coverage simulations) are left out: the fast tier decides
+    return ["-p", "no:xdist", "-x", "-q", "-m", "not e2e", *TESTS[module], staged_path(module)]
+
+
+def config(module: str, test_command: str | None = None) -> str:
     """The cosmic-ray session configuration (TOML) for ``module``, run from the staged copy.
+
+    ``test_command`` defaults to the whole test set in a fresh pytest.
 
     Examples
     --------
@@ -100,14 +215,15 @@ def config(module: str) -> str:
     module-path = "site/modelgate/drift/distances.py"
     """
     target = staged_path(module)
-    tests = " ".join((*TESTS[module], target))
+    if test_command is None:
+        test_command = " ".join([sys.executable, "-m", "pytest", *pytest_args(module)])
     excluded = ", ".join(f'"{op}"' for op in EXCLUDED_OPERATORS)
     return (
         "[cosmic-ray]\n"
         f'module-path = "{target}"\n'
         f"timeout = {TIMEOUT_S}\n"
         "excluded-modules = []\n"
-        f'test-command = "{sys.executable} -m pytest -p no:xdist -x -q {tests}"\n'
+        f'test-command = "{test_command}"\n'
         "\n[cosmic-ray.distributor]\n"
         'name = "local"\n'
         "\n[cosmic-ray.filters.operators-filter]\n"
@@ -115,9 +231,24 @@ def config(module: str) -> str:
     )
 
 
-def main(module: str) -> int:
-    import os
+def fast_spec(module: str, tree: Path, stem: str) -> dict[str, object]:
+    """Write what ``mutation_fast.py --mutant`` needs (paths, the whole set's arguments)."""
+    import json
+    import shutil
 
+    target = tree / staged_path(module)
+    original = OUT / f"{stem}.original.py"
+    shutil.copy2(target, original)
+    spec = {"target": str(target), "original": str(original),
+            "lines": str(OUT / f"{stem}.lines.json"),
+            # a short path: AF_UNIX socket paths are limited to about 100 bytes
+            "socket": f"/tmp/modelgate-mutation-{os.getuid()}-{stem}.sock",
+            "args": pytest_args(module)}
+    (OUT / f"{stem}.spec.json").write_text(json.dumps(spec))
+    return spec
+
+
+def main(module: str) -> int:
     if module not in TESTS:
         print(f"MODULE must be one of {sorted(TESTS)}, got {module!r}", file=sys.stderr)
         return 2
@@ -125,16 +256,34 @@ def main(module: str) -> int:
     tree = OUT / f"{stem}.tree"
     stage(tree)
     cfg, session = OUT / f"{stem}.toml", OUT / f"{stem}.sqlite"
-    cfg.write_text(config(module))
     session.unlink(missing_ok=True)
-    # the staged packages come before the editable install's finder
-    env = {**os.environ, "PYTHONPATH": str(tree / "site")}
-    bindir = Path(sys.executable).parent
-    for step in (["cosmic-ray", "init", cfg, session], ["cr-filter-operators", session, cfg],
-                 ["cosmic-ray", "baseline", cfg], ["cosmic-ray", "exec", cfg, session]):
-        if subprocess.run([str(bindir / str(step[0])), *map(str, step[1:])], cwd=tree, env=env).returncode:
-            print(f"failed: {' '.join(map(str, step))}", file=sys.stderr)
+    # the staged packages come before the editable install's finder; no bytecode, so a
+    # mutant of the same size written in the same second is never read from a stale .pyc
+    env = {**os.environ, "PYTHONPATH": str(tree / "site"), "PYTHONDONTWRITEBYTECODE": "1"}
+    spec = fast_spec(module, tree, stem)
+    fast = Path(__file__).with_name("mutation_fast.py")
+    print(f"recording which tests execute each line of {module}", flush=True)
+    with open(OUT / f"{stem}.record.log", "w") as log:
+        if subprocess.run([sys.executable, str(fast), "--record", spec["target"], spec["lines"],
+                           *spec["args"]], cwd=tree, env=env, stdout=log, stderr=log).returncode:
+            print(f"the tests fail on the unmutated module: see {log.name}", file=sys.stderr)
             return 1
+    cfg.write_text(config(module, f"{sys.executable} {fast} --mutant {OUT / f'{stem}.spec.json'}"))
+    server = subprocess.Popen([sys.executable, str(fast), "--serve", spec["socket"],
+                               str(OUT / f"{stem}.last-run.log")], cwd=tree, env=env,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        bindir = Path(sys.executable).parent
+        for step in (["cosmic-ray", "init", cfg, session], ["cr-filter-operators", session, cfg],
+                     ["cosmic-ray", "baseline", cfg], ["cosmic-ray", "exec", cfg, session]):
+            if subprocess.run([str(bindir / str(step[0])), *map(str, step[1:])], cwd=tree,
+                              env=env).returncode:
+                print(f"failed: {' '.join(map(str, step))}", file=sys.stderr)
+                return 1
+    finally:
+        server.kill()
+        server.wait()
     report = subprocess.run(
         [str(bindir / "cr-report"), "--surviving-only", "--show-diff", str(session)],
         capture_output=True, text=True, check=True)
@@ -178,7 +327,6 @@ def retest(module: str) -> int:
     writes them to ``.modelgate/mutation/<module>.retest.txt``; returns 1 if any survives.
     """
     import json
-    import os
 
     stem = module.replace("/", "__").removesuffix(".py")
     # its own copy: a session of the same module may still be running in <module>.tree

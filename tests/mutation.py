@@ -248,7 +248,9 @@ def fast_spec(module: str, tree: Path, stem: str) -> dict[str, object]:
     return spec
 
 
-def main(module: str) -> int:
+def main(module: str, resume: bool = False) -> int:
+    """Run a session of ``module``; with ``resume``, only the mutants its session left pending
+    (an interrupted run), staged anew against the current tests."""
     if module not in TESTS:
         print(f"MODULE must be one of {sorted(TESTS)}, got {module!r}", file=sys.stderr)
         return 2
@@ -256,7 +258,9 @@ def main(module: str) -> int:
     tree = OUT / f"{stem}.tree"
     stage(tree)
     cfg, session = OUT / f"{stem}.toml", OUT / f"{stem}.sqlite"
-    session.unlink(missing_ok=True)
+    if not (resume and session.exists()):
+        resume = False
+        session.unlink(missing_ok=True)
     # the staged packages come before the editable install's finder; no bytecode, so a
     # mutant of the same size written in the same second is never read from a stale .pyc
     env = {**os.environ, "PYTHONPATH": str(tree / "site"), "PYTHONDONTWRITEBYTECODE": "1"}
@@ -269,14 +273,18 @@ def main(module: str) -> int:
             print(f"the tests fail on the unmutated module: see {log.name}", file=sys.stderr)
             return 1
     cfg.write_text(config(module, f"{sys.executable} {fast} --mutant {OUT / f'{stem}.spec.json'}"))
+    # the server may write bytecode (it deletes the mutated module's own before each run)
+    server_env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    module_name = staged_path(module).removeprefix("site/").removesuffix(".py").replace("/", ".")
     server = subprocess.Popen([sys.executable, str(fast), "--serve", spec["socket"],
-                               str(OUT / f"{stem}.last-run.log")], cwd=tree, env=env,
-                              stdout=subprocess.PIPE, text=True)
+                               str(OUT / f"{stem}.last-run.log"), spec["target"], module_name],
+                              cwd=tree, env=server_env, stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None and server.stdout.readline().strip() == "ready"
         bindir = Path(sys.executable).parent
-        for step in (["cosmic-ray", "init", cfg, session], ["cr-filter-operators", session, cfg],
-                     ["cosmic-ray", "baseline", cfg], ["cosmic-ray", "exec", cfg, session]):
+        steps = [["cosmic-ray", "init", cfg, session], ["cr-filter-operators", session, cfg],
+                 ["cosmic-ray", "baseline", cfg], ["cosmic-ray", "exec", cfg, session]]
+        for step in steps[3:] if resume else steps:
             if subprocess.run([str(bindir / str(step[0])), *map(str, step[1:])], cwd=tree,
                               env=env).returncode:
                 print(f"failed: {' '.join(map(str, step))}", file=sys.stderr)
@@ -359,4 +367,6 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     if args[:1] == ["--retest"]:
         sys.exit(retest(args[1] if len(args) > 1 else "drift/data_drift.py"))
+    if args[:1] == ["--resume"]:
+        sys.exit(main(args[1], resume=True))
     sys.exit(main(args[0] if args else "drift/data_drift.py"))

@@ -8,9 +8,10 @@ that only a few tests execute.  Three pieces cut that without changing any verdi
 * ``--record``: one pytest run of the module's tests under coverage.py, with a dynamic context
   per test, writes which tests execute each line of the module (``<stem>.lines.json``).  Lines
   run while importing or collecting (context ``""``) are marked as needing every test.
-* ``--serve``: a server that imports the heavy third-party libraries once, then forks a child
-  per request that runs ``pytest.main`` in the staged tree.  The module under test is never
-  imported in the server, so each child imports the mutated file from disk.
+* ``--serve``: a server that imports the heavy libraries and pytest's plugins once, then forks
+  a child per request that runs ``pytest.main`` in the staged tree.  The module under test is
+  never imported in the server and its bytecode is deleted before each run, so each child
+  compiles the mutated file from disk.
 * ``--mutant``: the test command cosmic-ray runs per mutant.  It diffs the staged file against
   its pristine copy, maps each changed line to its statement and that statement to the tests
   that execute it, and asks the server to run those.  If they all pass, it runs the module's
@@ -70,16 +71,41 @@ class _Select:
         items[:] = chosen
 
 
-def serve(sock_path: str, log_path: str) -> None:
-    """Answer ``{"args": [...], "keep": [...] | null}`` requests with pytest's exit code."""
-    import importlib
+# modelgate modules tests/conftest.py imports; loaded in the server unless they pull in the
+# module under test
+WARM_OWN_MODULES = ("modelgate.config", "modelgate.store.db")
 
-    sys.dont_write_bytecode = True  # the mutated file must be read from source each time
-    for name in WARM_MODULES:
+
+def _warm(target_module: str) -> None:
+    """Import the libraries, pytest's plugins and the safe modelgate modules once."""
+    import importlib
+    from importlib.metadata import entry_points
+
+    names = [*WARM_MODULES, *(e.value.split(":")[0] for e in entry_points(group="pytest11"))]
+    for name in names:
         with contextlib.suppress(Exception):  # a library missing only costs time
             importlib.import_module(name)
-    assert not any(m == "modelgate" or m.startswith("modelgate.") for m in sys.modules), \
-        "the server must not import modelgate: children import the mutated file"
+    before = set(sys.modules)
+    for name in WARM_OWN_MODULES:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+    if target_module in sys.modules:  # it must be imported, mutated, by each child: undo
+        for name in set(sys.modules) - before:
+            del sys.modules[name]
+    assert target_module not in sys.modules, "children must import the mutated module"
+
+
+def serve(sock_path: str, log_path: str, target: str, target_module: str) -> None:
+    """Answer ``{"args": [...], "keep": [...] | null}`` requests with pytest's exit code.
+
+    Bytecode is written as usual (pytest's rewritten test modules are then compiled once),
+    except for the module under test: each child deletes its cached bytecode first, since
+    a mutant of the same size written in the same second would match a stale ``.pyc``.
+    """
+    import importlib.util
+
+    stale = importlib.util.cache_from_source(target)
+    _warm(target_module)
     Path(sock_path).unlink(missing_ok=True)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(sock_path)
@@ -100,6 +126,8 @@ def serve(sock_path: str, log_path: str) -> None:
                 fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
                 os.dup2(fd, 1)
                 os.dup2(fd, 2)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(stale)
                 import pytest
 
                 try:
@@ -254,7 +282,7 @@ def record(target: str, out_path: str, args: list[str]) -> int:
 if __name__ == "__main__":
     argv = sys.argv[1:]
     if argv[:1] == ["--serve"]:
-        serve(argv[1], argv[2])
+        serve(argv[1], argv[2], argv[3], argv[4])
     elif argv[:1] == ["--mutant"]:
         sys.exit(run_mutant(argv[1]))
     elif argv[:1] == ["--record"]:

@@ -151,3 +151,21 @@ def test_a_confident_model_at_n200_is_covered_in_93_to_97_percent() -> None:
     for name in ("roc_auc", "accuracy"):
         assert 0.93 - noise <= rates[name] <= 0.97 + noise, rates
     assert rates["log_loss"] >= 0.90, rates
+
+
+def test_a_perfect_separation_with_fewer_negatives_bounds_by_the_negatives() -> None:
+    y = np.array([0] * 9 + [1] * 25)
+    s = np.r_[np.linspace(0.01, 0.4, 9), np.linspace(0.6, 0.99, 25)]
+    auc = performance_from_statistics(collect(y, s, threshold=0.5),
+                                      n_bootstrap=50).candidate.by_name()["roc_auc"]
+    assert auc.value == 1.0 and auc.ci_upper == 1.0
+    assert auc.ci_lower == pytest.approx(0.025 ** (1 / 9), abs=1e-12)  # 9 disjoint pairs at most
+
+
+def test_a_metric_name_built_at_run_time_gets_its_method() -> None:
+    from modelgate.evaluation.metric_intervals import per_metric_interval
+
+    name = "".join(["roc", "_", "auc"])  # equal to "roc_auc" but not the same object
+    none = {name: np.array([0.9])}
+    got = per_metric_interval(name, 1.0, none, none, 30, 34, 25, 0.0, 0.95)
+    assert got == pytest.approx((0.025 ** (1 / 9), 1.0), abs=1e-12)

@@ -14,6 +14,7 @@ and other tests may run in it meanwhile. Each mutant runs only its module's own 
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -216,7 +217,7 @@ def config(module: str, test_command: str | None = None) -> str:
     """
     target = staged_path(module)
     if test_command is None:
-        test_command = " ".join([sys.executable, "-m", "pytest", *pytest_args(module)])
+        test_command = shlex.join([sys.executable, "-m", "pytest", *pytest_args(module)])
     excluded = ", ".join(f'"{op}"' for op in EXCLUDED_OPERATORS)
     return (
         "[cosmic-ray]\n"

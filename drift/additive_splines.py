@@ -140,6 +140,11 @@ class SplineTerm:
     d_high: NDArray[np.float64]
     missing_row: NDArray[np.float64]
 
+    @property
+    def inverse_width(self) -> NDArray[np.float64]:
+        """1 / the width of each span."""
+        return 1.0 / np.diff(self.breaks)
+
     def _locate(self, v: NDArray[np.float64]) -> tuple[NDArray[Any], NDArray[np.float64],
                                                        NDArray[np.float64], NDArray[np.float64]]:
         """Span, position in the span, and distances below ``low`` / above ``high``."""
@@ -151,8 +156,8 @@ class SplineTerm:
                 span += (clipped >= knot).view(np.int8)
         else:
             span = np.searchsorted(inner, clipped, side="right")
-        width = np.diff(self.breaks)
-        pos = (clipped - self.breaks[span]) / width[span]
+        span = span.astype(np.intp)  # once, not in each look-up below
+        pos = (clipped - self.breaks[span]) * self.inverse_width[span]
         return span, pos, np.minimum(v - self.low, 0.0), np.maximum(v - self.high, 0.0)
 
     def values(self, x: NDArray[np.float64]) -> NDArray[np.float64]:

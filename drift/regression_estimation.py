@@ -352,7 +352,11 @@ def _design(features: pd.DataFrame, pred: NDArray[np.float64], names: tuple[str,
                 raise ValueError(f"numeric feature {f!r} holds non-numeric values: {exc}") from None
             cols.append(np.where(np.isfinite(values), values, np.nan))
     cols.append(pred)
-    return np.column_stack(cols) if cols else np.zeros((pred.size, 0))
+    # column-major: the spline model reads one column at a time
+    out = np.empty((pred.size, len(cols)), order="F")
+    for j, col in enumerate(cols):
+        out[:, j] = col
+    return out
 
 
 def _category_codes(col: pd.Series, categories: tuple[str, ...]) -> NDArray[np.float64]:
@@ -490,12 +494,15 @@ def fit_nanny_model(features: pd.DataFrame, predictions: ArrayLike, targets: Arr
                            int(pred.size), int(n_hold), low, high)
 
 
-def _outside(model: NannyErrorModel, features: pd.DataFrame, pred: NDArray[np.float64]) -> int:
+def _outside(model: NannyErrorModel, x: NDArray[np.float64]) -> int:
+    """Rows of the design ``x`` with the prediction (last column) or a numeric feature outside
+    the reference's range."""
+    pred = x[:, -1]
     out = (pred < model.low[""]) | (pred > model.high[""])
-    for f, lo in model.low.items():
-        if f:
-            v = pd.to_numeric(features[f], errors="coerce").to_numpy(np.float64, na_value=np.nan)
-            out |= (v < lo) | (v > model.high[f])
+    for j, f in enumerate(model.features):
+        if f in model.low:
+            v = x[:, j]
+            out |= (v < model.low[f]) | (v > model.high[f])
     return int(np.count_nonzero(out))
 
 
@@ -529,6 +536,6 @@ def _estimate_nanny(model: NannyErrorModel, predictions: ArrayLike, features: pd
                        + max(float(fit_var[1]), model.sq_model_var))
     rmse = math.sqrt(mse)
     rmse_se = mse_se / (2.0 * rmse) if rmse > 0 else 0.0
-    return RegressionEstimate(n, confidence, _outside(model, features, pred),
+    return RegressionEstimate(n, confidence, _outside(model, x),
                               mae, mae_se, max(0.0, mae - z * mae_se), mae + z * mae_se,
                               rmse, rmse_se, max(0.0, rmse - z * rmse_se), rmse + z * rmse_se)

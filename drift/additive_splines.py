@@ -145,20 +145,25 @@ class SplineTerm:
         """1 / the width of each span."""
         return 1.0 / np.diff(self.breaks)
 
-    def _locate(self, v: NDArray[np.float64]) -> tuple[NDArray[Any], NDArray[np.float64],
-                                                       NDArray[np.float64], NDArray[np.float64]]:
-        """Span, position in the span, and distances below ``low`` / above ``high``."""
+    def _span(self, v: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+        """Each value's span and its offset from the span's start (values clipped to the range)."""
         clipped = np.clip(v, self.low, self.high)
         inner = self.breaks[1:-1]
         if inner.size < 127:  # few knots: counting those passed (bytes) beats a binary search
-            span: NDArray[Any] = np.zeros(v.size, dtype=np.int8)
+            count: NDArray[Any] = np.zeros(v.size, dtype=np.int8)
             for knot in inner:
-                span += (clipped >= knot).view(np.int8)
+                count += (clipped >= knot).view(np.int8)
+            span = count.astype(np.intp)
         else:
             span = np.searchsorted(inner, clipped, side="right")
-        span = span.astype(np.intp)  # once, not in each look-up below
-        pos = (clipped - self.breaks[span]) * self.inverse_width[span]
-        return span, pos, np.minimum(v - self.low, 0.0), np.maximum(v - self.high, 0.0)
+        return span, clipped - self.breaks[span]
+
+    def _locate(self, v: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.float64],
+                                                       NDArray[np.float64], NDArray[np.float64]]:
+        """Span, position in the span (0 to 1), and distances below ``low`` / above ``high``."""
+        span, offset = self._span(v)
+        return (span, offset * self.inverse_width[span], np.minimum(v - self.low, 0.0),
+                np.maximum(v - self.high, 0.0))
 
     def values(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """``f_j`` of every output at each value of ``x`` (NaN: missing), shape (n, outputs)."""
@@ -198,17 +203,22 @@ class SplineTerm:
             n_other = x.size - int(np.count_nonzero(known))
             total[:self.size] = np.bincount(codes[known], minlength=self.size)
         elif self.kind == "spline":
-            span, pos, below, above = self._locate(x[ok] if n_other else x)
+            v = x[ok] if n_other else x
+            span, offset = self._span(v)
             spans = self.poly.shape[0]
-            power = np.ones_like(pos)
+            # sums of offset ** d per span, scaled to the position (offset / width) ** d after
+            power = offset
             moments: list[NDArray[Any]] = [np.bincount(span, minlength=spans).astype(np.float64)]
             for _ in range(_DEGREE):
-                power = power * pos
                 moments.append(np.bincount(span, weights=power, minlength=spans))
-            contrib = np.einsum("sd,srd->sr", np.column_stack(moments), self.poly)
+                power = power * offset
+            scale = self.inverse_width[:, None] ** np.arange(_DEGREE + 1)
+            contrib = np.einsum("sd,srd->sr", np.column_stack(moments) * scale, self.poly)
             for r in range(_DEGREE + 1):
                 total[r:r + spans] += contrib[:, r]
-            total[:self.size] += below.sum() * self.d_low + above.sum() * self.d_high
+            below, above = v[v < self.low], v[v > self.high]  # few rows: no full-length arrays
+            total[:self.size] += ((below - self.low).sum() * self.d_low
+                                  + (above - self.high).sum() * self.d_high)
         return total + n_other * self.missing_row
 
 

@@ -2,7 +2,9 @@
 
 The nanny error model (:mod:`modelgate.drift.regression_estimation`) predicts each row's expected
 ``|e|`` and ``e ** 2`` once per monitored interval; a tree ensemble costs tens of milliseconds per
-5,000 rows there, this a knot search and four basis values per row and column.
+5,000 rows there, this a span look-up and a cubic per row and column; and the mean over an
+interval's rows, which is what the estimate needs, comes from per-span sums without per-row
+predictions.
 
 Model
 -----
@@ -30,8 +32,8 @@ The fitted mean over a set of rows, ``mean_i B(x_i) beta_hat``, differs from the
 mean by the fitting noise ``Bbar (beta_hat - beta)``, shared by every set of rows predicted with
 the same fit. Its variance is ``Bbar Sigma Bbar'`` with the sandwich (heteroscedasticity-robust,
 HC1) covariance ``Sigma = G^-1 (B' diag(r ** 2) B) G^-1 n / (n - p)``, ``G = B'B + ridge n I``,
-``r`` the fitted rows' residuals; :meth:`AdditiveSplineRegressor.predict_mean` returns it beside
-the predictions. It is largest where the fitted rows are few: an interval shifted into the tails.
+``r`` the fitted rows' residuals; :meth:`AdditiveSplineRegressor.mean` returns it beside the
+mean. It is largest where the fitted rows are few: an interval shifted into the tails.
 
 Stored form
 -----------

@@ -17,8 +17,10 @@ ignores ``x2``, so its error is ``0.5 x2 + (0.3 + 0.5 |x1|) eps``). Reference: 5
 * ``shift x1``: ``x1 ~ N(mu, sd)`` per chunk, ``x2 ~ N(0, 1)``: the shift moves the predictions
   and the error with them;
 * ``shift x1 and x2``: ``x2`` shifted too (``N(mu2, sd2)`` likewise): part of the error change
-  is invisible in the prediction; both nanny models (ours: scikit-learn's histogram gradient
-  boosting; DLE: LightGBM) see ``x1``, ``x2`` and the prediction.
+  is invisible in the prediction; both nanny models (ours: additive cubic splines with linear
+  tails, :mod:`modelgate.drift.additive_splines`; DLE: LightGBM) see ``x1``, ``x2`` and the
+  prediction. Ours is also run with its former nanny (scikit-learn's histogram gradient boosting,
+  ``fit_nanny_model(kind="trees")``) for comparison.
 
 Both tools estimate every chunk without its labels; NannyML runs in its own virtualenv (it pins
 pandas < 3) with ``chunk_size`` equal to the chunk size and is fitted on the same reference.
@@ -172,16 +174,17 @@ def ours(ref_path: Path, cur_path: Path, chunk_rows: int, repeats: int) -> dict[
                        for r in results]}
 
 
-def ours_regression(ref_path: Path, cur_path: Path, chunk_rows: int,
-                    repeats: int) -> dict[str, Any]:
-    """Our regression estimate per chunk: the nanny error model on ``x1``, ``x2`` and the prediction."""
+def ours_regression(ref_path: Path, cur_path: Path, chunk_rows: int, repeats: int,
+                    kind: str = "spline") -> dict[str, Any]:
+    """Our regression estimate per chunk: the nanny error model on ``x1``, ``x2`` and the
+    prediction (``kind``: the additive spline model, or the former gradient-boosted trees)."""
     import pandas as pd
     from modelgate.drift.regression_estimation import estimate_regression, fit_nanny_model
 
     ref, cur = pd.read_parquet(ref_path), pd.read_parquet(cur_path)
     model, fit_wall, fit_cpu = timed(lambda: fit_nanny_model(
         ref[list(REG_FEATURES)], ref["y_pred"].to_numpy(np.float64),
-        ref["y_true"].to_numpy(np.float64)))
+        ref["y_true"].to_numpy(np.float64), kind=kind))
 
     def estimate(chunk: pd.DataFrame) -> dict[str, dict[str, Any]]:
         r = estimate_regression(model, chunk["y_pred"].to_numpy(np.float64),
@@ -263,7 +266,7 @@ def timing_rows(label: str, mine: dict[str, Any], theirs: dict[str, Any]) -> lis
         f"| {label} | NannyML | {_ms(theirs['times'], 0):.1f} | {_ms(theirs['times'], 1):.1f} | "
         f"{1e3 * one[0] / n:.1f} / {1e3 * one[1] / n:.1f} | {theirs['fit'][0]:.3f} / "
         f"{theirs['fit'][1]:.3f} |",
-        f"| {label} | NannyML / modelgate | {ratio_wall:.0f}x | {ratio_cpu:.0f}x | | |"]
+        f"| {label} | NannyML / modelgate | {ratio_wall:.1f}x | {ratio_cpu:.1f}x | | |"]
 
 
 def quality_rows(label: str, metrics: tuple[str, ...], mine: dict[str, Any],
@@ -328,6 +331,7 @@ def main() -> None:
     reg_ref, reg_curs = generate_regression(args.chunks, args.chunk_rows)
     mine = ours(ref_path, cur_path, args.chunk_rows, args.repeats)
     mine_reg = [ours_regression(reg_ref, p, args.chunk_rows, args.repeats) for p in reg_curs]
+    trees = [ours_regression(reg_ref, p, args.chunk_rows, args.repeats, "trees") for p in reg_curs]
     result = OUT / "estimation_nannyml.json"
     subprocess.run([str(NANNYML), str(Path(__file__).resolve()), "--worker", "nannyml",
                     "--ref", str(ref_path), "--cur", str(cur_path), "--reg-ref", str(reg_ref),
@@ -358,12 +362,15 @@ def main() -> None:
           "| ours: width | DLE: abs err | DLE: corr | DLE: covered | DLE: width |\n"
           "|---|---|---|---|---|---|---|---|---|---|---|")
     reg_ref_pred, notes = pd.read_parquet(reg_ref)["y_pred"].to_numpy(), []
-    for label, path, m_reg, t_reg in zip(SCENARIOS, reg_curs, mine_reg, theirs["dle"], strict=True):
+    for label, path, m_reg, tr_reg, t_reg in zip(SCENARIOS, reg_curs, mine_reg, trees, theirs["dle"],
+                                                 strict=True):
         frame = pd.read_parquet(path)
         truth_reg = [realised_regression(frame["y_true"].to_numpy()[i:i + rows],
                                          frame["y_pred"].to_numpy()[i:i + rows])
                      for i in range(0, len(frame), rows)]
         print("\n".join(quality_rows(label, REG_METRICS, m_reg, t_reg, truth_reg)))
+        print("\n".join(quality_rows(f"{label}, ours: former trees", REG_METRICS, tr_reg, t_reg,
+                                     truth_reg)))
         notes.append(end_bin_note(label, reg_ref_pred, frame, m_reg, truth_reg, rows))
     print("\n" + "\n".join(notes))
     print("\nTimes per chunk: median over chunks of the best of the passes, ms (wall | CPU); "
@@ -372,8 +379,9 @@ def main() -> None:
     print("| estimator | tool | per chunk wall ms | per chunk CPU ms | one call per chunk ms "
           "| fit s |\n|---|---|---|---|---|---|")
     print("\n".join(timing_rows("CBPE, binary", mine, cbpe)))
-    for label, m_reg, t_reg in zip(SCENARIOS, mine_reg, theirs["dle"], strict=True):
+    for label, m_reg, tr_reg, t_reg in zip(SCENARIOS, mine_reg, trees, theirs["dle"], strict=True):
         print("\n".join(timing_rows(f"DLE, {label}", m_reg, t_reg)))
+        print("\n".join(timing_rows(f"DLE, {label}, ours: former trees", tr_reg, t_reg)))
 
 
 if __name__ == "__main__":

@@ -2,18 +2,24 @@
 
 NannyML's DLE [1]_ fits a second ("nanny") model on the labelled reference that predicts each
 row's absolute and squared error from the features and the prediction, then averages its
-predictions over an interval. :func:`fit_nanny_model` does that with scikit-learn's
-``HistGradientBoostingRegressor`` (categorical features split natively; NannyML fits LightGBM):
-one regressor for ``|e|`` and one for ``e ** 2`` (``e = y - prediction``) on [features,
-prediction], fitted on a random 75 % of the reference; the other 25 % is held back to measure the
-nanny's own error. An interval's estimates are
+predictions over an interval. :func:`fit_nanny_model` does that with an additive spline model
+(:mod:`modelgate.drift.additive_splines`: per column a cubic spline with linear tails, or a value
+per category, summed; NannyML fits LightGBM) of ``|e|`` and ``e ** 2`` (``e = y - prediction``)
+on [features, prediction]. It is first fitted on a random 75 % of the reference, the other 25 %
+held back to measure the nanny's own error, then refitted on every row (cheap). An interval's
+estimates are
 
     MAE  = mean over its rows of the predicted |e|
     RMSE = sqrt(mean over its rows of the predicted e ** 2)
 
 so they follow a shift in any feature the errors depend on, including one the model ignores.
-Trees cannot extrapolate: rows beyond the reference's range take the error of its edge, and are
-counted (``n_outside_reference``: prediction or a numeric feature outside the reference's range).
+The mean is exact and needs no per-row prediction (the model is linear in its coefficients: the
+interval's mean basis row times them), which keeps a 1M-row interval cheap. Beyond the
+reference's range each spline continues along a line from its edge (trees stay flat there); such rows
+are counted (``n_outside_reference``: prediction or a numeric feature outside the reference's
+range). ``kind="trees"`` fits the former nanny, two scikit-learn ``HistGradientBoostingRegressor``
+(tens of milliseconds per 5,000 rows against under 3 ms); references stored with it still load
+and estimate.
 
 The older :func:`fit_error_model` (a histogram of the reference's errors over 20 quantile bins of
 the PREDICTION only, numpy only) is kept because estimation references pickled before the nanny
@@ -25,17 +31,19 @@ Intervals (estimated)
 Nanny model: the realised MAE of an interval differs from the estimate by (a) the rows' own luck,
 ``(1/n) sum(|e_i| - E[|e_i| | x_i])``, independent across rows with variance
 ``sum var(|e| | x_i) / n ** 2`` where ``var(|e| | x) = E[e ** 2 | x] - E[|e| | x] ** 2`` comes from
-the two nanny models themselves, and (b) the nanny's systematic error averaged over the interval,
-which does not shrink with ``n``. (b) is measured on the held-back rows: for each column (every
-feature, the prediction and the predicted loss) the size-weighted mean over its decile groups of
-(the group's mean residual squared less that mean's sampling variance), and the largest over the
-columns is taken: a covariate shift concentrates an interval in a region of some column, and this
-is how far off the nanny's average is over such regions on the reference. For the MSE, (a) uses
-``var(e ** 2 | x) = c E[e ** 2 | x] ** 2`` (errors of one shape scaled by ``x``; ``c = 2`` for
-normal errors), ``c`` fitted on the held-back rows as ``sum (e ** 2 - predicted) ** 2 / sum
-predicted ** 2``. The standard error is ``sqrt((a) + (b))``; the RMSE's is the MSE's over
-``2 RMSE`` (delta method). The interval is ``estimate +/- z * standard error``, ``z`` from
-``confidence``, floored at 0. It is not widened for rows beyond the reference's range.
+the nanny's two outputs themselves, and (b) the nanny's own error averaged over the interval,
+which does not shrink with ``n``. (b) is the larger of two measures of it: its fitting noise over
+this interval's rows (the spline model's sandwich variance of the mean, largest for an interval
+shifted into the reference's thin tails) and its systematic error on the held-back rows: for each
+column (every feature, the prediction and the predicted loss) the size-weighted mean over its
+decile groups of (the group's mean residual squared less that mean's sampling variance), the
+largest over the columns, since a covariate shift concentrates an interval in a region of some
+column. For the MSE, (a) uses ``var(e ** 2 | x) = c E[e ** 2 | x] ** 2`` (errors of one shape
+scaled by ``x``; ``c = 2`` for normal errors), ``c`` fitted on the held-back rows as
+``sum (e ** 2 - predicted) ** 2 / sum predicted ** 2``. Over more than 65,536 rows, (a)'s sums are
+taken over that many evenly spaced rows and scaled (there (a) is a small part). The standard
+error is ``sqrt((a) + (b))``; the RMSE's is the MSE's over ``2 RMSE`` (delta method). The
+interval is ``estimate +/- z * standard error``, ``z`` from ``confidence``, floored at 0.
 
 Binned model: each row's loss is a draw from its bin's reference distribution, so the realised
 MAE has variance ``sum of var(|e| | bin) / n ** 2`` and the MSE ``sum of var(e ** 2 | bin) / n ** 2``.
@@ -50,7 +58,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -254,8 +262,11 @@ def estimate_regression(model: BinnedErrorModel | NannyErrorModel, predictions: 
 DEFAULT_HOLDOUT = 0.25
 #: Groups of held-back rows (by each column) over which the nanny's systematic error is measured.
 _GROUPS = 10
-#: Most categories kept per categorical feature (the histogram GBM's limit is 255 bins, one
-#: for missing); rarer ones and categories unseen on the reference count as missing.
+#: Most rows whose per-row loss predictions feed the sampling variance (evenly spaced beyond).
+_ROWWISE_MAX = 65_536
+#: Most categories kept per categorical feature (the trees' limit: 255 bins, one for missing; it
+#: also bounds the spline model's table); rarer ones and ones unseen on the reference count as
+#: missing.
 MAX_CATEGORIES = 254
 
 
@@ -269,8 +280,12 @@ class NannyErrorModel:
         Feature columns, in the order the nanny models read them (the prediction comes last).
     categories : dict of str to tuple of str
         Categorical features and the reference categories each keeps (codes in that order).
-    abs_model, sq_model : HistGradientBoostingRegressor
-        Fitted on the reference's fitting part: ``|e|`` and ``e ** 2`` from [features, prediction].
+    abs_model : AdditiveSplineRegressor or HistGradientBoostingRegressor
+        The additive spline model of both ``|e|`` and ``e ** 2`` (outputs 0 and 1) from
+        [features, prediction], refitted on the whole reference; or, in references stored
+        before it, the gradient-boosted trees of ``|e|`` (fitted on the reference's fitting part).
+    sq_model : HistGradientBoostingRegressor or None
+        The trees of ``e ** 2``; ``None`` with the spline model.
     sq_scale : float
         ``c`` in ``var(e ** 2 | x) = c * E[e ** 2 | x] ** 2``, from the held-back rows.
     abs_model_var, sq_model_var : float
@@ -303,9 +318,16 @@ class NannyErrorModel:
     def losses(self, features: pd.DataFrame,
                predictions: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Each row's expected ``|e|`` and ``e ** 2`` (floored at 0)."""
-        x = self.design(features, predictions)
+        return self.predict_design(self.design(features, predictions))
+
+    def predict_design(self, x: NDArray[np.float64]) -> tuple[NDArray[np.float64],
+                                                              NDArray[np.float64]]:
+        """Expected ``|e|`` and ``e ** 2`` per row of a design matrix (floored at 0)."""
         if x.shape[0] == 0:
             return np.zeros(0), np.zeros(0)
+        if self.sq_model is None:
+            both = self.abs_model.predict(x)
+            return np.maximum(both[:, 0], 0.0), np.maximum(both[:, 1], 0.0)
         return (np.maximum(self.abs_model.predict(x), 0.0),
                 np.maximum(self.sq_model.predict(x), 0.0))
 
@@ -321,9 +343,7 @@ def _design(features: pd.DataFrame, pred: NDArray[np.float64], names: tuple[str,
     for f in names:
         col = features[f]
         if f in categories:
-            codes = pd.Categorical(col.astype(object).where(col.notna(), None).map(
-                lambda v: None if v is None else str(v)), categories=categories[f]).codes
-            cols.append(np.where(codes < 0, np.nan, codes).astype(np.float64))
+            cols.append(_category_codes(col, categories[f]))
         else:
             try:
                 values = pd.to_numeric(col, errors="raise" if strict else "coerce").to_numpy(
@@ -332,14 +352,36 @@ def _design(features: pd.DataFrame, pred: NDArray[np.float64], names: tuple[str,
                 raise ValueError(f"numeric feature {f!r} holds non-numeric values: {exc}") from None
             cols.append(np.where(np.isfinite(values), values, np.nan))
     cols.append(pred)
-    return np.column_stack(cols) if cols else np.zeros((pred.size, 0))
+    # column-major: the spline model reads one column at a time
+    out = np.empty((pred.size, len(cols)), order="F")
+    for j, col in enumerate(cols):
+        out[:, j] = col
+    return out
 
 
-def _nanny(mask: NDArray[np.bool_], random_state: int) -> Any:
+def _category_codes(col: pd.Series, categories: tuple[str, ...]) -> NDArray[np.float64]:
+    """Each value's code among ``categories`` (matched as ``str(value)``), NaN for missing or
+    unknown. The distinct values are found first (in C), so only they are converted."""
+    inverse, distinct = pd.factorize(col, use_na_sentinel=True)
+    position = {c: float(i) for i, c in enumerate(categories)}
+    per_distinct = np.array([position.get(v if isinstance(v, str) else str(v), np.nan)
+                             for v in distinct] + [np.nan])
+    return per_distinct[inverse]  # the sentinel -1 (missing) takes the last entry, NaN
+
+
+def _nanny(kind: str, mask: NDArray[np.bool_], random_state: int, x: NDArray[np.float64],
+           err: NDArray[np.float64]) -> tuple[Any, Any]:
+    """The fitted loss model(s): one additive spline model of both losses, or two GBMs."""
+    if kind == "spline":
+        from modelgate.drift.additive_splines import fit_additive_splines
+
+        return fit_additive_splines(x, np.column_stack([np.abs(err), err * err]),
+                                    categorical=mask), None
     from sklearn.ensemble import HistGradientBoostingRegressor
 
-    return HistGradientBoostingRegressor(categorical_features=mask, early_stopping=False,
-                                         random_state=random_state)
+    return tuple(HistGradientBoostingRegressor(
+        categorical_features=mask, early_stopping=False, random_state=random_state).fit(x, y)
+        for y in (np.abs(err), err * err))
 
 
 def _model_var(resid: NDArray[np.float64], columns: list[NDArray[np.float64]]) -> float:
@@ -359,13 +401,15 @@ def _model_var(resid: NDArray[np.float64], columns: list[NDArray[np.float64]]) -
 
 def fit_nanny_model(features: pd.DataFrame, predictions: ArrayLike, targets: ArrayLike, *,
                     categorical: tuple[str, ...] | list[str] = (), holdout: float = DEFAULT_HOLDOUT,
+                    kind: Literal["spline", "trees"] = "spline",
                     random_state: int = 0) -> NannyErrorModel:
     """The nanny error model (NannyML's DLE) of the labelled reference.
 
-    Two histogram gradient-boosted regressors (scikit-learn's ``HistGradientBoostingRegressor``,
-    categorical features split natively) learn ``|e|`` and ``e ** 2`` (``e = y - prediction``) from
-    every feature column of ``features`` and the prediction, on a random ``1 - holdout`` of the rows;
-    the held-back rows measure the nanny's own error (see the module docstring, "Intervals").
+    An additive spline model (:func:`~modelgate.drift.additive_splines.fit_additive_splines`)
+    learns ``|e|`` and ``e ** 2`` (``e = y - prediction``) from every feature column of
+    ``features`` and the prediction, on a random ``1 - holdout`` of the rows; the held-back rows
+    measure the nanny's own error (see the module docstring, "Intervals"), then the model is
+    refitted on every row.
 
     Parameters
     ----------
@@ -378,6 +422,9 @@ def fit_nanny_model(features: pd.DataFrame, predictions: ArrayLike, targets: Arr
         The categorical columns of ``features``.
     holdout : float, default 0.25
         Share of rows held back (at least one row; none is fitted on them).
+    kind : {"spline", "trees"}, default "spline"
+        ``"trees"``: the former nanny, two scikit-learn ``HistGradientBoostingRegressor``
+        (categorical features split natively), fitted on the fitting part only.
     random_state : int, default 0
         Seeds the split and the regressors.
 
@@ -389,7 +436,8 @@ def fit_nanny_model(features: pd.DataFrame, predictions: ArrayLike, targets: Arr
     ------
     ValueError
         Fewer than two rows, mismatched or non-finite predictions/targets, a categorical name
-        that is no column, a non-numeric numeric feature, or ``holdout`` outside (0, 1).
+        that is no column, a non-numeric numeric feature, ``holdout`` outside (0, 1) or an
+        unknown ``kind``.
 
     Examples
     --------
@@ -408,6 +456,8 @@ def fit_nanny_model(features: pd.DataFrame, predictions: ArrayLike, targets: Arr
                          f"{pred.size} and {y.size}")
     if not 0.0 < holdout < 1.0:
         raise ValueError(f"holdout must be in (0, 1); got {holdout!r}")
+    if kind not in ("spline", "trees"):
+        raise ValueError(f"kind must be 'spline' or 'trees'; got {kind!r}")
     unknown = sorted(set(categorical) - set(features.columns))
     if unknown:
         raise ValueError(f"categorical column(s) {unknown} are not among the features "
@@ -425,10 +475,9 @@ def fit_nanny_model(features: pd.DataFrame, predictions: ArrayLike, targets: Arr
     held = np.zeros(pred.size, dtype=bool)
     held[rng.choice(pred.size, size=n_hold, replace=False)] = True
     mask = np.array([f in categories for f in names] + [False])
-    abs_model = _nanny(mask, random_state).fit(x[~held], np.abs(err[~held]))
-    sq_model = _nanny(mask, random_state).fit(x[~held], err[~held] ** 2)
-    a_hat = np.maximum(abs_model.predict(x[held]), 0.0)
-    s_hat = np.maximum(sq_model.predict(x[held]), 0.0)
+    abs_model, sq_model = _nanny(kind, mask, random_state, x[~held], err[~held])
+    model = NannyErrorModel(names, categories, abs_model, sq_model, 0.0, 0.0, 0.0, 0, 0, {}, {})
+    a_hat, s_hat = model.predict_design(x[held])
     a_res, s_res = np.abs(err[held]) - a_hat, err[held] ** 2 - s_hat
     denom = float(np.sum(s_hat ** 2))
     sq_scale = float(np.sum(s_res ** 2)) / denom if denom > 0 else 0.0
@@ -437,17 +486,23 @@ def fit_nanny_model(features: pd.DataFrame, predictions: ArrayLike, targets: Arr
     high = {names[i]: float(np.nanmax(x[:, i])) for i in numeric if np.isfinite(x[:, i]).any()}
     low[""], high[""] = float(pred.min()), float(pred.max())
     cols = list(x[held].T)
+    if kind == "spline":
+        # cheap to refit: the stored model uses every row (the held-back ones measured its error)
+        abs_model, sq_model = _nanny(kind, mask, random_state, x, err)
     return NannyErrorModel(names, categories, abs_model, sq_model, sq_scale,
                            _model_var(a_res, [a_hat, *cols]), _model_var(s_res, [s_hat, *cols]),
                            int(pred.size), int(n_hold), low, high)
 
 
-def _outside(model: NannyErrorModel, features: pd.DataFrame, pred: NDArray[np.float64]) -> int:
+def _outside(model: NannyErrorModel, x: NDArray[np.float64]) -> int:
+    """Rows of the design ``x`` with the prediction (last column) or a numeric feature outside
+    the reference's range."""
+    pred = x[:, -1]
     out = (pred < model.low[""]) | (pred > model.high[""])
-    for f, lo in model.low.items():
-        if f:
-            v = pd.to_numeric(features[f], errors="coerce").to_numpy(np.float64, na_value=np.nan)
-            out |= (v < lo) | (v > model.high[f])
+    for j, f in enumerate(model.features):
+        if f in model.low:
+            v = x[:, j]
+            out |= (v < model.low[f]) | (v > model.high[f])
     return int(np.count_nonzero(out))
 
 
@@ -457,18 +512,30 @@ def _estimate_nanny(model: NannyErrorModel, predictions: ArrayLike, features: pd
         raise ValueError("the nanny error model needs the interval's feature columns "
                          f"{list(model.features)}; got none")
     pred = _finite_1d(predictions, "predictions")
-    a_hat, s_hat = model.losses(features, pred)
+    x = model.design(features, pred)
     n = pred.size
     if n == 0:
         nan = math.nan
         return RegressionEstimate(0, confidence, 0, nan, nan, nan, nan, nan, nan, nan, nan)
-    mae, mse = float(a_hat.mean()), float(s_hat.mean())
-    # per-row sampling variance (var |e| = E e^2 - (E|e|)^2) plus the nanny's systematic error
-    mae_se = math.sqrt(float(np.sum(np.maximum(s_hat - a_hat ** 2, 0.0))) / n ** 2
-                       + model.abs_model_var)
-    mse_se = math.sqrt(model.sq_scale * float(np.sum(s_hat ** 2)) / n ** 2 + model.sq_model_var)
+    if model.sq_model is None:  # additive splines: exact means from the mean basis row
+        means, fit_var = model.abs_model.mean(x)
+        mae, mse = max(float(means[0]), 0.0), max(float(means[1]), 0.0)
+        # the per-row variance sums from evenly spaced rows of a large interval, scaled: there
+        # they are a small part of the standard error, and this keeps 1M rows cheap
+        sub = x[::-(-n // _ROWWISE_MAX)]
+        a_hat, s_hat = model.predict_design(sub)
+        scale = n / sub.shape[0]
+    else:
+        a_hat, s_hat = model.predict_design(x)
+        mae, mse, fit_var, scale = float(a_hat.mean()), float(s_hat.mean()), np.zeros(2), 1.0
+    # per-row sampling variance (var |e| = E e^2 - (E|e|)^2), and the nanny's own error over
+    # these rows: the larger of its fitting noise and its systematic error on held-back rows
+    mae_se = math.sqrt(scale * float(np.sum(np.maximum(s_hat - a_hat ** 2, 0.0))) / n ** 2
+                       + max(float(fit_var[0]), model.abs_model_var))
+    mse_se = math.sqrt(scale * model.sq_scale * float(np.sum(s_hat ** 2)) / n ** 2
+                       + max(float(fit_var[1]), model.sq_model_var))
     rmse = math.sqrt(mse)
     rmse_se = mse_se / (2.0 * rmse) if rmse > 0 else 0.0
-    return RegressionEstimate(n, confidence, _outside(model, features, pred),
+    return RegressionEstimate(n, confidence, _outside(model, x),
                               mae, mae_se, max(0.0, mae - z * mae_se), mae + z * mae_se,
                               rmse, rmse_se, max(0.0, rmse - z * rmse_se), rmse + z * rmse_se)

@@ -35,6 +35,14 @@ HC1) covariance ``Sigma = G^-1 (B' diag(r ** 2) B) G^-1 n / (n - p)``, ``G = B'B
 ``r`` the fitted rows' residuals; :meth:`AdditiveSplineRegressor.mean` returns it beside the
 mean. It is largest where the fitted rows are few: an interval shifted into the tails.
 
+Why not scikit-learn's ``SplineTransformer`` with ``Ridge``
+----------------------------------------------------------
+They fit the same model, but each prediction builds the dense ``rows x basis`` matrix (about a
+dozen columns per feature) although the interval's mean needs only per-span sums, and neither
+exposes what the fitting-noise variance needs (the basis Gram matrix and residual sandwich).
+scipy's ``BSpline.design_matrix`` builds the same basis as a sparse matrix, again per row; it is
+the tests' oracle for :func:`bspline_basis`.
+
 Stored form
 -----------
 :class:`AdditiveSplineRegressor` is pickled inside the estimation reference of a model version.

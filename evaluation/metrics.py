@@ -439,9 +439,8 @@ def compare(
     champion_threshold : float, optional
         Decision threshold of the champion when it differs from the candidate's.
     n_bootstrap, confidence_level, seed, interval
-        As in :func:`evaluate`; with ``"per_metric"`` the deltas of ROC AUC, accuracy and
-        log loss are MOVER intervals
-        (:func:`~.metric_intervals.paired_delta_interval`).
+        As in :func:`evaluate`; with ``"per_metric"`` the deltas of ROC AUC and accuracy
+        are MOVER intervals (:func:`~.metric_intervals.paired_delta_interval`).
 
     Returns
     -------

@@ -37,11 +37,11 @@ table), so the replicate on the data is the exact point estimate, every replicat
 in its metric's range, and with exact cells the replicates are those of a row bootstrap.
 By default (``interval="per_metric"``, :mod:`.metric_intervals`) ROC AUC gets a
 logit-scale Wald interval with DeLong's variance from the exact per-score table,
-accuracy a Wilson interval and log loss a studentized bootstrap, and their paired
-deltas a MOVER interval built from the two models' intervals and the correlation of the
-estimates (the phi coefficient of the models' correct rows, counted from the cells, or
-that of the paired replicates); the other metrics and deltas the percentile interval of
-the replicates.  Every interval is widened to hold
+accuracy a Wilson interval and log loss a studentized bootstrap; the paired deltas of
+ROC AUC and accuracy a MOVER interval built from the two models' intervals and the
+correlation of the estimates (that of the paired replicates, or the phi coefficient of
+the models' correct rows, counted from the cells); the other metrics and deltas the
+percentile interval of the replicates.  Every interval is widened to hold
 the point estimate when it does not (possible only for very skewed or discrete bootstrap
 distributions, e.g. a handful of rows).  ``interval="bca"`` gives BCa ends instead
 (acceleration from a jackknife over the cells, O(cells)); it is not the default, see
@@ -316,8 +316,8 @@ def performance_from_statistics(
     interval : {"per_metric", "percentile", "bca"}, default "per_metric"
         ``"per_metric"``: ROC AUC, accuracy and log loss by the methods of
         :mod:`~.metric_intervals` (logit-scale Wald with DeLong's variance, Wilson
-        score, studentized bootstrap) and their deltas by MOVER from those, every other
-        metric and delta percentile.
+        score, studentized bootstrap), the deltas of ROC AUC and accuracy by MOVER from
+        those, every other metric and delta percentile.
         ``"percentile"``: percentile intervals throughout (those of a row bootstrap with
         distinct-score cells).  ``"bca"``: bias-corrected and accelerated ends
         (:func:`modelgate.intervals.bca_interval`), the acceleration from the

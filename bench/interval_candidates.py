@@ -120,7 +120,78 @@ def _one(sc: Scenario, n: int, rng: np.random.Generator, resamples: int) -> dict
     out["delta auc paired DeLong Wald"] = (d - Z * np.sqrt(vd), d + Z * np.sqrt(vd))
     _mean_methods(c["loss"] - h["loss"], w, out, "delta log_loss")
     _mean_methods(c["correct"] - h["correct"], w, out, "delta accuracy")
+    _mover_candidates(c, h, y, w, out)
     return out
+
+
+def _mover(d1: float, e1: tuple[float, float], d2: float, e2: tuple[float, float],
+           r: float) -> tuple[float, float]:
+    """MOVER interval of ``d1 - d2`` from the two single intervals and their correlation
+    (Zou and Donner 2008)."""
+    lo1, hi1 = d1 - e1[0], e1[1] - d1
+    lo2, hi2 = d2 - e2[0], e2[1] - d2
+    lower = d1 - d2 - np.sqrt(max(lo1**2 + hi2**2 - 2 * r * lo1 * hi2, 0.0))
+    upper = d1 - d2 + np.sqrt(max(hi1**2 + lo2**2 - 2 * r * hi1 * lo2, 0.0))
+    return float(lower), float(upper)
+
+
+def _logit_sep(a: float, v: float, n1: int, n0: int) -> tuple[float, float]:
+    if 0 < a < 1 and v > 0:
+        g, gse = logit(a), np.sqrt(v) / (a * (1 - a))
+        return float(expit(g - Z * gse)), float(expit(g + Z * gse))
+    if a >= 1:
+        return 0.025 ** (1 / min(n1, n0)), 1.0
+    return a, a
+
+
+def _wilson(p: float, n: int) -> tuple[float, float]:
+    centre, half = (p + Z**2 / (2 * n)), Z * np.sqrt(p * (1 - p) / n + Z**2 / (4 * n * n))
+    return float((centre - half) / (1 + Z**2 / n)), float((centre + half) / (1 + Z**2 / n))
+
+
+def _boot_t(v: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+    tmp: dict[str, tuple[float, float]] = {}
+    _mean_methods(v, w, tmp, "x")
+    return tmp["x bootstrap-t"]
+
+
+def _mover_candidates(c: dict, h: dict, y: np.ndarray, w: np.ndarray, out: dict) -> None:
+    n = len(y)
+    n1, n0 = int(y.sum()), int(n - y.sum())
+    # delta AUC: each model's logit Wald (+ separation bound), paired DeLong correlation
+    cov = 0.0
+    for cls in (y == 1, y == 0):
+        cov += np.cov(c["pl"][cls], h["pl"][cls])[0, 1] / cls.sum()
+    denom = np.sqrt(c["V"] * h["V"])
+    r = float(np.clip(cov / denom, -1, 1)) if denom > 0 else 0.0
+    ec = _logit_sep(c["A"], c["V"], n1, n0)
+    eh = _logit_sep(h["A"], h["V"], n1, n0)
+    out["delta auc MOVER logit-Wald DeLong r"] = _mover(c["A"], ec, h["A"], eh, r)
+    rb = np.corrcoef(c["Ab"], h["Ab"])[0, 1]
+    out["delta auc MOVER logit-Wald bootstrap r"] = _mover(
+        c["A"], ec, h["A"], eh, float(rb) if np.isfinite(rb) else 0.0)
+    # delta accuracy: Newcombe (1998) method 10, Wilson intervals and the phi correlation
+    a_ = float(np.sum((c["correct"] == 1) & (h["correct"] == 1)))
+    b_ = float(np.sum((c["correct"] == 1) & (h["correct"] == 0)))
+    c_ = float(np.sum((c["correct"] == 0) & (h["correct"] == 1)))
+    d_ = float(n - a_ - b_ - c_)
+    den = np.sqrt((a_ + b_) * (c_ + d_) * (a_ + c_) * (b_ + d_))
+    num = a_ * d_ - b_ * c_
+    for tag, nm in (("phi", num), ("phi corrected", max(num - n / 2, 0.0) if num > 0 else num)):
+        phi = nm / den if den > 0 else 0.0
+        p1, p2 = (a_ + b_) / n, (a_ + c_) / n
+        out[f"delta accuracy Newcombe 10 ({tag})"] = _mover(p1, _wilson(p1, n), p2, _wilson(p2, n), phi)
+    # delta log loss: each model's bootstrap-t, correlation of the row losses / of the resamples
+    lc, lh = c["loss"], h["loss"]
+    ecl, ehl = _boot_t(lc, w), _boot_t(lh, w)
+    rl = float(np.corrcoef(lc, lh)[0, 1])
+    out["delta log_loss MOVER boot-t row r"] = _mover(lc.mean(), ecl, lh.mean(), ehl, rl)
+    dl = lc - lh
+    skew_shift = np.mean((dl - dl.mean()) ** 3) / (6 * dl.var(ddof=1) * n)  # Johnson (1978)
+    half = Z * dl.std(ddof=1) / np.sqrt(n)
+    out["delta log_loss Johnson t"] = (dl.mean() + skew_shift - half, dl.mean() + skew_shift + half)
+    rbl = float(np.corrcoef(w @ lc, w @ lh)[0, 1])
+    out["delta log_loss MOVER boot-t bootstrap r"] = _mover(lc.mean(), ecl, lh.mean(), ehl, rbl)
 
 
 def low_end(method: str, lower: np.ndarray) -> str:

@@ -61,7 +61,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["EXACT_LEVEL", "MAX_CELLS", "BootstrapTable", "delong_variance", "jackknife_metrics",
+__all__ = ["EXACT_LEVEL", "MAX_CELLS", "BootstrapTable", "correct_pairs", "delong_variance",
+           "jackknife_metrics",
            "merge_tables",
            "replicate_metrics",
            "score_codes", "table_from_rows"]
@@ -239,6 +240,28 @@ def delong_variance(neg: npt.ArrayLike, pos: npt.ArrayLike) -> float:
     s10 = float(np.dot(pos_f, (v10 - auc) ** 2)) / (n_pos - 1.0)
     s01 = float(np.dot(neg_f, (v01 - auc) ** 2)) / (n_neg - 1.0)
     return float(s10 / n_pos + s01 / n_neg)
+
+
+def correct_pairs(table: BootstrapTable) -> tuple[int, int, int, int]:
+    """Rows both models classify correctly, only the candidate, only the champion, neither.
+
+    A code's lowest bit is its predicted label, so every cell falls in one of the four.
+
+    Examples
+    --------
+    >>> y = np.array([0, 1, 1], dtype=np.int8)
+    >>> s, h = np.array([0.2, 0.9, 0.3]), np.array([0.7, 0.8, 0.6])
+    >>> t = table_from_rows(y, score_codes(s, 0.5, 52), score_codes(h, 0.5, 52),
+    ...                     np.zeros((3, 4)), max_cells=16)
+    >>> correct_pairs(t)
+    (1, 1, 1, 0)
+    """
+    one = np.uint64(1)
+    label = table.label.astype(np.uint64)
+    new, old = (table.candidate & one) == label, (table.champion & one) == label
+    c = table.counts
+    return (int(c[new & old].sum()), int(c[new & ~old].sum()), int(c[~new & old].sum()),
+            int(c[~new & ~old].sum()))
 
 
 def jackknife_metrics(table: BootstrapTable, model: int, twice_kappa: _FloatArray,

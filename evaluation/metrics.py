@@ -18,13 +18,16 @@ Conventions
   no predicted positives, ...) has ``value`` NaN and an ``undefined_reason``; it is never
   replaced by 0 or 0.5.  Resamples on which a metric is undefined are left out of its
   interval; if all are, the interval is NaN.
-* Intervals are percentile bootstrap intervals (``np.nanquantile``, linear
-  interpolation) over ``n_bootstrap`` resamples of the rows, drawn by
-  :func:`bootstrap_indices` from ``np.random.default_rng(seed)``, widened where needed
-  to hold the point estimate (:func:`modelgate.intervals.interval_holding`); every
-  replicate is the metric on a resample, so the interval stays in the metric's range.
-  The same seed gives the same resamples for every model, so :func:`compare` pairs
-  them row for row.
+* Bootstrap resamples of the rows are drawn by :func:`bootstrap_indices` from
+  ``np.random.default_rng(seed)``; the same seed gives the same resamples for every
+  model, so :func:`compare` pairs them row for row.  By default (``interval=
+  "per_metric"``) ROC AUC, accuracy and log loss and their paired deltas get the
+  intervals of :mod:`~.metric_intervals`, the same methods as the pipelines'
+  :func:`~modelgate.evaluation.sufficient.performance_from_statistics`; the other
+  metrics (and every metric with ``interval="percentile"``) percentile intervals
+  (``np.nanquantile``, linear interpolation) of the replicates, each the metric on a
+  resample, so in its range.  Every interval is widened where needed to hold the point
+  estimate (:func:`modelgate.intervals.interval_holding`).
 
 References
 ----------
@@ -53,6 +56,9 @@ from modelgate.intervals import (
 )
 from modelgate.intervals import check_int as _check_int
 from modelgate.records import finite_or_none
+
+from .bootstrap_cells import delong_variance
+from .metric_intervals import own_intervals, paired_delta_interval
 
 __all__ = [
     "METRIC_NAMES",
@@ -97,8 +103,9 @@ class MetricEstimate:
     value : float
         Point estimate on all rows; NaN when undefined.
     ci_lower, ci_upper : float
-        Percentile bootstrap interval here (the pipelines' binary defaults: see
-        :mod:`~modelgate.evaluation.metric_intervals`); NaN when undefined or ``n_bootstrap == 0``.
+        Bootstrap interval (per metric by default, see
+        :mod:`~modelgate.evaluation.metric_intervals`; percentile for the metrics not
+        listed there); NaN when undefined or ``n_bootstrap == 0``.
     n : int
         Number of rows.
     undefined_reason : str or None
@@ -319,7 +326,7 @@ class _Cells:
 
 
 # Additive per-row statistics, columns of _Cells.weights.
-_COLUMNS = ("n", "n_pos", "tp", "fp", "log_loss", "squared_error")
+_COLUMNS = ("n", "n_pos", "tp", "fp", "log_loss", "squared_error", "log_loss_squared")
 
 
 def evaluate(
@@ -332,6 +339,7 @@ def evaluate(
     seed: int = 0,
     n_calibration_bins: int = 10,
     calibration_strategy: CalibrationStrategy = "uniform",
+    interval: Literal["per_metric", "percentile"] = "per_metric",
 ) -> PerformanceReport:
     """Compute every metric of :data:`METRIC_NAMES` with a bootstrap interval.
 
@@ -353,6 +361,11 @@ def evaluate(
         Number of reliability bins.
     calibration_strategy : {"uniform", "quantile"}, default "uniform"
         Equal-width bins on [0, 1] or bins at score quantiles (as scikit-learn).
+    interval : {"per_metric", "percentile"}, default "per_metric"
+        ``"per_metric"``: ROC AUC, accuracy and log loss by the methods of
+        :mod:`~.metric_intervals` (as
+        :func:`~modelgate.evaluation.sufficient.performance_from_statistics`), the
+        other metrics percentile; ``"percentile"``: percentile throughout.
 
     Returns
     -------
@@ -380,10 +393,12 @@ def evaluate(
     _check_options(threshold, n_bootstrap, confidence_level, seed)
     cells = _cells(y, s, threshold)
     point, reasons = _point_estimates(cells)
+    _check_interval(interval)
     boot = _bootstrap((cells,), len(y), n_bootstrap, seed)
+    own = _own_intervals(cells, point, boot[0], confidence_level) if interval == "per_metric" else {}
     metrics = tuple(
         _holding(_estimate(name, point[name], reasons[name], boot[0][name], confidence_level,
-                           len(y)))
+                           len(y), own.get(name)))
         for name in METRIC_NAMES
     )
     calibration = calibration_table(
@@ -404,6 +419,7 @@ def compare(
     n_bootstrap: int = 1000,
     confidence_level: float = 0.95,
     seed: int = 0,
+    interval: Literal["per_metric", "percentile"] = "per_metric",
 ) -> ComparisonReport:
     """Paired bootstrap of ``candidate - champion`` for every metric, on the same rows.
 
@@ -422,8 +438,9 @@ def compare(
         ``champion_threshold`` is given).
     champion_threshold : float, optional
         Decision threshold of the champion when it differs from the candidate's.
-    n_bootstrap, confidence_level, seed
-        As in :func:`evaluate`.
+    n_bootstrap, confidence_level, seed, interval
+        As in :func:`evaluate`; with ``"per_metric"`` the deltas of ROC AUC and accuracy
+        are MOVER intervals (:func:`~.metric_intervals.paired_delta_interval`).
 
     Returns
     -------
@@ -450,14 +467,25 @@ def compare(
     _check_options(old_threshold, n_bootstrap, confidence_level, seed)
     cells = (_cells(y, s_new, threshold), _cells(y, s_old, old_threshold))
     (p_new, r_new), (p_old, r_old) = _point_estimates(cells[0]), _point_estimates(cells[1])
+    _check_interval(interval)
     boot_new, boot_old = _bootstrap(cells, len(y), n_bootstrap, seed)
+    own: tuple[Mapping[str, tuple[float, float] | None], ...] = ({}, {})
+    if interval == "per_metric":
+        own = (_own_intervals(cells[0], p_new, boot_new, confidence_level),
+               _own_intervals(cells[1], p_old, boot_old, confidence_level))
+    new_right, old_right = (s_new >= threshold) == y, (s_old >= old_threshold) == y
+    correct = (int(np.sum(new_right & old_right)), int(np.sum(new_right & ~old_right)),
+               int(np.sum(~new_right & old_right)), int(np.sum(~new_right & ~old_right)))
     deltas = []
     for name in METRIC_NAMES:
         reason = r_new[name] and f"candidate: {r_new[name]}"
         reason = reason or (r_old[name] and f"champion: {r_old[name]}")
+        paired = paired_delta_interval(name, (p_new[name], p_old[name]),
+                                       (own[0].get(name), own[1].get(name)),
+                                       (boot_new[name], boot_old[name]), correct)
         diff = _holding(_estimate(
             name, p_new[name] - p_old[name], reason, boot_new[name] - boot_old[name],
-            confidence_level, len(y),
+            confidence_level, len(y), paired,
         ))
         deltas.append(
             MetricDelta(name, p_new[name], p_old[name], diff.value, diff.ci_lower,
@@ -549,6 +577,7 @@ def _cells(y: npt.NDArray[np.int8], s: _FloatArray, threshold: float) -> _Cells:
         predicted & (label == 0),
         -np.log(np.clip(np.where(label == 1, prob, 1.0 - prob), eps, 1 - eps)),
         (label - prob) ** 2,
+        np.log(np.clip(np.where(label == 1, prob, 1.0 - prob), eps, 1 - eps)) ** 2,
     ])
     return _Cells(cell, n_unique, weights)
 
@@ -587,12 +616,28 @@ def _statistics(counts: _FloatArray, cells: _Cells) -> dict[str, _FloatArray]:
             "f1": 2.0 * tp / (tp + fp + n_pos),
             "log_loss": sums["log_loss"] / n,
             "brier": sums["squared_error"] / n,
+            # squared standard error of the mean log loss (for the studentized interval)
+            "log_loss_var": np.maximum(sums["log_loss_squared"] / n - (sums["log_loss"] / n) ** 2,
+                                       0.0) / (n - 1.0),
         }
+
+
+def _own_intervals(cells: _Cells, point: Mapping[str, float],
+                   resampled: Mapping[str, _FloatArray],
+                   confidence_level: float) -> dict[str, tuple[float, float] | None]:
+    """The per-metric intervals of :mod:`~.metric_intervals` from one model's rows."""
+    counts = _counts(cells, None)
+    n, n_pos, tp, fp = (counts @ cells.weights)[0, :4]
+    k = cells.n_unique
+    return own_intervals(point, resampled, _statistics(counts, cells), int(n - n_pos - fp + tp),
+                         int(n), int(n_pos), delong_variance(counts[0, :k], counts[0, k:]),
+                         confidence_level)
 
 
 def _point_estimates(cells: _Cells) -> tuple[dict[str, float], dict[str, str | None]]:
     counts = _counts(cells, None)
-    values = {k: float(v[0]) for k, v in _statistics(counts, cells).items()}
+    stats = _statistics(counts, cells)
+    values: dict[str, float] = {name: float(stats[name][0]) for name in METRIC_NAMES}
     n, n_pos, tp, fp = (counts @ cells.weights)[0, :4]
     return values, undefined_reasons(n, n_pos, tp, fp)
 
@@ -626,7 +671,7 @@ def _bootstrap(
     empty = np.empty(0, dtype=np.float64)
     return [
         {name: np.concatenate([p[name] for p in chunks]) if chunks else empty
-         for name in METRIC_NAMES}
+         for name in (*METRIC_NAMES, "log_loss_var")}
         for chunks in parts
     ]
 
@@ -638,8 +683,9 @@ def _estimate(
     resampled: _FloatArray,
     confidence_level: float,
     n: int,
+    own: tuple[float, float] | None = None,
 ) -> MetricEstimate:
-    lower, upper = percentile_interval(resampled, confidence_level)
+    lower, upper = percentile_interval(resampled, confidence_level) if own is None else own
     if reason is not None or not np.isfinite(value):
         return MetricEstimate(name, float("nan"), float("nan"), float("nan"), n,
                               reason or "not finite")
@@ -680,6 +726,11 @@ def _as_1d(values: npt.ArrayLike, name: str) -> npt.NDArray[np.generic]:
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape!r}")
     return arr
+
+
+def _check_interval(interval: object) -> None:
+    if interval not in ("per_metric", "percentile"):
+        raise ValueError(f"interval must be 'per_metric' or 'percentile'; got {interval!r}")
 
 
 def _check_options(threshold: float, n_bootstrap: int, confidence_level: float, seed: int) -> None:

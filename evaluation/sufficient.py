@@ -37,8 +37,11 @@ table), so the replicate on the data is the exact point estimate, every replicat
 in its metric's range, and with exact cells the replicates are those of a row bootstrap.
 By default (``interval="per_metric"``, :mod:`.metric_intervals`) ROC AUC gets a
 logit-scale Wald interval with DeLong's variance from the exact per-score table,
-accuracy a Wilson interval and log loss a studentized bootstrap; the other metrics and
-the deltas the percentile interval of the replicates.  Every interval is widened to hold
+accuracy a Wilson interval and log loss a studentized bootstrap; the paired deltas of
+ROC AUC and accuracy a MOVER interval built from the two models' intervals and the
+correlation of the estimates (that of the paired replicates, or the phi coefficient of
+the models' correct rows, counted from the cells); the other metrics and deltas the
+percentile interval of the replicates.  Every interval is widened to hold
 the point estimate when it does not (possible only for very skewed or discrete bootstrap
 distributions, e.g. a handful of rows).  ``interval="bca"`` gives BCa ends instead
 (acceleration from a jackknife over the cells, O(cells)); it is not the default, see
@@ -68,6 +71,7 @@ from .bootstrap_cells import (
     EXACT_LEVEL,
     MAX_CELLS,
     BootstrapTable,
+    correct_pairs,
     delong_variance,
     jackknife_metrics,
     marginal_cells,
@@ -77,7 +81,7 @@ from .bootstrap_cells import (
     table_from_rows,
     within_concordance,
 )
-from .metric_intervals import per_metric_interval
+from .metric_intervals import own_intervals, paired_delta_interval
 from .metrics import (
     METRIC_NAMES,
     CalibrationBin,
@@ -311,8 +315,9 @@ def performance_from_statistics(
         Seed of ``np.random.default_rng`` for the draws.
     interval : {"per_metric", "percentile", "bca"}, default "per_metric"
         ``"per_metric"``: ROC AUC, accuracy and log loss by the methods of
-        :mod:`~.metric_intervals` (studentized logit-scale bootstrap, Wilson score,
-        studentized bootstrap), every other metric and delta percentile.
+        :mod:`~.metric_intervals` (logit-scale Wald with DeLong's variance, Wilson
+        score, studentized bootstrap), the deltas of ROC AUC and accuracy by MOVER from
+        those, every other metric and delta percentile.
         ``"percentile"``: percentile intervals throughout (those of a row bootstrap with
         distinct-score cells).  ``"bca"``: bias-corrected and accelerated ends
         (:func:`modelgate.intervals.bca_interval`), the acceleration from the
@@ -339,12 +344,14 @@ def performance_from_statistics(
     points = [_point_metrics(m) for m in models]
     resampled, jack, at_data = _bootstrap(stats, models, n_bootstrap, seed)
     ends = _Ends(confidence_level, interval, stats.bootstrap.counts.astype(np.float64))
-    reports = [_report(m, p, r, j, d, ends, n_bootstrap, seed)
-               for m, p, r, j, d in zip(models, points, resampled, jack, at_data, strict=True)]
+    own = [_own_intervals(m, p[0], r, d, ends)
+           for m, p, r, d in zip(models, points, resampled, at_data, strict=True)]
+    reports = [_report(m, p, r, j, o, ends, n_bootstrap, seed)
+               for m, p, r, j, o in zip(models, points, resampled, jack, own, strict=True)]
     comparison = None
     if stats.champion is not None:
-        comparison = _comparison(points, resampled, jack, ends, stats.n,
-                                 stats.candidate.threshold, n_bootstrap, seed)
+        comparison = _comparison(points, resampled, jack, own, correct_pairs(stats.bootstrap),
+                                 ends, stats.n, stats.candidate.threshold, n_bootstrap, seed)
     bound = max(_auc_error_bound(m.scores) for m in models)
     return PerformanceSummary(reports[0], reports[1] if len(reports) > 1 else None, comparison,
                               len(stats.candidate.scores.keys), bound)
@@ -542,9 +549,18 @@ def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n
              for name in at_data[0]} for chunks in resampled], jack, at_data
 
 
+def _own_intervals(m: ModelStatistics, values: Mapping[str, float],
+                   resampled: Mapping[str, _FloatArray], at_data: Mapping[str, _FloatArray],
+                   ends: _Ends) -> dict[str, tuple[float, float] | None]:
+    if ends.method != "per_metric":
+        return {}
+    return own_intervals(values, resampled, at_data, m.n - m.n_pos - m.fp + m.tp, m.n, m.n_pos,
+                         delong_variance(m.scores.neg, m.scores.pos), ends.confidence_level)
+
+
 def _report(m: ModelStatistics, point: tuple[dict[str, float], dict[str, str | None]],
             resampled: Mapping[str, _FloatArray], jack: Mapping[str, _FloatArray],
-            at_data: Mapping[str, _FloatArray], ends: _Ends, n_bootstrap: int,
+            own_ends: Mapping[str, tuple[float, float] | None], ends: _Ends, n_bootstrap: int,
             seed: int) -> PerformanceReport:
     values, reasons = point
     metrics = []
@@ -554,13 +570,8 @@ def _report(m: ModelStatistics, point: tuple[dict[str, float], dict[str, str | N
             metrics.append(MetricEstimate(name, float("nan"), float("nan"), float("nan"), m.n,
                                           reason or "not finite"))
             continue
-        own = None
-        if ends.method == "per_metric":
-            own = per_metric_interval(name, value, resampled, at_data, m.n - m.n_pos - m.fp + m.tp,
-                                      m.n, m.n_pos, delong_variance(m.scores.neg, m.scores.pos),
-                                      ends.confidence_level)
-        lower, upper = (ends.of(value, resampled[name], jack[name]) if own is None
-                        else interval_holding(value, *own))
+        own = own_ends.get(name)
+        lower, upper = ends.of(value, resampled[name], jack[name]) if own is None else own
         metrics.append(MetricEstimate(name, value, lower, upper, m.n, None))
     return PerformanceReport(tuple(metrics), _calibration(m), m.n, m.threshold, n_bootstrap,
                              ends.confidence_level, seed)
@@ -579,8 +590,9 @@ def _calibration(m: ModelStatistics) -> CalibrationTable:
 
 def _comparison(points: list[tuple[dict[str, float], dict[str, str | None]]],
                 resampled: list[dict[str, _FloatArray]], jack: list[dict[str, _FloatArray]],
-                ends: _Ends, n: int, threshold: float, n_bootstrap: int,
-                seed: int) -> ComparisonReport:
+                own: list[dict[str, tuple[float, float] | None]],
+                correct: tuple[int, int, int, int], ends: _Ends, n: int, threshold: float,
+                n_bootstrap: int, seed: int) -> ComparisonReport:
     (p_new, r_new), (p_old, r_old) = points
     deltas = []
     for name in METRIC_NAMES:
@@ -591,7 +603,13 @@ def _comparison(points: list[tuple[dict[str, float], dict[str, str | None]]],
             deltas.append(MetricDelta(name, p_new[name], p_old[name], float("nan"), float("nan"),
                                       float("nan"), n, reason or "not finite"))
             continue
-        lower, upper = ends.of(delta, resampled[0][name] - resampled[1][name],
-                               jack[0][name] - jack[1][name])
+        paired = None
+        if ends.method == "per_metric":
+            paired = paired_delta_interval(name, (p_new[name], p_old[name]),
+                                           (own[0].get(name), own[1].get(name)),
+                                           (resampled[0][name], resampled[1][name]), correct)
+        lower, upper = (ends.of(delta, resampled[0][name] - resampled[1][name],
+                                jack[0][name] - jack[1][name]) if paired is None
+                        else interval_holding(delta, *paired))
         deltas.append(MetricDelta(name, p_new[name], p_old[name], delta, lower, upper, n, None))
     return ComparisonReport(tuple(deltas), n, threshold, n_bootstrap, ends.confidence_level, seed)

@@ -38,7 +38,11 @@ then ``tn, fp, fn, tp``), independent of ``n``.  Small groups are fixed from the
 data; undefined rates are handled per resample as above; intervals are percentile
 intervals over the resamples where the gap is defined, widened to hold the gap on all
 rows when it falls outside (near a tie a largest-minus-smallest gap is biased upwards,
-its resamples more so).
+its resamples more so).  The equalized-odds difference, a maximum of two such gaps and
+so the most biased, has its lower end moved down by the bootstrap's estimate of that
+bias (:func:`modelgate.intervals.percentile_lowered_by_bias`): at n = 200 its
+percentile interval held the truth in 92.3 % of simulated sets, the truth below it in
+7.7 % (``bench/RESULTS.md``, "Paired deltas and the equalized-odds difference").
 
 References
 ----------
@@ -63,6 +67,7 @@ from modelgate.intervals import (
     check_int,
     interval_holding,
     percentile_interval,
+    percentile_lowered_by_bias,
 )
 from modelgate.records import finite_or_none
 
@@ -415,7 +420,11 @@ def _estimate(
     if np.isnan(value):
         return FairnessEstimate(name, float("nan"), float("nan"), float("nan"), n, None, None,
                                 tuple(excluded.items()), "; ".join(reasons) or "undefined")
-    lower, upper = percentile_interval(boot[name], confidence_level)
+    if name == "equalized_odds_difference":
+        lower, upper = percentile_lowered_by_bias(boot[name], value, confidence_level,
+                                                  lower_limit=0.0)
+    else:
+        lower, upper = percentile_interval(boot[name], confidence_level)
     high, low, driving = _extremes(name, parts, point, rates, labels, included)
     return FairnessEstimate(name, value, lower, upper, n, high, low, tuple(excluded.items()),
                             driving_rate=driving)

@@ -16,6 +16,7 @@ from modelgate.intervals import (
     bootstrap_indices,
     interval_holding,
     percentile_interval,
+    percentile_lowered_by_bias,
 )
 
 
@@ -163,4 +164,15 @@ def test_an_interval_is_widened_only_as_far_as_its_point_estimate() -> None:
     assert interval_holding(0.9, 0.375, 0.525) == (0.375, 0.9)
     assert interval_holding(0.45, 0.375, 0.525) == (0.375, 0.525)
     lower, upper = interval_holding(0.45, float("nan"), float("nan"))
+    assert np.isnan(lower) and np.isnan(upper)
+
+
+def test_the_lower_end_drops_by_the_resamples_mean_excess_over_the_point() -> None:
+    # 5 values, 80 %: percentile (0.4, 3.6); mean 2.0
+    values = np.array([4.0, 0.0, 1.0, 3.0, 2.0, np.nan])
+    assert percentile_lowered_by_bias(values, 1.5, 0.8) == pytest.approx((0.4 - 0.5, 3.6))
+    assert percentile_lowered_by_bias(values, 1.5, 0.8, lower_limit=0.0) == pytest.approx((0.0, 3.6))
+    # resamples below the point on average: the percentile interval, unmoved
+    assert percentile_lowered_by_bias(values, 2.5, 0.8) == pytest.approx((0.4, 3.6))
+    lower, upper = percentile_lowered_by_bias(np.array([np.nan]), 0.5, 0.95)
     assert np.isnan(lower) and np.isnan(upper)

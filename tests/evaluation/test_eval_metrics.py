@@ -106,7 +106,8 @@ def test_bootstrap_matches_slow_sklearn_loop_on_same_indices(n: int, seed: int) 
     y = (rng.random(n) < 0.3).astype(int) if n > 10 else np.eye(1, n, 1, dtype=int)[0]
     y[:2] = [0, 1]
     s = np.round(np.clip(rng.normal(0.3 + 0.3 * y, 0.25), 0, 1), 2)
-    report = evaluate(y, s, n_bootstrap=80, seed=seed, confidence_level=0.9)
+    report = evaluate(y, s, n_bootstrap=80, seed=seed, confidence_level=0.9,
+                      interval="percentile")
     per_metric: dict[str, list[float]] = {m: [] for m in METRIC_NAMES}
     for chunk in bootstrap_indices(n, n_bootstrap=80, seed=seed, chunk_size=7):
         for idx in chunk:
@@ -126,7 +127,7 @@ def test_compare_pairs_resamples() -> None:
     y = rng.integers(0, 2, n)
     new = np.clip(rng.normal(0.3 + 0.4 * y, 0.2), 0, 1)
     old = np.clip(new + rng.normal(0, 0.1, n), 0, 1)
-    report = compare(new, old, y, n_bootstrap=60, seed=5)
+    report = compare(new, old, y, n_bootstrap=60, seed=5, interval="percentile")
     deltas: dict[str, list[float]] = {m: [] for m in METRIC_NAMES}
     for chunk in bootstrap_indices(n, n_bootstrap=60, seed=5):
         for idx in chunk:

@@ -49,6 +49,13 @@ def _check_sorted(arr: NDArray[np.float64], name: str) -> None:
         raise ValueError(f"{name} must be sorted ascending (use wasserstein_1d for unsorted data)")
 
 
+def _check_grid_fits(n: int, m: int) -> None:
+    # the quantile grid counts in int64 steps of 1 / (n * m); a separate function so the
+    # boundary can be tested with sizes no test could allocate
+    if n * m >= 2**62:
+        raise ValueError(f"u_sorted.size * v_sorted.size must be < 2**62, got {n} * {m}")
+
+
 def wasserstein_sorted(u_sorted: ArrayLike, v_sorted: ArrayLike) -> float:
     """Exact Wasserstein-1 distance between two pre-sorted 1-D empirical samples.
 
@@ -85,8 +92,7 @@ def wasserstein_sorted(u_sorted: ArrayLike, v_sorted: ArrayLike) -> float:
     _check_sorted(u, "u_sorted")
     _check_sorted(v, "v_sorted")
     n, m = u.size, v.size
-    if n * m >= 2**62:
-        raise ValueError(f"u_sorted.size * v_sorted.size must be < 2**62, got {n} * {m}")
+    _check_grid_fits(n, m)
     return _quantile_w1(u, v) / (n * m)
 
 

@@ -402,7 +402,8 @@ def build_numeric_reference(
     Raises
     ------
     ValueError
-        If there is no finite value, or an option is out of range.
+        If there is no finite value, the values' standard deviation overflows float64, or an
+        option is out of range.
 
     Examples
     --------
@@ -427,7 +428,13 @@ def build_numeric_reference(
     inner = quantiles[first]
     edges = np.concatenate([[-np.inf], inner, [np.inf]])
     probs = bin_counts_sorted(srt, edges) / srt.size
-    std = float(np.std(srt))
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+        std = float(np.std(srt))
+    if not np.isfinite(std):
+        # squares of deviations past ~1e154 overflow; a scale of inf (or NaN) would quietly
+        # turn every normalised distance against this reference into 0 (or NaN)
+        raise ValueError(f"values of {name!r} spread too widely for float64: their standard "
+                         f"deviation overflows (got {std!r})")
     scale = std if std > 0 else 1.0
     base_w, base_js = _numeric_baseline(srt, edges, scale, baseline_repeats, seed)
     thin = srt if max_values is None or max_values >= srt.size else _thin(srt, max_values)

@@ -48,9 +48,10 @@ def test_change_points_equal_river(kind: str, params: dict) -> None:
         assert c.error_rate_after == pytest.approx(e[2], rel=1e-12)
 
 
-def test_before_and_after_rates_are_means_of_the_two_sub_windows() -> None:
-    xs = _stream("steps")
-    points = AdwinDetector().update_many(xs)
+@pytest.mark.parametrize("kind", STREAMS, ids=STREAMS)
+def test_before_and_after_rates_are_means_of_the_two_sub_windows(kind: str) -> None:
+    xs = _stream(kind)
+    points = AdwinDetector(delta=0.1, clock=8).update_many(xs)
     window_start = 0  # river empties the window on the update after each detection
     for c in points:
         cut = c.position + 1 - c.n_after
@@ -90,9 +91,16 @@ def test_change_across_three_runs_needs_persisted_state() -> None:
     fresh = [
         AdwinDetector().update_many(chunk, start_position=400 * i) for i, chunk in enumerate(chunks)
     ]
-    assert [c.position for c in persisted] == [e[0] for e in _river_run(np.concatenate(chunks))]
+    xs = np.concatenate(chunks)
+    assert [c.position for c in persisted] == [e[0] for e in _river_run(xs)]
     assert len(persisted) == 1 and 800 <= persisted[0].position < 1200
     assert persisted[0].error_rate_after > persisted[0].error_rate_before
+    # no reset before the detection: the dropped sub-window starts at the stream's start, so
+    # the window carried over from the earlier runs counts in its length and rate
+    c = persisted[0]
+    cut = c.position + 1 - c.n_after
+    assert (c.n_before, c.n_after) == (cut, _river_run(xs)[0][1])
+    assert c.error_rate_before == pytest.approx(xs[:cut].mean(), rel=1e-12)
     assert fresh == [(), (), ()]
 
 
@@ -105,7 +113,37 @@ def test_detection_at_end_of_run_is_persisted() -> None:
     det = AdwinDetector.from_bytes(det.to_bytes())
     assert det.drift_detected and det.n_seen == first + 1
     rest = det.update_many(xs[first + 1 :])
-    assert [c.position for c in rest] == [c.position for c in AdwinDetector().update_many(xs)][1:]
+    river = _river_run(xs)[1:]
+    assert [c.position for c in rest] == [e[0] for e in river]
+    assert [c.n_after for c in rest] == [e[1] for e in river]
+    # river empties the window on the update after a detection, also across runs: the next
+    # dropped sub-window starts just after the persisted detection
+    window_start = first + 1
+    for c in rest:
+        cut = c.position + 1 - c.n_after
+        assert c.n_before == cut - window_start
+        assert c.error_rate_before == pytest.approx(xs[window_start:cut].mean(), rel=1e-9)
+        window_start = c.position + 1
+
+
+def test_detection_on_the_first_element_of_a_run_keeps_scanning_the_run() -> None:
+    xs = _stream("steps")
+    whole = [e[0] for e in _river_run(xs)]
+    det = AdwinDetector()
+    assert det.update_many(xs[: whole[0]]) == ()
+    rest = det.update_many(xs[whole[0] :])  # its element 0 is the one that reports the first drift
+    assert [c.position for c in rest] == whole and len(whole) > 1
+
+
+def test_default_parameters_are_rivers() -> None:
+    # a stream where river's detection index moves with the grace period (9, 10, 11 -> 9, 10, 11)
+    xs = np.r_[np.zeros(4), np.ones(30)]
+    params = {"delta": 0.99, "clock": 1, "min_window_length": 1}
+    expected = [e[0] for e in _river_run(xs, **params)]
+    assert expected == [10]
+    assert [c.position for c in AdwinDetector(**params).update_many(xs)] == expected
+    with pytest.raises(TypeError):
+        AdwinDetector(0.1)  # type: ignore[misc]  # parameters are keyword-only
 
 
 def test_contract_reset_and_read_only_flag() -> None:
@@ -115,6 +153,15 @@ def test_contract_reset_and_read_only_flag() -> None:
     assert (det.n_seen, det.width, det.drift_detected) == (0, 0, False)
     with pytest.raises(AttributeError):
         det.drift_detected = True  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("name", ["clock", "max_buckets", "min_window_length", "grace_period"])
+def test_integer_parameters_validated(name: str) -> None:
+    for bad in (0, -1, 2.0):
+        with pytest.raises(ValueError, match=f"{name} must be an integer >= 1, got {bad!r}"):
+            AdwinDetector(**{name: bad})
+    det = AdwinDetector(**{name: 1})  # the smallest allowed
+    assert det.update_many(np.zeros(50)) == ()
 
 
 @pytest.mark.parametrize("delta", [0.0, 1.0, -0.1, 2], ids=["zero", "one", "negative", "two"])
@@ -133,3 +180,44 @@ def test_inputs_validated() -> None:
         det.update(float("inf"))
     with pytest.raises(ValueError, match="AdwinDetector state"):
         AdwinDetector.from_bytes(b"\x80\x05N.")  # pickle of None
+
+
+def test_state_payload_is_a_protocol_5_pickle_of_three_fields() -> None:
+    import pickle
+
+    from modelgate.drift.adwin import _FORMAT
+
+    payload = AdwinDetector().to_bytes()
+    assert payload[:2] == b"\x80\x05"  # the PROTO opcode and protocol 5 (pickle's spec)
+    fmt, river, n_seen = pickle.loads(payload)
+    assert (fmt, type(river), n_seen) == (_FORMAT, ADWIN, 0)
+    # names that sort before and after the format's: it is compared for equality
+    older, newer = "modelgate.drift.adwin/0", "modelgate.drift.adwin/2"
+    for bad in ((_FORMAT, ADWIN()), (_FORMAT,), (_FORMAT, ADWIN(), 0, "extra"),
+                (older, ADWIN(), 0), (newer, ADWIN(), 0), (_FORMAT, "ADWIN", 0)):
+        with pytest.raises(ValueError, match="AdwinDetector state"):
+            AdwinDetector.from_bytes(pickle.dumps(bad))
+
+
+def test_window_properties_and_frozen_change_points() -> None:
+    import dataclasses
+
+    det = AdwinDetector()
+    assert det.update_many([1.0, 0.0, 1.0, 1.0]) == ()
+    assert (det.width, det.estimation, det.n_seen) == (4, 0.75, 4)
+    point = AdwinDetector().update_many(_stream("steps"))[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        point.position = 0  # type: ignore[misc]
+    assert not hasattr(point, "__dict__")  # slotted
+
+
+def test_update_many_takes_errors_by_keyword_and_start_position_only_by_keyword() -> None:
+    assert AdwinDetector().update_many(errors=np.zeros(3), start_position=5) == ()
+    with pytest.raises(TypeError):
+        AdwinDetector().update_many(np.zeros(3), 5)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("errors", [0.5, [[0.0, 1.0]], np.zeros((3, 1))], ids=["scalar", "2-d", "column"])
+def test_update_many_needs_a_1d_array(errors: object) -> None:
+    with pytest.raises(ValueError, match="errors must be a 1-D array of finite values, got shape"):
+        AdwinDetector().update_many(errors)  # type: ignore[arg-type]

@@ -75,10 +75,43 @@ def test_wasserstein_sorted_does_not_sort_and_rejects_unsorted() -> None:
         wasserstein_sorted(np.array([2.0, 1.0]), np.array([1.0]))
 
 
-@pytest.mark.parametrize("bad", [[], [np.nan], [[1.0, 2.0]]], ids=["empty", "nan", "2d"])
-def test_wasserstein_rejects_bad_input(bad: list) -> None:
-    with pytest.raises(ValueError, match="u"):
+def test_wasserstein_sorted_finds_an_unsorted_pair_after_the_first_value() -> None:
+    # 0 is the smallest value, so only comparing each value with its predecessor finds 2 > 1
+    with pytest.raises(ValueError, match="u_sorted must be sorted ascending"):
+        wasserstein_sorted(np.array([0.0, 2.0, 1.0]), np.array([1.0]))
+    with pytest.raises(ValueError, match="v_sorted must be sorted ascending"):
+        wasserstein_sorted(np.array([1.0]), np.array([0.0, 2.0, 1.0]))
+
+
+@pytest.mark.parametrize(
+    ("n", "m", "refused"),
+    [(2**31, 2**31, True), (2**31, 2**31 + 1, True), (2**62 - 1, 1, False), (1, 2**62 - 1, False),
+     (2**62, 1, True)],
+    ids=["product-2**62", "product-above-2**62", "product-just-below", "swapped-just-below",
+         "one-side-2**62"],
+)
+def test_the_grid_size_limit_is_a_product_below_2_to_62(n: int, m: int, refused: bool) -> None:
+    # samples this large cannot be allocated in a test, so the size check is called directly
+    from modelgate.drift.distances import _check_grid_fits
+
+    if refused:
+        with pytest.raises(ValueError, match=rf"must be < 2\*\*62, got {n} \* {m}"):
+            _check_grid_fits(n, m)
+    else:
+        _check_grid_fits(n, m)
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [([], "u must be non-empty"), ([np.nan], "u must contain only finite"),
+     ([[1.0, 2.0]], r"u must be 1-D, got shape \(1, 2\)"), (1.0, r"u must be 1-D, got shape \(\)")],
+    ids=["empty", "nan", "2d", "scalar"],
+)
+def test_wasserstein_rejects_bad_input(bad: list, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
         wasserstein_1d(bad, [1.0])
+    with pytest.raises(ValueError, match=match.replace("u must", "u_sorted must")):
+        wasserstein_sorted(bad, [1.0])
 
 
 JS_CASES = {
@@ -105,9 +138,10 @@ def test_js_hand_worked() -> None:
 
 @pytest.mark.parametrize(
     "p, q, match",
-    [([1, 2], [1], "same length"), ([-1, 2], [1, 1], "non-negative"), ([0, 0], [1, 1], "positive"),
+    [([1, 2], [1], "same length"), ([1], [1, 2], "same length"), ([-1, 2], [1, 1], "non-negative"),
+     ([0, 0], [1, 1], "positive"),
      ([[1, 2]], [[1, 2]], "1-D"), (1.0, 1.0, "1-D"), ([], [], "non-empty")],
-    ids=["length", "negative", "all-zero", "two-dimensional", "scalar", "empty"],
+    ids=["p-longer", "q-longer", "negative", "all-zero", "two-dimensional", "scalar", "empty"],
 )
 def test_js_rejects_bad_input(p: list, q: list, match: str) -> None:
     with pytest.raises(ValueError, match=match):
@@ -154,6 +188,16 @@ def test_categorical_js_rejects_negative_current_counts(current: dict) -> None:
 def test_categorical_js_rejects_a_bad_reference(cats: list, counts: list) -> None:
     with pytest.raises(ValueError, match="unique and aligned"):
         categorical_js(cats, counts, {"a": 1})
+
+
+def test_categorical_js_counts_ones_and_ignores_zeros() -> None:
+    # reference (1, 1) against current (1, 0): the docstring example of js_divergence, 0.3112781
+    res = categorical_js(["a", "b"], [1, 1], {"a": 1, "b": 0, "z": 0})
+    expected = jensenshannon([1, 1], [1, 0], base=2) ** 2
+    assert res.js_divergence == pytest.approx(expected, rel=1e-12)
+    assert res.unseen_categories == ()
+    assert res.categories == ("a", "b")
+    assert categorical_js(["a", "b"], [1, 1], {"a": 1, "b": 1}).js_divergence == 0.0
 
 
 def test_categorical_js_with_many_categories_matches_scipy() -> None:

@@ -48,6 +48,22 @@ def test_tiny_reference(n: int) -> None:
     assert ref.half_sizes == (n // 2, n - n // 2)
 
 
+def test_a_single_value_has_zero_baselines() -> None:
+    # no two halves to compare: both baselines are 0, not a distance
+    ref = build_numeric_reference([4.0, np.nan], name="one")
+    assert (ref.baseline_wasserstein, ref.baseline_js) == (0.0, 0.0)
+    assert (ref.n, ref.n_missing, ref.half_sizes) == (1, 1, (0, 1))
+
+
+def test_assume_sorted_checks_the_order() -> None:
+    with pytest.raises(ValueError, match="'x' must be ascending when assume_sorted=True"):
+        build_numeric_reference([2.0, 1.0], name="x", assume_sorted=True)
+    with pytest.raises(ValueError, match="must be ascending"):
+        build_numeric_reference([0.0, 1.0, 3.0, 2.0], name="x", assume_sorted=True)
+    ok = build_numeric_reference([1.0, 1.0, 2.0], name="x", assume_sorted=True)
+    assert ok.values.tolist() == [1.0, 1.0, 2.0]
+
+
 @pytest.mark.parametrize("k", [1, 10, 1000], ids=["k1", "k10", "k1000"])
 def test_thinning_error_bound(k: int) -> None:
     rng = np.random.default_rng(3)
@@ -96,6 +112,18 @@ def test_categorical_counts_and_round_trip() -> None:
     )
 
 
+@pytest.mark.parametrize(("counts", "halves"),
+                         [({"a": 2, "b": 3}, (2, 3)), ({"a": 7}, (3, 4)), ({"a": 1}, (0, 1)),
+                          ({"a": 4, MISSING: 6}, (5, 5))],
+                         ids=["5-rows", "7-rows", "1-row", "10-rows-with-missing"])
+def test_categorical_half_sizes(counts: dict, halves: tuple) -> None:
+    from modelgate.drift.reference import build_categorical_reference_from_counts
+
+    ref = build_categorical_reference_from_counts(counts, name="c")
+    assert ref.half_sizes == halves
+    assert ref.n == sum(counts.values())
+
+
 def test_from_bytes_rejects_other_payloads() -> None:
     cat = build_categorical_reference(["a", "b"], name="c").to_bytes()
     with pytest.raises(ValueError, match="numeric"):
@@ -116,6 +144,17 @@ def test_from_bytes_rejects_other_payloads() -> None:
 def test_numeric_options_validated(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         build_numeric_reference([1.0, 2.0], name="x", **kwargs)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[-1e200, 1e200], np.r_[1e308, 1e308, np.zeros(6), -1e308, -1e308, np.zeros(6)]],
+    ids=["std-inf", "std-nan"],
+)
+def test_a_spread_whose_std_overflows_is_refused(values: list) -> None:
+    # the std of these finite values overflows float64 (inf, or NaN when the sum does)
+    with pytest.raises(ValueError, match="'x' spread too widely for float64"):
+        build_numeric_reference(values, name="x")
 
 
 def test_no_finite_values_rejected() -> None:

@@ -16,7 +16,9 @@ def test_classification_errors_mark_each_miss() -> None:
     assert classification_errors([], []).tolist() == []
 
 
-@pytest.mark.parametrize(("y", "p"), [([0, 1], [0, 1, 1]), ([[0, 1]], [[0, 1]]), (0, 0)])
+@pytest.mark.parametrize(("y", "p"), [([0, 1], [0, 1, 1]), ([0, 1], [0]), ([0], [0, 1]),
+                                      ([[0, 1]], [[0, 1]]), (0, 0)],
+                         ids=["p-longer", "y-longer", "y-length-1", "2-d", "scalars"])
 def test_classification_errors_need_two_1d_arrays_of_one_length(y: object, p: object) -> None:
     with pytest.raises(ValueError, match="1-D of one length"):
         classification_errors(y, p)  # type: ignore[arg-type]
@@ -39,7 +41,9 @@ def test_bounded_errors_refuse_a_bad_scale(scale: object) -> None:
         bounded_absolute_errors([1.0], [1.0], scale=scale)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("y", "p"), [([0.0, 1.0], [0.0]), ([[0.0]], [[0.0]]), (1.0, 1.0)])
+@pytest.mark.parametrize(("y", "p"), [([0.0, 1.0], [0.0]), ([0.0], [0.0, 1.0]), ([[0.0]], [[0.0]]),
+                                      (1.0, 1.0)],
+                         ids=["y-longer", "p-longer", "2-d", "scalars"])
 def test_bounded_errors_need_two_1d_arrays_of_one_length(y: object, p: object) -> None:
     with pytest.raises(ValueError, match="1-D of one length"):
         bounded_absolute_errors(y, p, scale=1.0)  # type: ignore[arg-type]
@@ -50,3 +54,10 @@ def test_bounded_errors_need_two_1d_arrays_of_one_length(y: object, p: object) -
 def test_bounded_errors_refuse_non_finite_values(y: list[float], p: list[float]) -> None:
     with pytest.raises(ValueError, match="must be finite"):
         bounded_absolute_errors(y, p, scale=1.0)
+
+
+def test_bounded_errors_take_data_by_keyword_and_scale_only_by_keyword() -> None:
+    got = bounded_absolute_errors(y_true=[0.0], prediction=[1.0], scale=4.0)
+    assert got.tolist() == [0.25]
+    with pytest.raises(TypeError):
+        bounded_absolute_errors([0.0], [1.0], 4.0)  # type: ignore[misc]

@@ -222,3 +222,9 @@ def test_policy_wide_keys_added_later_are_compared_and_written() -> None:
         "policy", "escalation", "looser", True)
     assert diff_policies(block, warn).looser is False
     assert policy_text(warn) == "version: 1\nescalation: block\n".replace("block", "warn")
+
+
+def test_the_canonical_text_keeps_names_outside_ascii_as_written() -> None:
+    policy = load_policy("fairness: {features: {género: {tpr_gap: {upper: 0.1}}}}")
+    assert policy_text(policy) == ("version: 1\nfairness:\n  features:\n    género:\n"
+                                   "      tpr_gap: {upper: 0.1, severity: block}\n")

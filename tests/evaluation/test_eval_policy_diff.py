@@ -130,6 +130,16 @@ def test_strings_are_compared_by_value() -> None:
     parsed = ValueThreshold("f1", 0.7, None, basis=json.loads('"point_estimate"'))
     assert diff_policies(Policy(values=(parsed,)),
                          Policy(values=(ValueThreshold("f1", 0.7, None),))).changes == ()
+    removed = PolicyChange("metrics.f1.value", "check", "block", None, "looser", True)
+    assert PolicyChange(**json.loads(json.dumps(removed.to_record()))).text() == (
+        "metrics.f1.value: removed (looser)")
+    blocks = ValueThreshold("f1", 0.7, None, severity=json.loads('"block"'))
+    for run in (Policy(), Policy(values=(ValueThreshold("f1", 0.6, None),))):
+        (change,) = diff_policies(run, Policy(values=(blocks,))).changes
+        assert change.blocking is True
+    # group minimums parsed from two texts: equal numbers, two objects
+    text = "fairness: {min_positives_per_group: 1000, min_negatives_per_group: 1000}"
+    assert diff_policies(load_policy(text), load_policy(text)).changes == ()
 
 
 def test_changes_are_frozen_and_slotted() -> None:

@@ -304,6 +304,9 @@ def test_a_pooled_table_puts_score_one_in_the_last_cell() -> None:
     t = group_score_table("g", [0, 1, 1], [0.25, 0.75, 1.0], ["a", "a", "a"], max_distinct=2)
     assert (t.grid, t.keys.tolist(), t.neg.tolist(), t.pos.tolist()) == (4, [1.0, 3.0], [1, 0],
                                                                          [0, 2])
+    assert type(t.grid) is int  # a number of cells
+    with pytest.raises(TypeError):  # options by keyword only
+        merge_group_scores([t], 2)  # type: ignore[misc]
     (auc,) = group_roc_auc(t)
     assert (auc.roc_auc, auc.error_bound) == (1.0, 0.0)
     # one row: 0.5 and 1.0 share the upper of 2 cells, the pair ties, AUC 1/2 off by at most 1/2

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 
 MAX_SHOWN_VALUES = 5
+# modelgate.artifact.TASKS, restated: the evaluation core does not import the artifact layer
+TASKS = ("binary_classification", "multiclass_classification", "regression")
 
 
 class LabelError(ValueError):
@@ -186,9 +188,11 @@ def model_labels(values: Sequence[Any] | np.ndarray, manifest: Mapping[str, Any]
     Raises
     ------
     LabelError
-        A missing value, a binary column that is not the positive value and one other, a
-        multiclass label that is not among the model's classes, a regression label that is not
-        a finite number; the message names the column.
+        A missing value (None, NaN, NaT), a binary column that is not the positive value and
+        one other, a multiclass label that is not among the model's classes, a regression
+        label that is not a finite number; the message names the column.
+    ValueError
+        A ``task`` other than the three in :data:`TASKS`.
 
     Examples
     --------
@@ -204,9 +208,13 @@ def model_labels(values: Sequence[Any] | np.ndarray, manifest: Mapping[str, Any]
     [2.5, 1.0]
     """
     task, column = manifest.get("task", "binary_classification"), manifest["label"]["column"]
+    if task not in TASKS:
+        raise ValueError(f"manifest task must be one of {list(TASKS)}; got {task!r}")
     array = np.asarray(values) if isinstance(values, np.ndarray) else np.asarray(list(values), dtype=object)
     if array.dtype.kind == "f":
         missing = int(np.isnan(array).sum())
+    elif array.dtype.kind in "mM":  # NaT, which tolist() would turn into an ordinary None value
+        missing = int(np.isnat(array).sum())
     elif array.dtype.kind == "O":
         missing = sum(1 for v in array.tolist() if v is None or (isinstance(v, float) and v != v))
     else:

@@ -3,17 +3,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass
 
 import pytest
 from modelgate.evaluation.policy import (
     FairnessThreshold,
     Policy,
+    ValueThreshold,
     default_policy,
     load_policy,
     merge_policies,
 )
-from modelgate.evaluation.policy_diff import PolicyChange, diff_policies
+from modelgate.evaluation.policy_diff import PolicyChange, PolicyDiff, diff_policies
 from modelgate.evaluation.policy_text import policy_text
 
 from modelgate.resources import shipped_dir
@@ -95,6 +98,56 @@ def test_a_removed_blocking_check_is_looser_and_an_added_one_stricter() -> None:
     assert removed.text() == "fairness.default.equalized_odds_difference: removed (looser)"
     (added,) = diff_policies(with_eo, without).changes
     assert (added.effect, added.blocking, added.loosens_blocking) == ("stricter", False, False)
+
+
+def test_a_removed_warning_is_looser_but_not_blocking() -> None:
+    without = load_policy("metrics: {roc_auc: {value: {lower: 0.7}}}")
+    with_brier = load_policy("metrics: {roc_auc: {value: {lower: 0.7}}, "
+                             "brier: {value: {upper: 0.25, severity: warn}}}")
+    diff = diff_policies(without, with_brier)
+    assert diff.changes == (PolicyChange("metrics.brier.value", "check", "warn", None, "looser",
+                                         False),)
+    assert diff.looser is False
+
+
+def test_changes_read_with_both_values() -> None:
+    (margin,) = diff_policies(merge_policies(OWN, load_policy(
+        "metrics: {roc_auc: {change: {absolute: -0.05}}}")), OWN).changes
+    assert margin.text() == "metrics.roc_auc.change: absolute -0.01 -> -0.05 (looser)"
+    # numbers in %g (six significant digits), booleans as YAML writes them
+    assert PolicyChange("metrics.f1.value", "lower", 0.7, 0.1234567, "looser", True).text() == (
+        "metrics.f1.value: lower 0.7 -> 0.123457 (looser)")
+    assert PolicyChange("policy", "flag", True, False, "unordered", True).text() == (
+        "policy: flag true -> false (unordered)")
+
+
+def test_strings_are_compared_by_value() -> None:
+    # a change read back from its stored JSON, and a policy built from parsed text, hold
+    # equal strings that are not the module's own literals
+    stricter = PolicyChange("metrics.f1.value", "lower", 0.6, 0.7, "stricter", True)
+    again = PolicyChange(**json.loads(json.dumps(stricter.to_record())))
+    assert again == stricter and again.loosens_blocking is False
+    parsed = ValueThreshold("f1", 0.7, None, basis=json.loads('"point_estimate"'))
+    assert diff_policies(Policy(values=(parsed,)),
+                         Policy(values=(ValueThreshold("f1", 0.7, None),))).changes == ()
+    removed = PolicyChange("metrics.f1.value", "check", "block", None, "looser", True)
+    assert PolicyChange(**json.loads(json.dumps(removed.to_record()))).text() == (
+        "metrics.f1.value: removed (looser)")
+    blocks = ValueThreshold("f1", 0.7, None, severity=json.loads('"block"'))
+    for run in (Policy(), Policy(values=(ValueThreshold("f1", 0.6, None),))):
+        (change,) = diff_policies(run, Policy(values=(blocks,))).changes
+        assert change.blocking is True
+    # group minimums parsed from two texts: equal numbers, two objects
+    text = "fairness: {min_positives_per_group: 1000, min_negatives_per_group: 1000}"
+    assert diff_policies(load_policy(text), load_policy(text)).changes == ()
+
+
+def test_changes_are_frozen_and_slotted() -> None:
+    change = PolicyChange("metrics.f1.value", "lower", 0.6, 0.7, "stricter", True)
+    for result in (change, PolicyDiff((change,))):
+        assert not hasattr(result, "__dict__")  # slots
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(result, dataclasses.fields(result)[0].name, None)
 
 
 def test_the_basis_is_compared_after_the_policy_wide_fallback() -> None:
@@ -222,3 +275,9 @@ def test_policy_wide_keys_added_later_are_compared_and_written() -> None:
         "policy", "escalation", "looser", True)
     assert diff_policies(block, warn).looser is False
     assert policy_text(warn) == "version: 1\nescalation: block\n".replace("block", "warn")
+
+
+def test_the_canonical_text_keeps_names_outside_ascii_as_written() -> None:
+    policy = load_policy("fairness: {features: {género: {tpr_gap: {upper: 0.1}}}}")
+    assert policy_text(policy) == ("version: 1\nfairness:\n  features:\n    género:\n"
+                                   "      tpr_gap: {upper: 0.1, severity: block}\n")

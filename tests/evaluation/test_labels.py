@@ -97,8 +97,89 @@ def test_model_labels_refuse_missing_values(values: object, text: str) -> None:
 @pytest.mark.parametrize(("values", "text"), [
     ([1.0, True], "label column 'price' of a regression model must be numeric; got dtype object"),
     (np.array(["1", "2"]), "label column 'price' of a regression model must be numeric; got dtype <U1"),
+    (np.array(["2024-01-01"], dtype="datetime64[ns]"),
+     "label column 'price' of a regression model must be numeric; got dtype datetime64[ns]"),
+    (np.array([5], dtype="timedelta64[ns]"),  # whose tolist() gives plain ints
+     "label column 'price' of a regression model must be numeric; got dtype timedelta64[ns]"),
     (np.array([1.0, math.inf, -math.inf]),
      "label column 'price' has 2 infinite value(s); regression labels must be finite"),
 ])
 def test_model_labels_regression_refusals(values: object, text: str) -> None:
     assert message(model_labels, values, {"task": "regression", "label": {"column": "price"}}) == text
+
+
+def test_at_most_five_values_are_named_then_how_many_more() -> None:
+    # the docstrings promise "up to 5 offending values": 5 named in full, the rest counted
+    five = [1] + [f"v{i}" for i in range(5)]
+    assert message(binary_labels, five, column="y", positive=1) == (
+        "label column 'y' must hold the positive value 1 and one other value; found 5 other "
+        "values: 'v0' (1 row), 'v1' (1 row), 'v2' (1 row), 'v3' (1 row), 'v4' (1 row)")
+    six = message(binary_labels, [*five, "v5"], column="y", positive=1)
+    assert six.endswith("'v4' (1 row) and 1 more") and "'v5'" not in six
+    assert message(class_indices, [f"v{i}" for i in range(5)], ["a"], column="y") == (
+        "label column 'y' must hold the model's classes ['a']; found other values: "
+        "'v0' (1 row), 'v1' (1 row), 'v2' (1 row), 'v3' (1 row), 'v4' (1 row)")
+    seven = message(class_indices, [f"v{i}" for i in range(7)], ["a"], column="y")
+    assert seven.endswith("'v4' (1 row) and 2 more")
+
+
+@pytest.mark.parametrize("dtype", ["datetime64[D]", "datetime64[ns]", "timedelta64[s]"])
+def test_model_labels_count_nat_as_missing(dtype: str) -> None:
+    # tolist() turns NaT into None, which would otherwise be one more (negative) value
+    values = np.array([1, "NaT", 1, "NaT", "NaT"] if dtype.startswith("t") else
+                      ["2024-01-01", "NaT", "2024-01-01", "NaT", "NaT"], dtype=dtype)
+    positive = values[0].tolist()
+    assert message(model_labels, values, {"label": {"column": "d", "positive": positive}}) == (
+        "label column 'd' has 3 missing value(s)")
+    assert model_labels(values[[0, 2]], {"label": {"column": "d", "positive": positive}}
+                        ).tolist() == [1, 1]
+
+
+def test_model_labels_refuse_an_unknown_task() -> None:
+    with pytest.raises(ValueError) as caught:
+        model_labels([1.0], {"task": "ranking", "label": {"column": "y"}})
+    assert str(caught.value) == ("manifest task must be one of ['binary_classification', "
+                                 "'multiclass_classification', 'regression']; got 'ranking'")
+    assert not isinstance(caught.value, LabelError)
+
+
+def test_many_other_values_count_the_rest() -> None:
+    text = message(binary_labels, [1] + [f"v{i:02d}" for i in range(12)], column="y", positive=1)
+    assert text.endswith("'v04' (1 row) and 7 more") and "found 12 other values" in text
+    many = message(class_indices, [f"v{i:02d}" for i in range(12)], ["a"], column="y")
+    assert many.endswith("'v04' (1 row) and 7 more")
+
+
+def test_a_declared_negative_refuses_every_other_value() -> None:
+    # values that sort before and after the declared negative alike
+    assert message(binary_labels, ["p", "a", "n", "z", 0], column="c", positive="p",
+                   negative="n") == (
+        "label column 'c' must hold the positive value 'p' and the declared negative value "
+        "'n'; found other values: 'a' (1 row), 'z' (1 row), 0 (1 row)")
+
+
+def test_options_are_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        binary_labels([1, 0], "y", 1)
+    with pytest.raises(TypeError):
+        class_indices([0], [0], "y")
+
+
+def test_one_mistyped_value_of_any_type_is_refused() -> None:
+    # a single other value of another type than the positive, with no positive row: whichever
+    # way the type names sort
+    for values, positive, shown in (([True, True], 1, "True (2 rows)"),
+                                    (["1", "1"], 1, "'1' (2 rows)"),
+                                    ([1, 1], "1", "1 (2 rows)")):
+        assert message(binary_labels, values, column="y", positive=positive).endswith(
+            f"found 1 other value: {shown}")
+
+
+def test_the_task_is_compared_by_value() -> None:
+    # manifests are parsed from YAML or JSON: their strings are equal to, not the same
+    # object as, the literals in the module
+    multi = "".join(["multiclass", "_classification"])
+    manifest = {"task": multi, "label": {"column": "y"}, "output": {"classes": ["a", "b", "c"]}}
+    assert model_labels(["c", "a"], manifest).tolist() == [2, 0]
+    reg = {"task": "".join(["regr", "ession"]), "label": {"column": "y"}}
+    assert model_labels([2.5, 1], reg).tolist() == [2.5, 1.0]

@@ -6,6 +6,7 @@ and the stored rows of a real evaluation run split over two files.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from fairlearn.metrics import MetricFrame, false_positive_rate, true_positive_rate
-from modelgate.fairness.disaggregate import disaggregate
+from modelgate.fairness.disaggregate import disaggregate, table_from_counts
 from modelgate.fairness.group_scores import (
     group_roc_auc,
     group_score_table,
+    group_score_table_from_codes,
     merge_group_scores,
     with_group_auc,
 )
@@ -294,3 +296,81 @@ def _stored_scores(settings: Any, url: str, run_id: int) -> pd.DataFrame:
     keys = sorted(k for k in store.list_keys(prefix + "/") if k.endswith(".parquet"))
     return pd.concat([pq.read_table(pa.BufferReader(store.get_bytes(k))).to_pandas()
                       for k in keys], ignore_index=True)
+
+
+def test_a_pooled_table_puts_score_one_in_the_last_cell() -> None:
+    # 3 distinct scores, at most 2 rows: halved from 2**20 cells down to 4, where 0.25 is in
+    # cell 1 and 0.75 and 1.0 share cell 3 (1.0 is not a cell of its own)
+    t = group_score_table("g", [0, 1, 1], [0.25, 0.75, 1.0], ["a", "a", "a"], max_distinct=2)
+    assert (t.grid, t.keys.tolist(), t.neg.tolist(), t.pos.tolist()) == (4, [1.0, 3.0], [1, 0],
+                                                                         [0, 2])
+    assert type(t.grid) is int  # a number of cells
+    with pytest.raises(TypeError):  # options by keyword only
+        merge_group_scores([t], 2)  # type: ignore[misc]
+    (auc,) = group_roc_auc(t)
+    assert (auc.roc_auc, auc.error_bound) == (1.0, 0.0)
+    # one row: 0.5 and 1.0 share the upper of 2 cells, the pair ties, AUC 1/2 off by at most 1/2
+    one = group_score_table("g", [0, 1], [0.5, 1.0], ["a", "a"], max_distinct=1)
+    assert (one.grid, one.keys.tolist(), one.neg.tolist(), one.pos.tolist()) == (2, [1.0], [1],
+                                                                                 [1])
+    (auc,) = group_roc_auc(one)
+    assert (auc.roc_auc, auc.error_bound) == (0.5, 0.5)
+
+
+def test_a_negative_zero_score_is_kept_as_zero() -> None:
+    t = group_score_table("g", [0, 1], [-0.0, 0.5], ["a", "a"])
+    assert t.keys.tolist() == [0.0, 0.5] and not np.signbit(t.keys).any()
+
+
+def test_an_empty_partition_gives_an_empty_table() -> None:
+    t = group_score_table("g", [], [], np.array([], dtype=object))
+    assert (t.labels, t.group.tolist(), t.keys.tolist(), t.neg.tolist(), t.pos.tolist()) == (
+        (), [], [], [], [])
+    assert group_roc_auc(t) == ()
+    full = group_score_table("g", [0, 1], [0.2, 0.9], ["a", "a"])
+    assert merge_group_scores([t, full]).keys.tolist() == [0.2, 0.9]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (([0, 1], [0.2, 0.3, 0.4], ["a", "b"]),
+     "y_true, score and codes of 'g' must be 1-D of one length; got shapes (2,), (3,) and (2,)"),
+    (([0, 1], [0.2, 0.3], ["a", "b", "a"]),
+     "y_true, score and codes of 'g' must be 1-D of one length; got shapes (2,), (2,) and (3,)"),
+    (([0, 1, 0, 1], [1.5, -0.1, 2.0, 3.0], ["a"] * 4),
+     "score must be in [0, 1]; found 4 value(s) outside, e.g. array([ 1.5, -0.1,  2. ])"),
+], ids=["score-longer", "sensitive-longer", "scores-outside"])
+def test_score_tables_refuse_bad_input_naming_it(args: tuple[Any, ...], message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        group_score_table("g", *args)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(("codes", "message"), [
+    ([0, 2], "codes must be in 0..1; got 0..2"), ([-1, 1], "codes must be in 0..1; got -1..1")])
+def test_codes_out_of_range_are_refused(codes: list[int], message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        group_score_table_from_codes("g", [0, 1], [0.2, 0.3], ("a", "b"), codes)
+    assert str(caught.value) == message
+
+
+def test_max_distinct_is_at_least_one() -> None:
+    # 0.2 and 0.3 first share a cell on the grid of 2 cells
+    one = group_score_table("g", [0, 1], [0.2, 0.3], ["a", "a"], max_distinct=1)
+    assert (one.grid, one.keys.tolist()) == (2, [0.0])
+    for bad in (0, -1):
+        with pytest.raises(ValueError) as caught:
+            group_score_table("g", [0, 1], [0.2, 0.3], ["a", "a"], max_distinct=bad)
+        assert str(caught.value) == f"max_distinct must be an integer >= 1; got {bad}"
+
+
+def test_a_group_without_rows_has_no_auc() -> None:
+    # merged per-partition counts can name a group none of the scored rows fall in
+    table = table_from_counts(("a", "c"), [[1, 0, 0, 1], [0, 0, 0, 0]])
+    scored = with_group_auc(table, group_score_table("g", [0, 1], [0.2, 0.9], ["a", "a"]))
+    assert scored.group("a").roc_auc == 1.0 and np.isnan(scored.group("c").roc_auc)
+
+
+def test_score_tables_are_frozen() -> None:
+    t = group_score_table("g", [0, 1], [0.2, 0.9], ["a", "a"])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t.feature = "h"  # type: ignore[misc]

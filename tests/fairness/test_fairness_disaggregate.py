@@ -132,6 +132,25 @@ def test_invalid_inputs_are_rejected(args: tuple, message: str) -> None:
         disaggregate(*args)
 
 
+@pytest.mark.parametrize(("y_true", "found"), [
+    ([0, 3, 3, 1], "array([3])"),
+    ([0, 0.5, 2.0, 1, 0.5], "array([0.5, 2. ])"),
+    ([5, 4, 1, 3, 2, 0], "array([2, 3, 4])"),  # the first three only
+    (["a", "b", "a", "b"], "dtype('<U1')"),
+], ids=["int", "floats", "first-three", "strings"])
+def test_bad_labels_are_named_in_the_message(y_true: list[object], found: str) -> None:
+    # the message shows the values that are not 0 or 1 (distinct, sorted), not the good ones
+    with pytest.raises(ValueError) as caught:
+        disaggregate(y_true, [0] * len(y_true), ["a"] * len(y_true))
+    assert str(caught.value) == f"y_true must contain only 0 and 1; found {found}"
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.bool_, np.str_, np.float64, object])
+def test_an_empty_column_has_no_groups_and_no_codes(dtype: type) -> None:
+    labels, codes = encode_groups(np.array([], dtype=dtype))
+    assert labels == () and codes.shape == (0,)
+
+
 def test_min_group_size_is_validated() -> None:
     with pytest.raises(ValueError, match="min_group_size must be an integer >= 1; got 0"):
         disaggregate([0, 1], [0, 1], ["a", "b"], min_group_size=0)

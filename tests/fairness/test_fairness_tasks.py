@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from fairlearn.metrics import MetricFrame, false_positive_rate, selection_rate, true_positive_rate
@@ -161,3 +163,44 @@ def test_small_groups_can_be_left_out_of_regression_gaps() -> None:
     one_group = regression_fairness_report(y[:40], pred[:40], sensitive[:40],
                                            sensitive_feature="g", n_bootstrap=0)
     assert np.isnan(one_group.by_name()["mae_gap"].value)
+
+
+_THREE = ["lo", "mid", "hi"]
+
+
+@pytest.mark.parametrize(("y", "pred", "message"), [
+    ([0, 1, 3], [0, 1, 2], "y_true must hold class indices 0..2"),  # one past the last class
+    ([0, 1, 2], [0, 1, 4], "predicted must hold class indices 0..2"),
+    ([0, -1, 2], [0, 1, 2], "y_true must hold class indices 0..2"),
+    ([0, 1, 2], [-2, 1, 2], "predicted must hold class indices 0..2"),
+    (np.array([0.0, 1.0, 2.0]), [0, 1, 2], "y_true must hold class indices 0..2"),  # not ints
+    ([0, 1, 2], np.array([0.0, 1.0, 2.0]), "predicted must hold class indices 0..2"),
+], ids=["y-past-last", "pred-past-last", "y-negative", "pred-negative", "y-float", "pred-float"])
+def test_multiclass_refuses_what_is_not_a_class_index(y: object, pred: object, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        multiclass_fairness_report(y, pred, ["a", "b", "a"], classes=_THREE,
+                                   sensitive_feature="g", n_bootstrap=0)
+    assert str(caught.value) == message
+
+
+def test_multiclass_takes_any_indices_in_range_and_its_options_by_keyword() -> None:
+    # the lowest class absent and the highest present: 1..2 of 0..2, unsigned too
+    report = multiclass_fairness_report(np.array([1, 2, 2, 1], dtype=np.uint8), [2, 2, 1, 1],
+                                        ["a", "a", "b", "b"], classes=_THREE,
+                                        sensitive_feature="g", n_bootstrap=0)
+    # lo: no row is or is predicted lo; mid: a's one mid row predicted hi, b's predicted mid
+    assert report.by_name()["tpr_gap[mid]"].value == 1.0
+    assert [c.label for c in report.classes] == _THREE
+    with pytest.raises(TypeError):
+        multiclass_fairness_report([0, 1], [0, 1], ["a", "b"], _THREE, "g")  # type: ignore[misc]
+
+
+def test_multiclass_report_is_frozen_and_slotted_with_the_documented_defaults() -> None:
+    report = multiclass_fairness_report([0, 1, 2, 0], [0, 1, 2, 1], ["a", "a", "b", "b"],
+                                        classes=_THREE, sensitive_feature="g")
+    for obj in (report, report.classes[0]):
+        assert not hasattr(obj, "__dict__")  # slots
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, dataclasses.fields(obj)[0].name, "other")
+    inner = report.classes[0].report
+    assert (inner.n_bootstrap, inner.seed, inner.table.min_group_size) == (1000, 0, 30)

@@ -8,7 +8,7 @@ Run from the repository root::
 Each simulation draws ``n`` rows from a population whose metrics are known in closed form
 or by quadrature (scipy), summarises them as the evaluation DAG does
 (:func:`modelgate.evaluation.sufficient.collect`, then
-:func:`~modelgate.evaluation.sufficient.performance_from_statistics`; the equalized-odds
+:func:`~modelgate.evaluation.performance.performance_from_statistics`; the equalized-odds
 difference from the merged group counts through
 :func:`modelgate.fairness.metrics.fairness_report_from_table`) and records whether each
 95 % interval holds the truth, whether it lies in the metric's range and whether it holds
@@ -30,7 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from modelgate.evaluation.sufficient import collect, performance_from_statistics
+from modelgate.evaluation.performance import performance_from_statistics
+from modelgate.evaluation.sufficient import collect
 from modelgate.fairness.disaggregate import encode_groups, table_from_counts
 from modelgate.fairness.metrics import fairness_report_from_table
 from scipy import integrate

@@ -5,7 +5,7 @@ n = 200) the percentile interval of the AUC held the truth in 82 % of simulated 
 that of the log loss in 87 % and that of the accuracy in 91 %, and a plain row bootstrap
 was as short (``bench/RESULTS.md``, "Coverage of the binary intervals").  With
 ``interval="per_metric"`` (the default of
-:func:`~modelgate.evaluation.sufficient.performance_from_statistics`):
+:func:`~modelgate.evaluation.performance.performance_from_statistics`):
 
 * **ROC AUC**: Wald interval on the logit scale with DeLong's variance, computed
   exactly from the merged negatives and positives per distinct score

@@ -23,7 +23,7 @@ Conventions
   model, so :func:`compare` pairs them row for row.  By default (``interval=
   "per_metric"``) ROC AUC, accuracy and log loss and their paired deltas get the
   intervals of :mod:`~.metric_intervals`, the same methods as the pipelines'
-  :func:`~modelgate.evaluation.sufficient.performance_from_statistics`; the other
+  :func:`~modelgate.evaluation.performance.performance_from_statistics`; the other
   metrics (and every metric with ``interval="percentile"``) percentile intervals
   (``np.nanquantile``, linear interpolation) of the replicates, each the metric on a
   resample, so in its range.  Every interval is widened where needed to hold the point
@@ -166,7 +166,7 @@ def evaluate(
     interval : {"per_metric", "percentile"}, default "per_metric"
         ``"per_metric"``: ROC AUC, accuracy and log loss by the methods of
         :mod:`~.metric_intervals` (as
-        :func:`~modelgate.evaluation.sufficient.performance_from_statistics`), the
+        :func:`~modelgate.evaluation.performance.performance_from_statistics`), the
         other metrics percentile; ``"percentile"``: percentile throughout.
 
     Returns

@@ -124,6 +124,13 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_eval_binary_intervals.py",
         "tests/evaluation/test_per_metric_intervals.py",
     ),
+    "evaluation/performance.py": (
+        "tests/evaluation/test_eval_sufficient.py",
+        "tests/evaluation/test_bca_cells.py",
+        "tests/evaluation/test_eval_binary_intervals.py",
+        "tests/evaluation/test_per_metric_intervals.py",
+        "tests/evaluation/test_paired_delta_intervals.py",
+    ),
     "modelgate/intervals.py": (
         "tests/test_intervals.py",
         "tests/evaluation/test_bca_cells.py",

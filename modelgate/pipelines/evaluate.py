@@ -489,15 +489,15 @@ def load_statistics(ctx: Context, ref: RunRef) -> MergedStatistics:
 def compute_metrics(ctx: Context, ref: RunRef) -> str:
     """Performance metrics of the candidate (and champion, paired) with bootstrap intervals,
     from the merged statistics (exact point metrics; multinomial bootstrap over the counts)."""
-    from modelgate.evaluation import sufficient
+    from modelgate.evaluation import performance
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     manifest = _candidate_row(ctx, run).manifest  # pinned archive
     if evaluate_tasks.task_of(manifest) != evaluate_tasks.BINARY:
         return _compute_task_metrics(ctx, ref, manifest, champion=run.champion_version_id is not None)
     statistics = load_statistics(ctx, ref).statistics
-    summary = sufficient.performance_from_statistics(statistics, n_bootstrap=N_BOOTSTRAP,
-                                                     seed=BOOTSTRAP_SEED)
+    summary = performance.performance_from_statistics(statistics, n_bootstrap=N_BOOTSTRAP,
+                                                      seed=BOOTSTRAP_SEED)
     log.info("metrics on %d rows with %d bootstrap resamples over %d count cells; %d distinct "
              "scores, AUC %s", statistics.n, N_BOOTSTRAP, len(statistics.bootstrap.cells),
              summary.distinct_scores, "exact" if summary.auc_error_bound == 0 else

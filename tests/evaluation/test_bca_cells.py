@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from modelgate.evaluation.bootstrap_cells import jackknife_metrics, marginal_cells
-from modelgate.evaluation.sufficient import collect, performance_from_statistics
+from modelgate.evaluation.performance import performance_from_statistics
+from modelgate.evaluation.sufficient import collect
 from scipy.stats import rankdata
 from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from modelgate.evaluation.metrics import compare, evaluate
-from modelgate.evaluation.sufficient import collect, merge, performance_from_statistics
+from modelgate.evaluation.performance import performance_from_statistics
+from modelgate.evaluation.sufficient import collect, merge
 from scipy.special import expit
 from scipy.stats import rankdata
 

@@ -5,12 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from fairlearn.metrics import equalized_odds_difference
-from modelgate.evaluation.sufficient import (
-    FALLBACK_GRID,
-    collect,
-    merge,
-    performance_from_statistics,
-)
+from modelgate.evaluation.performance import performance_from_statistics
+from modelgate.evaluation.sufficient import FALLBACK_GRID, collect, merge
 from modelgate.fairness.disaggregate import encode_groups, table_from_counts
 from modelgate.fairness.metrics import fairness_report, fairness_report_from_table
 from scipy.stats import norm

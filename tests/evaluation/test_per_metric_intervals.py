@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from modelgate.evaluation.sufficient import collect, merge, performance_from_statistics
+from modelgate.evaluation.performance import performance_from_statistics
+from modelgate.evaluation.sufficient import collect, merge
 from row_bootstrap import row_resamples
 from scipy.special import expit, logit
 from scipy.stats import norm

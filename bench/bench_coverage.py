@@ -25,6 +25,7 @@ bins got wrong.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -195,6 +196,8 @@ def main() -> None:
                         default="per_metric",
                         help="interval method of performance_from_statistics (the row "
                              "reference stays percentile)")
+    parser.add_argument("--tau", type=float, default=None,
+                        help="the champion's latent noise instead of the scenario's (0.05: a near copy)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     sims = [int(s) for s in args.simulations.split(",")]
@@ -208,8 +211,10 @@ def main() -> None:
     for name in args.scenarios.split(","):
         for n, count in zip(sizes, sims, strict=True):
             reference = n <= args.row_reference_up_to
-            for r in run(SCENARIOS[name], n, count, args.resamples, reference, args.seed,
-                         args.interval):
+            sc = SCENARIOS[name]
+            if args.tau is not None:
+                sc = dataclasses.replace(sc, name=f"{name}, tau {args.tau:g}", tau=args.tau)
+            for r in run(sc, n, count, args.resamples, reference, args.seed, args.interval):
                 print(f"| {r['scenario']} | {r['n']:,} | {count} | {r['quantity']} | {r['truth']:.4f} "
                       f"| {100 * r['coverage']:.1f} ± {100 * r['se']:.1f} % "
                       f"| {100 * r['below']:.1f} % | {100 * r['above']:.1f} % | {r['width']:.4g} "

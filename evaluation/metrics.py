@@ -56,7 +56,12 @@ from modelgate.intervals import (
 from modelgate.intervals import check_int as _check_int
 
 from .bootstrap_cells import delong_variance
-from .metric_intervals import own_intervals, paired_delta_interval
+from .metric_intervals import (
+    difference_part_moments,
+    log_loss_delta_interval,
+    own_intervals,
+    paired_delta_interval,
+)
 from .metric_results import (
     METRIC_NAMES,
     CalibrationBin,
@@ -129,6 +134,7 @@ class _Cells:
 
 # Additive per-row statistics, columns of _Cells.weights.
 _COLUMNS = ("n", "n_pos", "tp", "fp", "log_loss", "squared_error", "log_loss_squared")
+_PART_KEYS = ("up", "up_var", "down", "down_var")
 
 
 def evaluate(
@@ -241,8 +247,8 @@ def compare(
     champion_threshold : float, optional
         Decision threshold of the champion when it differs from the candidate's.
     n_bootstrap, confidence_level, seed, interval
-        As in :func:`evaluate`; with ``"per_metric"`` the deltas of ROC AUC and accuracy
-        are MOVER intervals (:func:`~.metric_intervals.paired_delta_interval`).
+        As in :func:`evaluate`; with ``"per_metric"`` the deltas of ROC AUC, accuracy and
+        log loss are MOVER intervals (:func:`~.metric_intervals.paired_delta_interval`).
 
     Returns
     -------
@@ -270,11 +276,16 @@ def compare(
     cells = (_cells(y, s_new, threshold), _cells(y, s_old, old_threshold))
     (p_new, r_new), (p_old, r_old) = _point_estimates(cells[0]), _point_estimates(cells[1])
     _check_interval(interval)
-    boot_new, boot_old = _bootstrap(cells, len(y), n_bootstrap, seed)
+    difference = _row_log_loss(y, s_new) - _row_log_loss(y, s_old)
+    boot_new, boot_old = _bootstrap(cells, len(y), n_bootstrap, seed, difference)
     own: tuple[Mapping[str, tuple[float, float] | None], ...] = ({}, {})
+    loss_delta = None
     if interval == "per_metric":
         own = (_own_intervals(cells[0], p_new, boot_new, confidence_level),
                _own_intervals(cells[1], p_old, boot_old, confidence_level))
+        loss_delta = log_loss_delta_interval(
+            difference_part_moments(difference, np.ones((1, len(y)))),
+            {key: boot_new[f"difference_{key}"] for key in _PART_KEYS}, len(y), confidence_level)
     new_right, old_right = (s_new >= threshold) == y, (s_old >= old_threshold) == y
     correct = (int(np.sum(new_right & old_right)), int(np.sum(new_right & ~old_right)),
                int(np.sum(~new_right & old_right)), int(np.sum(~new_right & ~old_right)))
@@ -284,7 +295,8 @@ def compare(
         reason = reason or (r_old[name] and f"champion: {r_old[name]}")
         paired = paired_delta_interval(name, (p_new[name], p_old[name]),
                                        (own[0].get(name), own[1].get(name)),
-                                       (boot_new[name], boot_old[name]), correct)
+                                       (boot_new[name], boot_old[name]), correct,
+                                       log_loss_delta=loss_delta)
         diff = _holding(_estimate(
             name, p_new[name] - p_old[name], reason, boot_new[name] - boot_old[name],
             confidence_level, len(y), paired,
@@ -384,6 +396,12 @@ def _cells(y: npt.NDArray[np.int8], s: _FloatArray, threshold: float) -> _Cells:
     return _Cells(cell, n_unique, weights)
 
 
+def _row_log_loss(y: npt.NDArray[np.int8], s: _FloatArray) -> _FloatArray:
+    """Per row, the log loss clipped as scikit-learn's (and as :func:`_cells` sums it)."""
+    eps = np.finfo(np.float64).eps
+    return -np.log(np.clip(np.where(y == 1, s, 1.0 - s), eps, 1 - eps))
+
+
 def _counts(cells: _Cells, idx: npt.NDArray[np.integer] | None) -> _FloatArray:
     """Count table of shape (resamples, 2 * n_unique); ``idx=None`` means the data.
 
@@ -463,18 +481,27 @@ def undefined_reasons(n: float, n_pos: float, tp: float, fp: float) -> dict[str,
 
 
 def _bootstrap(
-    cells: tuple[_Cells, ...], n: int, n_bootstrap: int, seed: int
+    cells: tuple[_Cells, ...], n: int, n_bootstrap: int, seed: int,
+    difference: _FloatArray | None = None,
 ) -> list[dict[str, _FloatArray]]:
-    """Per model, per metric: the ``n_bootstrap`` resampled values."""
+    """Per model, per metric: the ``n_bootstrap`` resampled values; with ``difference``
+    (per row), the first model's also hold its parts' moments on the same resamples
+    (:func:`~.metric_intervals.difference_part_moments`, keys ``difference_up`` ...)."""
     parts: list[list[dict[str, _FloatArray]]] = [[] for _ in cells]
     for idx in bootstrap_indices(n, n_bootstrap=n_bootstrap, seed=seed):
         for model, c in enumerate(cells):
             parts[model].append(_statistics(_counts(c, idx), c))
+        if difference is not None:
+            rows = np.stack([np.bincount(i, minlength=n) for i in idx]).astype(np.float64)
+            moments = difference_part_moments(difference, rows)
+            parts[0][-1].update({f"difference_{key}": moments[key] for key in _PART_KEYS})
     empty = np.empty(0, dtype=np.float64)
+    keys = [(*METRIC_NAMES, "log_loss_var") for _ in cells]
+    if difference is not None:
+        keys[0] = (*keys[0], *(f"difference_{k}" for k in _PART_KEYS))
     return [
-        {name: np.concatenate([p[name] for p in chunks]) if chunks else empty
-         for name in (*METRIC_NAMES, "log_loss_var")}
-        for chunks in parts
+        {name: np.concatenate([p[name] for p in chunks]) if chunks else empty for name in names}
+        for names, chunks in zip(keys, parts, strict=True)
     ]
 
 

@@ -40,7 +40,7 @@ References
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -57,7 +57,12 @@ from .bootstrap_cells import (
     replicate_metrics,
     within_concordance,
 )
-from .metric_intervals import own_intervals, paired_delta_interval
+from .metric_intervals import (
+    difference_part_moments,
+    log_loss_delta_interval,
+    own_intervals,
+    paired_delta_interval,
+)
 from .metrics import (
     METRIC_NAMES,
     CalibrationBin,
@@ -144,7 +149,7 @@ def performance_from_statistics(
         raise ValueError(f"interval must be 'per_metric', 'percentile' or 'bca'; got {interval!r}")
     models = [stats.candidate] + ([stats.champion] if stats.champion is not None else [])
     points = [_point_metrics(m) for m in models]
-    resampled, jack, at_data = _bootstrap(stats, models, n_bootstrap, seed)
+    resampled, jack, at_data, parts = _bootstrap(stats, models, n_bootstrap, seed)
     ends = _Ends(confidence_level, interval, stats.bootstrap.counts.astype(np.float64))
     own = [_own_intervals(m, p[0], r, d, ends)
            for m, p, r, d in zip(models, points, resampled, at_data, strict=True)]
@@ -152,8 +157,11 @@ def performance_from_statistics(
                for m, p, r, j, o in zip(models, points, resampled, jack, own, strict=True)]
     comparison = None
     if stats.champion is not None:
+        loss_delta = (log_loss_delta_interval(parts[0], parts[1], stats.n, confidence_level)
+                      if interval == "per_metric" else None)
         comparison = _comparison(points, resampled, jack, own, correct_pairs(stats.bootstrap),
-                                 ends, stats.n, stats.candidate.threshold, n_bootstrap, seed)
+                                 loss_delta, ends, stats.n, stats.candidate.threshold,
+                                 n_bootstrap, seed)
     bound = max(_auc_error_bound(m.scores) for m in models)
     return PerformanceSummary(reports[0], reports[1] if len(reports) > 1 else None, comparison,
                               len(stats.candidate.scores.keys), bound)
@@ -216,9 +224,11 @@ class _Ends:
 
 def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n_bootstrap: int,
                seed: int) -> tuple[list[dict[str, _FloatArray]], list[dict[str, _FloatArray]],
-                                   list[dict[str, _FloatArray]]]:
+                                   list[dict[str, _FloatArray]], list[dict[str, _FloatArray]]]:
     """Per model, per metric: the ``n_bootstrap`` replicates (the same draws for every model),
-    the jackknife values per cell and the replicate statistics on the table itself."""
+    the jackknife values per cell and the replicate statistics on the table itself; with a
+    champion also the moments of the per-row log-loss difference's parts on the table
+    and on the draws (:func:`~.metric_intervals.difference_part_moments`), else ``[]``."""
     table = stats.bootstrap
     per_model = []
     for m, model in enumerate(models):
@@ -233,6 +243,11 @@ def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n
     own = table.counts[None, :].astype(np.float64)
     at_data = [replicate_metrics(own, table, m, *args) for m, args in enumerate(per_model)]
     resampled: list[list[dict[str, _FloatArray]]] = [[] for _ in models]
+    # the per-row log-loss difference of each cell (its mean over the cell's rows)
+    difference = (table.loss_sums[:, 0] - table.loss_sums[:, 2]) / table.counts
+    parts: list[list[dict[str, _FloatArray]]] = [[], []] if len(models) == 2 else []
+    if parts:
+        parts[0].append(difference_part_moments(difference, own))
     rng = np.random.default_rng(seed)
     chunk = max(1, _CHUNK_ELEMENTS // len(table.counts))
     for start in range(0, n_bootstrap, chunk):
@@ -240,9 +255,16 @@ def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n
         draws = rng.multinomial(stats.n, table.counts / stats.n, size=size).astype(np.float64)
         for m, (kappa, inverse, predicted) in enumerate(per_model):
             resampled[m].append(replicate_metrics(draws, table, m, kappa, inverse, predicted))
-    empty = np.empty(0)
-    return [{name: np.concatenate([c[name] for c in chunks]) if chunks else empty
-             for name in at_data[0]} for chunks in resampled], jack, at_data
+        if parts:
+            parts[1].append(difference_part_moments(difference, draws))
+    return ([_joined(chunks, at_data[0]) for chunks in resampled], jack, at_data,
+            [_joined(chunks, ("up", "up_var", "down", "down_var")) for chunks in parts])
+
+
+def _joined(chunks: Sequence[Mapping[str, _FloatArray]], keys: Iterable[str]) -> dict[str, _FloatArray]:
+    """Per key, the chunks' arrays end to end (empty without chunks)."""
+    return {key: np.concatenate([c[key] for c in chunks]) if chunks else np.empty(0)
+            for key in keys}
 
 
 def _own_intervals(m: ModelStatistics, values: Mapping[str, float],
@@ -287,8 +309,9 @@ def _calibration(m: ModelStatistics) -> CalibrationTable:
 def _comparison(points: list[tuple[dict[str, float], dict[str, str | None]]],
                 resampled: list[dict[str, _FloatArray]], jack: list[dict[str, _FloatArray]],
                 own: list[dict[str, tuple[float, float] | None]],
-                correct: tuple[int, int, int, int], ends: _Ends, n: int, threshold: float,
-                n_bootstrap: int, seed: int) -> ComparisonReport:
+                correct: tuple[int, int, int, int], loss_delta: tuple[float, float] | None,
+                ends: _Ends, n: int, threshold: float, n_bootstrap: int,
+                seed: int) -> ComparisonReport:
     (p_new, r_new), (p_old, r_old) = points
     deltas = []
     for name in METRIC_NAMES:
@@ -303,7 +326,8 @@ def _comparison(points: list[tuple[dict[str, float], dict[str, str | None]]],
         if ends.method == "per_metric":
             paired = paired_delta_interval(name, (p_new[name], p_old[name]),
                                            (own[0].get(name), own[1].get(name)),
-                                           (resampled[0][name], resampled[1][name]), correct)
+                                           (resampled[0][name], resampled[1][name]), correct,
+                                           log_loss_delta=loss_delta)
         lower, upper = (ends.of(delta, resampled[0][name] - resampled[1][name],
                                 jack[0][name] - jack[1][name]) if paired is None
                         else interval_holding(delta, *paired))

@@ -126,6 +126,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     ),
     "modelgate/intervals.py": (
         "tests/test_intervals.py",
+        "tests/test_interval_methods.py",
         "tests/evaluation/test_bca_cells.py",
         "tests/evaluation/test_per_metric_intervals.py",
     ),

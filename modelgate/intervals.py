@@ -472,10 +472,23 @@ def bootstrap_indices(
         chunk_size = max(1, _CHUNK_ELEMENTS // n)
     check_int(chunk_size, "chunk_size", minimum=1)
     rng = np.random.default_rng(seed)
-    dtype = np.int32 if n < 2**31 else np.int64
+    dtype = _index_dtype(n)
     for start in range(0, n_bootstrap, chunk_size):
         size = min(chunk_size, n_bootstrap - start)
         yield rng.integers(0, n, size=(size, n), dtype=dtype)
+
+
+def _index_dtype(n: int) -> type[np.signedinteger]:
+    """int32 for fewer than 2**31 rows (every index fits), int64 from there.
+
+    Its own function so that the boundary can be tested without drawing 2**31 indices.
+
+    Examples
+    --------
+    >>> _index_dtype(2**31 - 1).__name__, _index_dtype(2**31).__name__
+    ('int32', 'int64')
+    """
+    return np.int32 if n < 2**31 else np.int64
 
 
 def bootstrap_counts(n: int, *, n_bootstrap: int, seed: int) -> Iterator[npt.NDArray[np.float64]]:

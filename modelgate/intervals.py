@@ -114,8 +114,10 @@ def bca_interval(resampled: npt.NDArray[np.float64], point: float,
     replicates below ``point``, ties counted one half, clipped to ``[1/(2B), 1 - 1/(2B)]``)
     and the acceleration ``a`` from the jackknife (Efron 1987; Efron and Tibshirani 1993,
     eq. 14.15), with ``weights`` repeating each jackknife value (a cell of ``w`` equal
-    rows stands for ``w`` leave-one-out values).  Non-finite jackknife values are left
-    out; ``a`` is 0 when they do not vary.
+    rows stands for ``w`` leave-one-out values).  Non-finite jackknife values, and
+    weights that are not finite and positive, are left out; ``a`` is 0 when the values
+    do not vary.  ``a`` is computed on the values and weights scaled to at most 1 (it
+    does not change with the values' scale), so that no power of them overflows.
 
     Parameters
     ----------
@@ -170,15 +172,19 @@ def bca_interval(resampled: npt.NDArray[np.float64], point: float,
 
 
 def _acceleration(jackknife: npt.NDArray[np.float64], weights: npt.NDArray[np.float64]) -> float:
-    ok = np.isfinite(jackknife) & (weights > 0)
+    ok = np.isfinite(jackknife) & np.isfinite(weights) & (weights > 0)
     w, t = weights[ok], jackknife[ok]
     if w.sum() == 0:
         return 0.0
+    # a does not change when t is scaled and is divided by sqrt(c) when w is multiplied by c:
+    # computed on t / max|t| and w / max(w), no sum overflows (cubes of values past 5.6e102 did)
+    w_max = float(w.max())
+    w, t = w / w_max, t / (float(np.abs(t).max()) or 1.0)
     # elementwise sums, not np.dot: BLAS threads cost more than they save at this size
     u = (w * t).sum() / w.sum() - t
     wu2 = w * u * u
     den = 6.0 * wu2.sum() ** 1.5
-    return float((wu2 * u).sum() / den) if den > 0 else 0.0
+    return float((wu2 * u).sum() / den / np.sqrt(w_max)) if den > 0 else 0.0
 
 
 def studentized_interval(point: float, se: float, resampled: npt.NDArray[np.float64],

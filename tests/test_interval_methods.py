@@ -198,6 +198,12 @@ def test_logit_wald_at_an_auc_of_zero_has_the_exact_upper_bound_of_its_smaller_c
     assert logit_wald_interval(0.0, 0.0, n_pos, n_neg, 0.9) == (0.0, 1.0 - 0.05 ** (1 / 5))
 
 
+def test_logit_wald_with_one_pair_has_the_bound_alpha_over_two() -> None:
+    # m = 1: the one pair is ordered right with probability AUC, so the bound is a/2 itself
+    assert logit_wald_interval(1.0, 0.0, 1, 7, 0.5) == (0.25, 1.0)
+    assert logit_wald_interval(0.0, 0.0, 7, 1, 0.5) == (0.0, 0.75)
+
+
 @pytest.mark.parametrize("auc", [0.0, 1.0])
 @pytest.mark.parametrize(("n_pos", "n_neg"), [(0, 4), (4, 0)])
 def test_logit_wald_without_a_pair_spans_zero_to_one(auc: float, n_pos: int, n_neg: int) -> None:

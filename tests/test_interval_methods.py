@@ -132,6 +132,14 @@ def test_bca_acceleration_shrinks_as_one_over_the_root_of_the_weights(factor: fl
     assert got == pytest.approx(tuple(expected), abs=1e-9)
 
 
+def test_bca_acceleration_with_weights_summing_to_one() -> None:
+    t, w = np.array([0.0, 0.2, 1.0]), np.array([0.25, 0.5, 0.25])
+    a = _acceleration_by_hand(t, w)
+    z = ndtri(np.array([0.05, 0.95]))
+    expected = np.quantile(REPLICATES, ndtr(z / (1.0 - a * z)))
+    assert bca_interval(REPLICATES, 50.5, t, w, 0.9) == pytest.approx(tuple(expected), abs=1e-9)
+
+
 def test_bca_without_a_finite_jackknife_value_has_no_acceleration() -> None:
     got = bca_interval(REPLICATES, 50.5, np.full(3, np.nan), np.ones(3), 0.9)
     assert got == pytest.approx(percentile_interval(REPLICATES, 0.9), abs=1e-12)

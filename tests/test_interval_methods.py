@@ -97,13 +97,13 @@ def test_bca_ties_with_the_point_count_one_half() -> None:
     assert got == pytest.approx(tuple(expected), abs=1e-12)
 
 
-def test_bca_leaves_out_nan_replicates_and_jackknife_values_and_zero_weights() -> None:
+def test_bca_leaves_out_nan_replicates_and_jackknife_values_and_weights_not_positive() -> None:
     t, w = np.array([0.0, 1.0, 5.0]), np.array([1.0, 2.0, 1.0])
     a = _acceleration_by_hand(t, w)
     z = ndtri(np.array([0.05, 0.95]))
     expected = np.quantile(REPLICATES, ndtr(z / (1.0 - a * z)))
-    got = bca_interval(np.r_[REPLICATES, np.nan], 50.5, np.r_[t, np.nan, 7.0, 3.0],
-                       np.r_[w, 1.0, 0.0, np.inf], 0.9)
+    got = bca_interval(np.r_[REPLICATES, np.nan], 50.5, np.r_[t, np.nan, 7.0, 3.0, 9.0],
+                       np.r_[w, 1.0, 0.0, np.inf, -0.5], 0.9)
     assert got == pytest.approx(tuple(expected), abs=1e-12)
 
 
@@ -188,13 +188,13 @@ def test_bootstrap_t_clips_both_ends_at_the_lower_limit() -> None:
     assert studentized_interval(10.0, 0.5, 10.0 + t, np.ones(5), 0.5, lower_limit=11.0) == (11.0, 11.0)
 
 
-def test_logit_wald_by_its_formula_and_nan_for_a_nan_auc() -> None:
+@pytest.mark.parametrize("auc", [0.8, 0.3])
+def test_logit_wald_by_its_formula_and_nan_for_a_nan_auc(auc: float) -> None:
     # expit(logit(A) -+ z sqrt(v) / (A (1 - A))), z the 95 % normal quantile
-    auc, var = 0.8, 0.0025
-    half = ndtri(0.975) * 0.05 / (0.8 * 0.2)
-    centre = np.log(0.8 / 0.2)
+    half = ndtri(0.975) * 0.05 / (auc * (1.0 - auc))
+    centre = np.log(auc / (1.0 - auc))
     expected = (1.0 / (1.0 + np.exp(-(centre - half))), 1.0 / (1.0 + np.exp(-(centre + half))))
-    assert logit_wald_interval(auc, var, 30, 40, 0.95) == pytest.approx(expected, abs=1e-12)
+    assert logit_wald_interval(auc, 0.0025, 30, 40, 0.95) == pytest.approx(expected, abs=1e-12)
     lower, upper = logit_wald_interval(float("nan"), 0.01, 30, 40, 0.95)
     assert np.isnan(lower) and np.isnan(upper)
 

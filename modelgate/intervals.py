@@ -197,8 +197,8 @@ def studentized_interval(point: float, se: float, resampled: npt.NDArray[np.floa
     1988).  Unlike a percentile interval it corrects for a standard error that moves with
     the estimate, as that of a mean of skewed losses does (a resample without the rare
     large losses has both a small mean and a small spread).  A resample with standard
-    error 0 has ``t*`` of infinite size, the sign of ``theta* - theta`` (0 if equal),
-    counted as 1e6 so that it widens the interval instead of vanishing.  Resamples where
+    error 0 (or below: not positive) has ``t*`` of infinite size, the sign of ``theta* -
+    theta`` (0 if equal), counted as 1e6 so that it widens the interval instead of vanishing.  Resamples where
     the statistic is undefined (NaN) are left out.  Ends are clipped below at
     ``lower_limit``.  When ``se`` is not finite and positive (every row alike) it is the
     percentile interval.

@@ -60,11 +60,13 @@ def _acceleration_by_hand(t: np.ndarray, w: np.ndarray) -> float:
     return float((w * u**3).sum() / (6.0 * (w * u**2).sum() ** 1.5))
 
 
+@pytest.mark.parametrize("weight", [1e-4, 9e-4], ids=["a-6.8", "a-2.3"])
 @pytest.mark.parametrize("sign", [1.0, -1.0], ids=["upper-end", "lower-end"])
-def test_bca_end_goes_to_its_extreme_at_a_level_whose_z_is_under_one(sign: float) -> None:
-    # at 50 % with z0 = 0 the ends have z = -+0.674, inside (-1, 1); |a| = 6.8 puts 1 - a z
-    # below 0 at one end, which goes to the largest (z > 0) or smallest (z < 0) replicate
-    w, t = np.full(3, 1e-4), np.array([0.0, 0.0, -sign * 100.0])
+def test_bca_end_goes_to_its_extreme_at_a_level_whose_z_is_under_one(sign: float, weight: float) -> None:
+    # at 50 % with z0 = 0 the ends have z = -+0.674, inside (-1, 1); |a| = 6.8 (a z = 4.6) or
+    # 2.3 (a z = 1.5, between 1 and 2) puts 1 - a z below 0 at one end, which goes to the
+    # largest (z > 0) or smallest (z < 0) replicate
+    w, t = np.full(3, weight), np.array([0.0, 0.0, -sign * 100.0])
     a = _acceleration_by_hand(t, w)
     z = ndtri(0.75)
     assert sign * a * z > 1.0
@@ -163,9 +165,20 @@ def test_bootstrap_t_caps_the_t_of_a_zero_se_resample_away_from_the_point() -> N
     assert got == pytest.approx((10.0 - t_high * 1e-3, 10.0 + t_high * 1e-3), abs=1e-9)
 
 
-@pytest.mark.parametrize(("point", "se"), [(10.0, 0.0), (10.0, np.inf), (10.0, np.nan), (np.nan, 1.0),
-                                           (np.inf, 1.0)],
-                         ids=["zero-se", "infinite-se", "nan-se", "nan-point", "infinite-point"])
+def test_bootstrap_t_counts_a_negative_resample_se_as_zero() -> None:
+    # a standard error that is not positive gets the capped t of its side, as 0 does: the
+    # resample above the point with se -1 counts as t = +1e6, not as (11 - 10) / -1 = -1
+    theta = np.array([9.0, 9.5, 10.0, 10.5, 11.0])
+    se = np.array([0.0, 0.5, 0.5, 0.5, -1.0])
+    t_high = 0.8 * 1e6 + 0.2 * 1.0
+    got = studentized_interval(10.0, 1e-3, theta, se, 0.9)
+    assert got == pytest.approx((10.0 - t_high * 1e-3, 10.0 + t_high * 1e-3), abs=1e-9)
+
+
+@pytest.mark.parametrize(("point", "se"), [(10.0, -1.0), (10.0, 0.0), (10.0, np.inf), (10.0, np.nan),
+                                           (np.nan, 1.0), (np.inf, 1.0)],
+                         ids=["negative-se", "zero-se", "infinite-se", "nan-se", "nan-point",
+                              "infinite-point"])
 def test_bootstrap_t_is_the_percentile_interval_without_a_usable_standard_error(
         point: float, se: float) -> None:
     theta = np.array([8.0, 9.0, 10.0, 11.0, 13.0, np.nan])
@@ -197,6 +210,19 @@ def test_logit_wald_by_its_formula_and_nan_for_a_nan_auc(auc: float) -> None:
     assert logit_wald_interval(auc, 0.0025, 30, 40, 0.95) == pytest.approx(expected, abs=1e-12)
     lower, upper = logit_wald_interval(float("nan"), 0.01, 30, 40, 0.95)
     assert np.isnan(lower) and np.isnan(upper)
+
+
+@pytest.mark.parametrize("variance", [0.0, -1e-18, -0.5])
+def test_logit_wald_without_a_positive_variance_is_the_point(variance: float) -> None:
+    # a variance that is 0, or below it by rounding: every score tied, nothing moves the AUC
+    assert logit_wald_interval(0.3, variance, 10, 10, 0.95) == (0.3, 0.3)
+
+
+def test_logit_wald_reads_an_auc_rounded_past_a_bound_as_at_that_bound() -> None:
+    # an AUC one float past 1 (or below 0) gets the exact bound of the perfect separation
+    above, below = np.nextafter(1.0, 2.0), np.nextafter(0.0, -1.0)
+    assert logit_wald_interval(above, 0.0, 5, 9, 0.9) == (0.05 ** (1 / 5), above)
+    assert logit_wald_interval(below, 0.0, 5, 9, 0.9) == (below, 1.0 - 0.05 ** (1 / 5))
 
 
 @pytest.mark.parametrize(("n_pos", "n_neg"), [(5, 9), (9, 5)])

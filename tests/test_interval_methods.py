@@ -281,7 +281,8 @@ def test_mover_is_nan_at_both_ends_when_one_end_is_nan(ends_1: tuple[float, floa
 def test_mover_with_r_one_and_near_equal_terms_is_the_difference_not_nan() -> None:
     # r = 1, point_1 = b1 above 0 and point_2 = 0 below a2, a2 the next float after b1: the
     # lower radicand (b1 - a2)^2 ~ 1e-34 can round to a negative, clamped to 0; the upper one is
-    # b1^2 + b1^2 - 2 b1 b1 = 0 exactly. Both ends are then the difference b1 itself.
+    # b1^2 + b1^2 - 2 b1 b1 = 0 exactly. Both ends are then the difference b1 itself (and the
+    # same at the upper end in the mirror case).
     found = 0
     for k in range(1, 200):
         b1 = 0.1 * k / 7.0
@@ -289,6 +290,8 @@ def test_mover_with_r_one_and_near_equal_terms_is_the_difference_not_nan() -> No
         if b1**2 + a2**2 - 2.0 * 1.0 * b1 * a2 < 0:
             found += 1
             assert mover_difference(b1, (0.0, 2.0 * b1), 0.0, (-b1, a2), 1.0) == (b1, b1)
+            # the mirror case at the upper end: above_1 = b1 against below_2 = a2
+            assert mover_difference(0.0, (-b1, b1), 0.0, (-a2, b1), 1.0) == (0.0, 0.0)
     assert found  # the rounding case occurs
 
 

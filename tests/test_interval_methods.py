@@ -79,6 +79,17 @@ def test_bca_end_goes_to_its_extreme_at_a_level_whose_z_is_under_one(sign: float
         assert upper == pytest.approx(np.quantile(REPLICATES, ndtr(z / (1.0 - a * z))), abs=1e-9)
 
 
+def test_bca_with_an_acceleration_near_one_moves_both_ends_by_the_formula() -> None:
+    # a = 0.96 at 50 % (z = -+0.674): a z = 0.65 < 1, so neither end saturates; the upper end
+    # goes up to ndtr(z / (1 - a z)) = ndtr(1.92), the lower one to ndtr(-z / (1 + a z))
+    w, t = np.full(3, 5e-3), np.array([0.0, 0.0, -100.0])
+    a = _acceleration_by_hand(t, w)
+    z = ndtri(0.75)
+    assert 0.9 < a < 1.0
+    expected = np.quantile(REPLICATES, ndtr(np.array([-z / (1.0 + a * z), z / (1.0 - a * z)])))
+    assert bca_interval(REPLICATES, 50.5, t, w, 0.5) == pytest.approx(tuple(expected), abs=1e-9)
+
+
 @pytest.mark.parametrize("point", [0.0, 11.0], ids=["below-all", "above-all"])
 def test_bca_bias_share_is_clipped_to_half_a_replicate_from_either_end(point: float) -> None:
     # 10 replicates all above (below) the point: share 0 (1) clipped to 1/20 (19/20)

@@ -186,6 +186,11 @@ def test_the_lower_end_is_not_moved_for_a_point_that_is_not_finite(point: float)
     assert percentile_lowered_by_bias(values, point, 0.8, lower_limit=0.0) == pytest.approx((0.4, 3.6))
 
 
+def test_a_single_finite_resample_is_its_own_mean_in_the_bias_correction() -> None:
+    # one finite value 3 against the point 1: percentile (3, 3), bias 2, lower end 3 - 2
+    assert percentile_lowered_by_bias(np.array([3.0, np.nan]), 1.0, 0.9) == (1.0, 3.0)
+
+
 def test_the_lower_limit_of_the_bias_correction_is_keyword_only() -> None:
     values = np.array([4.0, 0.0, 1.0, 3.0, 2.0])
     got = percentile_lowered_by_bias(resampled=values, point=1.5, confidence_level=0.8)

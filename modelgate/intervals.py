@@ -114,8 +114,10 @@ def bca_interval(resampled: npt.NDArray[np.float64], point: float,
     replicates below ``point``, ties counted one half, clipped to ``[1/(2B), 1 - 1/(2B)]``)
     and the acceleration ``a`` from the jackknife (Efron 1987; Efron and Tibshirani 1993,
     eq. 14.15), with ``weights`` repeating each jackknife value (a cell of ``w`` equal
-    rows stands for ``w`` leave-one-out values).  Non-finite jackknife values are left
-    out; ``a`` is 0 when they do not vary.
+    rows stands for ``w`` leave-one-out values).  Non-finite jackknife values, and
+    weights that are not finite and positive, are left out; ``a`` is 0 when the values
+    do not vary.  ``a`` is computed on the values and weights scaled to at most 1 (it
+    does not change with the values' scale), so that no power of them overflows.
 
     Parameters
     ----------
@@ -170,15 +172,19 @@ def bca_interval(resampled: npt.NDArray[np.float64], point: float,
 
 
 def _acceleration(jackknife: npt.NDArray[np.float64], weights: npt.NDArray[np.float64]) -> float:
-    ok = np.isfinite(jackknife) & (weights > 0)
+    ok = np.isfinite(jackknife) & np.isfinite(weights) & (weights > 0)
     w, t = weights[ok], jackknife[ok]
     if w.sum() == 0:
         return 0.0
+    # a does not change when t is scaled and is divided by sqrt(c) when w is multiplied by c:
+    # computed on t / max|t| and w / max(w), no sum overflows (cubes of values past 5.6e102 did)
+    w_max = float(w.max())
+    w, t = w / w_max, t / (float(np.abs(t).max()) or 1.0)
     # elementwise sums, not np.dot: BLAS threads cost more than they save at this size
     u = (w * t).sum() / w.sum() - t
     wu2 = w * u * u
     den = 6.0 * wu2.sum() ** 1.5
-    return float((wu2 * u).sum() / den) if den > 0 else 0.0
+    return float((wu2 * u).sum() / den / np.sqrt(w_max)) if den > 0 else 0.0
 
 
 def studentized_interval(point: float, se: float, resampled: npt.NDArray[np.float64],
@@ -191,8 +197,8 @@ def studentized_interval(point: float, se: float, resampled: npt.NDArray[np.floa
     1988).  Unlike a percentile interval it corrects for a standard error that moves with
     the estimate, as that of a mean of skewed losses does (a resample without the rare
     large losses has both a small mean and a small spread).  A resample with standard
-    error 0 has ``t*`` of infinite size, the sign of ``theta* - theta`` (0 if equal),
-    counted as 1e6 so that it widens the interval instead of vanishing.  Resamples where
+    error 0 (or below: not positive) has ``t*`` of infinite size, the sign of ``theta* -
+    theta`` (0 if equal), counted as 1e6 so that it widens the interval instead of vanishing.  Resamples where
     the statistic is undefined (NaN) are left out.  Ends are clipped below at
     ``lower_limit``.  When ``se`` is not finite and positive (every row alike) it is the
     percentile interval.
@@ -472,10 +478,23 @@ def bootstrap_indices(
         chunk_size = max(1, _CHUNK_ELEMENTS // n)
     check_int(chunk_size, "chunk_size", minimum=1)
     rng = np.random.default_rng(seed)
-    dtype = np.int32 if n < 2**31 else np.int64
+    dtype = _index_dtype(n)
     for start in range(0, n_bootstrap, chunk_size):
         size = min(chunk_size, n_bootstrap - start)
         yield rng.integers(0, n, size=(size, n), dtype=dtype)
+
+
+def _index_dtype(n: int) -> type[np.signedinteger]:
+    """int32 for fewer than 2**31 rows (every index fits), int64 from there.
+
+    Its own function so that the boundary can be tested without drawing 2**31 indices.
+
+    Examples
+    --------
+    >>> _index_dtype(2**31 - 1).__name__, _index_dtype(2**31).__name__
+    ('int32', 'int64')
+    """
+    return np.int32 if n < 2**31 else np.int64
 
 
 def bootstrap_counts(n: int, *, n_bootstrap: int, seed: int) -> Iterator[npt.NDArray[np.float64]]:

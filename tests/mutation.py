@@ -133,8 +133,10 @@ TESTS: dict[str, tuple[str, ...]] = {
     ),
     "modelgate/intervals.py": (
         "tests/test_intervals.py",
+        "tests/test_interval_methods.py",
         "tests/evaluation/test_bca_cells.py",
         "tests/evaluation/test_per_metric_intervals.py",
+        "tests/evaluation/test_paired_delta_intervals.py",
     ),
     "reports/explain.py": (
         "tests/reports/test_explain.py",

@@ -14,6 +14,8 @@ from modelgate import intervals
 from modelgate.intervals import (
     bootstrap_counts,
     bootstrap_indices,
+    check_confidence_level,
+    check_int,
     interval_holding,
     percentile_interval,
     percentile_lowered_by_bias,
@@ -176,3 +178,85 @@ def test_the_lower_end_drops_by_the_resamples_mean_excess_over_the_point() -> No
     assert percentile_lowered_by_bias(values, 2.5, 0.8) == pytest.approx((0.4, 3.6))
     lower, upper = percentile_lowered_by_bias(np.array([np.nan]), 0.5, 0.95)
     assert np.isnan(lower) and np.isnan(upper)
+
+
+@pytest.mark.parametrize("point", [float("nan"), float("inf"), -float("inf")])
+def test_the_lower_end_is_not_moved_for_a_point_that_is_not_finite(point: float) -> None:
+    values = np.array([4.0, 0.0, 1.0, 3.0, 2.0])
+    assert percentile_lowered_by_bias(values, point, 0.8, lower_limit=0.0) == pytest.approx((0.4, 3.6))
+
+
+def test_a_single_finite_resample_is_its_own_mean_in_the_bias_correction() -> None:
+    # one finite value 3 against the point 1: percentile (3, 3), bias 2, lower end 3 - 2
+    assert percentile_lowered_by_bias(np.array([3.0, np.nan]), 1.0, 0.9) == (1.0, 3.0)
+
+
+def test_the_lower_limit_of_the_bias_correction_is_keyword_only() -> None:
+    values = np.array([4.0, 0.0, 1.0, 3.0, 2.0])
+    got = percentile_lowered_by_bias(resampled=values, point=1.5, confidence_level=0.8)
+    assert got == pytest.approx((-0.1, 3.6))
+    with pytest.raises(TypeError):
+        percentile_lowered_by_bias(values, 1.5, 0.8, 0.0)  # type: ignore[misc]
+
+
+def test_an_interval_with_one_nan_end_is_kept_as_it_is() -> None:
+    assert interval_holding(0.9, float("nan"), 0.5)[1] == 0.5
+    assert interval_holding(0.1, 0.5, float("nan"))[0] == 0.5
+
+
+def test_the_default_chunk_holds_32_mib_of_float64_indices() -> None:
+    # 2**22 indices (32 MiB as float64) per chunk: 2 resamples of 2**21 rows, 1 of 2**22
+    assert next(bootstrap_indices(2**21, n_bootstrap=3, seed=0)).shape == (2, 2**21)
+    assert next(bootstrap_indices(2**21 + 1, n_bootstrap=3, seed=0)).shape == (1, 2**21 + 1)
+
+
+@pytest.mark.parametrize(("chunk_elements", "n", "expected"), [(30, 10, [3, 3, 1]), (5, 10, [1] * 7)],
+                         ids=["three-a-chunk", "fewer-elements-than-a-row"])
+def test_the_default_chunk_is_the_elements_per_chunk_over_the_rows_at_least_one(
+        monkeypatch: pytest.MonkeyPatch, chunk_elements: int, n: int, expected: list[int]) -> None:
+    monkeypatch.setattr(intervals, "_CHUNK_ELEMENTS", chunk_elements)
+    assert [c.shape[0] for c in bootstrap_indices(n, n_bootstrap=7, seed=0)] == expected
+    assert [c.shape[0] for c in bootstrap_counts(n, n_bootstrap=7, seed=0)] == expected
+
+
+def test_indices_are_int32_below_2_to_the_31_rows_and_int64_from_there() -> None:
+    assert _indices(100, 2, seed=0).dtype == np.int32
+    for n in (1, 100, 2**30, 2**31 - 1):
+        assert intervals._index_dtype(n) is np.int32
+    for n in (2**31, 2**31 + 1, 2**32, 2**40):
+        assert intervals._index_dtype(n) is np.int64
+
+
+def test_the_resampler_options_are_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        bootstrap_indices(5, 3, 0)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        bootstrap_counts(5, 3, 0)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        check_int(3, "n", 1)  # type: ignore[misc]
+    assert [c.shape for c in bootstrap_indices(n=5, n_bootstrap=3, seed=0)] == [(3, 5)]
+    assert [c.shape for c in bootstrap_counts(n=5, n_bootstrap=3, seed=0)] == [(3, 5)]
+
+
+@pytest.mark.parametrize("value", [3, np.int64(3), np.int32(5)])
+def test_check_int_accepts_integers_from_the_minimum(value: object) -> None:
+    check_int(value, "n", minimum=3)
+    check_int(value=value, name="n", minimum=3)
+
+
+@pytest.mark.parametrize("value", [2, np.int64(2), 3.0, True, np.True_, "3", None])
+def test_check_int_refuses_what_is_not_an_integer_at_least_the_minimum(value: object) -> None:
+    with pytest.raises(ValueError, match=r"^n must be an integer >= 3; got "):
+        check_int(value, "n", minimum=3)
+
+
+@pytest.mark.parametrize("value", [0.5, 1e-12, 1.0 - 1e-12, np.float32(0.9), np.float64(0.95)])
+def test_a_confidence_level_inside_zero_one_is_accepted(value: object) -> None:
+    check_confidence_level(value)
+
+
+@pytest.mark.parametrize("value", [0.0, 1.0, -0.5, 1.5, 2.0, float("nan"), float("inf"), True,
+                                   np.True_, "0.9", None])
+def test_a_confidence_level_outside_zero_one_or_not_a_number_is_refused(value: object) -> None:
+    with pytest.raises(ValueError, match=r"^confidence_level must be a number in \(0, 1\); got "):
+        check_confidence_level(value)

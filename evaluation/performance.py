@@ -23,8 +23,9 @@ logit-scale Wald interval with DeLong's variance from the exact per-score table,
 accuracy a Wilson interval and log loss a studentized bootstrap; the paired deltas of
 ROC AUC and accuracy a MOVER interval built from the two models' intervals and the
 correlation of the estimates (that of the paired replicates, or the phi coefficient of
-the models' correct rows, counted from the cells); the other metrics and deltas the
-percentile interval of the replicates.  Every interval is widened to hold
+the models' correct rows, counted from the cells); the log-loss delta MOVER over the
+positive and negative parts of each cell's loss difference; the other metrics and
+deltas the percentile interval of the replicates.  Every interval is widened to hold
 the point estimate when it does not (possible only for very skewed or discrete bootstrap
 distributions, e.g. a handful of rows).  ``interval="bca"`` gives BCa ends instead
 (acceleration from a jackknife over the cells, O(cells)); it is not the default, see
@@ -123,7 +124,9 @@ def performance_from_statistics(
         ``"per_metric"``: ROC AUC, accuracy and log loss by the methods of
         :mod:`~.metric_intervals` (logit-scale Wald with DeLong's variance, Wilson
         score, studentized bootstrap), the deltas of ROC AUC and accuracy by MOVER from
-        those, every other metric and delta percentile.
+        those, the log-loss delta by MOVER over the parts of the per-row loss difference
+        (:func:`~.metric_intervals.log_loss_delta_interval`), every other metric and delta
+        percentile.
         ``"percentile"``: percentile intervals throughout (those of a row bootstrap with
         distinct-score cells).  ``"bca"``: bias-corrected and accelerated ends
         (:func:`modelgate.intervals.bca_interval`), the acceleration from the

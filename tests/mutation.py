@@ -61,6 +61,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     ),
     "fairness/group_scores.py": ("tests/fairness/test_fairness_counts.py",),
     "fairness/metrics.py": (
+        "tests/fairness/test_fairness_gaps_by_hand.py",  # first: its small cases kill soonest
         "tests/fairness/test_fairness_metrics.py",
         "tests/fairness/test_fairness_counts.py",
         "tests/evaluation/test_eval_sufficient.py",

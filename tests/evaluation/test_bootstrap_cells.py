@@ -399,9 +399,14 @@ def test_delong_variance_from_score_counts_is_the_row_level_delong_variance(seed
 
 
 def test_delong_variance_needs_two_of_each_class() -> None:
-    assert math.isnan(delong_variance([1, 1, 0], [0, 0, 1]))  # one positive
-    assert math.isnan(delong_variance([0, 1, 0], [1, 1, 1]))  # one negative
-    assert math.isnan(delong_variance([0, 0], [1, 1]))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NaN from the guard, not from a 0/0
+        assert math.isnan(delong_variance([1, 1, 0], [0, 0, 1]))  # one positive
+        assert math.isnan(delong_variance([0, 1, 0], [1, 1, 1]))  # one negative
+        assert math.isnan(delong_variance([0, 0], [1, 1]))
+        assert math.isnan(delong_variance([2, 0], [0, 1]))
     y, s = np.array([0, 1, 0, 1]), np.array([0.1, 0.2, 0.3, 0.4])
     assert delong_variance([1, 0, 1, 0], [0, 1, 0, 1]) == pytest.approx(_delong_rows(y, s), rel=1e-12)
     assert isinstance(delong_variance([1, 1, 0], [0, 1, 1]), float)
@@ -427,3 +432,12 @@ def test_within_concordance_of_a_cell_missing_from_the_scores_is_one() -> None:
 
 def test_default_sizes() -> None:
     assert MAX_CELLS == 2 ** 15 and EXACT_LEVEL == 52
+
+
+def test_the_table_is_frozen_and_slotted() -> None:
+    import dataclasses
+
+    table, _ = _table(np.array([0, 1]), np.array([0.2, 0.9]), None, 16)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        table.level = 3  # type: ignore[misc]
+    assert not hasattr(table, "__dict__")

@@ -286,3 +286,13 @@ def test_zero_resamples_are_allowed() -> None:
     r = _report(HAND, n_bootstrap=0, seed=0)
     assert r.n_bootstrap == 0
     assert all(math.isnan(e.ci_lower) for e in r.estimates)
+
+
+def test_estimates_and_reports_are_frozen_and_slotted() -> None:
+    import dataclasses
+
+    report = _report(HAND)
+    for obj, field in ((report.estimates[0], "value"), (report, "seed")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, field, 1)
+        assert not hasattr(obj, "__dict__")

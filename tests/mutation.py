@@ -61,6 +61,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     ),
     "fairness/group_scores.py": ("tests/fairness/test_fairness_counts.py",),
     "fairness/metrics.py": (
+        "tests/fairness/test_fairness_gaps_by_hand.py",  # first: its small cases kill soonest
         "tests/fairness/test_fairness_metrics.py",
         "tests/fairness/test_fairness_counts.py",
         "tests/evaluation/test_eval_sufficient.py",
@@ -76,6 +77,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/test_interval_coverage.py",
     ),
     "evaluation/bootstrap_cells.py": (
+        "tests/evaluation/test_bootstrap_cells.py",  # first: its small cases kill soonest
         "tests/evaluation/test_bca_cells.py",
         "tests/evaluation/test_eval_sufficient.py",
         "tests/evaluation/test_per_metric_intervals.py",

@@ -191,6 +191,8 @@ def _draw(
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     _fit_labels(fig, ax, labels_drawn)
+    # The layout is final: without this, savefig would run tight_layout once more for nothing.
+    fig.set_layout_engine(None)
     return fig
 
 

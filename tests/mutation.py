@@ -275,7 +275,8 @@ def main(module: str, resume: bool = False) -> int:
         session.unlink(missing_ok=True)
     # the staged packages come before the editable install's finder; no bytecode, so a
     # mutant of the same size written in the same second is never read from a stale .pyc
-    env = {**os.environ, "PYTHONPATH": str(tree / "site"), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "PYTHONPATH": str(tree / "site"), "PYTHONDONTWRITEBYTECODE": "1",
+           "MODELGATE_TEST_NO_BYTECODE": "1"}  # tests/conftest.py would turn bytecode on
     spec = fast_spec(module, tree, stem)
     fast = Path(__file__).with_name("mutation_fast.py")
     print(f"recording which tests execute each line of {module}", flush=True)
@@ -286,7 +287,8 @@ def main(module: str, resume: bool = False) -> int:
             return 1
     cfg.write_text(config(module, f"{sys.executable} {fast} --mutant {OUT / f'{stem}.spec.json'}"))
     # the server may write bytecode (it deletes the mutated module's own before each run)
-    server_env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    server_env = {k: v for k, v in env.items()
+                  if k not in ("PYTHONDONTWRITEBYTECODE", "MODELGATE_TEST_NO_BYTECODE")}
     module_name = staged_path(module).removeprefix("site/").removesuffix(".py").replace("/", ".")
     server = subprocess.Popen([sys.executable, str(fast), "--serve", spec["socket"],
                                str(OUT / f"{stem}.last-run.log"), spec["target"], module_name],

@@ -29,6 +29,7 @@ def _archive_and_data(name: str, tmp_path: Path) -> tuple[Path, Path]:
     return archive, data
 
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_explain_a_chosen_class_of_a_multiclass_model(tmp_path: Path) -> None:
     archive, data = _archive_and_data("lightgbm-3-class", tmp_path)
     chosen = _cli("explain", "--model", str(archive), "--data", str(data), "--rows", "3",
@@ -67,6 +68,7 @@ def test_explain_names_rows_by_id_column_in_text_and_json(tmp_path: Path,
         f"customer c-{500 + i} (class {predicted[i]})" for i in range(2)]
 
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_explain_and_score_a_regression_model(tmp_path: Path) -> None:
     archive, data = _archive_and_data("xgboost-regression", tmp_path)
     explained = _cli("explain", "--model", str(archive), "--data", str(data), "--rows", "2",
@@ -87,6 +89,7 @@ def test_explain_and_score_a_regression_model(tmp_path: Path) -> None:
                                rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_evaluate_a_zipmap_model_with_string_classes_and_a_first_positive_class(
         settings_env, tmp_path: Path) -> None:
     """Issue #12's first and fourth cases end to end: a skl2onnx ZipMap model (classes

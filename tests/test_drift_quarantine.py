@@ -21,6 +21,9 @@ from modelgate.pipelines.context import Context, register_archive
 from modelgate.store import models, monitors
 from modelgate.store.db import fetch_all
 
+# Each test runs the monitoring pipeline over the demo model: seconds each.
+pytestmark = pytest.mark.e2e
+
 UTC = dt.UTC
 NAME = "gss-high-income"
 LENIENT = {"relative": 1e9, "wasserstein_floor": 1e9, "js_floor": 1.0,  # nothing can breach

@@ -105,6 +105,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=600)
 
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_evaluate_a_three_class_model_equals_sklearn_and_fairlearn(settings_env: Settings,
                                                                    tmp_path: Path) -> None:
     zoo = build("sklearn-3-class")
@@ -168,6 +169,7 @@ def test_evaluate_a_three_class_model_equals_sklearn_and_fairlearn(settings_env:
     assert "Mean SHAP per feature by group group" in page and "no champion" in page
 
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_regression_against_its_champion_and_a_gate_on_rmse(settings_env: Settings,
                                                              tmp_path: Path) -> None:
     """v1 (scikit-learn) is promoted; v2 (XGBoost, same model name) is compared with it on the

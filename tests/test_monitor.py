@@ -145,6 +145,7 @@ def _assert_score_shown_as_model_output(ctx: Context, start: dt.datetime) -> Non
         assert "__score__" not in out.getvalue() and str(run_id) in out.getvalue()
 
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_bad_labels_partition_is_quarantined_later_intervals_go_on_and_retry_reprocesses(
     ctx: Context, demo_builds: dict[str, Any], tmp_path: Path,
 ) -> None:
@@ -282,6 +283,7 @@ def test_dag_fans_out_over_monitored_models_and_one_failure_does_not_stop_the_ot
     assert fetch_all(ctx.db_url, "SELECT count(*) FROM drift_run") == [(2,)]
 
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_monitor_set_before_production_builds_the_sketch_at_promotion(
     ctx: Context, demo_builds: dict[str, Any], capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -120,6 +120,7 @@ def test_monitor_set_refuses_locations_that_can_never_work(
     assert monitors.get(ctx.db_url, NAME).labels_uri == str(empty)  # type: ignore[union-attr]
 
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_monitor_run_backfills_a_first_interval(
     ctx: Context, production: models.ModelVersionRow, demo_builds: dict[str, Any], tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -251,6 +252,7 @@ def test_readme_airflow_without_docker_names_what_the_scheduler_tests_set(tmp_pa
         assert process in block
 
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_a_promotion_whose_sketch_cannot_be_built_promotes_nothing(
     ctx: Context, demo_builds: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:

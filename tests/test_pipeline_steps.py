@@ -65,6 +65,7 @@ def _status(ctx: Context, ref: evaluate.RunRef) -> tuple[str, str | None]:
     return run.status, run.failure_reason
 
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_each_step_run_twice_stores_the_same_bytes(
     local_ctx: Context, demo_builds: dict[str, Any], data: Path,
 ) -> None:
@@ -125,6 +126,7 @@ def _dead_udp_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_a_metrics_backend_that_is_down_never_fails_a_run(
     local_ctx: Context, demo_builds: dict[str, Any], data: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -217,6 +217,7 @@ def _rows(url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         return list(cur.fetchall())
 
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_an_evaluation_over_two_files_stores_counts_auc_and_the_driving_rate(
         settings_env: Any, tmp_path: Path) -> None:
     """A skl2onnx binary model evaluated on two parquet files, the second without group 'c':

@@ -161,6 +161,7 @@ def test_every_step_uses_the_manifest_of_the_pinned_archive(
     assert _counts(ctx.db_url) == NO_RESULTS
 
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_decide_applies_the_policy_prepare_checked(
     env: Settings, demo_builds: dict[str, Any], data: Path, lenient: Path,
 ) -> None:
@@ -191,6 +192,7 @@ def test_decide_applies_the_policy_prepare_checked(
 
 # --- 2. run identity: the same ONNX under two versions gives two runs -------------------------
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_the_same_onnx_under_two_versions_gives_two_runs(
     env: Settings, demo_builds: dict[str, Any], data: Path, lenient: Path, tmp_path: Path,
 ) -> None:
@@ -419,6 +421,7 @@ def test_labels_outside_one_positive_and_one_negative_value_are_refused(
     assert [k.rpartition("/")[2] for k in Context.open(env).store.list_keys("runs/")] == ["policy.pkl"]
 
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_a_declared_negative_label_is_the_only_other_value_allowed(
     env: Settings, demo_builds: dict[str, Any], heldout: pd.DataFrame, tmp_path: Path,
 ) -> None:
@@ -433,6 +436,7 @@ def test_a_declared_negative_label_is_the_only_other_value_allowed(
 
 # --- 6. the index page after a refused promotion ---------------------------------------------
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_the_index_page_drops_a_run_whose_promotion_was_refused(
     env: Settings, demo_builds: dict[str, Any], data: Path, lenient: Path,
 ) -> None:
@@ -487,6 +491,7 @@ def test_a_huge_group_label_is_refused_before_any_work(
     assert [k for k in store.list_keys("reports/") if not k.endswith("/index.html")] == []
 
 
+@pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_long_group_labels_are_stored_in_full(
     env: Settings, demo_builds: dict[str, Any], heldout: pd.DataFrame, tmp_path: Path,
 ) -> None:

@@ -314,6 +314,14 @@ def test_phi_of_a_table_with_an_empty_margin_is_zero_in_every_position() -> None
     assert phi_correlation(1, 4, 4, 1) == pytest.approx(-0.6)
 
 
+def test_phi_of_the_smallest_tables_with_every_margin_filled() -> None:
+    # every margin 1: (1 * 1 - 0 * 0) / sqrt(1 * 1 * 1 * 1) = 1, and the mirror -1
+    assert phi_correlation(1, 0, 0, 1) == 1.0
+    assert phi_correlation(0, 1, 1, 0) == -1.0
+    # resampling weights can be fractional: margins of 0.5 give a product of 1/16
+    assert phi_correlation(0.5, 0.0, 0.0, 0.5) == 1.0
+
+
 def test_bootstrap_t_lower_limit_is_keyword_only_and_the_data_passable_by_keyword() -> None:
     theta = 10.0 + np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
     got = studentized_interval(point=10.0, se=0.5, resampled=theta, resampled_se=np.ones(5),

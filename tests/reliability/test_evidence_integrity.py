@@ -267,8 +267,11 @@ def test_a_signalled_cli_run_is_recorded_failed(
     # signal landing between the print and the pause() call sets Python's flag but the handler
     # runs only after pause() returns, which it never does (seen once under load). The loop's
     # backward jump runs a pending handler at once, and sleep() is cut short by the signal.
+    # Ctrl-C's handler is set as in a terminal: a suite started in the background (`make test &`,
+    # nohup) hands its children SIGINT ignored, and Python then installs no handler of its own.
     hooked_cli = (
-        "import time, sys\n"
+        "import signal, time, sys\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from modelgate import cli\n"
         "from modelgate.pipelines import evaluate\n"
         "def waits_for_the_signal(ctx, ref):\n"

@@ -194,3 +194,27 @@ def test_an_undefined_metric_has_no_interval_and_the_report_is_frozen() -> None:
     assert not hasattr(report, "__dict__")
     with pytest.raises(TypeError):
         report.by_name()["r2"] = r2  # type: ignore[index]
+
+
+def test_r2_of_labels_with_a_small_spread_by_hand() -> None:
+    """Total sum of squares 0.02, below 1: r2 is still defined."""
+    m = evaluate_regression([0.0, 0.1, 0.2], [0.0, 0.2, 0.2], n_bootstrap=0).by_name()
+    assert m["r2"].value == pytest.approx(1.0 - 0.01 / 0.02) and m["r2"].undefined_reason is None
+
+
+def test_a_resample_of_equal_labels_has_no_r2() -> None:
+    """Forty labels 1.1 and one 2.0: a resample without the last row draws only 1.1, where r2
+    is undefined and left out (it was about -1e16 in 13 % of the finite replicates, the
+    lower end -2.3e16: the centred total sum of squares came out a few ulps above 0), so the
+    interval agrees with the test's own row bootstrap."""
+    y = np.r_[np.full(40, 1.1), 2.0]
+    pred = y + np.random.default_rng(11).normal(scale=0.05, size=41)
+    r2 = evaluate_regression(y, pred, n_bootstrap=2000, seed=0).by_name()["r2"]
+    resamples = row_resamples(41, 4000, seed=12)
+    yy, pp = y[resamples], pred[resamples]
+    oracle = _vectorised(yy, pp)["r2"]
+    oracle[np.ptp(yy, axis=1) == 0] = np.nan  # all labels equal: undefined (its own total
+    # sum of squares, from the rows' mean, can round a few ulps away from 0 there too)
+    assert 0.55 < np.isfinite(oracle).mean() < 0.72
+    assert -100.0 < r2.ci_lower <= r2.value <= r2.ci_upper <= 1.0
+    assert interval_agrees(r2.ci_lower, r2.ci_upper, oracle, 0.95, n_core=2000)

@@ -60,13 +60,14 @@ def test_defaults_and_settings() -> None:
                                                 min_group_size=30, include_small_groups=True,
                                                 n_bootstrap=1000, confidence_level=0.95, seed=0)
     assert report != regression_fairness_report(Y, PRED, GROUPS, sensitive_feature="g", seed=1)
-    thirty = regression_fairness_report(np.zeros(31), np.r_[np.ones(30), 0.0],
-                                        ["a"] * 30 + ["b"], sensitive_feature="g", n_bootstrap=0)
-    assert [g.small_group for g in thirty.groups] == [False, True]
+    thirty = regression_fairness_report(np.zeros(59), np.ones(59), ["a"] * 30 + ["b"] * 29,
+                                        sensitive_feature="g", n_bootstrap=0)
+    assert [(g.n, g.small_group) for g in thirty.groups] == [(30, False), (29, True)]
 
 
 def test_small_groups_left_out_are_listed_and_can_leave_fewer_than_two() -> None:
     report = _report(min_group_size=3, include_small_groups=False)
+    assert [e.name for e in report.estimates] == ["mae_gap", "rmse_gap", "mean_prediction_gap"]
     for e in report.estimates:
         assert math.isnan(e.value) and e.undefined_reason == "fewer than two groups"
         assert e.excluded_groups == (("a", "small group"),)
@@ -145,3 +146,10 @@ def test_options_are_keyword_only_and_the_report_frozen() -> None:
         assert not hasattr(record, "__dict__")
     with pytest.raises(TypeError):
         report.by_name()["mae_gap"] = report.estimates[0]  # type: ignore[index]
+
+
+def test_one_row_is_one_group_without_a_gap() -> None:
+    report = regression_fairness_report([1.0], [3.0], ["a"], sensitive_feature="g", n_bootstrap=20)
+    (a,) = report.groups
+    assert (a.n, a.mae, a.rmse, a.mean_prediction, a.mean_error) == (1, 2.0, 2.0, 3.0, 2.0)
+    assert [e.undefined_reason for e in report.estimates] == ["fewer than two groups"] * 3

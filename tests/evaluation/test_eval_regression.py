@@ -202,12 +202,14 @@ def test_r2_of_labels_with_a_small_spread_by_hand() -> None:
     assert m["r2"].value == pytest.approx(1.0 - 0.01 / 0.02) and m["r2"].undefined_reason is None
 
 
-def test_a_resample_of_equal_labels_has_no_r2() -> None:
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["positive", "negative"])
+def test_a_resample_of_equal_labels_has_no_r2(sign: float) -> None:
     """Forty labels 1.1 and one 2.0: a resample without the last row draws only 1.1, where r2
     is undefined and left out (it was about -1e16 in 13 % of the finite replicates, the
     lower end -2.3e16: the centred total sum of squares came out a few ulps above 0), so the
-    interval agrees with the test's own row bootstrap."""
-    y = np.r_[np.full(40, 1.1), 2.0]
+    interval agrees with the test's own row bootstrap. Negated, every drawn label is below 0
+    (the rows not drawn must not count in the largest drawn label)."""
+    y = sign * np.r_[np.full(40, 1.1), 2.0]
     pred = y + np.random.default_rng(11).normal(scale=0.05, size=41)
     r2 = evaluate_regression(y, pred, n_bootstrap=2000, seed=0).by_name()["r2"]
     resamples = row_resamples(41, 4000, seed=12)

@@ -220,3 +220,15 @@ def test_a_resample_of_equal_labels_has_no_r2(sign: float) -> None:
     assert 0.55 < np.isfinite(oracle).mean() < 0.72
     assert -100.0 < r2.ci_lower <= r2.value <= r2.ci_upper <= 1.0
     assert interval_agrees(r2.ci_lower, r2.ci_upper, oracle, 0.95, n_core=2000)
+
+
+def test_r2_interval_on_three_rows_by_hand() -> None:
+    """Labels 0, 0, 1 and predictions 0.25, 0.25, 0.5. A resample draws either one label (no
+    r2, 1/3 of them), or labels {0, 0, 1} (2/3 of the finite ones: total 2/3, squared error
+    0.375, r2 0.4375, the point) or {0, 1, 1} (total 2/3, squared error 0.5625, r2 0.15625):
+    the 2.5 % and 97.5 % quantiles of the finite replicates are those two values."""
+    r2 = evaluate_regression([0.0, 0.0, 1.0], [0.25, 0.25, 0.5], n_bootstrap=1000,
+                             seed=4).by_name()["r2"]
+    assert (r2.value, r2.ci_lower, r2.ci_upper) == (
+        pytest.approx(0.4375, abs=1e-12), pytest.approx(0.15625, abs=1e-12),
+        pytest.approx(0.4375, abs=1e-12))

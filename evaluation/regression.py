@@ -5,7 +5,8 @@ Conventions
 * ``mean_error`` is the bias, ``mean(prediction - y_true)``: positive means the model
   predicts too high.
 * ``r2`` is scikit-learn's ``r2_score``; undefined (NaN) when ``y_true`` is constant
-  (scikit-learn then returns 0 or 1 by convention, which would read as a real score).
+  (scikit-learn then returns 0 or 1 by convention, which would read as a real score), and
+  so in a resample that draws only equal labels.
 * Every metric is a function of five per-row sums (error, squared error, absolute error,
   label, squared label; labels centred on their mean first so the variance does not
   cancel), so a chunk of bootstrap resamples is one matrix product with the counts of
@@ -68,13 +69,25 @@ def _check(y_true: npt.ArrayLike, prediction: npt.ArrayLike) -> tuple[_FloatArra
     return y, pred
 
 
-def _metrics(sums: _FloatArray) -> _FloatArray:
-    """``(B, 4)`` metrics from ``(B, 6)`` sums: n, e, e^2, |e|, y_c, y_c^2."""
+def _metrics(sums: _FloatArray, constant: npt.NDArray[np.bool_]) -> _FloatArray:
+    """``(B, 4)`` metrics from ``(B, 6)`` sums: n, e, e^2, |e|, y_c, y_c^2.
+
+    ``constant`` ``(B,)`` marks the resamples whose labels are all equal: r2 is undefined
+    there. ``total`` alone cannot tell: for labels all equal to ``c != 0`` (centred on the
+    mean of all rows) it is ``n c^2 - (n c)^2 / n``, a few ulps of ``n c^2`` either side of 0,
+    and ``1 - e2 / total`` was then about -1e16 instead of NaN.
+    """
     n, e, e2, ae, yc, yc2 = sums.T
     total = yc2 - yc * yc / n
     with np.errstate(invalid="ignore", divide="ignore"):
-        r2 = np.where(total > 0, 1.0 - e2 / total, np.nan)
+        r2 = np.where(~constant & (total > 0), 1.0 - e2 / total, np.nan)
     return np.column_stack([np.sqrt(e2 / n), ae / n, r2, e / n])
+
+
+def _all_equal(w: _FloatArray, y: _FloatArray) -> npt.NDArray[np.bool_]:
+    """Per resample (a row of counts ``w``), whether the labels it draws are all equal."""
+    drawn = w > 0
+    return np.where(drawn, y, np.inf).min(axis=1) == np.where(drawn, y, -np.inf).max(axis=1)
 
 
 def _point_and_resampled(y: _FloatArray, predictions: list[_FloatArray], *, n_bootstrap: int,
@@ -85,11 +98,13 @@ def _point_and_resampled(y: _FloatArray, predictions: list[_FloatArray], *, n_bo
     for pred in predictions:
         e = pred - y
         rows.append(np.column_stack([np.ones_like(y), e, e * e, np.abs(e), yc, yc * yc]))
-    point = [_metrics(r.sum(axis=0, keepdims=True))[0] for r in rows]
+    constant = np.array([y.min() == y.max()])
+    point = [_metrics(r.sum(axis=0, keepdims=True), constant)[0] for r in rows]
     parts: list[list[_FloatArray]] = [[] for _ in rows]
     for w in bootstrap_counts(len(y), n_bootstrap=n_bootstrap, seed=seed):
+        constant = _all_equal(w, y)
         for model, r in enumerate(rows):
-            parts[model].append(_metrics(w @ r))
+            parts[model].append(_metrics(w @ r, constant))
     return point, [np.vstack(x) if x else np.empty((0, 4)) for x in parts]
 
 

@@ -72,6 +72,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_eval_policy_tasks.py",
     ),
     "fairness/regression.py": (
+        "tests/fairness/test_fairness_regression.py",  # first: its small cases kill soonest
         "tests/fairness/test_fairness_tasks.py",
         "tests/evaluation/test_eval_policy_tasks.py",
         "tests/test_interval_coverage.py",
@@ -88,6 +89,11 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_eval_policy_tasks.py",
     ),
     "evaluation/labels.py": ("tests/evaluation/test_labels.py",),
+    "evaluation/metric_results.py": (
+        "tests/evaluation/test_metric_results.py",  # first: its small cases kill soonest
+        "tests/test_result_records.py",
+        "tests/evaluation/test_eval_metrics.py",
+    ),
     "evaluation/metric_intervals.py": (
         "tests/evaluation/test_per_metric_intervals.py",
         "tests/evaluation/test_eval_sufficient.py",

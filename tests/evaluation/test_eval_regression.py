@@ -119,3 +119,116 @@ def test_every_interval_is_in_range_and_holds_its_estimate(seed: int, n: int) ->
     for m in evaluate_regression(y, pred, n_bootstrap=40, seed=seed % 1000).metrics:
         if m.undefined_reason is None and np.isfinite(m.ci_lower):
             assert _in_range(m.name, m.ci_lower, m.value, m.ci_upper), m
+
+
+def test_options_are_keyword_only_and_the_data_passable_by_keyword() -> None:
+    y, pred, old = [1.0, 2.0, 4.0], [1.5, 2.0, 3.0], [1.0, 3.0, 4.0]
+    m = evaluate_regression(y_true=y, prediction=pred, n_bootstrap=0).by_name()
+    assert m["mae"].value == pytest.approx(0.5)  # (0.5 + 0 + 1) / 3
+    d = compare_regression(y_true=y, candidate_prediction=pred, champion_prediction=old,
+                           n_bootstrap=0).by_name()["mae"]
+    assert (d.candidate, d.champion) == (pytest.approx(0.5), pytest.approx(1 / 3))  # (0+1+0)/3
+    with pytest.raises(TypeError):
+        evaluate_regression(y, pred, 0)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        compare_regression(y, pred, old, 0)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("y", "pred", "message"), [
+    (1.0, 1.0, r"non-empty 1-D array; got shape \(\)"),
+    ([[1.0, 2.0]], [[1.0, 2.0]], r"non-empty 1-D array; got shape \(1, 2\)"),
+    ([1.0], [1.0, 2.0], r"shape of y_true \(1,\); got \(2,\)"),
+    ([1.0, 2.0], [[1.0, 2.0]], r"shape of y_true \(2,\); got \(1, 2\)"),
+    ([1.0, np.inf, np.nan], [1.0, 2.0, 3.0], "y_true must be finite; found 2 NaN or infinite"),
+    ([1.0, 2.0, 3.0], [np.nan, 2.0, -np.inf], "prediction must be finite; found 2 NaN or"),
+], ids=["0-d", "2-d", "longer-prediction", "2-d-prediction", "y-inf-and-nan", "prediction-nan"])
+def test_more_bad_input_is_refused_with_its_message(y: object, pred: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        evaluate_regression(y, pred, n_bootstrap=0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("which", ["candidate", "champion"])
+def test_compare_checks_both_predictions(which: str) -> None:
+    y, good, bad = [1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [1.0, np.nan, 3.0]
+    args = (good, bad) if which == "champion" else (bad, good)
+    with pytest.raises(ValueError, match="prediction must be finite; found 1 NaN"):
+        compare_regression(y, *args, n_bootstrap=0)
+    with pytest.raises(ValueError, match="prediction must have the shape"):
+        compare_regression(y, *((good, good[:2]) if which == "champion" else (good[:2], good)),
+                           n_bootstrap=0)
+
+
+def test_defaults_and_settings_are_reported() -> None:
+    y, pred = _data(7, n=30)
+    report = evaluate_regression(y, pred)
+    assert (report.n, report.n_bootstrap, report.confidence_level, report.seed) == (
+        30, 1000, 0.95, 0)
+    assert report == evaluate_regression(y, pred, n_bootstrap=1000, confidence_level=0.95,
+                                         seed=0)
+    assert report != evaluate_regression(y, pred, seed=1)
+    paired = compare_regression(y, pred, y + 0.5)
+    assert (paired.n, paired.n_bootstrap, paired.confidence_level, paired.seed) == (
+        30, 1000, 0.95, 0)
+    assert paired == compare_regression(y, pred, y + 0.5, n_bootstrap=1000,
+                                        confidence_level=0.95, seed=0)
+    assert all(m.n == 30 for m in (*report.metrics, *paired.deltas))
+
+
+def test_no_resample_gives_no_interval() -> None:
+    y, pred = _data(8, n=20)
+    for m in (*evaluate_regression(y, pred, n_bootstrap=0).metrics,
+              *compare_regression(y, pred, y, n_bootstrap=0).deltas):
+        assert np.isnan(m.ci_lower) and np.isnan(m.ci_upper), m
+
+
+def test_an_undefined_metric_has_no_interval_and_the_report_is_frozen() -> None:
+    import dataclasses
+
+    report = evaluate_regression([2.0, 2.0, 2.0], [1.0, 2.0, 4.0], n_bootstrap=50)
+    r2 = report.by_name()["r2"]
+    assert np.isnan(r2.ci_lower) and np.isnan(r2.ci_upper)
+    mae = report.by_name()["mae"]
+    assert mae.undefined_reason is None and mae.ci_lower <= 1.0 <= mae.ci_upper  # (1+0+2)/3
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.n = 4  # type: ignore[misc]
+    assert not hasattr(report, "__dict__")
+    with pytest.raises(TypeError):
+        report.by_name()["r2"] = r2  # type: ignore[index]
+
+
+def test_r2_of_labels_with_a_small_spread_by_hand() -> None:
+    """Total sum of squares 0.02, below 1: r2 is still defined."""
+    m = evaluate_regression([0.0, 0.1, 0.2], [0.0, 0.2, 0.2], n_bootstrap=0).by_name()
+    assert m["r2"].value == pytest.approx(1.0 - 0.01 / 0.02) and m["r2"].undefined_reason is None
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["positive", "negative"])
+def test_a_resample_of_equal_labels_has_no_r2(sign: float) -> None:
+    """Forty labels 1.1 and one 2.0: a resample without the last row draws only 1.1, where r2
+    is undefined and left out (it was about -1e16 in 13 % of the finite replicates, the
+    lower end -2.3e16: the centred total sum of squares came out a few ulps above 0), so the
+    interval agrees with the test's own row bootstrap. Negated, every drawn label is below 0
+    (the rows not drawn must not count in the largest drawn label)."""
+    y = sign * np.r_[np.full(40, 1.1), 2.0]
+    pred = y + np.random.default_rng(11).normal(scale=0.05, size=41)
+    r2 = evaluate_regression(y, pred, n_bootstrap=2000, seed=0).by_name()["r2"]
+    resamples = row_resamples(41, 4000, seed=12)
+    yy, pp = y[resamples], pred[resamples]
+    oracle = _vectorised(yy, pp)["r2"]
+    oracle[np.ptp(yy, axis=1) == 0] = np.nan  # all labels equal: undefined (its own total
+    # sum of squares, from the rows' mean, can round a few ulps away from 0 there too)
+    assert 0.55 < np.isfinite(oracle).mean() < 0.72
+    assert -100.0 < r2.ci_lower <= r2.value <= r2.ci_upper <= 1.0
+    assert interval_agrees(r2.ci_lower, r2.ci_upper, oracle, 0.95, n_core=2000)
+
+
+def test_r2_interval_on_three_rows_by_hand() -> None:
+    """Labels 0, 0, 1 and predictions 0.25, 0.25, 0.5. A resample draws either one label (no
+    r2, 1/3 of them), or labels {0, 0, 1} (2/3 of the finite ones: total 2/3, squared error
+    0.375, r2 0.4375, the point) or {0, 1, 1} (total 2/3, squared error 0.5625, r2 0.15625):
+    the 2.5 % and 97.5 % quantiles of the finite replicates are those two values."""
+    r2 = evaluate_regression([0.0, 0.0, 1.0], [0.25, 0.25, 0.5], n_bootstrap=1000,
+                             seed=4).by_name()["r2"]
+    assert (r2.value, r2.ci_lower, r2.ci_upper) == (
+        pytest.approx(0.4375, abs=1e-12), pytest.approx(0.15625, abs=1e-12),
+        pytest.approx(0.4375, abs=1e-12))

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg2
 import psycopg2.errors
 import pytest
+from conftest import _truncate_all
 
 from modelgate.store import db
 
@@ -212,10 +213,8 @@ def seeded(clean_db: str) -> str:
 
     Tables are emptied first (identities restart at 1) in case an earlier test left rows.
     """
+    _truncate_all(clean_db)
     with db.transaction(clean_db) as cur:
-        cur.execute("""SELECT string_agg(quote_ident(tablename), ', ') FROM pg_tables
-                       WHERE schemaname = 'public' AND tablename <> 'schema_migration'""")
-        cur.execute(f"TRUNCATE {cur.fetchone()[0]} RESTART IDENTITY CASCADE")
         cur.execute(_SEED_SQL, {"sha1": SHA_1, "sha2": SHA_2})
     return clean_db
 

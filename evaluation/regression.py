@@ -7,11 +7,13 @@ Conventions
 * ``r2`` is scikit-learn's ``r2_score``; undefined (NaN) when ``y_true`` is constant
   (scikit-learn then returns 0 or 1 by convention, which would read as a real score), and
   so in a resample that draws only equal labels.
-* Every metric is a function of five per-row sums (error, squared error, absolute error,
-  label, squared label; labels centred on their mean first so the variance does not
-  cancel), so a chunk of bootstrap resamples is one matrix product with the counts of
-  :func:`modelgate.intervals.bootstrap_counts`. Hand-written for that speed;
-  point estimates are tested equal to scikit-learn's to 1e-9.
+* rmse, mae and mean_error are functions of per-row sums (error, squared error, absolute
+  error), so a chunk of bootstrap resamples is one matrix product with the counts of
+  :func:`modelgate.intervals.bootstrap_counts`. Hand-written for that speed; point
+  estimates are tested equal to scikit-learn's to 1e-9. r2's denominator, the labels'
+  sum of squares about their mean, is summed about each resample's own mean (two passes):
+  from sums of labels and squared labels it cancels when a resample's labels sit close
+  together far from the mean of all rows (r2 came out NaN or off by 0.004 there).
 * Intervals are percentile bootstrap intervals; resamples where a metric is undefined
   are left out of its interval, which is widened to hold the point estimate if it does not.
 """
@@ -69,16 +71,18 @@ def _check(y_true: npt.ArrayLike, prediction: npt.ArrayLike) -> tuple[_FloatArra
     return y, pred
 
 
-def _metrics(sums: _FloatArray, constant: npt.NDArray[np.bool_]) -> _FloatArray:
-    """``(B, 4)`` metrics from ``(B, 6)`` sums: n, e, e^2, |e|, y_c, y_c^2.
+def _metrics(sums: _FloatArray, total: _FloatArray,
+             constant: npt.NDArray[np.bool_]) -> _FloatArray:
+    """``(B, 4)`` metrics from ``(B, 4)`` sums (n, e, e^2, |e|) and the labels' ``(B,)`` sum of
+    squares about their mean.
 
     ``constant`` ``(B,)`` marks the resamples whose labels are all equal: r2 is undefined
-    there. ``total`` alone cannot tell: for labels all equal to ``c != 0`` (centred on the
-    mean of all rows) it is ``n c^2 - (n c)^2 / n``, a few ulps of ``n c^2`` either side of 0,
-    and ``1 - e2 / total`` was then about -1e16 instead of NaN.
+    there. ``total`` alone cannot tell: the mean of equal labels ``c`` can be a few ulps
+    from ``c`` (``3 * 0.1 / 3``), which leaves ``total`` a tiny positive number and
+    ``1 - e2 / total`` about -1e16 instead of NaN. ``total > 0`` covers labels so close
+    that their squared deviations underflow to 0.
     """
-    n, e, e2, ae, yc, yc2 = sums.T
-    total = yc2 - yc * yc / n
+    n, e, e2, ae = sums.T
     with np.errstate(invalid="ignore", divide="ignore"):
         r2 = np.where(~constant & (total > 0), 1.0 - e2 / total, np.nan)
     return np.column_stack([np.sqrt(e2 / n), ae / n, r2, e / n])
@@ -90,21 +94,27 @@ def _all_equal(w: _FloatArray, y: _FloatArray) -> npt.NDArray[np.bool_]:
     return np.where(drawn, y, np.inf).min(axis=1) == np.where(drawn, y, -np.inf).max(axis=1)
 
 
+def _label_spread(w: _FloatArray, y: _FloatArray) -> _FloatArray:
+    """Per resample (a row of counts ``w``), ``sum(w * (y - mean)^2)`` about its own mean."""
+    d = y[None, :] - ((w @ y) / w.sum(axis=1))[:, None]
+    return np.einsum("bn,bn->b", w * d, d)
+
+
 def _point_and_resampled(y: _FloatArray, predictions: list[_FloatArray], *, n_bootstrap: int,
                          seed: int) -> tuple[list[_FloatArray], list[_FloatArray]]:
     """Per model: the metrics on all rows ``(4,)`` and on each shared resample ``(B, 4)``."""
-    yc = y - y.mean()
     rows = []
     for pred in predictions:
         e = pred - y
-        rows.append(np.column_stack([np.ones_like(y), e, e * e, np.abs(e), yc, yc * yc]))
-    constant = np.array([y.min() == y.max()])
-    point = [_metrics(r.sum(axis=0, keepdims=True), constant)[0] for r in rows]
+        rows.append(np.column_stack([np.ones_like(y), e, e * e, np.abs(e)]))
+    every_row = np.ones((1, len(y)))
+    total, constant = _label_spread(every_row, y), np.array([y.min() == y.max()])
+    point = [_metrics(r.sum(axis=0, keepdims=True), total, constant)[0] for r in rows]
     parts: list[list[_FloatArray]] = [[] for _ in rows]
     for w in bootstrap_counts(len(y), n_bootstrap=n_bootstrap, seed=seed):
-        constant = _all_equal(w, y)
+        total, constant = _label_spread(w, y), _all_equal(w, y)
         for model, r in enumerate(rows):
-            parts[model].append(_metrics(w @ r, constant))
+            parts[model].append(_metrics(w @ r, total, constant))
     return point, [np.vstack(x) if x else np.empty((0, 4)) for x in parts]
 
 

@@ -232,3 +232,28 @@ def test_r2_interval_on_three_rows_by_hand() -> None:
     assert (r2.value, r2.ci_lower, r2.ci_upper) == (
         pytest.approx(0.4375, abs=1e-12), pytest.approx(0.15625, abs=1e-12),
         pytest.approx(0.4375, abs=1e-12))
+
+
+def test_r2_of_resamples_that_draw_only_a_tight_cluster_far_from_the_mean() -> None:
+    """Two labels at 0 and six within 0.003 of 1e6: about 10 % of the resamples draw only the
+    six, whose r2 (about 0.99) makes the lower end. Their labels' sum of squares is about
+    1e-5; from sums of labels and squared labels centred on the mean of all eight rows
+    (7.5e5, squares near 1e12) it cancels to rounding noise, and r2 came out NaN or 0.99995
+    there. The test's own row bootstrap, r2 about each resample's own mean, is the oracle."""
+    rng = np.random.default_rng(21)
+    y = np.r_[0.0, 0.0, 1e6 + rng.normal(scale=1e-3, size=6)]
+    pred = y + rng.normal(scale=1e-4, size=8)
+    r2 = evaluate_regression(y, pred, n_bootstrap=2000, seed=3).by_name()["r2"]
+    resamples = row_resamples(8, 4000, seed=22)
+    oracle = _vectorised(y[resamples], pred[resamples])["r2"]
+    oracle[np.ptp(y[resamples], axis=1) == 0] = np.nan
+    cluster_only = (resamples >= 2).all(axis=1)
+    assert 0.06 < cluster_only.mean() < 0.14 and np.nanmax(oracle[cluster_only]) < 0.9999
+    assert interval_agrees(r2.ci_lower, r2.ci_upper, oracle, 0.95, n_core=2000)
+
+
+def test_r2_is_undefined_where_the_labels_spread_underflows() -> None:
+    """Labels 0 and 1e-200 differ, but their squared deviations from the mean (2.5e-401)
+    are 0 in float64: r2 has no denominator and is NaN, not -inf."""
+    r2 = evaluate_regression([0.0, 1e-200], [1.0, 1.0], n_bootstrap=0).by_name()["r2"]
+    assert np.isnan(r2.value) and np.isnan(r2.ci_lower) and r2.undefined_reason is not None

@@ -257,3 +257,11 @@ def test_r2_is_undefined_where_the_labels_spread_underflows() -> None:
     are 0 in float64: r2 has no denominator and is NaN, not -inf."""
     r2 = evaluate_regression([0.0, 1e-200], [1.0, 1.0], n_bootstrap=0).by_name()["r2"]
     assert np.isnan(r2.value) and np.isnan(r2.ci_lower) and r2.undefined_reason is not None
+
+
+def test_r2_of_equal_labels_whose_mean_rounds_is_undefined() -> None:
+    """Three labels 0.1: their mean in float64 is 0.10000000000000002 (0.1 + 0.1 + 0.1 is
+    0.30000000000000004), so the squared deviations are about 2e-34, not 0. r2 is still
+    undefined (NaN, the labels are constant), not 1 - 0.01 / 6e-34."""
+    r2 = evaluate_regression([0.1, 0.1, 0.1], [0.2, 0.1, 0.1], n_bootstrap=0).by_name()["r2"]
+    assert np.isnan(r2.value) and r2.undefined_reason == "y_true is constant"

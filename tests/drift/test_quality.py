@@ -415,3 +415,11 @@ def test_row_count_compared_by_value_for_large_intervals() -> None:
     with pytest.raises(ValueError, match=r"^column 'x' has 300 rows; n_rows is 301$"):
         check_quality((s,), {"x": np.full(300, 1.5)}, n_rows=301)
 
+
+def test_negative_row_count_refused() -> None:
+    # a bug, fixed: with every column absent, n_rows=-1 gave records of -1 rows, missing rate
+    # 1.0, and a breach verdict (rates of -1 rows) instead of an error.
+    (s,) = infer_schema({"x": [1.0, 2.0]}, {"x": "numeric"})
+    with pytest.raises(ValueError, match=r"^n_rows must be >= 0; got -1$"):
+        check_quality((s,), {}, n_rows=-1)
+    assert check_quality((s,), {}, n_rows=0)[0].n == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -113,3 +114,107 @@ def test_errors_name_what_is_wrong() -> None:
     with pytest.raises(ValueError, match="2-D with 2 columns"):
         m.predict(np.zeros((3, 3)))
     assert m.predict([[1.5, 1.0]])[0, 0] == pytest.approx(1.5, abs=1e-3)  # constant x1: no term
+
+
+# --- cases added for the mutation session of drift/additive_splines.py (tests/MUTATION.md) ---------
+
+
+def _cubic_fit() -> tuple[np.ndarray, AdditiveSplineRegressor]:
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 2, (3000, 1))
+    return x, fit_additive_splines(x, (x[:, 0] ** 3 - x[:, 0])[:, None], ridge=0.0)
+
+
+def test_left_tail_continues_along_the_first_span_secant() -> None:
+    # Below the smallest fitted x0 = l the term follows the secant of the outermost span, from l
+    # to the first interior knot (the 1/11 quantile of the fitted x0, default 10 knots).
+    x, m = _cubic_fit()
+
+    def f(v: float) -> float:
+        return v ** 3 - v
+
+    low, q = float(x[:, 0].min()), float(np.quantile(x[:, 0], 1 / 11))
+    slope = (f(q) - f(low)) / (q - low)
+    for step in (0.5, 1.0, 3.0):
+        assert m.predict(np.array([[low - step]]))[0, 0] == pytest.approx(f(low) - slope * step, abs=1e-6)
+    # and the exact mean over rows in the tail equals the mean of their predictions
+    rows = np.array([[low - 1.0], [low - 2.0], [0.5], [q]])
+    mean, _ = m.mean(rows)
+    assert mean == pytest.approx(m.predict(rows).mean(axis=0), abs=1e-9)
+    term = m.terms[0]
+    assert (term.kind, term.low, term.high) == ("spline", low, float(x[:, 0].max()))
+
+
+def test_many_knots_take_the_binary_search() -> None:
+    # 200 interior knots: spans are found by np.searchsorted; the fit still matches the truth.
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0, 1, (4000, 1))
+    m = fit_additive_splines(x, (np.sin(6 * x[:, 0]))[:, None], n_knots=200, ridge=0.0)
+    assert np.unique(m.terms[0].breaks).size == 202
+    grid = np.linspace(0.01, 0.99, 97)[:, None]
+    assert m.predict(grid)[:, 0] == pytest.approx(np.sin(6 * grid[:, 0]), abs=1e-6)
+    mean, _ = m.mean(grid)
+    assert mean == pytest.approx(m.predict(grid).mean(axis=0), abs=1e-9)
+
+
+def test_constant_column_has_no_term_in_the_mean_either() -> None:
+    rng = np.random.default_rng(6)
+    x = np.column_stack([rng.uniform(0, 1, 200), np.full(200, 3.0)])
+    m = fit_additive_splines(x, (2 * x[:, 0])[:, None], ridge=0.0)
+    assert [t.kind for t in m.terms] == ["spline", "none"] and m.terms[1].size == 0
+    cur = np.column_stack([rng.uniform(0, 1, 20), rng.uniform(-5, 5, 20)])
+    mean, var = m.mean(cur)
+    assert mean == pytest.approx(m.predict(cur).mean(axis=0), abs=1e-9)
+    assert mean[0] == pytest.approx(2 * cur[:, 0].mean(), abs=1e-6)
+    assert var.shape == (1,) and var[0] >= 0
+
+
+def test_a_model_without_columns_predicts_its_intercept() -> None:
+    # a bug, fixed: with no columns, predict returned no rows whatever the rows of x.
+    y = np.array([[1.0, 10.0], [2.0, 20.0], [6.0, 30.0]])
+    m = fit_additive_splines(np.zeros((3, 0)), y)
+    assert m.terms == () and m.intercept == pytest.approx([3.0, 20.0])
+    assert m.predict(np.zeros((4, 0))) == pytest.approx(np.tile([3.0, 20.0], (4, 1)))
+    mean, var = m.mean(np.zeros((5, 0)))
+    assert mean == pytest.approx([3.0, 20.0]) and var.shape == (2,)
+    empty_mean, empty_var = m.mean(np.zeros((0, 0)))
+    assert np.isnan(empty_mean).all() and np.array_equal(empty_var, [0.0, 0.0])
+
+
+def test_mean_of_no_rows_is_nan_with_no_variance() -> None:
+    _, m = _cubic_fit()
+    mean, var = m.mean(np.zeros((0, 1)))
+    assert mean.shape == (1,) and np.isnan(mean[0]) and np.array_equal(var, [0.0])
+    assert m.predict(np.zeros((0, 1))).shape == (0, 1)
+
+
+def test_models_are_frozen_and_slotted() -> None:
+    import dataclasses
+
+    _, m = _cubic_fit()
+    for obj, field in ((m, "intercept"), (m.terms[0], "coef")):
+        assert not hasattr(obj, "__dict__") and field in type(obj).__slots__
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, field, None)
+
+
+def test_a_state_that_is_not_a_tuple_is_refused() -> None:
+    _, m = _cubic_fit()
+    blank = object.__new__(AdditiveSplineRegressor)
+    with pytest.raises(ValueError, match="format version None; this modelgate reads version 1"):
+        blank.__setstate__([1, m.terms, m.intercept, m.covariance])
+    with pytest.raises(ValueError, match="format version 1; this modelgate reads version 1"):
+        blank.__setstate__((1, m.terms, m.intercept))
+    with pytest.raises(ValueError, match="format version None"):
+        blank.__setstate__(())
+    blank.__setstate__((1, m.terms, m.intercept, m.covariance))
+    assert np.array_equal(blank.predict([[0.5]]), m.predict([[0.5]]))
+
+
+def test_rows_of_x_and_y_must_match_and_exist() -> None:
+    for x, y in ((np.zeros((4, 1)), np.zeros((3, 1))), (np.zeros((3, 1)), np.zeros((4, 1))),
+                 (np.zeros((0, 1)), np.zeros((0, 1))), (np.zeros(4), np.zeros((4, 1)))):
+        message = (f"x and y must be 2-D with one row each, at least one; got shapes {x.shape!r} and "
+                   f"{y.shape!r}")
+        with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
+            fit_additive_splines(x, y)

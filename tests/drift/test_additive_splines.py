@@ -218,3 +218,22 @@ def test_rows_of_x_and_y_must_match_and_exist() -> None:
                    f"{y.shape!r}")
         with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
             fit_additive_splines(x, y)
+
+
+def test_terms_compare_by_identity_and_hash() -> None:
+    _, m = _cubic_fit()
+    term = m.terms[0]
+    copy = type(term)(*(getattr(term, f) for f in type(term).__slots__))
+    assert term == term and term != copy and hash(term) != hash(copy)
+    again = AdditiveSplineRegressor(m.format_version, m.terms, m.intercept, m.covariance)
+    assert m == m and m != again and isinstance(hash(m), int)
+
+
+def test_terms_without_a_spline_have_empty_spline_fields() -> None:
+    x = np.column_stack([np.full(10, 2.0), np.arange(10.0) % 3])
+    m = fit_additive_splines(x, np.arange(10.0)[:, None], categorical=[False, True])
+    none, table = m.terms
+    assert (none.kind, none.size, table.kind, table.size) == ("none", 0, "table", 3)
+    for t in (none, table):
+        assert t.poly.shape == (0, 4, 4) and t.breaks.shape == (0,) and (t.low, t.high) == (0.0, 0.0)
+        assert t.d_low.shape == (0,) and t.d_high.shape == (0,)

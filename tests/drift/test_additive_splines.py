@@ -237,3 +237,21 @@ def test_terms_without_a_spline_have_empty_spline_fields() -> None:
     for t in (none, table):
         assert t.poly.shape == (0, 4, 4) and t.breaks.shape == (0,) and (t.low, t.high) == (0.0, 0.0)
         assert t.d_low.shape == (0,) and t.d_high.shape == (0,)
+
+
+def test_missing_value_of_a_column_fitted_without_any_is_its_mean_effect() -> None:
+    # No missing x0 in the fitted rows: a NaN takes f0's mean over the fitted rows (the column
+    # marginalised out), i.e. the mean prediction over the fitted x0 at the same code.
+    rng = np.random.default_rng(7)
+    x = np.column_stack([rng.uniform(0, 1, 500), rng.integers(0, 2, 500)])
+    m = fit_additive_splines(x, (x[:, 0] ** 2 + 2 * x[:, 1])[:, None], categorical=[False, True])
+    assert m.terms[0].coef.shape[0] == m.terms[0].size  # no column of its own for a missing value
+    for code in (0.0, 1.0):
+        at_code = np.column_stack([x[:, 0], np.full(500, code)])
+        got = m.predict([[np.nan, code]])[0, 0]
+        assert got == pytest.approx(m.predict(at_code)[:, 0].mean(), abs=1e-9)
+        mean, _ = m.mean([[np.nan, code], [0.5, code]])
+        assert mean[0] == pytest.approx((got + m.predict([[0.5, code]])[0, 0]) / 2, abs=1e-9)
+    # an unseen code, likewise, takes the codes' mean effect over the fitted rows
+    at_x = np.column_stack([np.full(500, 0.5), x[:, 1]])
+    assert m.predict([[0.5, 9.0]])[0, 0] == pytest.approx(m.predict(at_x)[:, 0].mean(), abs=1e-9)

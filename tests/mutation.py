@@ -39,7 +39,10 @@ TESTS: dict[str, tuple[str, ...]] = {
     ),
     "drift/distances.py": ("tests/drift/test_drift_distances.py",),
     "drift/error_stream.py": ("tests/drift/test_error_stream.py",),
-    "drift/multivariate.py": ("tests/drift/test_drift_multivariate.py",),
+    "drift/multivariate.py": (
+        "tests/drift/test_drift_multivariate_cases.py",  # first: its small cases kill soonest
+        "tests/drift/test_drift_multivariate.py",
+    ),
     "drift/performance_estimation.py": (
         "tests/drift/test_performance_estimation.py",
         "tests/drift/test_performance_estimation_sim.py",

@@ -255,3 +255,28 @@ def test_missing_value_of_a_column_fitted_without_any_is_its_mean_effect() -> No
     # an unseen code, likewise, takes the codes' mean effect over the fitted rows
     at_x = np.column_stack([np.full(500, 0.5), x[:, 1]])
     assert m.predict([[0.5, 9.0]])[0, 0] == pytest.approx(m.predict(at_x)[:, 0].mean(), abs=1e-9)
+
+
+def test_options_at_their_bounds_and_defaults() -> None:
+    from modelgate.drift import additive_splines as mod
+
+    assert (mod.FORMAT_VERSION, mod.DEFAULT_KNOTS, mod.DEFAULT_RIDGE) == (1, 10, 1e-5)
+    rng = np.random.default_rng(9)
+    x = rng.uniform(0, 1, (300, 1))
+    y = (x[:, 0] ** 2)[:, None]
+    one = fit_additive_splines(x, y, n_knots=1)
+    assert one.terms[0].breaks.size == 3 and one.terms[0].size == 5  # one interior knot, 5 bases
+    default = fit_additive_splines(x, y)
+    explicit = fit_additive_splines(x, y, n_knots=10, ridge=1e-5)
+    assert np.array_equal(default.predict(x), explicit.predict(x))
+    assert default.terms[0].breaks.size == 12
+    assert not np.array_equal(default.predict(x), fit_additive_splines(x, y, ridge=1e-3).predict(x))
+    for n_knots, ridge in ((0, 0.0), (-1, 0.0), (3, -1e-12), (3, -1.0)):
+        with pytest.raises(ValueError, match=rf"^n_knots must be >= 1 and ridge >= 0; got {n_knots} and "):
+            fit_additive_splines(x, y, n_knots=n_knots, ridge=ridge)
+    with pytest.raises(TypeError):
+        fit_additive_splines(x, y, None)  # type: ignore[misc]
+    with pytest.raises(ValueError, match=r"^y holds missing or infinite values$"):
+        fit_additive_splines(x, np.r_[y[:-1], [[np.inf]]])
+    with pytest.raises(ValueError, match=r"^categorical must have one flag per column \(1\); got \(2,\)$"):
+        fit_additive_splines(x, y, categorical=[False, False])

@@ -264,7 +264,7 @@ class AdditiveSplineRegressor:
         """Predictions for the rows of ``x`` (2-D, a column per term, NaN for missing), shape
         (n, outputs)."""
         cols = self._columns(x)
-        out = np.tile(self.intercept, (np.shape(x)[0], 1))  # not cols[0]: a model may have none
+        out = np.tile(self.intercept, (cols[0].size if cols else np.shape(x)[0], 1))
         for term, col in zip(self.terms, cols, strict=True):
             out += term.values(col)
         return out

@@ -255,6 +255,10 @@ def test_missing_value_of_a_column_fitted_without_any_is_its_mean_effect() -> No
     # an unseen code, likewise, takes the codes' mean effect over the fitted rows
     at_x = np.column_stack([np.full(500, 0.5), x[:, 1]])
     assert m.predict([[0.5, 9.0]])[0, 0] == pytest.approx(m.predict(at_x)[:, 0].mean(), abs=1e-9)
+    unseen = np.array([[0.5, 9.0], [0.5, 2.0], [0.5, -3.0], [0.5, 1.0]])
+    mean, _ = m.mean(unseen)
+    assert mean == pytest.approx(m.predict(unseen).mean(axis=0), abs=1e-9)
+    assert m.predict(unseen)[:3, 0] == pytest.approx([m.predict(at_x)[:, 0].mean()] * 3, abs=1e-9)
 
 
 def test_options_at_their_bounds_and_defaults() -> None:

@@ -213,7 +213,8 @@ def test_a_state_that_is_not_a_tuple_is_refused() -> None:
 
 def test_rows_of_x_and_y_must_match_and_exist() -> None:
     for x, y in ((np.zeros((4, 1)), np.zeros((3, 1))), (np.zeros((3, 1)), np.zeros((4, 1))),
-                 (np.zeros((0, 1)), np.zeros((0, 1))), (np.zeros(4), np.zeros((4, 1)))):
+                 (np.zeros((0, 1)), np.zeros((0, 1))), (np.zeros(4), np.zeros((4, 1))),
+                 (np.zeros((4, 1, 1)), np.zeros((4, 1))), (np.zeros((4, 1)), np.zeros((4, 1, 1)))):
         message = (f"x and y must be 2-D with one row each, at least one; got shapes {x.shape!r} and "
                    f"{y.shape!r}")
         with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
@@ -255,10 +256,10 @@ def test_missing_value_of_a_column_fitted_without_any_is_its_mean_effect() -> No
     # an unseen code, likewise, takes the codes' mean effect over the fitted rows
     at_x = np.column_stack([np.full(500, 0.5), x[:, 1]])
     assert m.predict([[0.5, 9.0]])[0, 0] == pytest.approx(m.predict(at_x)[:, 0].mean(), abs=1e-9)
-    unseen = np.array([[0.5, 9.0], [0.5, 2.0], [0.5, -3.0], [0.5, 1.0]])
+    unseen = np.array([[0.5, 9.0], [0.5, 2.0], [0.5, -3.0], [0.5, -1.0], [0.5, 1.0]])
     mean, _ = m.mean(unseen)
     assert mean == pytest.approx(m.predict(unseen).mean(axis=0), abs=1e-9)
-    assert m.predict(unseen)[:3, 0] == pytest.approx([m.predict(at_x)[:, 0].mean()] * 3, abs=1e-9)
+    assert m.predict(unseen)[:4, 0] == pytest.approx([m.predict(at_x)[:, 0].mean()] * 4, abs=1e-9)
 
 
 def test_options_at_their_bounds_and_defaults() -> None:
@@ -284,3 +285,52 @@ def test_options_at_their_bounds_and_defaults() -> None:
         fit_additive_splines(x, np.r_[y[:-1], [[np.inf]]])
     with pytest.raises(ValueError, match=r"^categorical must have one flag per column \(1\); got \(2,\)$"):
         fit_additive_splines(x, y, categorical=[False, False])
+
+
+def test_knots_at_a_repeated_largest_value_are_dropped() -> None:
+    # 40% of the rows at the largest value: the upper quantiles equal it and are no interior knot
+    rng = np.random.default_rng(10)
+    v = np.r_[rng.uniform(0, 1, 300), np.ones(200)]
+    inner = np.unique(np.quantile(v, np.arange(1, 11) / 11))
+    inner = inner[(inner > v.min()) & (inner < v.max())]
+    m = fit_additive_splines(v[:, None], (v ** 2)[:, None], ridge=0.0)
+    assert m.terms[0].size == inner.size + 4 and m.terms[0].breaks.size == inner.size + 2
+    grid = np.linspace(v.min(), 1.0, 41)[:, None]
+    assert m.predict(grid)[:, 0] == pytest.approx(grid[:, 0] ** 2, abs=1e-6)
+
+
+def test_repeated_columns_without_ridge_use_the_pseudo_inverse() -> None:
+    # x twice, no ridge: the Gram matrix is singular; the pseudo-inverse still fits the truth.
+    rng = np.random.default_rng(11)
+    x0 = rng.uniform(0, 1, 300)
+    m = fit_additive_splines(np.column_stack([x0, x0]), (x0 ** 2)[:, None], ridge=0.0)
+    grid = np.linspace(0.05, 0.95, 19)
+    assert m.predict(np.column_stack([grid, grid]))[:, 0] == pytest.approx(grid ** 2, abs=1e-8)
+    # the minimum-norm solution splits the effect evenly between the two copies
+    assert m.terms[0].coef == pytest.approx(m.terms[1].coef, abs=1e-8)
+
+
+def test_sandwich_covariance_by_hand_with_one_degree_of_freedom() -> None:
+    # One categorical column of 3 codes: the design is [1, one-hot], p = 4, on n = 5 rows; the
+    # HC1 sandwich written out with numpy (n / (n - p) = 5).
+    codes = np.array([0.0, 1.0, 2.0, 0.0, 1.0])
+    y = np.array([[1.0], [2.0], [4.0], [2.0], [5.0]])
+    ridge = 0.1
+    m = fit_additive_splines(codes[:, None], y, categorical=[True], ridge=ridge)
+    b = np.column_stack([np.ones(5), codes[:, None] == np.arange(3)]).astype(float)
+    g = b.T @ b + np.diag([0.0, 5 * ridge, 5 * ridge, 5 * ridge])
+    coef = np.linalg.solve(g, b.T @ y)
+    r = (y - b @ coef)[:, 0]
+    gi = np.linalg.inv(g)
+    sigma = gi @ (b.T @ np.diag(r ** 2) @ b) @ gi * 5 / (5 - 4)
+    assert m.covariance[0] == pytest.approx(sigma, rel=1e-9, abs=1e-15)
+    assert np.r_[m.intercept, m.terms[0].coef[:, 0]] == pytest.approx(coef[:, 0], rel=1e-9)
+    # fewer rows than coefficients: the factor is n / 1
+    m3 = fit_additive_splines(codes[:3, None], y[:3], categorical=[True], ridge=ridge)
+    b3 = b[:3]
+    g3 = b3.T @ b3 + np.diag([0.0, 3 * ridge, 3 * ridge, 3 * ridge])
+    c3 = np.linalg.solve(g3, b3.T @ y[:3])
+    r3 = (y[:3] - b3 @ c3)[:, 0]
+    gi3 = np.linalg.inv(g3)
+    assert m3.covariance[0] == pytest.approx(gi3 @ (b3.T @ np.diag(r3 ** 2) @ b3) @ gi3 * 3, rel=1e-9,
+                                             abs=1e-15)

@@ -334,3 +334,20 @@ def test_sandwich_covariance_by_hand_with_one_degree_of_freedom() -> None:
     gi3 = np.linalg.inv(g3)
     assert m3.covariance[0] == pytest.approx(gi3 @ (b3.T @ np.diag(r3 ** 2) @ b3) @ gi3 * 3, rel=1e-9,
                                              abs=1e-15)
+
+
+def test_ridge_fit_with_a_missing_value_column_by_hand() -> None:
+    # Codes 0, 1 and missing: the design is [1, one-hot, missing], the ridge on all but the
+    # intercept, solved with numpy here. Without the ridge a missing value's effect could also
+    # sit in the intercept (the codes' columns sum to 1 minus it): the ridge tells them apart.
+    codes = np.array([0.0, 1.0, np.nan, 0.0, 1.0, np.nan, 1.0])
+    y = np.array([[1.0], [2.0], [7.0], [2.0], [3.0], [9.0], [2.5]])
+    ridge = 0.2
+    m = fit_additive_splines(codes[:, None], y, categorical=[True], ridge=ridge)
+    b = np.column_stack([np.ones(7), codes == 0, codes == 1, np.isnan(codes)]).astype(float)
+    g = b.T @ b + np.diag([0.0, 7 * ridge, 7 * ridge, 7 * ridge])
+    coef = np.linalg.solve(g, b.T @ y)[:, 0]
+    assert np.r_[m.intercept, m.terms[0].coef[:, 0]] == pytest.approx(coef, rel=1e-9)
+    assert m.predict([[np.nan], [0.0], [1.0]])[:, 0] == pytest.approx(
+        [coef[0] + coef[3], coef[0] + coef[1], coef[0] + coef[2]], rel=1e-9)
+    assert np.array_equal(m.terms[0].missing_row, [0.0, 0.0, 1.0])

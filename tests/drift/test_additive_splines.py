@@ -351,3 +351,10 @@ def test_ridge_fit_with_a_missing_value_column_by_hand() -> None:
     assert m.predict([[np.nan], [0.0], [1.0]])[:, 0] == pytest.approx(
         [coef[0] + coef[3], coef[0] + coef[1], coef[0] + coef[2]], rel=1e-9)
     assert np.array_equal(m.terms[0].missing_row, [0.0, 0.0, 1.0])
+
+
+def test_a_nan_ridge_is_refused() -> None:
+    # a bug, fixed: `ridge < 0` let NaN through, and the fit raised numpy's LinAlgError
+    x = np.random.default_rng(0).uniform(0, 1, (50, 1))
+    with pytest.raises(ValueError, match=r"^n_knots must be >= 1 and ridge >= 0; got 10 and nan$"):
+        fit_additive_splines(x, x ** 2, ridge=float("nan"))

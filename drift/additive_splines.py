@@ -264,7 +264,7 @@ class AdditiveSplineRegressor:
         """Predictions for the rows of ``x`` (2-D, a column per term, NaN for missing), shape
         (n, outputs)."""
         cols = self._columns(x)
-        out = np.tile(self.intercept, (cols[0].size if cols else 0, 1))
+        out = np.tile(self.intercept, (cols[0].size if cols else np.shape(x)[0], 1))
         for term, col in zip(self.terms, cols, strict=True):
             out += term.values(col)
         return out
@@ -399,7 +399,7 @@ def fit_additive_splines(x: ArrayLike, y: ArrayLike, *, categorical: ArrayLike |
     Raises
     ------
     ValueError
-        Mismatched shapes, no rows, a non-finite target, ``n_knots < 1`` or ``ridge < 0``.
+        Mismatched shapes, no rows, a non-finite target, ``n_knots < 1`` or ``ridge < 0`` or NaN.
 
     Examples
     --------
@@ -423,7 +423,7 @@ def fit_additive_splines(x: ArrayLike, y: ArrayLike, *, categorical: ArrayLike |
                          f"{arr.shape!r} and {target.shape!r}")
     if not np.isfinite(target).all():
         raise ValueError("y holds missing or infinite values")
-    if n_knots < 1 or ridge < 0:
+    if n_knots < 1 or not ridge >= 0:  # not "ridge < 0": NaN too
         raise ValueError(f"n_knots must be >= 1 and ridge >= 0; got {n_knots!r} and {ridge!r}")
     cat = (np.zeros(arr.shape[1], dtype=bool) if categorical is None
            else np.asarray(categorical, dtype=bool))

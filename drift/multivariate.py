@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import io
 import math
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -58,6 +59,7 @@ __all__ = [
 ]
 
 _FORMAT = "modelgate-multivariate-v1"
+_KEYS = ("features", "mean", "scale", "projections", "projected", "meta", "baseline")
 Verdict = Literal["ok", "drift", "no_data"]
 
 #: Default number of random directions.
@@ -135,15 +137,20 @@ class MultivariateReference:
         Raises
         ------
         ValueError
-            If the payload is not a multivariate reference.
+            If the payload is not a multivariate reference (empty, truncated, another format,
+            or without one of its arrays).
         """
         try:
             with np.load(io.BytesIO(payload), allow_pickle=False) as z:
                 data = {k: z[k] for k in z.files}
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            # empty bytes raise EOFError, a truncated archive BadZipFile: neither a ValueError
             raise ValueError(f"payload is not a multivariate reference: {exc}") from exc
         if str(data.get("format", "")) != _FORMAT:
             raise ValueError(f"payload must be a multivariate reference in format {_FORMAT!r}")
+        absent = [k for k in _KEYS if k not in data]
+        if absent:
+            raise ValueError(f"payload is not a multivariate reference: it has no {', '.join(absent)}")
         meta = data["meta"].tolist()
         return cls(
             features=tuple(str(f) for f in data["features"].tolist()),

@@ -288,12 +288,17 @@ def check_quality(schema: tuple[FeatureSchema, ...], columns: Mapping[str, Array
     columns : mapping of str to array_like
         The interval's values by feature; a feature absent here is all missing.
     n_rows : int
-        Rows of the interval (each present column must have this many).
+        Rows of the interval (each present column must have this many), at least 0.
 
     Returns
     -------
     tuple of FeatureQuality
         In ``schema`` order.
+
+    Raises
+    ------
+    ValueError
+        A present column of another length than ``n_rows``, or a negative ``n_rows``.
 
     Examples
     --------
@@ -303,6 +308,8 @@ def check_quality(schema: tuple[FeatureSchema, ...], columns: Mapping[str, Array
     >>> age.n_out_of_range, age.n_type_mismatch, city.n_new_category, city.n_type_mismatch
     (1, 1, 2, 1)
     """
+    if n_rows < 0:
+        raise ValueError(f"n_rows must be >= 0; got {n_rows!r}")
     out = []
     for fs in schema:
         if fs.feature not in columns:

@@ -25,6 +25,10 @@ OUT = ROOT / ".modelgate" / "mutation"
 # The unit tests that exercise each core module (its doctests are added); a mutant survives
 # unless one of them fails. Only these folders: a pipeline test would start a database per run.
 TESTS: dict[str, tuple[str, ...]] = {
+    "drift/additive_splines.py": (
+        "tests/drift/test_additive_splines.py",
+        "tests/drift/test_nanny_estimation.py",  # the nanny error model fits and predicts with it
+    ),
     "drift/adwin.py": ("tests/drift/test_drift_adwin.py",),
     "drift/attribution.py": ("tests/drift/test_drift_attribution.py",),
     "drift/data_drift.py": (
@@ -35,7 +39,10 @@ TESTS: dict[str, tuple[str, ...]] = {
     ),
     "drift/distances.py": ("tests/drift/test_drift_distances.py",),
     "drift/error_stream.py": ("tests/drift/test_error_stream.py",),
-    "drift/multivariate.py": ("tests/drift/test_drift_multivariate.py",),
+    "drift/multivariate.py": (
+        "tests/drift/test_drift_multivariate_cases.py",  # first: its small cases kill soonest
+        "tests/drift/test_drift_multivariate.py",
+    ),
     "drift/performance_estimation.py": (
         "tests/drift/test_performance_estimation.py",
         "tests/drift/test_performance_estimation_sim.py",

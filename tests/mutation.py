@@ -96,6 +96,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     ),
     "evaluation/metric_intervals.py": (
         "tests/evaluation/test_per_metric_intervals.py",
+        "tests/evaluation/test_paired_delta_intervals.py",  # the paired-delta functions
         "tests/evaluation/test_eval_sufficient.py",
         "tests/evaluation/test_eval_binary_intervals.py",
     ),

@@ -200,3 +200,23 @@ def test_the_records_are_frozen_and_slotted(record: object) -> None:
 
 def test_a_score_table_defaults_to_exact_scores() -> None:
     assert ScoreTable(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)).grid == 0
+
+
+def test_the_log_loss_of_certain_predictions_is_clipped_as_scikit_learn_s() -> None:
+    # probabilities clipped to [eps, 1 - eps]: a right certain row costs -log(1 - eps), not 0
+    m = collect([1, 0, 1], [1.0, 0.0, 0.0], threshold=0.5).candidate
+    assert m.log_loss_sum == pytest.approx(3 * skm.log_loss([1, 0, 1], [1.0, 0.0, 0.0]), rel=1e-12)
+    right = collect([1, 0], [1.0, 0.0], threshold=0.5).candidate.log_loss_sum
+    assert right == pytest.approx(2 * skm.log_loss([1, 0], [1.0, 0.0]), rel=1e-12) and right > 0
+
+
+@pytest.mark.parametrize("thresholds", [(0.5, 0.6), (0.6, 0.5)], ids=["higher-later", "lower-later"])
+def test_parts_at_different_thresholds_are_refused_in_either_order(thresholds: tuple) -> None:
+    parts = [collect([0, 1], [0.1, 0.9], threshold=t) for t in thresholds]
+    with pytest.raises(ValueError, match=r"cannot merge statistics at different thresholds "
+                                         r"\[0\.5, 0\.6\]"):
+        merge(parts)
+    champions = [collect([0, 1], [0.1, 0.9], threshold=0.5, champion_score=[0.2, 0.8],
+                         champion_threshold=t) for t in thresholds]
+    with pytest.raises(ValueError, match="different thresholds"):
+        merge(champions)

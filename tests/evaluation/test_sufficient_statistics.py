@@ -220,3 +220,45 @@ def test_parts_at_different_thresholds_are_refused_in_either_order(thresholds: t
                          champion_threshold=t) for t in thresholds]
     with pytest.raises(ValueError, match="different thresholds"):
         merge(champions)
+
+
+def test_collect_and_merge_raise_no_warning() -> None:
+    import warnings
+
+    labels, codes = encode_groups(np.array(["a", "b", "a", "b", "b", "a"], dtype=object))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stats = collect(Y, S, threshold=0.5, champion_score=S[::-1], champion_threshold=0.5,
+                        groups={"g": (labels, codes)})
+        merge([stats, stats])
+
+
+def test_without_a_champion_the_table_holds_zero_champion_losses() -> None:
+    table = collect(Y, S, threshold=0.5).bootstrap
+    # candidate log loss, squared error, champion log loss, squared error per cell
+    assert table.loss_sums.shape == (len(table.counts), 4)
+    assert not table.loss_sums[:, 2:].any()
+    np.testing.assert_allclose(table.loss_sums[:, 0].sum(), 6 * skm.log_loss(Y, S), rtol=1e-12)
+
+
+def test_the_missing_group_of_a_part_sent_between_processes_stays_last() -> None:
+    import pickle
+
+    first = collect([1, 0], [0.9, 0.9], threshold=0.5,
+                    groups={"g": encode_groups(np.array([None, "b"], dtype=object))})
+    second = collect([1], [0.9], threshold=0.5,
+                     groups={"g": encode_groups(np.array(["a"], dtype=object))})
+    sent = pickle.loads(pickle.dumps(first))  # its labels are new string objects
+    (g,) = merge([sent, second]).groups
+    assert g.labels == ("b", "a", "__missing__")
+    assert g.counts.tolist() == [[0, 1, 0, 0], [0, 0, 0, 1], [0, 0, 0, 1]]
+
+
+def test_labels_that_sort_before_the_missing_label_are_merged() -> None:
+    parts = [collect([1, 0], [0.9, 0.1], threshold=0.5,
+                     groups={"g": encode_groups(np.array(values, dtype=object))})
+             for values in (["B", None], ["1", "B"])]
+    (g,) = merge(parts).groups
+    assert g.labels == ("B", "1", "__missing__")
+    # tn, fp, fn, tp by hand: B a true positive and a true negative, 1 a true positive
+    assert g.counts.tolist() == [[1, 0, 0, 1], [0, 0, 0, 1], [1, 0, 0, 0]]

@@ -78,7 +78,8 @@ confidence_level, seed
     Raises
     ------
     ValueError
-        Class indices out of range, or what ``fairness_report`` refuses.
+        Class indices out of range, two classes with one label, or what ``fairness_report``
+        refuses.
 
     Examples
     --------
@@ -90,6 +91,8 @@ confidence_level, seed
     """
     y, pred = np.asarray(y_true), np.asarray(predicted)
     labels = [str(c) for c in classes]
+    if len(set(labels)) != len(labels):  # by_name keys the gaps by label
+        raise ValueError(f"classes must have distinct labels; got {labels!r}")
     for name, values in (("y_true", y), ("predicted", pred)):
         if values.dtype.kind not in "iu" or (values.size and (
                 values.min() < 0 or values.max() >= len(labels))):

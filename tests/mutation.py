@@ -103,6 +103,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     ),
     "evaluation/metric_intervals.py": (
         "tests/evaluation/test_per_metric_intervals.py",
+        "tests/evaluation/test_paired_delta_intervals.py",  # the paired-delta functions
         "tests/evaluation/test_eval_sufficient.py",
         "tests/evaluation/test_eval_binary_intervals.py",
     ),
@@ -135,12 +136,14 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/test_interval_coverage.py",
     ),
     "evaluation/sufficient.py": (
+        "tests/evaluation/test_sufficient_statistics.py",  # first: its small cases kill soonest
         "tests/evaluation/test_eval_sufficient.py",
         "tests/evaluation/test_bca_cells.py",
         "tests/evaluation/test_eval_binary_intervals.py",
         "tests/evaluation/test_per_metric_intervals.py",
     ),
     "evaluation/performance.py": (
+        "tests/evaluation/test_performance_summary.py",  # first: its small cases kill soonest
         "tests/evaluation/test_eval_sufficient.py",
         "tests/evaluation/test_bca_cells.py",
         "tests/evaluation/test_eval_binary_intervals.py",

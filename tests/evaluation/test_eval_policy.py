@@ -184,3 +184,90 @@ fairness: {min_positives_per_group: 25, min_negatives_per_group: 0}
     shipped = default_policy()
     assert (shipped.basis, shipped.on_inconclusive, shipped.min_positives_per_group,
             shipped.min_negatives_per_group) == ("interval", "block", 10, 10)
+
+
+# --- cases for the mutation session of evaluation/policy.py (tests/MUTATION.md) ---
+
+
+def test_a_duplicate_key_names_its_line() -> None:
+    with pytest.raises(PolicyError, match=r"key 'roc_auc' twice \(line 3\)"):
+        load_policy("metrics:\n  roc_auc: {value: {lower: 0.7}}\n  roc_auc: {}\n")
+
+
+def test_a_recursive_alias_is_not_valid_yaml() -> None:
+    # the value is built in full (deep) before validation, so the alias loop is refused by YAML
+    with pytest.raises(PolicyError, match="not valid YAML: found unconstructable recursive node"):
+        load_policy("metrics: &a [*a]")
+
+
+@pytest.mark.parametrize(("metric", "direction"), [
+    ("roc_auc", "higher_is_better"), ("accuracy", "higher_is_better"),
+    ("precision", "higher_is_better"), ("recall", "higher_is_better"),
+    ("f1", "higher_is_better"), ("log_loss", "lower_is_better"), ("brier", "lower_is_better"),
+    ("macro_f1", "higher_is_better"), ("weighted_f1", "higher_is_better"),
+    ("roc_auc_ovr_macro", "higher_is_better"), ("rmse", "lower_is_better"),
+    ("mae", "lower_is_better"), ("r2", "higher_is_better"),
+    ("recall[cat]", "higher_is_better"), ("precision[cat]", "higher_is_better"),
+])
+def test_a_change_threshold_takes_the_metric_s_natural_direction(metric: str,
+                                                                  direction: str) -> None:
+    (change,) = load_policy(f"metrics: {{'{metric}': {{change: {{absolute: 0}}}}}}").changes
+    assert change.direction == direction
+
+
+def test_equal_bounds_and_a_zero_gap_limit_are_accepted() -> None:
+    policy = load_policy("metrics: {roc_auc: {value: {lower: 0.8, upper: 0.8}}}\n"
+                         "fairness: {default: {tpr_gap: {upper: 0}}}")
+    assert policy.values == (ValueThreshold("roc_auc", 0.8, 0.8),)
+    assert policy.fairness_default == (FairnessThreshold("tpr_gap", 0.0),)
+
+
+@pytest.mark.parametrize("metric", ["recall[]", "recall[cat", "f1[cat]", "roc_auc[cat]"])
+def test_a_malformed_or_unknown_per_class_name_is_refused(metric: str) -> None:
+    with pytest.raises(PolicyError, match=r"expected one of accuracy.*got '"
+                       + metric.replace("[", r"\[").replace("]", r"\]") + "'"):
+        load_policy(f"metrics: {{'{metric}': {{value: {{lower: 0.5}}}}}}")
+
+
+@pytest.mark.parametrize("task", ["binary_classification", "regression"])
+def test_a_per_class_name_is_refused_for_a_task_that_is_not_multiclass(task: str) -> None:
+    from modelgate.evaluation.policy import check_policy_for_task
+
+    with pytest.raises(PolicyError, match=r"'recall\[a\]' is not reported"):
+        check_policy_for_task(load_policy("metrics: {'recall[a]': {value: {lower: 0.5}}}"), task)
+    if task == "regression":  # a plain recall is not a regression metric either
+        with pytest.raises(PolicyError, match="'recall' is not reported for task regression"):
+            check_policy_for_task(load_policy("metrics: {recall: {value: {lower: 0.5}}}"), task)
+
+
+def test_a_task_name_built_at_run_time_is_read_by_value() -> None:
+    from modelgate.evaluation.policy import check_policy_for_task, default_policy_path
+
+    task = "".join(["multiclass_", "classification"])
+    check_policy_for_task(load_policy("metrics: {'recall[a]': {value: {lower: 0.5}}}\n"
+                                      "fairness: {default: {'tpr_gap[a]': {upper: 0.1}}}"), task)
+    assert default_policy_path(task).name == "default_policy_multiclass_classification.yaml"
+    binary = "".join(["binary_", "classification"])
+    assert default_policy_path(binary).name == "default_policy.yaml"
+
+
+@pytest.mark.parametrize("version", ["0", "-1", "0.5"])
+def test_a_version_below_1_is_refused(version: str) -> None:
+    with pytest.raises(PolicyError, match=f"'version': expected 1; got {version}"):
+        load_policy(f"version: {version}")
+
+
+@pytest.mark.parametrize("threshold", [
+    ValueThreshold("roc_auc", 0.7, None),
+    ChangeThreshold("roc_auc", -0.01, None, "higher_is_better"),
+    FairnessThreshold("tpr_gap", 0.1),
+    Policy(),
+], ids=lambda t: type(t).__name__)
+def test_policy_records_are_frozen_and_slotted(threshold: object) -> None:
+    import dataclasses
+
+    field = dataclasses.fields(threshold)[0].name  # type: ignore[arg-type]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(threshold, field, None)
+    assert not hasattr(threshold, "__dict__")
+    assert "__slots__" in type(threshold).__dict__

@@ -204,3 +204,13 @@ def test_multiclass_report_is_frozen_and_slotted_with_the_documented_defaults() 
             setattr(obj, dataclasses.fields(obj)[0].name, "other")
     inner = report.classes[0].report
     assert (inner.n_bootstrap, inner.seed, inner.table.min_group_size) == (1000, 0, 30)
+
+
+@pytest.mark.parametrize("classes", [["a", "a", "b"], [1, "1", 2]], ids=["same", "same-as-text"])
+def test_multiclass_refuses_two_classes_with_one_label(classes: list[object]) -> None:
+    """``by_name`` keys the gaps by label, so a repeated label would hide a class's gaps (and
+    the gate would count the groups of another class than the gap's)."""
+    with pytest.raises(ValueError, match=r"classes must have distinct labels; got \['a', 'a', 'b'\]"
+                       if classes[0] == "a" else r"got \['1', '1', '2'\]"):
+        multiclass_fairness_report([0, 1, 2], [0, 1, 2], ["g", "g", "h"], classes=classes,
+                                   sensitive_feature="g", n_bootstrap=0)

@@ -154,3 +154,20 @@ def test_an_empty_column_has_no_groups_and_no_codes(dtype: type) -> None:
 def test_min_group_size_is_validated() -> None:
     with pytest.raises(ValueError, match="min_group_size must be an integer >= 1; got 0"):
         disaggregate([0, 1], [0, 1], ["a", "b"], min_group_size=0)
+
+
+@pytest.mark.parametrize(("values", "labels", "codes"), [
+    (np.array([2**63, 2**63 + 1, 2**63], dtype=np.uint64),
+     ("9223372036854775808", "9223372036854775809"), [0, 1, 0]),
+    (np.array([2**64 - 1, 0, 0], dtype=np.uint64), ("0", "18446744073709551615"), [1, 0, 0]),
+    (np.array([-128, 127, -128], dtype=np.int8), ("-128", "127"), [0, 1, 0]),
+    (np.array([7, 3, 7], dtype=np.uint8), ("3", "7"), [1, 0, 1]),
+], ids=["uint64-past-int64", "uint64-wrapping-to-minus-one", "int8-full-range", "uint8"])
+def test_unsigned_and_narrow_integers_keep_their_values(
+    values: np.ndarray, labels: tuple[str, ...], codes: list[int]
+) -> None:
+    # unsigned values from 2**63 on were cast to int64 and wrapped: 2**64 - 1 read as "-1",
+    # ordered before 0
+    got_labels, got_codes = encode_groups(values)
+    assert got_labels == labels
+    assert got_codes.tolist() == codes

@@ -156,3 +156,21 @@ def test_the_records_are_frozen_and_slotted() -> None:
         assert field in type(record).__slots__
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(record, field, 1)
+
+
+@pytest.mark.parametrize(("args", "shapes"), [
+    (([0, 1], [0.2], ["a", "b"]), "(2,), (1,) and (2,)"),
+    (([0, 1], [0.2, 0.3], ["a"]), "(2,), (2,) and (1,)"),
+    (([[0, 1]], [[0.2, 0.3]], [["a", "b"]]), None),
+], ids=["score-shorter", "sensitive-shorter", "2-d"])
+def test_data_of_other_shapes_is_refused(args: tuple[object, ...], shapes: str | None) -> None:
+    y, score, sensitive = args
+    if shapes is None:  # a 2-D sensitive column is refused first, by the encoding
+        with pytest.raises(ValueError) as caught:
+            group_score_table_from_codes("g", y, score, ("a", "b"), [[0, 1]])
+        shapes = "(1, 2), (1, 2) and (1, 2)"
+    else:
+        with pytest.raises(ValueError) as caught:
+            group_score_table("g", y, score, sensitive)
+    assert str(caught.value) == f"y_true, score and codes of 'g' must be 1-D of one length; got " \
+                                f"shapes {shapes}"

@@ -174,3 +174,13 @@ def test_data_of_other_shapes_is_refused(args: tuple[object, ...], shapes: str |
             group_score_table("g", y, score, sensitive)
     assert str(caught.value) == f"y_true, score and codes of 'g' must be 1-D of one length; got " \
                                 f"shapes {shapes}"
+
+
+def test_a_table_built_directly_has_exact_keys_by_default() -> None:
+    from modelgate.fairness.group_scores import GroupScoreTable
+
+    one = np.array([0])
+    t = GroupScoreTable("g", ("a",), one, np.array([0.5]), one, np.array([1]))
+    assert t.grid == 0
+    (auc,) = group_roc_auc(t)
+    assert (auc.positives, auc.negatives) == (1, 0) and np.isnan(auc.error_bound)

@@ -294,17 +294,19 @@ def encode_groups(sensitive: npt.ArrayLike) -> tuple[tuple[str, ...], _IntArray]
 def _encode_integers(arr: npt.NDArray[np.generic]) -> tuple[tuple[str, ...], _IntArray]:
     if arr.size == 0:
         return (), np.zeros(0, dtype=np.intp)
-    values = arr.astype(np.int64)
+    # a type that holds every value: unsigned values from 2**63 on do not fit int64
+    values = arr.astype(np.uint64 if arr.dtype.kind == "u" else np.int64)
     low, high = int(values.min()), int(values.max())
     if high - low > 4 * arr.size + 65536:  # sparse values: sort
         uniques, codes = np.unique(arr, return_inverse=True)
         return _labels(list(uniques), has_missing=False), codes.astype(np.intp)
-    present = np.bincount(values - low) > 0  # dense values: one pass, no sort
+    offsets = (values - values.min()).astype(np.intp)  # dense values: one pass, no sort
+    present = np.bincount(offsets) > 0
     code_of = np.cumsum(present) - 1
-    uniques = np.flatnonzero(present) + low
+    uniques = np.flatnonzero(present).astype(values.dtype) + values.min()
     if arr.dtype.kind == "b":
-        return _labels([bool(v) for v in uniques], has_missing=False), code_of[values - low]
-    return _labels(list(uniques), has_missing=False), code_of[values - low].astype(np.intp)
+        return _labels([bool(v) for v in uniques], has_missing=False), code_of[offsets]
+    return _labels(list(uniques), has_missing=False), code_of[offsets].astype(np.intp)
 
 
 def _encode_with_missing(arr: npt.NDArray[np.generic]) -> tuple[tuple[str, ...], _IntArray]:

@@ -66,7 +66,10 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_eval_gate.py",
         "tests/evaluation/test_eval_sufficient.py",
     ),
-    "fairness/group_scores.py": ("tests/fairness/test_fairness_counts.py",),
+    "fairness/group_scores.py": (
+        "tests/fairness/test_group_scores.py",  # first: its small cases kill soonest
+        "tests/fairness/test_fairness_counts.py",
+    ),
     "fairness/metrics.py": (
         "tests/fairness/test_fairness_gaps_by_hand.py",  # first: its small cases kill soonest
         "tests/fairness/test_fairness_metrics.py",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,6 +15,7 @@ from fairlearn.metrics import (
     true_positive_rate,
 )
 from modelgate.fairness import MISSING_LABEL, disaggregate, encode_groups
+from modelgate.fairness.disaggregate import GroupStats, table_from_counts
 
 
 def _data(kind: str, seed: int, n: int = 3000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -154,3 +158,161 @@ def test_an_empty_column_has_no_groups_and_no_codes(dtype: type) -> None:
 def test_min_group_size_is_validated() -> None:
     with pytest.raises(ValueError, match="min_group_size must be an integer >= 1; got 0"):
         disaggregate([0, 1], [0, 1], ["a", "b"], min_group_size=0)
+
+
+@pytest.mark.parametrize(("values", "labels", "codes"), [
+    (np.array([2**63, 2**63 + 1, 2**63], dtype=np.uint64),
+     ("9223372036854775808", "9223372036854775809"), [0, 1, 0]),
+    (np.array([2**64 - 1, 0, 0], dtype=np.uint64), ("0", "18446744073709551615"), [1, 0, 0]),
+    (np.array([-128, 127, -128], dtype=np.int8), ("-128", "127"), [0, 1, 0]),
+    (np.array([7, 3, 7], dtype=np.uint8), ("3", "7"), [1, 0, 1]),
+], ids=["uint64-past-int64", "uint64-wrapping-to-minus-one", "int8-full-range", "uint8"])
+def test_unsigned_and_narrow_integers_keep_their_values(
+    values: np.ndarray, labels: tuple[str, ...], codes: list[int]
+) -> None:
+    # unsigned values from 2**63 on were cast to int64 and wrapped: 2**64 - 1 read as "-1",
+    # ordered before 0
+    got_labels, got_codes = encode_groups(values)
+    assert got_labels == labels
+    assert got_codes.tolist() == codes
+
+
+def test_values_absent_from_a_dense_integer_range_get_no_group() -> None:
+    labels, codes = encode_groups(np.array([5, 1, 5, 3]))  # 2 and 4 are not there
+    assert labels == ("1", "3", "5")
+    assert codes.tolist() == [2, 0, 2, 1]
+
+
+@pytest.mark.parametrize(("labels", "counts", "message"), [
+    (("a",), [[-1, 0, 0, 1]], r"counts must be non-negative with shape \(1, 4\); got shape "
+                              r"\(1, 4\)"),
+    (("a",), [[1, 0, 0, 1], [0, 1, 1, 0]], r"with shape \(1, 4\); got shape \(2, 4\)"),
+    (("a", "b"), [[1, 0, 0, 1, 0], [0, 1, 1, 0, 0]], r"with shape \(2, 4\); got shape \(2, 5\)"),
+    (("a", "b"), [[1, 0, 0, 1]], r"with shape \(2, 4\); got shape \(1, 4\)"),
+], ids=["minus-one", "more-rows", "more-columns", "fewer-rows"])
+def test_table_from_counts_refuses_bad_counts(labels: tuple[str, ...], counts: list[list[int]],
+                                              message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        table_from_counts(labels, counts)
+
+
+def test_table_from_counts_takes_min_group_size_by_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        table_from_counts(("a",), [[1, 0, 0, 1]], 3)  # type: ignore[misc]
+    assert table_from_counts(("a",), [[1, 0, 0, 1]], min_group_size=3).groups[0].small_group
+
+
+def test_a_longer_sensitive_column_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"sensitive must have the length of y_true \(2\); got 3"):
+        disaggregate([0, 1], [0, 1], ["a", "b", "a"])
+
+
+def test_the_records_are_frozen_and_slotted() -> None:
+    table = disaggregate([0, 1], [0, 1], ["a", "b"])
+    stats = table.groups[0]
+    for record, field in ((table, "n"), (stats, "tp")):
+        assert not hasattr(record, "__dict__")
+        assert field in type(record).__slots__
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(record, field, 5)
+
+
+@pytest.mark.parametrize(("values", "labels", "codes"), [
+    (np.array([0, 10**15] * 15), ("0", "1000000000000000"), [0, 1] * 15),
+    (np.array([-(10**15), 10**15 - 1] * 15), ("-1000000000000000", "999999999999999"),
+     [0, 1] * 15),
+    (np.array([True, True]), ("True",), [0, 0]),
+    (np.array([False, False]), ("False",), [0, 0]),
+], ids=["zero-and-huge", "huge-either-side-of-zero", "all-true", "all-false"])
+def test_integers_spread_far_apart_are_sorted_not_counted(
+    values: np.ndarray, labels: tuple[str, ...], codes: list[int]
+) -> None:
+    # a count per integer of the range would need petabytes: the values are sorted instead
+    got_labels, got_codes = encode_groups(values)
+    assert got_labels == labels
+    assert got_codes.tolist() == codes
+
+
+@pytest.mark.parametrize(("y_true", "found"), [
+    ([0, -1, 1], "array([-1])"),
+    ([0, 0.5, 1], "array([0.5])"),
+    ([1, -0.5, 0], "array([-0.5])"),
+], ids=["minus-one", "half", "minus-half"])
+def test_labels_below_one_other_than_zero_are_refused(y_true: list[float], found: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        disaggregate(y_true, [0] * len(y_true), ["a"] * len(y_true))
+    assert str(caught.value) == f"y_true must contain only 0 and 1; found {found}"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (([0, 1], [0, 1, 0], ["a", "b"]), r"y_pred must have the length of y_true \(2\); got 3"),
+    (([[0, 1]], [[0, 1]], ["a", "b"]),
+     r"y_true must be a non-empty one-dimensional array; got shape \(1, 2\)"),
+    (([0, 1], [[0, 1]], ["a", "b"]),
+     r"y_pred must be a non-empty one-dimensional array; got shape \(1, 2\)"),
+    ((0, 0, "a"), r"y_true must be a non-empty one-dimensional array; got shape \(\)"),
+], ids=["longer-y_pred", "2-d-y_true", "2-d-y_pred", "0-d"])
+def test_bad_label_shapes_are_refused(args: tuple, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        disaggregate(*args)
+
+
+@pytest.mark.parametrize("value", ["a", np.array(3), np.array(2.5), np.array(None)])
+def test_a_zero_dimensional_sensitive_value_is_refused(value: object) -> None:
+    with pytest.raises(ValueError, match=r"sensitive must be one-dimensional; got shape \(\)"):
+        encode_groups(value)  # type: ignore[arg-type]
+
+
+def test_disaggregate_takes_min_group_size_by_keyword_only_with_default_30() -> None:
+    with pytest.raises(TypeError):
+        disaggregate([0, 1], [0, 1], ["a", "b"], 3)  # type: ignore[misc]
+    y = [0, 1] * 15 + [0, 1] * 14 + [1]
+    table = disaggregate(y, y, ["a"] * 30 + ["b"] * 29)
+    assert table.min_group_size == 30
+    assert [(g.n, g.small_group) for g in table.groups] == [(30, False), (29, True)]
+
+
+@pytest.mark.parametrize("size", [True, False, 2.5, 30.0, "30", None])
+def test_min_group_size_must_be_an_integer_not_a_bool(size: object) -> None:
+    with pytest.raises(ValueError, match="min_group_size must be an integer >= 1; got "):
+        table_from_counts(("a",), [[1, 0, 0, 1]], min_group_size=size)  # type: ignore[arg-type]
+
+
+def test_disaggregate_emits_no_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = disaggregate([0, 1, 0, 1], [0, 0, 1, 1], ["a", "a", "b", "b"])
+    assert table.counts().tolist() == [[1, 0, 1, 0], [0, 1, 0, 1]]
+
+
+def test_a_record_has_the_auc_bound_when_the_auc_is_known() -> None:
+    nan = float("nan")
+    known = GroupStats("a", 4, 1, 1, 1, 1, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, small_group=True,
+                       roc_auc=0.75, roc_auc_error_bound=0.125)
+    record = known.to_record()
+    assert (record["roc_auc"], record["roc_auc_error_bound"]) == (0.75, 0.125)
+    unknown = dataclasses.replace(known, roc_auc=nan, roc_auc_error_bound=0.125)
+    record = unknown.to_record()
+    assert (record["roc_auc"], record["roc_auc_error_bound"]) == (None, None)
+
+
+def test_table_from_counts_flags_groups_below_30_rows_by_default() -> None:
+    table = table_from_counts(("a", "b"), [[10, 5, 5, 10], [10, 5, 5, 9]])
+    assert table.min_group_size == 30
+    assert [(g.n, g.small_group) for g in table.groups] == [(30, False), (29, True)]
+
+
+def test_many_rows_of_two_integers_far_apart_are_sorted_not_counted() -> None:
+    # 2**18 rows of 0 and 2**36 - 1: a count per integer of the range would take 512 GiB
+    values = np.tile(np.array([0, 2**36 - 1]), 2**17)
+    labels, codes = encode_groups(values)
+    assert labels == ("0", "68719476735")
+    assert codes.tolist() == [0, 1] * 2**17
+
+
+def test_a_group_is_found_by_its_exact_label() -> None:
+    table = disaggregate([0, 1, 1], [0, 1, 0], [2, 10, 10])  # labels in numeric order
+    assert [g.group for g in table.groups] == ["2", "10"]
+    assert (table.group("10").n, table.group("2").n) == (2, 1)
+    with pytest.raises(KeyError, match=r"no group '1'; groups are \['2', '10'\]"):
+        table.group("1")

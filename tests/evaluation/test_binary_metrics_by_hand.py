@@ -7,28 +7,41 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from modelgate.evaluation.metrics import calibration_table, compare, evaluate
+from scipy.stats import norm
+from sklearn import metrics as skm
 
 from modelgate.intervals import bootstrap_indices, interval_holding, studentized_interval
 
+LOSS_CASES = {
+    # one positive scored 1e-20 (its loss clipped at -log(eps) = 36.04): the losses'
+    # variance (about 180) is far above n - 1
+    "extreme-loss": ([1, 0, 0, 1, 0, 1], [1e-20, 0.2, 0.4, 0.7, 0.1, 0.9]),
+    # two rows: n - 1 = 1, and half the resamples draw one row twice (standard error 0)
+    "two-rows": ([1, 0], [0.3, 0.6]),
+    # a resample drawing the first row thrice has 3 x^2 / 3 - (3 x / 3)^2 = -1.8e-15 for its
+    # loss x = -log(0.06357): the variance is floored at 0, its standard error 0
+    "rounding-below-zero": ([1, 0, 1], [0.0635678391959799, 0.5, 0.8]),
+}
 
-def test_log_loss_interval_is_the_bootstrap_t_of_the_row_losses() -> None:
-    """Six rows, one positive scored 1e-20 (its loss clipped at -log(eps) = 36.04): the
-    losses' variance (about 180) is far above n - 1. The interval is the bootstrap-t of the
-    mean row loss, each resample's standard error ``std(ddof=1) / sqrt(n)`` computed here
-    with numpy from the rows. The resamples are those of ``bootstrap_indices`` for the seed,
-    so the comparison is exact; the resampler itself is tested in tests/test_intervals.py."""
-    y = np.array([1, 0, 0, 1, 0, 1])
-    s = np.array([1e-20, 0.2, 0.4, 0.7, 0.1, 0.9])
+
+@pytest.mark.parametrize("case", LOSS_CASES)
+def test_log_loss_interval_is_the_bootstrap_t_of_the_row_losses(case: str) -> None:
+    """The log loss's interval is the bootstrap-t of the mean row loss, each resample's
+    standard error ``std(ddof=1) / sqrt(n)`` computed here with numpy from its rows (0 where
+    they are all equal). The resamples are those of ``bootstrap_indices`` for the seed, so the
+    comparison is exact; the resampler itself is tested in tests/test_intervals.py."""
+    y, s = map(np.asarray, LOSS_CASES[case])
     eps = np.finfo(np.float64).eps
     loss = -np.log(np.clip(np.where(y == 1, s, 1.0 - s), eps, 1.0 - eps))
-    assert loss.var() > len(y) - 1
+    if case == "extreme-loss":
+        assert loss.var() > len(y) - 1
     got = evaluate(y, s, n_bootstrap=60, seed=5).by_name()["log_loss"]
     idx = np.vstack(list(bootstrap_indices(len(y), n_bootstrap=60, seed=5)))
     rows = loss[idx]
+    spread = np.where(np.ptp(rows, axis=1) == 0, 0.0, rows.std(axis=1, ddof=1))
     se = loss.std(ddof=1) / np.sqrt(len(y))
     expected = interval_holding(loss.mean(), *studentized_interval(
-        loss.mean(), se, rows.mean(axis=1), rows.std(axis=1, ddof=1) / np.sqrt(len(y)), 0.95,
-        lower_limit=0.0))
+        loss.mean(), se, rows.mean(axis=1), spread / np.sqrt(len(y)), 0.95, lower_limit=0.0))
     assert got.value == pytest.approx(loss.mean(), rel=1e-12)
     assert (got.ci_lower, got.ci_upper) == (pytest.approx(expected[0], rel=1e-9),
                                             pytest.approx(expected[1], rel=1e-9))
@@ -78,3 +91,102 @@ def test_the_paired_accuracy_interval_is_antisymmetric_in_the_two_models() -> No
     assert ab.delta == pytest.approx(-ba.delta, abs=1e-12) and ab.delta != 0
     assert ab.ci_lower == pytest.approx(-ba.ci_upper, abs=1e-12)
     assert ab.ci_upper == pytest.approx(-ba.ci_lower, abs=1e-12)
+
+
+def test_compare_accuracy_delta_is_newcombe_s_method_10() -> None:
+    """The accuracy delta of ``compare`` (per-metric intervals, the default) against
+    Newcombe's method 10 written here: Wilson intervals of each model's accuracy, combined
+    with the phi coefficient of the 2 x 2 table of rows each gets right."""
+    rng = np.random.default_rng(10)
+    y = (rng.random(60) < 0.5).astype(int)
+    a = np.clip(0.5 * y + rng.normal(0.25, 0.25, 60), 0.0, 1.0)
+    b = np.clip(0.3 * y + rng.normal(0.35, 0.3, 60), 0.0, 1.0)
+    got = compare(a, b, y, n_bootstrap=50, seed=1).by_name()["accuracy"]
+    new, old = (a >= 0.5) == y, (b >= 0.5) == y
+    n, p1, p2, z = len(y), new.mean(), old.mean(), norm.ppf(0.975)
+    t = [np.sum(new & old), np.sum(new & ~old), np.sum(~new & old), np.sum(~new & ~old)]
+    assert min(t) > 0
+    phi = (t[0] * t[3] - t[1] * t[2]) / np.sqrt((t[0] + t[1]) * (t[2] + t[3]) * (t[0] + t[2])
+                                                * (t[1] + t[3]))
+
+    def wilson(p: float) -> tuple[float, float]:
+        centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
+        half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n * n)) / (1 + z**2 / n)
+        return centre - half, centre + half
+
+    (l1, u1), (l2, u2) = wilson(p1), wilson(p2)
+    lower = p1 - p2 - np.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
+    upper = p1 - p2 + np.sqrt((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2)
+    assert got.delta == pytest.approx(p1 - p2, abs=1e-12)
+    assert (got.ci_lower, got.ci_upper) == pytest.approx((lower, upper), abs=1e-12)
+
+
+def test_options_spelled_at_run_time_are_read_by_value() -> None:
+    """Strings built at run time (as read from a policy file) are not the literals'
+    objects: they must be compared by value."""
+    y, s = [0, 1, 1, 0, 1, 0], [0.1, 0.8, 0.6, 0.4, 0.9, 0.3]
+    per_metric = "".join(["per_", "metric"])
+    literal = "per_metric"
+    assert per_metric is not literal
+    assert evaluate(y, s, n_bootstrap=30, interval=per_metric).metrics == evaluate(
+        y, s, n_bootstrap=30, interval="per_metric").metrics
+    for strategy in ("uniform", "quantile"):
+        spelled = "".join(list(strategy))
+        assert spelled is not strategy
+        assert calibration_table(y, s, n_bins=2, strategy=spelled) == calibration_table(
+            y, s, n_bins=2, strategy=strategy)
+
+
+def test_a_strategy_sorting_after_uniform_is_refused() -> None:
+    with pytest.raises(ValueError, match="strategy must be 'uniform' or 'quantile'; got 'width'"):
+        calibration_table([0, 1], [0.2, 0.9], strategy="width")
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    (dict(y_true=[0, 1, -1], score=[0.1, 0.2, 0.3]), r"found array\(\[-1\]\)"),
+    (dict(y_true=[0, 1], score=[-0.1, 0.5]), r"score must be probabilities in \[0, 1\]"),
+    (dict(y_true=[0, 1], score=[0.1, 0.5], seed=-1), "seed must be an integer >= 0"),
+    (dict(y_true=1, score=0.5), r"y_true must be one-dimensional; got shape \(\)"),
+], ids=["label-minus-one", "negative-score", "negative-seed", "scalars"])
+def test_values_just_outside_their_range_are_refused(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        evaluate(**kwargs)
+
+
+def test_threshold_one_and_precision_without_false_positives() -> None:
+    """At threshold 1 only a score of exactly 1 is a predicted positive; with no false
+    positive the precision is 1, defined."""
+    m = evaluate([0, 1, 1], [0.5, 1.0, 0.9], threshold=1.0, n_bootstrap=0).by_name()
+    assert m["precision"].value == 1.0 and m["precision"].undefined_reason is None
+    assert m["recall"].value == 0.5
+
+
+def test_log_loss_of_certain_right_scores_equals_sklearn_exactly() -> None:
+    """Scores of exactly 1 and 0 on their own labels: scikit-learn clips them to 1 - eps and
+    eps, a loss of 2.2e-16, not 0."""
+    y, s = [1, 0, 1], [1.0, 0.0, 1.0]
+    got = evaluate(y, s, n_bootstrap=0).by_name()["log_loss"].value
+    assert got == skm.log_loss(y, s) and got > 0
+
+
+def test_defaults_by_value() -> None:
+    y, s = [0, 1, 1, 0], [0.2, 0.7, 0.6, 0.1]
+    report = evaluate(y, s)
+    assert report.n_bootstrap == 1000 and len(report.calibration.bins) == 10
+    assert len(calibration_table(y, s).bins) == 10
+
+
+def test_options_are_keyword_only() -> None:
+    y, s = [0, 1, 1, 0], [0.2, 0.7, 0.6, 0.1]
+    with pytest.raises(TypeError):
+        compare(s, s, y, 0.5)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        calibration_table(y, s, 5)  # type: ignore[misc]
+
+
+def test_a_champion_s_undefined_metric_names_the_champion() -> None:
+    """The candidate predicts positives, the champion none: the precision delta is
+    undefined because of the champion, and says so."""
+    y = [0, 1, 1, 0]
+    d = compare([0.2, 0.7, 0.6, 0.1], [0.2, 0.3, 0.4, 0.1], y, n_bootstrap=0).by_name()
+    assert d["precision"].undefined_reason == "champion: no predicted positives at this threshold"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from binary_oracles import bootstrap_t, newcombe_method_10, row_log_losses
 from modelgate.evaluation.metrics import calibration_table, compare, evaluate
-from scipy.stats import norm
 from sklearn import metrics as skm
 
-from modelgate.intervals import bootstrap_indices, interval_holding, studentized_interval
+from modelgate.intervals import bootstrap_indices
 
 LOSS_CASES = {
     # one positive scored 1e-20 (its loss clipped at -log(eps) = 36.04): the losses'
@@ -26,22 +26,17 @@ LOSS_CASES = {
 
 @pytest.mark.parametrize("case", LOSS_CASES)
 def test_log_loss_interval_is_the_bootstrap_t_of_the_row_losses(case: str) -> None:
-    """The log loss's interval is the bootstrap-t of the mean row loss, each resample's
-    standard error ``std(ddof=1) / sqrt(n)`` computed here with numpy from its rows (0 where
-    they are all equal). The resamples are those of ``bootstrap_indices`` for the seed, so the
+    """The log loss's interval is the textbook bootstrap-t of the mean row loss
+    (``binary_oracles.bootstrap_t``, each resample's standard error ``std(ddof=1) / sqrt(n)``
+    from its rows). The resamples are those of ``bootstrap_indices`` for the seed, so the
     comparison is exact; the resampler itself is tested in tests/test_intervals.py."""
     y, s = map(np.asarray, LOSS_CASES[case])
-    eps = np.finfo(np.float64).eps
-    loss = -np.log(np.clip(np.where(y == 1, s, 1.0 - s), eps, 1.0 - eps))
+    loss = row_log_losses(y, s)
     if case == "extreme-loss":
         assert loss.var() > len(y) - 1
     got = evaluate(y, s, n_bootstrap=60, seed=5).by_name()["log_loss"]
     idx = np.vstack(list(bootstrap_indices(len(y), n_bootstrap=60, seed=5)))
-    rows = loss[idx]
-    spread = np.where(np.ptp(rows, axis=1) == 0, 0.0, rows.std(axis=1, ddof=1))
-    se = loss.std(ddof=1) / np.sqrt(len(y))
-    expected = interval_holding(loss.mean(), *studentized_interval(
-        loss.mean(), se, rows.mean(axis=1), spread / np.sqrt(len(y)), 0.95, lower_limit=0.0))
+    expected = bootstrap_t(loss, idx)
     assert got.value == pytest.approx(loss.mean(), rel=1e-12)
     assert (got.ci_lower, got.ci_upper) == (pytest.approx(expected[0], rel=1e-9),
                                             pytest.approx(expected[1], rel=1e-9))
@@ -77,15 +72,22 @@ def test_one_calibration_bin_holds_every_row() -> None:
         calibration_table([0, 1], [0.2, 0.9], n_bins=0)
 
 
+def _two_models(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Labels, a candidate and a weaker champion, 60 rows; both have false negatives and
+    false positives."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(60) < 0.5).astype(int)
+    a = np.clip(0.5 * y + rng.normal(0.25, 0.25, 60), 0.0, 1.0)
+    b = np.clip(0.3 * y + rng.normal(0.35, 0.3, 60), 0.0, 1.0)
+    return y, a, b
+
+
 def test_the_paired_accuracy_interval_is_antisymmetric_in_the_two_models() -> None:
     """Swapping candidate and champion negates the accuracy delta and its interval: the
     2 x 2 table of rows each model gets right swaps its off-diagonal, which the interval's
     correlation and Wilson ends do not see. Both models have false negatives and false
     positives here, so a table that miscounts one model's rows breaks the symmetry."""
-    rng = np.random.default_rng(8)
-    y = (rng.random(60) < 0.5).astype(int)
-    a = np.clip(0.5 * y + rng.normal(0.25, 0.25, 60), 0.0, 1.0)
-    b = np.clip(0.3 * y + rng.normal(0.35, 0.3, 60), 0.0, 1.0)
+    y, a, b = _two_models(8)
     ab = compare(a, b, y, n_bootstrap=200, seed=1).by_name()["accuracy"]
     ba = compare(b, a, y, n_bootstrap=200, seed=1).by_name()["accuracy"]
     assert ab.delta == pytest.approx(-ba.delta, abs=1e-12) and ab.delta != 0
@@ -95,29 +97,15 @@ def test_the_paired_accuracy_interval_is_antisymmetric_in_the_two_models() -> No
 
 def test_compare_accuracy_delta_is_newcombe_s_method_10() -> None:
     """The accuracy delta of ``compare`` (per-metric intervals, the default) against
-    Newcombe's method 10 written here: Wilson intervals of each model's accuracy, combined
-    with the phi coefficient of the 2 x 2 table of rows each gets right."""
-    rng = np.random.default_rng(10)
-    y = (rng.random(60) < 0.5).astype(int)
-    a = np.clip(0.5 * y + rng.normal(0.25, 0.25, 60), 0.0, 1.0)
-    b = np.clip(0.3 * y + rng.normal(0.35, 0.3, 60), 0.0, 1.0)
+    Newcombe's method 10 by its formulas (``binary_oracles``): Wilson intervals of each
+    model's accuracy, combined with the phi coefficient of the 2 x 2 table of rows each gets
+    right."""
+    y, a, b = _two_models(10)
     got = compare(a, b, y, n_bootstrap=50, seed=1).by_name()["accuracy"]
     new, old = (a >= 0.5) == y, (b >= 0.5) == y
-    n, p1, p2, z = len(y), new.mean(), old.mean(), norm.ppf(0.975)
-    t = [np.sum(new & old), np.sum(new & ~old), np.sum(~new & old), np.sum(~new & ~old)]
-    assert min(t) > 0
-    phi = (t[0] * t[3] - t[1] * t[2]) / np.sqrt((t[0] + t[1]) * (t[2] + t[3]) * (t[0] + t[2])
-                                                * (t[1] + t[3]))
-
-    def wilson(p: float) -> tuple[float, float]:
-        centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
-        half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n * n)) / (1 + z**2 / n)
-        return centre - half, centre + half
-
-    (l1, u1), (l2, u2) = wilson(p1), wilson(p2)
-    lower = p1 - p2 - np.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
-    upper = p1 - p2 + np.sqrt((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2)
-    assert got.delta == pytest.approx(p1 - p2, abs=1e-12)
+    assert min(np.sum(new & old), np.sum(new & ~old), np.sum(~new & old), np.sum(~new & ~old)) > 0
+    difference, lower, upper = newcombe_method_10(new, old)
+    assert got.delta == pytest.approx(difference, abs=1e-12)
     assert (got.ci_lower, got.ci_upper) == pytest.approx((lower, upper), abs=1e-12)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from binary_oracles import Z, bootstrap_t, newcombe_method_10, row_log_losses
 from modelgate.evaluation.performance import performance_from_statistics
 from modelgate.evaluation.sufficient import collect, merge
 from row_bootstrap import row_resamples
@@ -22,8 +23,6 @@ from scipy.special import expit, logit
 from scipy.stats import norm
 
 from modelgate.intervals import mover_difference, phi_correlation
-
-Z = norm.ppf(0.975)
 
 
 def _pair(seed: int, n: int, *, confident: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -40,12 +39,6 @@ def _summary(y: np.ndarray, s: np.ndarray, h: np.ndarray, resamples: int = 400, 
     stats = merge([collect(y[i::parts], s[i::parts], threshold=0.5, champion_score=h[i::parts],
                            champion_threshold=0.5) for i in range(parts)])
     return performance_from_statistics(stats, n_bootstrap=resamples, seed=seed)
-
-
-def _wilson(p: float, n: int) -> tuple[float, float]:
-    centre = (p + Z**2 / (2 * n)) / (1 + Z**2 / n)
-    half = Z * np.sqrt(p * (1 - p) / n + Z**2 / (4 * n * n)) / (1 + Z**2 / n)
-    return centre - half, centre + half
 
 
 def _placements(y: np.ndarray, s: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
@@ -84,14 +77,8 @@ def test_phi_is_the_correlation_of_the_two_correctness_indicators() -> None:
 def test_accuracy_delta_is_newcombe_s_method_10(confident: bool) -> None:
     y, s, h = _pair(5, 240, confident=confident)
     delta = _summary(y, s, h).comparison.by_name()["accuracy"]
-    new, old = (s >= 0.5) == y, (h >= 0.5) == y
-    n, p1, p2 = len(y), new.mean(), old.mean()
-    a, b, c, d = (np.sum(new & old), np.sum(new & ~old), np.sum(~new & old), np.sum(~new & ~old))
-    phi = (a * d - b * c) / np.sqrt((a + b) * (c + d) * (a + c) * (b + d))
-    (l1, u1), (l2, u2) = _wilson(p1, n), _wilson(p2, n)
-    lower = p1 - p2 - np.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
-    upper = p1 - p2 + np.sqrt((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2)
-    assert delta.delta == pytest.approx(p1 - p2, abs=1e-12)
+    difference, lower, upper = newcombe_method_10((s >= 0.5) == y, (h >= 0.5) == y)
+    assert delta.delta == pytest.approx(difference, abs=1e-12)
     assert (delta.ci_lower, delta.ci_upper) == pytest.approx((lower, upper), abs=1e-12)
     assert -1.0 <= delta.ci_lower <= delta.delta <= delta.ci_upper <= 1.0
 
@@ -126,33 +113,11 @@ def test_auc_delta_is_mover_of_the_logit_wald_intervals_with_delong_s_correlatio
     assert -1.0 <= delta.ci_lower <= delta.delta <= delta.ci_upper <= 1.0
 
 
-def _row_losses(y: np.ndarray, s: np.ndarray) -> np.ndarray:
-    eps = np.finfo(np.float64).eps
-    return -np.log(np.clip(np.where(y == 1, s, 1 - s), eps, 1 - eps))
-
-
-def _bootstrap_t(values: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
-    """Textbook bootstrap-t interval of a mean (Efron and Tibshirani 1993, ch. 12) from the
-    resampled rows ``idx``: ``t* = (mean* - mean) / se*``, ``se = sd(ddof=1) / sqrt(n)``, a
-    zero ``se*`` counted as a t of 1e6 with the sign of ``mean* - mean``; clipped at 0 (the
-    parts are non-negative) and widened to hold the mean."""
-    n, mean = len(values), values.mean()
-    se = values.std(ddof=1) / np.sqrt(n)
-    if se == 0:  # every row alike: the resampled means are all the mean
-        return mean, mean
-    draws = values[idx]
-    means, ses = draws.mean(axis=1), draws.std(axis=1, ddof=1) / np.sqrt(n)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(ses > 0, (means - mean) / ses, np.sign(means - mean) * 1e6)
-    lo, hi = np.quantile(np.clip(t, -1e6, 1e6), [0.025, 0.975])
-    return min(max(mean - hi * se, 0.0), mean), max(mean - lo * se, 0.0, mean)
-
-
 def _parts_mover(diff: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
-    """MOVER over ``max(d, 0)`` and ``max(-d, 0)``, each by :func:`_bootstrap_t`, with the
+    """MOVER over ``max(d, 0)`` and ``max(-d, 0)``, each by :func:`binary_oracles.bootstrap_t`, with the
     correlation of the two parts over the rows (np.corrcoef)."""
     up, down = np.maximum(diff, 0.0), np.maximum(-diff, 0.0)
-    (l1, u1), (l2, u2) = _bootstrap_t(up, idx), _bootstrap_t(down, idx)
+    (l1, u1), (l2, u2) = bootstrap_t(up, idx), bootstrap_t(down, idx)
     p1, p2 = up.mean(), down.mean()
     r = np.corrcoef(up, down)[0, 1] if up.std() > 0 and down.std() > 0 else 0.0
     lower = p1 - p2 - np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2 - 2 * r * (p1 - l1) * (u2 - p2))
@@ -168,7 +133,7 @@ def test_log_loss_delta_interval_is_mover_over_the_parts_by_hand(case: str) -> N
     from modelgate.evaluation.metric_intervals import difference_part_moments, log_loss_delta_interval
 
     y, s, h = _pair(12, 150, confident=case != "moderate")
-    diff = _row_losses(y, s) - _row_losses(y, h)
+    diff = row_log_losses(y, s) - row_log_losses(y, h)
     if case.startswith("candidate"):
         diff = -np.abs(diff) - 0.01
     elif case.startswith("champion"):
@@ -194,7 +159,7 @@ def test_log_loss_delta_is_mover_over_the_parts_of_the_row_differences(confident
     y, s, h = _pair(12, 300, confident=confident)
     stats = collect(y, s, threshold=0.5, champion_score=h, champion_threshold=0.5)
     delta = performance_from_statistics(stats, n_bootstrap=3000, seed=4).comparison.by_name()["log_loss"]
-    diff = _row_losses(y, s) - _row_losses(y, h)
+    diff = row_log_losses(y, s) - row_log_losses(y, h)
     lower, upper = _parts_mover(diff, row_resamples(len(y), 3000, seed=9))
     assert delta.delta == pytest.approx(diff.mean(), abs=1e-12)
     width = upper - lower

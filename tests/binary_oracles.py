@@ -1,0 +1,56 @@
+"""Textbook oracles of binary-metric intervals, written without modelgate (tests only).
+
+Newcombe's (1998) method 10 for the difference of two paired proportions (Wilson intervals
+of each, combined with the phi coefficient of the 2 x 2 table), the per-row log loss clipped
+as scikit-learn's, and the bootstrap-t interval of a mean (Efron and Tibshirani 1993, ch. 12)
+on resamples the caller draws.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import norm
+
+Z = norm.ppf(0.975)
+
+
+def wilson(p: float, n: int) -> tuple[float, float]:
+    """95 % Wilson score interval of a proportion ``p`` of ``n`` trials."""
+    centre = (p + Z**2 / (2 * n)) / (1 + Z**2 / n)
+    half = Z * np.sqrt(p * (1 - p) / n + Z**2 / (4 * n * n)) / (1 + Z**2 / n)
+    return centre - half, centre + half
+
+
+def newcombe_method_10(new: np.ndarray, old: np.ndarray) -> tuple[float, float, float]:
+    """``(p1 - p2, lower, upper)`` of the paired difference of the shares of rows that two
+    models get right (boolean arrays ``new``, ``old``), 95 %."""
+    n, p1, p2 = len(new), new.mean(), old.mean()
+    a, b, c, d = (np.sum(new & old), np.sum(new & ~old), np.sum(~new & old), np.sum(~new & ~old))
+    phi = (a * d - b * c) / np.sqrt((a + b) * (c + d) * (a + c) * (b + d))
+    (l1, u1), (l2, u2) = wilson(p1, n), wilson(p2, n)
+    lower = p1 - p2 - np.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
+    upper = p1 - p2 + np.sqrt((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2)
+    return p1 - p2, lower, upper
+
+
+def row_log_losses(y: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Per row, the log loss with scores clipped to ``[eps, 1 - eps]`` as scikit-learn's."""
+    eps = np.finfo(np.float64).eps
+    return -np.log(np.clip(np.where(y == 1, s, 1 - s), eps, 1 - eps))
+
+
+def bootstrap_t(values: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
+    """Textbook bootstrap-t interval of a mean from the resampled rows ``idx``: ``t* =
+    (mean* - mean) / se*``, ``se = sd(ddof=1) / sqrt(n)``, a zero ``se*`` counted as a t of
+    1e6 with the sign of ``mean* - mean``; clipped at 0 (for non-negative values) and
+    widened to hold the mean."""
+    n, mean = len(values), values.mean()
+    se = values.std(ddof=1) / np.sqrt(n)
+    if se == 0:  # every row alike: the resampled means are all the mean
+        return mean, mean
+    draws = values[idx]
+    means, ses = draws.mean(axis=1), draws.std(axis=1, ddof=1) / np.sqrt(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(ses > 0, (means - mean) / ses, np.sign(means - mean) * 1e6)
+    lo, hi = np.quantile(np.clip(t, -1e6, 1e6), [0.025, 0.975])
+    return min(max(mean - hi * se, 0.0), mean), max(mean - lo * se, 0.0, mean)

@@ -296,14 +296,14 @@ def _encode_integers(arr: npt.NDArray[np.generic]) -> tuple[tuple[str, ...], _In
         return (), np.zeros(0, dtype=np.intp)
     # a type that holds every value: unsigned values from 2**63 on do not fit int64
     values = arr.astype(np.uint64 if arr.dtype.kind == "u" else np.int64)
-    low, high = int(values.min()), int(values.max())
-    if high - low > 4 * arr.size + 65536:  # sparse values: sort
+    low = values.min()  # of values' own type: a Python int from 2**63 on would not fit int64
+    if int(values.max()) - int(low) > 4 * arr.size + 65536:  # sparse values: sort
         uniques, codes = np.unique(arr, return_inverse=True)
         return _labels(list(uniques), has_missing=False), codes.astype(np.intp)
-    offsets = (values - values.min()).astype(np.intp)  # dense values: one pass, no sort
+    offsets = (values - low).astype(np.intp)  # dense values: one pass, no sort
     present = np.bincount(offsets) > 0
     code_of = np.cumsum(present) - 1
-    uniques = np.flatnonzero(present).astype(values.dtype) + values.min()
+    uniques = np.flatnonzero(present).astype(values.dtype) + low
     if arr.dtype.kind == "b":
         return _labels([bool(v) for v in uniques], has_missing=False), code_of[offsets]
     return _labels(list(uniques), has_missing=False), code_of[offsets].astype(np.intp)

@@ -184,3 +184,27 @@ def test_a_table_built_directly_has_exact_keys_by_default() -> None:
     assert t.grid == 0
     (auc,) = group_roc_auc(t)
     assert (auc.positives, auc.negatives) == (1, 0) and np.isnan(auc.error_bound)
+
+
+def test_names_built_at_run_time_are_compared_by_value() -> None:
+    # tables read back from storage carry strings equal to the module's constants but other
+    # objects: "".join builds such strings
+    feature = "".join(["g", "x"])
+    missing = "".join(["__miss", "ing__"])
+    assert missing == "__missing__" and missing is not group_scores.MISSING_LABEL
+    a = group_score_table_from_codes("gx", [0, 1], [0.2, 0.9], ("a", missing), [0, 1])
+    b = group_score_table_from_codes(feature, [1], [0.7], ("b",), [0])
+    m = merge_group_scores([a, b])
+    # the missing-value group goes last: "a" 0, "b" 1, missing 2; rows (group, score, y):
+    # (0, 0.2, 0), (2, 0.9, 1) from a and (1, 0.7, 1) from b, sorted by group
+    assert (m.feature, m.labels) == ("gx", ("a", "b", "__missing__"))
+    assert (m.group.tolist(), m.keys.tolist(), m.neg.tolist(), m.pos.tolist()) == (
+        [0, 1, 2], [0.2, 0.7, 0.9], [1, 0, 0], [0, 1, 1])
+
+
+@pytest.mark.parametrize("bad_code", [2, 3, -1])
+def test_codes_outside_the_labels_are_refused(bad_code: int) -> None:
+    with pytest.raises(ValueError) as caught:
+        group_score_table_from_codes("g", [0, 1], [0.2, 0.9], ("a", "b"), [0, bad_code])
+    lo, hi = min(0, bad_code), max(0, bad_code)
+    assert str(caught.value) == f"codes must be in 0..1; got {lo}..{hi}"

@@ -41,7 +41,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -378,8 +378,7 @@ def _cells(y: npt.NDArray[np.int8], s: _FloatArray, threshold: float) -> _Cells:
     scores, rank = np.unique(s, return_inverse=True)
     n_unique = len(scores)
     cell = y.astype(np.intp) * n_unique + rank.astype(np.intp)
-    if 2 * n_unique < 2**31:
-        cell = cell.astype(np.int32)
+    cell = cell.astype(_cell_dtype(n_unique), copy=False)
     eps = np.finfo(np.float64).eps
     label = np.repeat([0.0, 1.0], n_unique)
     prob = np.tile(scores, 2)
@@ -394,6 +393,18 @@ def _cells(y: npt.NDArray[np.int8], s: _FloatArray, threshold: float) -> _Cells:
         np.log(np.clip(np.where(label == 1, prob, 1.0 - prob), eps, 1 - eps)) ** 2,
     ])
     return _Cells(cell, n_unique, weights)
+
+
+def _cell_dtype(n_unique: int) -> type[np.signedinteger[Any]]:
+    """The integer type of the cell codes ``0 .. 2 * n_unique - 1``: int32 where they fit it
+    (half the memory of the resamples' gathers), ``intp`` past it.
+
+    Examples
+    --------
+    >>> _cell_dtype(10).__name__, _cell_dtype(2**30 + 1).__name__
+    ('int32', 'int64')
+    """
+    return np.int32 if 2 * n_unique < 2**31 else np.intp
 
 
 def _row_log_loss(y: npt.NDArray[np.int8], s: _FloatArray) -> _FloatArray:

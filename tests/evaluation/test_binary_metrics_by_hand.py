@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from binary_oracles import bootstrap_t, newcombe_method_10, row_log_losses
+from modelgate.evaluation import metrics
 from modelgate.evaluation.metrics import calibration_table, compare, evaluate
 from sklearn import metrics as skm
 
@@ -178,3 +179,34 @@ def test_a_champion_s_undefined_metric_names_the_champion() -> None:
     y = [0, 1, 1, 0]
     d = compare([0.2, 0.7, 0.6, 0.1], [0.2, 0.3, 0.4, 0.1], y, n_bootstrap=0).by_name()
     assert d["precision"].undefined_reason == "champion: no predicted positives at this threshold"
+
+
+def test_each_row_s_log_loss_equals_sklearn_s_of_that_row() -> None:
+    """The log-loss delta's parts are built from the row losses: each is scikit-learn's log
+    loss of that row alone, a certain right score's 2.2e-16 (clipped at 1 - eps) included."""
+    y = np.array([1, 0, 1, 0, 1], dtype=np.int8)
+    s = np.array([1.0, 0.0, 0.3, 0.8, 1e-20])
+    expected = [skm.log_loss([yi], [si], labels=[0, 1]) for yi, si in zip(y, s, strict=True)]
+    assert metrics._row_log_loss(y, s).tolist() == expected
+    assert expected[0] > 0 and expected[1] > 0
+
+
+def test_the_cells_square_each_row_s_log_loss() -> None:
+    """The cells sum the row losses and their squares (the log loss's standard error); on
+    scores 0 and 1 the cells are (label 0, 0), (0, 1), (1, 0), (1, 1): certain right, certain
+    wrong, certain wrong, certain right. A certain right score's square is (2.2e-16)**2, not 0."""
+    cells = metrics._cells(np.array([1, 0], dtype=np.int8), np.array([1.0, 0.0]), 0.5)
+    right, wrong = (skm.log_loss([1], [p], labels=[0, 1]) for p in (1.0, 0.0))
+    assert cells.weights[:, 4].tolist() == [right, wrong, wrong, right]
+    assert cells.weights[:, 6].tolist() == [right**2, wrong**2, wrong**2, right**2]
+    assert right**2 > 0
+
+
+@pytest.mark.parametrize(("n_unique", "dtype"), [
+    (1, np.int32), (2**30 - 1, np.int32), (2**30 + 1, np.intp), (2**31, np.intp)])
+def test_cell_codes_are_int32_only_where_they_fit(n_unique: int, dtype: type) -> None:
+    # the largest code is 2 * n_unique - 1
+    assert (2 * n_unique - 1 <= np.iinfo(np.int32).max) == (dtype is np.int32)
+    assert metrics._cell_dtype(n_unique) is dtype
+    assert metrics._cells(np.array([0, 1], dtype=np.int8), np.array([0.2, 0.7]), 0.5).cell.dtype \
+        == np.int32

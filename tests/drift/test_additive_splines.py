@@ -181,6 +181,16 @@ def test_a_model_without_columns_predicts_its_intercept() -> None:
     assert np.isnan(empty_mean).all() and np.array_equal(empty_var, [0.0, 0.0])
 
 
+def test_a_covariance_rounding_below_zero_gives_a_variance_of_0() -> None:
+    # The sandwich variance row' Sigma row is a squared norm, never negative in exact
+    # arithmetic; a fitted Sigma's rounding can leave it a little below 0, which no small fit
+    # was found to do, so the model is built with such a Sigma (one output, no columns).
+    model = AdditiveSplineRegressor(format_version=1, terms=(), intercept=np.array([0.5]),
+                                    covariance=np.array([[[-1e-30]]]))
+    mean, var = model.mean(np.zeros((3, 0)))
+    assert mean.tolist() == [0.5] and var.tolist() == [0.0]
+
+
 def test_mean_of_no_rows_is_nan_with_no_variance() -> None:
     _, m = _cubic_fit()
     mean, var = m.mean(np.zeros((0, 1)))

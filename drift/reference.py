@@ -24,6 +24,7 @@ the thinned sample is within ``W1(full, kept)`` of the exact one; we store that 
 from __future__ import annotations
 
 import io
+import zipfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,15 +216,24 @@ def _save(*, kind: str, name: str, **arrays: NDArray[Any]) -> bytes:
     return buf.getvalue()
 
 
+# the arrays each kind of sketch is read from, past its header
+_KEYS = {"numeric": ("name", "values", "edges", "probabilities", "meta", "stats"),
+         "categorical": ("name", "categories", "counts", "meta", "stats")}
+
+
 def _load(payload: bytes, kind: str) -> dict[str, NDArray[Any]]:
     try:
         with np.load(io.BytesIO(payload), allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        # empty bytes raise EOFError, a truncated archive BadZipFile: neither a ValueError
         raise ValueError(f"payload is not a reference sketch: {exc}") from exc
     got = (str(data.get("format", "")), str(data.get("kind", "")))
     if got != (_FORMAT, kind):
         raise ValueError(f"payload must be a {kind!r} sketch in format {_FORMAT!r}, got {got!r}")
+    absent = [k for k in _KEYS[kind] if k not in data]
+    if absent:
+        raise ValueError(f"payload is not a {kind!r} sketch: it has no {', '.join(absent)}")
     return data
 
 

@@ -255,3 +255,29 @@ def test_copy_false_keeps_the_callers_sorted_array_and_copy_true_does_not() -> N
     np.testing.assert_array_equal(kept.values, copied.values)
     assert (kept.baseline_wasserstein, kept.baseline_js) == (copied.baseline_wasserstein,
                                                              copied.baseline_js)
+
+
+@pytest.mark.parametrize("kind", ["numeric", "categorical"])
+def test_empty_truncated_or_incomplete_sketches_are_value_errors(kind: str) -> None:
+    # a bug, fixed: empty bytes raised EOFError, a truncated payload zipfile.BadZipFile and a
+    # sketch of the right format and kind without its arrays KeyError, not the documented
+    # ValueError (a broken object in the store must name itself, not crash the run).
+    import io
+
+    if kind == "numeric":
+        cls: type = NumericReference
+        payload = build_numeric_reference(np.arange(50.0), name="x").to_bytes()
+        absent = "values, edges, probabilities, meta, stats"
+    else:
+        cls = CategoricalReference
+        payload = build_categorical_reference(["a", "b", "a"], name="c").to_bytes()
+        absent = "categories, counts, meta, stats"
+    for broken in (b"", payload[:100], payload[: len(payload) // 2], b"PK\x03\x04" + bytes(40)):
+        with pytest.raises(ValueError, match=r"^payload is not a reference sketch: "):
+            cls.from_bytes(broken)
+    buf = io.BytesIO()
+    np.savez(buf, format=np.array("modelgate.drift.reference/1"), kind=np.array(kind),
+             name=np.array("x"))
+    with pytest.raises(ValueError) as caught:
+        cls.from_bytes(buf.getvalue())
+    assert str(caught.value) == f"payload is not a {kind!r} sketch: it has no {absent}"

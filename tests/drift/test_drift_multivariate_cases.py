@@ -366,3 +366,44 @@ def test_too_few_rows_message_counts_rows_not_columns() -> None:
         build_multivariate_reference(_rows(3, d=2), features=["a", "b"])
     with pytest.raises(ValueError, match=r"^data must have at least 4 complete rows, got 2$"):
         build_multivariate_reference(_rows(2, d=5), features=list("abcde"))
+
+
+@pytest.mark.parametrize("column", [
+    np.random.default_rng(0).normal(size=8) * 1e200,  # squared deviations overflow: std inf
+    np.array([1e308, 1e308, -1e308, -1e308, 0.0, 1.0, 2.0, 3.0]),  # the sum overflows: mean inf
+], ids=["wide", "mean-overflows"])
+def test_a_feature_whose_std_overflows_is_refused(column: np.ndarray) -> None:
+    # a bug, fixed: the reference took a scale of inf (or NaN) for such a column, so that
+    # feature then counted for nothing in any comparison (or every statistic was NaN, "ok")
+    rows = _rows(8)
+    rows[:, 1] = column
+    with pytest.raises(ValueError, match=r"^data's features \['b'\] spread too widely for float64: "):
+        build_multivariate_reference(rows, features=NAMES)
+    rows[:, 1] = np.linspace(-1e150, 1e150, 8)  # squares of 1e300 still fit
+    assert build_multivariate_reference(rows, features=NAMES).scale[1] == pytest.approx(
+        np.linspace(-1e150, 1e150, 8).std())
+
+
+@pytest.mark.parametrize("n_rows", [5, 10], ids=["unequal-sizes", "equal-sizes"])
+def test_a_row_whose_projections_overflow_is_drift(n_rows: int) -> None:
+    # a bug, fixed: a finite current row of 1.5e308 in every feature (about 1.5e308 reference
+    # deviations out) overflowed its projections to +-inf, and to NaN where BLAS added both, so
+    # the statistic was NaN and the verdict "ok". W_p to a point at float64's end is inf.
+    ref = build_multivariate_reference(_rows(10), features=NAMES)
+    cur = _rows(n_rows, seed=1)
+    cur[-1] = 1.5e308
+    with np.errstate(over="ignore"):  # the row sum of the missing-value check overflows
+        d = multivariate_drift(ref, cur)
+    assert (d.statistic, d.verdict, d.n_compared) == (math.inf, "drift", n_rows)
+    assert d.to_record()["statistic_value"] is None
+
+
+def test_a_single_npy_array_payload_is_a_value_error() -> None:
+    # a bug, fixed: np.load reads a lone .npy array as an ndarray, not an archive, and
+    # from_bytes raised TypeError (an ndarray is no context manager)
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, np.zeros(3))
+    with pytest.raises(ValueError, match=r"^payload is not a multivariate reference: a single \.npy "):
+        MultivariateReference.from_bytes(buf.getvalue())

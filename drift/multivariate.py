@@ -141,7 +141,11 @@ class MultivariateReference:
             or without one of its arrays).
         """
         try:
-            with np.load(io.BytesIO(payload), allow_pickle=False) as z:
+            loaded = np.load(io.BytesIO(payload), allow_pickle=False)
+            if not isinstance(loaded, np.lib.npyio.NpzFile):
+                # a lone .npy array loads as an ndarray, which is no context manager (TypeError)
+                raise ValueError("a single .npy array, not an .npz archive")
+            with loaded as z:
                 data = {k: z[k] for k in z.files}
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             # empty bytes raise EOFError, a truncated archive BadZipFile: neither a ValueError
@@ -318,7 +322,8 @@ def build_multivariate_reference(
     Raises
     ------
     ValueError
-        On a bad shape or option, duplicate names, or fewer than 4 complete rows.
+        On a bad shape or option, duplicate names, fewer than 4 complete rows, or a feature
+        whose standard deviation overflows float64.
 
     Examples
     --------
@@ -335,8 +340,15 @@ def build_multivariate_reference(
     if rows.shape[0] < 4:
         raise ValueError(f"data must have at least 4 complete rows, got {rows.shape[0]}")
     rng = np.random.default_rng(seed)
-    mean = rows.mean(axis=0)
-    std = rows.std(axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+        mean = rows.mean(axis=0)
+        std = rows.std(axis=0)
+    wide = [name for name, s in zip(names, std.tolist(), strict=True) if not math.isfinite(s)]
+    if wide:
+        # squares of deviations past ~1e154 overflow: a scale of inf would quietly make that
+        # feature invisible to every comparison (NaN, where the mean overflows: every statistic)
+        raise ValueError(f"data's features {wide!r} spread too widely for float64: their standard "
+                         "deviation overflows")
     scale = np.where(std > 0, std, 1.0)
     directions = np.asarray(ot.sliced.get_random_projections(len(names), n_projections, seed=seed),
                             dtype=np.float64)
@@ -371,7 +383,8 @@ def multivariate_drift(
     reference : MultivariateReference
     current : array_like of float, shape (n_rows, n_features)
         Current rows, columns in ``reference.features`` order; rows with NaN or +-inf are
-        left out. No complete row gives verdict ``"no_data"``.
+        left out. No complete row gives verdict ``"no_data"``; a finite row so far out that its
+        projections overflow float64 gives a statistic of inf (verdict ``"drift"``).
     relative : float, default 1.8
         Drift when the statistic exceeds ``relative`` times the size-adjusted baseline.
     floor : float, default 0.05
@@ -411,8 +424,13 @@ def multivariate_drift(
     if rows.shape[0] == 0:
         return result
     kept = _sample_rows(rows, reference.max_rows, np.random.default_rng(seed))
-    projected = _sorted_projections(kept, reference.mean, reference.scale, reference.projections)
-    statistic = _sliced(reference.projected, projected, reference.p)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught just below
+        projected = _sorted_projections(kept, reference.mean, reference.scale, reference.projections)
+    # a finite row far enough out (about 1e308 reference deviations) overflows its projections,
+    # where inf - inf in the product gives NaN (and an "ok" verdict): it is beyond float64, not
+    # undefined. The reference's projections are finite (its deviations are refused otherwise).
+    finite = bool(np.isfinite(projected).all())
+    statistic = _sliced(reference.projected, projected, reference.p) if finite else math.inf
     h1, h2 = reference.half_sizes
     factor = math.sqrt((1 / reference.n_kept + 1 / kept.shape[0]) / (1 / h1 + 1 / h2))
     baseline = reference.baseline * factor

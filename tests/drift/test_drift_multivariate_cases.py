@@ -284,3 +284,126 @@ def test_empty_truncated_or_incomplete_payloads_are_value_errors() -> None:
     with pytest.raises(ValueError, match=r"^payload is not a multivariate reference: it has no features, "
                                          r"scale, projections, projected, meta, baseline$"):
         MultivariateReference.from_bytes(buf.getvalue())
+
+
+def test_bytes_round_trip_keeps_unequal_halves_and_every_meta_field_apart() -> None:
+    # 40 rows, 2 incomplete: n = 38; a sample of 21 rows has halves (10, 11). Every field of the
+    # payload's meta array differs from the others, so reading one in another's place shows.
+    rows = _rows(40, seed=12)
+    rows[5, 0], rows[17, 2] = np.nan, np.inf
+    ref = build_multivariate_reference(rows, features=NAMES, n_projections=6, p=3, max_rows=21,
+                                       baseline_repeats=2, seed=9)
+    back = MultivariateReference.from_bytes(ref.to_bytes())
+    assert (back.n, back.n_incomplete, back.half_sizes, back.p, back.max_rows, back.seed) == \
+        (38, 2, (10, 11), 3, 21, 9)
+
+
+def test_the_row_sample_draws_distinct_rows() -> None:
+    # 30 rows, max_rows=29: the sample leaves out exactly one row. Brute force over the 30
+    # candidates: the reference's sorted projections are those of the other 29 rows, standardised
+    # with the mean and deviation of all 30 (numpy); a sample with replacement repeats a row.
+    rows = _rows(30, seed=21)
+    ref = build_multivariate_reference(rows, features=NAMES, n_projections=4, max_rows=29)
+    z = (rows - rows.mean(axis=0)) / rows.std(axis=0)
+    proj = z @ ot.sliced.get_random_projections(3, 4, seed=0)
+    left_out = [r for r in range(30)
+                if np.allclose(ref.projected, np.sort(np.delete(proj, r, axis=0), axis=0), rtol=0,
+                               atol=1e-12)]
+    assert len(left_out) == 1
+    # the current side too: its statistic is POT's on 29 of its 30 rows, one row left out
+    cur = _rows(30, seed=22) + 0.3
+    got = multivariate_drift(ref, cur, seed=4).statistic
+    ref_z = np.delete(z, left_out[0], axis=0)
+    candidates = [float(ot.sliced_wasserstein_distance(
+        ref_z, (np.delete(cur, r, axis=0) - rows.mean(axis=0)) / rows.std(axis=0),
+        projections=ref.projections, p=2)) for r in range(30)]
+    assert sum(math.isclose(got, c, rel_tol=1e-9) for c in candidates) == 1
+
+
+def test_default_current_seed_is_zero() -> None:
+    # the current sample is drawn only past max_rows: there the default seed must be 0
+    ref = build_multivariate_reference(_rows(30, seed=23), features=NAMES, max_rows=10)
+    cur = _rows(30, seed=24)
+    assert multivariate_drift(ref, cur) == multivariate_drift(ref, cur, seed=0)
+    assert multivariate_drift(ref, cur).statistic != multivariate_drift(ref, cur, seed=1).statistic
+
+
+def test_default_floor_is_the_threshold_of_a_constant_reference() -> None:
+    # a constant reference: every column has scale 1.0 and every projection is 0, so every half
+    # split has distance 0, the baseline is 0 and the threshold is the floor, 0.05 by default
+    rows = np.tile([1.0, -2.0, 3.0], (8, 1))
+    ref = build_multivariate_reference(rows, features=NAMES)
+    assert ref.baseline == 0.0
+    d = multivariate_drift(ref, rows)
+    assert (d.statistic, d.baseline, d.threshold, d.verdict) == (0.0, 0.0, 0.05, "ok")
+
+
+def test_three_hundred_unique_features_accepted() -> None:
+    # lengths past 256 are distinct int objects: the names' check compares them by value
+    names = [f"x{j}" for j in range(300)]
+    ref = build_multivariate_reference(_rows(5, d=300), features=names, n_projections=2)
+    assert ref.features == tuple(names) and ref.projections.shape == (300, 2)
+    with pytest.raises(ValueError, match="^features must be non-empty and unique"):
+        build_multivariate_reference(_rows(5, d=300), features=[*names[:-1], "x0"], n_projections=2)
+
+
+def test_bytes_of_a_newer_format_refused() -> None:
+    # "v2" sorts after "v1": the format is compared for equality, not order
+    import io
+
+    payload = build_multivariate_reference(_rows(10), features=NAMES).to_bytes()
+    with np.load(io.BytesIO(payload)) as z:
+        arrays = {k: z[k] for k in z.files}
+    buf = io.BytesIO()
+    np.savez(buf, **{**arrays, "format": np.array("modelgate-multivariate-v2")})
+    with pytest.raises(ValueError, match="^payload must be a multivariate reference in format "):
+        MultivariateReference.from_bytes(buf.getvalue())
+
+
+def test_too_few_rows_message_counts_rows_not_columns() -> None:
+    # 3 rows of 2 columns: the message gives the 3 rows
+    with pytest.raises(ValueError, match=r"^data must have at least 4 complete rows, got 3$"):
+        build_multivariate_reference(_rows(3, d=2), features=["a", "b"])
+    with pytest.raises(ValueError, match=r"^data must have at least 4 complete rows, got 2$"):
+        build_multivariate_reference(_rows(2, d=5), features=list("abcde"))
+
+
+@pytest.mark.parametrize("column", [
+    np.random.default_rng(0).normal(size=8) * 1e200,  # squared deviations overflow: std inf
+    np.array([1e308, 1e308, -1e308, -1e308, 0.0, 1.0, 2.0, 3.0]),  # the sum overflows: mean inf
+], ids=["wide", "mean-overflows"])
+def test_a_feature_whose_std_overflows_is_refused(column: np.ndarray) -> None:
+    # a bug, fixed: the reference took a scale of inf (or NaN) for such a column, so that
+    # feature then counted for nothing in any comparison (or every statistic was NaN, "ok")
+    rows = _rows(8)
+    rows[:, 1] = column
+    with pytest.raises(ValueError, match=r"^data's features \['b'\] spread too widely for float64: "):
+        build_multivariate_reference(rows, features=NAMES)
+    rows[:, 1] = np.linspace(-1e150, 1e150, 8)  # squares of 1e300 still fit
+    assert build_multivariate_reference(rows, features=NAMES).scale[1] == pytest.approx(
+        np.linspace(-1e150, 1e150, 8).std())
+
+
+@pytest.mark.parametrize("n_rows", [5, 10], ids=["unequal-sizes", "equal-sizes"])
+def test_a_row_whose_projections_overflow_is_drift(n_rows: int) -> None:
+    # a bug, fixed: a finite current row of 1.5e308 in every feature (about 1.5e308 reference
+    # deviations out) overflowed its projections to +-inf, and to NaN where BLAS added both, so
+    # the statistic was NaN and the verdict "ok". W_p to a point at float64's end is inf.
+    ref = build_multivariate_reference(_rows(10), features=NAMES)
+    cur = _rows(n_rows, seed=1)
+    cur[-1] = 1.5e308
+    with np.errstate(over="ignore"):  # the row sum of the missing-value check overflows
+        d = multivariate_drift(ref, cur)
+    assert (d.statistic, d.verdict, d.n_compared) == (math.inf, "drift", n_rows)
+    assert d.to_record()["statistic_value"] is None
+
+
+def test_a_single_npy_array_payload_is_a_value_error() -> None:
+    # a bug, fixed: np.load reads a lone .npy array as an ndarray, not an archive, and
+    # from_bytes raised TypeError (an ndarray is no context manager)
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, np.zeros(3))
+    with pytest.raises(ValueError, match=r"^payload is not a multivariate reference: a single \.npy "):
+        MultivariateReference.from_bytes(buf.getvalue())

@@ -296,7 +296,8 @@ def main(module: str, resume: bool = False) -> int:
     # the staged packages come before the editable install's finder; no bytecode, so a
     # mutant of the same size written in the same second is never read from a stale .pyc
     env = {**os.environ, "PYTHONPATH": str(tree / "site"), "PYTHONDONTWRITEBYTECODE": "1",
-           "MODELGATE_TEST_NO_BYTECODE": "1"}  # tests/conftest.py would turn bytecode on
+           "MODELGATE_TEST_NO_BYTECODE": "1",  # tests/conftest.py would turn bytecode on
+           "MODELGATE_TEST_MUTATION": "1"}  # conftest defines cosmic-ray's exception name
     spec = fast_spec(module, tree, stem)
     fast = Path(__file__).with_name("mutation_fast.py")
     print(f"recording which tests execute each line of {module}", flush=True)
@@ -379,7 +380,7 @@ def retest(module: str) -> int:
     survivors = [item["mutations"][0] for item, result in map(json.loads, dump.splitlines())
                  if result and result.get("test_outcome") == "survived"]
     stage(tree)
-    env = {**os.environ, "PYTHONPATH": str(tree / "site")}
+    env = {**os.environ, "PYTHONPATH": str(tree / "site"), "MODELGATE_TEST_MUTATION": "1"}
     command = config(module).split('test-command = "', 1)[1].split('"', 1)[0]
     source = (tree / staged_path(module)).read_text().splitlines()
     lines, left = [], 0

@@ -35,6 +35,17 @@ def test_each_reason_picks_its_rows_by_hand_ties_to_the_earlier_row() -> None:
     )
 
 
+
+def test_a_confident_true_negative_or_true_positive_is_no_error() -> None:
+    # row 0: score 0.9, true 0, pred 0 (true negative); row 1: 0.8, 0, 1 (false positive);
+    # row 2: 0.1, 1, 1 (true positive); row 3: 0.2, 1, 0 (false negative)
+    sel = select_rows([0.9, 0.8, 0.1, 0.2], [0, 0, 1, 1], [0, 1, 1, 0], n_each=1, n_random=0)
+    # highest 0, lowest 2; the most confident false positive is 1, not the true negative 0;
+    # the most confident false negative is 3, not the true positive 2
+    assert sel.indices.tolist() == [0, 2, 1, 3]
+    assert sel.reasons == (("highest_score",), ("lowest_score",), ("false_positive",),
+                           ("false_negative",))
+
 def test_error_rows_by_hand_ties_to_the_earlier_row() -> None:
     sel = select_error_rows([0.5, 2.0, 0.1, 1.0, 2.0, 0.1], n_each=2, n_random=0)
     # largest 2.0 at rows 1 and 4, smallest 0.1 at rows 2 and 5

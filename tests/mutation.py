@@ -174,6 +174,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/reports/test_explain_exact_and_errors.py",
     ),
     "reports/explain_rows.py": (
+        "tests/reports/test_explain_rows.py",  # first: its small cases kill soonest
         "tests/reports/test_explain.py",
         "tests/reports/test_explain_exact_and_errors.py",
         "tests/reports/test_explain_tasks.py",

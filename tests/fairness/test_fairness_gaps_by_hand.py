@@ -296,3 +296,35 @@ def test_estimates_and_reports_are_frozen_and_slotted() -> None:
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(obj, field, 1)
         assert not hasattr(obj, "__dict__")
+
+
+def test_undefined_rates_are_read_by_value_not_identity() -> None:
+    literal, mode = "zero", "".join(["ze", "ro"])  # equal, but built at run time: another object
+    assert mode == literal and mode is not literal
+    one = {"a": [4, 1, 1, 3]}
+    zero = _report(one, undefined_rates=mode)
+    assert zero.undefined_rates == "zero"
+    for name in FAIRNESS_METRIC_NAMES:  # the spread of one group counts as 0, not NaN
+        assert zero.by_name()[name].value == 0.0, name
+    # rows: a has TPR 1, b has no positive (TPR 0 in zero mode): gap 1
+    assert equalized_odds_difference([1, 0, 0, 0], [1, 0, 0, 0], ["a", "a", "b", "b"],
+                                     undefined_rates=mode) == 1.0  # type: ignore[arg-type]
+
+
+def test_the_data_pass_by_keyword_and_the_options_only_by_keyword() -> None:
+    y, p, s = [1, 0, 1, 0], [1, 0, 0, 0], ["a", "a", "b", "b"]
+    # a: TPR 1/1, FPR 0/1, selection 1/2; b: TPR 0/1, FPR 0/1, selection 0: EOD 1, DPD 1/2
+    assert equalized_odds_difference(y_true=y, y_pred=p, sensitive=s) == 1.0
+    assert demographic_parity_difference(y_true=y, y_pred=p, sensitive=s) == 0.5
+    r = fairness_report(y_true=y, y_pred=p, sensitive=s, sensitive_feature="g", n_bootstrap=0)
+    assert r.by_name()["equalized_odds_difference"].value == 1.0
+    t = fairness_report_from_table(table=r.table, sensitive_feature="g", n_bootstrap=0)
+    assert t.by_name()["demographic_parity_difference"].value == 0.5
+    with pytest.raises(TypeError):
+        equalized_odds_difference(y, p, s, "zero")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        demographic_parity_difference(y, p, s, "zero")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        fairness_report(y, p, s, "g")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        fairness_report_from_table(r.table, "g")  # type: ignore[misc]

@@ -210,3 +210,31 @@ def test_cell_codes_are_int32_only_where_they_fit(n_unique: int, dtype: type) ->
     assert metrics._cell_dtype(n_unique) is dtype
     assert metrics._cells(np.array([0, 1], dtype=np.int8), np.array([0.2, 0.7]), 0.5).cell.dtype \
         == np.int32
+
+
+def test_compare_reads_its_interval_option_by_value() -> None:
+    y = [0, 1, 1, 0, 1, 0]
+    new, old = [0.1, 0.8, 0.6, 0.4, 0.9, 0.3], [0.3, 0.6, 0.4, 0.5, 0.7, 0.2]
+    per_metric = "".join(["per_", "metric"])
+    literal = "per_metric"
+    assert per_metric is not literal
+    assert compare(new, old, y, n_bootstrap=30, interval=per_metric).deltas == compare(
+        new, old, y, n_bootstrap=30, interval="per_metric").deltas
+
+
+def test_the_default_seed_is_0() -> None:
+    y, s = [0, 1, 1, 0, 1, 0, 1, 0], [0.1, 0.8, 0.6, 0.4, 0.9, 0.3, 0.45, 0.55]
+    old = [0.3, 0.6, 0.4, 0.5, 0.7, 0.2, 0.6, 0.4]
+    # the intervals (NaN-free here) depend on the resamples, so on the seed
+    default, zero, one = (evaluate(y, s, n_bootstrap=30, **kw).metrics
+                          for kw in ({}, {"seed": 0}, {"seed": 1}))
+    assert default == zero and default != one
+    default, zero, one = (compare(s, old, y, n_bootstrap=30, **kw).deltas
+                          for kw in ({}, {"seed": 0}, {"seed": 1}))
+    assert default == zero and default != one
+
+
+def test_the_first_three_bad_labels_are_named() -> None:
+    with pytest.raises(ValueError) as caught:
+        evaluate([0, 5, 2, 4, 3, 1], [0.5] * 6)
+    assert str(caught.value) == "y_true must contain only 0 and 1; found array([2, 3, 4])"

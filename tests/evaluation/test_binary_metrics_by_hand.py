@@ -238,3 +238,11 @@ def test_the_first_three_bad_labels_are_named() -> None:
     with pytest.raises(ValueError) as caught:
         evaluate([0, 5, 2, 4, 3, 1], [0.5] * 6)
     assert str(caught.value) == "y_true must contain only 0 and 1; found array([2, 3, 4])"
+
+
+@pytest.mark.parametrize("threshold", [True, False, np.True_, "0.5", None])
+def test_a_threshold_that_is_not_a_real_number_is_refused(threshold: object) -> None:
+    # a bool is a numbers.Real to Python, but not a threshold
+    with pytest.raises(ValueError) as caught:
+        evaluate([0, 1], [0.2, 0.8], threshold=threshold)  # type: ignore[arg-type]
+    assert str(caught.value) == f"threshold must be a number in [0, 1]; got {threshold!r}"

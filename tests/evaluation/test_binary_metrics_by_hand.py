@@ -246,3 +246,32 @@ def test_a_threshold_that_is_not_a_real_number_is_refused(threshold: object) -> 
     with pytest.raises(ValueError) as caught:
         evaluate([0, 1], [0.2, 0.8], threshold=threshold)  # type: ignore[arg-type]
     assert str(caught.value) == f"threshold must be a number in [0, 1]; got {threshold!r}"
+
+
+def test_compare_counts_scores_at_either_threshold_as_positive() -> None:
+    """Newcombe's interval of the accuracy delta, with scores exactly at the candidate's
+    threshold (0.5) and at the champion's own (0.3): a score at its threshold is a positive."""
+    y = [1, 0, 1, 0, 1, 0, 1, 0]
+    new = [0.5, 0.5, 0.7, 0.2, 0.4, 0.6, 0.9, 0.1]     # predicted 1 1 1 0 0 1 1 0
+    old = [0.3, 0.3, 0.2, 0.1, 0.3, 0.5, 0.25, 0.35]   # predicted 1 1 0 0 1 1 0 1
+    new_right = np.array([1, 0, 1, 1, 0, 0, 1, 1], dtype=bool)
+    old_right = np.array([1, 0, 0, 1, 1, 0, 0, 0], dtype=bool)
+    got = compare(new, old, y, threshold=0.5, champion_threshold=0.3,
+                  n_bootstrap=20).by_name()["accuracy"]
+    difference, lower, upper = newcombe_method_10(new_right, old_right)
+    assert difference == pytest.approx(5 / 8 - 3 / 8)
+    assert got.delta == pytest.approx(difference, abs=1e-12)
+    assert (got.ci_lower, got.ci_upper) == pytest.approx((lower, upper), abs=1e-12)
+
+
+def test_compare_draws_1000_resamples_by_default() -> None:
+    assert compare([0.2, 0.8], [0.3, 0.6], [0, 1]).n_bootstrap == 1000
+
+
+def test_paired_deltas_takes_its_sizes_by_keyword() -> None:
+    point = (np.array([1.0]), np.array([1.5]))
+    resampled = (np.array([[1.1], [0.9]]), np.array([[1.4], [1.6]]))
+    with pytest.raises(TypeError):
+        metrics.paired_deltas(("mae",), point, resampled, 4, 0.9)  # type: ignore[misc]
+    (d,) = metrics.paired_deltas(("mae",), point, resampled, n=4, confidence_level=0.9)
+    assert d.delta == -0.5

@@ -75,11 +75,23 @@ def test_a_one_sided_loss_difference_is_its_part_s_bootstrap_t_without_a_warning
     assert got == pytest.approx(expected, abs=1e-12)
 
 
-def test_auc_delta_reads_the_correlation_on_resamples_finite_for_both_models() -> None:
+@pytest.mark.parametrize(("new", "old"), [
     # the second resample is NaN for the candidate only: left out, the other three have the
-    # champion's AUC 0.6, 0.7, 0.5 against 0.75, 0.8, 0.7, a line of slope 2: r = 1, so
-    # MOVER from half-widths 0.1 and 0.05 gives 0.1 -+ sqrt(0.1**2 + 0.05**2 - 2 * 0.1 * 0.05)
-    new, old = np.array([0.75, np.nan, 0.8, 0.7]), np.array([0.6, 0.7, 0.7, 0.5])
+    # champion's AUC 0.6, 0.7, 0.5 against 0.75, 0.8, 0.7, a line of slope 2: r = 1
+    ([0.75, np.nan, 0.8, 0.7], [0.6, 0.7, 0.7, 0.5]),
+    # two resamples: two points lie on a line, r = 1 (here rising)
+    ([0.75, 0.8], [0.6, 0.7]),
+], ids=["a-nan-of-one-model-left-out", "two-resamples"])
+def test_auc_delta_reads_the_correlation_on_resamples_finite_for_both_models(
+        new: list[float], old: list[float]) -> None:
+    # MOVER with r = 1 from half-widths 0.1 and 0.05: 0.1 -+ sqrt(0.1**2 + 0.05**2 - 2 * 0.1 * 0.05)
     lo, hi = paired_delta_interval("roc_auc", (0.75, 0.65), ((0.65, 0.85), (0.6, 0.7)),
-                                   (new, old), CORRECT)
+                                   (np.array(new), np.array(old)), CORRECT)
     assert (lo, hi) == pytest.approx((0.05, 0.15), abs=1e-12)
+
+
+@pytest.mark.parametrize("name", ["roc_auc", "accuracy", "log_loss"])
+def test_paired_delta_without_resamples_has_nan_ends(name: str) -> None:
+    got = paired_delta_interval(name, (0.9, 0.8), ENDS, (np.empty(0), np.empty(0)), CORRECT,
+                                log_loss_delta=(0.05, 0.2))
+    assert got is not None and np.isnan(got[0]) and np.isnan(got[1])

@@ -8,11 +8,12 @@ import warnings
 
 import numpy as np
 import pytest
-from binary_oracles import bootstrap_t
+from binary_oracles import bootstrap_t, wilson
 from modelgate.evaluation.metric_intervals import (
     difference_part_moments,
     log_loss_delta_interval,
     paired_delta_interval,
+    per_metric_interval,
 )
 from row_bootstrap import row_resamples
 
@@ -21,6 +22,13 @@ from row_bootstrap import row_resamples
 ENDS = ((0.8256, 0.9448), (0.7112, 0.8666))
 CORRECT = (75, 15, 5, 5)
 DRAWS = (np.array([0.91, 0.88]), np.array([0.8, 0.81]))  # their correlation is -1
+
+
+def test_an_accuracy_name_built_at_run_time_gets_the_wilson_interval() -> None:
+    name = "".join(["accu", "racy"])  # equal to "accuracy" but not the same object
+    draws = {name: np.array([0.75])}
+    got = per_metric_interval(name, 0.75, draws, draws, 3, 4, 2, 0.1, 0.95)
+    assert got == pytest.approx(wilson(0.75, 4), abs=1e-12)
 
 
 def test_an_accuracy_name_built_at_run_time_gets_newcombe_s_phi() -> None:

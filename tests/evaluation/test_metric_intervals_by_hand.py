@@ -89,7 +89,10 @@ def test_a_one_sided_loss_difference_is_its_part_s_bootstrap_t_without_a_warning
     ([0.75, np.nan, 0.8, 0.7], [0.6, 0.7, 0.7, 0.5]),
     # two resamples: two points lie on a line, r = 1 (here rising)
     ([0.75, 0.8], [0.6, 0.7]),
-], ids=["a-nan-of-one-model-left-out", "two-resamples"])
+    # the candidate twice the champion on every resample: the ratio is the same, the
+    # difference is not (0.4, 0.3), so MOVER applies; two points, r = 1
+    ([0.8, 0.6], [0.4, 0.3]),
+], ids=["a-nan-of-one-model-left-out", "two-resamples", "a-constant-ratio"])
 def test_auc_delta_reads_the_correlation_on_resamples_finite_for_both_models(
         new: list[float], old: list[float]) -> None:
     # MOVER with r = 1 from half-widths 0.1 and 0.05: 0.1 -+ sqrt(0.1**2 + 0.05**2 - 2 * 0.1 * 0.05)
@@ -103,3 +106,9 @@ def test_paired_delta_without_resamples_has_nan_ends(name: str) -> None:
     got = paired_delta_interval(name, (0.9, 0.8), ENDS, (np.empty(0), np.empty(0)), CORRECT,
                                 log_loss_delta=(0.05, 0.2))
     assert got is not None and np.isnan(got[0]) and np.isnan(got[1])
+
+
+def test_a_metric_without_a_delta_method_gets_none_for_the_percentile_interval() -> None:
+    assert paired_delta_interval("f1", (0.9, 0.8), ENDS, DRAWS, CORRECT) is None
+    assert paired_delta_interval("accuracy", (0.9, 0.8), (None, ENDS[1]), DRAWS, CORRECT) is None
+    assert paired_delta_interval("accuracy", (0.9, 0.8), (ENDS[0], None), DRAWS, CORRECT) is None

@@ -67,12 +67,18 @@ def test_auc_delta_with_one_model_s_resamples_constant_takes_r_0_without_a_warni
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0], ids=["champion-better", "candidate-better"])
+@pytest.mark.parametrize(("part", "resamples"), [
+    ([0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 0.3, 0.15], 300),
+    ([0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 0.3, 0.15], 1),
+    # one row apart, skewed: the part's bootstrap-t lower end is below 0, clipped to 0
+    ([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0], 300),
+], ids=["spread", "one-resample", "one-row-apart"])
 def test_a_one_sided_loss_difference_is_its_part_s_bootstrap_t_without_a_warning(
-        sign: float) -> None:
-    # d > 0 on every row (or < 0): the other part is 0 on every row, its interval [0, 0],
-    # so MOVER gives the varying part's own interval (negated and reversed for d < 0)
-    d = sign * np.array([0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 0.3, 0.15])
-    idx = row_resamples(len(d), 300, seed=11)
+        sign: float, part: list[float], resamples: int) -> None:
+    # d >= 0 on every row (or <= 0): the other part is 0 on every row, its interval [0, 0],
+    # so MOVER gives the varying part's own interval (negated and reversed for d <= 0)
+    d = sign * np.array(part)
+    idx = row_resamples(len(d), resamples, seed=11)
     counts = np.stack([np.bincount(i, minlength=len(d)) for i in idx]).astype(float)
     lower, upper = bootstrap_t(np.abs(d), idx)
     with warnings.catch_warnings():
@@ -112,3 +118,17 @@ def test_a_metric_without_a_delta_method_gets_none_for_the_percentile_interval()
     assert paired_delta_interval("f1", (0.9, 0.8), ENDS, DRAWS, CORRECT) is None
     assert paired_delta_interval("accuracy", (0.9, 0.8), (None, ENDS[1]), DRAWS, CORRECT) is None
     assert paired_delta_interval("accuracy", (0.9, 0.8), (ENDS[0], None), DRAWS, CORRECT) is None
+
+
+def test_own_intervals_skip_a_non_finite_metric_and_go_on() -> None:
+    from modelgate.evaluation.metric_intervals import own_intervals
+
+    none = {"accuracy": np.empty(0), "f1": np.empty(0)}
+    got = own_intervals({"f1": float("nan"), "accuracy": 0.5}, none, none, 1, 2, 1, 0.1, 0.95)
+    assert list(got) == ["accuracy"] and np.isnan(got["accuracy"]).all()  # type: ignore[arg-type]
+
+
+def test_a_log_loss_name_built_at_run_time_gets_the_log_loss_delta() -> None:
+    name = "".join(["log", "_", "loss"])  # equal to "log_loss" but not the same object
+    got = paired_delta_interval(name, (0.9, 0.8), ENDS, DRAWS, CORRECT, log_loss_delta=(0.05, 0.2))
+    assert got == (0.05, 0.2)

@@ -132,3 +132,12 @@ def test_a_log_loss_name_built_at_run_time_gets_the_log_loss_delta() -> None:
     name = "".join(["log", "_", "loss"])  # equal to "log_loss" but not the same object
     got = paired_delta_interval(name, (0.9, 0.8), ENDS, DRAWS, CORRECT, log_loss_delta=(0.05, 0.2))
     assert got == (0.05, 0.2)
+
+
+def test_a_constant_part_has_a_squared_standard_error_of_exactly_0() -> None:
+    # 0.1 on three rows, a constant: variance 0; the mean of squares minus the square of
+    # the mean rounds to -1.7e-18 here, which must be floored at 0 (its root is taken)
+    moments = difference_part_moments([0.1, 0.1, 0.1], np.ones((1, 3)))
+    assert moments["up_var"][0] == 0.0
+    assert moments["down"][0] == moments["down_var"][0] == 0.0
+    assert moments["up"][0] == pytest.approx(0.1, abs=1e-15)

@@ -162,6 +162,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_paired_delta_intervals.py",
     ),
     "reports/explain.py": (
+        "tests/reports/test_explain_options.py",  # first: its small cases kill soonest
         "tests/reports/test_explain.py",
         "tests/reports/test_explain_exact_and_errors.py",
         "tests/reports/test_explain_tasks.py",

@@ -51,3 +51,10 @@ def test_explain_class_takes_class_0_and_refuses_a_negative_class() -> None:
     assert ex.model_output[0] == pytest.approx(np.e / (2 * np.e + 1), abs=1e-12)
     with pytest.raises(ValueError, match="class_index must be in 0..2; got -1"):
         explain_class(_three_classes, BG.iloc[[1]], BG, features=["a", "b"], class_index=-1)
+
+
+def test_the_explanation_s_arrays_are_read_only() -> None:
+    ex = explain(_linear, BG, BG, features=["a", "b"], output="logit")
+    for name in ("values", "base_values", "model_output", "feature_values", "standard_errors"):
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(ex, name)[0] = 0

@@ -58,3 +58,22 @@ def test_the_explanation_s_arrays_are_read_only() -> None:
     for name in ("values", "base_values", "model_output", "feature_values", "standard_errors"):
         with pytest.raises(ValueError, match="read-only"):
             getattr(ex, name)[0] = 0
+
+
+def test_up_to_10_features_are_exact_whatever_the_budget() -> None:
+    from modelgate.reports.explain import choose_algorithm
+
+    # 2**3 * 1000 * 50 = 400,000 evaluations, far above a budget of 1: exact all the same
+    assert choose_algorithm(3, 1000, 50, exact_budget=1) == "exact"
+
+
+def test_one_feature_needs_no_permutation_pairs() -> None:
+    # one feature: every ordering is the same, so exact, even with one pair asked for
+    ex = explain(lambda f: 1.0 / (1.0 + np.exp(-f["a"].to_numpy())), BG, BG, features=["a"],
+                 algorithm="permutation", n_permutations=1, output="logit")
+    assert ex.algorithm == "exact"
+
+
+def test_explain_class_refuses_a_class_past_the_last() -> None:
+    with pytest.raises(ValueError, match="class_index must be in 0..2; got 4"):
+        explain_class(_three_classes, BG.iloc[[1]], BG, features=["a", "b"], class_index=4)

@@ -105,6 +105,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_eval_metrics.py",
     ),
     "evaluation/metric_intervals.py": (
+        "tests/evaluation/test_metric_intervals_by_hand.py",  # first: its small cases kill soonest
         "tests/evaluation/test_per_metric_intervals.py",
         "tests/evaluation/test_paired_delta_intervals.py",  # the paired-delta functions
         "tests/evaluation/test_eval_sufficient.py",
@@ -161,6 +162,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_paired_delta_intervals.py",
     ),
     "reports/explain.py": (
+        "tests/reports/test_explain_options.py",  # first: its small cases kill soonest
         "tests/reports/test_explain.py",
         "tests/reports/test_explain_exact_and_errors.py",
         "tests/reports/test_explain_tasks.py",

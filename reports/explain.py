@@ -191,14 +191,16 @@ def choose_algorithm(
     Raises
     ------
     ValueError
-        If ``"exact"`` is asked for beyond ``EXACT_MAX_FEATURES`` features, or above
-        ``EXACT_ALWAYS_FEATURES`` features beyond ``exact_budget``.
+        If ``algorithm`` is not one of the three names; if ``"exact"`` is asked for beyond
+        ``EXACT_MAX_FEATURES`` features, or above ``EXACT_ALWAYS_FEATURES`` features beyond
+        ``exact_budget``.
 
     Examples
     --------
     >>> choose_algorithm(10, 1000, 50), choose_algorithm(14, 40, 40), choose_algorithm(14, 100, 50)
     ('exact', 'exact', 'permutation')
     """
+    _check_algorithm(algorithm)
     evaluations = 2**n_features * n_background * n_rows
     fits = n_features <= EXACT_ALWAYS_FEATURES or (
         n_features <= EXACT_MAX_FEATURES and evaluations <= exact_budget)
@@ -210,6 +212,11 @@ def choose_algorithm(
             f"more than exact_budget={exact_budget!r} (or more than {EXACT_MAX_FEATURES} features); "
             "use algorithm='auto' or 'permutation', or fewer rows or background rows")
     return "exact" if fits else "permutation"
+
+
+def _check_algorithm(algorithm: object) -> None:
+    if algorithm not in get_args(Algorithm):
+        raise ValueError(f"algorithm must be one of {get_args(Algorithm)!r}; got {algorithm!r}")
 
 
 def explain(
@@ -508,8 +515,7 @@ def _validate_options(
     max_batch_rows: int,
     exact_budget: int,
 ) -> None:
-    if algorithm not in get_args(Algorithm):
-        raise ValueError(f"algorithm must be one of {get_args(Algorithm)!r}; got {algorithm!r}")
+    _check_algorithm(algorithm)
     if output not in get_args(Output):
         raise ValueError(f"output must be one of {get_args(Output)!r}; got {output!r}")
     for name, value in (

@@ -77,3 +77,16 @@ def test_one_feature_needs_no_permutation_pairs() -> None:
 def test_explain_class_refuses_a_class_past_the_last() -> None:
     with pytest.raises(ValueError, match="class_index must be in 0..2; got 4"):
         explain_class(_three_classes, BG.iloc[[1]], BG, features=["a", "b"], class_index=4)
+
+
+@pytest.mark.parametrize("algorithm", ["shapley", "Exact", None])
+def test_choose_algorithm_refuses_an_unknown_name(algorithm: object) -> None:
+    # a bug, fixed: choose_algorithm took any name, and for a model too large for exact values
+    # an unknown one came back "permutation"
+    from modelgate.reports.explain import choose_algorithm
+
+    for size in ((3, 10, 10), (14, 100, 50)):
+        with pytest.raises(ValueError) as caught:
+            choose_algorithm(*size, algorithm=algorithm)  # type: ignore[arg-type]
+        assert str(caught.value) == ("algorithm must be one of ('permutation', 'exact', 'auto'); "
+                                     f"got {algorithm!r}")

@@ -165,18 +165,20 @@ def test_draws_in_chunks_are_the_draws_of_one_chunk(monkeypatch: pytest.MonkeyPa
     assert np.array_equal(whole, np.concatenate([rng.multinomial(8, p, size=k) for k in (2, 2, 1)]))
     stats = collect(Y, S, threshold=0.5, champion_score=H, champion_threshold=0.45)
     one = performance_from_statistics(stats, n_bootstrap=5, seed=3, interval="percentile")
-    # 8 distinct scores per model: 8 cells, so 16 elements make chunks of 2 resamples
+    # 8 distinct scores per model: 8 cells
     assert len(stats.bootstrap.counts) == 8
-    monkeypatch.setattr(performance, "_CHUNK_ELEMENTS", 16)
-    chunked = performance_from_statistics(stats, n_bootstrap=5, seed=3, interval="percentile")
-    assert chunked.champion is not None and one.champion is not None
-    assert chunked.comparison is not None and one.comparison is not None
-    # the same draws; only sums of the loss replicates may round differently (2.8e-17 seen)
-    for got, want in ((chunked.candidate.metrics, one.candidate.metrics),
-                      (chunked.champion.metrics, one.champion.metrics),
-                      (chunked.comparison.deltas, one.comparison.deltas)):
-        assert [e for m in got for e in (m.ci_lower, m.ci_upper)] == pytest.approx(
-            [e for m in want for e in (m.ci_lower, m.ci_upper)], rel=1e-12, abs=1e-15)
+    # 16 elements: chunks of 2 resamples (2, 2, 1); 1 element, fewer than the cells: of 1
+    for elements in (16, 1):
+        monkeypatch.setattr(performance, "_CHUNK_ELEMENTS", elements)
+        chunked = performance_from_statistics(stats, n_bootstrap=5, seed=3, interval="percentile")
+        assert chunked.champion is not None and one.champion is not None
+        assert chunked.comparison is not None and one.comparison is not None
+        # the same draws; only sums of the loss replicates may round differently (2.8e-17 seen)
+        for got, want in ((chunked.candidate.metrics, one.candidate.metrics),
+                          (chunked.champion.metrics, one.champion.metrics),
+                          (chunked.comparison.deltas, one.comparison.deltas)):
+            assert [e for m in got for e in (m.ci_lower, m.ci_upper)] == pytest.approx(
+                [e for m in want for e in (m.ci_lower, m.ci_upper)], rel=1e-12, abs=1e-15)
 
 
 @pytest.mark.parametrize("interval", ["percentile", "bca"])

@@ -155,3 +155,41 @@ def test_the_summary_is_frozen_and_slotted() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         ends.method = "bca"  # type: ignore[misc]
     assert not hasattr(ends, "__dict__")
+
+
+def test_draws_in_chunks_are_the_draws_of_one_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    # numpy's multinomial draws rows one after the other: 2 + 2 + 1 rows are the 5 of one call
+    p = np.full(8, 1 / 8)
+    whole = np.random.default_rng(3).multinomial(8, p, size=5)
+    rng = np.random.default_rng(3)
+    assert np.array_equal(whole, np.concatenate([rng.multinomial(8, p, size=k) for k in (2, 2, 1)]))
+    stats = collect(Y, S, threshold=0.5, champion_score=H, champion_threshold=0.45)
+    one = performance_from_statistics(stats, n_bootstrap=5, seed=3, interval="percentile")
+    # 8 distinct scores per model: 8 cells
+    assert len(stats.bootstrap.counts) == 8
+    # 16 elements: chunks of 2 resamples (2, 2, 1); 1 element, fewer than the cells: of 1
+    for elements in (16, 1):
+        monkeypatch.setattr(performance, "_CHUNK_ELEMENTS", elements)
+        chunked = performance_from_statistics(stats, n_bootstrap=5, seed=3, interval="percentile")
+        assert chunked.champion is not None and one.champion is not None
+        assert chunked.comparison is not None and one.comparison is not None
+        # the same draws; only sums of the loss replicates may round differently (2.8e-17 seen)
+        for got, want in ((chunked.candidate.metrics, one.candidate.metrics),
+                          (chunked.champion.metrics, one.champion.metrics),
+                          (chunked.comparison.deltas, one.comparison.deltas)):
+            assert [e for m in got for e in (m.ci_lower, m.ci_upper)] == pytest.approx(
+                [e for m in want for e in (m.ci_lower, m.ci_upper)], rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("interval", ["percentile", "bca"])
+def test_separated_classes_on_the_grid_give_an_auc_of_one_in_every_resample(interval: str) -> None:
+    # every positive scores above every negative, so every resample with both classes has
+    # AUC 1 (by hand); max_distinct=1 keeps the grid table, max_cells=16 coarse bootstrap cells,
+    # one of them ([0.34375, 0.359375)) holding the negatives 0.345..0.355 and the positive 0.3575
+    score = np.r_[0.26 + 0.005 * np.arange(20), 0.3575 + 0.005 * np.arange(20)]
+    y = np.r_[np.zeros(20, int), np.ones(20, int)]
+    stats = collect(y, score, threshold=0.5, max_distinct=1, max_cells=16)
+    assert stats.candidate.scores.grid > 0
+    auc = performance_from_statistics(stats, n_bootstrap=50, interval=interval)
+    got = auc.candidate.by_name()["roc_auc"]
+    assert (got.value, got.ci_lower, got.ci_upper) == (1.0, 1.0, 1.0)

@@ -193,3 +193,11 @@ def test_separated_classes_on_the_grid_give_an_auc_of_one_in_every_resample(inte
     auc = performance_from_statistics(stats, n_bootstrap=50, interval=interval)
     got = auc.candidate.by_name()["roc_auc"]
     assert (got.value, got.ci_lower, got.ci_upper) == (1.0, 1.0, 1.0)
+
+
+def test_one_resample_gives_finite_percentile_ends() -> None:
+    # one draw: every replicate interval is that draw's value, widened to hold the point
+    summary = performance_from_statistics(collect(Y, S, threshold=0.5), n_bootstrap=1,
+                                          interval="percentile")
+    for m in summary.candidate.metrics:
+        assert math.isfinite(m.ci_lower) and m.ci_lower <= m.value <= m.ci_upper, m.name

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import io
 import math
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -50,6 +49,8 @@ import ot
 from numpy.typing import ArrayLike, NDArray
 
 from modelgate.records import finite_or_none
+
+from .payloads import load_arrays
 
 __all__ = [
     "MultivariateDrift",
@@ -140,16 +141,7 @@ class MultivariateReference:
             If the payload is not a multivariate reference (empty, truncated, another format,
             or without one of its arrays).
         """
-        try:
-            loaded = np.load(io.BytesIO(payload), allow_pickle=False)
-            if not isinstance(loaded, np.lib.npyio.NpzFile):
-                # a lone .npy array loads as an ndarray, which is no context manager (TypeError)
-                raise ValueError("a single .npy array, not an .npz archive")
-            with loaded as z:
-                data = {k: z[k] for k in z.files}
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-            # empty bytes raise EOFError, a truncated archive BadZipFile: neither a ValueError
-            raise ValueError(f"payload is not a multivariate reference: {exc}") from exc
+        data = load_arrays(payload, "a multivariate reference")
         if str(data.get("format", "")) != _FORMAT:
             raise ValueError(f"payload must be a multivariate reference in format {_FORMAT!r}")
         absent = [k for k in _KEYS if k not in data]

@@ -24,7 +24,6 @@ the thinned sample is within ``W1(full, kept)`` of the exact one; we store that 
 from __future__ import annotations
 
 import io
-import zipfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .distances import js_divergence, wasserstein_sorted
+from .payloads import load_arrays
 
 __all__ = [
     "MISSING",
@@ -222,12 +222,7 @@ _KEYS = {"numeric": ("name", "values", "edges", "probabilities", "meta", "stats"
 
 
 def _load(payload: bytes, kind: str) -> dict[str, NDArray[Any]]:
-    try:
-        with np.load(io.BytesIO(payload), allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        # empty bytes raise EOFError, a truncated archive BadZipFile: neither a ValueError
-        raise ValueError(f"payload is not a reference sketch: {exc}") from exc
+    data = load_arrays(payload, "a reference sketch")
     got = (str(data.get("format", "")), str(data.get("kind", "")))
     if got != (_FORMAT, kind):
         raise ValueError(f"payload must be a {kind!r} sketch in format {_FORMAT!r}, got {got!r}")

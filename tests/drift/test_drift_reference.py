@@ -272,7 +272,10 @@ def test_empty_truncated_or_incomplete_sketches_are_value_errors(kind: str) -> N
         cls = CategoricalReference
         payload = build_categorical_reference(["a", "b", "a"], name="c").to_bytes()
         absent = "categories, counts, meta, stats"
-    for broken in (b"", payload[:100], payload[: len(payload) // 2], b"PK\x03\x04" + bytes(40)):
+    lone = io.BytesIO()
+    np.save(lone, np.arange(3))  # one .npy array, no archive
+    for broken in (b"", payload[:100], payload[: len(payload) // 2], b"PK\x03\x04" + bytes(40),
+                   lone.getvalue()):
         with pytest.raises(ValueError, match=r"^payload is not a reference sketch: "):
             cls.from_bytes(broken)
     buf = io.BytesIO()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,8 @@ def load_arrays(payload: bytes, what: str) -> dict[str, NDArray[Any]]:
     ------
     ValueError
         ``"payload is not <what>: ..."`` if the payload is empty, truncated, not an archive,
-        or a lone ``.npy`` array.
+        a lone ``.npy`` array, or an archive whose entries cannot be read (a bad checksum or
+        compressed stream, an unsupported compression method, an entry marked encrypted).
 
     Examples
     --------
@@ -37,6 +39,9 @@ def load_arrays(payload: bytes, what: str) -> dict[str, NDArray[Any]]:
             raise ValueError("a single .npy array, not an .npz archive")
         with loaded as z:
             return {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        # empty bytes raise EOFError, a truncated archive BadZipFile: neither a ValueError
+    except (ValueError, EOFError, zipfile.BadZipFile, zlib.error, RuntimeError) as exc:
+        # what numpy, zipfile and zlib raise for broken bytes in memory (no file, so no
+        # OSError): empty bytes EOFError, a truncated archive BadZipFile, a broken deflate
+        # stream zlib.error, an entry flagged encrypted RuntimeError and an unknown compression
+        # method NotImplementedError, a RuntimeError too
         raise ValueError(f"payload is not {what}: {exc}") from exc

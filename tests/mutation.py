@@ -47,6 +47,11 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/drift/test_performance_estimation.py",
         "tests/drift/test_performance_estimation_sim.py",
     ),
+    "drift/payloads.py": (
+        "tests/drift/test_drift_payloads.py",  # first: its small cases kill soonest
+        "tests/drift/test_drift_reference.py",
+        "tests/drift/test_drift_multivariate_cases.py",
+    ),
     "drift/quality.py": ("tests/drift/test_quality.py",),
     "drift/reference.py": (
         "tests/drift/test_drift_reference.py",

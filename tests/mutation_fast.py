@@ -216,6 +216,27 @@ def selected_tests(original: str, mutated: str, lines_map: dict[str, list[str]])
     return sorted(keep)
 
 
+def narrowed_args(args: list[str], keep: list[str] | None) -> list[str]:
+    """``args`` with only the test files that hold a node id of ``keep`` (all when ``None``).
+
+    pytest collects every file it is given before the selection deselects the rest; collecting
+    only the files of the selected tests runs the same tests, and the whole set still decides a
+    survivor.
+
+    Examples
+    --------
+    >>> narrowed_args(["-q", "-m", "not e2e", "tests/a.py", "tests/b.py", "site/m.py"],
+    ...               ["tests/b.py::test_x[1]", "site/m.py::m.f"])
+    ['-q', '-m', 'not e2e', 'tests/b.py', 'site/m.py']
+    """
+    if keep is None:
+        return args
+    files = {node.split("::", 1)[0] for node in keep}
+    if not files:  # no paths at all would make pytest collect its whole testpaths
+        return args
+    return [a for a in args if not a.endswith(".py") or a in files]
+
+
 def _ask(sock_path: str, args: list[str], keep: list[str] | None) -> int | None:
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
@@ -241,7 +262,7 @@ def run_mutant(spec_path: str) -> int:
     args: list[str] = spec["args"]
     keep = selected_tests(original, mutated, lines_map) if original != mutated else None
     for selection in ([keep, None] if keep is not None else [None]):
-        code = _ask(spec["socket"], args, selection)
+        code = _ask(spec["socket"], narrowed_args(args, selection), selection)
         if code is None:  # no server: run the whole set here
             import pytest
 

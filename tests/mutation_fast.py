@@ -14,10 +14,11 @@ that only a few tests execute.  Three pieces cut that without changing any verdi
   compiles the mutated file from disk.
 * ``--mutant``: the test command cosmic-ray runs per mutant.  It diffs the staged file against
   its pristine copy, maps each changed line to its statement and that statement to the tests
-  that execute it, and asks the server to run those.  If they all pass, it runs the module's
-  whole test set before reporting a survivor, so a survivor is one the whole set lets pass,
-  exactly as without this file; a kill is a real test failing on the mutant.  If the server
-  cannot be reached, it runs the whole set itself (slow, same verdict).
+  that execute it, and asks the server to run those, collecting only their files.  If they
+  all pass, it runs the module's whole test set before reporting a survivor, so a survivor is
+  one the whole set lets pass, exactly as without this file; a kill is a real test failing on
+  the mutant.  If the server cannot be reached, it runs the whole set itself (slow, same
+  verdict).
 
 coverage.py and not a hand-made tracer: it is the maintained tool for exactly this (dynamic
 contexts, per-line context queries); ``sys.monitoring`` would need Python 3.12.

@@ -169,6 +169,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     ),
     "reports/explain.py": (
         "tests/reports/test_explain_options.py",  # first: its small cases kill soonest
+        "tests/reports/test_explain_survivors.py",
         "tests/reports/test_explain.py",
         "tests/reports/test_explain_exact_and_errors.py",
         "tests/reports/test_explain_tasks.py",

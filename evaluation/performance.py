@@ -16,7 +16,8 @@ cost is ``n_bootstrap x cells``, independent of the rows, and the joint cells pa
 champion with the candidate for the deltas.  Replicates are computed on the cells
 without any shift: confusion counts are exact, losses use the cell means and AUC counts
 the pairs inside a cell at the cell's concordance on the data (from the exact per-score
-table), so the replicate on the data is the exact point estimate, every replicate lies
+table), so the replicate on the data is the point estimate (to rounding for the losses,
+summed over cells rather than rows: BCa counts such replicates as ties), every replicate lies
 in its metric's range, and with exact cells the replicates are those of a row bootstrap.
 By default (``interval="per_metric"``, :mod:`.metric_intervals`) ROC AUC gets a
 logit-scale Wald interval with DeLong's variance from the exact per-score table,
@@ -82,6 +83,14 @@ __all__ = ["PerformanceSummary", "performance_from_statistics"]
 _FloatArray = npt.NDArray[np.float64]
 # Resample draws held in memory at once (B x cells float64 values).
 _CHUNK_ELEMENTS = 1 << 22
+# Log-loss and Brier replicates are sums over cells (draws @ cell means / n) and their points
+# sums over rows: on a resample equal to the data the two differ by rounding, an ulp or a few,
+# which BCa's bias correction must count as a tie, not as below or above (it moved an end of a
+# 4-row case by 0.07). Replicates within this share of the point's magnitude (of both models'
+# values for a delta) are ties: the worst-case rounding of a sum of 2**22 terms stays below it,
+# and a truly different replicate that close to the point changes nothing visible.
+_SUMMED_TIE = 1e-9
+_SUMMED = frozenset({"log_loss", "brier"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,12 +226,19 @@ class _Ends:
     method: str
     weights: _FloatArray
 
-    def of(self, point: float, replicates: _FloatArray, jackknife: _FloatArray) -> tuple[float, float]:
+    def of(self, point: float, replicates: _FloatArray, jackknife: _FloatArray, *,
+           tie_tolerance: float = 0.0) -> tuple[float, float]:
         if self.method == "bca":
-            ends = bca_interval(replicates, point, jackknife, self.weights, self.confidence_level)
+            ends = bca_interval(replicates, point, jackknife, self.weights, self.confidence_level,
+                                tie_tolerance=tie_tolerance)
         else:
             ends = percentile_interval(replicates, self.confidence_level)
         return interval_holding(point, *ends)
+
+
+def _tie_tolerance(name: str, magnitude: float) -> float:
+    """How far from the point a BCa replicate of ``name`` still counts as a tie."""
+    return _SUMMED_TIE * magnitude if name in _SUMMED else 0.0
 
 
 def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n_bootstrap: int,
@@ -292,7 +308,9 @@ def _report(m: ModelStatistics, point: tuple[dict[str, float], dict[str, str | N
                                           reason or "not finite"))
             continue
         own = own_ends.get(name)
-        lower, upper = ends.of(value, resampled[name], jack[name]) if own is None else own
+        lower, upper = (ends.of(value, resampled[name], jack[name],
+                                tie_tolerance=_tie_tolerance(name, abs(value)))
+                        if own is None else own)
         metrics.append(MetricEstimate(name, value, lower, upper, m.n, None))
     return PerformanceReport(tuple(metrics), _calibration(m), m.n, m.threshold, n_bootstrap,
                              ends.confidence_level, seed)
@@ -332,7 +350,9 @@ def _comparison(points: list[tuple[dict[str, float], dict[str, str | None]]],
                                            (resampled[0][name], resampled[1][name]), correct,
                                            log_loss_delta=loss_delta)
         lower, upper = (ends.of(delta, resampled[0][name] - resampled[1][name],
-                                jack[0][name] - jack[1][name]) if paired is None
+                                jack[0][name] - jack[1][name],
+                                tie_tolerance=_tie_tolerance(name, abs(p_new[name]) + abs(p_old[name])))
+                        if paired is None
                         else interval_holding(delta, *paired))
         deltas.append(MetricDelta(name, p_new[name], p_old[name], delta, lower, upper, n, None))
     return ComparisonReport(tuple(deltas), n, threshold, n_bootstrap, ends.confidence_level, seed)

@@ -106,7 +106,7 @@ def percentile_lowered_by_bias(resampled: npt.NDArray[np.float64], point: float,
 
 def bca_interval(resampled: npt.NDArray[np.float64], point: float,
                  jackknife: npt.NDArray[np.float64], weights: npt.NDArray[np.float64],
-                 confidence_level: float) -> tuple[float, float]:
+                 confidence_level: float, *, tie_tolerance: float = 0.0) -> tuple[float, float]:
     """Bias-corrected and accelerated (BCa) interval of the finite resampled values.
 
     The ends are quantiles of the replicates (so they stay in the metric's range), at
@@ -131,6 +131,11 @@ def bca_interval(resampled: npt.NDArray[np.float64], point: float,
         Rows per cell (same length as ``jackknife``).
     confidence_level : float
         Central coverage in (0, 1).
+    tie_tolerance : float, default 0.0
+        Replicates within this distance of ``point`` count as ties. 0 (exact equality)
+        for statistics computed exactly; a statistic whose replicates are summed in
+        another order than the point (a mean loss from cell sums) differs from it by
+        rounding on a resample equal to the data, which must still count as a tie.
 
     Returns
     -------
@@ -159,7 +164,8 @@ def bca_interval(resampled: npt.NDArray[np.float64], point: float,
     if finite.size == 0 or not np.isfinite(point):
         return float("nan"), float("nan")
     b = finite.size
-    share = (np.count_nonzero(finite < point) + 0.5 * np.count_nonzero(finite == point)) / b
+    tie = np.abs(finite - point) <= tie_tolerance
+    share = (np.count_nonzero((finite < point) & ~tie) + 0.5 * np.count_nonzero(tie)) / b
     z0 = float(ndtri(np.clip(share, 0.5 / b, 1.0 - 0.5 / b)))
     a = _acceleration(jackknife, weights)
     alpha = 1.0 - confidence_level

@@ -318,3 +318,66 @@ def test_a_loss_sum_that_is_not_finite_gives_nan_with_its_reason() -> None:
     brier = summary.candidate.by_name()["brier"]
     assert brier.value == pytest.approx(skm.brier_score_loss(y, s), rel=1e-12)
     assert brier.undefined_reason is None and brier.ci_lower <= brier.value <= brier.ci_upper
+
+
+# --------------------------------------------- BCa ties of summed losses on tiny tables
+
+
+def _bca_ties_known(replicates: np.ndarray, point: float, tie: np.ndarray, jackknife: np.ndarray,
+                    confidence_level: float) -> tuple[float, float]:
+    """:func:`_bca` with the ties given (a boolean per replicate) instead of found by ``==``."""
+    b = replicates.size
+    share = (np.sum((replicates < point) & ~tie) + 0.5 * np.sum(tie)) / b
+    z0 = norm.ppf(np.clip(share, 0.5 / b, 1 - 0.5 / b))
+    u = jackknife.mean() - jackknife
+    a = np.sum(u**3) / (6.0 * np.sum(u**2) ** 1.5)
+    alpha = 1.0 - confidence_level
+    z = z0 + norm.ppf([alpha / 2, 1 - alpha / 2])
+    lower, upper = np.quantile(replicates, norm.cdf(z0 + z / (1.0 - a * z)))
+    return _held(point, lower, upper)
+
+
+@pytest.mark.parametrize("rows", [4, 5], ids=["4-rows", "5-rows"])
+def test_bca_counts_a_resample_equal_to_the_data_as_a_tie_of_the_summed_losses(rows: int) -> None:
+    """On a few rows many resamples draw every row once (4! / 4**4 = 9 %), and their log
+    loss and Brier replicates are the point, up to rounding: the losses are summed over
+    cells for the replicates and over rows for the point.  The oracle knows such ties
+    exactly, from the integer draws (this test's own, every row its own cell), and the
+    rows' losses are distinct, so no other draw gives the point: BCa counts exactly those
+    one half.  Before the fix they fell below or above by an ulp, as the rounding went:
+    the 4-row case's upper log-loss end was 1.3019 instead of 1.2352."""
+    y = np.array([0, 1, 1, 0, 1])[:rows]
+    s = np.array([0.18, 0.68, 0.45, 0.77, 0.31])[:rows]
+    h = np.array([0.27, 0.59, 0.61, 0.42, 0.12])[:rows]
+    stats = collect(y, s, threshold=0.5, champion_score=h, champion_threshold=0.5)
+    resamples, seed, level = 100, 0, 0.95
+    order = np.lexsort((h, s, y))
+    assert stats.bootstrap.counts.tolist() == [1] * rows
+    draws = np.random.default_rng(seed).multinomial(rows, np.ones(rows) / rows, size=resamples)
+    tie = (draws == 1).all(axis=1)
+    assert tie.sum() >= 2
+    weights = np.empty_like(draws)
+    weights[:, order] = draws
+    models = ((s, 0.5), (h, 0.5))
+    with np.errstate(invalid="ignore"):  # one-class resamples: the oracle's AUC is 0 / 0
+        replicates = [_weighted(y, m, t, weights) for m, t in models]
+    jack = [_jackknife(y, m, t) for m, t in models]
+    summary = performance_from_statistics(stats, n_bootstrap=resamples, seed=seed,
+                                          confidence_level=level, interval="bca")
+    assert summary.champion is not None and summary.comparison is not None
+    points = [_sklearn(y, m, t) for m, t in models]
+    for name in ("log_loss", "brier"):
+        for i, report in enumerate((summary.candidate, summary.champion)):
+            got = report.by_name()[name]
+            want = _bca_ties_known(replicates[i][name], points[i][name], tie, jack[i][name],
+                                   level)
+            assert (got.ci_lower, got.ci_upper) == pytest.approx(want, rel=1e-9), (name, i)
+        got = summary.comparison.by_name()[name]
+        want = _bca_ties_known(replicates[0][name] - replicates[1][name],
+                               points[0][name] - points[1][name], tie,
+                               jack[0][name] - jack[1][name], level)
+        assert (got.ci_lower, got.ci_upper) == pytest.approx(want, rel=1e-9), (name, "delta")
+    if rows == 4:  # the case worked for the bug report, by the same oracle
+        got = summary.candidate.by_name()["log_loss"]
+        assert (got.ci_lower, got.ci_upper) == pytest.approx(
+            (0.34366852612804877, 1.2352086277538068), rel=1e-9)

@@ -154,6 +154,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "evaluation/performance.py": (
         "tests/evaluation/test_performance_summary.py",  # first: its small cases kill soonest
         "tests/evaluation/test_performance_oracles.py",
+        "tests/evaluation/test_performance_survivors.py",
         "tests/evaluation/test_eval_sufficient.py",
         "tests/evaluation/test_bca_cells.py",
         "tests/evaluation/test_eval_binary_intervals.py",

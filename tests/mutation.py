@@ -118,6 +118,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     ),
     "evaluation/metrics.py": (
         "tests/evaluation/test_binary_metrics_by_hand.py",  # first: its small cases kill soonest
+        "tests/evaluation/test_metrics_survivors.py",
         "tests/evaluation/test_eval_metrics.py",
         "tests/evaluation/test_eval_binary_intervals.py",
         "tests/evaluation/test_eval_sufficient.py",

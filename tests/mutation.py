@@ -285,6 +285,7 @@ def fast_spec(module: str, tree: Path, stem: str) -> dict[str, object]:
     shutil.copy2(target, original)
     spec = {"target": str(target), "original": str(original),
             "lines": str(OUT / f"{stem}.lines.json"),
+            "durations": str(OUT / f"{stem}.durations.json"),  # the record step writes it
             # a short path: AF_UNIX socket paths are limited to about 100 bytes
             "socket": f"/tmp/modelgate-mutation-{os.getuid()}-{stem}.sock",
             "args": pytest_args(module)}

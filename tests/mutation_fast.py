@@ -59,15 +59,20 @@ def _read_request(conn: socket.socket) -> Any:
 
 
 class _Select:
-    """A pytest plugin keeping only the given node ids (all when ``None``)."""
+    """A pytest plugin keeping only the given node ids (all when ``None``), run in the given
+    order when ``ordered`` (the quickest first: with ``-x`` a mutant dies at its first failing
+    test, so a slow test that would kill it too is never reached)."""
 
-    def __init__(self, keep: list[str] | None) -> None:
-        self.keep = None if keep is None else set(keep)
+    def __init__(self, keep: list[str] | None, ordered: bool = False) -> None:
+        self.keep = None if keep is None else {node: k for k, node in enumerate(keep)}
+        self.ordered = ordered
 
     def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
         if self.keep is None:
             return
         chosen = [i for i in items if i.nodeid in self.keep]
+        if self.ordered:
+            chosen.sort(key=lambda i: self.keep[i.nodeid])  # type: ignore[index]
         config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in self.keep])
         items[:] = chosen
 
@@ -132,7 +137,8 @@ def serve(sock_path: str, log_path: str, target: str, target_module: str) -> Non
                 import pytest
 
                 try:
-                    code = int(pytest.main(request["args"], plugins=[_Select(request["keep"])]))
+                    select = _Select(request["keep"], bool(request.get("ordered")))
+                    code = int(pytest.main(request["args"], plugins=[select]))
                 except BaseException:  # noqa: BLE001 - any crash is a failed run
                     code = 3
                 sys.stdout.flush()
@@ -238,11 +244,24 @@ def narrowed_args(args: list[str], keep: list[str] | None) -> list[str]:
     return [a for a in args if not a.endswith(".py") or a in files]
 
 
-def _ask(sock_path: str, args: list[str], keep: list[str] | None) -> int | None:
+def by_duration(keep: list[str], durations: dict[str, float]) -> list[str]:
+    """``keep`` quickest first, by the recorded seconds (a test not recorded last).
+
+    Examples
+    --------
+    >>> by_duration(["t::slow", "t::new", "t::fast"], {"t::slow": 2.0, "t::fast": 0.1})
+    ['t::fast', 't::slow', 't::new']
+    """
+    return sorted(keep, key=lambda node: (durations.get(node, float("inf")), node))
+
+
+def _ask(sock_path: str, args: list[str], keep: list[str] | None,
+         ordered: bool = False) -> int | None:
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.connect(sock_path)
-            s.sendall((json.dumps({"args": args, "keep": keep}) + "\n").encode())
+            request = {"args": args, "keep": keep, "ordered": ordered}
+            s.sendall((json.dumps(request) + "\n").encode())
             reply = b""
             while not reply.endswith(b"\n"):
                 chunk = s.recv(64)
@@ -262,8 +281,13 @@ def run_mutant(spec_path: str) -> int:
     lines_map = json.loads(Path(spec["lines"]).read_text())
     args: list[str] = spec["args"]
     keep = selected_tests(original, mutated, lines_map) if original != mutated else None
+    durations_path = spec.get("durations")
+    ordered = keep is not None and durations_path is not None and Path(durations_path).exists()
+    if ordered and keep is not None:
+        keep = by_duration(keep, json.loads(Path(durations_path).read_text()))
     for selection in ([keep, None] if keep is not None else [None]):
-        code = _ask(spec["socket"], narrowed_args(args, selection), selection)
+        code = _ask(spec["socket"], narrowed_args(args, selection), selection,
+                    ordered and selection is not None)
         if code is None:  # no server: run the whole set here
             import pytest
 
@@ -275,17 +299,23 @@ def run_mutant(spec_path: str) -> int:
 
 
 def record(target: str, out_path: str, args: list[str]) -> int:
-    """Run the tests once under coverage.py; write {line: [node ids executing it]} for ``target``."""
+    """Run the tests once under coverage.py; write {line: [node ids executing it]} for
+    ``target``, and beside it (``.durations.json`` for ``.lines.json``) each test's seconds."""
+    import time
+
     import coverage
     import pytest
 
     cov = coverage.Coverage(data_file=None, include=[os.path.abspath(target)], branch=False)
+    seconds: dict[str, float] = {}
 
     class Contexts:
         @pytest.hookimpl(hookwrapper=True)
         def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
             cov.switch_context(item.nodeid)
+            start = time.perf_counter()
             yield
+            seconds[item.nodeid] = time.perf_counter() - start
             cov.switch_context("")
 
     cov.start()
@@ -298,7 +328,19 @@ def record(target: str, out_path: str, args: list[str]) -> int:
         for line, contexts in data.contexts_by_lineno(files[0]).items():
             by_line[str(line)] = sorted(contexts)
     Path(out_path).write_text(json.dumps(by_line))
+    Path(durations_file(out_path)).write_text(json.dumps(seconds))
     return code
+
+
+def durations_file(lines_path: str) -> str:
+    """Where :func:`record` writes the tests' seconds, beside the lines map.
+
+    Examples
+    --------
+    >>> durations_file("/x/drift__adwin.lines.json")
+    '/x/drift__adwin.durations.json'
+    """
+    return lines_path.removesuffix(".lines.json") + ".durations.json"
 
 
 if __name__ == "__main__":

@@ -219,6 +219,9 @@ def _save(*, kind: str, name: str, **arrays: NDArray[Any]) -> bytes:
 # the arrays each kind of sketch is read from, past its header
 _KEYS = {"numeric": ("name", "values", "edges", "probabilities", "meta", "stats"),
          "categorical": ("name", "categories", "counts", "meta", "stats")}
+# the fixed-size arrays: (n, n_missing, half sizes) or (half sizes), and the statistics
+_SHAPES = {"numeric": {"meta": (4,), "stats": (4,)},
+           "categorical": {"meta": (2,), "stats": (1,)}}
 
 
 def _load(payload: bytes, kind: str) -> dict[str, NDArray[Any]]:
@@ -229,6 +232,10 @@ def _load(payload: bytes, kind: str) -> dict[str, NDArray[Any]]:
     absent = [k for k in _KEYS[kind] if k not in data]
     if absent:
         raise ValueError(f"payload is not a {kind!r} sketch: it has no {', '.join(absent)}")
+    for key, shape in _SHAPES[kind].items():
+        if data[key].shape != shape:
+            raise ValueError(f"payload is not a {kind!r} sketch: its {key} has shape "
+                             f"{data[key].shape}, expected {shape}")
     return data
 
 

@@ -54,6 +54,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     ),
     "drift/quality.py": ("tests/drift/test_quality.py",),
     "drift/reference.py": (
+        "tests/drift/test_reference_survivors.py",
         "tests/drift/test_drift_reference.py",
         "tests/drift/test_drift_columns.py",
         "tests/drift/test_drift_data_drift.py",

@@ -178,6 +178,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/reports/test_explain_tasks.py",
     ),
     "reports/explain_estimators.py": (
+        "tests/reports/test_explain_estimators_survivors.py",  # first: its small cases kill soonest
         "tests/reports/test_explain.py",
         "tests/reports/test_explain_exact_and_errors.py",
     ),

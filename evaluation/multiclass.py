@@ -94,16 +94,18 @@ def multiclass_memory_bytes(n_rows: int, n_classes: int, *, n_models: int = 1,
 
     Per model ``12 N C + 25 N + 16 B (5 + 2C)`` bytes (the probabilities; each class's
     ranking, at most ``N`` int32 row numbers; true and predicted class, log loss; the
-    resampled metrics), plus one chunk of resamples, ``2^22`` counts held in at most 32
-    bytes each. It grows as ``N x C``, never ``N x C^2``.
+    resampled metrics), plus one chunk of resamples, ``2^22`` counts held in at most 64
+    bytes each (the float64 counts, their byte copy, each class's int32 running sums and the
+    float64 sums gathered from them: about 45 to 55 bytes a count measured with a full
+    chunk). It grows as ``N x C``, never ``N x C^2``.
 
     Examples
     --------
     >>> round(multiclass_memory_bytes(100_000, 1000) / 2**30, 2)  # GiB
-    1.27
+    1.4
     """
     per_model = 12 * n_rows * n_classes + 25 * n_rows + 16 * n_bootstrap * (5 + 2 * n_classes)
-    return n_models * per_model + 32 * (1 << 22)
+    return n_models * per_model + 64 * (1 << 22)
 
 
 def class_indices(labels: npt.ArrayLike, classes: Sequence[object], *, column: str

@@ -160,7 +160,7 @@ def metrics_memory_bytes(manifest: Mapping[str, Any], n_rows: int, *, champion: 
 
     >>> m = {"task": "multiclass_classification", "output": {"classes": list(range(1000))}}
     >>> round(metrics_memory_bytes(m, 100_000, champion=False, n_bootstrap=1000) / 2**30, 2)
-    2.02
+    2.14
     """
     from modelgate.evaluation.multiclass import multiclass_memory_bytes
 

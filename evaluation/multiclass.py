@@ -219,8 +219,7 @@ def _ovr_auc_one(w: npt.NDArray[np.integer], total: _FloatArray, r: _ClassRankin
     """
     if r.positives.size == 0:
         return np.full(w.shape[0], np.nan)
-    # whole counts, summing to the row count: exact in int32 below 2^31 rows
-    prefix = np.cumsum(w[:, r.window], axis=1, dtype=np.int32 if w.shape[1] < 2**31 else np.int64)
+    prefix = np.cumsum(w[:, r.window], axis=1, dtype=_running_sum_dtype(w.shape[1]))
     at_start = np.zeros((w.shape[0], len(r.starts)))
     at_start[:, 1:] = prefix[:, r.starts[1:] - 1]  # the window opens at the first group
     at_end = prefix[:, r.ends - 1].astype(np.float64)
@@ -240,10 +239,33 @@ def _ovr_auc_one(w: npt.NDArray[np.integer], total: _FloatArray, r: _ClassRankin
 def _ovr_auc(w: _FloatArray, rankings: list[_ClassRanking]) -> _FloatArray:
     """One-vs-rest ROC AUC per resample (rows) and class (columns); NaN when undefined."""
     total = w.sum(axis=1)
-    # bootstrap counts are whole numbers, almost always below 256: gathered as bytes
-    counts: npt.NDArray[np.integer] = (w.astype(np.uint8) if w.max(initial=0) < 256
-                                       else w.astype(np.int32))
+    counts = w.astype(_count_dtype(float(w.max(initial=0))))
     return np.column_stack([_ovr_auc_one(counts, total, r) for r in rankings])
+
+
+def _running_sum_dtype(n_rows: int) -> type[np.integer]:
+    """The integer type of running sums of whole counts over ``n_rows`` rows: they sum to the
+    row count, exact in int32 below 2^31 rows (a function of its own, so that its edge is
+    tested without 2^31 rows).
+
+    Examples
+    --------
+    >>> _running_sum_dtype(2**31 - 1).__name__, _running_sum_dtype(2**31).__name__
+    ('int32', 'int64')
+    """
+    return np.int32 if n_rows < 2**31 else np.int64
+
+
+def _count_dtype(largest: float) -> type[np.integer]:
+    """The integer type bootstrap counts up to ``largest`` are gathered in: bytes below 256
+    (almost always: a row drawn 256 times in one resample is all but impossible), else int32.
+
+    Examples
+    --------
+    >>> _count_dtype(255.0).__name__, _count_dtype(256.0).__name__
+    ('uint8', 'int32')
+    """
+    return np.uint8 if largest < 256 else np.int32
 
 
 def _metrics(w: _FloatArray, rows: _RowStatistics, auc: _FloatArray, n_classes: int) -> _FloatArray:

@@ -2,8 +2,8 @@
 
 Newcombe's (1998) method 10 for the difference of two paired proportions (Wilson intervals
 of each, combined with the phi coefficient of the 2 x 2 table), the per-row log loss clipped
-as scikit-learn's, and the bootstrap-t interval of a mean (Efron and Tibshirani 1993, ch. 12)
-on resamples the caller draws.
+as scikit-learn's, the bootstrap-t interval of a mean (Efron and Tibshirani 1993, ch. 12) on
+resamples the caller draws, and MOVER over the two parts of a mean difference.
 """
 
 from __future__ import annotations
@@ -54,3 +54,16 @@ def bootstrap_t(values: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
         t = np.where(ses > 0, (means - mean) / ses, np.sign(means - mean) * 1e6)
     lo, hi = np.quantile(np.clip(t, -1e6, 1e6), [0.025, 0.975])
     return min(max(mean - hi * se, 0.0), mean), max(mean - lo * se, 0.0, mean)
+
+
+def parts_mover(diff: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
+    """MOVER interval of the mean of ``diff`` over its parts ``max(d, 0)`` and ``max(-d, 0)``,
+    each by :func:`bootstrap_t` on the resampled rows ``idx``, with the correlation of the two
+    parts over the rows (np.corrcoef)."""
+    up, down = np.maximum(diff, 0.0), np.maximum(-diff, 0.0)
+    (l1, u1), (l2, u2) = bootstrap_t(up, idx), bootstrap_t(down, idx)
+    p1, p2 = up.mean(), down.mean()
+    r = np.corrcoef(up, down)[0, 1] if up.std() > 0 and down.std() > 0 else 0.0
+    lower = p1 - p2 - np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2 - 2 * r * (p1 - l1) * (u2 - p2))
+    upper = p1 - p2 + np.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2 - 2 * r * (u1 - p1) * (p2 - l2))
+    return float(lower), float(upper)

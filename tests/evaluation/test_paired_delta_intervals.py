@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from binary_oracles import Z, bootstrap_t, newcombe_method_10, row_log_losses
+from binary_oracles import Z, newcombe_method_10, parts_mover, row_log_losses
 from modelgate.evaluation.performance import performance_from_statistics
 from modelgate.evaluation.sufficient import collect, merge
 from row_bootstrap import row_resamples
@@ -113,18 +113,6 @@ def test_auc_delta_is_mover_of_the_logit_wald_intervals_with_delong_s_correlatio
     assert -1.0 <= delta.ci_lower <= delta.delta <= delta.ci_upper <= 1.0
 
 
-def _parts_mover(diff: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
-    """MOVER over ``max(d, 0)`` and ``max(-d, 0)``, each by :func:`binary_oracles.bootstrap_t`, with the
-    correlation of the two parts over the rows (np.corrcoef)."""
-    up, down = np.maximum(diff, 0.0), np.maximum(-diff, 0.0)
-    (l1, u1), (l2, u2) = bootstrap_t(up, idx), bootstrap_t(down, idx)
-    p1, p2 = up.mean(), down.mean()
-    r = np.corrcoef(up, down)[0, 1] if up.std() > 0 and down.std() > 0 else 0.0
-    lower = p1 - p2 - np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2 - 2 * r * (p1 - l1) * (u2 - p2))
-    upper = p1 - p2 + np.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2 - 2 * r * (u1 - p1) * (p2 - l2))
-    return float(lower), float(upper)
-
-
 @pytest.mark.parametrize("case", ["confident", "moderate", "candidate better on every row",
                                   "champion better on every row"])
 def test_log_loss_delta_interval_is_mover_over_the_parts_by_hand(case: str) -> None:
@@ -147,7 +135,7 @@ def test_log_loss_delta_interval_is_mover_over_the_parts_by_hand(case: str) -> N
                                                       abs=1e-12)
     ends = log_loss_delta_interval(difference_part_moments(diff, np.ones((1, len(y)))), moments,
                                    len(y), 0.95)
-    assert ends == pytest.approx(_parts_mover(diff, idx), abs=1e-12)
+    assert ends == pytest.approx(parts_mover(diff, idx), abs=1e-12)
     assert ends[0] <= diff.mean() <= ends[1]
 
 
@@ -160,7 +148,7 @@ def test_log_loss_delta_is_mover_over_the_parts_of_the_row_differences(confident
     stats = collect(y, s, threshold=0.5, champion_score=h, champion_threshold=0.5)
     delta = performance_from_statistics(stats, n_bootstrap=3000, seed=4).comparison.by_name()["log_loss"]
     diff = row_log_losses(y, s) - row_log_losses(y, h)
-    lower, upper = _parts_mover(diff, row_resamples(len(y), 3000, seed=9))
+    lower, upper = parts_mover(diff, row_resamples(len(y), 3000, seed=9))
     assert delta.delta == pytest.approx(diff.mean(), abs=1e-12)
     width = upper - lower
     assert (delta.ci_lower, delta.ci_upper) == pytest.approx((lower, upper), abs=width / 8)

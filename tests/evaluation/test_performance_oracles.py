@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 import pytest
-from binary_oracles import bootstrap_t, newcombe_method_10, row_log_losses, wilson
+from binary_oracles import newcombe_method_10, parts_mover, row_log_losses, wilson
 from modelgate.evaluation.performance import performance_from_statistics
 from modelgate.evaluation.sufficient import collect
 from scipy.stats import norm
@@ -245,19 +245,6 @@ def test_ends_and_paired_deltas_are_those_of_the_row_bootstrap(method: str) -> N
 # ------------------------------------------- per-metric intervals on cells of several rows
 
 
-def _parts_mover(diff: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
-    """MOVER over ``max(d, 0)`` and ``max(-d, 0)``, each by :func:`binary_oracles.bootstrap_t`
-    on the resampled rows ``idx``, with the correlation of the two parts over the rows (as
-    ``_parts_mover`` in test_paired_delta_intervals.py)."""
-    up, down = np.maximum(diff, 0.0), np.maximum(-diff, 0.0)
-    (l1, u1), (l2, u2) = bootstrap_t(up, idx), bootstrap_t(down, idx)
-    p1, p2 = up.mean(), down.mean()
-    r = np.corrcoef(up, down)[0, 1] if up.std() > 0 and down.std() > 0 else 0.0
-    lower = p1 - p2 - np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2 - 2 * r * (p1 - l1) * (u2 - p2))
-    upper = p1 - p2 + np.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2 - 2 * r * (u1 - p1) * (p2 - l2))
-    return float(lower), float(upper)
-
-
 @pytest.mark.parametrize("spelling", ["literal", "built at run time"])
 def test_per_metric_intervals_on_cells_of_duplicate_rows(spelling: str) -> None:
     """Twelve distinct rows, each twice or three times: cells of 2 or 3 identical rows.
@@ -283,7 +270,7 @@ def test_per_metric_intervals_on_cells_of_duplicate_rows(spelling: str) -> None:
     diff = row_log_losses(y, s) - row_log_losses(y, h)
     loss = summary.comparison.by_name()["log_loss"]
     assert loss.delta == pytest.approx(diff.mean(), rel=1e-12)
-    assert (loss.ci_lower, loss.ci_upper) == pytest.approx(_parts_mover(diff, idx), abs=1e-12)
+    assert (loss.ci_lower, loss.ci_upper) == pytest.approx(parts_mover(diff, idx), abs=1e-12)
     new, old = (s >= 0.5) == y, (h >= 0.5) == y
     # the models disagree on some row (else the delta is the exact [0, 0], not Newcombe's)
     assert np.any(new != old)

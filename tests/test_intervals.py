@@ -262,18 +262,21 @@ def test_a_confidence_level_outside_zero_one_or_not_a_number_is_refused(value: o
         check_confidence_level(value)
 
 
-def test_bca_counts_replicates_within_the_tie_tolerance_as_ties() -> None:
-    """Two of four replicates an ulp above the point: counted as ties, half the replicates are
-    below (z0 = 0) and, with a constant jackknife (a = 0), BCa is the percentile interval (by
-    hand: numpy's quantiles of the four values); compared exactly, only one of four is below
-    (z0 = ndtri(1/4)) and the levels move down."""
+@pytest.mark.parametrize("near", ["below-and-above", "both-above"])
+def test_bca_counts_replicates_within_the_tie_tolerance_as_ties(near: str) -> None:
+    """Four replicates, two of them an ulp from the point 1.0 (one each side, or both above)
+    and 0.9 and 1.1: as ties, each counts one half and nothing else, so half the replicates
+    are below (z0 = 0) and with a constant jackknife (a = 0) BCa is the percentile interval
+    (by hand: numpy's quantiles of the four values). Compared exactly, the two above leave
+    one of four below (z0 = ndtri(1/4)) and both ends move down."""
     from modelgate.intervals import bca_interval
 
     point = 1.0
-    above = np.nextafter(point, 2.0)
-    r = np.array([0.9, above, above, 1.1])
+    below, above = np.nextafter(point, 0.0), np.nextafter(point, 2.0)
+    r = np.array([0.9, below if near == "below-and-above" else above, above, 1.1])
     flat, ones = np.array([0.5, 0.5]), np.array([1.0, 1.0])
     tied = bca_interval(r, point, flat, ones, 0.9, tie_tolerance=1e-12)
     assert tied == tuple(np.quantile(r, [0.05, 0.95]))
-    exact = bca_interval(r, point, flat, ones, 0.9)
-    assert exact[0] < tied[0] and exact[1] < tied[1]
+    if near == "both-above":
+        exact = bca_interval(r, point, flat, ones, 0.9)
+        assert exact[0] < tied[0] and exact[1] < tied[1]

@@ -62,6 +62,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/drift/test_drift_multivariate.py",
     ),
     "drift/regression_estimation.py": (
+        "tests/drift/test_regression_estimation_survivors.py",  # first: its small cases kill soonest
         "tests/drift/test_regression_estimation.py",
         "tests/drift/test_nanny_estimation.py",
         "tests/drift/test_performance_estimation_sim.py",
@@ -184,6 +185,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/reports/test_explain_exact_and_errors.py",
     ),
     "reports/explain_masking.py": (
+        "tests/reports/test_explain_masking_survivors.py",  # first: its small cases kill soonest
         "tests/reports/test_explain.py",
         "tests/reports/test_explain_exact_and_errors.py",
     ),

@@ -53,6 +53,12 @@ def _masked_mean(fn, x: np.ndarray, bg: np.ndarray, mask, names=NAMES) -> float:
     return float(np.mean(fn(pd.DataFrame(inputs, columns=list(names)))))
 
 
+def _expected_means(fn, x: np.ndarray, bg: np.ndarray, row_idx, masks,
+                    names=NAMES) -> list[float]:
+    """:func:`_masked_mean` of each (row, mask) pair the evaluator is asked for."""
+    return [_masked_mean(fn, x[r], bg, m, names) for r, m in zip(row_idx, masks, strict=True)]
+
+
 def _spelled(name: str) -> str:
     """The option spelled at run time: equal to, not the same object as, the module's literal."""
     return "".join(list(name))
@@ -83,7 +89,7 @@ def test_coalition_means_equal_the_definition(bg, max_batch_rows) -> None:
     ev = MaskedEvaluator(rec, NAMES, _cols(X), _cols(bg), "value", max_batch_rows)
     row_idx, masks = _pairs()
     got = ev.coalitions(row_idx, masks)
-    expected = [_masked_mean(_abc, X[r], bg, m) for r, m in zip(row_idx, masks, strict=True)]
+    expected = _expected_means(_abc, X, bg, row_idx, masks)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
     assert all(list(f.columns) == list(NAMES) for f in rec.frames)
 
@@ -161,7 +167,7 @@ def test_logit_output_averages_log_odds_and_probability_averages_probabilities(b
     ev = MaskedEvaluator(_sigmoid_abc, NAMES, _cols(X), _cols(bg), _spelled(output), 7)
     row_idx, masks = _pairs()
     fn = _sigmoid_abc if output == "probability" else _logit_of(_sigmoid_abc)
-    expected = [_masked_mean(fn, X[r], bg, m) for r, m in zip(row_idx, masks, strict=True)]
+    expected = _expected_means(fn, X, bg, row_idx, masks)
     np.testing.assert_allclose(ev.coalitions(row_idx, masks), expected, rtol=0, atol=1e-13)
     base, full = ev.endpoints()
     assert base == pytest.approx(np.mean(fn(pd.DataFrame(bg, columns=NAMES))), rel=0, abs=1e-13)
@@ -262,8 +268,7 @@ def test_inputs_whose_code_product_passes_int64_are_kept_apart() -> None:
     rec = Recorder(linear)
     ev = MaskedEvaluator(rec, names, _cols(x), _cols(bg), "value", 1000)
     got = ev.coalitions(row_idx, masks)
-    expected = [_masked_mean(linear, x[r], bg, m, names) for r, m in zip(row_idx, masks,
-                                                                          strict=True)]
+    expected = _expected_means(linear, x, bg, row_idx, masks, names)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
     assert got[0] == 500.0 and got[1] == 0.0
     assert sum(rec.sizes) < len(masks) * 16  # deduplicated
@@ -330,8 +335,7 @@ def test_equal_values_of_other_types_are_separate_inputs(values) -> None:
     got = ev.coalitions(row_idx, masks)
     x = np.column_stack([o_x, z_x.astype(object)])
     bg = np.column_stack([o_bg, z_bg.astype(object)])
-    expected = [_masked_mean(_typed, x[r], bg, m, ("o", "z")) for r, m in zip(row_idx, masks,
-                                                                             strict=True)]
+    expected = _expected_means(_typed, x, bg, row_idx, masks, ("o", "z"))
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
     assert sum(rec.sizes) < len(masks) * 9  # deduplicated
     base, full = ev.endpoints()
@@ -455,8 +459,7 @@ def test_few_valued_columns_every_coalition_equals_the_definition(seed) -> None:
     rec = Recorder(model)
     ev = MaskedEvaluator(rec, names, _cols(x), _cols(bg), "value", 1000)
     got = ev.coalitions(row_idx, masks)
-    expected = [_masked_mean(model, x[r], bg, m, names) for r, m in zip(row_idx, masks,
-                                                                        strict=True)]
+    expected = _expected_means(model, x, bg, row_idx, masks, names)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
     assert len(set(rec.rows())) == sum(rec.sizes) < len(masks) * len(bg)  # each input once
 

@@ -89,15 +89,18 @@ def _check_auc_formula(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> None:
 
 
 def _bca(replicates: np.ndarray, point: float, jackknife: np.ndarray,
-         confidence_level: float) -> tuple[float, float]:
+         confidence_level: float, tie: np.ndarray | None = None) -> tuple[float, float]:
     """BCa ends (Efron and Tibshirani 1993, eq. 14.15): ``z0`` the normal quantile of the
     share of replicates below the point (ties one half, clipped to [1/(2B), 1 - 1/(2B)]),
     ``a = sum u^3 / (6 (sum u^2)^1.5)`` with ``u = mean(jackknife) - jackknife``, the
     ends ``np.quantile`` of the replicates at ``Phi(z0 + (z0 + z) / (1 - a (z0 + z)))``;
-    widened to hold the point."""
-    r = replicates[np.isfinite(replicates)]
+    widened to hold the point.  The ties are the replicates equal to the point, or those
+    ``tie`` marks (one flag per replicate, all finite) when the test knows them exactly."""
+    finite = np.isfinite(replicates)
+    r = replicates[finite]
+    tie = r == point if tie is None else tie[finite]
     b = r.size
-    share = (np.sum(r < point) + 0.5 * np.sum(r == point)) / b
+    share = (np.sum((r < point) & ~tie) + 0.5 * np.sum(tie)) / b
     z0 = norm.ppf(np.clip(share, 0.5 / b, 1 - 0.5 / b))
     u = jackknife.mean() - jackknife
     a = np.sum(u**3) / (6.0 * np.sum(u**2) ** 1.5) if np.sum(u**2) > 0 else 0.0
@@ -310,20 +313,6 @@ def test_a_loss_sum_that_is_not_finite_gives_nan_with_its_reason() -> None:
 # --------------------------------------------- BCa ties of summed losses on tiny tables
 
 
-def _bca_ties_known(replicates: np.ndarray, point: float, tie: np.ndarray, jackknife: np.ndarray,
-                    confidence_level: float) -> tuple[float, float]:
-    """:func:`_bca` with the ties given (a boolean per replicate) instead of found by ``==``."""
-    b = replicates.size
-    share = (np.sum((replicates < point) & ~tie) + 0.5 * np.sum(tie)) / b
-    z0 = norm.ppf(np.clip(share, 0.5 / b, 1 - 0.5 / b))
-    u = jackknife.mean() - jackknife
-    a = np.sum(u**3) / (6.0 * np.sum(u**2) ** 1.5)
-    alpha = 1.0 - confidence_level
-    z = z0 + norm.ppf([alpha / 2, 1 - alpha / 2])
-    lower, upper = np.quantile(replicates, norm.cdf(z0 + z / (1.0 - a * z)))
-    return _held(point, lower, upper)
-
-
 @pytest.mark.parametrize("rows", [4, 5], ids=["4-rows", "5-rows"])
 def test_bca_counts_a_resample_equal_to_the_data_as_a_tie_of_the_summed_losses(rows: int) -> None:
     """On a few rows many resamples draw every row once (4! / 4**4 = 9 %), and their log
@@ -356,13 +345,11 @@ def test_bca_counts_a_resample_equal_to_the_data_as_a_tie_of_the_summed_losses(r
     for name in ("log_loss", "brier"):
         for i, report in enumerate((summary.candidate, summary.champion)):
             got = report.by_name()[name]
-            want = _bca_ties_known(replicates[i][name], points[i][name], tie, jack[i][name],
-                                   level)
+            want = _bca(replicates[i][name], points[i][name], jack[i][name], level, tie)
             assert (got.ci_lower, got.ci_upper) == pytest.approx(want, rel=1e-9), (name, i)
         got = summary.comparison.by_name()[name]
-        want = _bca_ties_known(replicates[0][name] - replicates[1][name],
-                               points[0][name] - points[1][name], tie,
-                               jack[0][name] - jack[1][name], level)
+        want = _bca(replicates[0][name] - replicates[1][name],
+                    points[0][name] - points[1][name], jack[0][name] - jack[1][name], level, tie)
         assert (got.ci_lower, got.ci_upper) == pytest.approx(want, rel=1e-9), (name, "delta")
     if rows == 4:  # the case worked for the bug report, by the same oracle
         got = summary.candidate.by_name()["log_loss"]

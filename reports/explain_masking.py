@@ -116,7 +116,7 @@ class MaskedEvaluator:
         inverse, first = _first_occurrences(self._input_keys(row_idx, masks).ravel())
         pair, bg_row = np.divmod(first, self.n_bg)
         scored = self._score(row_idx[pair], masks[pair], bg_row)
-        return scored[inverse].reshape(-1, self.n_bg).mean(axis=1)
+        return scored[inverse].reshape(len(row_idx), self.n_bg).mean(axis=1)
 
     def _all_means(
         self, row_idx: npt.NDArray[np.intp], masks: npt.NDArray[np.bool_]
@@ -130,7 +130,7 @@ class MaskedEvaluator:
                 _masked_column(masks[sl, j], x[row_idx[sl]], bg)
                 for j, (x, bg) in enumerate(zip(self.x_cols, self.bg_cols, strict=True))
             ]
-            out[sl] = self._call(cols).reshape(-1, self.n_bg).mean(axis=1)
+            out[sl] = self._call(cols).reshape(len(row_idx[sl]), self.n_bg).mean(axis=1)
         return out
 
     def _input_keys(
@@ -234,7 +234,7 @@ def _value_codes(col: np.ndarray) -> tuple[npt.NDArray[np.int64], list[object] |
             codes[i] = code
         return codes, values
     codes, _ = pd.factorize(col, use_na_sentinel=False)
-    return codes.astype(np.int64, copy=False), None
+    return np.asarray(codes, dtype=np.int64), None
 
 
 def _code_dtype(cardinality: int) -> type[np.signedinteger]:
@@ -256,7 +256,9 @@ def _categorical_dtype(values: list[object] | None) -> pd.CategoricalDtype | Non
     if values is None:
         return None
     try:
-        categories = pd.Index(values, dtype=object)
+        # tupleize_cols=False: values that are all tuples stay one level of tuples, not a
+        # MultiIndex
+        categories = pd.Index(values, dtype=object, tupleize_cols=False)
         if categories.hasnans or not categories.is_unique:
             return None
         return pd.CategoricalDtype(categories)
@@ -307,7 +309,7 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, npt.NDArray[np.intp]]:
         unique, inverse = np.unique(a, axis=0, return_inverse=True)
         return unique, inverse.ravel()
     weights = np.cumprod([1] + cards[:0:-1], dtype=np.int64)[::-1]
-    packed = a.astype(np.int64, copy=False) @ weights
+    packed = a @ weights  # int64 for boolean and integer rows alike
     _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
     return a[first], inverse
 

@@ -90,3 +90,21 @@ def test_choose_algorithm_refuses_an_unknown_name(algorithm: object) -> None:
             choose_algorithm(*size, algorithm=algorithm)  # type: ignore[arg-type]
         assert str(caught.value) == ("algorithm must be one of ('permutation', 'exact', 'auto'); "
                                      f"got {algorithm!r}")
+
+
+@pytest.mark.parametrize("algorithm", ["exact", "permutation"])
+def test_a_feature_whose_values_are_all_tuples_reaches_predict_as_tuples(algorithm) -> None:
+    # pandas makes an index of tuples a MultiIndex unless told not to; the masker's
+    # categories must stay the tuples themselves
+    bg = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0],
+                       "c": pd.Series([(1, 2), (3, 4), (1, 2), (5, 6)], dtype=object)})
+
+    def predict(frame: pd.DataFrame) -> np.ndarray:
+        assert all(isinstance(v, tuple) for v in frame["c"])
+        return frame["x"].to_numpy(float) + np.array([a + b for a, b in frame["c"]], float)
+
+    ex = explain(predict, bg.iloc[:2], bg, features=["x", "c"], output="value",
+                 algorithm=algorithm)
+    # additive: SHAP_x = x - mean(x) = x - 1.5, SHAP_c = a + b - mean(a + b) = a + b - 6
+    np.testing.assert_allclose(ex.values, [[-1.5, -3.0], [-0.5, 1.0]], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ex.base_values, [7.5, 7.5], rtol=0, atol=1e-12)

@@ -188,6 +188,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/reports/test_explain_masking_survivors.py",  # first: its small cases kill soonest
         "tests/reports/test_explain.py",
         "tests/reports/test_explain_exact_and_errors.py",
+        "tests/reports/test_explain_options.py",  # a feature of tuples
     ),
     "reports/explain_rows.py": (
         "tests/reports/test_explain_rows.py",  # first: its small cases kill soonest
@@ -416,8 +417,53 @@ def retest(module: str) -> int:
     return 1 if left else 0
 
 
+def by_hand(module: str, line: int, old: str, new: str, tests: list[str]) -> int:
+    """Apply one mutant by hand (``old`` -> ``new`` on ``line`` of ``module``) and run tests.
+
+    For checking that a new test kills a survivor, or that a hand-made mutant of a line
+    written after its session would be killed. The mutant goes into a fresh wheel-like copy
+    (``.modelgate/mutation/<module>.hand-<pid>``, removed after), never into the checkout. ``tests`` are
+    pytest arguments as in the checkout (``tests/...``; the module's own path for its
+    doctests); none means the module's whole test set. Prints and returns 0 if a test
+    fails (killed), 1 if they pass (survived), 2 if ``old`` is not on that line once, 3 if
+    pytest could not run them (a usage error, no tests collected).
+    """
+    import shutil
+
+    stem = module.replace("/", "__").removesuffix(".py")
+    tree = OUT / f"{stem}.hand-{os.getpid()}"  # one per process: checks may run side by side
+    try:
+        return _by_hand_in(tree, module, line, old, new, tests)
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+
+
+def _by_hand_in(tree: Path, module: str, line: int, old: str, new: str, tests: list[str]) -> int:
+    stage(tree)
+    target = tree / staged_path(module)
+    source = target.read_text().splitlines(keepends=True)
+    if not 1 <= line <= len(source) or source[line - 1].count(old) != 1:
+        print(f"{module}:{line} does not hold {old!r} exactly once", file=sys.stderr)
+        return 2
+    source[line - 1] = source[line - 1].replace(old, new)
+    target.write_text("".join(source))
+    args = [staged_path(module) if a == module else a for a in tests] or pytest_args(module)
+    env = {**os.environ, "PYTHONPATH": str(tree / "site"), "PYTHONDONTWRITEBYTECODE": "1",
+           "MODELGATE_TEST_NO_BYTECODE": "1", "MODELGATE_TEST_MUTATION": "1"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-x", "-q",
+                           "-p", "no:cacheprovider", *args], cwd=tree, env=env,
+                          capture_output=True, text=True)
+    # pytest: 0 all passed, 1 some failed; 2-5 interrupted, internal or usage error, no tests
+    verdict = {0: "survived", 1: "killed"}.get(done.returncode, "error")
+    tail = (done.stdout + done.stderr).strip().splitlines()[-1:]
+    print(f"{verdict}: {module}:{line} {old!r} -> {new!r} ({' '.join(tail)})")
+    return {"killed": 0, "survived": 1}.get(verdict, 3)
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if args[:1] == ["--by-hand"]:  # --by-hand MODULE LINE OLD NEW [PYTEST ARGS...]
+        sys.exit(by_hand(args[1], int(args[2]), args[3], args[4], args[5:]))
     if args[:1] == ["--retest"]:
         sys.exit(retest(args[1] if len(args) > 1 else "drift/data_drift.py"))
     if args[:1] == ["--resume"]:

@@ -63,6 +63,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     ),
     "drift/regression_estimation.py": (
         "tests/drift/test_regression_estimation_survivors.py",  # first: its small cases kill soonest
+        "tests/drift/test_regression_estimation_nanny.py",
         "tests/drift/test_regression_estimation.py",
         "tests/drift/test_nanny_estimation.py",
         "tests/drift/test_performance_estimation_sim.py",

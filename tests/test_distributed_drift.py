@@ -155,6 +155,10 @@ def test_feature_tasks_spread_over_both_workers_and_equal_one_process(
     hosts = deployment.query("SELECT DISTINCT hostname FROM task_instance WHERE task_id = 'feature_drift'")
     assert {h[0] for h in hosts} == {A, B}
     stored, expected = fetch_all(dag_url, RUNS), fetch_all(one_url, RUNS)
+    # status ok or drift: every run finished (none failed, abandoned or degraded). Which of the
+    # two each is, is what the equality below pins: the same rows, verdicts included, as the
+    # one-process runner's on the same data (whose verdicts its own tests pin); this test is
+    # about spreading the work over workers, not about the verdict rule.
     assert len(stored) == len(DAYS) * 2 and all(r[3] in ("ok", "drift") for r in stored), (
         stored, runs, deployment.log_tails())
     assert stored == expected

@@ -15,7 +15,7 @@ Exact: the means are the plain means over every (row, coalition, background row)
 
 from __future__ import annotations
 
-import math
+import functools
 from collections.abc import Callable
 from typing import Literal
 
@@ -71,9 +71,10 @@ class MaskedEvaluator:
         # the values allow it: building a masked column is then integer work and a model
         # scorer can feed codes (modelgate.onnx_codes) instead of strings.
         self.dtypes = [_categorical_dtype(values) for _, values in coded]
+        # the codes in the integer type pandas keeps them in, so no batch casts them again
         self.pooled = [
-            col if d is None else c.astype(_code_dtype(card))
-            for c, d, col, card in zip(codes, self.dtypes, pooled, self.cards, strict=True)
+            col if d is None else pd.Categorical.from_codes(c, dtype=d).codes
+            for c, d, col in zip(codes, self.dtypes, pooled, strict=True)
         ]
         self.x_cols = [c[: self.n_rows] for c in self.pooled]
         self.bg_cols = [c[self.n_rows :] for c in self.pooled]
@@ -138,15 +139,14 @@ class MaskedEvaluator:
     ) -> npt.NDArray[np.int64]:
         """One int64 per (pair, background row), pair-major; equal iff the inputs are equal."""
         kinds, kind_of = unique_rows(masks)
-        keys: npt.NDArray[np.int64] | None = None
-        for group in _radix_groups(self.cards):
-            weights = np.cumprod([1] + [self.cards[j] for j in group[:-1]], dtype=np.int64)
+
+        def group_key(group: list[int]) -> npt.NDArray[np.int64]:
+            weights = _group_weights(self.cards, group)
             present = masks[:, group] * (self.x_codes[row_idx][:, group] * weights)
             absent = (~kinds[:, group] * weights) @ self.bg_codes[:, group].T
-            part = present.sum(axis=1)[:, None] + absent[kind_of.ravel()]
-            keys = part if keys is None else _pair_key(keys, part)
-        assert keys is not None
-        return keys.ravel()
+            return present.sum(axis=1)[:, None] + absent[kind_of]
+
+        return functools.reduce(_pair_key, map(group_key, _radix_groups(self.cards))).ravel()
 
     def _score(
         self, row_idx: npt.NDArray[np.intp], masks: npt.NDArray[np.bool_], bg_row: np.ndarray
@@ -188,7 +188,7 @@ class MaskedEvaluator:
 def _series(col: np.ndarray, dtype: pd.CategoricalDtype | None) -> pd.Series:
     """``col`` as a Series: codes of ``dtype`` as a categorical, else values as they are."""
     if dtype is not None:
-        return pd.Series(pd.Categorical.from_codes(col, dtype=dtype, validate=False), copy=False)
+        return pd.Series(pd.Categorical.from_codes(col, dtype=dtype), copy=False)
     # an explicit dtype keeps object columns as object (pandas 3 would infer "str", slowly)
     return pd.Series(col, dtype=col.dtype, copy=False)
 
@@ -237,14 +237,6 @@ def _value_codes(col: np.ndarray) -> tuple[npt.NDArray[np.int64], list[object] |
     return np.asarray(codes, dtype=np.int64), None
 
 
-def _code_dtype(cardinality: int) -> type[np.signedinteger]:
-    """Smallest signed integer type for codes ``0 .. cardinality - 1`` (as pandas stores them)."""
-    for dtype in (np.int8, np.int16, np.int32):
-        if cardinality <= np.iinfo(dtype).max:
-            return dtype
-    return np.int64
-
-
 def _categorical_dtype(values: list[object] | None) -> pd.CategoricalDtype | None:
     """A categorical dtype whose categories are ``values`` (code order), if it is faithful.
 
@@ -277,16 +269,41 @@ def _object_key(value: object) -> object:
 
 
 def _radix_groups(cards: list[int]) -> list[list[int]]:
-    """Split columns into groups whose code combinations fit in one int64."""
-    groups: list[list[int]] = [[]]
-    size = 1
-    for j, card in enumerate(cards):
-        if groups[-1] and size * card >= _RADIX_LIMIT:
-            groups.append([])
-            size = 1
-        groups[-1].append(j)
-        size *= card
+    """Split columns into groups whose code combinations fit in one int64.
+
+    In column order, each group as long as its product of cardinalities stays below
+    ``_RADIX_LIMIT`` (2**62); a column whose cardinality alone reaches it is a group of its
+    own (its codes, below the row count, still fit).
+
+    Examples
+    --------
+    >>> _radix_groups([2**31, 2**31, 3, 2**40])
+    [[0], [1, 2], [3]]
+    >>> _radix_groups([2**20, 2**20, 2**21, 2])
+    [[0, 1, 2], [3]]
+    >>> _radix_groups([2**62, 1])
+    [[0], [1]]
+    """
+    groups, size = [[0]], cards[0]
+    for j, card in enumerate(cards[1:], start=1):
+        if size * card >= _RADIX_LIMIT:
+            groups.append([j])
+            size = card
+        else:
+            groups[-1].append(j)
+            size *= card
     return groups
+
+
+def _group_weights(cards: list[int], group: list[int]) -> npt.NDArray[np.int64]:
+    """Mixed-radix place values of a group's columns, its first column least significant.
+
+    Examples
+    --------
+    >>> _group_weights([5, 3, 4, 7], [1, 2, 3]).tolist()
+    [1, 3, 12]
+    """
+    return np.cumprod([1] + [cards[j] for j in group[:-1]], dtype=np.int64)
 
 
 def _pair_key(
@@ -299,18 +316,23 @@ def _pair_key(
 
 
 def unique_rows(a: np.ndarray) -> tuple[np.ndarray, npt.NDArray[np.intp]]:
-    """``np.unique(a, axis=0, return_inverse=True)`` for a 2-D array of small integers >= 0.
+    """Distinct rows of a 2-D array of small integers >= 0, in the order they first occur, and
+    for each row the position of its distinct row.
 
-    Rows are packed into one int64 each (first column most significant, so the order is
-    the same) when the column ranges allow; ``np.unique`` on rows is much slower.
+    Each row gets one integer key as in :meth:`MaskedEvaluator._input_keys` (mixed radix
+    over the columns' ranges, groups of columns paired where one int64 cannot hold them);
+    hashing the keys is much faster than ``np.unique(a, axis=0)``.
+
+    Examples
+    --------
+    >>> unique, inverse = unique_rows(np.array([[1, 0], [0, 2], [1, 0]]))
+    >>> unique.tolist(), inverse.tolist()
+    ([[1, 0], [0, 2]], [0, 1, 0])
     """
     cards = [int(c) + 1 for c in a.max(axis=0, initial=0)]
-    if math.prod(cards) >= _RADIX_LIMIT:
-        unique, inverse = np.unique(a, axis=0, return_inverse=True)
-        return unique, inverse.ravel()
-    weights = np.cumprod([1] + cards[:0:-1], dtype=np.int64)[::-1]
-    packed = a @ weights  # int64 for boolean and integer rows alike
-    _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
+    # a boolean column times int64 place values is int64
+    parts = (a[:, group] @ _group_weights(cards, group) for group in _radix_groups(cards))
+    inverse, first = _first_occurrences(functools.reduce(_pair_key, parts))
     return a[first], inverse
 
 

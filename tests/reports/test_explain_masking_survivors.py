@@ -282,11 +282,13 @@ def _unique_cases() -> list[np.ndarray]:
     return [
         rng.integers(0, 2, size=(40, 3)),
         rng.integers(0, 7, size=(60, 4)) * np.array([1, 0, 3, 1]),  # a constant-zero column
-        np.array([[2, 0], [0, 5], [2, 0], [1, 1], [0, 5], [0, 4]]),  # first column dominates
+        np.array([[2, 0], [0, 5], [2, 0], [1, 1], [0, 5], [0, 4]]),
         np.array([[0, 9, 0], [1, 0, 0], [0, 0, 9]]),
-        rng.integers(0, 2, size=(30, 61)),  # 2**61 combinations: packed
-        rng.integers(0, 2, size=(30, 62)),  # 2**62: np.unique on rows
+        rng.integers(0, 2, size=(30, 61)),  # 2**61 combinations: one int64 key
+        rng.integers(0, 2, size=(30, 62)),  # 2**62: two keys paired
         rng.integers(0, 2, size=(30, 64)),  # 2**64: no int64 holds a row
+        rng.integers(0, 2, size=(50, 130)).astype(bool),  # masks are boolean: three groups
+        np.repeat(rng.integers(0, 2, size=(6, 70)).astype(bool), 3, axis=0)[::-1],
         rng.integers(0, 3, size=(30, 45)),
         np.vstack([np.eye(63, dtype=np.int64)[:5]] * 2),
         np.zeros((4, 2), dtype=np.int64),
@@ -295,13 +297,15 @@ def _unique_cases() -> list[np.ndarray]:
 
 
 @pytest.mark.parametrize("a", _unique_cases(), ids=lambda a: "x".join(map(str, a.shape)))
-def test_unique_rows_equals_numpy_unique_on_rows(a) -> None:
+def test_unique_rows_are_the_distinct_rows_in_first_seen_order(a) -> None:
+    # brute force: a dict of row tuples keeps the order in which each first occurs
+    first_seen: dict[tuple[int, ...], int] = {}
+    for row in map(tuple, a.tolist()):
+        first_seen.setdefault(row, len(first_seen))
     unique, inverse = unique_rows(a)
-    exp_unique, exp_inverse = np.unique(a, axis=0, return_inverse=True)
-    np.testing.assert_array_equal(unique, exp_unique)
-    np.testing.assert_array_equal(inverse, exp_inverse.ravel())
-    assert inverse.shape == (len(a),)
-    np.testing.assert_array_equal(unique[inverse], a)
+    assert unique.dtype == a.dtype and unique.shape == (len(first_seen), a.shape[1])
+    np.testing.assert_array_equal(unique, np.array(list(first_seen), dtype=a.dtype))
+    np.testing.assert_array_equal(inverse, [first_seen[r] for r in map(tuple, a.tolist())])
 
 
 # ------------------------------------------------------------------ which inputs are equal

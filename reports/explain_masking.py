@@ -60,12 +60,13 @@ class MaskedEvaluator:
     ) -> None:
         self.predict, self.names = predict, names
         self.output, self.max_batch_rows = output, max_batch_rows
-        self.n_rows, self.n_bg = len(x_cols[0]), len(bg_cols[0])
+        self.n_rows = len(x_cols[0])
         pooled = [np.concatenate([x, bg]) for x, bg in zip(x_cols, bg_cols, strict=True)]
         coded = [_value_codes(col) for col in pooled]
         codes = [c for c, _ in coded]
         self.x_codes = np.column_stack([c[: self.n_rows] for c in codes])
         self.bg_codes = np.column_stack([c[self.n_rows :] for c in codes])
+        self.n_bg = len(self.bg_codes)
         self.cards = [int(c.max()) + 1 for c in codes]
         # Non-numeric columns go to predict as pandas categoricals over these codes where
         # the values allow it: building a masked column is then integer work and a model
@@ -165,24 +166,41 @@ class MaskedEvaluator:
             name: _series(col, dtype) for name, col, dtype in zip(self.names, cols, self.dtypes, strict=True)
         }
         frame = pd.DataFrame(series, copy=False)
-        prob = np.asarray(self.predict(frame), dtype=np.float64)
-        if prob.shape != (len(frame),):
-            raise ValueError(f"predict must return shape ({len(frame)},); got {prob.shape!r}")
-        if self.output == "value":  # a regression's raw output: any finite number
-            if not np.isfinite(prob).all():
-                raise ValueError("predict must return finite values; got NaN or infinity")
-            return prob
-        if not np.all((prob >= 0.0) & (prob <= 1.0)):
-            bad = float(prob[~((prob >= 0.0) & (prob <= 1.0))][0])
-            raise ValueError(f"predict must return probabilities in [0, 1]; got {bad!r}")
-        if self.output == "probability":
-            return prob
-        if np.any((prob == 0.0) | (prob == 1.0)):
-            raise ValueError(
-                "output='logit' needs probabilities strictly inside (0, 1); predict "
-                "returned 0 or 1 (saturated model); use output='probability'"
-            )
-        return np.log(prob) - np.log1p(-prob)
+        out = np.asarray(self.predict(frame), dtype=np.float64)
+        if out.shape != (len(frame),):
+            raise ValueError(f"predict must return shape ({len(frame)},); got {out.shape!r}")
+        return _TRANSFORMS[self.output](out)
+
+
+def _as_value(out: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """A regression's raw output: any finite number."""
+    if not np.isfinite(out).all():
+        raise ValueError("predict must return finite values; got NaN or infinity")
+    return out
+
+
+def _as_probability(out: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """A probability in [0, 1] (NaN is not)."""
+    outside = np.clip(out, 0.0, 1.0) != out  # NaN != NaN: outside too
+    if outside.any():
+        raise ValueError(f"predict must return probabilities in [0, 1]; got {float(out[outside][0])!r}")
+    return out
+
+
+def _as_log_odds(out: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Log-odds of a probability strictly inside (0, 1)."""
+    prob = _as_probability(out)
+    if np.isin(prob, (0.0, 1.0)).any():
+        raise ValueError(
+            "output='logit' needs probabilities strictly inside (0, 1); predict "
+            "returned 0 or 1 (saturated model); use output='probability'"
+        )
+    return np.log(prob) - np.log1p(-prob)
+
+
+_TRANSFORMS: dict[str, Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]]] = {
+    "value": _as_value, "probability": _as_probability, "logit": _as_log_odds,
+}
 
 
 def _series(col: np.ndarray, dtype: pd.CategoricalDtype | None) -> pd.Series:

@@ -239,17 +239,18 @@ def _value_codes(col: np.ndarray) -> tuple[npt.NDArray[np.int64], list[object] |
     (-0.0 and 0.0 differ); other objects by type and equality (1, 1.0 and True differ),
     unhashable ones by identity.
     """
-    if col.dtype.kind == "f":
+    if np.issubdtype(col.dtype, np.floating):
         col = col.view(np.dtype(f"i{col.dtype.itemsize}"))
-    elif col.dtype.kind == "O":
+    elif np.issubdtype(col.dtype, np.object_):
         seen: dict[object, int] = {}
         values: list[object] = []
         codes = np.empty(len(col), dtype=np.int64)
         for i, v in enumerate(col):
-            code = seen.setdefault(_object_key(v), len(seen))
-            if code == len(values):
+            key = _object_key(v)
+            if key not in seen:
+                seen[key] = len(values)
                 values.append(v)
-            codes[i] = code
+            codes[i] = seen[key]
         return codes, values
     codes, _ = pd.factorize(col, use_na_sentinel=False)
     return np.asarray(codes, dtype=np.int64), None

@@ -140,6 +140,8 @@ class IsotonicCalibrator:
         nearest = np.where(np.abs(scores - self.x[left]) <= np.abs(self.x[np.minimum(right, self.x.size - 1)]
                                                                    - scores), left,
                            np.minimum(right, self.x.size - 1))
+        # above the last point it is the nearest: far above, both distances round to one float
+        nearest = np.where(scores > self.x[-1], self.x.size - 1, nearest)
         return self.block[nearest]
 
     def apply(self, scores: ArrayLike) -> NDArray[np.float64]:
@@ -344,9 +346,11 @@ def _delta_se(grad: tuple[float, float], cov: NDArray[np.float64]) -> float:
     interval of a reference (see the module docstring, "Intervals")."""
     g = np.asarray(grad)
     parts = [float(g @ c @ g) for c in cov]
-    if not all(np.isfinite(v) and v >= 0.0 for v in parts):
+    if not all(np.isfinite(v) for v in parts):
         return math.nan
-    return sum(math.sqrt(v) for v in parts)
+    # each covariance is positive semi-definite by construction: a part below 0 is rounding
+    # (about -1e-18 where an isotonic block moves TP and FN in proportion, a part of 0)
+    return sum(math.sqrt(max(v, 0.0)) for v in parts)
 
 
 def _tp_fn_covariance(p: NDArray[np.float64], predicted: NDArray[np.bool_], blocks: NDArray[np.intp],

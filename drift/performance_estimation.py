@@ -107,6 +107,15 @@ def _finite_1d(values: ArrayLike, name: str) -> NDArray[np.float64]:
     return arr
 
 
+def _in_unit_interval(arr: NDArray[np.float64], name: str) -> NDArray[np.float64]:
+    """``arr`` (finite) if every value is a probability, else a ValueError naming ``name``."""
+    outside = np.clip(arr, 0.0, 1.0) != arr
+    if outside.any():
+        raise ValueError(f"{name} must lie in [0, 1]; {int(outside.sum())} do not "
+                         f"(first: {float(arr[outside][0])!r})")
+    return arr
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class IsotonicCalibrator:
     """A non-decreasing map from a model's score to the probability of the positive class.
@@ -297,7 +306,8 @@ def expected_roc_auc(scores: ArrayLike, probabilities: ArrayLike) -> float:
     >>> round(expected_roc_auc(s, s), 4)
     0.8333
     """
-    s, p = _finite_1d(scores, "scores"), _finite_1d(probabilities, "probabilities")
+    s = _finite_1d(scores, "scores")
+    p = _in_unit_interval(_finite_1d(probabilities, "probabilities"), "probabilities")
     if s.size != p.size:
         raise ValueError(f"scores and probabilities must be of one length; got {s.size} and {p.size}")
     order = np.argsort(s)
@@ -459,6 +469,7 @@ class MulticlassReference:
         if prob.ndim != 2 or prob.shape[1] != len(self.classes):
             raise ValueError(f"probabilities must have shape (n, {len(self.classes)}); "
                              f"got {prob.shape!r}")
+        _in_unit_interval(prob[np.isfinite(prob)], "probabilities")  # non-finite: refused below
         cal = np.column_stack([c.apply(prob[:, k]) for k, c in enumerate(self.calibrators)])
         total = cal.sum(axis=1, keepdims=True)
         # A row every calibrator puts at 0 keeps its raw probabilities.

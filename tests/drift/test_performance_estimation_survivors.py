@@ -528,3 +528,25 @@ def test_options_are_keyword_only() -> None:
         estimate_multiclass(ref, [[0.8, 0.2]], 0.9)
     est = estimate_multiclass(reference=ref, probabilities=[[0.8, 0.2], [0.3, 0.7]], confidence=0.9)
     assert (est.n, est.confidence) == (2, 0.9)
+
+
+# --- probabilities outside [0, 1] are refused -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("p", "first"), [([0.2, 1.2], "1.2"), ([-0.1, 0.5], "-0.1"),
+                                          ([1.0 + 1e-12, 0.5], "1.000000000001")])
+def test_expected_roc_auc_refuses_probabilities_outside_zero_one(p: list[float], first: str) -> None:
+    with pytest.raises(ValueError, match=rf"probabilities must lie in \[0, 1\]; 1 do not \(first: {first}"):
+        expected_roc_auc([0.1, 0.2], p)
+
+
+def test_expected_roc_auc_accepts_zero_and_one() -> None:
+    # the positive (p = 1) ranked above the negative (p = 0): AUC 1
+    assert expected_roc_auc([0.1, 0.2], [0.0, 1.0]) == 1.0
+
+
+def test_multiclass_apply_refuses_probabilities_outside_zero_one() -> None:
+    ref = fit_multiclass([[0.8, 0.2], [0.3, 0.7]], [0, 1], ("a", "b"))
+    with pytest.raises(ValueError, match=r"probabilities must lie in \[0, 1\]; 2 do not \(first: 1.5\)"):
+        ref.apply([[0.5, 0.5], [1.5, -0.5]])
+    assert ref.apply([[1.0, 0.0]]).shape == (1, 2)  # the ends are probabilities

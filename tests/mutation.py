@@ -44,6 +44,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/drift/test_drift_multivariate.py",
     ),
     "drift/performance_estimation.py": (
+        "tests/drift/test_performance_estimation_survivors.py",  # first: its small cases kill soonest
         "tests/drift/test_performance_estimation.py",
         "tests/drift/test_performance_estimation_sim.py",
     ),

@@ -32,7 +32,9 @@ The fitted mean over a set of rows, ``mean_i B(x_i) beta_hat``, differs from the
 mean by the fitting noise ``Bbar (beta_hat - beta)``, shared by every set of rows predicted with
 the same fit. Its variance is ``Bbar Sigma Bbar'`` with the sandwich (heteroscedasticity-robust,
 HC1) covariance ``Sigma = G^-1 (B' diag(r ** 2) B) G^-1 n / (n - p)``, ``G = B'B + ridge n I``,
-``r`` the fitted rows' residuals; :meth:`AdditiveSplineRegressor.mean` returns it beside the
+``r`` the fitted rows' residuals (``G^-1`` the pseudo-inverse, eigenvalues below 1e-10 of the
+largest taken as 0: the directions a ridge of 0, or one too small to outweigh rounding, leaves
+singular); :meth:`AdditiveSplineRegressor.mean` returns it beside the
 mean. It is largest where the fitted rows are few: an interval shifted into the tails.
 
 Why not scikit-learn's ``SplineTransformer`` with ``Ridge``
@@ -68,6 +70,8 @@ FORMAT_VERSION = 1
 DEFAULT_KNOTS = 10
 #: Default ridge penalty per fitted row.
 DEFAULT_RIDGE = 1e-5
+#: Relative size under which an eigenvalue of the Gram matrix counts as 0 (see the fit).
+_EIGEN_CUTOFF = 1e-10
 _DEGREE = 3
 _FIELDS = ("format_version", "terms", "intercept", "covariance")
 
@@ -437,9 +441,13 @@ def fit_additive_splines(x: ArrayLike, y: ArrayLike, *, categorical: ArrayLike |
     penalty = np.full(p, ridge * n)
     penalty[0] = 0.0
     gram = (design.T @ design).toarray() + np.diag(penalty)
-    # the ridge makes the Gram matrix positive definite unless ridge is 0 and columns repeat
-    inverse = (np.linalg.inv(gram) if ridge > 0 else np.linalg.pinv(gram, hermitian=True))
-    coef = np.linalg.solve(gram, design.T @ target) if ridge > 0 else inverse @ (design.T @ target)
+    # Pseudo-inverse whatever the ridge: the intercept and any column's bases (which sum to 1)
+    # make B'B singular, and where a tiny ridge (below about 1e-10) is all that lifts those
+    # directions, inverting them is mostly rounding (1e-16 put the variance a third off).
+    # Eigenvalues under _EIGEN_CUTOFF of the largest are dropped, as at ridge 0: such a ridge
+    # moves the fit by less than that, and rounding stays under about 1e-16 / _EIGEN_CUTOFF.
+    inverse = np.linalg.pinv(gram, rcond=_EIGEN_CUTOFF, hermitian=True)
+    coef = inverse @ (design.T @ target)
     resid = target - design @ coef
     covariance = []
     for k in range(target.shape[1]):

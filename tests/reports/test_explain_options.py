@@ -108,3 +108,21 @@ def test_a_feature_whose_values_are_all_tuples_reaches_predict_as_tuples(algorit
     # additive: SHAP_x = x - mean(x) = x - 1.5, SHAP_c = a + b - mean(a + b) = a + b - 6
     np.testing.assert_allclose(ex.values, [[-1.5, -3.0], [-0.5, 1.0]], rtol=0, atol=1e-12)
     np.testing.assert_allclose(ex.base_values, [7.5, 7.5], rtol=0, atol=1e-12)
+
+
+def test_a_long_double_feature_is_explained_and_keeps_its_signed_zeros() -> None:
+    # numpy's long double (16 bytes, part of them padding on x86) has no integer type of its
+    # size to compare bits with; -0.0 and 0.0 must still be two inputs (the model below tells
+    # them apart through the sign), and the values reach predict as long doubles
+    bg = pd.DataFrame({"x": np.array([-0.0, 0.0, 1.0, 2.0], dtype=np.longdouble),
+                       "z": [0.0, 1.0, 2.0, 3.0]})
+
+    def predict(frame: pd.DataFrame) -> np.ndarray:
+        assert frame["x"].dtype == np.longdouble
+        x = frame["x"].to_numpy()
+        return np.where(np.signbit(x), 10.0, x.astype(np.float64)) + frame["z"].to_numpy()
+
+    ex = explain(predict, bg.iloc[:2], bg, features=["x", "z"], output="value", algorithm="exact")
+    # additive: SHAP_x = g(x) - mean(g) with g(-0) = 10, g(0) = 0, g(1) = 1, g(2) = 2: mean g
+    # = 13 / 4; SHAP_z = z - 1.5
+    np.testing.assert_allclose(ex.values, [[10.0 - 3.25, -1.5], [0.0 - 3.25, -0.5]], rtol=0, atol=1e-12)

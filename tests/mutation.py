@@ -98,7 +98,8 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/test_interval_coverage.py",
     ),
     "evaluation/bootstrap_cells.py": (
-        "tests/evaluation/test_bootstrap_cells.py",  # first: its small cases kill soonest
+        "tests/evaluation/test_bootstrap_cells_survivors.py",  # first: its small cases kill soonest
+        "tests/evaluation/test_bootstrap_cells.py",
         "tests/evaluation/test_bca_cells.py",
         "tests/evaluation/test_eval_sufficient.py",
         "tests/evaluation/test_per_metric_intervals.py",

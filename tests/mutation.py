@@ -252,6 +252,15 @@ def stage(tree: Path) -> None:
         (tree / ".venv-moto").symlink_to(ROOT / ".venv-moto")
 
 
+def staged_env(tree: Path) -> dict[str, str]:
+    """The environment of a test run in the staged copy ``tree``."""
+    # the staged packages come before the editable install's finder; no bytecode, so a
+    # mutant of the same size written in the same second is never read from a stale .pyc
+    return {**os.environ, "PYTHONPATH": str(tree / "site"), "PYTHONDONTWRITEBYTECODE": "1",
+            "MODELGATE_TEST_NO_BYTECODE": "1",  # tests/conftest.py would turn bytecode on
+            "MODELGATE_TEST_MUTATION": "1"}  # conftest defines cosmic-ray's exception name
+
+
 def pytest_args(module: str) -> list[str]:
     """The pytest arguments of ``module``'s whole test set: its tests and its doctests."""
     # e2e-marked tests (large coverage simulations) are left out: the fast tier decides
@@ -316,11 +325,7 @@ def main(module: str, resume: bool = False) -> int:
     if not (resume and session.exists()):
         resume = False
         session.unlink(missing_ok=True)
-    # the staged packages come before the editable install's finder; no bytecode, so a
-    # mutant of the same size written in the same second is never read from a stale .pyc
-    env = {**os.environ, "PYTHONPATH": str(tree / "site"), "PYTHONDONTWRITEBYTECODE": "1",
-           "MODELGATE_TEST_NO_BYTECODE": "1",  # tests/conftest.py would turn bytecode on
-           "MODELGATE_TEST_MUTATION": "1"}  # conftest defines cosmic-ray's exception name
+    env = staged_env(tree)
     spec = fast_spec(module, tree, stem)
     fast = Path(__file__).with_name("mutation_fast.py")
     print(f"recording which tests execute each line of {module}", flush=True)
@@ -451,12 +456,10 @@ def _by_hand_in(tree: Path, module: str, line: int, old: str, new: str, tests: l
         return 2
     source[line - 1] = source[line - 1].replace(old, new)
     target.write_text("".join(source))
-    args = [staged_path(module) if a == module else a for a in tests] or pytest_args(module)
-    env = {**os.environ, "PYTHONPATH": str(tree / "site"), "PYTHONDONTWRITEBYTECODE": "1",
-           "MODELGATE_TEST_NO_BYTECODE": "1", "MODELGATE_TEST_MUTATION": "1"}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-x", "-q",
-                           "-p", "no:cacheprovider", *args], cwd=tree, env=env,
-                          capture_output=True, text=True)
+    args = (["-p", "no:xdist", "-x", "-q", *(staged_path(module) if a == module else a for a in tests)]
+            if tests else pytest_args(module))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=tree,
+                          env=staged_env(tree), capture_output=True, text=True)
     # pytest: 0 all passed, 1 some failed; 2-5 interrupted, internal or usage error, no tests
     verdict = {0: "survived", 1: "killed"}.get(done.returncode, "error")
     tail = (done.stdout + done.stderr).strip().splitlines()[-1:]

@@ -239,12 +239,11 @@ def _value_codes(col: np.ndarray) -> tuple[npt.NDArray[np.int64], list[object] |
     (-0.0 and 0.0 differ); other objects by type and equality (1, 1.0 and True differ),
     unhashable ones by identity.
     """
-    if np.issubdtype(col.dtype, np.floating) and col.dtype.itemsize > 8:
+    if np.issubdtype(col.dtype, np.floating):
         # long double: its padding bytes are no part of the value, so the key is the value and
-        # its sign (-0.0 and 0.0 differ as below; every NaN is one value)
-        col = pd.factorize(col, use_na_sentinel=False)[0] * 2 + np.signbit(col)
-    elif np.issubdtype(col.dtype, np.floating):
-        col = col.view(np.dtype(f"i{col.dtype.itemsize}"))
+        # its sign (-0.0 and 0.0 differ as for the others; every NaN is one value)
+        col = (pd.factorize(col, use_na_sentinel=False)[0] * 2 + np.signbit(col)
+               if col.dtype.itemsize > 8 else col.view(np.dtype(f"i{col.dtype.itemsize}")))
     elif np.issubdtype(col.dtype, np.object_):
         seen: dict[object, int] = {}
         values: list[object] = []

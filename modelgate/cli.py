@@ -41,8 +41,9 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
     from modelgate.config import Settings
     from modelgate.store.db import redact_url, resolve_database_url, upgrade
 
-    url = resolve_database_url(Settings.from_env())
-    applied = upgrade(url)
+    settings = Settings.from_env()
+    url = resolve_database_url(settings)
+    applied = upgrade(url, lock_timeout_s=settings.migration_lock_timeout_s)
     names = [f"{m.version:04d}_{m.name}" for m in applied]
     print(f"database {redact_url(url)}: applied {len(applied)} migration(s) {names}".rstrip())
     return EXIT_OK

@@ -27,6 +27,7 @@ Variable                           Meaning (default)
 ``MODELGATE_ORT_LOG_LEVEL``        ONNX Runtime's own log: ``error`` ... ``verbose`` (``error``)
 ``MODELGATE_MIN_GROUP_SIZE``       fairness groups below this many rows are flagged (``30``)
 ``MODELGATE_STALE_RUN_MINUTES``    a running evaluation without heartbeat this long is abandoned (``30``)
+``MODELGATE_MIGRATION_WAIT_S``     seconds a migration waits for its lock or a table (``60``)
 ``MODELGATE_POLICY_DIR``           per-model policy overrides ``<model>.yaml`` (``policies/``)
 ``MODELGATE_DAG_RETRIES``          task retries in both DAGs (``1``)
 ``MODELGATE_DRIFT_SCHEDULE``       schedule of the drift DAG (``@daily``)
@@ -65,6 +66,7 @@ ENV_VARS = (
     "MODELGATE_POLICY_DIR",
     "MODELGATE_MIN_GROUP_SIZE",
     "MODELGATE_STALE_RUN_MINUTES",
+    "MODELGATE_MIGRATION_WAIT_S",
     "MODELGATE_DAG_RETRIES",
     "MODELGATE_DRIFT_SCHEDULE",
     "MODELGATE_DRIFT_CATCHUP",
@@ -118,6 +120,7 @@ class Settings:
     min_group_size: int = 30
     stale_run_minutes: int = 30
     eval_memory_limit_mb: int = 4096
+    migration_lock_timeout_s: float = 60.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -144,6 +147,8 @@ class Settings:
             min_group_size=_positive_int(env, "MODELGATE_MIN_GROUP_SIZE", 30),
             stale_run_minutes=_positive_int(env, "MODELGATE_STALE_RUN_MINUTES", 30),
             eval_memory_limit_mb=_positive_int(env, "MODELGATE_EVAL_MEMORY_LIMIT_MB", 4096),
+            migration_lock_timeout_s=_positive_seconds(env, "MODELGATE_MIGRATION_WAIT_S",
+                                                       60.0),
         )
 
 
@@ -183,4 +188,18 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
         raise ConfigError(f"{name} must be a positive integer, got {raw!r}") from None
     if value <= 0:
         raise ConfigError(f"{name} must be a positive integer, got {raw!r}")
+    return value
+
+
+def _positive_seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """A finite number of seconds > 0 (``0.5``, ``60``)."""
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a positive number of seconds, got {raw!r}") from None
+    if not 0 < value < float("inf"):
+        raise ConfigError(f"{name} must be a positive number of seconds, got {raw!r}")
     return value

@@ -30,11 +30,12 @@ class Context:
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, migrate: bool = True) -> Context:
-        """Resolve the stores; apply pending migrations so a fresh database just works."""
+        """Resolve the stores; apply pending migrations so a fresh database just works (an
+        up-to-date database is only read: no lock, see ``store.db.upgrade``)."""
         settings = settings or Settings.from_env()
         url = resolve_database_url(settings)
         if migrate:
-            upgrade(url)
+            upgrade(url, lock_timeout_s=settings.migration_lock_timeout_s)
         return cls(settings=settings, db_url=url, store=open_object_store(settings))
 
     def discard_scratch(self, *parts: str) -> None:

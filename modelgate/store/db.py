@@ -18,20 +18,21 @@ from pathlib import Path
 from typing import Any
 
 import psycopg2
+import psycopg2.errors
 import psycopg2.extras
 from psycopg2.extensions import connection as Connection
 
 from modelgate.config import Settings
 from modelgate.resources import shipped_dir
+from modelgate.store import migration_lock
+from modelgate.store.migration_lock import MigrationLockTimeout as MigrationLockTimeout  # re-export
 
 log = logging.getLogger("modelgate.store")
 
 MIGRATIONS_DIR = shipped_dir("sql/migrations")
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
-# Arbitrary constant: serialises concurrent `db upgrade` calls on one database.
-_MIGRATION_LOCK_ID = 7_302_114_001
-
-
+# How long a migration waits for the migration lock or a table (MODELGATE_MIGRATION_WAIT_S).
+DEFAULT_MIGRATION_LOCK_TIMEOUT_S = 60.0
 
 # What a lost or refused database connection raises (re-exported so callers need no psycopg2).
 DatabaseError = psycopg2.Error
@@ -189,52 +190,100 @@ def load_migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
     return migrations
 
 
-def upgrade(url: str, directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+def upgrade(url: str, directory: Path = MIGRATIONS_DIR, *,
+            lock_timeout_s: float = DEFAULT_MIGRATION_LOCK_TIMEOUT_S) -> list[Migration]:
     """Apply pending migrations in order, each in its own transaction; idempotent.
 
+    Every command calls this on start, so the common case takes no lock: the recorded
+    migrations are read, and when every shipped one is applied (with its checksum) nothing
+    else happens. Only pending migrations take the migration lock
+    (:mod:`modelgate.store.migration_lock`), waiting at most ``lock_timeout_s`` for another
+    session to let go; each migration also waits at most that long for a table lock
+    (``lock_timeout``), e.g. one held by an analyst's open transaction on a view.
+
     Returns the migrations applied by this call (empty when already up to date).
+
+    Raises
+    ------
+    MigrationError
+        A recorded migration was changed on disk, or a migration waited too long for a table.
+    MigrationLockTimeout
+        Another session held the migration lock longer than ``lock_timeout_s``; names it.
     """
     migrations = load_migrations(directory)
-    applied: list[Migration] = []
     conn = connect(url)
     try:
-        with conn, conn.cursor() as cur:
-            cur.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK_ID,))
-            cur.execute(
-                """CREATE TABLE IF NOT EXISTS schema_migration (
-                       version integer NOT NULL,
-                       name text NOT NULL,
-                       checksum text NOT NULL,
-                       applied_at timestamptz NOT NULL DEFAULT now(),
-                       CONSTRAINT schema_migration_pkey PRIMARY KEY (version))"""
+        pending = _pending(migrations, _recorded(conn))
+        if not pending:
+            return []
+        pending_names = ", ".join(f"{m.version:04d}_{m.name}" for m in pending)
+        migration_lock.acquire(conn, timeout_s=lock_timeout_s,
+                               why=f"pending migration(s) {pending_names}")
+        try:
+            return _apply_pending(conn, migrations, lock_timeout_s)
+        finally:
+            with contextlib.suppress(psycopg2.Error):
+                migration_lock.release(conn)
+    finally:
+        with contextlib.suppress(psycopg2.Error):
+            conn.close()
+
+
+def _recorded(conn: Connection) -> dict[int, str]:
+    """Version -> checksum of the applied migrations; empty before the first migration."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT to_regclass('schema_migration') IS NOT NULL")
+        if not cur.fetchone()[0]:
+            conn.commit()
+            return {}
+        cur.execute("SELECT version, checksum FROM schema_migration")
+        recorded = dict(cur.fetchall())
+    conn.commit()
+    return recorded
+
+
+def _pending(migrations: list[Migration], recorded: dict[int, str]) -> list[Migration]:
+    """The migrations not yet applied; a recorded one changed on disk is an error."""
+    for migration in migrations:
+        if migration.version in recorded and recorded[migration.version] != migration.checksum:
+            raise MigrationError(
+                f"migration {migration.version:04d}_{migration.name}.sql was changed "
+                "after it was applied; add a new migration instead"
             )
-        with conn.cursor() as cur:
-            cur.execute("SELECT version, checksum FROM schema_migration")
-            recorded = dict(cur.fetchall())
-        conn.commit()
-        for migration in migrations:
-            if migration.version in recorded:
-                if recorded[migration.version] != migration.checksum:
-                    raise MigrationError(
-                        f"migration {migration.version:04d}_{migration.name}.sql was changed "
-                        "after it was applied; add a new migration instead"
-                    )
-                continue
+    return [m for m in migrations if m.version not in recorded]
+
+
+def _apply_pending(conn: Connection, migrations: list[Migration],
+                   lock_timeout_s: float) -> list[Migration]:
+    """Apply what is still pending once the migration lock is held (another session may have
+    applied some meanwhile)."""
+    with conn, conn.cursor() as cur:
+        cur.execute(
+            """CREATE TABLE IF NOT EXISTS schema_migration (
+                   version integer NOT NULL,
+                   name text NOT NULL,
+                   checksum text NOT NULL,
+                   applied_at timestamptz NOT NULL DEFAULT now(),
+                   CONSTRAINT schema_migration_pkey PRIMARY KEY (version))"""
+        )
+    applied: list[Migration] = []
+    for migration in _pending(migrations, _recorded(conn)):
+        try:
             with conn, conn.cursor() as cur:
+                cur.execute(f"SET LOCAL lock_timeout = '{round(lock_timeout_s * 1000)}ms'")
                 cur.execute(migration.sql)
                 cur.execute(
                     "INSERT INTO schema_migration (version, name, checksum) VALUES (%s, %s, %s)",
                     (migration.version, migration.name, migration.checksum),
                 )
-            log.info("applied migration %04d_%s", migration.version, migration.name)
-            applied.append(migration)
-    finally:
-        with contextlib.suppress(psycopg2.Error):
-            conn.rollback()
-            with conn.cursor() as cur:
-                cur.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK_ID,))
-            conn.commit()
-        conn.close()
+        except psycopg2.errors.LockNotAvailable as exc:
+            raise MigrationError(
+                f"migration {migration.version:04d}_{migration.name}.sql waited more than "
+                f"{lock_timeout_s:g} s for a table another session holds (an open transaction; "
+                "see pg_stat_activity) and was not applied; retry when it ends "
+                f"(MODELGATE_MIGRATION_WAIT_S): {str(exc).strip()}") from exc
+        log.info("applied migration %04d_%s", migration.version, migration.name)
+        applied.append(migration)
     return applied
 
 

@@ -298,6 +298,18 @@ _ANALYST_DENIED = {
     "delete_view": "DELETE FROM analytics.model_versions",
     "create_table_public": "CREATE TABLE public.analyst_scratch (x int)",
     "create_view_analytics": "CREATE VIEW analytics.analyst_scratch AS SELECT 1 AS x",
+    # migration 0026: no TEMPORARY on the database, no CREATE anywhere (functions included)
+    "create_temp_table": "CREATE TEMP TABLE analyst_scratch (x int)",
+    "create_temp_view": "CREATE TEMP VIEW analyst_scratch AS SELECT 1 AS x",
+    "create_function_public": "CREATE FUNCTION public.analyst_f() RETURNS int "
+                              "LANGUAGE sql AS 'SELECT 1'",
+    "create_function_analytics": "CREATE FUNCTION analytics.analyst_f() RETURNS int "
+                                 "LANGUAGE sql AS 'SELECT 1'",
+    "create_function_pg_temp": "CREATE FUNCTION pg_temp.analyst_f() RETURNS int "
+                               "LANGUAGE sql AS 'SELECT 1'",
+    "create_function_unqualified": "CREATE FUNCTION analyst_f() RETURNS int "
+                                   "LANGUAGE sql AS 'SELECT 1'",
+    "create_schema": "CREATE SCHEMA analyst_own",
 }
 
 
@@ -317,6 +329,17 @@ def test_analyst_may_only_select_views(pg_url: str, analyst_url: str) -> None:
     readable = sorted(name for name, select, _ in rows if select)
     assert readable == sorted(VIEWS)
     assert [name for name, _, write in rows if write] == []
+
+
+def test_analyst_may_create_nothing_anywhere(pg_url: str, analyst_url: str) -> None:
+    """Migration 0026, read from the catalog rather than by trying: no CREATE or TEMPORARY on
+    the database, no CREATE on any schema of it."""
+    database = _fetch(analyst_url, """SELECT has_database_privilege(current_database(), 'CREATE'),
+                                             has_database_privilege(current_database(), 'TEMPORARY')""")
+    assert database == [(False, False)]
+    creatable = _fetch(analyst_url, """SELECT nspname FROM pg_namespace
+                                       WHERE has_schema_privilege(oid, 'CREATE')""")
+    assert creatable == []
 
 
 @pytest.mark.parametrize("view", VIEWS)
@@ -340,3 +363,5 @@ def test_writer_writes_tables(clean_db: str, writer_url: str) -> None:
     assert _fetch(writer_url, "SELECT model_name FROM analytics.model_versions") == [("w",)]
     with pytest.raises(psycopg2.errors.InsufficientPrivilege):  # writing is not DDL
         _fetch(writer_url, "CREATE TABLE public.writer_scratch (x int)")
+    # 0026 took nothing the writer uses: it still owns analytics (CREATE there, to own views)
+    assert _fetch(writer_url, "SELECT has_schema_privilege('analytics', 'CREATE')") == [(True,)]

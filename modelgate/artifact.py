@@ -1,6 +1,8 @@
 """Model artifacts: a deterministic ``tar.gz`` holding ``model.onnx`` and ``manifest.json``.
 
-An archive is named ``model-<first 8 hex of sha256(model.onnx)>-v<version>.tar.gz``.
+An archive is named ``model-<first 8 hex of sha256(model.onnx)>-v<version>.tar.gz`` and holds
+those two members and nothing else; names are at most 200 bytes and the graph must open in
+ONNX Runtime (:mod:`modelgate.archive_checks`).
 The manifest (JSON, ``format_version: 1``) describes the model's task and how to feed
 the graph; all preprocessing lives inside the graph.
 
@@ -33,22 +35,29 @@ such rows. INT64 inputs cannot hold NaN, so they never take missing values.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import io
 import json
 import logging
 import math
 import os
 import re
-import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Literal, cast
 
 import onnx
 
+from modelgate.archive_checks import (
+    MANIFEST_MEMBER,
+    MODEL_MEMBER,
+    ArtifactError,
+    check_loadable,
+    check_name_lengths,
+    read_members,
+    tar_bytes,
+)
+from modelgate.display_text import has_hidden_characters
 from modelgate.files import atomic_write
 from modelgate.onnx_layouts import GraphLayout, describe_graph
 
@@ -72,8 +81,6 @@ __all__ = [
 logger = logging.getLogger("modelgate.artifact")
 
 FORMAT_VERSION = 1
-MODEL_MEMBER = "model.onnx"
-MANIFEST_MEMBER = "manifest.json"
 _KINDS = ("numeric", "categorical")
 _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _HEX64_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -88,21 +95,18 @@ _NUMERIC_TYPES = ("FLOAT", "DOUBLE", "INT64", "INT32")
 _CHUNK = 1 << 20
 
 
-class ArtifactError(ValueError):
-    """A model archive or manifest is malformed or does not match its graph."""
-
-
-def _check_column_names(m: Manifest) -> None:
+def _check_names(m: Manifest) -> None:
     """Column names show in reports, logs, the CLI's text and gate summaries, one line per
-    check: a newline or escape sequence in one would forge lines there, so it is refused."""
-    from modelgate.logsafe import has_control_characters
-
+    check: a newline or escape sequence in one would forge lines there, a bidirectional
+    override reorder them, so they are refused. Names become file names: at most 200 bytes."""
     names = [*((f"features[{i}].name", f.name) for i, f in enumerate(m.features)),
              *((f"sensitive_features[{i}]", s) for i, s in enumerate(m.sensitive_features)),
              ("label.column", m.label.column), ("id_column", m.id_column or "")]
     for key, name in names:
-        if has_control_characters(name):
-            raise _fail(key, "a column name without control characters", name)
+        if has_hidden_characters(name):
+            raise _fail(key, "a column name without control characters (nor bidirectional or "
+                        "zero-width ones)", name)
+    check_name_lengths([("name", m.name), ("version", m.version), *names])
 
 
 def _fail(key: str, expected: str, got: object) -> ArtifactError:
@@ -384,7 +388,7 @@ class Manifest:
             sensitive_features=_parse_names(d["sensitive_features"], "sensitive_features"),
             description=description, id_column=id_column, task=task, input_tensor=input_tensor,
         )
-        _check_column_names(manifest)
+        _check_names(manifest)
         return manifest
 
     def to_dict(self) -> dict[str, Any]:
@@ -634,7 +638,8 @@ def check_manifest_against_graph(manifest: Manifest, onnx_bytes: bytes) -> None:
     2 classes for a binary and 3 or more for a multiclass model), a float ``[N]``/``[N, 1]``
     for regression. Classes: the graph's labels, if it declares them, equal
     ``output.classes`` when given and hold ``label.positive`` at ``output.positive_index``.
-    Opset: when the manifest gives one, it equals the graph's ai.onnx opset.
+    Opset: when the manifest gives one, it equals the graph's ai.onnx opset. Last, the graph
+    opens in an ONNX Runtime CPU session (:func:`modelgate.archive_checks.check_loadable`).
 
     Parameters
     ----------
@@ -646,7 +651,8 @@ def check_manifest_against_graph(manifest: Manifest, onnx_bytes: bytes) -> None:
     Raises
     ------
     ArtifactError
-        Naming the feature, input, output, class or opset that disagrees and how to fix it.
+        Naming the feature, input, output, class or opset that disagrees and how to fix it,
+        or the op, domain or opset ONNX Runtime cannot load.
     """
     layout = describe_graph(_parse_graph(onnx_bytes, f"model {manifest.name!r}"))
     if manifest.input_tensor is None:
@@ -659,6 +665,7 @@ def check_manifest_against_graph(manifest: Manifest, onnx_bytes: bytes) -> None:
         raise ArtifactError(
             f"manifest key 'opset': expected the graph's ai.onnx opset {layout.opset}, "
             f"got {manifest.opset!r} (leave opset out to read it from the graph)")
+    check_loadable(onnx_bytes, f"model {manifest.name!r}")
 
 
 def class_labels(manifest: Manifest, onnx_bytes: bytes) -> tuple[str, ...] | tuple[int, ...] | None:
@@ -701,20 +708,6 @@ def _completed_draft(draft: dict[str, Any], layout: GraphLayout) -> dict[str, An
         output["classes"] = list(layout.class_labels)
     out["output"] = output
     return out
-
-
-def _tar_bytes(members: Mapping[str, bytes]) -> bytes:
-    """Deterministic gzip'd tar: sorted members, zeroed times/owners, mode 0644."""
-    raw = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
-            tarfile.open(fileobj=gz, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-        for name in sorted(members):
-            info = tarfile.TarInfo(name)
-            info.size, info.mtime, info.mode = len(members[name]), 0, 0o644
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            tar.addfile(info, io.BytesIO(members[name]))
-    return raw.getvalue()
 
 
 def _read_manifest_file(path: Path) -> dict[str, Any]:
@@ -767,7 +760,7 @@ def package(onnx_path: str | os.PathLike[str], manifest_path: str | os.PathLike[
     layout = describe_graph(_parse_graph(onnx_bytes, f"model file {str(onnx_path)!r}"))
     manifest = Manifest.from_dict(_completed_draft({**draft, "sha256": sha}, layout))
     check_manifest_against_graph(manifest, onnx_bytes)
-    archive = _tar_bytes({MODEL_MEMBER: onnx_bytes, MANIFEST_MEMBER: manifest.to_json_bytes()})
+    archive = tar_bytes({MODEL_MEMBER: onnx_bytes, MANIFEST_MEMBER: manifest.to_json_bytes()})
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / archive_name(sha, manifest.version)
@@ -775,38 +768,6 @@ def package(onnx_path: str | os.PathLike[str], manifest_path: str | os.PathLike[
     logger.info("packaged model %s v%s (%d bytes) into %s",
                 manifest.name, manifest.version, len(archive), path)
     return path
-
-
-def _unsafe(name: str) -> bool:
-    p = PurePosixPath(name)
-    return p.is_absolute() or ".." in p.parts or name.startswith("\\")
-
-
-def _read_members(path: Path) -> dict[str, bytes]:
-    """Read only ``model.onnx`` and ``manifest.json``; reject unsafe member names."""
-    found: dict[str, bytes] = {}
-    try:
-        with tarfile.open(path, mode="r:gz") as tar:
-            for member in tar:
-                if _unsafe(member.name):
-                    raise ArtifactError(
-                        f"archive {str(path)!r}: unsafe member name {member.name!r} "
-                        "(absolute path or '..')")
-                if member.name not in (MODEL_MEMBER, MANIFEST_MEMBER):
-                    continue
-                if member.name in found or not member.isfile():
-                    raise ArtifactError(
-                        f"archive {str(path)!r}: member {member.name!r} must be one regular file")
-                fh = tar.extractfile(member)
-                assert fh is not None  # isfile() above
-                found[member.name] = fh.read()
-    except (tarfile.TarError, OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise ArtifactError(
-            f"archive {str(path)!r} is not a readable tar.gz file ({exc})") from exc
-    for name in (MANIFEST_MEMBER, MODEL_MEMBER):
-        if name not in found:
-            raise ArtifactError(f"archive {str(path)!r} has no member {name!r}")
-    return found
 
 
 def verify(archive_path: str | os.PathLike[str]) -> LoadedModel:
@@ -832,7 +793,7 @@ def verify(archive_path: str | os.PathLike[str]) -> LoadedModel:
     path = Path(archive_path)
     if not path.is_file():
         raise ArtifactError(f"archive {str(path)!r} does not exist or is not a file")
-    members = _read_members(path)
+    members = read_members(path)
     try:
         draft = json.loads(members[MANIFEST_MEMBER].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

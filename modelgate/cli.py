@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, type=Path)
     p.add_argument("--data", required=True, type=data_source, help=DATA_HELP)
     p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--batch-rows", type=bounded_int(1), default=None,
+    p.add_argument("--batch-rows", type=bounded_int(1, 2**31 - 1), default=None,
                    help="rows per batch (default 65536 on the CPU, 262144 on CUDA)")
     p.add_argument("--keep", help="comma-separated input columns copied to the output")
     p.set_defaults(handler=cmd_score)

@@ -112,6 +112,31 @@ def open_interval(low: float, high: float) -> Callable[[str], float]:
     return parse
 
 
+def bounded_number(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a finite number in the closed interval ``[low, high]`` (NaN, inf and
+    ``1e308`` refused here, not later by the code the number reaches).
+
+    >>> bounded_number(0, 36_500)("7.5")
+    7.5
+    >>> bounded_number(0, 36_500)("1e308")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a number from 0 to 36,500, got '1e308'
+    """
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not low <= value <= high:  # NaN fails too, and so do both infinities
+            raise argparse.ArgumentTypeError(f"must be a number from {low:,} to {high:,}, "
+                                             f"got {text!r}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
 def interval_start(text: str) -> dt.datetime:
     """An argparse type: the ISO 8601 start of a data interval (UTC when no zone is given).
 

@@ -8,15 +8,10 @@ import json
 import sys
 from typing import Any
 
+from modelgate.cli_args import bounded_number
 
-def _days(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0:  # NaN too
-        raise argparse.ArgumentTypeError(f"--older-than-days must be a number >= 0, got {text!r}")
-    return value
+#: Longest retention ``--older-than-days`` takes (100 years; a timedelta stops near 2.7 million).
+MAX_DAYS = 36_500
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
@@ -38,8 +33,9 @@ def cmd_gc(args: argparse.Namespace) -> int:
 def add_gc_command(sub: Any) -> None:
     p = sub.add_parser("gc", help="delete runs/ intermediates of evaluation and drift runs that ended "
                                   "over --older-than-days ago (never what a stored row points to)")
-    p.add_argument("--older-than-days", type=_days, default=7.0,
-                   help="retention in days after a run ended (default 7; 0: every ended run)")
+    p.add_argument("--older-than-days", type=bounded_number(0, MAX_DAYS), default=7.0,
+                   help="retention in days after a run ended (default 7; 0: every ended run; "
+                        f"at most {MAX_DAYS:,})")
     p.add_argument("--dry-run", action="store_true", help="count, delete nothing")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(handler=cmd_gc)

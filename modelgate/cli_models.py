@@ -17,9 +17,12 @@ import json
 import sys
 from typing import Any
 
+from modelgate.cli_args import bounded_int
 from modelgate.logsafe import escape_for_log
 
 EXIT_OK, EXIT_USAGE = 0, 2
+#: Largest run id or count the database's bigint columns and LIMIT take.
+MAX_ID = 2**63 - 1
 
 
 def _context() -> Any:
@@ -84,8 +87,6 @@ def cmd_model_list(args: argparse.Namespace) -> int:
 def cmd_model_show(args: argparse.Namespace) -> int:
     from modelgate.store import models
 
-    if args.runs < 1:
-        return _usage(f"--runs must be at least 1, got {args.runs}")
     ctx = _context()
     versions = models.list_versions(ctx.db_url, args.name, args.version)
     if not versions:
@@ -204,7 +205,8 @@ def add_model_commands(model: Any) -> None:
     p = model.add_parser("show", help="a model's versions, latest decisions, runs and report links")
     p.add_argument("name")
     p.add_argument("version", nargs="?", default=None)
-    p.add_argument("--runs", type=int, default=20, help="newest runs of each kind shown (20)")
+    p.add_argument("--runs", type=bounded_int(1, MAX_ID), default=20,
+                   help="newest runs of each kind shown (20)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(handler=cmd_model_show)
     p = model.add_parser("retire", help="retire a candidate that will never be promoted (kept, "
@@ -222,7 +224,7 @@ def add_report_command(sub: Any) -> None:
         dest="report_command", required=True)
     p = report.add_parser("link", help="print a fresh link to a run's report (presigned on S3, "
                                        "file:// with the local store)")
-    p.add_argument("run_id", type=int)
+    p.add_argument("run_id", type=bounded_int(1, MAX_ID))
     p.add_argument("--kind", choices=("evaluation", "drift"), default="evaluation",
                    help="evaluation and drift runs are numbered apart (default evaluation)")
     p.set_defaults(handler=cmd_report_link)

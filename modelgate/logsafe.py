@@ -15,36 +15,29 @@ import logging
 import re
 from typing import Any
 
-# C0 and C1 controls, DEL, and the Unicode line/paragraph separators.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+from modelgate.display_text import escape_hidden, has_hidden_characters
 
 
 def has_control_characters(text: str) -> bool:
-    """Whether ``text`` holds a character :func:`escape_for_log` would escape.
+    """Whether ``text`` holds a character :func:`escape_for_log` would escape: a control,
+    bidirectional or zero-width character (:mod:`modelgate.display_text`).
 
     >>> has_control_characters("age\x1b[2J"), has_control_characters("age band")
     (True, False)
     """
-    return _CONTROL.search(text) is not None
+    return has_hidden_characters(text)
 
 
 def escape_for_log(text: str) -> str:
-    """Replace control characters with visible escapes (``\\n``, ``\\x1b``, ``\\u2028``).
+    """Replace control, bidirectional and zero-width characters with visible escapes
+    (``\\n``, ``\\x1b``, ``\\u202e``): :func:`modelgate.display_text.escape_hidden`.
 
     >>> escape_for_log("toy\\nINFO forged line\\x1b[2J")
     'toy\\\\nINFO forged line\\\\x1b[2J'
     >>> escape_for_log("plain name")
     'plain name'
     """
-    return _CONTROL.sub(_escape_one, text)
-
-
-def _escape_one(match: re.Match[str]) -> str:
-    char = match.group()
-    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-    if char in named:
-        return named[char]
-    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+    return escape_hidden(text)
 
 
 def one_line(text: str) -> str:

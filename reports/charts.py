@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from modelgate.display_text import escape_hidden
+
 Tone = Literal["good", "warn", "bad", "neutral"]
 """Colour role of a mark: good (green), warn (amber), bad (red), neutral (blue)."""
 
@@ -43,14 +45,18 @@ FONT = "system-ui, -apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif
 
 
 def esc(value: object) -> str:
-    """Escape a value for HTML or XML text and attributes.
+    """Escape a value for HTML or XML text and attributes; characters that would hide or
+    reorder a name (controls, bidirectional overrides, zero-width spaces) are written as
+    visible escapes (:func:`modelgate.display_text.escape_hidden`; newlines and tabs kept).
 
     Examples
     --------
     >>> esc('<b title="x">')
     '&lt;b title=&quot;x&quot;&gt;'
+    >>> esc("churn\u202e1v")
+    'churn\\\\u202e1v'
     """
-    return html.escape(str(value), quote=True)
+    return html.escape(escape_hidden(str(value), keep="\n\t"), quote=True)
 
 
 def format_number(value: float | None) -> str:

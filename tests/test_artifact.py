@@ -167,11 +167,12 @@ def test_path_traversal_member_is_rejected(inputs: tuple[Path, Path], tmp_path: 
     assert not (tmp_path / "evil.txt").exists()
 
 
-def test_unexpected_safe_member_is_ignored(inputs: tuple[Path, Path], tmp_path: Path) -> None:
+def test_unexpected_member_is_refused_naming_it(inputs: tuple[Path, Path], tmp_path: Path) -> None:
+    """``tar -xzf`` would unpack it beside the model: an archive holds the two members only."""
     members = _members(package(*inputs, tmp_path / "out"))
     members["README.txt"] = b"notes"
-    loaded = verify(_write_tar(tmp_path / "extra.tar.gz", members))
-    assert loaded.manifest.name == "tiny"
+    with pytest.raises(ArtifactError, match="member 'README.txt': unexpected member"):
+        verify(_write_tar(tmp_path / "extra.tar.gz", members))
 
 
 @pytest.mark.parametrize("content", [b"", b"not a tarball at all", b"\x1f\x8b\x08\x00garbage"],

@@ -102,7 +102,7 @@ def test_list_and_show_say_stage_runs_decision_and_links(
     code, _, err = _run(capsys, "model", "show", "no-such-model")
     assert code == 1 and "'no-such-model' is not registered" in err
     code, _, err = _run(capsys, "model", "show", name, "--runs", "0")
-    assert code == 2 and "--runs must be at least 1, got 0" in err
+    assert code == 2 and "argument --runs: must be an integer from 1 to" in err and "'0'" in err
 
 
 def test_report_link_presigns_a_fresh_link(registry: dict[str, Any],

@@ -25,7 +25,7 @@ PACKAGE_DIRS = {"modelgate": "modelgate", "drift": "modelgate.drift", "fairness"
 #: intervals, record values) and the report renderers (plain views in, HTML out); they may
 #: import only one another.
 CORES = {"modelgate.drift", "modelgate.fairness", "modelgate.evaluation", "modelgate.intervals",
-         "modelgate.records", "modelgate.reports"}
+         "modelgate.records", "modelgate.reports", "modelgate.display_text"}
 #: The edge: DAG helpers, CLI and demo. Nothing below them may import them.
 EDGE_PREFIXES = ("modelgate.cli", "modelgate.demo", "modelgate.airflow_runner")
 

@@ -777,7 +777,13 @@ def _open_parquet(path: Path, categorical: Sequence[str] = ()) -> pq.ParquetFile
     # Categorical features are read dictionary-encoded: far cheaper to stringify. Only
     # columns present are named (pyarrow answers a missing one with a bare KeyError);
     # missing columns are reported by _needed_columns with the column's name.
-    present = [c for c in categorical if c in _read_schema(path).names]
+    schema = _read_schema(path)
+    present = [c for c in categorical if c in schema.names]
+    for name in present:  # pyarrow answers a nested column with a bare KeyError
+        if pa.types.is_nested(schema.field(name).type):
+            raise ScoringError(
+                f"categorical feature column {name!r} in {str(path)!r}: expected a flat column "
+                f"(string, dictionary, integer or boolean), got {schema.field(name).type}")
     try:
         return pq.ParquetFile(path, read_dictionary=present or None)
     except (pa.ArrowException, OSError) as exc:

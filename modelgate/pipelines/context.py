@@ -70,6 +70,7 @@ class Context:
 
 
 _SAFE_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+_MAX_PART = 200
 
 
 def safe_key_part(text: str) -> str:
@@ -86,8 +87,15 @@ def safe_key_part(text: str) -> str:
     'toy~ecb4dd29ab4611dd'
     >>> safe_key_part("manual__2024-01-01T00:00:00+00:00")
     'manual__2024-01-01T00-00-00-00-00~c87eaaa68ce71ef4'
+
+    A segment is at most 200 characters (file systems stop at 255 bytes a name; a run key
+    holds a model name and a version of up to 200 bytes each), so a longer safe text is
+    shortened the same way:
+
+    >>> len(safe_key_part("a" * 201))
+    81
     """
-    if _SAFE_PART.fullmatch(text) and not text.endswith("."):
+    if _SAFE_PART.fullmatch(text) and not text.endswith(".") and len(text) <= _MAX_PART:
         return text
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{re.sub(r'[^A-Za-z0-9._-]', '-', text).strip('.-')[:64] or '_'}~{digest}"

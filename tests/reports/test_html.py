@@ -8,6 +8,7 @@ by the renderer's own helpers.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import re
 import struct
 import zlib
@@ -41,6 +42,8 @@ from modelgate.reports.views import (
     ModelIndexView,
     WaterfallImage,
 )
+
+from modelgate.display_text import escape_hidden
 
 SCRIPT = "<script>alert(1)</script>"
 SQL = "'; DROP TABLE x; --"
@@ -388,9 +391,10 @@ def test_report_with_ten_40kb_waterfalls_stays_under_2mb() -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.text(max_size=40))
 def test_any_feature_name_is_rendered_as_text_only(name: str) -> None:
+    """Shown as text, with the characters that hide or reorder text written as escapes."""
     parsed = parse(render_drift_report(drift_view(feature=name)))
     assert set(parsed.tags) <= ALLOWED_TAGS
-    assert any(name in chunk for chunk in parsed.text)
+    assert any(escape_hidden(name, keep="\n\t") in chunk for chunk in parsed.text)
 
 
 @pytest.mark.parametrize(
@@ -468,3 +472,21 @@ def test_change_point_without_event_time_is_not_blank() -> None:
     page = render_drift_report(view)
     table = page[page.index('id="change-points"'):]
     assert re.findall(r"<tr>(.*?)</tr>", table)[1].count("<td></td>") == 0
+
+
+DISGUISED = "churn\u202egnp.exe\u200b\u2066x\u2069\x1b[2J"
+"""A model name that a browser would show reordered (U+202E, U+2066/9), with an invisible
+zero-width space and a terminal escape."""
+
+
+@pytest.mark.parametrize("render", [
+    lambda: render_evaluation_report(dataclasses.replace(evaluation_view(), model_name=DISGUISED)),
+    lambda: render_drift_report(dataclasses.replace(drift_view(), model_name=DISGUISED)),
+    lambda: render_model_index(ModelIndexView(DISGUISED, index_view().runs)),
+], ids=RENDER_IDS)
+def test_bidirectional_and_zero_width_characters_in_a_name_are_shown_escaped(
+        render: Callable[[], str]) -> None:
+    page = render()
+    for hidden in ("\u202e", "\u200b", "\u2066", "\u2069", "\x1b"):
+        assert hidden not in page
+    assert "churn\\u202egnp.exe\\u200b\\u2066x\\u2069\\x1b[2J" in "".join(parse(page).text)

@@ -298,3 +298,23 @@ def test_a_flat_categorical_column_still_scores(tmp_path: Path) -> None:
     score_parquet(scorer, data, tmp_path / "out.parquet")
     scores = pq.read_table(tmp_path / "out.parquet").column("score").to_pylist()
     assert scores == pytest.approx([0.2, 0.8, 0.5])  # the LabelEncoder's values, by hand
+
+
+@pytest.mark.e2e
+def test_names_of_200_bytes_evaluate_end_to_end(settings_env: Settings, tmp_path: Path) -> None:
+    """Run keys, scratch folders, object keys and the downloaded archive stay file-name sized
+    (about 15 s: a whole evaluation)."""
+    import numpy as np
+    import pandas as pd
+
+    from modelgate.pipelines.cli_runs import run_evaluation_locally
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(0.0, 2000.0, 200)
+    frame = pd.DataFrame({"row_id": np.arange(200), "x": x, "y": (x > 0).astype(np.int64),
+                          "group": np.where(np.arange(200) % 2 == 0, "a", "b")})
+    frame.to_parquet(tmp_path / "heldout.parquet", index=False)
+    model = archive(tmp_path / "m", binary_graph("FLOAT"), name="n" * 200, version="v" * 200,
+                    sensitive_features=["group"]).path
+    outcome = run_evaluation_locally(model, tmp_path / "heldout.parquet", None)
+    assert outcome.payload["rows_scored"] == 200

@@ -222,7 +222,9 @@ def load_registered_model(ctx: Context, row: models.ModelVersionRow, workdir: Pa
     Every read is checked, so an archive object replaced behind the registry's back (another
     manifest, another graph) is refused instead of scored.
     """
-    path = ctx.store.download(row.archive_key, workdir / Path(row.archive_key).name)
+    # Named by its sha256, not the archive's own name: a 200-byte version there plus the
+    # object store's temporary suffixes would pass the 255-byte limit on file names.
+    path = ctx.store.download(row.archive_key, workdir / f"model-{row.archive_sha256[:16]}.tar.gz")
     actual = archive_sha256(path)
     if actual != row.archive_sha256:
         raise models.RegistryError(

@@ -66,14 +66,16 @@ def get_pickle(ctx: Context, key: str) -> Any:
 
 
 def _candidate(ctx: Context, *, model_name: str, version: str, dataset_uri: str,
-               run_key: str) -> models.ModelVersionRow:
-    """The registered candidate; a refusal (unknown version, wrong stage) is recorded first."""
+               run_key: str, promote: bool) -> models.ModelVersionRow:
+    """The registered version; a refusal (unknown version; for a run that would promote, a
+    stage other than candidate or production) is recorded first. Without ``promote`` any
+    version, archived or retired too, may be evaluated for comparison."""
     try:
         candidate = models.get(ctx.db_url, model_name, version)
-        if candidate.stage not in ("candidate", "production"):
+        if promote and candidate.stage not in ("candidate", "production"):
             raise models.RegistryError(
                 f"model {model_name!r} version {version!r} is {candidate.stage!r}; only a candidate "
-                "can be evaluated for promotion"
+                "can be evaluated for promotion (without --promote it can be evaluated for comparison)"
             )
     except models.RegistryError as exc:
         runs.record_refusal(ctx.db_url, run_key=run_key, model_name=model_name, version=version,
@@ -99,7 +101,7 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     ``allow_looser_policy``.
     """
     candidate = _candidate(ctx, model_name=model_name, version=version, dataset_uri=dataset_uri,
-                           run_key=run_key)
+                           run_key=run_key, promote=promote)
     champion = models.get_production(ctx.db_url, model_name)
     champion_id = None
     if champion is not None and champion.model_version_id != candidate.model_version_id:

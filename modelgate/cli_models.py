@@ -1,5 +1,5 @@
-"""``modelgate model list | show | retire`` and ``modelgate report link``: the registry and its
-reports without SQL.
+"""``modelgate model list | show | retire | rollback`` and ``modelgate report link``: the registry
+and its reports without SQL.
 
 Text output escapes control characters in every stored string (names, versions, reasons come
 from users; see :mod:`modelgate.logsafe`), so a name cannot repaint the terminal. Usage errors
@@ -85,7 +85,7 @@ def cmd_model_list(args: argparse.Namespace) -> int:
 # --- model show -----------------------------------------------------------------------
 
 def cmd_model_show(args: argparse.Namespace) -> int:
-    from modelgate.store import models
+    from modelgate.store import models, rollbacks
 
     ctx = _context()
     versions = models.list_versions(ctx.db_url, args.name, args.version)
@@ -94,13 +94,20 @@ def cmd_model_show(args: argparse.Namespace) -> int:
         raise models.RegistryError(f"{what} is not registered (modelgate model list shows what is)")
     runs = models.runs_of(ctx.db_url, args.name, args.version, limit=args.runs)
     links = {(r.kind, r.run_id): _report_link(ctx, r.kind, r.run_id) for r in runs if r.has_report}
+    rolled = rollbacks.history(ctx.db_url, args.name, args.version)
     if args.format == "json":
         _print_json({"versions": [_record(v) for v in versions],
                      "runs": [{**_record(r), "breaches": [_shown(r.kind, b) for b in r.breaches],
-                               "report_link": links.get((r.kind, r.run_id))} for r in runs]})
+                               "report_link": links.get((r.kind, r.run_id))} for r in runs],
+                     "rollbacks": [_record(r) for r in rolled]})
         return EXIT_OK
     for v in versions:
         _print_version(v)
+    if rolled:
+        print("rollbacks (oldest first):")
+    for rb in rolled:
+        print(f"  {_t(rb.rolled_back_at)} v{_t(rb.from_version)} -> v{_t(rb.to_version)} by "
+              f"{_t(rb.rolled_back_by)}: {_t(rb.reason)} (passed evaluation run {rb.evaluation_run_id})")
     print(f"runs (newest first, at most {args.runs} of each kind):" if runs else "no runs yet")
     for r in runs:
         when = f"interval {r.interval_start:%Y-%m-%d}" if r.interval_start else _t(r.started_at)
@@ -171,6 +178,26 @@ def cmd_model_retire(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- model rollback -------------------------------------------------------------------
+
+def cmd_model_rollback(args: argparse.Namespace) -> int:
+    from modelgate.pipelines.rollback import RollbackRefused, roll_back
+
+    by = args.by if args.by is not None else _os_user()
+    if not args.reason.strip() or not by.strip():
+        return _usage("--reason and --by must not be empty: a rollback says who and why")
+    try:
+        outcome = roll_back(_context(), args.name, args.to, by=by, reason=args.reason)
+    except RollbackRefused as exc:
+        return _usage(str(exc))
+    rb = outcome.record
+    print(f"rolled back: {_t(rb.model_name)} v{_t(rb.from_version)} -> v{_t(rb.to_version)} "
+          f"(production; v{_t(rb.from_version)} archived) at {_t(rb.rolled_back_at)} by "
+          f"{_t(rb.rolled_back_by)}: {_t(rb.reason)}; it passed evaluation run {rb.evaluation_run_id}"
+          + ("; its drift reference sketch is in place" if outcome.sketched else ""))
+    return EXIT_OK
+
+
 # --- report link ----------------------------------------------------------------------
 
 def _report_link(ctx: Any, kind: str, run_id: int) -> str | None:
@@ -198,7 +225,7 @@ def cmd_report_link(args: argparse.Namespace) -> int:
 # --- parser ---------------------------------------------------------------------------
 
 def add_model_commands(model: Any) -> None:
-    """``list``, ``show`` and ``retire`` under ``modelgate model``."""
+    """``list``, ``show``, ``retire`` and ``rollback`` under ``modelgate model``."""
     p = model.add_parser("list", help="every registered version: stage, runs, latest evaluation")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(handler=cmd_model_list)
@@ -216,6 +243,13 @@ def add_model_commands(model: Any) -> None:
     p.add_argument("--reason", required=True, help="why it is retired (stored)")
     p.add_argument("--by", default=None, help="who retires it (default: the OS user)")
     p.set_defaults(handler=cmd_model_retire)
+    p = model.add_parser("rollback", help="return production to an earlier (archived) version that "
+                                          "passed its gate; recorded with who, when and why")
+    p.add_argument("name")
+    p.add_argument("--to", required=True, metavar="VERSION", help="the archived version to restore")
+    p.add_argument("--reason", required=True, help="why production goes back (stored)")
+    p.add_argument("--by", default=None, help="who rolls back (default: the OS user)")
+    p.set_defaults(handler=cmd_model_rollback)
 
 
 def add_report_command(sub: Any) -> None:

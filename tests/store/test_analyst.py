@@ -31,6 +31,7 @@ VIEWS = (
     "quarantined_partitions",
     "multivariate_drift_by_interval", "attribution_drift_by_interval",  # 0008
     "quality_by_interval", "performance_estimates",  # 0021
+    "model_rollbacks",  # 0025
 )
 SHA_1, SHA_2 = "1" * 64, "2" * 64
 
@@ -172,6 +173,12 @@ VALUES (1, 'income', 'numeric', 5000, 0, 0.0, 0.0, 0, 250, 0, 0, false, true, 'b
 INSERT INTO realised_performance (model_version_id, interval_start, interval_end, metric, realised,
                                   n_labelled, drift_run_id)
 VALUES (1, '2026-11-20T00:00Z', '2026-11-21T00:00Z', 'accuracy', 0.705, 4000, 1);
+
+-- migration 0025: production went back from 1.1.0 to 1.0.0, resting on 1.0.0's passed run 1
+INSERT INTO model_rollback (model_name, from_version, to_version, evaluation_run_id, rolled_back_by,
+                            reason, rolled_back_at)
+VALUES ('credit_default', '1.1.0', '1.0.0', 1, 'jane', 'recall fell on live data',
+        '2026-11-03T09:00Z');
 """
 
 

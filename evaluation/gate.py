@@ -29,7 +29,11 @@ Rules
   from "blocked: inconclusive at n = 228".
 * Default fairness thresholds apply to every report in ``fairness``; thresholds for a
   named feature require that feature's report.  Default thresholds with no report at all
-  fail: a gate must not pass silently because fairness was never computed.
+  fail: a gate must not pass silently because fairness was never computed.  A multiclass
+  report turns ``<gap>[*]`` into one check per class of the model (``tpr_gap[cat]``, ...).
+* A reported sensitive feature that no threshold covers gets a ``warn`` check
+  ``fairness:<feature>:no_fairness_check`` (verdict ``fail``, status "not checked"): its
+  gaps are in the report, and the summary says that nothing judged them.
 * ``passed`` is True when no check's effect is ``block``; checks whose effect is
   ``warn`` are listed as warnings.
 
@@ -54,6 +58,7 @@ from modelgate.fairness.multiclass import MulticlassFairnessReport
 
 from modelgate.records import finite_or_none
 
+from .fairness_thresholds import task_of_report, thresholds_for
 from .metrics import MetricDelta, MetricEstimate
 from .policy import (
     DEFAULT_MIN_GROUP_COUNT,
@@ -65,7 +70,10 @@ from .policy import (
     ValueThreshold,
 )
 
-__all__ = ["GateCheck", "GateDecision", "decide"]
+__all__ = ["NO_FAIRNESS_CHECK", "GateCheck", "GateDecision", "decide"]
+
+#: The metric of the warning that a reported sensitive feature has no fairness threshold.
+NO_FAIRNESS_CHECK = "no_fairness_check"
 
 Verdict = Literal["pass", "breach", "inconclusive", "fail", "skipped"]
 CheckKind = Literal["value", "change", "fairness"]
@@ -160,6 +168,8 @@ class GateCheck:
         ``passed`` or ``skipped``."""
         if self.verdict == "inconclusive":
             return f"inconclusive at n = {self.n}"
+        if self.metric == NO_FAIRNESS_CHECK:
+            return "not checked"
         return {"breach": "breached", "fail": "not computable", "pass": "passed"}.get(
             self.verdict, str(self.verdict))
 
@@ -463,7 +473,10 @@ def _fairness_checks(fairness: Mapping[str, Any], policy: Policy) -> list[GateCh
     features = list(fairness) + [f for f, _ in policy.fairness_features if f not in fairness]
     for feature in features:
         report = fairness.get(feature)
-        for t in policy.fairness_for(feature):
+        thresholds = thresholds_for(policy, feature, report)
+        if report is not None and not thresholds:
+            checks.append(_uncovered(feature, report, policy))
+        for t in thresholds:
             how = _judging(t, policy)
             if report is None:
                 checks.append(_fairness_row(t, feature, None, how, "fail",
@@ -474,6 +487,17 @@ def _fairness_checks(fairness: Mapping[str, Any], policy: Policy) -> list[GateCh
             checks.append(_fairness_check(t, feature, est, _group_minima(report, t.metric, est),
                                           how))
     return checks
+
+
+def _uncovered(feature: str, report: Any, policy: Policy) -> GateCheck:
+    """A warning that a reported sensitive feature's gaps were judged by no threshold."""
+    reason = (f"no fairness check covers sensitive feature {feature!r} (task "
+              f"{task_of_report(report)}): its gaps "
+              "are computed and reported, but the policy sets no limit on any of them (set "
+              f"fairness.default or fairness.features.{feature} in the model's policy).")
+    return GateCheck(f"fairness:{feature}:{NO_FAIRNESS_CHECK}", "fairness", NO_FAIRNESS_CHECK,
+                     feature, None, None, None, None, None, None,
+                     policy.basis or "point_estimate", "fail", "warn", reason)
 
 
 def _group_minima(report: Any, metric: str, est: FairnessEstimate | None

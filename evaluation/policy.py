@@ -71,9 +71,9 @@ Semantics
   blocks on exactly what it blocked before; ``false`` as ``basis: point_estimate``.
 * Fairness metrics: equalized_odds_difference, tpr_gap, fpr_gap, tpr_fpr_gap_sum,
   demographic_parity_difference, predictive_parity_difference (binary; per class as
-  ``tpr_gap[<class>]`` for multiclass models), mae_gap, rmse_gap, mean_prediction_gap
-  (regression); keys ``upper`` (>= 0, required), ``severity``, ``basis``,
-  ``on_inconclusive``.
+  ``tpr_gap[<class>]`` for multiclass models, ``tpr_gap[*]`` for each class of the model),
+  mae_gap, rmse_gap, mean_prediction_gap (regression); keys ``upper`` (>= 0, required),
+  ``severity``, ``basis``, ``on_inconclusive``.
   :func:`check_policy_for_task` refuses names the model's task does not report, and each
   task has its default policy (:func:`default_policy`).
 
@@ -495,6 +495,9 @@ def check_policy_for_task(policy: Policy, task: str) -> None:
     multiclass = task == "multiclass_classification"
     named = [t.metric for t in policy.values] + [t.metric for t in policy.changes]
     for metric in named:
+        if metric.endswith("[*]"):
+            raise PolicyError(f"policy metric {metric!r}: '[*]' (every class) is for fairness "
+                              "gaps only; name the class, e.g. recall[<class>]")
         base = _base_name(metric, _PER_CLASS) if multiclass else metric
         if base not in TASK_METRICS[task] and not (multiclass and base in _PER_CLASS):
             raise PolicyError(f"policy metric {metric!r} is not reported for task {task} (it "

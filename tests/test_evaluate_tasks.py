@@ -178,6 +178,16 @@ def test_regression_against_its_champion_and_a_gate_on_rmse(settings_env: Settin
     first = run_evaluation_locally(*_archive_and_data("sklearn-regression", tmp_path), None,
                                    promote=True)
     assert first.payload["status"] == "passed" and first.payload["promoted"]
+    # the regression default sets no gap limit (label units): the JSON, the stored checks and
+    # the report say that no fairness check covered the sensitive feature
+    uncovered = {c["check_id"]: c for c in first.payload["gate"]["checks"]}[
+        "fairness:group:no_fairness_check"]
+    assert uncovered["effect"] == "warn" and uncovered["reason"].startswith(
+        "no fairness check covers sensitive feature 'group' (task regression)")
+    assert "no fairness check covers sensitive feature 'group'" in first.payload["gate"]["summary"]
+    assert _rows(url, "SELECT effect FROM gate_check WHERE evaluation_run_id = %s AND check_id = "
+                      "'fairness:group:no_fairness_check'",
+                 first.payload["evaluation_run_id"]) == [("warn",)]
     strict = tmp_path / "strict.yaml"
     strict.write_text("metrics:\n  rmse:\n    value: {upper: 0.05}\n")
     archive, data = _archive_and_data("xgboost-regression", tmp_path, version="2")
@@ -198,6 +208,7 @@ def test_regression_against_its_champion_and_a_gate_on_rmse(settings_env: Settin
     ((key,),) = _rows(url, "SELECT report_key FROM evaluation_run WHERE evaluation_run_id = %s", run_id)
     page = open_object_store(settings_env).get_bytes(key).decode()
     assert "<dt>Compared with</dt><dd>champion v1 (production)</dd>" in page  # the header names it
+    assert "no fairness check covers sensitive feature" in page
 
     y = build("xgboost-regression").frame["y_value"].to_numpy()
     scored = _scored(settings_env, run_id)
@@ -270,6 +281,18 @@ def test_a_policy_is_checked_against_the_task_before_scoring(
         run_evaluation_locally(*_archive_and_data(model, tmp_path), path)
     assert _rows(str(settings_env.database_url),
                  "SELECT status, rows_scored FROM evaluation_run") == [("failed", None)]
+
+
+def test_the_multiclass_default_fits_any_classes_but_a_named_class_must_exist() -> None:
+    from modelgate.evaluation.policy import default_policy, load_policy
+
+    from modelgate.pipelines.evaluate_tasks import check_policy_classes
+
+    manifest = {"name": "m", "task": "multiclass_classification", "output": {"classes": ["a", "b"]}}
+    check_policy_classes(default_policy("multiclass_classification"), manifest)  # '<gap>[*]'
+    with pytest.raises(ValueError, match=r"'tpr_gap\[c\]': 'c' is not a class of model 'm'"):
+        check_policy_classes(load_policy("fairness: {default: {'tpr_gap[c]': {upper: 0.1}}}"),
+                             manifest)
 
 
 @pytest.mark.e2e

@@ -108,7 +108,7 @@ def check_champion(candidate: Mapping[str, Any], champion: Mapping[str, Any]) ->
 
 def check_policy_classes(policy: Any, manifest: Mapping[str, Any]) -> None:
     """Per-class thresholds (``recall[<class>]``, ``tpr_gap[<class>]``) must name a class of
-    the model; the message lists its classes."""
+    the model (or ``[*]``, every class, for a fairness gap); the message lists its classes."""
     if task_of(manifest) != MULTICLASS:
         return
     classes = [str(c) for c in classes_of(manifest)]
@@ -116,7 +116,7 @@ def check_policy_classes(policy: Any, manifest: Mapping[str, Any]) -> None:
     names += [t.metric for _, block in policy.fairness_features for t in block]
     for name in names:
         base, bracket, rest = name.partition("[")
-        if bracket and rest.endswith("]") and rest[:-1] not in classes:
+        if bracket and rest.endswith("]") and rest[:-1] not in classes and rest != "*]":
             raise ValueError(f"policy metric {name!r}: {rest[:-1]!r} is not a class of model "
                              f"{manifest.get('name')!r} (classes {classes})")
 

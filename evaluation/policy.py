@@ -110,7 +110,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
+from .policy_yaml import PolicyError, read_yaml
 
 __all__ = [
     "DEFAULT_MIN_GROUP_COUNT",
@@ -180,10 +180,6 @@ TASK_FAIRNESS_METRICS: Mapping[str, tuple[str, ...]] = {
 }
 _ALL_METRICS = tuple(dict.fromkeys(m for names in TASK_METRICS.values() for m in names))
 _ALL_FAIRNESS = tuple(dict.fromkeys(m for names in TASK_FAIRNESS_METRICS.values() for m in names))
-
-
-class PolicyError(ValueError):
-    """A policy document is malformed; the message names the key path."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,11 +269,7 @@ def load_policy(path_or_text: str | os.PathLike[str]) -> Policy:
         text = Path(path_or_text).read_text(encoding="utf-8")
     else:
         text = path_or_text
-    try:
-        document = yaml.load(text, Loader=_StrictLoader)
-    except yaml.YAMLError as exc:
-        raise PolicyError(f"policy is not valid YAML: {exc}") from exc
-    return _policy(document)
+    return _policy(read_yaml(text))
 
 
 def default_policy(task: str = "binary_classification") -> Policy:
@@ -333,25 +325,6 @@ def _overlay(base: tuple[Any, ...], override: tuple[Any, ...]) -> tuple[Any, ...
 
 
 # ----------------------------------------------------------------------------- parsing
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate mapping keys instead of keeping the last."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    result: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node)
-        if key in result:
-            line = key_node.start_mark.line + 1
-            raise PolicyError(f"policy has the key {key!r} twice (line {line})")
-        result[key] = loader.construct_object(value_node, deep=True)
-    return result
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def _policy(document: object) -> Policy:

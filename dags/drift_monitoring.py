@@ -32,6 +32,7 @@ import pendulum
 from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_context, task, task_group
 
 from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
+from modelgate.config import dag_retries
 from modelgate.logsafe import link_for_log
 from modelgate.pipelines.drift_runner import DRIFT
 from modelgate.pipelines.payloads import (
@@ -80,7 +81,7 @@ intervals go on; once fixed, `modelgate monitor retry NAME --interval START` rep
 An interval with no live rows is `no_data` (amber): not a failure, and the drift flag stays.
 """
 
-RETRIES = int(os.environ.get("MODELGATE_DAG_RETRIES", "1"))
+RETRIES = dag_retries()
 SCHEDULE = os.environ.get("MODELGATE_DRIFT_SCHEDULE", "@daily")
 CATCHUP = os.environ.get("MODELGATE_DRIFT_CATCHUP", "false").lower() == "true"
 START = pendulum.parse(os.environ.get("MODELGATE_DRIFT_START_DATE", "1970-01-01"), tz="UTC")

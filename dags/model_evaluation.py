@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +18,7 @@ import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
 
 from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
+from modelgate.config import dag_retries
 from modelgate.logsafe import link_for_log
 from modelgate.pipelines.evaluation_runner import EVALUATION
 from modelgate.pipelines.payloads import Partition, RunRefDict
@@ -52,7 +52,7 @@ param is looser than the model's own policy on a blocking check; trigger again w
 `allow_looser_policy` set to promote under it anyway (recorded with the run).
 """
 
-RETRIES = int(os.environ.get("MODELGATE_DAG_RETRIES", "1"))
+RETRIES = dag_retries()
 
 
 def _ctx() -> Any:

@@ -2,7 +2,10 @@
 
 The policy is YAML, validated strictly: an unknown key, metric or severity, a
 non-numeric bound or ``lower > upper`` raises :class:`PolicyError` naming the key path,
-what was expected and what came.
+what was expected and what came. So do the limits any configuration is held to
+(:mod:`modelgate.input_limits`): a key given twice, nesting deeper than 32 levels, a
+control character (NUL included) in a key, a number that is not finite as a float, a group
+minimum beyond a PostgreSQL ``bigint`` (the column it is stored in).
 
 Format
 ------
@@ -109,6 +112,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
+
+from modelgate.input_limits import BIGINT_MAX, control_character, shown
 
 from .policy_yaml import PolicyError, read_yaml
 
@@ -333,12 +338,12 @@ def _policy(document: object) -> Policy:
     top = _mapping(document, "", {"version", "use_confidence_bound", "basis", "on_inconclusive",
                                   "metrics", "fairness"})
     if "version" in top and (top["version"] != 1 or isinstance(top["version"], bool)):
-        raise PolicyError(f"policy key 'version': expected 1; got {top['version']!r}")
+        raise PolicyError(f"policy key 'version': expected 1; got {shown(top['version'])}")
     values: list[ValueThreshold] = []
     changes: list[ChangeThreshold] = []
     metrics = _mapping(top.get("metrics", {}), "metrics", None)
     for metric, spec in metrics.items():
-        path = f"metrics.{metric}"
+        path = f"metrics.{_part(metric)}"
         _known(_base_name(metric, _PER_CLASS), _ALL_METRICS, path, other=_ALL_FAIRNESS,
                other_place="fairness")
         body = _mapping(spec, path, {"value", "change"})
@@ -380,7 +385,7 @@ def _change_threshold(metric: str, spec: object, path: str) -> ChangeThreshold:
     direction = body.get("direction", natural)
     if direction not in ("higher_is_better", "lower_is_better"):
         raise PolicyError(f"policy key '{path}.direction': expected 'higher_is_better' or "
-                          f"'lower_is_better'; got {direction!r}")
+                          f"'lower_is_better'; got {shown(direction)}")
     return ChangeThreshold(metric, absolute, relative, direction, _severity(body, path),
                            _basis(body, path), _on_inconclusive(body, path))
 
@@ -393,13 +398,14 @@ def _fairness(spec: object) -> tuple[tuple[FairnessThreshold, ...],
     default = _fairness_block(body.get("default", {}), "fairness.default")
     features = []
     for feature, block in _mapping(body.get("features", {}), "fairness.features", None).items():
-        features.append((feature, _fairness_block(block, f"fairness.features.{feature}")))
+        features.append((feature, _fairness_block(block, f"fairness.features.{_part(feature)}")))
     counts = []
     for key in minimums:
         value = body.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise PolicyError(f"policy key 'fairness.{key}': expected a whole number >= 0; got "
-                              f"{value!r}")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not 0 <= value <= BIGINT_MAX):
+            raise PolicyError(f"policy key 'fairness.{key}': expected a whole number from 0 to "
+                              f"{BIGINT_MAX:,}; got {shown(value)}")
         counts.append(value)
     return default, tuple(features), (counts[0], counts[1])
 
@@ -407,14 +413,14 @@ def _fairness(spec: object) -> tuple[tuple[FairnessThreshold, ...],
 def _fairness_block(spec: object, path: str) -> tuple[FairnessThreshold, ...]:
     thresholds = []
     for metric, threshold in _mapping(spec, path, None).items():
-        where = f"{path}.{metric}"
+        where = f"{path}.{_part(metric)}"
         _known(_base_name(metric, FAIRNESS_METRICS), _ALL_FAIRNESS, where, other=_ALL_METRICS,
                other_place="metrics")
         body = _mapping(threshold, where, {"upper", "severity", *_JUDGING})
         upper = _number(body, "upper", where)
         if upper is None or upper < 0:
             raise PolicyError(f"policy key '{where}.upper': expected a number >= 0; got "
-                              f"{body.get('upper')!r}")
+                              f"{shown(body.get('upper'))}")
         thresholds.append(FairnessThreshold(metric, upper, _severity(body, where),
                                             _basis(body, where), _on_inconclusive(body, where)))
     return tuple(thresholds)
@@ -489,14 +495,23 @@ def check_policy_for_task(policy: Policy, task: str) -> None:
 def _mapping(value: object, path: str, allowed: set[str] | None) -> dict[str, Any]:
     where = f"policy key {path!r}" if path else "policy"
     if not isinstance(value, dict):
-        raise PolicyError(f"{where}: expected a mapping; got {value!r}")
+        raise PolicyError(f"{where}: expected a mapping; got {shown(value)}")
     for key in value:
         if not isinstance(key, str) or not key:
-            raise PolicyError(f"{where}: expected string keys; got {key!r}")
+            raise PolicyError(f"{where}: expected string keys; got {shown(key)}")
+        bad = control_character(key)
+        if bad is not None:
+            raise PolicyError(f"{where}: expected keys without control characters; got {shown(key)} "
+                              f"(holds {bad!r})")
         if allowed is not None and key not in allowed:
-            raise PolicyError(f"{where}: unknown key {key!r}; expected one of "
+            raise PolicyError(f"{where}: unknown key {shown(key)}; expected one of "
                               f"{', '.join(sorted(allowed))}")
     return value
+
+
+def _part(key: str) -> str:
+    """A key as a part of a key path in a message: cut when long (the message shows it once)."""
+    return key if len(key) <= 60 else f"{key[:40]}...({len(key):,} characters)"
 
 
 def _known(name: str, known: tuple[str, ...], path: str, *, other: tuple[str, ...],
@@ -505,23 +520,27 @@ def _known(name: str, known: tuple[str, ...], path: str, *, other: tuple[str, ..
         return
     hint = f" ({name!r} is a metric for the '{other_place}' section)" if name in other else ""
     raise PolicyError(f"policy key {path!r}: expected one of {', '.join(sorted(known))}; "
-                      f"got {name!r}{hint}")
+                      f"got {shown(name)}{hint}")
 
 
 def _number(body: Mapping[str, Any], key: str, path: str) -> float | None:
     if key not in body:
         return None
     value = body[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise PolicyError(f"policy key '{path}.{key}': expected a finite number; got {value!r}")
-    return float(value)
+    try:  # float() of an integer beyond a float's range raises OverflowError
+        number = None if isinstance(value, bool) or not isinstance(value, int | float) else float(value)
+    except OverflowError:
+        number = None
+    if number is None or not math.isfinite(number):
+        raise PolicyError(f"policy key '{path}.{key}': expected a finite number; got {shown(value)}")
+    return number
 
 
 def _severity(body: Mapping[str, Any], path: str) -> Severity:
     severity = body.get("severity", "block")
     if severity not in ("block", "warn"):
         raise PolicyError(f"policy key '{path}.severity': expected 'block' or 'warn'; got "
-                          f"{severity!r}")
+                          f"{shown(severity)}")
     return "block" if severity == "block" else "warn"
 
 
@@ -536,7 +555,7 @@ def _basis(body: Mapping[str, Any], path: str) -> Basis | None:
     legacy = body.get("use_confidence_bound")
     if legacy is not None and not isinstance(legacy, bool):
         raise PolicyError(f"policy key {where('use_confidence_bound')!r}: expected true or false; "
-                          f"got {legacy!r}")
+                          f"got {shown(legacy)}")
     basis = body.get("basis")
     if basis is not None and legacy is not None:
         raise PolicyError(f"policy key {where('basis')!r}: give 'basis' or its former spelling "
@@ -545,7 +564,7 @@ def _basis(body: Mapping[str, Any], path: str) -> Basis | None:
         return None if legacy is None else "interval" if legacy else "point_estimate"
     if basis not in ("interval", "point_estimate"):
         raise PolicyError(f"policy key {where('basis')!r}: expected 'interval' or 'point_estimate'; "
-                          f"got {basis!r}")
+                          f"got {shown(basis)}")
     return "interval" if basis == "interval" else "point_estimate"
 
 
@@ -553,5 +572,5 @@ def _on_inconclusive(body: Mapping[str, Any], path: str) -> Severity | None:
     value = body.get("on_inconclusive")
     if value is not None and value not in ("block", "warn"):
         where = f"{path}.on_inconclusive" if path else "on_inconclusive"
-        raise PolicyError(f"policy key {where!r}: expected 'block' or 'warn'; got {value!r}")
+        raise PolicyError(f"policy key {where!r}: expected 'block' or 'warn'; got {shown(value)}")
     return None if value is None else "block" if value == "block" else "warn"

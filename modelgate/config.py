@@ -17,7 +17,7 @@ Variable                           Meaning (default)
 ``MODELGATE_S3_SECURE``            ``true`` to use HTTPS (``false``)
 ``MODELGATE_S3_REGION``            region sent to the server (``us-east-1``)
 ``MODELGATE_S3_CONN_ID``           Airflow connection used when no endpoint is set (``modelgate_s3``)
-``MODELGATE_PRESIGN_EXPIRY_S``     lifetime of presigned report links, seconds (``3600``)
+``MODELGATE_PRESIGN_EXPIRY_S``     lifetime of presigned report links, 1 .. 604800 s (``3600``)
 ``MODELGATE_ORT_PROVIDER``         ``auto``, ``cpu`` or ``cuda`` (``auto``)
 ``MODELGATE_ORT_GRAPH_OPT``        ``disable``, ``basic``, ``extended``, ``all`` (``all``)
 ``MODELGATE_ORT_INTRA_OP_THREADS`` ONNX Runtime intra-op threads (1 with parallel runs, else ORT's)
@@ -35,14 +35,22 @@ Variable                           Meaning (default)
 ``MODELGATE_DRIFT_START_DATE``     first interval of the drift DAG (``1970-01-01``)
 ``MODELGATE_DEMO_SKIP_DRIFT``      set to skip the drift part of ``modelgate demo``
 =================================  ==========================================================
+
+Every value is checked when the settings are read, before any work: whole numbers within
+their range (the presign expiry within S3's limit of 7 days, counts within the PostgreSQL
+``integer`` they are used as), no control characters in any text. :class:`ConfigError`
+names the variable, what was expected and what came (secrets are never shown).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from modelgate.input_limits import INTEGER_MAX, PRESIGN_EXPIRY_MAX_S, control_character, shown
 
 ENV_VARS = (
     "MODELGATE_HOME",
@@ -73,6 +81,8 @@ ENV_VARS = (
     "MODELGATE_DRIFT_START_DATE",
     "MODELGATE_DEMO_SKIP_DRIFT",
 )
+#: Variables whose value may hold a secret: an error names them but never shows the value.
+_SECRET_VARS = frozenset({"MODELGATE_DATABASE_URL", "MODELGATE_S3_ACCESS_KEY", "MODELGATE_S3_SECRET_KEY"})
 
 
 class ConfigError(ValueError):
@@ -125,6 +135,7 @@ class Settings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
+        _refuse_control_characters(env)
         home = Path(env.get("MODELGATE_HOME") or ".modelgate").expanduser()
         endpoint = env.get("MODELGATE_S3_ENDPOINT") or None
         s3 = None
@@ -143,10 +154,11 @@ class Settings:
             db_conn_id=env.get("MODELGATE_DB_CONN_ID") or "modelgate_db",
             s3=s3,
             s3_conn_id=env.get("MODELGATE_S3_CONN_ID") or "modelgate_s3",
-            presign_expiry_s=_positive_int(env, "MODELGATE_PRESIGN_EXPIRY_S", 3600),
-            min_group_size=_positive_int(env, "MODELGATE_MIN_GROUP_SIZE", 30),
-            stale_run_minutes=_positive_int(env, "MODELGATE_STALE_RUN_MINUTES", 30),
-            eval_memory_limit_mb=_positive_int(env, "MODELGATE_EVAL_MEMORY_LIMIT_MB", 4096),
+            presign_expiry_s=int_setting(env, "MODELGATE_PRESIGN_EXPIRY_S", 3600,
+                                         high=PRESIGN_EXPIRY_MAX_S),
+            min_group_size=int_setting(env, "MODELGATE_MIN_GROUP_SIZE", 30),
+            stale_run_minutes=int_setting(env, "MODELGATE_STALE_RUN_MINUTES", 30),
+            eval_memory_limit_mb=int_setting(env, "MODELGATE_EVAL_MEMORY_LIMIT_MB", 4096),
             migration_lock_timeout_s=_positive_seconds(env, "MODELGATE_MIGRATION_WAIT_S",
                                                        60.0),
         )
@@ -178,16 +190,38 @@ def _bool(env: Mapping[str, str], name: str, *, default: bool) -> bool:
     raise ConfigError(f"{name} must be true or false, got {raw!r}")
 
 
-def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+_WHOLE = re.compile(r"[+-]?[0-9]{1,30}")
+
+
+def int_setting(env: Mapping[str, str], name: str, default: int, *, low: int = 1,
+                high: int = INTEGER_MAX) -> int:
+    """The whole number in ``env[name]`` (``default`` when unset or empty), within ``[low, high]``.
+
+    ``high`` defaults to the largest PostgreSQL ``integer``, the type counts and minutes are
+    stored or used as.
+
+    Raises
+    ------
+    ConfigError
+        Naming the variable, the range and the value that came.
+
+    Examples
+    --------
+    >>> try:
+    ...     int_setting({"MG_EXPIRY_S": "700000"}, "MG_EXPIRY_S", 3600, high=604800)
+    ... except ConfigError as exc:
+    ...     print(exc)
+    MG_EXPIRY_S must be a whole number from 1 to 604,800, got '700000'
+    """
     raw = env.get(name)
-    if raw is None or raw == "":
+    if raw is None or raw.strip() == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a positive integer, got {raw!r}") from None
-    if value <= 0:
-        raise ConfigError(f"{name} must be a positive integer, got {raw!r}")
+    wanted = f"{name} must be a whole number from {low:,} to {high:,}, got {shown(raw)}"
+    if not _WHOLE.fullmatch(raw.strip()):  # int() of 5,000 digits raises a ValueError of its own
+        raise ConfigError(wanted)
+    value = int(raw)
+    if not low <= value <= high:
+        raise ConfigError(wanted)
     return value
 
 
@@ -203,3 +237,23 @@ def _positive_seconds(env: Mapping[str, str], name: str, default: float) -> floa
     if not 0 < value < float("inf"):
         raise ConfigError(f"{name} must be a positive number of seconds, got {raw!r}")
     return value
+
+
+def _refuse_control_characters(env: Mapping[str, str]) -> None:
+    for name in ENV_VARS:
+        value = env.get(name)
+        bad = None if value is None else control_character(value)
+        if bad is not None:
+            what = "(value not shown: it may hold a secret)" if name in _SECRET_VARS else (
+                f"got {shown(value)}")
+            raise ConfigError(f"{name} must not contain control characters such as {bad!r}; {what}")
+
+
+def dag_retries(environ: Mapping[str, str] | None = None) -> int:
+    """``MODELGATE_DAG_RETRIES``: task retries in both DAGs, 0 .. 100 (default 1).
+
+    >>> dag_retries({}), dag_retries({"MODELGATE_DAG_RETRIES": "0"})
+    (1, 0)
+    """
+    env = os.environ if environ is None else environ
+    return int_setting(env, "MODELGATE_DAG_RETRIES", 1, low=0, high=100)

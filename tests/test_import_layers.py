@@ -22,10 +22,10 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE_DIRS = {"modelgate": "modelgate", "drift": "modelgate.drift", "fairness": "modelgate.fairness",
                 "evaluation": "modelgate.evaluation", "reports": "modelgate.reports"}
 #: The cores: numeric (numpy in, dataclasses out), the helpers below them (bootstrap
-#: intervals, record values) and the report renderers (plain views in, HTML out); they may
-#: import only one another.
+#: intervals, record values, the limits of configuration inputs) and the report renderers
+#: (plain views in, HTML out); they may import only one another.
 CORES = {"modelgate.drift", "modelgate.fairness", "modelgate.evaluation", "modelgate.intervals",
-         "modelgate.records", "modelgate.reports", "modelgate.display_text"}
+         "modelgate.input_limits", "modelgate.records", "modelgate.reports", "modelgate.display_text"}
 #: The edge: DAG helpers, CLI and demo. Nothing below them may import them.
 EDGE_PREFIXES = ("modelgate.cli", "modelgate.demo", "modelgate.airflow_runner")
 

@@ -33,6 +33,7 @@ from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_conte
 
 from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
 from modelgate.config import dag_retries
+from modelgate.input_limits import INTEGER_MAX, TEXT_PATTERN
 from modelgate.logsafe import link_for_log
 from modelgate.pipelines.drift_runner import DRIFT
 from modelgate.pipelines.payloads import (
@@ -150,14 +151,21 @@ OUTSIDE_FINISH = tuple(n for n in DRIFT.names() if n == FAN_OUT or n in DRIFT.an
     default_args={"retries": RETRIES, "retry_delay": dt.timedelta(seconds=10)},
     on_failure_callback=_record_lost_runs,
     params={
-        "interval_start": Param("", type="string", description=(
+        "interval_start": Param("", type="string", pattern=TEXT_PATTERN, description=(
             "manual runs: start of the interval to read, e.g. 2024-03-01 (default: the run's "
             "data interval, else the last complete interval before the run was triggered)")),
-        "model_name": Param("", type="string", description="one model only (default: every monitored one)"),
-        "live": Param("", type="string", description="override: live partitions (directory or s3://)"),
-        "labels": Param("", type="string", description="override: label partitions (joined by id_column)"),
-        "reference": Param("", type="string", description="build a missing reference sketch from this"),
-        "sample_size": Param(0, type="integer", minimum=0, description="override (0: the config's)"),
+        # Checked when a run is triggered; an override path that does not exist is refused,
+        # without retries, by `plan`.
+        "model_name": Param("", type="string", pattern=TEXT_PATTERN,
+                            description="one model only (default: every monitored one)"),
+        "live": Param("", type="string", pattern=TEXT_PATTERN,
+                      description="override: live partitions (directory or s3://)"),
+        "labels": Param("", type="string", pattern=TEXT_PATTERN,
+                        description="override: label partitions (joined by id_column)"),
+        "reference": Param("", type="string", pattern=TEXT_PATTERN,
+                           description="build a missing reference sketch from this"),
+        "sample_size": Param(0, type="integer", minimum=0, maximum=INTEGER_MAX,
+                             description="override (0: the config's)"),
         "adwin_delta": Param(0.002, type="number", exclusiveMinimum=0, exclusiveMaximum=1),
         "thresholds": Param({}, type="object", description=(
             'override, e.g. {"relative": 1.8, "features": {"age": {"relative": 3.0}}, '
@@ -169,11 +177,13 @@ def drift_monitoring() -> None:
     def plan() -> list[MonitorSpecDict]:
         """The models this run watches, each with the data it reads."""
         from modelgate.pipelines import drift
+        from modelgate.pipelines.tasks import refusals_are_final
 
         context = get_current_context()
         start, end = _interval(context)  # a bad interval_start fails here, before any run row
         print(f"data interval {start.isoformat()}..{end.isoformat()}")
-        return drift.monitor_specs(_ctx(), dict(context["params"]))
+        with refusals_are_final():  # an override naming nothing: a retry is refused alike
+            return drift.monitor_specs(_ctx(), dict(context["params"]))
 
     # A dict return annotation made TaskFlow infer multiple_outputs (each key is also an XCom
     # of its own); stated on the tasks that return a payload, so their XComs stay the same

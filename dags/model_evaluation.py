@@ -19,6 +19,7 @@ from airflow.sdk import Param, dag, get_current_context, task
 
 from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
 from modelgate.config import dag_retries
+from modelgate.input_limits import GIVEN_TEXT_PATTERN, TEXT_PATTERN
 from modelgate.logsafe import link_for_log
 from modelgate.pipelines.evaluation_runner import EVALUATION
 from modelgate.pipelines.payloads import Partition, RunRefDict
@@ -49,7 +50,12 @@ cause and clear the run: re-running gives the same rows and object keys. **Red r
 recorded in `analytics.evaluation_refusals`. **Red run at task `verify`** naming
 `allow_looser_policy`: the `policy`
 param is looser than the model's own policy on a blocking check; trigger again with
-`allow_looser_policy` set to promote under it anyway (recorded with the run).
+`allow_looser_policy` set to promote under it anyway (recorded with the run). A run whose
+input is refused (unknown model version, a dataset that does not exist, a malformed policy or
+setting) fails at `verify` once, without retries, leaving one row in
+`analytics.evaluation_refusals` (or one failed run for a bad policy). A trigger with an empty
+`dataset`, or a param holding a control character, is refused by Airflow itself: no run is
+created.
 """
 
 RETRIES = dag_retries()
@@ -108,12 +114,17 @@ def _record_lost_run(context: Any) -> None:
         # Default None, not a model: a run names its model (the demo's is not the product's
         # default), and verify refuses one that does not. A Param without a default made
         # Airflow's callback context (which validates the params) raise ParamValidationError.
-        "model_name": Param(None, type=["null", "string"],
+        "model_name": Param(None, type=["null", "string"], pattern=TEXT_PATTERN,
                             description="registered model name (required)"),
-        "model_version": Param("1", type="string", description="candidate version to evaluate"),
-        "dataset": Param("", type="string", description="held-out parquet: a file, a directory of "
-                         "parquet files, or s3://bucket/key or prefix"),
-        "policy": Param("", type="string", description="policy YAML path (empty: the default policy)"),
+        # Checked by Airflow when a run is triggered (a conf breaking the schema creates no
+        # run): a dataset must be given (empty was the worker's folder, every parquet under it)
+        "model_version": Param("1", type="string", pattern=GIVEN_TEXT_PATTERN,
+                               description="candidate version to evaluate"),
+        "dataset": Param("", type="string", pattern=GIVEN_TEXT_PATTERN,
+                         description="held-out parquet (required): a file, a directory of "
+                                     "parquet files, or s3://bucket/key or prefix"),
+        "policy": Param("", type="string", pattern=TEXT_PATTERN,
+                        description="policy YAML path (empty: the default policy)"),
         "allow_looser_policy": Param(False, type="boolean",
                                      description="promote even when the policy is looser than the "
                                                  "model's own on a blocking check (recorded)"),
@@ -124,12 +135,13 @@ def model_evaluation() -> None:
     # own); stated, so the XComs stay the same whatever the return annotation says.
     @task(multiple_outputs=True)
     def verify() -> RunRefDict:
-        """Open the run row for this candidate; the archive is verified when it is scored."""
+        """Open the run row for this candidate; the archive is verified when it is scored.
+        A refusal (no model, unknown version, bad dataset or policy) is final: no retry."""
         from airflow.sdk.exceptions import AirflowFailException
 
         from modelgate.pipelines import evaluate
         from modelgate.pipelines.evaluation_runner import require_model_name
-        from modelgate.pipelines.policy_provenance import LooserPolicyRefused
+        from modelgate.pipelines.tasks import refusals_are_final
 
         context = get_current_context()
         params, ctx, run_key = context["params"], _ctx(), _dag_run_key(context)
@@ -139,15 +151,13 @@ def model_evaluation() -> None:
                                             dataset_uri=params["dataset"])
         except ValueError as exc:
             raise AirflowFailException(str(exc)) from exc
-        try:
+        with refusals_are_final():
             ref = evaluate.prepare(
                 ctx, model_name=model_name, version=str(params["model_version"]),
                 dataset_uri=params["dataset"], run_key=run_key,
                 policy_path=params["policy"] or None, promote=True,  # the DAG promotes a pass
                 allow_looser_policy=bool(params.get("allow_looser_policy", False)),
             )
-        except LooserPolicyRefused as exc:  # a retry would be refused alike
-            raise AirflowFailException(str(exc)) from exc
         return ref.as_dict()
 
     @task

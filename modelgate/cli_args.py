@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -69,7 +68,8 @@ def bounded_int(low: int, high: int | None = None) -> Callable[[str], int]:
 
 
 def json_object(text: str) -> dict[str, Any]:
-    """An argparse type: a JSON object.
+    """An argparse type: a JSON object, read strictly (:func:`modelgate.json_input.loads_object`:
+    a key given twice, nesting past 32 levels, non-finite numbers, NUL are refused).
 
     >>> json_object('{"relative": 2.0}')
     {'relative': 2.0}
@@ -78,15 +78,12 @@ def json_object(text: str) -> dict[str, Any]:
     ...
     argparse.ArgumentTypeError: must be a JSON object, got '[1]'
     """
+    from modelgate.json_input import JsonInputError, loads_object
+
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"must be a JSON object, got {text!r}: {exc}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"must be a JSON object, got {text!r}")
-    if "\x00" in json.dumps(value, ensure_ascii=False):  # PostgreSQL's jsonb cannot hold it
-        raise argparse.ArgumentTypeError("must not contain a NUL character (\\u0000)")
-    return value
+        return loads_object(text, where="JSON")
+    except JsonInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("JSON: ")) from None
 
 
 def open_interval(low: float, high: float) -> Callable[[str], float]:

@@ -23,9 +23,11 @@ import re
 
 __all__ = [
     "BIGINT_MAX",
+    "GIVEN_TEXT_PATTERN",
     "INTEGER_MAX",
     "MAX_NESTING",
     "PRESIGN_EXPIRY_MAX_S",
+    "TEXT_PATTERN",
     "control_character",
     "shown",
 ]
@@ -39,6 +41,11 @@ INTEGER_MAX = 2**31 - 1
 MAX_NESTING = 32
 #: Longest lifetime of an S3 presigned URL (signature version 4 allows 7 days).
 PRESIGN_EXPIRY_MAX_S = 7 * 24 * 3600
+#: JSON-schema ``pattern`` of a text param: no control character (NUL included), as
+#: Airflow checks a DAG's params when a run is triggered.
+TEXT_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"
+#: ... and not empty or only blanks (a path or name that must be given).
+GIVEN_TEXT_PATTERN = r"^(?=.*\S)[^\x00-\x1f\x7f-\x9f]*$"
 #: Longest text of a value shown in an error message.
 SHOWN_CHARS = 80
 

@@ -134,10 +134,19 @@ def monitor_specs(ctx: Context, params: dict[str, Any]) -> list[MonitorSpecDict]
     """One spec per production model with a monitoring config (or only ``params['model_name']``).
 
     Non-empty params override the stored config, so a manual run can point one model at
-    other data; a model with neither a config nor ``live`` and ``labels`` params is an error.
+    other data; a model with neither a config nor ``live`` and ``labels`` params is an error,
+    and so is an override location that does not exist
+    (:class:`~modelgate.pipelines.monitor_checks.MonitorConfigError`, a refusal).
     """
+    from modelgate.json_input import check_json_value
+    from modelgate.pipelines.monitor_checks import check_exists
     from modelgate.store import monitors
 
+    for name in ("live", "labels", "reference"):  # an override naming nothing is refused now
+        if params.get(name):
+            check_exists(ctx, f"drift_monitoring param {name!r}", str(params[name]))
+    if params.get("thresholds"):  # Airflow parsed the conf: the limits of a JSON option apply
+        check_json_value(params["thresholds"], where="drift_monitoring param 'thresholds'")
     wanted = params.get("model_name") or ""
     configs = ([monitors.get(ctx.db_url, wanted)] if wanted
                else monitors.list_monitored_production(ctx.db_url))

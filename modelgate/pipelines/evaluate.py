@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from modelgate.logsafe import one_line
 from modelgate.metrics import emit as emit_metrics
 from modelgate.metrics import gate_metrics
-from modelgate.pipelines import evaluate_tasks, index_page, partitions, policy_provenance
+from modelgate.pipelines import evaluate_tasks, index_page, partitions, policy_provenance, refusals
 from modelgate.pipelines.context import Context, load_registered_model, safe_key_part
 from modelgate.pipelines.fairness_records import driving_text, fairness_records
 from modelgate.pipelines.payloads import RunRefDict
@@ -98,8 +98,12 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     provenance is stored on the run row (:mod:`~modelgate.pipelines.policy_provenance`); a
     run that will ``promote`` under an ad-hoc policy looser than the model's own fails here
     (:class:`~modelgate.pipelines.policy_provenance.LooserPolicyRefused`) unless
-    ``allow_looser_policy``.
+    ``allow_looser_policy``. A dataset that cannot be one (empty, missing here, a control
+    character) and malformed ONNX Runtime settings are refused first, recorded as a refusal
+    (:func:`~modelgate.pipelines.refusals.check_dataset_uri`), before any run row exists.
     """
+    refusals.check_evaluation_inputs(ctx, model_name=model_name, version=version,
+                                     dataset_uri=dataset_uri, run_key=run_key)
     candidate = _candidate(ctx, model_name=model_name, version=version, dataset_uri=dataset_uri,
                            run_key=run_key, promote=promote)
     champion = models.get_production(ctx.db_url, model_name)

@@ -42,6 +42,16 @@ def _local(uri: str) -> Path | None:
     return Path(uri)
 
 
+def check_exists(ctx: Context, option: str, uri: str) -> None:
+    """Refuse a location that names nothing here: a local path that does not exist, an
+    ``s3://`` bucket other than the configured one, another scheme (no listing, no reading)."""
+    path = _local(uri)
+    if path is None:
+        _s3_key(ctx, option, uri)
+    elif not path.exists():
+        raise MonitorConfigError(f"{option} {uri!r} does not exist on this machine")
+
+
 def _s3_key(ctx: Context, option: str, uri: str) -> str:
     bucket, _, key = uri[5:].partition("/")
     configured = getattr(ctx.store, "bucket", None)

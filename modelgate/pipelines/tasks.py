@@ -4,11 +4,16 @@ Kept free of heavy imports at module level so DAG files stay cheap to parse. It 
 pipeline by name: the caller passes its run reference, its pipeline's ``fail`` and, for runs
 that keep a heartbeat, how to beat, so this module imports neither pipeline (imports only go
 downward).
+
+A task that refuses its input (:func:`~modelgate.pipelines.refusals.refusal_types`: an
+unknown model version, a bad dataset, policy or setting) fails without Airflow's retries:
+the next try would read the same input and be refused alike, leaving a second refusal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -30,7 +35,9 @@ def run_step(ref: RefT, fail: Callable[[Context, RefT, BaseException], None],
              beat: Callable[[Context, RefT], None] | None = None) -> Any:
     """Run ``step(ctx, ref, *args)``; on any error or kill ``fail(ctx, ref, exc)`` records the
     run as failed with the reason, then the error is re-raised. An error on an Airflow try
-    that Airflow will retry is only logged: the last try decides.
+    that Airflow will retry is only logged: the last try decides. A refusal is final: it is
+    recorded at once and, inside Airflow, re-raised as a failure Airflow does not retry
+    (:func:`final_failure`).
 
     SIGTERM (Airflow killing the task) raises inside the step and is handled like an error:
     Airflow's task runner retries a try that raised it as it retries any other failure, so
@@ -62,9 +69,52 @@ def run_step(ref: RefT, fail: Callable[[Context, RefT, BaseException], None],
         with sigterm_raises(), beating:
             return step(ctx, ref, *args)
     except BaseException as exc:  # SIGTERM and Ctrl-C too: Airflow retries those tries alike
-        if not _airflow_retries(exc):
+        final = final_failure(exc)
+        if final is not exc or not _airflow_retries(exc):
             fail(ctx, ref, exc)
-        raise
+        if final is exc:
+            raise
+        raise final from exc
+
+
+@contextmanager
+def refusals_are_final() -> Iterator[None]:
+    """Inside a DAG task: a refusal raised inside fails the task without Airflow's retries.
+
+    For the tasks that run before a run reference exists (the evaluation's ``verify``, the
+    drift run's ``plan``); steps run through :func:`run_step` get the same.
+    """
+    try:
+        yield
+    except Exception as exc:
+        final = final_failure(exc)
+        if final is exc:
+            raise
+        raise final from exc
+
+
+def final_failure(exc: BaseException) -> BaseException:
+    """What a task raises for ``exc``: inside an Airflow task, a refusal
+    (:func:`~modelgate.pipelines.refusals.refusal_types`) becomes Airflow's
+    ``AirflowFailException`` (failed, never retried) with the refusal's type and message;
+    anything else, and everything outside Airflow, is ``exc`` itself."""
+    from modelgate.pipelines.refusals import refusal_types
+
+    if not isinstance(exc, refusal_types()) or not _in_airflow_task():
+        return exc
+    from airflow.sdk.exceptions import AirflowFailException
+
+    return AirflowFailException(f"{type(exc).__name__}: {exc}")
+
+
+def _in_airflow_task() -> bool:
+    try:
+        from airflow.sdk import get_current_context
+
+        get_current_context()
+    except Exception:  # noqa: BLE001 - not inside a running Airflow task
+        return False
+    return True
 
 
 def _airflow_retries(exc: BaseException) -> bool:

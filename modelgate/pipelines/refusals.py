@@ -1,0 +1,99 @@
+"""Refusals: a run's input cannot work, and trying it again would be refused alike.
+
+An unknown model version, a dataset that names nothing, a malformed policy or setting, a
+monitoring location that does not exist: each is refused with an error naming the input,
+and a retry of the task would read the same input and be refused the same way (another
+refusal row, another failed run). :func:`refusal_types` is the family of such errors;
+the DAG task wrapper (:mod:`~modelgate.pipelines.tasks`) turns them into Airflow's
+non-retried failure, so one DAG run leaves one refusal.
+
+:func:`check_dataset_uri` is the evaluation's own refusal of a dataset that cannot be one,
+made before any run row exists.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from modelgate.input_limits import control_character, shown
+
+if TYPE_CHECKING:
+    from modelgate.pipelines.context import Context
+
+
+class InputRefused(ValueError):
+    """A run's input (dataset, param) cannot work; the message names it and what came."""
+
+
+def refusal_types() -> tuple[type[BaseException], ...]:
+    """The errors that refuse a run's input rather than fail while working on it.
+
+    The model registry's (unknown model or version, a stage that cannot be evaluated), a
+    malformed policy, setting or JSON option, a promotion under a looser policy without
+    leave, a monitoring location that cannot work, a dataset too large for the memory
+    limit, and :class:`InputRefused`.
+    """
+    from modelgate.config import ConfigError
+    from modelgate.evaluation.policy import PolicyError
+    from modelgate.json_input import JsonInputError
+    from modelgate.pipelines.evaluate_tasks import EvaluationTooLarge
+    from modelgate.pipelines.monitor_checks import MonitorConfigError
+    from modelgate.pipelines.policy_provenance import LooserPolicyRefused
+    from modelgate.store.models import RegistryError
+
+    return (InputRefused, RegistryError, PolicyError, ConfigError, JsonInputError,
+            LooserPolicyRefused, MonitorConfigError, EvaluationTooLarge)
+
+
+def check_dataset_uri(dataset_uri: object, *, name: str = "dataset") -> str:
+    """``dataset_uri`` when it can name a held-out dataset, else :class:`InputRefused`.
+
+    It must be text without control characters, not empty (an empty path is the worker's
+    working folder, every parquet file under it), ``s3://`` with a bucket, or a local path
+    (``file://`` too) that exists on this machine.
+
+    >>> check_dataset_uri("s3://bucket/heldout/")
+    's3://bucket/heldout/'
+    >>> try:
+    ...     check_dataset_uri("")
+    ... except InputRefused as exc:
+    ...     print(exc)
+    dataset: expected a parquet file, a directory of them or s3://bucket/prefix; got ''
+    """
+    wanted = f"{name}: expected a parquet file, a directory of them or s3://bucket/prefix; got"
+    if not isinstance(dataset_uri, str) or not dataset_uri.strip():
+        raise InputRefused(f"{wanted} {shown(dataset_uri)}")
+    bad = control_character(dataset_uri)
+    if bad is not None:
+        raise InputRefused(f"{wanted} {shown(dataset_uri)}, which holds the control character {bad!r}")
+    if dataset_uri.startswith("s3://"):
+        if not dataset_uri[5:].partition("/")[0]:
+            raise InputRefused(f"{wanted} {shown(dataset_uri)} (no bucket)")
+        return dataset_uri
+    path = Path(dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri)
+    if not path.exists():
+        raise InputRefused(f"{wanted} {shown(dataset_uri)}, which does not exist on this machine")
+    return dataset_uri
+
+
+def check_evaluation_inputs(ctx: Context, *, model_name: str, version: str, dataset_uri: str,
+                            run_key: str) -> None:
+    """Refuse an evaluation whose dataset cannot be one or whose ONNX Runtime settings
+    (``MODELGATE_ORT_*``) are malformed, before any run row or scoring; the refusal is
+    recorded (``analytics.evaluation_refusals``) and :class:`InputRefused` raised."""
+    from modelgate.logsafe import one_line
+    from modelgate.scoring import ScoringError, settings_from_os_environ
+    from modelgate.store import runs
+
+    try:
+        check_dataset_uri(dataset_uri)
+        try:
+            settings_from_os_environ()
+        except ScoringError as exc:
+            raise InputRefused(f"scoring settings: {exc}") from exc
+    except InputRefused as exc:
+        runs.record_refusal(ctx.db_url, run_key=run_key, model_name=model_name, version=version,
+                            dataset_uri=str(dataset_uri).replace("\x00", "\\x00"),
+                            reason=one_line(f"{type(exc).__name__}: {exc}"))
+        raise

@@ -37,6 +37,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from modelgate.pipelines.cli_runs import run_evaluation_locally
     from modelgate.pipelines.policy_provenance import LooserPolicyRefused
 
+    if args.policy:
+        _check_policy_argument(args.policy)
     try:
         outcome = run_evaluation_locally(Path(args.model), args.data,
                                          args.policy and Path(args.policy), promote=args.promote,
@@ -50,6 +52,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     _emit(outcome.payload, args.format, outcome.text)
     return EXIT_OK if outcome.payload["gate"]["passed"] else EXIT_BLOCKED
+
+
+def _check_policy_argument(path: str) -> None:
+    """A ``--policy`` file that is missing or malformed is a usage error (exit 2) naming it,
+    raised before any work."""
+    from modelgate.evaluation.policy import load_policy
+
+    try:
+        load_policy(Path(path))
+    except (OSError, ValueError) as exc:  # PolicyError and a file that is not UTF-8 are ValueErrors
+        raise UsageError(f"--policy {path!r}: {exc}") from exc
 
 
 # --- explain -----------------------------------------------------------------------------

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from modelgate.input_limits import shown
+
 #: What ``--data`` takes, as the README says: a parquet file, a directory of them, an s3:// prefix.
 DATA_HELP = "a parquet file, a directory of parquet files (searched recursively) or s3://bucket/prefix"
 
@@ -57,10 +59,10 @@ def bounded_int(low: int, high: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
+        except ValueError:  # 5,000 digits too: Python refuses int() of over 4,300
+            raise argparse.ArgumentTypeError(f"must be {wanted}, got {shown(text)}") from None
         if value < low or (high is not None and value > high):
-            raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"must be {wanted}, got {shown(text)}")
         return value
 
     parse.__name__ = "integer"  # argparse names the type in its own messages

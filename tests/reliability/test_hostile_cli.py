@@ -73,6 +73,39 @@ USAGE = {  # the issue's cases, then the other numeric options found by grepping
     "nul-in-name": ["monitor", "unset", "to\x00y"],
     "keep-clashes": ["score", "--model", "m", "--data", "d", "--out", "o", "--keep", "score"],
 }
+_MONITOR = ["monitor", "set", "m", "--live", "l", "--labels", "l"]
+#: Issue #37: configuration the CLI took and failed on later (or judged by the wrong value);
+#: each is a usage error whose message names the argument.
+NAMED = {
+    "thresholds-key-twice": ([*_MONITOR, "--thresholds", '{"relative": 1.2, "relative": 9}'],
+                             "argument --thresholds: key 'relative' is given twice in one object"),
+    "thresholds-400-digits": ([*_MONITOR, "--thresholds", '{"relative": %s}' % ("9" * 400)],
+                              "argument --thresholds: the value of key 'relative' must be a finite "
+                              "number"),
+    "thresholds-5000-digits": ([*_MONITOR, "--thresholds", '{"relative": %s}' % ("9" * 5000)],
+                               "<a number of 5,000 characters>"),
+    "thresholds-nan": ([*_MONITOR, "--thresholds", '{"js_floor": NaN}'],
+                       "argument --thresholds: the value of key 'js_floor' must be a finite number"),
+    "thresholds-overflow-float": ([*_MONITOR, "--thresholds", '{"relative": 1e400}'],
+                                  "got '1e400'"),
+    "thresholds-deep": ([*_MONITOR, "--thresholds", '{"a": ' * 100_000 + "1" + "}" * 100_000],
+                        "argument --thresholds: nests deeper than 32 levels"),
+    "thresholds-control-key": ([*_MONITOR, "--thresholds", '{"features": {"a\\u0007ge": {}}}'],
+                               "argument --thresholds: key 'features'.'a\\x07ge' holds a control "
+                               "character"),
+    "thresholds-nul-key": ([*_MONITOR, "--thresholds", '{"a\\u0000": 1}'],
+                           "argument --thresholds: key 'a\\x00' holds a control character"),
+    "runs-400-digits": (["model", "show", "m", "--runs", "9" * 400],
+                        "argument --runs: must be an integer from 1 to 9,223,372,036,854,775,807, "
+                        "got '999"),
+    "runs-5000-digits": (["model", "show", "m", "--runs", "9" * 5000], "... (5,002 characters)"),
+    "run-id-past-bigint": (["report", "link", str(2**63)],
+                           "argument run_id: must be an integer from 1 to 9,223,372,036,854,775,807"),
+    "batch-rows-5000-digits": (["score", "--model", "m", "--data", "d", "--out", "o",
+                                "--batch-rows", "9" * 5000], "argument --batch-rows: must be"),
+    "policy-missing": (["evaluate", "--model", "m", "--data", "d", "--policy", "/nowhere/p.yaml"],
+                       "--policy '/nowhere/p.yaml': [Errno 2] No such file or directory"),
+}
 
 
 @pytest.mark.parametrize("argv", USAGE.values(), ids=USAGE.keys())
@@ -86,6 +119,32 @@ def test_usage_errors_exit_2_before_any_work(argv: list[str], tmp_path: Path,
     err = capsys.readouterr().err
     last = err.strip().splitlines()[-1]  # argparse prints its usage lines first
     assert last.startswith("modelgate") and "error: " in last and "Traceback" not in err
+    assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize(("argv", "message"), NAMED.values(), ids=NAMED.keys())
+def test_configuration_usage_errors_exit_2_naming_the_argument(
+        argv: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("MODELGATE_DATABASE_URL", "postgresql://nobody@127.0.0.1:9/none")
+    monkeypatch.setenv("MODELGATE_HOME", str(tmp_path / "home"))
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()[-1]) < 400  # a huge value is cut, not echoed
+    assert not (tmp_path / "home").exists()
+
+
+def test_a_malformed_policy_argument_is_a_usage_error_naming_it_and_the_key(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("MODELGATE_DATABASE_URL", "postgresql://nobody@127.0.0.1:9/none")
+    monkeypatch.setenv("MODELGATE_HOME", str(tmp_path / "home"))
+    policy = tmp_path / "p.yaml"
+    policy.write_text("fairness:\n  min_positives_per_group: %s\n" % ("9" * 400))
+    assert cli.main(["evaluate", "--model", "m", "--data", "d", "--policy", str(policy)]) == 2
+    err = capsys.readouterr().err
+    assert f"usage error: --policy {str(policy)!r}: policy key 'fairness.min_positives_per_group': " \
+           "expected a whole number from 0 to 9,223,372,036,854,775,807" in err
     assert not (tmp_path / "home").exists()
 
 

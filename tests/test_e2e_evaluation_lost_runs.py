@@ -1,8 +1,10 @@
 """The ``model_evaluation`` DAG's failures on a real Airflow 3.3 deployment with the DEFAULT
 retries (``MODELGATE_DAG_RETRIES`` unset: one retry), issue #21 item 6:
 
-1. a trigger without ``model_name`` fails at ``verify`` on its first try, naming the param,
-   and is recorded in ``analytics.evaluation_refusals`` (no run row);
+0. a trigger with an empty ``dataset`` is refused by Airflow itself: no DAG run (issue #37);
+1. a trigger without ``model_name``, or with a version that is not registered, fails at
+   ``verify`` on its first try, naming the param or version, and is recorded once in
+   ``analytics.evaluation_refusals`` (no run row);
 2. SIGKILL to both tries of ``score``: the DAG run fails and its failure callback (run by the
    dag-processor) records the evaluation run ``failed`` at once, naming the task and the try,
    in ``evaluation_run`` and in ``analytics.evaluation_runs``; no later run is needed.
@@ -17,8 +19,10 @@ sent SIGKILL; the retry is found and killed the same way.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +30,7 @@ from typing import Any
 import psutil
 import pytest
 from airflow_deployment import (
+    AIRFLOW,
     deployment_env,
     finished_state,
     log_tails,
@@ -104,8 +109,16 @@ def test_a_run_without_a_model_and_a_killed_last_try_are_recorded(
     wait(lambda: meta_rows(meta, "SELECT count(*) FROM dag WHERE dag_id = 'model_evaluation'")[0][0] == 1,
          "the DAG parsed")
 
+    # 0. an empty dataset (issue #37: it passed verify, then scored the worker's folder) is
+    # refused by Airflow when the run is triggered: no DAG run, no task, no refusal row
+    refused = subprocess.run([*AIRFLOW, "dags", "trigger", "model_evaluation", "--run-id", "no-data",
+                              "--conf", json.dumps({"model_name": NAME, "dataset": ""})],
+                             env=env, capture_output=True, text=True, timeout=300)
+    assert refused.returncode != 0 and "dataset" in refused.stdout + refused.stderr
+    assert meta_rows(meta, "SELECT count(*) FROM dag_run WHERE run_id = 'no-data'") == [(0,)]
+
     # 1. no model_name: refused at verify, without a retry, and recorded
-    trigger(env, "model_evaluation", "no-model")
+    trigger(env, "model_evaluation", "no-model", {"dataset": dataset})
     assert wait(lambda: finished_state(meta, "no-model"), "no-model") == "failed", log_tails(logs)
     assert [t[:3] for t in _tries(meta, "no-model", "verify")] == [(-1, 1, "failed")]
     ((model_name, reason),) = fetch_all(ctx.db_url, """SELECT model_name, reason FROM
@@ -117,6 +130,15 @@ def test_a_run_without_a_model_and_a_killed_last_try_are_recorded(
     # had nothing to record
     wait(lambda: "evaluation DAG run no-model failed; it named no model_name" in _callback_log(env),
          "the failure callback of no-model")
+
+    # 1b. an unknown version: refused at verify once (it was retried, leaving two refusals)
+    trigger(env, "model_evaluation", "no-version", {"model_name": NAME, "model_version": "9",
+                                                    "dataset": dataset})
+    assert wait(lambda: finished_state(meta, "no-version"), "no-version") == "failed", log_tails(logs)
+    assert [t[:3] for t in _tries(meta, "no-version", "verify")] == [(-1, 1, "failed")]
+    ((reason,),) = fetch_all(ctx.db_url, "SELECT reason FROM analytics.evaluation_refusals "
+                                         "WHERE run_key = 'model_evaluation__no-version'")
+    assert reason.startswith("RegistryError")
 
     # 2. SIGKILL to both tries of score, each while it downloads its partition
     killed: list[int] = []

@@ -57,8 +57,10 @@ def _check_nesting(text: str) -> None:
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_NESTING:
-                raise PolicyError(f"policy nests mappings and lists deeper than {MAX_NESTING} levels "
-                                  f"(line {event.start_mark.line + 1}); a policy needs five")
+                mark = event.start_mark  # the parser sets it; its type says it may be missing
+                line = f" (line {mark.line + 1})" if mark is not None else ""
+                raise PolicyError(f"policy nests mappings and lists deeper than {MAX_NESTING} "
+                                  f"levels{line}; a policy needs five")
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
 

@@ -99,13 +99,14 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     run that will ``promote`` under an ad-hoc policy looser than the model's own fails here
     (:class:`~modelgate.pipelines.policy_provenance.LooserPolicyRefused`) unless
     ``allow_looser_policy``. A dataset that cannot be one (empty, missing here, a control
-    character) and malformed ONNX Runtime settings are refused first, recorded as a refusal
+    character) and malformed ONNX Runtime settings are refused after the candidate is found,
+    recorded as a refusal
     (:func:`~modelgate.pipelines.refusals.check_dataset_uri`), before any run row exists.
     """
-    refusals.check_evaluation_inputs(ctx, model_name=model_name, version=version,
-                                     dataset_uri=dataset_uri, run_key=run_key)
     candidate = _candidate(ctx, model_name=model_name, version=version, dataset_uri=dataset_uri,
                            run_key=run_key, promote=promote)
+    refusals.check_evaluation_inputs(ctx, model_name=model_name, version=version,
+                                     dataset_uri=dataset_uri, run_key=run_key)
     champion = models.get_production(ctx.db_url, model_name)
     champion_id = None
     if champion is not None and champion.model_version_id != candidate.model_version_id:

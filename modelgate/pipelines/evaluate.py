@@ -839,11 +839,13 @@ def load_policy_for_run(policy_path: str | None, model_name: str, *,
     Raises
     ------
     PolicyError
-        When the merged policy names a metric or gap the task does not report.
+        When a policy file is missing, unreadable or malformed, or the merged policy names a
+        metric or gap the task does not report.
     """
     import hashlib
 
     from modelgate.evaluation.policy import (
+        PolicyError,
         check_policy_for_task,
         default_policy,
         default_policy_path,
@@ -855,13 +857,17 @@ def load_policy_for_run(policy_path: str | None, model_name: str, *,
     policy = default_policy(task)
     layers = [model_policy_path(model_name)]
     if policy_path:
-        if not Path(policy_path).is_file():
-            raise FileNotFoundError(f"policy file {policy_path!r} does not exist")
+        if not Path(policy_path).is_file():  # a refusal (PolicyError): a retry finds no file either
+            raise PolicyError(f"policy file {policy_path!r} does not exist")
         layers.append(Path(policy_path))
     for path in layers:
         if path.is_file():
-            digest.update(path.read_bytes())
-            policy = merge_policies(policy, load_policy(path))
+            try:
+                digest.update(path.read_bytes())
+                layer = load_policy(path)
+            except (OSError, UnicodeDecodeError) as exc:
+                raise PolicyError(f"policy file {str(path)!r} cannot be read: {exc}") from exc
+            policy = merge_policies(policy, layer)
             log.info("policy override %s applied", path)
     check_policy_for_task(policy, task)
     return policy, digest.hexdigest()

@@ -149,3 +149,16 @@ def test_a_drift_thresholds_param_past_the_limits_is_refused_by_plan(ctx: Contex
                                                    "'thresholds': the value of key 'relative' must "
                                                    "be an integer within"), refusals_are_final():
         drift.monitor_specs(ctx, {"model_name": "tiny", "thresholds": {"relative": 10**400}})
+
+
+def test_a_policy_param_naming_no_file_fails_the_run_once(ctx: Context, in_airflow_task: None,
+                                                          tmp_path: Path) -> None:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    data = tmp_path / "d.parquet"
+    data.write_bytes(b"")
+    with pytest.raises(AirflowFailException, match="PolicyError: policy file '/nowhere/p.yaml' "
+                                                   "does not exist"), refusals_are_final():
+        evaluate.prepare(ctx, model_name="tiny", version="1", dataset_uri=str(data),
+                         run_key="model_evaluation__r3", policy_path="/nowhere/p.yaml")
+    assert fetch_all(ctx.db_url, "SELECT status FROM evaluation_run") == [("failed",)]

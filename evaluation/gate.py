@@ -27,6 +27,9 @@ Rules
   unless ``on_inconclusive: warn`` makes it a warning; ``pass`` and ``skipped`` do
   nothing.  Reasons and the summary say which: "blocked: breached" reads differently
   from "blocked: inconclusive at n = 228".
+* An ``inconclusive`` check says about how many more rows (for a fairness gap, positives
+  and negatives of its smallest group) would decide it at the observed effect
+  (:func:`.sample_size.rows_to_decide`), in its reason and its ``*_to_decide`` fields.
 * Default fairness thresholds apply to every report in ``fairness``; thresholds for a
   named feature require that feature's report.  Default thresholds with no report at all
   fail: a gate must not pass silently because fairness was never computed.  A multiclass
@@ -50,7 +53,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from modelgate.fairness.metrics import FairnessEstimate, FairnessReport
@@ -69,6 +72,7 @@ from .policy import (
     Severity,
     ValueThreshold,
 )
+from .sample_size import rows_to_decide
 
 __all__ = ["NO_FAIRNESS_CHECK", "GateCheck", "GateDecision", "decide"]
 
@@ -125,6 +129,11 @@ class GateCheck:
     required_positives, required_negatives : int or None
         The policy's minimums the verdict applied to those counts (interval basis, gaps
         whose rates divide by them); None where none applied.
+    rows_to_decide, group_positives_to_decide, group_negatives_to_decide : int or None
+        ``inconclusive`` checks: about how many more rows (and, for a classifier's fairness
+        gap, label positives and negatives in the group with the fewest) would make the
+        interval clear the limit at the observed effect (:mod:`.sample_size`); None otherwise
+        and when the point equals the limit (the reason says so).
     """
 
     check_id: str
@@ -146,6 +155,9 @@ class GateCheck:
     min_group_negatives: int | None = None
     required_positives: int | None = None
     required_negatives: int | None = None
+    rows_to_decide: int | None = None
+    group_positives_to_decide: int | None = None
+    group_negatives_to_decide: int | None = None
 
     @property
     def effect(self) -> Effect:
@@ -199,7 +211,9 @@ class GateCheck:
             ``threshold_text`` (:attr:`threshold`), ``observed``, ``ci_lower``, ``ci_upper``,
             ``n``, ``verdict``, ``severity``, ``reason``, ``basis``, ``on_inconclusive``,
             ``effect``, ``min_group_positives``, ``min_group_negatives``,
-            ``required_positives`` and ``required_negatives``, then ``lower`` and ``upper``;
+            ``required_positives``, ``required_negatives``, ``rows_to_decide``,
+            ``group_positives_to_decide`` and ``group_negatives_to_decide``, then ``lower``
+            and ``upper``;
             numbers None where missing or not finite.
 
         Examples
@@ -220,6 +234,9 @@ class GateCheck:
                 "min_group_negatives": self.min_group_negatives,
                 "required_positives": self.required_positives,
                 "required_negatives": self.required_negatives,
+                "rows_to_decide": self.rows_to_decide,
+                "group_positives_to_decide": self.group_positives_to_decide,
+                "group_negatives_to_decide": self.group_negatives_to_decide,
                 "lower": finite_or_none(self.lower), "upper": finite_or_none(self.upper)}
 
 
@@ -304,13 +321,15 @@ def decide(
     BLOCK   value:roc_auc: blocked: breached — roc_auc = 0.6500, interval [0.6200, 0.6800]
             lies entirely below the lower bound 0.7000 (n=5000).
     BLOCK   value:f1: blocked: inconclusive at n = 228 — f1 = 0.6200, interval [0.5500, 0.6900]
-            straddles the lower bound 0.6000 (n=228).
+            straddles the lower bound 0.6000 (n=228). About 2,565 more rows (12.2x the 228)
+            would make the interval clear the limit at the observed effect.
     SKIPPED change:roc_auc:absolute: no champion model, so change thresholds are not applied.
     """
     checks = [_value_check(t, candidate.get(t.metric), _judging(t, policy)) for t in policy.values]
     for t in policy.changes:
         checks.extend(_change_checks(t, candidate, champion, deltas, _judging(t, policy)))
     checks.extend(_fairness_checks(fairness, policy))
+    checks = [_projected(c) if c.verdict == "inconclusive" else c for c in checks]
     blocking = tuple(c for c in checks if c.effect == "block")
     warnings = tuple(c for c in checks if c.effect == "warn")
     return GateDecision(not blocking, tuple(checks), blocking, warnings,
@@ -562,6 +581,20 @@ def _fairness_row(t: FairnessThreshold, feature: str, est: FairnessEstimate | No
                      None if feature == "*" else feature, None, t.upper, *_numbers(est),
                      how.basis, verdict, t.severity, reason, how.on_inconclusive, *minima,
                      *required)
+
+
+def _projected(check: GateCheck) -> GateCheck:
+    """An inconclusive check with about how many more rows would decide it."""
+    nums = (check.observed, check.ci_lower, check.ci_upper)
+    if check.n is None or check.n <= 0 or any(x is None or not math.isfinite(x) for x in nums):
+        return check
+    point, lo, hi = (float(x) for x in nums)  # type: ignore[arg-type]
+    more = rows_to_decide(point, lo, hi, check.n, lower=check.lower, upper=check.upper,
+                          group_counts=(check.min_group_positives, check.min_group_negatives),
+                          required_counts=(check.required_positives, check.required_negatives))
+    return replace(check, rows_to_decide=more.rows, group_positives_to_decide=more.group_positives,
+                   group_negatives_to_decide=more.group_negatives,
+                   reason=f"{check.reason} {more.reason[0].upper()}{more.reason[1:]}.")
 
 
 def _unusable(metric: str, est: MetricEstimate | FairnessEstimate | None, interval: bool,

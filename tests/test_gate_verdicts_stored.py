@@ -6,6 +6,7 @@ Expected counts come from the zoo's frame with pandas, not from modelgate's tabl
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,8 @@ fairness:
     demographic_parity_difference: {upper: 1.0, on_inconclusive: warn}
 """
 COLUMNS = ("verdict", "effect", "basis", "ci_lower", "ci_upper", "n", "min_group_positives",
-           "min_group_negatives", "required_positives", "required_negatives")
+           "min_group_negatives", "required_positives", "required_negatives", "rows_to_decide",
+           "group_positives_to_decide", "group_negatives_to_decide")
 
 
 def _stored(url: str, run_id: int) -> dict[str, dict[str, Any]]:
@@ -66,6 +68,12 @@ def test_breach_and_inconclusive_are_stored_and_shown_apart(settings_env: Settin
     assert (tpr["min_group_positives"], tpr["min_group_negatives"]) == (positives, negatives)
     assert (tpr["required_positives"], tpr["required_negatives"]) == (1000, None)
     assert (dpd["verdict"], dpd["effect"], dpd["required_positives"]) == ("pass", "none", None)
+    # the projection (by formula): every count scaled by 1000 / positives, the group minimum
+    assert tpr["group_positives_to_decide"] == 1000 - positives
+    assert tpr["rows_to_decide"] == math.ceil(n * 1000 / positives) - n
+    assert tpr["group_negatives_to_decide"] == math.ceil(negatives * 1000 / positives) - negatives
+    assert (auc["rows_to_decide"], dpd["rows_to_decide"]) == (None, None)
+    assert f"About {tpr['rows_to_decide']:,} more rows" in outcome.text
 
     assert "BLOCK   value:roc_auc: blocked: breached — roc_auc = " in outcome.text
     assert (f"BLOCK   fairness:group:tpr_gap: blocked: inconclusive at n = {n} — [group] tpr_gap"

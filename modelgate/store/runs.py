@@ -310,12 +310,15 @@ _INSERTS: dict[str, str] = {
     "gate_checks": """INSERT INTO gate_check (evaluation_run_id, check_id, kind, metric_name,
                           sensitive_feature, threshold_text, observed, ci_lower, ci_upper, n, verdict,
                           severity, reason, basis, on_inconclusive, min_group_positives,
-                          min_group_negatives, required_positives, required_negatives)
+                          min_group_negatives, required_positives, required_negatives,
+                          rows_to_decide, group_positives_to_decide, group_negatives_to_decide)
                       VALUES (%(evaluation_run_id)s, %(check_id)s, %(kind)s, %(metric_name)s,
                           %(sensitive_feature)s, %(threshold_text)s, %(observed)s, %(ci_lower)s,
                           %(ci_upper)s, %(n)s, %(verdict)s, %(severity)s, %(reason)s, %(basis)s,
                           %(on_inconclusive)s, %(min_group_positives)s,
-                          %(min_group_negatives)s, %(required_positives)s, %(required_negatives)s)""",
+                          %(min_group_negatives)s, %(required_positives)s, %(required_negatives)s,
+                          %(rows_to_decide)s, %(group_positives_to_decide)s,
+                          %(group_negatives_to_decide)s)""",
 }
 # A fairness_group record carries either rates and counts (classifiers) or errors (regression).
 _FAIRNESS_GROUP_NULLS = dict.fromkeys(

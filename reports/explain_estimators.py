@@ -21,7 +21,8 @@
     coalition evaluations this was 4-15% closer to exact values than plain antithetic
     sampling on 12- and 16-feature MLPs (bench/RESULTS.md). The ``P`` pairs are independent
     draws, so the standard error is the jackknife over pairs (leave one pair out; needs
-    ``P >= 2``).
+    ``P >= 2``), shrunk towards the row's pooled variance so that it cannot collapse where
+    the pairs happened to agree (:mod:`modelgate.reports.explain_errors` says how and why).
 
 Why permutations and not paired kernel sampling above the exact budget: the kernel
 estimator's regression couples every value to every sampled coalition, so its standard
@@ -50,6 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from .explain_errors import PRIOR_DF, pooled_standard_errors
 from .explain_masking import MaskedEvaluator, unique_rows
 
 __all__ = ["Estimate", "exact_values", "permutation_evaluations", "permutation_values"]
@@ -108,10 +110,13 @@ def exact_values(ev: MaskedEvaluator, n_rows: int, m: int) -> Estimate:
 
 
 def permutation_values(
-    ev: MaskedEvaluator, n_rows: int, m: int, n_permutations: int, rng: np.random.Generator
+    ev: MaskedEvaluator, n_rows: int, m: int, n_permutations: int, rng: np.random.Generator,
+    *, prior_df: float = PRIOR_DF,
 ) -> Estimate:
     """Antithetic permutation estimate, stratified by position, with jackknife standard
-    errors over its ``n_permutations >= 2`` independent pairs.
+    errors over its ``n_permutations >= 2`` independent pairs, each shrunk towards its row's
+    pooled variance with weight ``prior_df`` (0: the jackknife alone; see
+    :func:`~modelgate.reports.explain_errors.pooled_standard_errors`).
 
     Examples
     --------
@@ -157,6 +162,7 @@ def permutation_values(
                             ends_mean[:, None], (full - base)[:, None], m)
     spread = np.square(leave_out - leave_out.mean(axis=1, keepdims=True)).sum(axis=1)
     errors = np.sqrt((n_permutations - 1) / n_permutations * spread)
+    errors = pooled_standard_errors(errors, n_permutations, prior_df=prior_df)
     return Estimate(total, errors, np.full(n_rows, base), full)
 
 

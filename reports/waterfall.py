@@ -7,8 +7,10 @@ raw feature values as plain text (math-text parsing is off, so ``$`` and the lik
 drawn literally); HTML escaping is left to the report that embeds the image.
 
 The axis label names the algorithm. For estimated values each bar's label adds its standard
-error (``+0.120 ± 0.004``), and a bar whose 95% normal interval ``value ± 1.96 SE`` contains
-zero is hatched: its sign is not established by the estimate. The "N other features" bar is
+error (``+0.120 ± 0.004``), and a bar whose 95% t interval ``value ± q SE`` contains zero is
+hatched: its sign is not established by the estimate. ``q`` is Student's t quantile with
+``pairs - 1`` degrees of freedom (2.26 at 10 pairs), since the standard error is itself
+estimated from the pairs (:mod:`modelgate.reports.explain_errors`). The "N other features" bar is
 a sum whose standard error is not known from the per-value ones, so it is never marked.
 """
 
@@ -24,11 +26,9 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from .explain import Explanation
+from .explain_errors import interval_quantile, interval_words
 
-__all__ = ["Z_95", "uncertain_sign", "waterfall_png"]
-
-#: Two-sided 95% normal quantile, ``scipy.stats.norm.ppf(0.975)``.
-Z_95 = 1.959963984540054
+__all__ = ["uncertain_sign", "waterfall_png"]
 
 _DPI = 90
 _POSITIVE, _NEGATIVE = "#ff0051", "#008bfb"  # shap's red and blue
@@ -86,22 +86,29 @@ def waterfall_png(
     output = float(explanation.model_output[row_index])
     if title is None:
         title = f"Row {row_index}: f(x) = {output:.3f}"
-    estimated = explanation.algorithm != "exact"
+    pairs = explanation.budget.n_permutations
+    estimated = explanation.algorithm != "exact" and pairs >= 2
     space = (f"{explanation.output}; {explanation.algorithm} estimate ± 1 standard error;\n"
-             "hatched: 95% interval crosses 0" if estimated else f"{explanation.output}; exact SHAP")
-    fig = _draw(labels, values, base, output, title, space, errors=errors if estimated else None)
+             f"hatched: {interval_words(pairs)} crosses 0" if estimated
+             else f"{explanation.output}; exact SHAP")
+    fig = _draw(labels, values, base, output, title, space,
+                errors=errors if estimated else None,
+                quantile=interval_quantile(pairs) if estimated else 0.0)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None})
     return buf.getvalue()
 
 
-def uncertain_sign(values: np.ndarray, standard_errors: np.ndarray) -> np.ndarray:
-    """Whether each value's 95% normal interval ``value ± Z_95 * SE`` contains zero.
+def uncertain_sign(values: np.ndarray, standard_errors: np.ndarray, quantile: float) -> np.ndarray:
+    """Whether each value's interval ``value ± quantile * SE`` contains zero.
 
     Parameters
     ----------
     values, standard_errors : ndarray of float
         Values and their standard errors, same shape (NaN errors are never marked).
+    quantile : float
+        The interval's multiple of the standard error, e.g.
+        :func:`~modelgate.reports.explain_errors.interval_quantile` of the pairs.
 
     Returns
     -------
@@ -109,10 +116,10 @@ def uncertain_sign(values: np.ndarray, standard_errors: np.ndarray) -> np.ndarra
 
     Examples
     --------
-    >>> uncertain_sign(np.array([0.10, -0.01, 0.0]), np.array([0.01, 0.02, 0.0])).tolist()
+    >>> uncertain_sign(np.array([0.10, -0.04, 0.0]), np.array([0.01, 0.02, 0.0]), 2.262).tolist()
     [False, True, False]
     """
-    return np.abs(values) < Z_95 * standard_errors
+    return np.abs(values) < quantile * standard_errors
 
 
 def _bars(
@@ -148,10 +155,11 @@ def _short(value: object) -> str:
 
 def _draw(
     labels: list[str], values: np.ndarray, base: float, output: float, title: str, space: str,
-    *, errors: np.ndarray | None = None,
+    *, errors: np.ndarray | None = None, quantile: float = 0.0,
 ) -> Figure:
     """Horizontal waterfall: each bar starts where the previous one ended; with ``errors``
-    (estimates) the labels carry them and bars of uncertain sign are hatched."""
+    (estimates) the labels carry them and bars whose interval ``± quantile * SE`` crosses 0
+    are hatched."""
     n = len(values)
     fig = Figure(figsize=(7.0, 1.0 + 0.4 * n))
     ax = fig.add_subplot()
@@ -164,7 +172,8 @@ def _draw(
     texts = [f"{v:+.3f}" for v in values[::-1]]
     if errors is not None:
         texts = [t if np.isnan(e) else f"{t} ± {e:.2g}" for t, e in zip(texts, errors[::-1], strict=True)]
-        for bar, unsure in zip(bars, uncertain_sign(values[::-1], errors[::-1]), strict=True):
+        for bar, unsure in zip(bars, uncertain_sign(values[::-1], errors[::-1], quantile),
+                                strict=True):
             if unsure:
                 bar.set_hatch("////")
                 bar.set_alpha(0.45)

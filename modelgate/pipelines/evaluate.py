@@ -1069,9 +1069,13 @@ def _shap_error_note(shap: ExplainResult) -> str:
     worst = max(zip(shap.importance_se, shap.importance, strict=True), default=None)
     top = (f"; largest on the importance of {worst[1][0]}: mean |SHAP| {worst[1][1]:.4f} "
            f"+/- {worst[0]:.4f}") if worst else ""
+    from modelgate.reports.explain import DEFAULT_N_PERMUTATIONS
+    from modelgate.reports.explain_errors import interval_words
+
     return (f"values estimated: largest standard error of a value {shap.max_standard_error:.1e} "
-            f"(waterfalls show +/- 1 standard error and hatch values whose 95% interval crosses 0)"
-            + top)
+            f"(waterfalls show +/- 1 standard error and hatch values whose "
+            f"{interval_words(DEFAULT_N_PERMUTATIONS)} crosses 0; each standard error is pooled "
+            "with its row's, so it cannot vanish where the pairs happened to agree)" + top)
 
 
 def _metrics_note(result: MetricsResult) -> str:

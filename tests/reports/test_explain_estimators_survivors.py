@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from modelgate.reports.explain_errors import PRIOR_DF
 from modelgate.reports.explain_estimators import (
     Estimate,
     exact_values,
@@ -114,7 +115,8 @@ def _stratified_by_hand(v: _Coalitions, m: int, orders: list[np.ndarray]) -> np.
 def _reference_permutation(rows: np.ndarray, bg: np.ndarray, n_pairs: int, seed: int,
                            model=_model) -> tuple[np.ndarray, np.ndarray]:
     """Values and jackknife standard errors (leave one antithetic pair out,
-    se^2 = (P - 1) / P * sum_p (theta_-p - mean theta_-.)^2), orderings drawn here."""
+    se^2 = (P - 1) / P * sum_p (theta_-p - mean theta_-.)^2), orderings drawn here, then
+    pooled as reports/explain_errors.py documents."""
     n, m = rows.shape
     forward = np.random.default_rng(seed).permuted(np.tile(np.arange(m), (n, n_pairs, 1)),
                                                    axis=2)
@@ -128,8 +130,11 @@ def _reference_permutation(rows: np.ndarray, bg: np.ndarray, n_pairs: int, seed:
             for p in range(n_pairs)
         ])
         spread = ((loo - loo.mean(axis=0)) ** 2).sum(axis=0)
-        errors[r] = np.sqrt((n_pairs - 1) / n_pairs * spread)
-    return values, errors
+        errors[r] = (n_pairs - 1) / n_pairs * spread  # the jackknife variance
+    # shrunk towards the average of its row's and its feature's mean variance, PRIOR_DF weight
+    prior = np.array([[(errors[r].mean() + errors[:, j].mean()) / 2 for j in range(m)]
+                      for r in range(n)])
+    return values, np.sqrt(((n_pairs - 1) * errors + PRIOR_DF * prior) / (n_pairs - 1 + PRIOR_DF))
 
 
 def _endpoints(rows: np.ndarray, bg: np.ndarray) -> tuple[float, np.ndarray]:

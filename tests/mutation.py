@@ -108,6 +108,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "evaluation/gate.py": (
         "tests/evaluation/test_eval_gate.py",
         "tests/evaluation/test_eval_policy_tasks.py",
+        "tests/evaluation/test_sample_size.py",  # the gate's projection of inconclusive checks
     ),
     "evaluation/labels.py": ("tests/evaluation/test_labels.py",),
     "evaluation/metric_results.py": (
@@ -152,6 +153,10 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_eval_policy_tasks.py",
         "tests/test_interval_coverage.py",
     ),
+    "evaluation/sample_size.py": (
+        "tests/evaluation/test_sample_size.py",
+        "tests/evaluation/test_eval_gate.py",
+    ),
     "evaluation/sufficient.py": (
         "tests/evaluation/test_sufficient_statistics.py",  # first: its small cases kill soonest
         "tests/evaluation/test_eval_sufficient.py",
@@ -182,6 +187,11 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/reports/test_explain.py",
         "tests/reports/test_explain_exact_and_errors.py",
         "tests/reports/test_explain_tasks.py",
+    ),
+    "reports/explain_errors.py": (
+        "tests/reports/test_explain_errors.py",
+        "tests/reports/test_explain_estimators_survivors.py",
+        "tests/reports/test_explain_exact_and_errors.py",
     ),
     "reports/explain_estimators.py": (
         "tests/reports/test_explain_estimators_survivors.py",  # first: its small cases kill soonest

@@ -1,4 +1,4 @@
-"""Group-fairness gaps with bootstrap intervals, thin functions of one disaggregated table.
+"""Group-fairness gaps with simultaneous pairwise intervals, thin functions of one disaggregated table.
 
 A gap is the largest minus the smallest group rate (fairlearn's ``between_groups``
 difference):
@@ -28,27 +28,32 @@ Small groups (``n < min_group_size``) are included in the gaps by default, as fa
 includes every group; ``include_small_groups=False`` leaves them out (they stay in the
 table, flagged, and are listed in ``excluded_groups``).
 
-Bootstrap
+Intervals
 ---------
-The gaps depend on the data only through the ``(groups, 4)`` count table, so resampling
-``n`` rows with replacement is exactly a multinomial draw of that table with cell
-probabilities ``count / n``.  All ``n_bootstrap`` tables are drawn at once with
-``np.random.default_rng(seed).multinomial`` (cells in table order: groups as listed,
-then ``tn, fp, fn, tp``), independent of ``n``.  Small groups are fixed from the full
-data; undefined rates are handled per resample as above; intervals are percentile
-intervals over the resamples where the gap is defined, widened to hold the gap on all
-rows when it falls outside (near a tie a largest-minus-smallest gap is biased upwards,
-its resamples more so).  The equalized-odds difference, a maximum of two such gaps and
-so the most biased, has its lower end moved down by the bootstrap's estimate of that
-bias (:func:`modelgate.intervals.percentile_lowered_by_bias`): at n = 200 its
-percentile interval held the truth in 92.3 % of simulated sets, the truth below it in
-7.7 % (``bench/RESULTS.md``, "Paired deltas and the equalized-odds difference").
+Each gap's interval is built from the group counts by
+:mod:`modelgate.fairness.gap_intervals`: Newcombe's hybrid score interval for every pair of
+groups, made simultaneous over the pairs with Tukey's critical value, the gap's lower end the
+farthest any pair's interval lies from 0 (0 when all hold 0) and its upper end the farthest
+pair end.  The equalized-odds difference and ``tpr_fpr_gap_sum`` combine the TPR and FPR
+families at the Sidak level ``sqrt(confidence_level)`` each.  Unlike the percentile bootstrap
+used before (issue #38), the interval reaches 0 when there is no gap: with random groups it
+breaches the 0.03 limit in at most a few per cent of samples (``bench/RESULTS.md``, "Fairness
+gap intervals at the boundary").  The intervals are closed-form, draw no resamples and depend
+on the data only through the ``(groups, 4)`` table; ``n_bootstrap=0`` still means "no
+intervals" (NaN), as for every other result.  Small groups left out of a gap and groups with
+an undefined rate are left out of its interval as well (``undefined_rates="zero"``: such a
+group's rate is 0 with the interval ``[0, 0]``).
+
+Per-group rates get Wilson score intervals (:meth:`GroupStats.rate_interval
+<modelgate.fairness.disaggregate.GroupStats.rate_interval>`).
 
 References
 ----------
 .. [1] Hardt, M., Price, E. and Srebro, N. (2016). Equality of Opportunity in Supervised
    Learning.
 .. [2] fairlearn, ``fairlearn.metrics.equalized_odds_difference`` and ``MetricFrame``.
+.. [3] Newcombe, R. G. (1998). Interval estimation for the difference between independent
+   proportions: comparison of eleven methods. Statistics in Medicine 17(8), 873-890.
 """
 
 from __future__ import annotations
@@ -62,16 +67,11 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from modelgate.intervals import (
-    check_confidence_level,
-    check_int,
-    interval_holding,
-    percentile_interval,
-    percentile_lowered_by_bias,
-)
+from modelgate.intervals import check_confidence_level, check_int, interval_holding
 from modelgate.records import finite_or_none
 
 from .disaggregate import DisaggregatedTable, disaggregate
+from .gap_intervals import gap_interval, pairwise_critical_value
 from .group_scores import group_score_table, with_group_auc
 
 __all__ = [
@@ -120,7 +120,7 @@ _GAP_RATE = {
 
 @dataclass(frozen=True, slots=True)
 class FairnessEstimate:
-    """One fairness gap of one sensitive feature, with its bootstrap interval.
+    """One fairness gap of one sensitive feature, with its confidence interval.
 
     Attributes
     ----------
@@ -129,7 +129,8 @@ class FairnessEstimate:
     value : float
         Gap on all rows; NaN when undefined.
     ci_lower, ci_upper : float
-        Percentile bootstrap interval; NaN when undefined or ``n_bootstrap == 0``.
+        Simultaneous pairwise (Newcombe-Tukey) interval of the gap (see the module
+        docstring); NaN when undefined or ``n_bootstrap == 0``.
     n : int
         Rows.
     highest_group, lowest_group : str or None
@@ -236,11 +237,12 @@ def fairness_report(
     undefined_rates : {"exclude", "zero"}, default "exclude"
         How undefined group rates enter a gap (see the module docstring).
     n_bootstrap : int, default 1000
-        Resamples; 0 gives NaN intervals.
+        0 gives NaN intervals; any other value the closed-form intervals (binary gaps draw
+        no resamples; the value is kept in the report).
     confidence_level : float, default 0.95
-        Coverage of the percentile interval, in (0, 1).
+        Joint coverage of each gap's interval, in (0, 1).
     seed : int, default 0
-        Seed of ``np.random.default_rng`` for the resamples.
+        Kept in the report; binary gaps draw no resamples.
     score : array_like of shape (n,), optional
         Scores in [0, 1]; with them the table holds each group's ROC AUC
         (:mod:`modelgate.fairness.group_scores`).
@@ -288,7 +290,7 @@ def fairness_report_from_table(
 ) -> FairnessReport:
     """:func:`fairness_report` from a disaggregated table (for example merged partition counts).
 
-    The gaps and the bootstrap depend on the data only through the table, so this gives
+    The gaps and their intervals depend on the data only through the table, so this gives
     the same report as :func:`fairness_report` on the rows the table counts.
 
     Examples
@@ -306,13 +308,12 @@ def fairness_report_from_table(
     included = np.ones_like(small) if include_small_groups else ~small
     zero = undefined_rates == "zero"
     point = _gaps(counts[None], included, zero=zero)
-    rng = np.random.default_rng(seed)
-    draws = rng.multinomial(table.n, counts.ravel() / table.n, size=n_bootstrap)
-    boot = _gaps(draws.reshape(n_bootstrap, *counts.shape), included, zero=zero)
     rates = _rates(counts[None], zero=zero)
+    nan = (float("nan"), float("nan"))
+    ends = (_gap_intervals(counts, included, zero=zero, confidence_level=confidence_level)
+            if n_bootstrap > 0 else dict.fromkeys(FAIRNESS_METRIC_NAMES, nan))
     estimates = tuple(
-        _holding_its_value(_estimate(name, point, boot, rates, table, included, zero,
-                                     confidence_level))
+        _holding_its_value(_estimate(name, point, ends[name], rates, table, included, zero))
         for name in FAIRNESS_METRIC_NAMES
     )
     return FairnessReport(sensitive_feature, table, estimates, n_bootstrap, confidence_level,
@@ -392,15 +393,55 @@ def _gaps(counts: npt.NDArray[np.int64], included: npt.NDArray[np.bool_], *,
     return gaps
 
 
+def _family_counts(counts: npt.NDArray[np.int64], rate: str
+                   ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Per group, the successes and trials of a rate (``tn, fp, fn, tp`` columns)."""
+    tn, fp, fn, tp = (counts[:, i] for i in range(4))
+    return {"tpr": (tp, tp + fn), "fpr": (fp, fp + tn), "selection_rate": (tp + fp, tn + fp + fn + tp),
+            "ppv": (tp, tp + fp)}[rate]
+
+
+def _family_interval(counts: npt.NDArray[np.int64], included: npt.NDArray[np.bool_], rate: str,
+                     *, zero: bool, confidence_level: float, families: int
+                     ) -> tuple[float, float]:
+    """The interval of one rate's gap over the groups taking part (see
+    :mod:`modelgate.fairness.gap_intervals`); the lower end joint with ``families`` families."""
+    successes, trials = _family_counts(counts, rate)
+    present = counts.sum(axis=1) > 0
+    members = included & ((trials > 0) | (zero & present))
+    k = int(members.sum())
+    if k < (1 if zero else 2):
+        return float("nan"), float("nan")
+    if k == 1:  # "zero": a gap over one group is 0, exactly
+        return 0.0, 0.0
+    z_lower = pairwise_critical_value(k, confidence_level ** (1.0 / families))
+    lo, hi = gap_interval(successes[members], trials[members], z_lower,
+                          pairwise_critical_value(2, confidence_level))
+    return float(lo), float(hi)
+
+
+def _gap_intervals(counts: npt.NDArray[np.int64], included: npt.NDArray[np.bool_], *,
+                   zero: bool, confidence_level: float) -> dict[str, tuple[float, float]]:
+    """Every gap's interval; the TPR and FPR families jointly (Sidak) for the combined gaps."""
+    ends = {gap: _family_interval(counts, included, rate, zero=zero,
+                                  confidence_level=confidence_level, families=1)
+            for gap, rate in _GAP_RATE.items()}
+    (tl, th), (fl, fh) = (_family_interval(counts, included, rate, zero=zero,
+                                           confidence_level=confidence_level, families=2)
+                          for rate in ("tpr", "fpr"))
+    ends["equalized_odds_difference"] = (max(tl, fl), max(th, fh))
+    ends["tpr_fpr_gap_sum"] = (tl + fl, th + fh)
+    return ends
+
+
 def _estimate(
     name: str,
     point: Mapping[str, _FloatArray],
-    boot: Mapping[str, _FloatArray],
+    ends: tuple[float, float],
     rates: Mapping[str, _FloatArray],
     table: DisaggregatedTable,
     included: npt.NDArray[np.bool_],
     zero: bool,
-    confidence_level: float,
 ) -> FairnessEstimate:
     parts = _components(name)
     labels = tuple(g.group for g in table.groups)
@@ -420,11 +461,7 @@ def _estimate(
     if np.isnan(value):
         return FairnessEstimate(name, float("nan"), float("nan"), float("nan"), n, None, None,
                                 tuple(excluded.items()), "; ".join(reasons) or "undefined")
-    if name == "equalized_odds_difference":
-        lower, upper = percentile_lowered_by_bias(boot[name], value, confidence_level,
-                                                  lower_limit=0.0)
-    else:
-        lower, upper = percentile_interval(boot[name], confidence_level)
+    lower, upper = ends
     high, low, driving = _extremes(name, parts, point, rates, labels, included)
     return FairnessEstimate(name, value, lower, upper, n, high, low, tuple(excluded.items()),
                             driving_rate=driving)

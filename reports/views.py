@@ -146,7 +146,8 @@ class GroupRow:
     """Disaggregated rates for one group of one sensitive feature (NaN when undefined), with the
     counts behind them (None when not known): ``positives`` for TPR and FNR, ``negatives`` for
     FPR, ``predicted_positives`` for PPV; the group's accuracy and ROC AUC (NaN when undefined),
-    and the AUC's error bound (0 when exact).
+    and the AUC's error bound (0 when exact); the Wilson score intervals of TPR and FPR (None
+    when the rate is undefined or the interval not known).
 
     Examples
     --------
@@ -169,9 +170,15 @@ class GroupRow:
     accuracy: float = math.nan
     roc_auc: float = math.nan
     roc_auc_error_bound: float = math.nan
+    tpr_ci_lower: float | None = None
+    tpr_ci_upper: float | None = None
+    fpr_ci_lower: float | None = None
+    fpr_ci_upper: float | None = None
 
     def __post_init__(self) -> None:
         _check_count("GroupRow.n", self.n)
+        _check_interval("GroupRow.tpr_ci", self.tpr_ci_lower, self.tpr_ci_upper)
+        _check_interval("GroupRow.fpr_ci", self.fpr_ci_lower, self.fpr_ci_upper)
         for field in ("positives", "negatives", "predicted_positives"):
             if getattr(self, field) is not None:
                 _check_count(f"GroupRow.{field}", getattr(self, field))

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 import pytest
+from gap_oracles import wilson
 from modelgate.drift.adwin import ChangePoint
 from modelgate.drift.data_drift import FeatureDrift
 from modelgate.drift.performance_estimation import EstimatedMetric
@@ -21,6 +22,7 @@ from modelgate.evaluation.metrics import CalibrationBin, MetricDelta, MetricEsti
 from modelgate.fairness.disaggregate import GroupStats
 from modelgate.fairness.metrics import FairnessEstimate, fairness_report
 from modelgate.fairness.regression import RegressionGroup
+from scipy.stats import norm
 
 from modelgate.pipelines.fairness_records import fairness_records
 from modelgate.pipelines.json_records import fairness_json
@@ -86,20 +88,37 @@ def _binary_report() -> Any:
                            include_small_groups=False, n_bootstrap=0)
 
 
+def _wilson_ends(**counts: tuple[int, int]) -> dict[str, Any]:
+    """``<rate>_ci_lower`` and ``_upper`` of each rate from (successes, trials), textbook Wilson
+    at 95 % (tests/gap_oracles.py); None without trials."""
+    z = float(norm.ppf(0.975))
+    out: dict[str, Any] = {}
+    for rate, (x, n) in counts.items():
+        lo, hi = wilson(x, n, z) if n else (None, None)
+        out[f"{rate}_ci_lower"], out[f"{rate}_ci_upper"] = lo, hi
+    return out
+
+
 def test_fairness_json_of_a_binary_report_worked_by_hand() -> None:
     out = fairness_json({"g": _binary_report()})["g"]
     no_scores = {"roc_auc": None, "roc_auc_error_bound": None}
-    assert out["groups"] == [
+    expected = [
         {"group": "a", "n": 4, "base_rate": 0.5, "selection_rate": 0.5, "tpr": 0.5, "fpr": 0.5,
          "ppv": 0.5, "fnr": 0.5, "small_group": False, "positives": 2, "negatives": 2,
-         "predicted_positives": 2, "accuracy": 0.5, **no_scores},
+         "predicted_positives": 2, "accuracy": 0.5, **no_scores,
+         **_wilson_ends(tpr=(1, 2), fpr=(1, 2), selection_rate=(2, 4), ppv=(1, 2))},
         {"group": "b", "n": 4, "base_rate": 0.0, "selection_rate": 0.25, "tpr": None, "fpr": 0.25,
          "ppv": 0.0, "fnr": None, "small_group": False, "positives": 0, "negatives": 4,
-         "predicted_positives": 1, "accuracy": 0.75, **no_scores},
+         "predicted_positives": 1, "accuracy": 0.75, **no_scores,
+         **_wilson_ends(tpr=(0, 0), fpr=(1, 4), selection_rate=(1, 4), ppv=(0, 1))},
         {"group": "c", "n": 1, "base_rate": 1.0, "selection_rate": 1.0, "tpr": 1.0, "fpr": None,
          "ppv": 1.0, "fnr": 0.0, "small_group": True, "positives": 1, "negatives": 0,
-         "predicted_positives": 1, "accuracy": 1.0, **no_scores},
+         "predicted_positives": 1, "accuracy": 1.0, **no_scores,
+         **_wilson_ends(tpr=(1, 1), fpr=(0, 0), selection_rate=(1, 1), ppv=(1, 1))},
     ]
+    assert len(out["groups"]) == len(expected)
+    for got, want in zip(out["groups"], expected, strict=True):
+        assert got == pytest.approx(want, abs=1e-12)
     dpd = out["gaps"]["demographic_parity_difference"]
     assert set(dpd) == {"value", "ci_lower", "ci_upper", "n", "highest_group", "lowest_group",
                         "excluded_groups", "driving_rate"}  # a defined gap gives no undefined_reason

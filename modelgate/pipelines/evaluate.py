@@ -997,7 +997,9 @@ def _fairness_sections(reports: dict[str, Any], checks: Sequence[dict[str, Any]]
                                nan(g["tpr"]), nan(g["fpr"]), nan(g["ppv"]), nan(g["fnr"]),
                                g["is_small_group"], g["positives"], g["negatives"],
                                g["predicted_positives"], nan(g["accuracy"]), nan(g["roc_auc"]),
-                               nan(g["roc_auc_error_bound"])) for g in s.rate_groups)
+                               nan(g["roc_auc_error_bound"]), g.get("tpr_ci_lower"),
+                               g.get("tpr_ci_upper"), g.get("fpr_ci_lower"), g.get("fpr_ci_upper"))
+                       for g in s.rate_groups)
         errors = tuple(ErrorGroupRow(g["group_label"], g["n"], nan(g["mae"]), nan(g["rmse"]),
                                      nan(g["mean_prediction"]), nan(g["mean_error"]), g["is_small_group"])
                        for g in s.error_groups)

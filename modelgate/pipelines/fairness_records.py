@@ -33,7 +33,8 @@ class FairnessRecords:
     one_vs_rest : bool
         True for a multiclass model's sections.
     rate_groups : tuple of dict
-        Classifiers: ``GroupStats.to_record()`` per group.
+        Classifiers: ``GroupStats.to_record()`` per group (rates with their Wilson intervals
+        at the report's confidence level).
     error_groups : tuple of dict
         Regression models: ``RegressionGroup.to_record()`` per group.
     gaps : tuple of dict
@@ -86,7 +87,8 @@ def fairness_records(reports: Mapping[str, Any]) -> list[FairnessRecords]:
     for feature, report in reports.items():
         if hasattr(report, "classes"):  # multiclass: one-vs-rest per class
             sections += [FairnessRecords(
-                feature, c.label, True, tuple(g.to_record() for g in c.report.table.groups), (),
+                feature, c.label, True,
+                tuple(g.to_record(c.report.confidence_level) for g in c.report.table.groups), (),
                 tuple({**e.to_record(), "metric_name": f"{e.name}[{c.label}]"}
                       for e in c.report.estimates))
                 for c in report.classes]
@@ -96,7 +98,8 @@ def fairness_records(reports: Mapping[str, Any]) -> list[FairnessRecords]:
                 tuple(e.to_record() for e in report.estimates)))
         else:
             sections.append(FairnessRecords(
-                feature, "", False, tuple(g.to_record() for g in report.table.groups), (),
+                feature, "", False,
+                tuple(g.to_record(report.confidence_level) for g in report.table.groups), (),
                 tuple(e.to_record() for e in report.estimates)))
     return sections
 

@@ -41,7 +41,8 @@ _CHECK = ("check_id", "kind", "metric", "sensitive_feature", "threshold", "obser
           "rows_to_decide", "group_positives_to_decide", "group_negatives_to_decide")
 _RATE_GROUP = ("group", "n", "base_rate", "selection_rate", "tpr", "fpr", "ppv", "fnr", "small_group",
                "positives", "negatives", "predicted_positives", "accuracy", "roc_auc",
-               "roc_auc_error_bound")
+               "roc_auc_error_bound", "tpr_ci_lower", "tpr_ci_upper", "fpr_ci_lower", "fpr_ci_upper",
+               "selection_rate_ci_lower", "selection_rate_ci_upper", "ppv_ci_lower", "ppv_ci_upper")
 _ERROR_GROUP = ("group", "n", "mae", "rmse", "mean_prediction", "mean_error", "small_group")
 _GROUP_NAMES = {"group": "group_label", "small_group": "is_small_group"}
 _GAP = ("value", "ci_lower", "ci_upper", "n", "undefined_reason", "highest_group", "lowest_group",
@@ -82,7 +83,9 @@ def fairness_json(reports: Mapping[str, Any]) -> dict[str, Any]:
     """JSON form of fairness reports: per feature, the group table and every gap.
 
     Binary models: ``groups`` (rates with the counts behind them, ``positives``, ``negatives``
-    and ``predicted_positives``, and ``accuracy``, ``roc_auc``, ``roc_auc_error_bound``) and
+    and ``predicted_positives``, and ``accuracy``, ``roc_auc``, ``roc_auc_error_bound``, then
+    the Wilson interval of each rate, ``tpr_ci_lower``/``tpr_ci_upper`` and likewise for
+    ``fpr``, ``selection_rate`` and ``ppv``) and
     ``gaps`` (each with its ``driving_rate`` between ``highest_group`` and ``lowest_group``).
     Multiclass models: ``gaps`` named
     ``<gap>[<class>]`` and ``classes``, per class its one-vs-rest ``groups`` (rates).

@@ -291,13 +291,18 @@ _INSERTS: dict[str, str] = {
     "fairness_groups": """INSERT INTO fairness_group (evaluation_run_id, sensitive_feature, group_label, n,
                               base_rate, selection_rate, tpr, fpr, ppv, fnr, is_small_group,
                               class_label, mae, rmse, mean_prediction, mean_error, positives,
-                              negatives, predicted_positives, accuracy, roc_auc, roc_auc_error_bound)
+                              negatives, predicted_positives, accuracy, roc_auc, roc_auc_error_bound,
+                              tpr_ci_lower, tpr_ci_upper, fpr_ci_lower, fpr_ci_upper,
+                              selection_rate_ci_lower, selection_rate_ci_upper, ppv_ci_lower,
+                              ppv_ci_upper)
                           VALUES (%(evaluation_run_id)s, %(sensitive_feature)s, %(group_label)s, %(n)s,
                               %(base_rate)s, %(selection_rate)s, %(tpr)s, %(fpr)s, %(ppv)s, %(fnr)s,
                               %(is_small_group)s, %(class_label)s, %(mae)s, %(rmse)s,
                               %(mean_prediction)s, %(mean_error)s, %(positives)s, %(negatives)s,
                               %(predicted_positives)s, %(accuracy)s, %(roc_auc)s,
-                              %(roc_auc_error_bound)s)""",
+                              %(roc_auc_error_bound)s, %(tpr_ci_lower)s, %(tpr_ci_upper)s,
+                              %(fpr_ci_lower)s, %(fpr_ci_upper)s, %(selection_rate_ci_lower)s,
+                              %(selection_rate_ci_upper)s, %(ppv_ci_lower)s, %(ppv_ci_upper)s)""",
     "fairness_metrics": """INSERT INTO fairness_metric (evaluation_run_id, sensitive_feature, metric_name,
                                value, ci_lower, ci_upper, driving_rate, highest_group, lowest_group)
                            VALUES (%(evaluation_run_id)s, %(sensitive_feature)s, %(metric_name)s,
@@ -324,7 +329,8 @@ _INSERTS: dict[str, str] = {
 _FAIRNESS_GROUP_NULLS = dict.fromkeys(
     ("base_rate", "selection_rate", "tpr", "fpr", "ppv", "fnr", "mae", "rmse", "mean_prediction",
      "mean_error", "positives", "negatives", "predicted_positives", "accuracy", "roc_auc",
-     "roc_auc_error_bound"))
+     "roc_auc_error_bound", "tpr_ci_lower", "tpr_ci_upper", "fpr_ci_lower", "fpr_ci_upper",
+     "selection_rate_ci_lower", "selection_rate_ci_upper", "ppv_ci_lower", "ppv_ci_upper"))
 
 
 def _with_run(run_id: int, records: Iterable[Record]) -> list[dict[str, Any]]:

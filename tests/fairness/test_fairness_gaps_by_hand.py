@@ -1,13 +1,11 @@
 """Fairness gaps on tables small enough to work by hand: the groups and rate behind each gap,
-the excluded groups and their reasons, undefined gaps, the report's settings and records, and
-the bootstrap ends against the documented multinomial draws redone here with rates written
-out per group."""
+the excluded groups and their reasons, undefined gaps, the report's settings and records (the
+intervals' ends against textbook formulas: tests/fairness/test_fairness_gap_intervals.py)."""
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 from modelgate.fairness.disaggregate import table_from_counts
 from modelgate.fairness.metrics import (
@@ -209,57 +207,6 @@ def test_records_carry_every_field_and_none_for_undefined_numbers() -> None:
     assert (record["value"], record["ci_lower"], record["ci_upper"]) == (None, None, None)
     assert record["undefined_reason"] == "why" and record["driving_rate"] is None
     assert record["excluded_groups"] == []
-
-
-def _gaps_by_hand(draw: np.ndarray) -> dict[str, float]:
-    """Largest minus smallest defined rate over the groups of one (groups, 4) table."""
-    rates: dict[str, list[float]] = {"tpr": [], "fpr": [], "sel": [], "ppv": []}
-    for tn, fp, fn, tp in draw:
-        for name, num, den in (("tpr", tp, tp + fn), ("fpr", fp, fp + tn),
-                               ("sel", tp + fp, tn + fp + fn + tp), ("ppv", tp, tp + fp)):
-            if den:
-                rates[name].append(num / den)
-    gap = {k: (max(v) - min(v)) if len(v) >= 2 else float("nan") for k, v in rates.items()}
-    return {"tpr_gap": gap["tpr"], "fpr_gap": gap["fpr"],
-            "equalized_odds_difference": max(gap["tpr"], gap["fpr"]),
-            "tpr_fpr_gap_sum": gap["tpr"] + gap["fpr"],
-            "demographic_parity_difference": gap["sel"], "predictive_parity_difference": gap["ppv"]}
-
-
-def test_bootstrap_ends_are_percentiles_of_the_documented_multinomial_draws() -> None:
-    counts = np.array(list(HAND.values()) + [[6, 1, 1, 0]])  # d: one positive, often resampled away
-    labels = (*HAND, "d")
-    table = table_from_counts(labels, counts, min_group_size=1)
-    report = fairness_report_from_table(table, sensitive_feature="s", n_bootstrap=300, seed=5,
-                                        confidence_level=0.8)
-    draws = np.random.default_rng(5).multinomial(counts.sum(), counts.ravel() / counts.sum(), size=300)
-    by_draw = [_gaps_by_hand(d.reshape(counts.shape)) for d in draws]
-    point = _gaps_by_hand(counts)
-    for name in FAIRNESS_METRIC_NAMES:
-        values = np.array([g[name] for g in by_draw])
-        values = values[~np.isnan(values)]  # resamples where the gap is undefined are left out
-        lo, hi = np.quantile(values, [0.1, 0.9])
-        if name == "equalized_odds_difference":  # lowered by the resamples' mean excess
-            lo = max(lo - max(values.mean() - point[name], 0.0), 0.0)
-        lo, hi = min(lo, point[name]), max(hi, point[name])
-        e = report.by_name()[name]
-        assert e.value == pytest.approx(point[name], abs=1e-15), name
-        assert (e.ci_lower, e.ci_upper) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12)), name
-
-
-def test_an_interval_is_widened_to_hold_its_gap() -> None:
-    """Two tied groups: the gap on the data is 0, below the percentile interval of the
-    resamples' gaps, which is widened down to it."""
-    counts = np.array([[20, 5, 5, 20], [20, 5, 5, 20]])
-    got = _report({"a": counts[0], "b": counts[1]}, n_bootstrap=200, seed=1,
-                  confidence_level=0.5).by_name()
-    draws = np.random.default_rng(1).multinomial(100, counts.ravel() / 100, size=200)
-    by_draw = [_gaps_by_hand(d.reshape(2, 4)) for d in draws]
-    for name in ("tpr_gap", "fpr_gap", "demographic_parity_difference"):
-        lo, hi = np.quantile([g[name] for g in by_draw], [0.25, 0.75])
-        assert lo > 0.0  # the percentile interval alone would not hold the gap
-        assert (got[name].value, got[name].ci_lower) == (0.0, 0.0), name
-        assert got[name].ci_upper == pytest.approx(hi, abs=1e-12), name
 
 
 BAD = [

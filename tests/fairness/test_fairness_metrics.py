@@ -1,6 +1,8 @@
-"""Fairness gaps against fairlearn, undefined-rate handling, bootstrap, and properties."""
+"""Fairness gaps against fairlearn, undefined-rate handling, intervals, and properties."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pandas as pd
@@ -12,6 +14,7 @@ from fairlearn.metrics import (
     false_positive_rate,
     true_positive_rate,
 )
+from gap_oracles import gap_by_hand, tukey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from modelgate.fairness import (
@@ -20,7 +23,7 @@ from modelgate.fairness import (
     fairness_report,
 )
 from modelgate.fairness import equalized_odds_difference as our_eod
-from row_bootstrap import interval_agrees, row_resamples
+from scipy.stats import norm
 from sklearn.metrics import precision_score
 
 
@@ -154,56 +157,31 @@ def _groups_of(table_labels: tuple[str, ...], counts: np.ndarray) -> tuple[np.nd
     return np.array(y), np.array(pred), np.array(s, dtype=object)
 
 
-def test_bootstrap_equals_fairlearn_on_the_documented_multinomial_resamples() -> None:
+def test_gaps_equal_fairlearn_and_intervals_are_newcombe_pairs_written_out() -> None:
+    """Point gaps against fairlearn (undefined rates as 0, as fairlearn has them); the ends
+    against the pairwise Newcombe intervals of tests/gap_oracles.py on the test's own counts."""
     y, pred, sensitive = _data(5, 400, 3, True)
-    report = fairness_report(y, pred, sensitive, sensitive_feature="s", n_bootstrap=40, seed=9,
-                             confidence_level=0.9, undefined_rates="zero")
+    report = fairness_report(y, pred, sensitive, sensitive_feature="s", confidence_level=0.9,
+                             undefined_rates="zero")
     labels = tuple(g.group for g in report.table.groups)
-    counts = np.array([[((y == a) & (pred == b) & (_explicit_missing(sensitive) == g)).sum()
-                        for a, b in [(0, 0), (0, 1), (1, 0), (1, 1)]] for g in labels])
-    draws = np.random.default_rng(9).multinomial(len(y), counts.ravel() / len(y), size=40)
-    eods, dpds = [], []
-    for draw in draws:
-        yy, pp, ss = _groups_of(labels, draw.reshape(counts.shape))
-        eods.append(equalized_odds_difference(yy, pp, sensitive_features=ss))
-        dpds.append(demographic_parity_difference(yy, pp, sensitive_features=ss))
+    groups = _explicit_missing(sensitive)
     got = report.by_name()
-    eod = equalized_odds_difference(y, pred, sensitive_features=_explicit_missing(sensitive))
-    for name, values, point in [("equalized_odds_difference", eods, eod),
-                                ("demographic_parity_difference", dpds, None)]:
-        lo, hi = np.quantile(values, [0.05, 0.95])
-        if point is not None:  # the lower end drops by the resamples' mean excess, if any
-            assert got[name].value == pytest.approx(point, abs=1e-12)
-            lo = max(lo - max(np.mean(values) - point, 0.0), 0.0)
-        assert got[name].ci_lower == pytest.approx(lo, abs=1e-12)
-        assert got[name].ci_upper == pytest.approx(hi, abs=1e-12)
-
-
-def test_bootstrap_interval_agrees_with_row_resampling_loop() -> None:
-    """The multinomial draw is the row bootstrap in distribution: the gaps on the test's own
-    row resamples (plain per-group means; fairlearn is too slow for thousands of resamples)
-    give the same interval ends within resampling noise."""
-    y, pred, sensitive = _data(6, 1000, 3, False)
-    report = fairness_report(y, pred, sensitive, sensitive_feature="s", n_bootstrap=2000, seed=1)
-    idx = row_resamples(len(y), 2000, seed=2)
-    codes = np.unique(sensitive.astype(str), return_inverse=True)[1]
-    yy, pp, groups = y[idx], pred[idx], [codes[idx] == g for g in range(3)]
-
-    def spread(rows: np.ndarray) -> np.ndarray:
-        means = np.stack([(pp * (rows & g)).sum(axis=1) / (rows & g).sum(axis=1) for g in groups])
-        return means.max(axis=0) - means.min(axis=0)
-
-    tpr_gap, fpr_gap = spread(yy == 1), spread(yy == 0)
-    oracle = {"equalized_odds_difference": np.maximum(tpr_gap, fpr_gap),
-              "demographic_parity_difference": spread(np.ones_like(yy, dtype=bool))}
-    for name, values in oracle.items():
-        estimate = report.by_name()[name]
-        # the equalized-odds lower end is lowered by the bootstrap bias: undo it with the
-        # oracle's own estimate of that bias (its noise, sd / sqrt(2000), is far below
-        # the quantiles' that interval_agrees allows)
-        bias = max(values.mean() - estimate.value, 0.0) if name == "equalized_odds_difference" else 0.0
-        assert interval_agrees(estimate.ci_lower + bias, estimate.ci_upper, values, 0.95, n_core=2000)
-        assert 0.0 <= estimate.ci_lower <= estimate.value <= estimate.ci_upper <= 1.0
+    assert got["equalized_odds_difference"].value == pytest.approx(
+        equalized_odds_difference(y, pred, sensitive_features=groups), abs=1e-12)
+    assert got["demographic_parity_difference"].value == pytest.approx(
+        demographic_parity_difference(y, pred, sensitive_features=groups), abs=1e-12)
+    members = [groups == g for g in labels]
+    tpr = [(int((m & (y == 1) & (pred == 1)).sum()), int((m & (y == 1)).sum())) for m in members]
+    fpr = [(int((m & (y == 0) & (pred == 1)).sum()), int((m & (y == 0)).sum())) for m in members]
+    sel = [(int((m & (pred == 1)).sum()), int(m.sum())) for m in members]
+    assert min(n for _, n in tpr + fpr) > 0  # every rate defined: the zero convention is idle
+    z_up, k = float(norm.ppf(0.95)), len(labels)
+    joint = [gap_by_hand(f, tukey(k, math.sqrt(0.9)), z_up) for f in (tpr, fpr)]
+    expected = {"equalized_odds_difference": (max(joint[0][0], joint[1][0]), max(joint[0][1], joint[1][1])),
+                "demographic_parity_difference": gap_by_hand(sel, tukey(k, 0.9), z_up)}
+    for name, (lo, hi) in expected.items():
+        assert got[name].ci_lower == pytest.approx(lo, abs=1e-12), name
+        assert got[name].ci_upper == pytest.approx(hi, abs=1e-12), name
 
 
 BAD_OPTIONS = [

@@ -7,9 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 from fairlearn.metrics import MetricFrame, false_positive_rate, selection_rate, true_positive_rate
+from gap_oracles import gap_by_hand, tukey
 from modelgate.fairness.multiclass import multiclass_fairness_report
 from modelgate.fairness.regression import regression_fairness_report
 from row_bootstrap import interval_agrees, row_resamples
+from scipy.stats import norm
 from sklearn.metrics import mean_absolute_error, root_mean_squared_error
 
 
@@ -130,25 +132,25 @@ def test_the_last_row_takes_part_in_regression_gap_resamples() -> None:
     assert interval_agrees(gap.ci_lower, gap.ci_upper, oracle, 0.95, n_core=500)
 
 
-def test_multiclass_gap_intervals_agree_with_a_row_bootstrap_written_here() -> None:
-    """One-vs-rest TPR and FPR gaps of each class, on the test's own row resamples."""
+def test_multiclass_gap_intervals_are_newcombe_pairs_of_each_class_written_out() -> None:
+    """One-vs-rest TPR and FPR gaps of each class: the pairwise Newcombe intervals of
+    tests/gap_oracles.py on the test's own one-vs-rest counts."""
     rng = np.random.default_rng(12)
     n = 600
     y = rng.integers(0, 3, n)
     pred = np.where(rng.random(n) < 0.6, y, rng.integers(0, 3, n))
     sensitive = _groups(n, rng)
     report = multiclass_fairness_report(y, pred, sensitive, classes=["lo", "mid", "hi"],
-                                        sensitive_feature="region", n_bootstrap=2000, seed=3)
-    resamples = row_resamples(n, 2000, seed=8)
-    yy, pp, ss = y[resamples], pred[resamples], sensitive[resamples]
-    groups = np.stack([ss == g for g in np.unique(sensitive)])
+                                        sensitive_feature="region")
+    members = [sensitive == g for g in np.unique(sensitive)]
+    z_lower, z_upper = tukey(len(members), 0.95), float(norm.ppf(0.975))
     for k, label in enumerate(["lo", "mid", "hi"]):
-        for gap, rows in (("tpr_gap", yy == k), ("fpr_gap", yy != k)):
-            oracle = _spread(_means(pp == k, (groups & rows).astype(float)))
+        for gap, rows in (("tpr_gap", y == k), ("fpr_gap", y != k)):
+            counts = [(int((m & rows & (pred == k)).sum()), int((m & rows).sum())) for m in members]
+            lo, hi = gap_by_hand(counts, z_lower, z_upper)
             estimate = report.by_name()[f"{gap}[{label}]"]
-            assert estimate.ci_upper - estimate.ci_lower > 0.01
-            assert interval_agrees(estimate.ci_lower, estimate.ci_upper, oracle, 0.95,
-                                   n_core=2000), (gap, label)
+            assert (estimate.ci_lower, estimate.ci_upper) == (
+                pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12)), (gap, label)
             assert 0.0 <= estimate.ci_lower <= estimate.value <= estimate.ci_upper <= 1.0
 
 

@@ -95,7 +95,7 @@ def main() -> None:
     parser.add_argument("--simulations", type=int, default=1000)
     parser.add_argument("--groups", type=int, nargs="+", default=[2, 3, 5, 10])
     parser.add_argument("--sizes", type=int, nargs="+", default=[200, 2000])
-    parser.add_argument("--deltas", type=float, nargs="+", default=[0.05, 0.10])
+    parser.add_argument("--deltas", type=float, nargs="+", default=[0.05, 0.10, 0.20])
     args = parser.parse_args()
     start = time.perf_counter()
     print(f"### True gap 0 (random attribute), {args.simulations} samples per row\n")

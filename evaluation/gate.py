@@ -43,10 +43,12 @@ Rules
 Limits
 ------
 The gate trusts the intervals it is given.  A fairness gap is a spread of group rates
-(>= 0), and its percentile bootstrap interval sits above the gap's true value when that
-is near 0: on 200 seeded samples of n = 228 with no real gap (groups by row parity), the
-equalized-odds interval lay wholly above 0.03 in 56, so those read ``breach`` (the point
-estimate alone: 181; ``bench/bench_gate_verdicts.py``).
+(>= 0); its interval (:mod:`modelgate.fairness.gap_intervals`: Newcombe's pairwise score
+intervals, simultaneous over the pairs) reaches 0 when there is no real gap, so a fair model
+reads ``breach`` at most in a few per cent of samples (``bench/RESULTS.md``, "Fairness gap
+intervals at the boundary").  The percentile bootstrap used before did not: on 200 seeded
+samples of n = 228 with no real gap its equalized-odds interval lay wholly above 0.03 in 56
+(``bench/bench_gate_verdicts.py``); a small sample now reads ``inconclusive`` instead.
 """
 
 from __future__ import annotations

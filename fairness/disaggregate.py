@@ -39,6 +39,7 @@ from .gap_intervals import wilson_bounds
 
 __all__ = [
     "MISSING_LABEL",
+    "RATE_NAMES",
     "DisaggregatedTable",
     "GroupStats",
     "disaggregate",

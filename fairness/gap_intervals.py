@@ -16,41 +16,43 @@ Construction
 Each pairwise difference gets Newcombe's hybrid score interval for a difference of
 independent proportions (his method 10 [1]_: the two groups' Wilson score intervals [2]_
 combined as ``d -+ sqrt((p_i - l_i)**2 + (u_j - p_j)**2)``, which is
-:func:`modelgate.intervals.mover_difference` with correlation 0).  The intervals are made
-simultaneous over all pairs by computing the Wilson intervals with Tukey's critical value
-instead of 1.96: ``z = q(level; K, inf) / sqrt(2)``, ``q`` the studentized range
-distribution (Tukey-Kramer; scipy's ``studentized_range``).  It is the 95 % point of the
-largest of the ``K (K - 1) / 2`` standardised differences of ``K`` independent estimates
-(1.96 for two groups, 2.34 for three, 3.16 for ten), and conservative when the groups
-differ in size (Hayter 1984 [3]_).  From the pair intervals ``[lo_ij, hi_ij]`` (both orders
-of each pair):
+:func:`modelgate.intervals.mover_difference` with correlation 0).  From the pair intervals
+``[lo_ij, hi_ij]`` (both orders of each pair):
 
-* lower end = ``max(0, max lo_ij)``: the farthest any pair's interval lies from 0 (0 when
-  every pair's interval holds 0);
-* upper end = ``max hi_ij``: the farthest end of any pair's interval.
+* lower end = ``max(0, max lo_ij)``, the farthest any pair's interval lies from 0 (0 when
+  every pair's interval holds 0), with the Wilson intervals at Tukey's critical value
+  ``z = q(level; K, inf) / sqrt(2)`` (``q`` the studentized range distribution, scipy's
+  ``studentized_range``): the point of the largest of the ``K (K - 1) / 2`` standardised
+  differences of ``K`` independent estimates (1.96 for two groups, 2.34 for three, 3.16 for
+  ten; Tukey-Kramer, conservative when the groups differ in size, Hayter 1984 [3]_).  The
+  lower end lies above the true gap only if some pair's interval lies farther from 0 than
+  that pair's true difference, which all pairs jointly avoid with probability ``level``; with
+  no gap the lower end is 0 in about ``level`` of samples, so a breach of any limit above 0
+  is rarer still.
+* upper end = ``max hi_ij`` with the Wilson intervals at the one-pair value ``z = 1.96``
+  (at 95 %): the true gap is the difference of one (unknown but fixed) pair, and the upper
+  end lies below it only if that pair's interval does, with probability at most 2.5 %.
 
-When every pair's interval holds its true difference, the true gap lies between the two
-ends, so the gap is covered at least as often as the pairs are jointly; when the true gap is
-0 every pair's interval holds 0 just as often, so the lower end is 0 in about 95 % of
-samples and a breach of any limit above 0 is rarer still.  Both ends hold the gap on the data.
-
-The equalized-odds difference ``max(tpr_gap, fpr_gap)`` and ``tpr_fpr_gap_sum`` combine the
-two families jointly: the TPR and FPR counts are independent given the label counts, so each
-family is computed at the Sidak level ``sqrt(confidence_level)`` (z = 2.24 for two groups)
-and the equalized-odds ends are the larger of the two families' ends (the sum's, their sums).
+Both ends hold the gap on the data.  The equalized-odds difference ``max(tpr_gap, fpr_gap)``
+and ``tpr_fpr_gap_sum`` combine the two families: the TPR and FPR counts are independent given
+the label counts, so each family's lower end is computed at the Sidak level
+``sqrt(confidence_level)`` (z = 2.24 for two groups); the equalized-odds ends are the larger
+of the two families' ends, the sum's are their sums.
 
 Why this construction
 ---------------------
-It was chosen by simulation (``bench/bench_fairness_coverage.py``, ``bench/RESULTS.md``,
-"Fairness gap intervals at the boundary"): with random groups (true gap 0) it breaches the
-0.03 limit in at most a few per cent of samples for K = 2 to 10 at n = 200 and 2,000, and it
-covers small true gaps in about 95-97 % (a folded interval covers a gap much smaller than its
-noise more often than its nominal level).  Bonferroni over the pairs is wider than Tukey's
-value (3.26 against 3.16 for K = 10) and covers more than needed; a percentile bootstrap of
-the gap, even with its lower end moved down by the estimated bias, cannot reach 0.  Unlike a
-bootstrap the construction needs no resamples and no seed, and it depends on the data only
-through the ``(groups, 4)`` count table, so merged partition counts give the same interval as
-the rows.
+Chosen by simulation (``bench/bench_fairness_coverage.py``; ``bench/RESULTS.md``, "Fairness
+gap intervals at the boundary"): with random groups (true gap 0) it breaches the 0.03 limit
+in at most a few per cent of samples for K = 2 to 10 at n = 200 and 2,000, where the
+percentile bootstrap breached in up to 26.5 %; gaps well above their noise are covered in
+93-97 %.  It is conservative (coverage 97-100 %) when the gap is small next to its noise and
+there are three or more groups, because the lower end must guard every pair to be right at
+0 and the upper end takes the largest of many pairs; the simulation shows where.  Bonferroni
+over the pairs is wider than Tukey's value (3.26 against 3.16 for K = 10, 45 pairs); a
+percentile bootstrap of the gap, even with its lower end moved down by the estimated bias,
+cannot reach 0.  Unlike a bootstrap the construction needs no resamples and no seed, and it
+depends on the data only through the ``(groups, 4)`` count table, so merged partition counts
+give the same interval as the rows.
 
 Exact or estimated
 ------------------

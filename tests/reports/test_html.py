@@ -156,7 +156,8 @@ def evaluation_view(*, passed: bool = False, n_waterfalls: int = 2, png_bytes: i
         for verdict in check_verdicts
     )
     groups = (
-        GroupRow(SCRIPT, 800, 0.3, 0.28, 0.7, 0.1, 0.75, 0.3, small_group=False),
+        GroupRow(SCRIPT, 800, 0.3, 0.28, 0.7, 0.1, 0.75, 0.3, small_group=False,
+                 tpr_ci_lower=0.862, tpr_ci_upper=1.0, fpr_ci_lower=0.0567, fpr_ci_upper=0.5098),
         GroupRow(SQL, 650, 0.25, 0.2, 0.6, 0.08, 0.7, 0.4, small_group=False),
         GroupRow(QUOTED, 12, 0.5, 0.5, float("nan"), 0.0, 1.0, float("nan"), small_group=True),
     )
@@ -345,6 +346,7 @@ def test_numbers_use_four_significant_digits() -> None:
     assert "0.0134" in text and "[-0.002, 0.03]" in text
     assert "0.123456789" not in "".join(text)
     assert text.count("n/a") >= 2  # undefined TPR/FNR of the small group
+    assert "[0.862, 1]" in text and "[0.0567, 0.5098]" in text  # a group's Wilson intervals
 
 
 def test_drift_features_are_ordered_by_statistic_descending() -> None:

@@ -44,10 +44,11 @@ Why this construction
 Chosen by simulation (``bench/bench_fairness_coverage.py``; ``bench/RESULTS.md``, "Fairness
 gap intervals at the boundary"): with random groups (true gap 0) it breaches the 0.03 limit
 in at most a few per cent of samples for K = 2 to 10 at n = 200 and 2,000, where the
-percentile bootstrap breached in up to 26.5 %; gaps well above their noise are covered in
-93-97 %.  It is conservative (coverage 97-100 %) when the gap is small next to its noise and
-there are three or more groups, because the lower end must guard every pair to be right at
-0 and the upper end takes the largest of many pairs; the simulation shows where.  Bonferroni
+percentile bootstrap breached in up to 26.5 %.  Small true gaps are covered in at least 93 %
+of samples, but it is conservative: 95-97 % for two groups at gaps several standard errors
+wide, up to 97.5 % at gaps near their noise (a folded interval), and 97-100 % with three or
+more groups, because the lower end must guard every pair to be right at 0 and the upper end
+takes the largest of many pairs' ends.  Bonferroni
 over the pairs is wider than Tukey's value (3.26 against 3.16 for K = 10, 45 pairs); a
 percentile bootstrap of the gap, even with its lower end moved down by the estimated bias,
 cannot reach 0.  Unlike a bootstrap the construction needs no resamples and no seed, and it

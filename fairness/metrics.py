@@ -32,10 +32,10 @@ Intervals
 ---------
 Each gap's interval is built from the group counts by
 :mod:`modelgate.fairness.gap_intervals`: Newcombe's hybrid score interval for every pair of
-groups, made simultaneous over the pairs with Tukey's critical value, the gap's lower end the
-farthest any pair's interval lies from 0 (0 when all hold 0) and its upper end the farthest
-pair end.  The equalized-odds difference and ``tpr_fpr_gap_sum`` combine the TPR and FPR
-families at the Sidak level ``sqrt(confidence_level)`` each.  Unlike the percentile bootstrap
+groups; the gap's lower end is the farthest any pair's interval lies from 0 (0 when all hold
+0), simultaneous over the pairs at Tukey's critical value, and its upper end the farthest pair
+end at the one-pair value.  The equalized-odds difference and ``tpr_fpr_gap_sum`` combine the
+TPR and FPR families, each family's lower end at the Sidak level ``sqrt(confidence_level)``.  Unlike the percentile bootstrap
 used before (issue #38), the interval reaches 0 when there is no gap: with random groups it
 breaches the 0.03 limit in at most a few per cent of samples (``bench/RESULTS.md``, "Fairness
 gap intervals at the boundary").  The intervals are closed-form, draw no resamples and depend

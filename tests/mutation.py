@@ -72,6 +72,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     ),
     "fairness/disaggregate.py": (
         "tests/fairness/test_fairness_disaggregate.py",
+        "tests/fairness/test_fairness_gap_intervals.py",
         "tests/fairness/test_fairness_counts.py",
         "tests/evaluation/test_eval_gate.py",
         "tests/evaluation/test_eval_sufficient.py",
@@ -80,8 +81,14 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/fairness/test_group_scores.py",  # first: its small cases kill soonest
         "tests/fairness/test_fairness_counts.py",
     ),
+    "fairness/gap_intervals.py": (
+        "tests/fairness/test_fairness_gap_intervals.py",  # first: textbook formulas, small cases
+        "tests/fairness/test_fairness_metrics.py",
+        "tests/test_interval_coverage.py",
+    ),
     "fairness/metrics.py": (
         "tests/fairness/test_fairness_gaps_by_hand.py",  # first: its small cases kill soonest
+        "tests/fairness/test_fairness_gap_intervals.py",
         "tests/fairness/test_fairness_metrics.py",
         "tests/fairness/test_fairness_counts.py",
         "tests/evaluation/test_eval_sufficient.py",

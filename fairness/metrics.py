@@ -30,19 +30,19 @@ table, flagged, and are listed in ``excluded_groups``).
 
 Intervals
 ---------
-Each gap's interval is built from the group counts by
-:mod:`modelgate.fairness.gap_intervals`: Newcombe's hybrid score interval for every pair of
-groups; the gap's lower end is the farthest any pair's interval lies from 0 (0 when all hold
-0), simultaneous over the pairs at Tukey's critical value, and its upper end the farthest pair
-end at the one-pair value.  The equalized-odds difference and ``tpr_fpr_gap_sum`` combine the
-TPR and FPR families, each family's lower end at the Sidak level ``sqrt(confidence_level)``.  Unlike the percentile bootstrap
-used before (issue #38), the interval reaches 0 when there is no gap: with random groups it
-breaches the 0.03 limit in at most a few per cent of samples (``bench/RESULTS.md``, "Fairness
-gap intervals at the boundary").  The intervals are closed-form, draw no resamples and depend
-on the data only through the ``(groups, 4)`` table; ``n_bootstrap=0`` still means "no
-intervals" (NaN), as for every other result.  Small groups left out of a gap and groups with
-an undefined rate are left out of its interval as well (``undefined_rates="zero"``: such a
-group's rate is 0 with the interval ``[0, 0]``).
+Each gap's interval is built from the group counts by :mod:`modelgate.fairness.gap_intervals`:
+Newcombe's hybrid score interval for every pair of groups; the gap's lower end is the farthest
+any pair's interval lies from 0 (0 when all hold 0), simultaneous over the pairs at Tukey's
+critical value, and its upper end the farthest pair end at the one-pair value. The
+equalized-odds difference and ``tpr_fpr_gap_sum`` combine the TPR and FPR families, each
+family's lower end at the Sidak level ``sqrt(confidence_level)``. Unlike the percentile
+bootstrap used before (issue #38), the interval reaches 0 when there is no gap: with random
+groups it breaches the 0.03 limit in at most a few per cent of samples (``bench/RESULTS.md``,
+"Fairness gap intervals at the boundary"). The intervals are closed-form, draw no resamples
+and depend on the data only through the ``(groups, 4)`` table; ``n_bootstrap=0`` still means
+"no intervals" (NaN), as for every other result. Small groups left out of a gap and groups
+with an undefined rate are left out of its interval as well (``undefined_rates="zero"``: such
+a group's rate is 0 with the interval ``[0, 0]``).
 
 Per-group rates get Wilson score intervals (:meth:`GroupStats.rate_interval
 <modelgate.fairness.disaggregate.GroupStats.rate_interval>`).

@@ -46,8 +46,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     except LooserPolicyRefused as exc:  # a usage error; the run row says failed, with this reason
         # printed here, not raised as modelgate.cli.UsageError: under `python -m modelgate.cli`
         # that module is __main__, and a second import's class would not be caught there
-        print(f"modelgate: usage error: --policy {exc.source_path} is looser than the model's own "
-              f"policy on blocking checks: {'; '.join(exc.checks)}; add --allow-looser-policy to "
+        print(f"modelgate: usage error: policy {exc.source_path} is looser than {exc.against} "
+              f"on blocking checks: {'; '.join(exc.checks)}; add --allow-looser-policy to "
               "promote under it (recorded with the run)", file=sys.stderr)
         return EXIT_USAGE
     _emit(outcome.payload, args.format, outcome.text)
@@ -219,8 +219,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--policy", help="policy YAML merged over the default policy")
     p.add_argument("--promote", action="store_true", help="promote the model if the gate passes")
     p.add_argument("--allow-looser-policy", action="store_true",
-                   help="with --promote: promote even when --policy is looser than the model's own "
-                        "policy on a blocking check (recorded with the run)")
+                   help="with --promote: promote even when the policy is looser than the model's "
+                        "own or than the version's previous decided attempt's on a blocking check "
+                        "(recorded with the run)")
     p.add_argument("--format", choices=("json", "text"), default="text")
     p.set_defaults(handler=cmd_evaluate)
 

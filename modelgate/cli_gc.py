@@ -1,4 +1,5 @@
-"""``modelgate gc``: delete the ``runs/`` intermediates of runs that ended long enough ago."""
+"""``modelgate gc``: delete the ``runs/`` intermediates of runs that ended long enough ago, and
+retry the index page and gauge writes that failed after a stored decision."""
 
 from __future__ import annotations
 
@@ -15,24 +16,31 @@ MAX_DAYS = 36_500
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
+    from modelgate.pipelines.attempts import Retried, retry_pending
     from modelgate.pipelines.context import Context
     from modelgate.pipelines.retention import collect_runs
 
-    done = collect_runs(Context.open(), retention=dt.timedelta(days=args.older_than_days),
-                        dry_run=args.dry_run)
+    ctx = Context.open()
+    done = collect_runs(ctx, retention=dt.timedelta(days=args.older_than_days), dry_run=args.dry_run)
+    retried = Retried(0, 0) if args.dry_run else retry_pending(ctx, by="gc")
     if args.format == "json":
-        json.dump(done.to_record(), sys.stdout, sort_keys=True)
+        json.dump({**done.to_record(), "step_failures_retried": retried.retried,
+                   "step_failures_left": retried.left}, sys.stdout, sort_keys=True)
         sys.stdout.write("\n")
     else:
         print(f"{'would delete' if done.dry_run else 'deleted'} {done.deleted} runs/ object(s) of "
               f"{done.runs} evaluation run(s) and drift interval(s) that ended over "
               f"{args.older_than_days:g} day(s) ago; kept {done.kept_referenced} a stored row points to")
+        if retried.retried or retried.left:
+            print(f"retried {retried.retried} index page/gauge write(s) that failed after a stored "
+                  f"decision; {retried.left} still failing")
     return 0
 
 
 def add_gc_command(sub: Any) -> None:
     p = sub.add_parser("gc", help="delete runs/ intermediates of evaluation and drift runs that ended "
-                                  "over --older-than-days ago (never what a stored row points to)")
+                                  "over --older-than-days ago (never what a stored row points to); "
+                                  "retry index pages and gauges that failed after a decision")
     p.add_argument("--older-than-days", type=bounded_number(0, MAX_DAYS), default=7.0,
                    help="retention in days after a run ended (default 7; 0: every ended run; "
                         f"at most {MAX_DAYS:,})")

@@ -17,6 +17,7 @@ import json
 import sys
 from typing import Any
 
+from modelgate import cli_attempts
 from modelgate.cli_args import bounded_int
 from modelgate.logsafe import escape_for_log
 
@@ -95,10 +96,13 @@ def cmd_model_show(args: argparse.Namespace) -> int:
     runs = models.runs_of(ctx.db_url, args.name, args.version, limit=args.runs)
     links = {(r.kind, r.run_id): _report_link(ctx, r.kind, r.run_id) for r in runs if r.has_report}
     rolled = rollbacks.history(ctx.db_url, args.name, args.version)
+    tried = cli_attempts.attempts_by_run(ctx, [r.run_id for r in runs if r.kind == "evaluation"])
     if args.format == "json":
         _print_json({"versions": [_record(v) for v in versions],
                      "runs": [{**_record(r), "breaches": [_shown(r.kind, b) for b in r.breaches],
-                               "report_link": links.get((r.kind, r.run_id))} for r in runs],
+                               "report_link": links.get((r.kind, r.run_id)),
+                               **({"attempts": cli_attempts.attempt_records(ctx, tried.get(r.run_id, []))}
+                                  if r.kind == "evaluation" else {})} for r in runs],
                      "rollbacks": [_record(r) for r in rolled]})
         return EXIT_OK
     for v in versions:
@@ -118,6 +122,8 @@ def cmd_model_show(args: argparse.Namespace) -> int:
             print(f"      {'BLOCK' if r.kind == 'evaluation' else 'DRIFT'} {_t(_shown(r.kind, line))}")
         if (r.kind, r.run_id) in links:
             print(f"      report: {links[(r.kind, r.run_id)]}")
+        for attempt in tried.get(r.run_id, []) if r.kind == "evaluation" else []:
+            print("\n".join(f"      {line}" for line in cli_attempts.attempt_text(ctx, attempt)))
     return EXIT_OK
 
 

@@ -70,7 +70,8 @@ def test_gc_deletes_ended_runs_intermediates_and_keeps_what_rows_point_to(
 def test_gc_command_prints_what_it_did(settings_env: Settings, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["gc", "--older-than-days", "0", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"runs": 0, "deleted": 0, "kept_referenced": 0,
-                                                   "dry_run": False}
+                                                   "dry_run": False, "step_failures_retried": 0,
+                                                   "step_failures_left": 0}
     assert cli.main(["gc", "--older-than-days", "-1"]) == 2
 
 

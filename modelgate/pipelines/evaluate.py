@@ -24,9 +24,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from modelgate.logsafe import one_line
-from modelgate.metrics import emit as emit_metrics
-from modelgate.metrics import gate_metrics
-from modelgate.pipelines import evaluate_tasks, index_page, partitions, policy_provenance, refusals
+from modelgate.pipelines import (
+    attempts,
+    evaluate_tasks,
+    index_page,
+    partitions,
+    policy_provenance,
+    refusals,
+)
 from modelgate.pipelines.context import Context, load_registered_model, safe_key_part
 from modelgate.pipelines.fairness_records import driving_text, fairness_records
 from modelgate.pipelines.payloads import RunRefDict
@@ -138,7 +143,8 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
         policy, policy_sha = load_policy_for_run(policy_path, model_name, task=task)
         evaluate_tasks.check_policy_classes(policy, candidate.manifest)
         _record_policy(ctx, ref, policy, policy_path, model_name, task, promote=promote,
-                       allow_looser=allow_looser_policy)
+                       allow_looser=allow_looser_policy, sha256=policy_sha,
+                       model_version_id=candidate.model_version_id)
         # decide applies this checked policy, not whatever the file holds by then
         put_pickle(ctx, policy_key(ref), CheckedPolicy(policy, policy_sha))
     except BaseException as exc:  # Ctrl-C and SIGTERM too: the row exists, so it must say failed
@@ -148,19 +154,22 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
 
 
 def _record_policy(ctx: Context, ref: RunRef, policy: Any, policy_path: str | None,
-                   model_name: str, task: str, *, promote: bool, allow_looser: bool) -> None:
-    """Store the run's policy provenance; refuse a promotion under a looser ad-hoc policy."""
+                   model_name: str, task: str, *, promote: bool, allow_looser: bool,
+                   sha256: str, model_version_id: int) -> None:
+    """Store the attempt's policy provenance; refuse a promotion under a policy looser than
+    the model's own or than the version's previous decided attempt's."""
     from modelgate.evaluation.policy import default_policy_path
 
     own = load_policy_for_run(None, model_name, task=task)[0] if policy_path else policy
+    before = attempts.changes_from_previous(ctx, model_version_id, ref.evaluation_run_id, policy)
     stored = policy_provenance.provenance(
         policy, own, ad_hoc=policy_path, model_file=model_policy_path(model_name),
-        default_file=default_policy_path(task), allow_looser=allow_looser)
+        default_file=default_policy_path(task), allow_looser=allow_looser, sha256=sha256,
+        previous=before.previous, changes=before.changes, looser_than_previous=before.looser)
     runs.record_policy(ctx.db_url, ref.evaluation_run_id, stored)
-    if stored.looser_than_model:
-        log.warning("evaluation run %d: policy %s is looser than the model's own: %s%s",
-                    ref.evaluation_run_id, stored.source_path,
-                    "; ".join(policy_provenance.looser_checks(stored)),
+    if stored.looser:
+        log.warning("evaluation run %d: %s%s", ref.evaluation_run_id,
+                    policy_provenance.policy_line(stored),
                     " (promotion under it allowed)" if allow_looser else "")
     policy_provenance.check_promotion(stored, promote=promote)
 
@@ -408,7 +417,9 @@ def beat(ctx: Context, ref: RunRef) -> None:
 
 
 def fail(ctx: Context, ref: RunRef, exc: BaseException) -> None:
-    """Record a failed run with a one-line reason (type and message, no data rows).
+    """Record a failed run with a one-line reason (type and message, no data rows); when the
+    run's attempt stored its decision already, the failure is recorded beside it and the
+    decision stands (:func:`~modelgate.store.runs.fail_evaluation_run`).
 
     Each attempt opens a fresh connection (the one that failed may be the cause); if every
     attempt fails the error is logged and the caller's exception is left to propagate: the
@@ -1142,7 +1153,10 @@ def _rows_for_store(result: MetricsResult, fairness_reports: dict[str, Any], sha
 
 
 def store_results(ctx: Context, ref: RunRef) -> str:
-    """Write every result row and the final status in one transaction; return the status."""
+    """Write every result row and the final status in one transaction; return the status.
+
+    A decision is stored once per attempt: a retried step returns the stored one. What
+    follows it (gauge, index page) never changes it (:func:`.attempts.after_decision`)."""
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     row = _candidate_row(ctx, run)
     decided: DecisionResult = get_pickle(ctx, f"{ref.prefix()}/decision.pkl")
@@ -1153,10 +1167,17 @@ def store_results(ctx: Context, ref: RunRef) -> str:
     if not ctx.store.exists(key):
         raise FileNotFoundError(f"report {key!r} is missing; run the report step first")
     status = "passed" if decided.decision.passed else "blocked"
-    runs.write_evaluation_results(ctx.db_url, ref.evaluation_run_id, rows, status=status,
-                                  report_key=key, report_uri=ctx.store.uri(key))
-    log.info("stored evaluation run %d: %s", ref.evaluation_run_id, status)
-    emit_metrics(gate_metrics(row.model_name, row.version, passed=decided.decision.passed,
-                              checks_breached=sum(c.effect != "none" for c in decided.decision.checks)))
-    index_page.write_model_index(ctx, row.model_name)  # reports/<model>/index.html
+    try:
+        runs.write_evaluation_results(ctx.db_url, ref.evaluation_run_id, rows, status=status,
+                                      report_key=key, report_uri=ctx.store.uri(key))
+        log.info("stored evaluation run %d: %s", ref.evaluation_run_id, status)
+    except runs.AttemptDecided:  # a retried store step: the stored decision stands
+        stored = runs.get_gate_decision(ctx.db_url, ref.evaluation_run_id)
+        status = "passed" if stored is not None and stored[0] else "blocked"
+        log.info("evaluation run %d attempt %d already stored its decision: %s",
+                 ref.evaluation_run_id, run.attempt, status)
+    # the gauge and reports/<model>/index.html: a failure is recorded beside the decision
+    attempts.after_decision(ctx, ref.evaluation_run_id, run.attempt, model_name=row.model_name,
+                            version=row.version, passed=status == "passed",
+                            checks_breached=sum(c.effect != "none" for c in decided.decision.checks))
     return status

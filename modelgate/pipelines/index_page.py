@@ -10,13 +10,15 @@ committed; re-running a step rewrites the same key with the same page.
 
 Which runs are listed
 ---------------------
-* evaluation runs with a ``report_key`` and status ``passed`` or ``blocked``. A passed run
-  whose gate had a failing ``warn``-severity check is shown as ``warn``.
+* every attempt of an evaluation run (``evaluation_attempt``) with a ``report_key`` and status
+  ``passed`` or ``blocked``, each linking its own report: a re-run adds a row (run id and
+  ``attempt <n>`` from the second on), never replaces one. A passed attempt whose gate had a
+  failing ``warn``-severity check is shown as ``warn``.
 * drift runs with a ``report_key`` and status ``ok``, ``drift``, ``no_data`` or ``degraded``
   (``no_data`` is shown as ``warn``, amber: there was nothing to judge; so is ``degraded``:
   partitions were quarantined, unless the data also drifted).
-* ``failed`` and ``abandoned`` runs of either kind, shown as such with their failure reason
-  and no link: their report, if any, may not match what is stored.
+* ``failed`` and ``abandoned`` runs (and evaluation attempts) of either kind, shown as such
+  with their failure reason and no link: their report, if any, may not match what is stored.
 * Runs still ``running`` are left out.
 
 Each row also says the version's stage now (``candidate``, ``production``, ``archived``...),
@@ -95,12 +97,24 @@ def build_index_view(model_name: str, records: Iterable[RunRecord]) -> ModelInde
     ('warn', '1/drift-2024-01-02-run4.html', '2024-01-02T00:00:00Z')
     """
     folder = posixpath.dirname(index_key(model_name))
-    ordered = sorted(records, key=lambda r: (r.kind, -r.run_id))
+    ordered = sorted(records, key=lambda r: (r.kind, -r.run_id, -r.attempt))
     ordered.sort(key=lambda r: _utc(r).timestamp(), reverse=True)
-    rows = tuple(IndexRow(r.kind, str(r.run_id), r.version, _utc(r).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    rows = tuple(IndexRow(r.kind, _run_label(r), r.version, _utc(r).strftime("%Y-%m-%dT%H:%M:%SZ"),
                           _verdict(r), _href(r.report_key, folder), r.stage, _note(r))
                  for r in ordered)
     return ModelIndexView(model_name, runs=rows)
+
+
+def _run_label(record: RunRecord) -> str:
+    """The run id, and the attempt from the second on (an evaluation's, with its policy source).
+
+    >>> when = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    >>> _run_label(RunRecord("evaluation", 7, "1", when, "passed", False, "k", attempt=2,
+    ...                      policy_source="model_file"))
+    '7 attempt 2 (policy: model_file)'
+    """
+    label = str(record.run_id) + ("" if record.attempt == 1 else f" attempt {record.attempt}")
+    return label + (f" (policy: {record.policy_source})" if record.policy_source else "")
 
 
 def _href(report_key: str | None, folder: str) -> str:

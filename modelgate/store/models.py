@@ -281,7 +281,8 @@ def list_versions(url: str, model_name: str | None = None,
                LEFT JOIN LATERAL (
                    SELECT r.status, g.passed, split_part(g.summary, E'\n', 1) AS summary
                    FROM evaluation_run r
-                   LEFT JOIN gate_decision g USING (evaluation_run_id)
+                   LEFT JOIN gate_decision g
+                        ON g.evaluation_run_id = r.evaluation_run_id AND g.attempt = r.attempt
                    WHERE r.model_version_id = mv.model_version_id
                    ORDER BY r.started_at DESC, r.evaluation_run_id DESC LIMIT 1) latest ON true
                WHERE (%(name)s::text IS NULL OR mv.model_name = %(name)s)
@@ -315,10 +316,11 @@ def runs_of(url: str, model_name: str, version: str | None = None, *,
                        NULL::timestamptz, coalesce(r.failure_reason, split_part(g.summary, E'\n', 1)),
                        r.report_key IS NOT NULL,
                        ARRAY(SELECT c.check_id || ': ' || c.reason FROM gate_check c
-                             WHERE c.evaluation_run_id = r.evaluation_run_id AND c.verdict = 'fail'
-                               AND c.severity = 'block' ORDER BY c.check_id)
+                             WHERE c.evaluation_run_id = r.evaluation_run_id AND c.attempt = r.attempt
+                               AND c.verdict = 'fail' AND c.severity = 'block' ORDER BY c.check_id)
                 FROM evaluation_run r JOIN model_version mv USING (model_version_id)
-                LEFT JOIN gate_decision g USING (evaluation_run_id)
+                LEFT JOIN gate_decision g
+                     ON g.evaluation_run_id = r.evaluation_run_id AND g.attempt = r.attempt
                 WHERE mv.model_name = %(name)s AND (%(version)s::text IS NULL OR mv.version = %(version)s)
                 ORDER BY r.started_at DESC, r.evaluation_run_id DESC LIMIT %(limit)s)
                UNION ALL

@@ -4,6 +4,11 @@ A run row is created (or reset, when a run is re-run) before any work starts, so
 that dies is never invisible: it stays ``running`` or becomes ``failed`` with a reason.
 All results of a run are written by :func:`write_evaluation_results` in ONE transaction
 together with the final status, so readers see either nothing or everything.
+
+Each start of a run is an attempt (``evaluation_attempt``, migration 0029, kept in step with
+the run row by a trigger). The gate's decision and checks are keyed by attempt and written
+once: a re-run adds its own beside the earlier attempts', and a stored decision never becomes
+``failed`` (:func:`fail_evaluation_run` records a later failure beside it instead).
 """
 
 from __future__ import annotations
@@ -16,11 +21,15 @@ from typing import Any
 
 from modelgate.store.db import transaction
 
-# Child tables of evaluation_run, cleared when a run is re-run so it gives the same rows.
+# Child tables of evaluation_run holding its results.
 EVALUATION_RESULT_TABLES = (
     "evaluation_metric", "fairness_group", "fairness_metric", "calibration_bin",
     "shap_importance", "shap_budget", "gate_check", "gate_decision",
 )
+# Those that hold the latest attempt's results only, cleared when a run is re-run; the gate's
+# decision and checks are keyed by attempt and kept (migration 0029).
+LATEST_ATTEMPT_TABLES = tuple(t for t in EVALUATION_RESULT_TABLES
+                              if t not in ("gate_check", "gate_decision"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +72,10 @@ def start_evaluation_run(
     url: str, *, run_key: str, model_version_id: int, champion_version_id: int | None,
     dataset_uri: str, archive_sha256: str,
 ) -> int:
-    """Create the run row, or reset it (results and policy cleared, status ``running``,
-    ``attempt`` one more, so its report gets a key of its own) on a re-run.
+    """Create the run row, or reset it (the latest attempt's metrics, fairness, calibration,
+    SHAP and policy columns cleared, status ``running``, ``attempt`` one more, so its report
+    gets a key of its own) on a re-run. Earlier attempts keep their ``evaluation_attempt``
+    row, gate decision and gate checks.
 
     The archive sha256 is pinned on the row: every step of the run uses that archive's
     manifest. A run key already used by another model version or archive is never taken
@@ -106,7 +117,7 @@ def start_evaluation_run(
                 f"it is not reused for model version id {model_version_id} "
                 f"(archive sha256 {archive_sha256})")
         run_id = int(inserted[0])
-        for table in EVALUATION_RESULT_TABLES:
+        for table in LATEST_ATTEMPT_TABLES:
             cur.execute(f"DELETE FROM {table} WHERE evaluation_run_id = %s", (run_id,))
     return run_id
 
@@ -116,7 +127,10 @@ class PolicyProvenance:
     """The policy a run was judged by and where it came from (``evaluation_run.policy_*``).
 
     ``diff`` holds the differences from the model's own policy as records
-    (:meth:`modelgate.evaluation.policy_diff.PolicyChange.to_record`).
+    (:meth:`modelgate.evaluation.policy_diff.PolicyChange.to_record`); ``changes`` those from
+    the policy of the version's previous decided attempt ``previous`` (run id, attempt), and
+    ``sha256`` hashes every source (``evaluation_attempt``, migration 0029; None and empty on
+    runs recorded before it).
     """
 
     text: str
@@ -125,34 +139,68 @@ class PolicyProvenance:
     diff: list[dict[str, Any]]
     looser_than_model: bool
     looser_allowed: bool
+    sha256: str | None = None
+    previous: tuple[int, int] | None = None
+    changes: tuple[dict[str, Any], ...] = ()
+    looser_than_previous: bool = False
+
+    @property
+    def looser(self) -> bool:
+        """Looser than the model's own policy or than the previous decided attempt's."""
+        return self.looser_than_model or self.looser_than_previous
 
 
 def record_policy(url: str, run_id: int, policy: PolicyProvenance) -> None:
     """Store the run's policy provenance, once per attempt: only into a running run's empty
-    columns (a trigger refuses any later change; a re-run resets them first)."""
+    columns (a trigger refuses any later change; a re-run resets them first), and into its
+    current attempt's row, which keeps it."""
     with transaction(url) as cur:
         cur.execute(
             """UPDATE evaluation_run SET policy_text = %s, policy_source = %s,
                    policy_source_path = %s, policy_diff = %s, policy_looser_than_model = %s,
                    looser_policy_allowed = %s
-               WHERE evaluation_run_id = %s AND status = 'running' AND policy_source IS NULL""",
+               WHERE evaluation_run_id = %s AND status = 'running' AND policy_source IS NULL
+               RETURNING attempt""",
             (policy.text, policy.source, policy.source_path, json.dumps(policy.diff),
              policy.looser_than_model, policy.looser_allowed, run_id),
         )
-        if cur.rowcount != 1:
+        updated = cur.fetchone()
+        if updated is None:
             raise LookupError(f"evaluation run {run_id} is not running or already recorded its policy")
+        previous = policy.previous or (None, None)
+        cur.execute(
+            """UPDATE evaluation_attempt SET policy_text = %s, policy_sha256 = %s,
+                   policy_source = %s, policy_source_path = %s, policy_diff = %s,
+                   policy_looser_than_model = %s, previous_evaluation_run_id = %s,
+                   previous_attempt = %s, policy_changes = %s, policy_looser_than_previous = %s,
+                   looser_policy_allowed = %s
+               WHERE evaluation_run_id = %s AND attempt = %s AND status = 'running'""",
+            (policy.text, policy.sha256, policy.source, policy.source_path,
+             json.dumps(policy.diff), policy.looser_than_model, previous[0], previous[1],
+             json.dumps(list(policy.changes)), policy.looser_than_previous,
+             policy.looser_allowed, run_id, updated[0]),
+        )
 
 
 def get_policy(url: str, run_id: int) -> PolicyProvenance | None:
     """The run's stored policy provenance; None when it recorded none."""
     with transaction(url) as cur:
         cur.execute(
-            """SELECT policy_text, policy_source, policy_source_path, policy_diff,
-                      policy_looser_than_model, looser_policy_allowed
-               FROM evaluation_run WHERE evaluation_run_id = %s AND policy_source IS NOT NULL""",
+            """SELECT r.policy_text, r.policy_source, r.policy_source_path, r.policy_diff,
+                      r.policy_looser_than_model, r.looser_policy_allowed, a.policy_sha256,
+                      a.previous_evaluation_run_id, a.previous_attempt, a.policy_changes,
+                      a.policy_looser_than_previous
+               FROM evaluation_run r LEFT JOIN evaluation_attempt a
+                    ON a.evaluation_run_id = r.evaluation_run_id AND a.attempt = r.attempt
+               WHERE r.evaluation_run_id = %s AND r.policy_source IS NOT NULL""",
             (run_id,))
         record = cur.fetchone()
-    return None if record is None else PolicyProvenance(*record)
+    if record is None:
+        return None
+    previous = None if record[7] is None else (int(record[7]), int(record[8]))
+    text, source, path, diff, looser, allowed, sha = record[:7]
+    return PolicyProvenance(text, source, path, diff, looser, allowed, sha, previous,
+                            tuple(record[9] or ()), bool(record[10]))
 
 
 def get_evaluation_run(url: str, run_id: int) -> EvaluationRunRow:
@@ -180,20 +228,31 @@ def record_scoring(
         )
 
 
-def fail_evaluation_run(url: str, run_id: int, reason: str) -> None:
-    """Mark a run failed with its reason.
+def fail_evaluation_run(url: str, run_id: int, reason: str) -> bool:
+    """Mark a run failed with its reason; returns False when it had a decision already.
 
     Results are written in one transaction with the final status, so a run that fails before
-    that has none, and one that fails after it (its promotion refused because production
-    changed meanwhile) keeps them: evidence of a decision that was made is never deleted.
-    A run that promoted its version stays ``passed`` whatever fails after the promotion.
+    that has none. A decision, once stored, stands: a failure after it (its promotion refused
+    because production changed meanwhile, a step run again after the decision) leaves the
+    status ``passed`` or ``blocked`` and is recorded beside it in ``evaluation_step_failure``
+    (step ``after_decision``). A run that promoted its version stays ``passed`` too.
     """
     with transaction(url) as cur:
         cur.execute(
             """UPDATE evaluation_run SET status = 'failed', failure_reason = %s, finished_at = now()
-               WHERE evaluation_run_id = %s AND promoted_at IS NULL""",
+               WHERE evaluation_run_id = %s AND promoted_at IS NULL
+                 AND status NOT IN ('passed', 'blocked')""",
             (reason[:4000], run_id),
         )
+        if cur.rowcount == 1:
+            return True
+        cur.execute(
+            """INSERT INTO evaluation_step_failure (evaluation_run_id, attempt, step, reason)
+               SELECT evaluation_run_id, attempt, 'after_decision', %s FROM evaluation_run
+               WHERE evaluation_run_id = %s AND status IN ('passed', 'blocked')""",
+            (reason[:4000], run_id),
+        )
+    return False
 
 
 def fail_lost_runs(url: str, *, key_prefix: str, model_name: str, version: str,
@@ -312,12 +371,12 @@ _INSERTS: dict[str, str] = {
                               mean_abs_shap, mean_abs_shap_se)
                           VALUES (%(evaluation_run_id)s, %(feature)s, %(importance_rank)s,
                               %(mean_abs_shap)s, %(mean_abs_shap_se)s)""",
-    "gate_checks": """INSERT INTO gate_check (evaluation_run_id, check_id, kind, metric_name,
+    "gate_checks": """INSERT INTO gate_check (evaluation_run_id, attempt, check_id, kind, metric_name,
                           sensitive_feature, threshold_text, observed, ci_lower, ci_upper, n, verdict,
                           severity, reason, basis, on_inconclusive, min_group_positives,
                           min_group_negatives, required_positives, required_negatives,
                           rows_to_decide, group_positives_to_decide, group_negatives_to_decide)
-                      VALUES (%(evaluation_run_id)s, %(check_id)s, %(kind)s, %(metric_name)s,
+                      VALUES (%(evaluation_run_id)s, %(attempt)s, %(check_id)s, %(kind)s, %(metric_name)s,
                           %(sensitive_feature)s, %(threshold_text)s, %(observed)s, %(ci_lower)s,
                           %(ci_upper)s, %(n)s, %(verdict)s, %(severity)s, %(reason)s, %(basis)s,
                           %(on_inconclusive)s, %(min_group_positives)s,
@@ -337,16 +396,36 @@ def _with_run(run_id: int, records: Iterable[Record]) -> list[dict[str, Any]]:
     return [{"evaluation_run_id": run_id, **record} for record in records]
 
 
+class AttemptDecided(LookupError):
+    """The run's current attempt already stored its decision; it is never rewritten."""
+
+
 def write_evaluation_results(
     url: str, run_id: int, rows: EvaluationRows, *, status: str, report_key: str | None,
     report_uri: str | None,
 ) -> None:
-    """Replace the run's results and set its final status, in one transaction."""
+    """Store the current attempt's results and set its final status, in one transaction.
+
+    The latest-attempt tables (metrics, fairness, calibration, SHAP) are replaced; the gate's
+    decision and checks are added under the attempt, beside earlier attempts'.
+
+    Raises
+    ------
+    AttemptDecided
+        The current attempt already has a decision (a re-run adds an attempt instead).
+    """
     if status not in ("passed", "blocked"):
         raise ValueError(f"status must be 'passed' or 'blocked', got {status!r}")
     with transaction(url) as cur:
-        cur.execute("SELECT 1 FROM evaluation_run WHERE evaluation_run_id = %s FOR UPDATE", (run_id,))
-        for table in EVALUATION_RESULT_TABLES:
+        cur.execute("SELECT attempt FROM evaluation_run WHERE evaluation_run_id = %s FOR UPDATE",
+                    (run_id,))
+        (attempt,) = cur.fetchone() or (None,)
+        if attempt is None:
+            raise LookupError(f"evaluation run {run_id} does not exist")
+        if _has_decision(cur, run_id, attempt):
+            raise AttemptDecided(f"attempt {attempt} of evaluation run {run_id} already stored its "
+                                 "decision; re-run the evaluation to add an attempt")
+        for table in LATEST_ATTEMPT_TABLES:
             cur.execute(f"DELETE FROM {table} WHERE evaluation_run_id = %s", (run_id,))
         for field, sql in _INSERTS.items():
             records = getattr(rows, field)
@@ -354,6 +433,8 @@ def write_evaluation_results(
                 records = [{**_FAIRNESS_GROUP_NULLS, **r} for r in records]
             elif field == "shap_importance":  # a record without a standard error stores NULL
                 records = [{"mean_abs_shap_se": None, **r} for r in records]
+            elif field == "gate_checks":
+                records = [{**r, "attempt": attempt} for r in records]
             values = _with_run(run_id, records)
             if values:
                 cur.executemany(sql, values)
@@ -367,10 +448,11 @@ def write_evaluation_results(
             )
         if rows.gate is not None:
             cur.execute(
-                """INSERT INTO gate_decision (evaluation_run_id, passed, summary, policy_sha256, had_champion)
-                   VALUES (%(evaluation_run_id)s, %(passed)s, %(summary)s, %(policy_sha256)s,
-                       %(had_champion)s)""",
-                {"evaluation_run_id": run_id, **rows.gate},
+                """INSERT INTO gate_decision (evaluation_run_id, attempt, passed, summary, policy_sha256,
+                       had_champion)
+                   VALUES (%(evaluation_run_id)s, %(attempt)s, %(passed)s, %(summary)s,
+                       %(policy_sha256)s, %(had_champion)s)""",
+                {"evaluation_run_id": run_id, "attempt": attempt, **rows.gate},
             )
         cur.execute(
             """UPDATE evaluation_run SET status = %s, failure_reason = NULL, report_key = %s,
@@ -379,10 +461,20 @@ def write_evaluation_results(
         )
 
 
+def _has_decision(cur: Any, run_id: int, attempt: int) -> bool:
+    cur.execute("SELECT 1 FROM gate_decision WHERE evaluation_run_id = %s AND attempt = %s",
+                (run_id, attempt))
+    return cur.fetchone() is not None
+
+
 def get_gate_decision(url: str, run_id: int) -> tuple[bool, str] | None:
-    """The run's stored gate decision as ``(passed, summary)``, or None before ``store``."""
+    """The run's current attempt's gate decision as ``(passed, summary)``, or None before
+    its ``store``."""
     with transaction(url) as cur:
-        cur.execute("SELECT passed, summary FROM gate_decision WHERE evaluation_run_id = %s", (run_id,))
+        cur.execute("""SELECT g.passed, g.summary FROM gate_decision g
+                       JOIN evaluation_run r ON r.evaluation_run_id = g.evaluation_run_id
+                                            AND r.attempt = g.attempt
+                       WHERE g.evaluation_run_id = %s""", (run_id,))
         record = cur.fetchone()
     return None if record is None else (bool(record[0]), str(record[1]))
 

@@ -28,16 +28,18 @@ def analyst_hint(db_url: str, psql: str = "psql") -> str:
     # superuser may take it, and then sees exactly what an analyst sees.
     return f"{psql} '{url}' -c 'SET ROLE modelgate_analyst' -c '{ANALYST_EXAMPLE_QUERY}'"
 
+# Every attempt of every evaluation run (migration 0029): each decided attempt links its own report.
 _LISTED_EVALUATIONS = """
-SELECT r.evaluation_run_id, v.version, COALESCE(r.finished_at, r.started_at), r.status,
-       EXISTS (SELECT 1 FROM gate_check g WHERE g.evaluation_run_id = r.evaluation_run_id
-               AND g.effect = 'warn'),
-       CASE WHEN r.status IN ('passed', 'blocked') THEN r.report_key END, v.stage,
-       COALESCE(r.failure_reason, g.summary, '')
-FROM evaluation_run r JOIN model_version v USING (model_version_id)
-     LEFT JOIN gate_decision g USING (evaluation_run_id)
-WHERE v.model_name = %s AND (r.status IN ('failed', 'abandoned')
-                             OR (r.report_key IS NOT NULL AND r.status IN ('passed', 'blocked')))
+SELECT a.evaluation_run_id, v.version, COALESCE(a.finished_at, a.started_at), a.status,
+       EXISTS (SELECT 1 FROM gate_check c WHERE c.evaluation_run_id = a.evaluation_run_id
+               AND c.attempt = a.attempt AND c.effect = 'warn'),
+       CASE WHEN a.status IN ('passed', 'blocked') THEN a.report_key END, v.stage,
+       COALESCE(a.failure_reason, g.summary, ''), a.attempt, a.policy_source
+FROM evaluation_attempt a JOIN evaluation_run r USING (evaluation_run_id)
+     JOIN model_version v USING (model_version_id)
+     LEFT JOIN gate_decision g ON g.evaluation_run_id = a.evaluation_run_id AND g.attempt = a.attempt
+WHERE v.model_name = %s AND (a.status IN ('failed', 'abandoned')
+                             OR (a.report_key IS NOT NULL AND a.status IN ('passed', 'blocked')))
 """
 
 _LISTED_DRIFT_RUNS = """
@@ -45,7 +47,7 @@ SELECT r.drift_run_id, v.version, r.interval_start,
        CASE WHEN r.status = 'degraded' AND r.verdict = 'drift' THEN 'drift' ELSE r.status END,
        FALSE,
        CASE WHEN r.status IN ('ok', 'drift', 'no_data', 'degraded') THEN r.report_key END, v.stage,
-       COALESCE(r.failure_reason, r.degraded_reason, '')
+       COALESCE(r.failure_reason, r.degraded_reason, ''), r.attempt, NULL
 FROM drift_run r JOIN model_version v USING (model_version_id)
 WHERE v.model_name = %s AND (r.status IN ('failed', 'abandoned')
                              OR (r.report_key IS NOT NULL
@@ -58,7 +60,9 @@ class ListedRun:
     """A finished run with a report, or a failed or abandoned one (``report_key`` None):
     ``when`` is an evaluation's finish time or a drift run's interval start; ``warned``: a
     passed evaluation had a check whose effect was warn; ``stage``: the version's stage now;
-    ``note``: the failure reason or the gate's summary ("" when none)."""
+    ``note``: the failure reason or the gate's summary ("" when none); ``attempt``: which
+    attempt of the run (every attempt of an evaluation run is listed); ``policy_source``: an
+    evaluation attempt's policy source (None when it recorded none)."""
 
     kind: Literal["evaluation", "drift"]
     run_id: int
@@ -69,18 +73,21 @@ class ListedRun:
     report_key: str | None
     stage: str = ""
     note: str = ""
+    attempt: int = 1
+    policy_source: str | None = None
 
 
 def listed_runs(url: str, model_name: str) -> list[ListedRun]:
-    """The model's evaluation runs (passed or blocked) and drift runs (ok, drift, no_data,
-    degraded) that have a report, and its failed and abandoned runs, evaluations first."""
+    """The model's evaluation attempts (passed or blocked) and drift runs (ok, drift, no_data,
+    degraded) that have a report, and its failed and abandoned ones, evaluations first."""
     found: list[ListedRun] = []
     with transaction(url) as cur:
         for kind, sql in (("evaluation", _LISTED_EVALUATIONS), ("drift", _LISTED_DRIFT_RUNS)):
             cur.execute(sql, (model_name,))
             found.extend(ListedRun(kind, int(i), str(v), when, status, bool(warned), key,  # type: ignore[arg-type]
-                                   stage, note)
-                         for i, v, when, status, warned, key, stage, note in cur.fetchall())
+                                   stage, note, int(attempt), source)
+                         for i, v, when, status, warned, key, stage, note, attempt, source
+                         in cur.fetchall())
     return found
 
 
@@ -133,9 +140,10 @@ def latest_evaluation(url: str, model_version_id: int) -> EvaluationSummary | No
             """SELECT r.evaluation_run_id, r.status, r.provider, r.rows_scored, r.scoring_rows_per_s,
                       r.report_key, r.failure_reason, g.summary,
                       ARRAY(SELECT c.check_id || ': ' || c.reason FROM gate_check c
-                            WHERE c.evaluation_run_id = r.evaluation_run_id AND c.verdict = 'fail'
-                              AND c.severity = 'block' ORDER BY c.check_id)
-               FROM evaluation_run r LEFT JOIN gate_decision g USING (evaluation_run_id)
+                            WHERE c.evaluation_run_id = r.evaluation_run_id AND c.attempt = r.attempt
+                              AND c.verdict = 'fail' AND c.severity = 'block' ORDER BY c.check_id)
+               FROM evaluation_run r LEFT JOIN gate_decision g
+                    ON g.evaluation_run_id = r.evaluation_run_id AND g.attempt = r.attempt
                WHERE r.model_version_id = %s ORDER BY r.started_at DESC LIMIT 1""",
             (model_version_id,),
         )

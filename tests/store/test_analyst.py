@@ -32,6 +32,7 @@ VIEWS = (
     "multivariate_drift_by_interval", "attribution_drift_by_interval",  # 0008
     "quality_by_interval", "performance_estimates",  # 0021
     "model_rollbacks",  # 0025
+    "evaluation_attempts", "evaluation_step_failures",  # 0029
 )
 SHA_1, SHA_2 = "1" * 64, "2" * 64
 
@@ -116,6 +117,8 @@ VALUES (1, 'income', 'numeric', 1, 5200.0, 0.31, 0.22, 'js_divergence_base2', 0.
         0.1, 'ok', 20000, 5000, 0, '{}');
 
 INSERT INTO concept_drift_change VALUES (1, 118400, 1, '2026-11-20T14:32Z', 0.11, 0.19);
+INSERT INTO evaluation_step_failure (evaluation_run_id, attempt, step, reason)
+VALUES (2, 1, 'index_page', 'ObjectStoreError: object store unreachable');
 
 INSERT INTO multivariate_drift VALUES (1, 'sliced_wasserstein_2', 0.21, 0.02, 0.05, 'drift', 3, 64,
                                        20000, 5000, 5000, 0);

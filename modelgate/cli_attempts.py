@@ -42,7 +42,7 @@ def attempt_text(ctx: Any, a: Any) -> list[str]:
     >>> line = AttemptLine(3, 2, "passed", dt.datetime(2026, 1, 1, tzinfo=dt.UTC), "PASSED",
     ...                    "model_file", "/p/churn.yaml", "ab" * 32, True, True, None, [])
     >>> attempt_text(None, line)
-    ['attempt 2: passed  policy model_file /p/churn.yaml sha256 abababababab (LOOSER, allowed)']
+    ['attempt 2: passed   policy model_file /p/churn.yaml sha256 abababababab (LOOSER, allowed)']
     """
     policy = ("policy not recorded" if a.policy_source is None else
               f"policy {a.policy_source} {a.policy_source_path}"

@@ -229,3 +229,45 @@ def test_gc_retries_an_index_page_that_failed_after_a_decision(
     assert _rows(url, "SELECT step, retried_by FROM evaluation_step_failure") == [("index_page", "gc")]
     assert ctx.store.exists(index_page.index_key(run["model_name"]))
     assert _rows(url, "SELECT status FROM evaluation_run") == [("passed",)]
+
+
+@pytest.mark.e2e  # two whole pipeline runs through the CLI: seconds, kept out of the fast tier
+def test_the_testers_report_blocked_then_loosened_model_file_then_promoted(
+        tiny: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue #37 as reported: ``evaluate --promote`` blocked, the model's own policy file
+    loosened, the same command refused (exit 2, naming the check and the flag), then allowed:
+    two attempts of one run on record, the blocked one unchanged."""
+    ctx, run, url = tiny["ctx"], tiny["run"], tiny["ctx"].db_url
+    tiny["model_file"].write_text(  # an EO limit of 0 blocks any gap (breach or inconclusive)
+        "fairness: {default: {equalized_odds_difference: {upper: 0.0, severity: block}}}\n")
+    archive = str(next((tmp_path / "out").glob("*.tar.gz")))
+    command = ["evaluate", "--model", archive, "--data", run["dataset_uri"], "--promote",
+               "--format", "json"]
+    assert cli.main(command) == 3
+    first = json.loads(capsys.readouterr().out)
+    assert first["status"] == "blocked"
+    before = _gate_record(url, first["evaluation_run_id"], 1)
+
+    tiny["model_file"].write_text("basis: point_estimate\n"
+                                  "metrics: {roc_auc: {value: {lower: 0.0}}}\n"
+                                  "fairness: {default: {equalized_odds_difference: {upper: 1.0}}}\n")
+    assert cli.main(command) == 2
+    refused = capsys.readouterr().err
+    assert f"{EO}: upper 0 -> 1 (looser)" in refused and "--allow-looser-policy" in refused
+    assert cli.main([*command, "--allow-looser-policy"]) == 0
+    allowed = json.loads(capsys.readouterr().out)
+    assert allowed["status"] == "passed" and allowed["promoted"].startswith("promoted")
+
+    assert _gate_record(url, first["evaluation_run_id"], 1) == before
+    assert _rows(url, "SELECT evaluation_run_id, attempt, status FROM analytics.evaluation_attempts "
+                      "ORDER BY evaluation_run_id, attempt") == [
+        (first["evaluation_run_id"], 1, "blocked"), (first["evaluation_run_id"], 2, "failed"),
+        (allowed["evaluation_run_id"], 1, "passed")]
+    assert allowed["policy"]["looser_than_previous"] is True
+    assert allowed["policy"]["previous_attempt"] == {
+        "evaluation_run_id": first["evaluation_run_id"], "attempt": 1}
+    assert cli.main(["model", "show", run["model_name"]]) == 0
+    shown = capsys.readouterr().out
+    assert "attempt 1: blocked" in shown and "(LOOSER, allowed)" in shown
+    page = ctx.store.get_bytes(index_page.index_key(run["model_name"])).decode()
+    assert page.count("evaluation report</a>") == 2

@@ -9,6 +9,7 @@ expected difference is written by hand: equalized odds ``upper`` 0.2 (the file) 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 import psycopg2
 import pytest
 from model_zoo import build
+from modelgate.evaluation.policy import default_policy_path
 
 from modelgate.artifact import package
 from modelgate.config import Settings
@@ -63,12 +65,16 @@ def test_a_looser_ad_hoc_policy_is_refused_for_promotion_and_recorded_when_allow
     common = ("evaluate", "--model", str(tiny["archive"]), "--data", str(tiny["data"]),
               "--format", "json")
 
+    model_file = tiny["policies"] / "zoo-binary_classification.yaml"
+    default = default_policy_path("binary_classification").read_bytes()
     own = _cli(*common)
     assert own.returncode in (0, 3), own.stderr[-2000:]
+    own_id = json.loads(own.stdout)["evaluation_run_id"]
     assert json.loads(own.stdout)["policy"] == {
         "source": "model_file", "differences": [], "looser_than_model": False,
-        "looser_policy_allowed": False,
-        "source_path": str((tiny["policies"] / "zoo-binary_classification.yaml").resolve())}
+        "looser_policy_allowed": False, "source_path": str(model_file.resolve()),
+        "sha256": hashlib.sha256(default + model_file.read_bytes()).hexdigest(),
+        "previous_attempt": None, "looser_than_previous": False, "changes_from_previous": []}
 
     refused = _cli(*common, "--policy", str(tiny["looser"]), "--promote")
     assert refused.returncode == 2, refused.stderr[-2000:]
@@ -82,14 +88,19 @@ def test_a_looser_ad_hoc_policy_is_refused_for_promotion_and_recorded_when_allow
     assert allowed.returncode == 0, allowed.stderr[-2000:]
     payload = json.loads(allowed.stdout)
     assert payload["promoted"].startswith(f"promoted {name} v1")
+    differences = [
+        {"place": "metrics.brier.value", "key": "upper", "reference": 0.25, "effective": 0.2,
+         "effect": "stricter", "blocking": False},
+        {"place": EO, "key": "upper", "reference": 0.2, "effective": 0.5, "effect": "looser",
+         "blocking": True}]
     assert payload["policy"] == {
         "source": "ad_hoc", "source_path": str(tiny["looser"].resolve()),
-        "looser_than_model": True, "looser_policy_allowed": True,
-        "differences": [
-            {"place": "metrics.brier.value", "key": "upper", "reference": 0.25, "effective": 0.2,
-             "effect": "stricter", "blocking": False},
-            {"place": EO, "key": "upper", "reference": 0.2, "effective": 0.5, "effect": "looser",
-             "blocking": True}]}
+        "looser_than_model": True, "looser_policy_allowed": True, "differences": differences,
+        "sha256": hashlib.sha256(default + model_file.read_bytes()
+                                 + tiny["looser"].read_bytes()).hexdigest(),
+        # the first run judged by the model's own policy is the version's previous decided attempt
+        "previous_attempt": {"evaluation_run_id": own_id, "attempt": 1},
+        "looser_than_previous": True, "changes_from_previous": differences}
 
     # the view: one row per run, the refused one kept as it was (its run key differs)
     view = _rows(url, """SELECT status, policy_source, policy_looser_than_model, looser_policy_allowed,

@@ -34,7 +34,9 @@ def run_evaluation_locally(model: Path, data: str | Path, policy: Path | None, *
     The same archive, data and policy give the same run key
     (``cli__<data sha>__<policy sha>__<name>__v<version>__<archive sha>__vs-<champion>``, the
     policy part ending ``-looser-allowed`` with ``allow_looser_policy``), so running the command
-    twice replaces the first run's rows and report instead of adding new ones; the same ONNX
+    twice adds an attempt to the same run instead of a run: the first attempt's decision, gate
+    checks and report are kept beside it, and its policy (every source, by sha256) is recorded
+    with each attempt, so a changed model policy file shows there; the same ONNX
     under another name or version is another run, and a run allowed a looser policy never
     replaces one refused it. A run compared with another champion is another run too, and the
     run that promoted a version is never replaced (it is kept, see

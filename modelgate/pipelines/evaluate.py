@@ -100,8 +100,10 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     ``MODELGATE_STALE_RUN_MINUTES`` are marked ``abandoned``. The policy is validated here
     too, so a malformed one fails the run before any scoring, and stored with the run: the
     ``decide`` step applies exactly that policy even if its files change meanwhile. Its
-    provenance is stored on the run row (:mod:`~modelgate.pipelines.policy_provenance`); a
-    run that will ``promote`` under an ad-hoc policy looser than the model's own fails here
+    provenance is stored on the run row and its attempt
+    (:mod:`~modelgate.pipelines.policy_provenance`); a run that will ``promote`` under a
+    policy looser than the model's own or than the version's previous decided attempt's
+    (:mod:`~modelgate.pipelines.attempts`) fails here
     (:class:`~modelgate.pipelines.policy_provenance.LooserPolicyRefused`) unless
     ``allow_looser_policy``. A dataset that cannot be one (empty, missing here, a control
     character) and malformed ONNX Runtime settings are refused after the candidate is found,

@@ -440,9 +440,12 @@ def test_a_declared_negative_label_is_the_only_other_value_allowed(
 # --- 6. the index page after a refused promotion ---------------------------------------------
 
 @pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
-def test_the_index_page_drops_a_run_whose_promotion_was_refused(
+def test_a_refused_promotion_leaves_the_passed_decision_on_record_and_on_the_index_page(
     env: Settings, demo_builds: dict[str, Any], data: Path, lenient: Path,
 ) -> None:
+    """Issue #37: a decision, once stored, never changes because a later step fails. The run
+    that lost the promotion race stays ``passed`` (listed and linked on the index page); the
+    refusal is recorded beside the decision (``evaluation_step_failure``, ``after_decision``)."""
     # the promote step is run below by hand: the lenient policy must be allowed for it
     first = run_evaluation_locally(demo_builds["1"].archive_path, data, lenient,
                                    allow_looser_policy=True).payload
@@ -461,12 +464,13 @@ def test_the_index_page_drops_a_run_whose_promotion_was_refused(
     with pytest.raises(models.RegistryError, match="production changed"):
         tasks.run_step(ref1, evaluate.fail, evaluate.promote)
     page = ctx.store.get_bytes(index).decode()
-    assert href not in page
-    assert second["run_key"] in fetch_all(ctx.db_url, "SELECT run_key FROM evaluation_run "
-                                                      "WHERE status = 'passed'")[0]
+    assert href in page
     (status, reason), = fetch_all(ctx.db_url, "SELECT status, failure_reason FROM evaluation_run "
                                               "WHERE evaluation_run_id = %s", (ref1.evaluation_run_id,))
-    assert status == "failed" and "production changed" in reason
+    assert (status, reason) == ("passed", None)
+    (step, why), = fetch_all(ctx.db_url, "SELECT step, reason FROM evaluation_step_failure "
+                                         "WHERE evaluation_run_id = %s", (ref1.evaluation_run_id,))
+    assert step == "after_decision" and "production changed" in why
     # the gate's evidence of the losing run stays: it passed, then lost the race
     assert fetch_all(ctx.db_url, "SELECT passed FROM gate_decision WHERE evaluation_run_id = %s",
                      (ref1.evaluation_run_id,)) == [(True,)]

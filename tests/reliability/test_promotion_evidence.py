@@ -140,3 +140,6 @@ def test_a_promoting_run_key_is_never_reset_or_failed(env: Settings, demo_builds
                                   dataset_uri="d.parquet", archive_sha256=sha)
     runs.fail_evaluation_run(url, run_id, "a step after the promotion failed")
     assert _evidence(url, run_id) == before
+    # the failure is recorded beside the decision it follows (issue #37)
+    assert fetch_all(url, "SELECT step, reason FROM evaluation_step_failure") == [
+        ("after_decision", "a step after the promotion failed")]

@@ -271,3 +271,16 @@ def test_the_testers_report_blocked_then_loosened_model_file_then_promoted(
     assert "attempt 1: blocked" in shown and "(LOOSER, allowed)" in shown
     page = ctx.store.get_bytes(index_page.index_key(run["model_name"])).decode()
     assert page.count("evaluation report</a>") == 2
+
+
+def test_a_previous_policy_the_loader_cannot_read_counts_as_looser(tiny: dict[str, Any]) -> None:
+    """Stored by another version of the policy format, it cannot be ordered: promoting needs
+    the explicit allowance, never silently passes."""
+    ctx, run, url = tiny["ctx"], tiny["run"], tiny["ctx"].db_url
+    _decide(ctx, evaluate.prepare(ctx, run_key="a", **run), passed=False)
+    with transaction(url) as cur:  # by hand, past the trigger that keeps ended attempts
+        cur.execute("ALTER TABLE evaluation_attempt DISABLE TRIGGER evaluation_attempt_kept_trigger")
+        cur.execute("UPDATE evaluation_attempt SET policy_text = 'no_such_key: 1'")
+        cur.execute("ALTER TABLE evaluation_attempt ENABLE TRIGGER evaluation_attempt_kept_trigger")
+    with pytest.raises(LooserPolicyRefused, match="policy: text unreadable"):
+        evaluate.prepare(ctx, run_key="b", promote=True, **run)

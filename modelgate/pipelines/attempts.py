@@ -46,16 +46,22 @@ class PolicyChanges:
 def changes_from_previous(ctx: Context, model_version_id: int, run_id: int,
                           policy: Any) -> PolicyChanges:
     """Compare ``policy`` (an :class:`~modelgate.evaluation.policy.Policy`) with the policy of
-    the version's previous decided attempt."""
-    from modelgate.evaluation.policy import load_policy
-    from modelgate.evaluation.policy_diff import diff_policies
+    the version's previous decided attempt. A stored policy the loader no longer reads is one
+    unordered change of a blocking check: looser, so promoting needs the explicit allowance."""
+    from modelgate.evaluation.policy import PolicyError, load_policy
+    from modelgate.evaluation.policy_diff import PolicyChange, diff_policies
 
     previous = attempts.previous_policy(ctx.db_url, model_version_id, run_id=run_id)
     if previous is None:
         return PolicyChanges(None, (), False)
-    diff = diff_policies(policy, load_policy(previous.text))
-    return PolicyChanges((previous.evaluation_run_id, previous.attempt),
-                         tuple(c.to_record() for c in diff.changes), diff.looser)
+    where = (previous.evaluation_run_id, previous.attempt)
+    try:
+        reference = load_policy(previous.text)
+    except PolicyError as exc:  # stored by another version of the format: cannot be ordered
+        unreadable = PolicyChange("policy", "text", f"unreadable: {exc}", None, "unordered", True)
+        return PolicyChanges(where, (unreadable.to_record(),), True)
+    diff = diff_policies(policy, reference)
+    return PolicyChanges(where, tuple(c.to_record() for c in diff.changes), diff.looser)
 
 
 def _reason(exc: BaseException) -> str:

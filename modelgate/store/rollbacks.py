@@ -42,6 +42,7 @@ def passed_run(url: str, model_version_id: int) -> int | None:
         cur.execute(
             """SELECT er.evaluation_run_id FROM evaluation_run er
                JOIN gate_decision gd ON gd.evaluation_run_id = er.evaluation_run_id
+                                     AND gd.attempt = er.attempt  -- its latest decision
                WHERE er.model_version_id = %s AND er.status = 'passed' AND gd.passed
                ORDER BY er.promoted_at IS NOT NULL DESC, er.finished_at DESC NULLS LAST,
                         er.evaluation_run_id DESC

@@ -250,7 +250,7 @@ def test_the_database_keeps_the_history_as_written_and_checks_the_run(
     later = _passed_run(url, registry["rows"]["1"], "k1-passed", ids["2"])
     again = rollbacks.roll_back(url, ids["1"], expected_champion_id=ids["2"],
                                 evaluation_run_id=later, by="bob", reason="r")
-    # (its decided attempt's gate rows refuse the cascade first since migration 0024; the
+    # (its decided attempt's gate rows refuse the cascade first since migration 0029; the
     # rollback's foreign key holds the run without them)
     with pytest.raises(psycopg2.errors.IntegrityConstraintViolation, match="record its decision"), \
             transaction(url) as cur:

@@ -79,8 +79,8 @@ def test_no_data_for_empty_or_all_missing() -> None:
 
 def test_constant_reference_and_current() -> None:
     ref = build_numeric_reference(np.full(100, 5.0), name="k")
-    same = numeric_drift(ref, np.full(30, 5.0))
-    moved = numeric_drift(ref, np.full(30, 7.0))
+    same = numeric_drift(ref, np.full(50, 5.0))
+    moved = numeric_drift(ref, np.full(50, 7.0))
     assert (same.wasserstein, same.verdict) == (0.0, "ok")
     assert moved.wasserstein == pytest.approx(2.0)  # scale 1.0 for a constant column
     assert moved.verdict == "drift"

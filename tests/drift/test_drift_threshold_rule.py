@@ -15,7 +15,7 @@ from modelgate.drift.data_drift import (
     categorical_drift_from_counts,
     numeric_drift,
 )
-from modelgate.drift.reference import build_categorical_reference, build_numeric_reference
+from modelgate.drift.reference import MISSING, build_categorical_reference, build_numeric_reference
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import wasserstein_distance
 
@@ -24,6 +24,8 @@ from scipy.stats import wasserstein_distance
 SIZE_FACTOR = 1.25
 REF_X = np.arange(100.0)
 CUR_X = np.arange(0.0, 100.0, 4.0)  # 25 values spread like the reference
+# The rule itself, on samples smaller than the default minimum for a verdict (min_values):
+RULE = DriftThresholds(min_values=1)
 
 
 def _numeric_reference(**baselines: float):
@@ -36,7 +38,7 @@ def _numeric_reference(**baselines: float):
 def test_w1_threshold_is_relative_times_size_adjusted_baseline(shift: float, verdict: str) -> None:
     ref = _numeric_reference(baseline_wasserstein=0.25)
     cur = CUR_X + shift * np.std(REF_X)
-    res = numeric_drift(ref, cur)
+    res = numeric_drift(ref, cur, thresholds=RULE)
     expected = 1.8 * 0.25 * np.sqrt(SIZE_FACTOR)  # 0.5031, well above the 0.1 floor
     assert res.threshold == pytest.approx(expected, rel=1e-12)
     assert res.baseline == pytest.approx(0.25 * np.sqrt(SIZE_FACTOR), rel=1e-12)
@@ -67,7 +69,7 @@ def test_categorical_threshold_is_relative_times_size_adjusted_baseline(
         baseline_js=0.02,
         half_sizes=(50, 50),
     )
-    res = categorical_drift_from_counts(ref, {"a": n_a, "b": 25 - n_a})
+    res = categorical_drift_from_counts(ref, {"a": n_a, "b": 25 - n_a}, thresholds=RULE)
     expected = 1.8 * 0.02 * SIZE_FACTOR  # 0.045; without the size factor 0.036
     js = jensenshannon([50, 50, 0], [n_a, 25 - n_a, 0], base=2) ** 2  # 0.0371 / 0.0731
     assert res.threshold == pytest.approx(expected, rel=1e-12)
@@ -81,7 +83,7 @@ def _alarm_rate(
 ) -> tuple[float, float]:
     """Share of runs that alarm, and the smallest threshold seen, over 20 references x 50 runs."""
     rng = np.random.default_rng(2026)
-    thresholds = DriftThresholds(numeric_statistic=statistic)  # type: ignore[arg-type]
+    thresholds = DriftThresholds(numeric_statistic=statistic, min_values=1)  # type: ignore[arg-type]
     alarms, lowest = 0, np.inf
     for seed in range(20):
         ref = build_numeric_reference(draw(rng, n), name="x", seed=seed)
@@ -147,8 +149,30 @@ def test_tiny_references(values: list[float], factor: float) -> None:
 def test_a_score_equal_to_the_threshold_is_not_drift() -> None:
     """``statistic > threshold``: with no floor and a constant reference both are 0."""
     ref = build_numeric_reference(np.full(50, 3.0), name="k")
-    no_floor = DriftThresholds(wasserstein_floor=0.0)
+    no_floor = DriftThresholds(wasserstein_floor=0.0, min_values=1)
     same, moved = (numeric_drift(ref, np.full(10, v), thresholds=no_floor) for v in (3.0, 4.0))
     assert (same.score, same.threshold, same.verdict) == (0.0, 0.0, "ok")
     assert same.severity == 0.0  # 0 / 0 is no drift at all
     assert (moved.verdict, moved.severity) == ("drift", float("inf"))
+
+
+@pytest.mark.parametrize("m", [1, 10, 49], ids=["1", "10", "49"])
+def test_fewer_values_than_the_minimum_decide_nothing(m: int) -> None:
+    """Below ``min_values`` (default 50) the statistics are kept but the verdict is
+    insufficient_data, however far the values moved; at the minimum the rule decides."""
+    ref = build_numeric_reference(REF_X, name="x")
+    far = np.full(m, 1e6)
+    res = numeric_drift(ref, far)
+    assert res.verdict == "insufficient_data"
+    assert res.wasserstein == pytest.approx(wasserstein_distance(REF_X, far), rel=1e-12)
+    assert numeric_drift(ref, np.full(50, 1e6)).verdict == "drift"
+    cref = build_categorical_reference(["a"] * 50 + ["b"] * 50, name="c")
+    # missing values are a category of their own but not evidence: m labels plus 100 missing
+    counts = {"z": m, MISSING: 100}
+    assert categorical_drift_from_counts(cref, counts).verdict == "insufficient_data"
+    assert categorical_drift_from_counts(cref, {"z": 50}).verdict == "drift"
+
+
+def test_min_values_is_checked() -> None:
+    with pytest.raises(ValueError, match="min_values must be an integer >= 1, got 0"):
+        DriftThresholds(min_values=0)

@@ -1,0 +1,148 @@
+"""Whether the data can decide: the minimum evidence behind an estimate, and the references a
+performance estimator refuses to be fitted on.
+
+A verdict needs evidence. Two checks, both exact (counts, no estimation):
+
+- :func:`estimate_evidence`: an interval's estimated metric is undefined (``None``, with the
+  reason) below ``min_rows`` scored rows, and a binary classifier's ROC AUC also when the
+  expected positives or negatives (the sums of the calibrated probabilities and of their
+  complements) fall below ``min_expected_per_class``: an AUC is a mean over
+  positive-negative pairs, and with (nearly) no pairs there is nothing to average. The
+  per-feature drift minimum is ``DriftThresholds.min_values`` in :mod:`.data_drift`.
+- :func:`estimator_refusal`: a reference the CBPE calibrator (or the one-vs-rest calibrators,
+  or the nanny error model) cannot be fitted on honestly. With one class the isotonic
+  calibrator maps every score to that class's rate (0 or 1), and the estimates' intervals
+  shrink to nothing around a wrong value; with a handful of a class its steps are that
+  handful; with constant scores (or predictions) there is no ranking to calibrate. The
+  estimator is then not fitted and the reason is stored instead.
+
+The defaults: ``MIN_ESTIMATE_ROWS`` = 50 scored rows (the per-feature drift minimum, chosen by
+simulation in ``bench/bench_drift_min_rows.py``); ``MIN_EXPECTED_PER_CLASS`` = 5 expected rows
+of each class (the usual rule of thumb for a normal approximation to a count, which is what
+the Hanley-McNeil interval of the AUC is); ``MIN_REFERENCE_PER_CLASS`` = 20 labelled reference
+rows of each class for a calibrator (isotonic blocks of at least a few rows at both ends).
+
+References
+----------
+.. [1] Hanley, J. A. and McNeil, B. J. (1982). The meaning and use of the area under a
+   receiver operating characteristic (ROC) curve. Radiology 143(1), 29-36.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = ["MIN_ESTIMATE_ROWS", "MIN_EXPECTED_PER_CLASS", "MIN_REFERENCE_PER_CLASS",
+           "estimate_evidence", "estimator_refusal"]
+
+MIN_ESTIMATE_ROWS = 50
+MIN_EXPECTED_PER_CLASS = 5.0
+MIN_REFERENCE_PER_CLASS = 20
+
+
+def _check_minimum(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+
+
+def estimate_evidence(metric: str, n_rows: int, *, expected_positives: float | None = None,
+                      expected_negatives: float | None = None, min_rows: int = MIN_ESTIMATE_ROWS,
+                      min_expected_per_class: float = MIN_EXPECTED_PER_CLASS) -> str | None:
+    """Why ``metric`` cannot be estimated on this interval, or None when it can.
+
+    Parameters
+    ----------
+    metric : str
+        ``roc_auc``, ``accuracy``, ... (only ``roc_auc`` looks at the expected classes).
+    n_rows : int
+        Scored rows of the interval.
+    expected_positives, expected_negatives : float, optional
+        Binary classifiers: sums of the calibrated probabilities and of their complements.
+    min_rows : int, default :data:`MIN_ESTIMATE_ROWS`
+    min_expected_per_class : float, default :data:`MIN_EXPECTED_PER_CLASS`
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> estimate_evidence("accuracy", 10)
+    'insufficient data: 10 scored row(s), fewer than the 50 an estimate needs'
+    >>> estimate_evidence("roc_auc", 500, expected_positives=0.4, expected_negatives=499.6)
+    'undefined: 0.4 expected positive(s) and 499.6 negative(s); an AUC needs pairs (at least 5 of each)'
+    >>> estimate_evidence("roc_auc", 500, expected_positives=40.0, expected_negatives=460.0) is None
+    True
+    """
+    _check_minimum("min_rows", min_rows)
+    _check_minimum("min_expected_per_class", min_expected_per_class)
+    if n_rows < min_rows:
+        return (f"insufficient data: {n_rows} scored row(s), fewer than the {min_rows:g} an "
+                "estimate needs")
+    if metric == "roc_auc" and expected_positives is not None and expected_negatives is not None \
+            and min(expected_positives, expected_negatives) < max(min_expected_per_class, 1e-12):
+        return (f"undefined: {expected_positives:.1f} expected positive(s) and "
+                f"{expected_negatives:.1f} negative(s); an AUC needs pairs (at least "
+                f"{min_expected_per_class:g} of each)")
+    return None
+
+
+def _class_counts(labels: np.ndarray, classes: Sequence[object]) -> dict[str, int]:
+    return {str(c): int(np.count_nonzero(labels == c)) for c in classes}
+
+
+def estimator_refusal(task: str, labels: ArrayLike, outputs: ArrayLike, *,
+                      classes: Sequence[object] = (0, 1),
+                      min_per_class: int = MIN_REFERENCE_PER_CLASS) -> str | None:
+    """Why no performance estimator may be fitted on this labelled reference, or None.
+
+    Parameters
+    ----------
+    task : {"binary_classification", "multiclass_classification", "regression"}
+    labels : array_like
+        The reference's labels as the model compares them (binary 0/1, multiclass class
+        indices, regression values).
+    outputs : array_like
+        Binary: positive-class scores ``(n,)``; multiclass: probabilities ``(n, C)``;
+        regression: predictions ``(n,)``.
+    classes : sequence, default (0, 1)
+        The label values of each class (classification).
+    min_per_class : int, default :data:`MIN_REFERENCE_PER_CLASS`
+        Fewest labelled rows of each class a calibrator is fitted on.
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> estimator_refusal("binary_classification", [0] * 50, np.linspace(0, 1, 50))
+    'the reference labels hold one class only (0: 50, 1: 0); a calibrator needs both'
+    >>> estimator_refusal("binary_classification", [0, 1] * 25, [0.3] * 50)
+    'the model gives every reference row the same output (0.3); there is no ranking to calibrate'
+    >>> estimator_refusal("binary_classification", [0] * 45 + [1] * 5, np.linspace(0, 1, 50))
+    'the reference labels hold too few of a class for a calibrator (0: 45, 1: 5; at least 20 each)'
+    >>> estimator_refusal("binary_classification", [0, 1] * 25, np.linspace(0, 1, 50)) is None
+    True
+    """
+    _check_minimum("min_per_class", min_per_class)
+    y = np.asarray(labels)
+    out = np.asarray(outputs, dtype=np.float64)
+    if out.ndim and out.shape[0] and np.all(out == out[0]):
+        shown_out = f"{out[0]:g}" if out.ndim == 1 else "one probability vector"
+        return (f"the model gives every reference row the same output ({shown_out}); there "
+                "is no ranking to calibrate")
+    if task == "regression":
+        return None
+    counts = _class_counts(y, classes)
+    shown = ", ".join(f"{c}: {n}" for c, n in counts.items())
+    if sum(1 for n in counts.values() if n) < 2:
+        return f"the reference labels hold one class only ({shown}); a calibrator needs both" \
+            if len(counts) == 2 else f"the reference labels hold one class only ({shown})"
+    if min(counts.values()) < min_per_class:
+        return (f"the reference labels hold too few of a class for a calibrator ({shown}; at "
+                f"least {min_per_class} each)")
+    return None

@@ -28,7 +28,20 @@ def cmd_monitor_set(args: argparse.Namespace) -> int:
     print(f"{'monitoring' if created else 'updated monitoring of'} {shown(config.model_name)}: "
           f"live {shown(config.live_uri)}, labels {shown(config.labels_uri)}, "
           f"reference {shown(config.reference_uri)}, {config.sample_rows} sampled rows per interval")
+    _print_estimator(ctx, config.model_name)
     return 0
+
+
+def _print_estimator(ctx: Any, model_name: str) -> None:
+    """Say when the production version has no performance estimator, and why (issue #39.4)."""
+    from modelgate.store import estimation, models
+
+    production = models.get_production(ctx.db_url, model_name)
+    stored = None if production is None else estimation.get_reference(ctx.db_url,
+                                                                       production.model_version_id)
+    if stored is not None and stored.skipped_reason:
+        print(f"  {shown(model_name)} v{shown(production.version) if production else '-'}: no "
+              f"performance estimate: {shown(stored.skipped_reason)}")
 
 
 def cmd_monitor_list(args: argparse.Namespace) -> int:
@@ -45,6 +58,7 @@ def cmd_monitor_list(args: argparse.Namespace) -> int:
         version = f"v{production.version}" if production else "-"
         print(f"{shown(c.model_name)[:24]:<24} {shown(version):<11} {c.sample_rows:>6}  "
               f"{shown(c.live_uri)} | {shown(c.labels_uri)}")
+        _print_estimator(ctx, c.model_name)
     if not configs:
         print("(no model is monitored; `modelgate monitor set NAME --live URI --labels URI`)")
     return 0

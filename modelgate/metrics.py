@@ -19,6 +19,9 @@ Stable names (documented in the README; alert on ``statistic > threshold``):
 ``modelgate.drift.attribution``           attribution profile distance (total variation)
 ``modelgate.drift.attribution_threshold`` its threshold
 ``modelgate.drift.adwin_change_points``   ADWIN change points found by the run
+``modelgate.drift.insufficient_data``     1 when the run's verdict is insufficient_data, else 0
+``modelgate.drift.features_insufficient`` features with too few values for a verdict
+``modelgate.drift.rows_set_aside``        sampled rows set aside unscored (missing, infinite)
 ========================================  ====================================================
 
 A statistic with no data (no live rows, no reference) is not sent, rather than sent as 0.
@@ -36,7 +39,7 @@ from pathlib import Path
 
 log = logging.getLogger("modelgate.metrics")
 
-__all__ = ["Metric", "drift_metrics", "emit", "gate_metrics"]
+__all__ = ["Metric", "drift_metrics", "emit", "evidence_metrics", "gate_metrics"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,24 @@ def drift_metrics(
             out += [Metric(f"modelgate.drift.{name}", float(pair[0]), model, version),
                     Metric(f"modelgate.drift.{name}_threshold", float(pair[1]), model, version)]
     return tuple(out)
+
+
+def evidence_metrics(model: str, version: str, *, insufficient: bool, features_insufficient: int,
+                     rows_set_aside: int) -> tuple[Metric, ...]:
+    """How much of one drift run's data could decide (sent beside :func:`drift_metrics`).
+
+    Examples
+    --------
+    >>> [(m.name, m.value) for m in evidence_metrics("m", "1", insufficient=True,
+    ...                                               features_insufficient=4, rows_set_aside=0)]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('modelgate.drift.insufficient_data', 1.0), ('modelgate.drift.features_insufficient', 4.0),
+     ('modelgate.drift.rows_set_aside', 0.0)]
+    """
+    return (Metric("modelgate.drift.insufficient_data", float(insufficient), model, version),
+            Metric("modelgate.drift.features_insufficient", float(features_insufficient), model,
+                   version),
+            Metric("modelgate.drift.rows_set_aside", float(rows_set_aside), model, version))
 
 
 def emit(metrics: Sequence[Metric]) -> None:

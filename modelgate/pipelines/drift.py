@@ -23,7 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from modelgate.metrics import emit as emit_metrics
-from modelgate.pipelines import drift_estimation, drift_joint, index_page
+from modelgate.metrics import evidence_metrics
+from modelgate.pipelines import drift_estimation, drift_joint, drift_usable, drift_verdict, index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift_names import SCORE_FEATURE, shown_feature
 from modelgate.pipelines.drift_partitions import (
@@ -289,15 +290,12 @@ def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: in
     rng = np.random.default_rng(interval_seed(ref))
     take = np.sort(rng.choice(total, size=min(sample_size, total), replace=False))
     sample = table.take(pa.array(take))
-    pq.write_table(sample, work / "sample.parquet")
     scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
-    id_column = manifest.get("id_column")
     keep = [c for c in ("event_time",) if c in sample.column_names]
-    scored = score_parquet(scorer, work / "sample.parquet", work / "scored.parquet",
-                           id_column=id_column, keep_columns=keep)
-    merged = sample.append_column(SCORE_FEATURE, pq.read_table(scored.output_path).column(
-        score_column(manifest)))
-    scores = pq.read_table(scored.output_path)
+    usable = drift_usable.score_usable(scorer, sample, manifest, work, keep_columns=keep,
+                                       id_column=manifest.get("id_column"))
+    scored, scores = usable.run, usable.scores
+    merged = sample.append_column(SCORE_FEATURE, scores.column(score_column(manifest)))
     merged = merged.append_column("__prediction__", scores.column("prediction"))
     for name in [c for c in scores.column_names if c.startswith("proba_")]:  # multiclass
         merged = merged.append_column(f"__{name}__", scores.column(name))
@@ -308,12 +306,15 @@ def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: in
     drift_runs.record_sample(ctx.db_url, ref.drift_run_id, provider=scored.provider,
                              rows_available=total, rows_sampled=len(take), scores_uri=uri,
                              provider_reason=scored.provider_reason,
-                             tf32_allowed=scored.tf32_allowed)
+                             tf32_allowed=scored.tf32_allowed, rows_set_aside=usable.rows_set_aside,
+                             set_aside_reason=usable.reason)
     drift_runs.upsert_scored_interval(ctx.db_url, model_version_id=ref.model_version_id,
                                       interval_start=ref.start(), interval_end=ref.end(),
                                       scores_key=key, rows=len(take))
     log.info("drift run %d: sampled %d of %d live rows, scored on %s", ref.drift_run_id,
              len(take), total, scored.provider)
+    if usable.reason:
+        log.warning("drift run %d: %s", ref.drift_run_id, usable.reason)
     return {"rows": len(take), "key": key}
 
 
@@ -377,7 +378,7 @@ def _concat(tables: list[pa.Table], files: list[Path]) -> pa.Table:
 
 # --- data drift (fans out per feature) ---------------------------------------------------
 
-_THRESHOLD_KEYS = ("relative", "wasserstein_floor", "js_floor", "numeric_statistic")
+_THRESHOLD_KEYS = ("relative", "wasserstein_floor", "js_floor", "numeric_statistic", "min_values")
 
 
 def check_threshold_features(spec: dict[str, Any] | None, manifest: dict[str, Any], version: str, *,
@@ -494,8 +495,10 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     joint = drift_joint.load_result(ctx, ref.prefix())
     estimated = drift_estimation.load_result(ctx, ref.prefix())
     drifting = bool(summary.n_breached or drift_joint.breaches(joint) or estimated.breaches())
-    verdict = "no_data" if not sample["rows"] else ("drift" if drifting else "ok")
-    degraded = degraded_reason(monitors.quarantined_by_run(ctx.db_url, ref.drift_run_id))
+    verdict, evidence = drift_verdict.interval_verdict(sample["rows"], summary.features, drifting=drifting)
+    n_set_aside, set_aside = drift_runs.set_aside(ctx.db_url, ref.drift_run_id)
+    degraded = " | ".join(r for r in (degraded_reason(monitors.quarantined_by_run(
+        ctx.db_url, ref.drift_run_id)), set_aside) if r) or None
     feature_rows = []
     for rank, f in enumerate(summary.features, start=1):
         record = {**f.to_record(), "drift_rank": rank}
@@ -508,12 +511,16 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
                              change_points=concept.change_points,
                              consumed=concept.consumed, detector_state=concept.state,
                              detector_seen_before=concept.seen_before,
-                             detector_seen_after=concept.seen_after, degraded_reason=degraded),
+                             detector_seen_after=concept.seen_after, degraded_reason=degraded,
+                             evidence_reason=evidence),
         report_key=report, report_uri=ctx.store.uri(report),
         multivariate=joint.multivariate, attribution=joint.attribution,
         estimates=estimated.estimates, quality=estimated.quality_rows(), realised=concept.realised)
     emit_metrics(drift_joint.metrics(ref, drifting=verdict == "drift", features_breached=summary.n_breached,
-                                     adwin_change_points=len(concept.change_points), result=joint))
+                                     adwin_change_points=len(concept.change_points), result=joint)
+                 + evidence_metrics(ref.model_name, ref.version, insufficient=verdict == "insufficient_data",
+                                    features_insufficient=drift_verdict.count_insufficient(summary.features),
+                                    rows_set_aside=n_set_aside))
     log.info("drift run %d stored: %s (%d breached)", ref.drift_run_id, verdict, summary.n_breached)
     index_page.write_model_index(ctx, ref.model_name)  # reports/<model>/index.html
     ctx.discard_scratch("drift", ref.model_name, ref.version, ref.interval_start)
@@ -527,6 +534,9 @@ def decide(ctx: Context, ref: DriftRef) -> str:
     otherwise the run's status (``degraded``, logged with what was quarantined, is not a
     failure: the run judged the data it could use)."""
     breaches, status = drift_runs.breaches_and_status(ctx.db_url, ref.drift_run_id)
+    if drift_runs.verdict_of(ctx.db_url, ref.drift_run_id) == "insufficient_data":
+        log.warning("drift run %d: too few values for a verdict (insufficient_data)", ref.drift_run_id)
+        return str(status)
     for q in monitors.quarantined_by_run(ctx.db_url, ref.drift_run_id):
         log.warning("drift run %d left out %s partition %s: %s", ref.drift_run_id, q.source,
                     q.partition, q.reason)

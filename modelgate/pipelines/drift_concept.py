@@ -30,6 +30,7 @@ from modelgate.pipelines.drift_partitions import (
     partition_files,
     partition_name,
 )
+from modelgate.pipelines.drift_usable import scored_rows
 from modelgate.store import drift_runs, models
 
 log = logging.getLogger("modelgate.drift")
@@ -76,7 +77,7 @@ def _labelled_errors(ctx: Context, ref: DriftRef, labels_uri: str, scores_key: s
     scored_path = ctx.store.download(scores_key, work / "scored.parquet")
     labels = labels_frame(files, partition_name(day), labels_uri, manifest,
                           pq.read_schema(scored_path).field(id_column).type)
-    scored = pq.read_table(scored_path).to_pandas()
+    scored = scored_rows(pq.read_table(scored_path).to_pandas())  # rows set aside have no score
     joined = scored.merge(labels, on=id_column, how="inner", validate="one_to_one")
     if "event_time" in joined.columns:
         joined = joined.sort_values(["event_time", id_column], kind="stable")

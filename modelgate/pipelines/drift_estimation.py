@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift_sample import sample_path
+from modelgate.pipelines.drift_usable import scored_rows
 from modelgate.pipelines.payloads import LiveSample
 from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.store import estimation, models
@@ -55,6 +56,8 @@ ERROR_METRICS = frozenset(REGRESSION_METRICS)
 _POLICY_KEYS = ("max_type_mismatch_rate", "max_out_of_range_rate", "max_new_category_rate",
                 "max_missing_rate_increase")
 _QUALITY_KEYS = (*_POLICY_KEYS, "max_breached_features")
+#: The ``estimation`` section: the evidence an estimate needs (:mod:`modelgate.drift.evidence`).
+_EVIDENCE_KEYS = ("min_rows", "min_expected_per_class")
 METHODS = {"binary_classification": "cbpe_isotonic",
            "multiclass_classification": "cbpe_isotonic_one_vs_rest",
            "regression": "nanny_error_model"}
@@ -77,7 +80,7 @@ def split_thresholds(spec: dict[str, Any] | None) -> tuple[dict[str, Any], dict[
     """The other thresholds and the ``performance``/``quality`` ones, checked.
 
     >>> split_thresholds({"relative": 2.0, "performance": {"roc_auc": 0.05}})
-    ({'relative': 2.0}, {'performance': {'roc_auc': 0.05}, 'quality': {}})
+    ({'relative': 2.0}, {'performance': {'roc_auc': 0.05}, 'quality': {}, 'estimation': {}})
     >>> split_thresholds({"performance": {"auc": 0.05}})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -86,7 +89,7 @@ def split_thresholds(spec: dict[str, Any] | None) -> tuple[dict[str, Any], dict[
     rest = dict(spec or {})
     out: dict[str, dict[str, float]] = {}
     for name, allowed in (("performance", CLASSIFICATION_METRICS + REGRESSION_METRICS),
-                          ("quality", _QUALITY_KEYS)):
+                          ("quality", _QUALITY_KEYS), ("estimation", _EVIDENCE_KEYS)):
         part = rest.pop(name, None) or {}
         if not isinstance(part, dict):
             raise ValueError(f"drift thresholds[{name!r}] must be a mapping; got {part!r}")
@@ -180,11 +183,10 @@ def ensure_reference(ctx: Context, row: models.ModelVersionRow, reference_uri: s
         raise ValueError(f"reference {reference_uri} lacks feature column(s) {missing} of "
                          f"{row.model_name} v{row.version}")
     schema = infer_schema(_columns(frame, kinds), kinds)
-    reference = _fit(ctx, row, data, work, schema, frame)
+    reference, skipped = _fit(ctx, row, data, work, schema, frame)
     key = reference_key(row)
     uri = ctx.store.put_bytes(key, pickle.dumps(reference, protocol=5),
                               content_type="application/octet-stream")
-    skipped = None if reference.method else _skipped_reason(row.manifest, data)
     estimation.put_reference(ctx.db_url, model_version_id=row.model_version_id, object_key=key,
                              object_uri=uri, method=reference.method, skipped_reason=skipped,
                              n_rows=len(frame), schema=[s.to_record() for s in schema],
@@ -216,7 +218,8 @@ def _skipped_reason(manifest: dict[str, Any], data: Any) -> str:
 
 
 def _fit(ctx: Context, row: models.ModelVersionRow, data: Any, work: Any,
-         schema: tuple[Any, ...], features: pd.DataFrame) -> EstimationReference:
+         schema: tuple[Any, ...], features: pd.DataFrame) -> tuple[EstimationReference, str | None]:
+    """The version's estimation reference, and why it has no estimator (None: it has one)."""
     from modelgate.drift.performance_estimation import fit_isotonic, fit_multiclass
     from modelgate.drift.regression_estimation import fit_nanny_model
 
@@ -225,11 +228,15 @@ def _fit(ctx: Context, row: models.ModelVersionRow, data: Any, work: Any,
     threshold = float(manifest["threshold"]) if task == "binary_classification" else None
     labels = _reference_labels(manifest, data)
     if labels is None:
-        return EstimationReference(task, None, threshold, (), None, schema, {})
+        return EstimationReference(task, None, threshold, (), None, schema, {}), \
+            _skipped_reason(manifest, data)
     scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
     scored = pq.read_table(score_parquet(scorer, data, work / "estimation-scores.parquet").output_path)
     frame = scored.to_pandas().rename(columns=lambda c: f"__{c}__")
     classes = _classes(manifest, frame)
+    refused = _refusal(task, labels, frame, classes)
+    if refused is not None:  # no estimator: nothing estimated from it (issue #39.4)
+        return EstimationReference(task, None, threshold, classes, None, schema, {}), refused
     if task == "regression":
         kinds = _kinds(manifest)
         estimator: Any = fit_nanny_model(
@@ -240,7 +247,19 @@ def _fit(ctx: Context, row: models.ModelVersionRow, data: Any, work: Any,
     else:
         estimator = fit_isotonic(frame["__score__"].to_numpy(np.float64), labels)
     return EstimationReference(task, METHODS[task], threshold, classes, estimator, schema,
-                               realised_metrics(task, labels, frame))
+                               realised_metrics(task, labels, frame)), None
+
+
+def _refusal(task: str, labels: Any, frame: pd.DataFrame, classes: tuple[str, ...]) -> str | None:
+    """Why no estimator may be fitted on this labelled reference (:mod:`modelgate.drift.evidence`)."""
+    from modelgate.drift.evidence import estimator_refusal
+
+    if task == "regression":
+        return estimator_refusal(task, labels, frame["__prediction__"].to_numpy(np.float64))
+    if task == "multiclass_classification":
+        return estimator_refusal(task, labels, _probabilities(frame, classes),
+                                 classes=tuple(range(len(classes))))
+    return estimator_refusal(task, labels, frame["__score__"].to_numpy(np.float64))
 
 
 def _classes(manifest: dict[str, Any], scored: pd.DataFrame) -> tuple[str, ...]:
@@ -366,7 +385,8 @@ def estimate_interval(ctx: Context, ref: Any, sample: LiveSample,
         result = EstimationResult(
             quality, decide_quality(quality, policy),
             limits["quality"].get("max_breached_features", 0.0) if limits["quality"] else None,
-            _estimate_rows(reference, frame, limits["performance"], stored.reference_metrics),
+            _estimate_rows(reference, scored_rows(frame), limits["performance"], stored.reference_metrics,
+                           evidence=limits["estimation"]),
             reference.method)
     key = result_key(ref.prefix())
     ctx.store.put_bytes(key, pickle.dumps(result, protocol=5), content_type="application/octet-stream")
@@ -400,11 +420,24 @@ def _estimate(reference: EstimationReference, frame: pd.DataFrame) -> dict[str, 
 
 
 def _estimate_rows(reference: EstimationReference, frame: pd.DataFrame, limits: dict[str, float],
-                   baseline: dict[str, float | None]) -> tuple[dict[str, Any], ...]:
+                   baseline: dict[str, float | None], *, evidence: dict[str, float] | None = None
+                   ) -> tuple[dict[str, Any], ...]:
+    """One row per metric; below the evidence an estimate needs, its values are None and its
+    verdict ``insufficient_data``, with the reason (:func:`modelgate.drift.evidence.estimate_evidence`)."""
     if reference.method is None or len(frame) == 0:
         return ()
+    undefined = _undefined(reference, frame, evidence or {})
     rows = []
-    for metric, r in _estimate(reference, frame).items():
+    every_undefined = all(undefined.values())  # e.g. one row: nothing is computed from it
+    estimated = ({m: {} for m in undefined} if every_undefined else _estimate(reference, frame))
+    for metric, r in estimated.items():
+        if undefined.get(metric):
+            rows.append({"metric": metric, "method": reference.method, "estimate": None,
+                         "standard_error": None, "lower": None, "upper": None, "confidence": CONFIDENCE,
+                         "n_rows": len(frame), "reference_value": baseline.get(metric),
+                         "max_worsening": limits.get(metric), "verdict": "insufficient_data",
+                         "undefined_reason": undefined[metric]})
+            continue
         limit, base, value = limits.get(metric), baseline.get(metric), r["estimate"]
         verdict = "no_data" if value is None else "ok"
         if limit is not None and value is not None and base is not None:
@@ -412,8 +445,26 @@ def _estimate_rows(reference: EstimationReference, frame: pd.DataFrame, limits: 
             verdict = "breach" if worse > limit else "ok"
         rows.append({"metric": metric, "method": reference.method, **r, "confidence": CONFIDENCE,
                      "n_rows": len(frame), "reference_value": base, "max_worsening": limit,
-                     "verdict": verdict})
+                     "verdict": verdict, "undefined_reason": None if value is not None
+                     else "undefined on this interval's scores"})
     return tuple(rows)
+
+
+def _undefined(reference: EstimationReference, frame: pd.DataFrame, evidence: dict[str, float]
+               ) -> dict[str, str | None]:
+    """Per metric, why it cannot be estimated on ``frame`` (None: it can)."""
+    from modelgate.drift.evidence import MIN_ESTIMATE_ROWS, MIN_EXPECTED_PER_CLASS, estimate_evidence
+
+    positives = negatives = None
+    if reference.task == "binary_classification" and reference.estimator is not None:
+        p = reference.estimator.apply(frame["__score__"].to_numpy(np.float64))
+        positives, negatives = float(p.sum()), float((1.0 - p).sum())
+    return {m: estimate_evidence(m, len(frame), expected_positives=positives,
+                                 expected_negatives=negatives,
+                                 min_rows=int(evidence.get("min_rows", MIN_ESTIMATE_ROWS)),
+                                 min_expected_per_class=evidence.get("min_expected_per_class",
+                                                                     MIN_EXPECTED_PER_CLASS))
+            for m in metrics_of(reference.task)}
 
 
 def load_result(ctx: Context, prefix: str) -> EstimationResult:
@@ -430,7 +481,7 @@ def report_rows(result: EstimationResult) -> tuple[tuple[Any, ...], tuple[Any, .
     from modelgate.reports.summary_views import EstimateRow, QualityRow
 
     def verdict(v: str) -> str:
-        return {"ok": "ok", "breach": "breach", "no_data": "warn"}[v]
+        return {"ok": "ok", "breach": "breach", "no_data": "warn", "insufficient_data": "warn"}[v]
 
     quality = tuple(QualityRow(
         q["feature"], q["kind"], q["n"], q["missing_rate"], q["reference_missing_rate"],

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift_sample import interval_seed, sample_path
+from modelgate.pipelines.drift_usable import scored_rows
 from modelgate.pipelines.payloads import LiveSample
 from modelgate.scoring import open_session, settings_from_os_environ
 from modelgate.store import drift_joint, models
@@ -170,7 +171,8 @@ def joint_drift(ctx: Context, ref: Any, sample: LiveSample,
     if sample["key"] is not None:
         frame = pq.read_table(sample_path(ctx, ref, sample["key"])).to_pandas()
         result = JointResult(_multivariate(ctx, ref, frame, limits["multivariate"], interval_seed(ref)),
-                             _attribution(ctx, ref, frame, limits["attribution"], interval_seed(ref)))
+                             _attribution(ctx, ref, scored_rows(frame), limits["attribution"],
+                                          interval_seed(ref)))
     key = result_key(ref.prefix())
     ctx.store.put_bytes(key, pickle.dumps(result, protocol=5), content_type="application/octet-stream")
     return key

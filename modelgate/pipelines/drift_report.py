@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from modelgate.pipelines import drift_estimation, drift_joint
+from modelgate.pipelines import drift_estimation, drift_joint, drift_verdict
 from modelgate.pipelines.context import Context
 from modelgate.pipelines.drift import DriftRef, _get, collect_features, load_references
 from modelgate.pipelines.drift_names import SCORE_FEATURE, shown_feature
@@ -27,7 +27,7 @@ TOP_HISTOGRAMS = 4
 
 
 def view_verdict(verdict: str) -> str:
-    return {"ok": "ok", "drift": "drift", "no_data": "warn"}[verdict]
+    return {"ok": "ok", "drift": "drift", "no_data": "warn", "insufficient_data": "warn"}[verdict]
 
 
 def _histogram(ref_sketch: Any, values: Any) -> tuple[tuple[str, ...], tuple[float, ...], tuple[float, ...]]:
@@ -95,8 +95,11 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     quality_rows, estimate_rows = drift_estimation.report_rows(estimated)
     joint_breaches = drift_joint.breaches(joint) + estimated.breaches()
     quarantined = monitors.quarantined_by_run(ctx.db_url, ref.drift_run_id)
-    verdict = ("drift" if summary.n_breached or joint_breaches
-               else ("ok" if sample["rows"] and not quarantined else "warn"))  # amber: no data
+    judged = drift_verdict.interval_verdict(sample["rows"], summary.features, drifting=False)[0] == "ok"
+    evidence = _evidence_headline(ctx, ref, sample, summary.features)
+    verdict = ("drift" if judged and (summary.n_breached or joint_breaches)
+               else ("ok" if judged and not quarantined
+                     and not drift_runs.set_aside(ctx.db_url, ref.drift_run_id)[0] else "warn"))
     text = (drift_estimation.headline(estimated)
             + f"{summary.n_breached} of {len(summary.features)} feature(s) breached"
             + (f": {', '.join(map(shown_feature, summary.breached))}" if summary.breached else "")
@@ -111,7 +114,7 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
         change_points=tuple(ChangePointRow(c["stream_position"], _event_time_text(c["event_time"]),
                                            c["error_rate_before"], c["error_rate_after"])
                             for c in concept.change_points),
-        summary=(_quarantine_headline(quarantined)
+        summary=(_quarantine_headline(quarantined) + evidence
                  + (text if sample["rows"] else "No live rows in this interval. " + text)),
         verdict=verdict, joint=joint_rows, attribution_shares=attribution_shares,
         labelled=_labelled_performance(ctx, ref, concept),
@@ -122,6 +125,16 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
                            interval_start=run.interval_start)
     ctx.store.put_bytes(key, render_drift_report(view).encode(), content_type="text/html")
     return key
+
+
+def _evidence_headline(ctx: Context, ref: DriftRef, sample: LiveSample, features: Any) -> str:
+    """Too few values, rows set aside unscored, no estimator (:func:`.drift_verdict.headline`)."""
+    from modelgate.store import estimation
+
+    stored = estimation.get_reference(ctx.db_url, ref.model_version_id)
+    return drift_verdict.headline(sample["rows"], features,
+                                  set_aside=drift_runs.set_aside(ctx.db_url, ref.drift_run_id)[1],
+                                  estimator_skipped=None if stored is None else stored.skipped_reason)
 
 
 def _quarantine_headline(quarantined: list[monitors.Quarantine]) -> str:

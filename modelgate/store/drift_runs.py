@@ -40,7 +40,8 @@ def start_drift_run(url: str, *, model_version_id: int, interval_start: dt.datet
                ON CONFLICT ON CONSTRAINT drift_run_model_version_id_interval_start_interval_end_key
                DO UPDATE SET status = 'running', verdict = NULL, failure_reason = NULL,
                    attempt = drift_run.attempt + 1,
-                   degraded_reason = NULL,
+                   degraded_reason = NULL, rows_set_aside = NULL, set_aside_reason = NULL,
+                   evidence_reason = NULL,
                    report_key = NULL, report_uri = NULL, started_at = now(), finished_at = NULL,
                    heartbeat_at = NULL
                RETURNING drift_run_id""",
@@ -146,13 +147,37 @@ def fail_lost_runs(url: str, *, interval_start: dt.datetime, interval_end: dt.da
 
 def record_sample(url: str, run_id: int, *, provider: str | None, rows_available: int,
                   rows_sampled: int, scores_uri: str | None, provider_reason: str | None = None,
-                  tf32_allowed: bool | None = None) -> None:
+                  tf32_allowed: bool | None = None, rows_set_aside: int = 0,
+                  set_aside_reason: str | None = None) -> None:
+    """The run's sample: rows available and sampled, and those set aside unscored (with the
+    count per column in ``set_aside_reason``)."""
     with transaction(url) as cur:
         cur.execute("""UPDATE drift_run SET provider = %s, rows_available = %s, rows_sampled = %s,
-                       scores_uri = %s, provider_reason = %s, tf32_allowed = %s
+                       scores_uri = %s, provider_reason = %s, tf32_allowed = %s,
+                       rows_set_aside = %s, set_aside_reason = %s
                        WHERE drift_run_id = %s""",
                     (provider, rows_available, rows_sampled, scores_uri, provider_reason,
-                     tf32_allowed, run_id))
+                     tf32_allowed, rows_set_aside, set_aside_reason and set_aside_reason[:4000],
+                     run_id))
+
+
+def set_aside(url: str, run_id: int) -> tuple[int, str | None]:
+    """How many sampled rows the run set aside unscored, and why (None: it set none aside)."""
+    with transaction(url) as cur:
+        cur.execute("SELECT rows_set_aside, set_aside_reason FROM drift_run WHERE drift_run_id = %s",
+                    (run_id,))
+        record = cur.fetchone()
+    if record is None:
+        return 0, None
+    return int(record[0] or 0), None if record[1] is None else str(record[1])
+
+
+def verdict_of(url: str, run_id: int) -> str | None:
+    """The run's stored verdict (None until it is stored)."""
+    with transaction(url) as cur:
+        cur.execute("SELECT verdict FROM drift_run WHERE drift_run_id = %s", (run_id,))
+        record = cur.fetchone()
+    return None if record is None or record[0] is None else str(record[0])
 
 
 def get_reference(url: str, model_version_id: int) -> str | None:
@@ -233,6 +258,7 @@ class DriftRows:
     detector_seen_before: int
     detector_seen_after: int
     degraded_reason: str | None = None
+    evidence_reason: str | None = None  # why the verdict is insufficient_data
 
 
 _FEATURE_INSERT = """
@@ -293,12 +319,12 @@ def write_drift_results(url: str, run_id: int, model_version_id: int, rows: Drif
                    rows_labelled = (SELECT COALESCE(sum(rows_labelled), 0) FROM scored_interval
                                     WHERE consumed_by_run_id = %s),
                    degraded_reason = %s, report_key = %s, report_uri = %s, failure_reason = NULL,
-                   finished_at = now() WHERE drift_run_id = %s""",
+                   evidence_reason = %s, finished_at = now() WHERE drift_run_id = %s""",
             ("degraded" if rows.degraded_reason else rows.verdict, rows.verdict, rows.n_breached,
              run_id, rows.degraded_reason and rows.degraded_reason[:4000], report_key, report_uri,
-             run_id),
+             rows.evidence_reason, run_id),
         )
-        if rows.verdict != "no_data":  # nothing judged: the flag stays as it was
+        if rows.verdict not in ("no_data", "insufficient_data"):  # nothing judged: the flag stays
             cur.execute("UPDATE model_version SET is_drifting = %s WHERE model_version_id = %s",
                         (rows.verdict == "drift", model_version_id))
 

@@ -73,9 +73,11 @@ def clear_run(cur: Any, run_id: int) -> None:
 
 _ESTIMATE_INSERT = """
 INSERT INTO performance_estimate (drift_run_id, metric, method, estimate, standard_error,
-    lower_bound, upper_bound, confidence, n_rows, reference_value, max_worsening, verdict)
+    lower_bound, upper_bound, confidence, n_rows, reference_value, max_worsening, verdict,
+    undefined_reason)
 VALUES (%(drift_run_id)s, %(metric)s, %(method)s, %(estimate)s, %(standard_error)s, %(lower)s,
-    %(upper)s, %(confidence)s, %(n_rows)s, %(reference_value)s, %(max_worsening)s, %(verdict)s)"""
+    %(upper)s, %(confidence)s, %(n_rows)s, %(reference_value)s, %(max_worsening)s, %(verdict)s,
+    %(undefined_reason)s)"""
 
 _QUALITY_INSERT = """
 INSERT INTO quality_check (drift_run_id, feature, kind, n_rows, n_missing, missing_rate,
@@ -92,7 +94,8 @@ def write_run(cur: Any, run_id: int, estimates: Sequence[Mapping[str, Any]],
     an earlier try's)."""
     clear_run(cur, run_id)
     if estimates:
-        cur.executemany(_ESTIMATE_INSERT, [{"drift_run_id": run_id, **e} for e in estimates])
+        cur.executemany(_ESTIMATE_INSERT, [{"drift_run_id": run_id, "undefined_reason": None, **e}
+                                           for e in estimates])
     if quality:
         cur.executemany(_QUALITY_INSERT, [{"drift_run_id": run_id, **q} for q in quality])
 

@@ -98,7 +98,7 @@ def test_regression_estimate_rows_from_pickled_nanny_and_older_binned_references
     rng = np.random.default_rng(5)
     feats = pd.DataFrame({"x": rng.normal(size=300), "c": rng.choice(["a", "b"], 300)})
     pred = feats["x"].to_numpy() * 2
-    sample = feats.assign(__score__=pred, __prediction__=pred).head(40)
+    sample = feats.assign(__score__=pred, __prediction__=pred).head(60)  # >= 50 rows: estimated
     for method, estimator in ((METHODS["regression"], fit_nanny_model(
             feats, pred, pred - 1.5, categorical=["c"])), ("binned_error_model",
                                                           fit_error_model(pred, pred - 1.5))):

@@ -33,6 +33,7 @@ VIEWS = (
     "quality_by_interval", "performance_estimates",  # 0021
     "model_rollbacks",  # 0025
     "evaluation_attempts", "evaluation_step_failures",  # 0029
+    "estimation_references",  # 0034
 )
 SHA_1, SHA_2 = "1" * 64, "2" * 64
 
@@ -176,6 +177,11 @@ VALUES (1, 'income', 'numeric', 5000, 0, 0.0, 0.0, 0, 250, 0, 0, false, true, 'b
 INSERT INTO realised_performance (model_version_id, interval_start, interval_end, metric, realised,
                                   n_labelled, drift_run_id)
 VALUES (1, '2026-11-20T00:00Z', '2026-11-21T00:00Z', 'accuracy', 0.705, 4000, 1);
+-- migration 0034: version 1's reference held one class only, so it has no estimator
+INSERT INTO estimation_reference (model_version_id, object_key, object_uri, method, skipped_reason,
+                                  n_rows, n_features)
+VALUES (1, 'references/m/1/estimation.pkl', 's3://b/references/m/1/estimation.pkl', NULL,
+        'the reference labels hold one class only (0: 900, 1: 0); a calibrator needs both', 900, 3);
 
 -- migration 0025: production went back from 1.1.0 to 1.0.0, resting on 1.0.0's passed run 1
 INSERT INTO model_rollback (model_name, from_version, to_version, evaluation_run_id, rolled_back_by,

@@ -551,7 +551,7 @@ def test_airflow_sends_metrics_to_the_statsd_exporter(services: dict[str, dict[s
 
 
 def test_exporter_mapping_names_every_documented_metric(services: dict[str, dict[str, Any]]) -> None:
-    from modelgate.metrics import drift_metrics, gate_metrics
+    from modelgate.metrics import drift_metrics, evidence_metrics, gate_metrics
 
     exporter = services["statsd-exporter"]
     config_path = _flags(exporter)["statsd.mapping-config"]
@@ -562,6 +562,8 @@ def test_exporter_mapping_names_every_documented_metric(services: dict[str, dict
     sent |= {m.name for m in drift_metrics("m", "1", drifting=True, features_breached=1,
                                            adwin_change_points=0, multivariate=(1.0, 0.5),
                                            attribution=(0.2, 0.1))}
+    sent |= {m.name for m in evidence_metrics("m", "1", insufficient=False, features_insufficient=0,
+                                              rows_set_aside=0)}
     assert {rule["match"] for rule in mapping} == {f"{prefix}.{name}" for name in sent}
     readme = (REPO / "README.md").read_text()
     for rule in mapping:

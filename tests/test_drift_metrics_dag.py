@@ -78,9 +78,12 @@ def test_drift_run_stores_joint_drift_and_sends_documented_metrics(
         "modelgate.drift.multivariate_threshold": mv_threshold,
         "modelgate.drift.attribution": at_value,
         "modelgate.drift.attribution_threshold": at_threshold,
+        "modelgate.drift.insufficient_data": 0.0,
+        "modelgate.drift.features_insufficient": 0.0,
+        "modelgate.drift.rows_set_aside": 0.0,
     }, rel=1e-9)
     ours = [line for line in lines if line.startswith("airflow.modelgate.")]
-    assert len(ours) == 7 and all(",model=gss-high-income,version=1:" in line for line in ours)
+    assert len(ours) == 10 and all(",model=gss-high-income,version=1:" in line for line in ours)
 
 
 def test_gate_metrics_reach_a_statsd_listener(statsd_listener: socket.socket) -> None:

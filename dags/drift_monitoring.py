@@ -79,7 +79,10 @@ the model does not have) is quarantined and left out: the run goes on and ends
 `degraded` (amber; `decide` is green unless drift breached), each partition named with its
 reason in `analytics.drift_runs.degraded_reason`, the report and the `decide` log; later
 intervals go on; once fixed, `modelgate monitor retry NAME --interval START` reprocesses it.
-An interval with no live rows is `no_data` (amber): not a failure, and the drift flag stays.
+An interval with no live rows is `no_data` (amber): not a failure, and the drift flag stays;
+so is one whose features all have fewer non-missing values than a verdict needs
+(`insufficient_data`, `thresholds.min_values`). Sampled rows the model cannot score (a value
+missing where the manifest allows none) are set aside and counted: the run ends `degraded`.
 """
 
 RETRIES = dag_retries()

@@ -104,11 +104,13 @@ def _is_drifting(ctx: Context) -> bool:
     return bool(fetch_all(ctx.db_url, "SELECT is_drifting FROM model_version")[0][0])
 
 
-def test_a_nan_surge_is_a_finding_and_thin_intervals_decide_nothing(settings: Settings,
-                                                                   tmp_path: Path) -> None:
+def test_a_nan_surge_is_a_finding_and_thin_intervals_decide_nothing(
+        settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     archive, reference, live, labels, served = _world(tmp_path)
     ctx = _monitored(settings, archive)
     ref = pd.read_parquet(reference)
+    sent: list[dict[str, float]] = []  # the StatsD gauges of each run, as emitted
+    monkeypatch.setattr(drift, "emit_metrics", lambda ms: sent.append({m.name: m.value for m in ms}))
 
     # 1. the NaN surge: completed, degraded, the unscorable rows set aside and counted
     assert _run(ctx, reference, live, labels, SURGE) == "degraded"
@@ -155,6 +157,8 @@ def test_a_nan_surge_is_a_finding_and_thin_intervals_decide_nothing(settings: Se
     html = ctx.store.get_bytes(key).decode()
     assert "60 of 600 sampled rows set aside unscored" in html
     assert _is_drifting(ctx) is False
+    assert (sent[-1]["modelgate.drift.rows_set_aside"], sent[-1]["modelgate.drift.insufficient_data"]) == (
+        MISSING_ROWS, 0.0)
 
     # 2. a drifted interval sets is_drifting; then a 1-row and a 10-row interval (the 10 rows
     # moved 50 std): no alarm, nothing judged, the flag left as it was
@@ -175,6 +179,12 @@ def test_a_nan_surge_is_a_finding_and_thin_intervals_decide_nothing(settings: Se
         assert auc[:4] == (None, None, None, "insufficient_data")
         assert f"insufficient data: {rows} scored row(s), fewer than the 50 an estimate needs" == auc[4]
         assert _is_drifting(ctx)  # left as the drifted interval set it
+        assert {k: sent[-1][k] for k in ("modelgate.drift.drifting", "modelgate.drift.insufficient_data",
+                                         "modelgate.drift.features_insufficient")} == {
+            "modelgate.drift.drifting": 0.0, "modelgate.drift.insufficient_data": 1.0,
+            "modelgate.drift.features_insufficient": len(FEATURES) + 1}  # and the score
+    index = ctx.store.get_bytes(f"reports/{NAME}/index.html").decode()
+    assert "no feature has the non-missing values a verdict needs" in index
     w10 = fetch_all(ctx.db_url, """SELECT wasserstein FROM feature_drift JOIN drift_run USING (drift_run_id)
                                    WHERE interval_start = %s AND feature = 'x1'""", (_start(TEN),))[0][0]
     assert w10 == pytest.approx(wasserstein_distance(ref["x1"], served.loc[TEN]["x1"]), rel=1e-9)  # kept

@@ -14,8 +14,9 @@ Which runs are listed
   ``passed`` or ``blocked``, each linking its own report: a re-run adds a row (run id and
   ``attempt <n>`` from the second on), never replaces one. A passed attempt whose gate had a
   failing ``warn``-severity check is shown as ``warn``.
-* drift runs with a ``report_key`` and status ``ok``, ``drift``, ``no_data`` or ``degraded``
-  (``no_data`` is shown as ``warn``, amber: there was nothing to judge; so is ``degraded``:
+* drift runs with a ``report_key`` and status ``ok``, ``drift``, ``no_data``,
+  ``insufficient_data`` or ``degraded`` (``no_data`` is shown as ``warn``, amber: there was
+  nothing to judge; so are ``insufficient_data``, too few values to judge, and ``degraded``:
   partitions were quarantined, unless the data also drifted).
 * ``failed`` and ``abandoned`` runs (and evaluation attempts) of either kind, shown as such
   with their failure reason and no link: their report, if any, may not match what is stored.
@@ -45,6 +46,7 @@ log = logging.getLogger("modelgate.index_page")
 _VERDICTS: dict[tuple[str, bool], IndexVerdict] = {
     ("passed", False): "passed", ("passed", True): "warn", ("blocked", False): "blocked",
     ("ok", False): "ok", ("no_data", False): "warn", ("degraded", False): "warn",
+    ("insufficient_data", False): "warn",
     ("drift", False): "drift", ("failed", False): "failed", ("abandoned", False): "abandoned",
 }
 #: Longest note shown on the page; the full reason is in the database and the run's report.

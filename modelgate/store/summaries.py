@@ -46,12 +46,13 @@ _LISTED_DRIFT_RUNS = """
 SELECT r.drift_run_id, v.version, r.interval_start,
        CASE WHEN r.status = 'degraded' AND r.verdict = 'drift' THEN 'drift' ELSE r.status END,
        FALSE,
-       CASE WHEN r.status IN ('ok', 'drift', 'no_data', 'degraded') THEN r.report_key END, v.stage,
-       COALESCE(r.failure_reason, r.degraded_reason, ''), r.attempt, NULL
+       CASE WHEN r.status IN ('ok', 'drift', 'no_data', 'insufficient_data', 'degraded')
+            THEN r.report_key END, v.stage,
+       COALESCE(r.failure_reason, r.degraded_reason, r.evidence_reason, ''), r.attempt, NULL
 FROM drift_run r JOIN model_version v USING (model_version_id)
 WHERE v.model_name = %s AND (r.status IN ('failed', 'abandoned')
                              OR (r.report_key IS NOT NULL
-                                 AND r.status IN ('ok', 'drift', 'no_data', 'degraded')))
+                                 AND r.status IN ('ok', 'drift', 'no_data', 'insufficient_data', 'degraded')))
 """
 
 

@@ -35,8 +35,8 @@ level every replicate is that of the row bootstrap.  When the score table itself
 its ``2**-20`` fallback grid (past ``2**22`` distinct scores) the concordance is that of
 the grid, within the reported AUC error bound.
 
-Each resample also carries the squared standard error of its mean log loss (from the
-cells' mean losses) for the studentized log-loss interval, and :func:`delong_variance`
+Each resample also carries the squared standard errors of its mean log loss and Brier
+score (from the cells' mean losses) for their studentized intervals, and :func:`delong_variance`
 gives DeLong's AUC variance from the per-score table for the logit-scale AUC interval
 (:mod:`modelgate.evaluation.metric_intervals`).
 
@@ -194,9 +194,12 @@ def replicate_metrics(draws: _FloatArray, table: BootstrapTable, model: int,
         # with distinct-score cells; coarser cells leave out the spread inside a cell)
         second = draws @ (mean_loss[:, 0] ** 2)
         loss_var = np.maximum(second / n - (losses[:, 0] / n) ** 2, 0.0) / (n - 1.0)
+        second = draws @ (mean_loss[:, 1] ** 2)
+        brier_var = np.maximum(second / n - (losses[:, 1] / n) ** 2, 0.0) / (n - 1.0)
         return {
             "roc_auc": auc,
             "log_loss_var": loss_var,
+            "brier_var": brier_var,
             "accuracy": (n - n_pos - fp + tp) / n,
             "precision": tp / (tp + fp),
             "recall": tp / n_pos,

@@ -21,10 +21,10 @@ Conventions
 * Bootstrap resamples of the rows are drawn by :func:`bootstrap_indices` from
   ``np.random.default_rng(seed)``; the same seed gives the same resamples for every
   model, so :func:`compare` pairs them row for row.  By default (``interval=
-  "per_metric"``) ROC AUC, accuracy and log loss and their paired deltas get the
-  intervals of :mod:`~.metric_intervals`, the same methods as the pipelines'
-  :func:`~modelgate.evaluation.performance.performance_from_statistics`; the other
-  metrics (and every metric with ``interval="percentile"``) percentile intervals
+  "per_metric"``) every metric and every paired delta but the Brier score's gets the
+  interval of :mod:`~.metric_intervals`, the same methods as the pipelines'
+  :func:`~modelgate.evaluation.performance.performance_from_statistics`; the Brier
+  delta (and every metric with ``interval="percentile"``) percentile intervals
   (``np.nanquantile``, linear interpolation) of the replicates, each the metric on a
   resample, so in its range.  Every interval is widened where needed to hold the point
   estimate (:func:`modelgate.intervals.interval_holding`).
@@ -133,7 +133,8 @@ class _Cells:
 
 
 # Additive per-row statistics, columns of _Cells.weights.
-_COLUMNS = ("n", "n_pos", "tp", "fp", "log_loss", "squared_error", "log_loss_squared")
+_COLUMNS = ("n", "n_pos", "tp", "fp", "log_loss", "squared_error", "log_loss_squared",
+            "squared_error_squared")
 _PART_KEYS = ("up", "up_var", "down", "down_var")
 
 
@@ -170,10 +171,9 @@ def evaluate(
     calibration_strategy : {"uniform", "quantile"}, default "uniform"
         Equal-width bins on [0, 1] or bins at score quantiles (as scikit-learn).
     interval : {"per_metric", "percentile"}, default "per_metric"
-        ``"per_metric"``: ROC AUC, accuracy and log loss by the methods of
-        :mod:`~.metric_intervals` (as
-        :func:`~modelgate.evaluation.performance.performance_from_statistics`), the
-        other metrics percentile; ``"percentile"``: percentile throughout.
+        ``"per_metric"``: each metric by its method of :mod:`~.metric_intervals` (as
+        :func:`~modelgate.evaluation.performance.performance_from_statistics`);
+        ``"percentile"``: percentile throughout.
 
     Returns
     -------
@@ -247,8 +247,9 @@ def compare(
     champion_threshold : float, optional
         Decision threshold of the champion when it differs from the candidate's.
     n_bootstrap, confidence_level, seed, interval
-        As in :func:`evaluate`; with ``"per_metric"`` the deltas of ROC AUC, accuracy and
-        log loss are MOVER intervals (:func:`~.metric_intervals.paired_delta_interval`).
+        As in :func:`evaluate`; with ``"per_metric"`` the deltas of ROC AUC, accuracy,
+        precision, recall, F1 and log loss are MOVER intervals
+        (:func:`~.metric_intervals.paired_delta_interval`).
 
     Returns
     -------
@@ -391,6 +392,7 @@ def _cells(y: npt.NDArray[np.int8], s: _FloatArray, threshold: float) -> _Cells:
         -np.log(np.clip(np.where(label == 1, prob, 1.0 - prob), eps, 1 - eps)),
         (label - prob) ** 2,
         np.log(np.clip(np.where(label == 1, prob, 1.0 - prob), eps, 1 - eps)) ** 2,
+        (label - prob) ** 4,
     ])
     return _Cells(cell, n_unique, weights)
 
@@ -450,6 +452,8 @@ def _statistics(counts: _FloatArray, cells: _Cells) -> dict[str, _FloatArray]:
             # squared standard error of the mean log loss (for the studentized interval)
             "log_loss_var": np.maximum(sums["log_loss_squared"] / n - (sums["log_loss"] / n) ** 2,
                                        0.0) / (n - 1.0),
+            "brier_var": np.maximum(sums["squared_error_squared"] / n
+                                    - (sums["squared_error"] / n) ** 2, 0.0) / (n - 1.0),
         }
 
 
@@ -462,7 +466,7 @@ def _own_intervals(cells: _Cells, point: Mapping[str, float],
     k = cells.n_unique
     return own_intervals(point, resampled, _statistics(counts, cells), int(n - n_pos - fp + tp),
                          int(n), int(n_pos), delong_variance(counts[0, :k], counts[0, k:]),
-                         confidence_level)
+                         confidence_level, tp=int(tp), fp=int(fp))
 
 
 def _point_estimates(cells: _Cells) -> tuple[dict[str, float], dict[str, str | None]]:
@@ -507,7 +511,7 @@ def _bootstrap(
             moments = difference_part_moments(difference, rows)
             parts[0][-1].update({f"difference_{key}": moments[key] for key in _PART_KEYS})
     empty = np.empty(0, dtype=np.float64)
-    keys = [(*METRIC_NAMES, "log_loss_var") for _ in cells]
+    keys = [(*METRIC_NAMES, "log_loss_var", "brier_var") for _ in cells]
     if difference is not None:
         keys[0] = (*keys[0], *(f"difference_{k}" for k in _PART_KEYS))
     return [

@@ -21,12 +21,13 @@ summed over cells rather than rows: BCa counts such replicates as ties), every r
 in its metric's range, and with exact cells the replicates are those of a row bootstrap.
 By default (``interval="per_metric"``, :mod:`.metric_intervals`) ROC AUC gets a
 logit-scale Wald interval with DeLong's variance from the exact per-score table,
-accuracy a Wilson interval and log loss a studentized bootstrap; the paired deltas of
-ROC AUC and accuracy a MOVER interval built from the two models' intervals and the
+accuracy, recall, precision and F1 Wilson intervals of the exact confusion counts, log
+loss and Brier score a studentized bootstrap; the paired deltas of ROC AUC, accuracy,
+precision, recall and F1 a MOVER interval built from the two models' intervals and the
 correlation of the estimates (that of the paired replicates, or the phi coefficient of
 the models' correct rows, counted from the cells); the log-loss delta MOVER over the
-positive and negative parts of each cell's loss difference; the other metrics and
-deltas the percentile interval of the replicates.  Every interval is widened to hold
+positive and negative parts of each cell's loss difference; the Brier delta the
+percentile interval of the replicates.  Every interval is widened to hold
 the point estimate when it does not (possible only for very skewed or discrete bootstrap
 distributions, e.g. a handful of rows).  ``interval="bca"`` gives BCa ends instead
 (acceleration from a jackknife over the cells, O(cells)); it is not the default, see
@@ -130,11 +131,12 @@ def performance_from_statistics(
     seed : int, default 0
         Seed of ``np.random.default_rng`` for the draws.
     interval : {"per_metric", "percentile", "bca"}, default "per_metric"
-        ``"per_metric"``: ROC AUC, accuracy and log loss by the methods of
-        :mod:`~.metric_intervals` (logit-scale Wald with DeLong's variance, Wilson
-        score, studentized bootstrap), the deltas of ROC AUC and accuracy by MOVER from
-        those, the log-loss delta by MOVER over the parts of the per-row loss difference
-        (:func:`~.metric_intervals.log_loss_delta_interval`), every other metric and delta
+        ``"per_metric"``: every metric by its method of :mod:`~.metric_intervals`
+        (logit-scale Wald with DeLong's variance, Wilson score of the counts,
+        studentized bootstrap for the losses), the deltas of ROC AUC, accuracy,
+        precision, recall and F1 by MOVER from those, the log-loss delta by MOVER over
+        the parts of the per-row loss difference
+        (:func:`~.metric_intervals.log_loss_delta_interval`), the Brier delta
         percentile.
         ``"percentile"``: percentile intervals throughout (those of a row bootstrap with
         distinct-score cells).  ``"bca"``: bias-corrected and accelerated ends
@@ -292,7 +294,8 @@ def _own_intervals(m: ModelStatistics, values: Mapping[str, float],
     if ends.method != "per_metric":
         return {}
     return own_intervals(values, resampled, at_data, m.n - m.n_pos - m.fp + m.tp, m.n, m.n_pos,
-                         delong_variance(m.scores.neg, m.scores.pos), ends.confidence_level)
+                         delong_variance(m.scores.neg, m.scores.pos), ends.confidence_level,
+                         tp=m.tp, fp=m.fp)
 
 
 def _report(m: ModelStatistics, point: tuple[dict[str, float], dict[str, str | None]],

@@ -260,10 +260,11 @@ def test_replicates_at_exact_cells_are_those_of_the_row_bootstrap(model: int) ->
         np.add.at(draws[b], cell, w)
     got = replicate_metrics(draws, table, model, kappa, inverse, predicted)
     assert set(got) == {"roc_auc", "log_loss_var", "accuracy", "precision", "recall", "f1",
-                        "log_loss", "brier"}
+                        "log_loss", "brier", "brier_var"}
     for b, w in enumerate(weights):
         yy, ss = np.repeat(y, w), np.repeat(scores, w)
         ll = np.repeat(losses[:, 2 * model], w)
+        se2 = np.repeat(losses[:, 2 * model + 1], w)
         pred = (ss >= 0.5).astype(int)
         expected = {
             "roc_auc": skm.roc_auc_score(yy, ss), "accuracy": skm.accuracy_score(yy, pred),
@@ -271,6 +272,7 @@ def test_replicates_at_exact_cells_are_those_of_the_row_bootstrap(model: int) ->
             "f1": skm.f1_score(yy, pred), "log_loss": skm.log_loss(yy, ss),
             "brier": skm.brier_score_loss(yy, ss),
             "log_loss_var": np.var(ll, ddof=1) / len(ll),  # squared standard error of the mean
+            "brier_var": np.var(se2, ddof=1) / len(se2),
         }
         for name, value in expected.items():
             assert got[name][b] == pytest.approx(value, rel=1e-10, abs=1e-14), (name, b)
@@ -312,6 +314,7 @@ def test_replicates_at_coarse_cells_count_pairs_inside_a_cell_at_its_concordance
             "f1": skm.f1_score(yy, pred), "log_loss": cell_loss[:, 0].mean(),
             "brier": cell_loss[:, 1].mean(),
             "log_loss_var": np.var(cell_loss[:, 0], ddof=1) / len(yy),
+            "brier_var": np.var(cell_loss[:, 1], ddof=1) / len(yy),
         }
         for name, value in expected.items():
             assert got[name][b] == pytest.approx(value, rel=1e-10, abs=1e-14), (name, b)

@@ -115,7 +115,7 @@ def test_paired_delta_without_resamples_has_nan_ends(name: str) -> None:
 
 
 def test_a_metric_without_a_delta_method_gets_none_for_the_percentile_interval() -> None:
-    assert paired_delta_interval("f1", (0.9, 0.8), ENDS, DRAWS, CORRECT) is None
+    assert paired_delta_interval("brier", (0.9, 0.8), ENDS, DRAWS, CORRECT) is None
     assert paired_delta_interval("accuracy", (0.9, 0.8), (None, ENDS[1]), DRAWS, CORRECT) is None
     assert paired_delta_interval("accuracy", (0.9, 0.8), (ENDS[0], None), DRAWS, CORRECT) is None
 

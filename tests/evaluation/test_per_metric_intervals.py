@@ -15,6 +15,7 @@ from modelgate.evaluation.sufficient import collect, merge
 from row_bootstrap import row_resamples
 from scipy.special import expit, logit
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 Z = norm.ppf(0.975)
 
@@ -47,7 +48,9 @@ def test_auc_interval_is_the_logit_wald_interval_of_delong_s_variance(data) -> N
     parts = [collect(y[i::3], s[i::3], threshold=0.5) for i in range(3)]  # merged partitions
     auc = performance_from_statistics(merge(parts), n_bootstrap=50).candidate.by_name()["roc_auc"]
     value, variance = _delong_oracle(y, s)
-    half = Z * np.sqrt(variance) / (value * (1.0 - value))
+    # Student's t quantile, min(n_pos, n_neg) - 1 degrees of freedom
+    quantile = student_t.ppf(0.975, min(y.sum(), len(y) - y.sum()) - 1)
+    half = quantile * np.sqrt(variance) / (value * (1.0 - value))
     assert auc.value == pytest.approx(value, abs=1e-12)
     assert auc.ci_lower == pytest.approx(expit(logit(value) - half), abs=1e-12)
     assert auc.ci_upper == pytest.approx(expit(logit(value) + half), abs=1e-12)

@@ -17,10 +17,18 @@ Conventions
   or is every row, as scikit-learn's ``roc_auc_score(multi_class="ovr")`` refuses then.
 * ``log_loss`` clips the true class's probability to ``[eps, 1 - eps]`` (float64 eps),
   as scikit-learn does.
-* Intervals are percentile bootstrap intervals over the resamples of
-  :func:`modelgate.intervals.bootstrap_counts` (the binary metrics' rows for
-  the same seed); resamples where a metric is undefined are left out of its interval,
-  which is widened to hold the point estimate if it does not.
+* ``accuracy``, ``recall[k]`` and ``precision[k]`` get the Wilson score interval of
+  their exact counts (:func:`modelgate.intervals.wilson_interval`; correct rows of all
+  rows, the class's hits of its rows, of the rows predicted as it), conditional on the
+  denominator as the binary recall and precision are
+  (:mod:`~modelgate.evaluation.metric_intervals` says why): a percentile interval of a
+  class with few rows is short, and reads recall 1 [1, 1] for 24 rows all found (Wilson:
+  [0.862, 1]).  The other metrics get percentile bootstrap intervals over the resamples
+  of :func:`modelgate.intervals.bootstrap_counts` (the binary metrics' rows for the
+  same seed); resamples where a metric is undefined are left out of its interval.
+  Every interval is widened to hold the point estimate if it does not; coverage by
+  simulation in ``bench/RESULTS.md`` ("Every binary, multiclass and regression
+  interval").
 
 Memory grows as rows x classes, never rows x classes^2 (:func:`multiclass_memory_bytes`):
 confusion counts are per-class ``bincount`` sums of the resample weights (true class,
@@ -50,7 +58,12 @@ from modelgate.evaluation.metrics import (
     percentile_interval,
 )
 
-from modelgate.intervals import bootstrap_counts, check_confidence_level, interval_holding
+from modelgate.intervals import (
+    bootstrap_counts,
+    check_confidence_level,
+    interval_holding,
+    wilson_interval,
+)
 
 __all__ = ["MulticlassReport", "class_indices", "compare_multiclass", "evaluate_multiclass",
            "multiclass_memory_bytes", "multiclass_metric_names"]
@@ -305,6 +318,22 @@ def _point_and_resampled(y: npt.NDArray[np.int64], probas: Sequence[_FloatArray]
     return point, [np.vstack(x) if x else np.empty((0, width)) for x in parts]
 
 
+def _wilson_intervals(y: npt.NDArray[np.int64], p: _FloatArray, labels: Sequence[str],
+                      confidence_level: float) -> dict[str, tuple[float, float]]:
+    """Wilson intervals of the accuracy and of each class's recall and precision, from counts."""
+    c = p.shape[1]
+    predicted = p.argmax(axis=1)
+    correct = predicted == y
+    support, called = np.bincount(y, minlength=c), np.bincount(predicted, minlength=c)
+    hits = np.bincount(y[correct], minlength=c)
+    out = {"accuracy": wilson_interval(int(correct.sum()), len(y), confidence_level)}
+    for k, label in enumerate(labels):
+        out[f"recall[{label}]"] = wilson_interval(int(hits[k]), int(support[k]), confidence_level)
+        out[f"precision[{label}]"] = wilson_interval(int(hits[k]), int(called[k]),
+                                                     confidence_level)
+    return out
+
+
 def _reasons(values: _FloatArray, names: tuple[str, ...]) -> dict[str, str | None]:
     reasons: dict[str, str | None] = {}
     for name, value in zip(names, values, strict=True):
@@ -330,7 +359,8 @@ def evaluate_multiclass(
     confidence_level: float = 0.95,
     seed: int = 0,
 ) -> MulticlassReport:
-    """Multiclass metrics with percentile bootstrap intervals.
+    """Multiclass metrics with intervals (Wilson for the accuracy and the per-class recall and
+    precision, percentile bootstrap for the rest; see the module's docstring).
 
     Parameters
     ----------
@@ -374,10 +404,11 @@ def evaluate_multiclass(
     points, boots = _point_and_resampled(y, [p], n_bootstrap=n_bootstrap, seed=seed)
     point, boot = points[0], boots[0]
     reasons = _reasons(point, names)
+    wilson = _wilson_intervals(y, p, labels, confidence_level) if n_bootstrap > 0 else {}
     metrics = []
     for j, name in enumerate(names):
-        lower, upper = interval_holding(point[j], *percentile_interval(boot[:, j],
-                                                                       confidence_level))
+        ends = wilson.get(name) or percentile_interval(boot[:, j], confidence_level)
+        lower, upper = interval_holding(point[j], *ends)
         if reasons[name] is not None:
             lower = upper = float("nan")
         metrics.append(MetricEstimate(name, float(point[j]), lower, upper, len(y), reasons[name]))

@@ -90,6 +90,52 @@ def _in_range(name: str, lower: float, value: float, upper: float) -> bool:
     return 0.0 <= lower <= value <= upper <= top
 
 
+def _wilson(successes: int, trials: int, level: float) -> tuple[float, float]:
+    """Textbook Wilson score interval (Wilson 1927; Brown, Cai and DasGupta 2001, eq. 4)."""
+    z = stats.norm.ppf(0.5 + level / 2)
+    p = successes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * np.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return centre - half, centre + half
+
+
+def _counts(y: np.ndarray, proba: np.ndarray) -> dict[str, tuple[int, int]]:
+    """(successes, trials) of the accuracy and of each class's recall and precision."""
+    pred = proba.argmax(axis=1)
+    out = {"accuracy": (int((pred == y).sum()), len(y))}
+    for k in range(proba.shape[1]):
+        hits = int(((pred == k) & (y == k)).sum())
+        out[f"recall[{k}]"] = (hits, int((y == k).sum()))
+        out[f"precision[{k}]"] = (hits, int((pred == k).sum()))
+    return out
+
+
+def test_accuracy_and_per_class_intervals_are_wilson_s() -> None:
+    y, proba = _data(5, n=150, ties=True)
+    report = evaluate_multiclass(y, proba, n_bootstrap=200, seed=7, confidence_level=0.9)
+    for name, (successes, trials) in _counts(y, proba).items():
+        m = report.by_name()[name]
+        want = _wilson(successes, trials, 0.9)
+        assert (m.ci_lower, m.ci_upper) == pytest.approx(want, abs=1e-12), name
+        ci = stats.binomtest(successes, trials).proportion_ci(0.9, method="wilson")
+        assert (m.ci_lower, m.ci_upper) == pytest.approx((ci.low, ci.high), abs=1e-12), name
+
+
+def test_a_class_with_24_rows_all_found_is_not_a_point() -> None:
+    """The issue's case: 24 rows of a class, every one predicted right; a percentile
+    interval read recall 1 [1, 1]."""
+    rng = np.random.default_rng(38)
+    y = np.r_[np.zeros(24, int), rng.integers(1, 3, size=176)]
+    proba = np.full((200, 3), 0.1)
+    proba[np.arange(200), y] = 0.8
+    proba[24:60, 0] = 0.85  # some other rows predicted as class 0 too
+    m = evaluate_multiclass(y, proba, n_bootstrap=200, seed=1).by_name()["recall[0]"]
+    z = stats.norm.ppf(0.975)
+    assert m.value == 1.0 and m.ci_upper == 1.0
+    assert m.ci_lower == pytest.approx(24 / (24 + z * z), abs=1e-12)  # Wilson at p = 1
+    assert round(m.ci_lower, 4) == 0.862
+
+
 def test_intervals_agree_with_a_row_bootstrap_written_here() -> None:
     y, proba = _data(5, n=150, ties=True)
     report = evaluate_multiclass(y, proba, n_bootstrap=2000, seed=7, confidence_level=0.9)
@@ -97,7 +143,10 @@ def test_intervals_agree_with_a_row_bootstrap_written_here() -> None:
     per_resample = [_by_hand(y[i], proba[i]) for i in resamples]
     for i, values in zip(resamples[:3], per_resample[:3], strict=False):  # the oracle itself
         assert values == pytest.approx(_sklearn(y[i], proba[i]), abs=1e-12, nan_ok=True)
+    wilson = _counts(y, proba)
     for m in report.metrics:
+        if m.name in wilson:  # Wilson's: test_accuracy_and_per_class_intervals_are_wilson_s
+            continue
         oracle = np.array([r[m.name] for r in per_resample])
         assert m.ci_upper - m.ci_lower > 0.01, m.name
         assert interval_agrees(m.ci_lower, m.ci_upper, oracle, 0.9, n_core=2000), (
@@ -113,7 +162,9 @@ def test_the_last_row_takes_part_in_the_resamples() -> None:
     proba = np.vstack([np.column_stack([proba * 0.9, np.full(60, 0.1)]), [[0.1, 0.1, 0.8]]])
     report = evaluate_multiclass(y, proba, n_bootstrap=400, seed=1).by_name()
     assert report["recall[2]"].value == 1.0
-    assert (report["recall[2]"].ci_lower, report["recall[2]"].ci_upper) == (1.0, 1.0)
+    # one row of class 2, found: Wilson's interval of 1 in 1, not the point [1, 1]
+    assert (report["recall[2]"].ci_lower, report["recall[2]"].ci_upper) == pytest.approx(
+        _wilson(1, 1, 0.95), abs=1e-12)
     resamples = row_resamples(len(y), 400, seed=99)
     aucs = np.array([_by_hand(y[i], proba[i])["roc_auc_ovr_macro"] for i in resamples])
     assert 0.5 < np.isfinite(aucs).mean() < 0.75

@@ -11,7 +11,7 @@ from modelgate.evaluation.regression import (
     compare_regression,
     evaluate_regression,
 )
-from row_bootstrap import interval_agrees, row_resamples
+from row_bootstrap import agrees, interval_agrees, row_resamples
 from sklearn import metrics as skm
 
 
@@ -63,9 +63,44 @@ def test_intervals_agree_with_a_row_bootstrap_written_here(level: float) -> None
             rel=1e-9)
     for m in report.metrics:
         assert m.ci_upper - m.ci_lower > 0.01, m.name
-        assert interval_agrees(m.ci_lower, m.ci_upper, oracle[m.name], level, n_core=2000), (
-            m.name, m.ci_lower, m.ci_upper)
         assert _in_range(m.name, m.ci_lower, m.value, m.ci_upper), m
+    r2 = report.by_name()["r2"]  # the percentile interval (the others: the next test)
+    assert interval_agrees(r2.ci_lower, r2.ci_upper, oracle["r2"], level, n_core=2000)
+
+
+def _t_scale(e: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per metric, its value on the studentized scale and its standard error, for each row
+    of the errors ``e`` ``(k, n)``: rmse as log(mean e^2), mae and mean_error as means."""
+    n = e.shape[1]
+    mse = (e * e).mean(axis=1)
+    return {"rmse": (np.log(mse), (e * e).std(axis=1, ddof=1) / np.sqrt(n) / mse),
+            "mae": (np.abs(e).mean(axis=1), np.abs(e).std(axis=1, ddof=1) / np.sqrt(n)),
+            "mean_error": (e.mean(axis=1), e.std(axis=1, ddof=1) / np.sqrt(n))}
+
+
+@pytest.mark.parametrize("heavy", [False, True], ids=["normal-errors", "t3-errors"])
+def test_rmse_mae_and_mean_error_are_bootstrap_t_intervals(heavy: bool) -> None:
+    """The test's own studentized bootstrap: each end, put back on its scale as
+    ``(value - end) / se``, must be within resampling noise of the t statistics' quantile."""
+    y, pred = _data(4, n=300)
+    if heavy:
+        pred = y + 0.4 + np.random.default_rng(8).standard_t(3, size=len(y))
+    report = evaluate_regression(y, pred, n_bootstrap=2000, seed=5).by_name()
+    e = pred - y
+    resamples = row_resamples(len(y), 4000, seed=77)
+    point, drawn = _t_scale(e[None, :]), _t_scale(e[resamples])
+    to_scale = {"rmse": lambda v: np.log(v * v), "mae": lambda v: v, "mean_error": lambda v: v}
+    for name, scale in to_scale.items():
+        value, se = float(point[name][0][0]), float(point[name][1][0])
+        t = (drawn[name][0] - value) / drawn[name][1]
+        m = report[name]
+        assert m.value == pytest.approx(_sklearn(y, pred)[name], rel=1e-9)
+        for end, q in ((m.ci_lower, 0.975), (m.ci_upper, 0.025)):
+            assert agrees((value - scale(end)) / se, t, q, n_core=2000), (name, end, q)
+        assert _in_range(name, m.ci_lower, m.value, m.ci_upper), m
+    if heavy:  # the squared errors' skew stretches the rmse's interval upwards
+        rmse = report["rmse"]
+        assert rmse.ci_upper - rmse.value > rmse.value - rmse.ci_lower
 
 
 def test_the_last_row_takes_part_in_the_resamples() -> None:

@@ -75,7 +75,13 @@ AUC 0.98 at n = 200 that of the recall held it in 83.5 % (issue #38).  With
   rows, so their correlation is ``-mean(up) mean(down) / (sd(up) sd(down)) <= 0`` and
   that failure cannot arise: a near copy's parts are both small, and so is the
   interval (``bench/RESULTS.md``, "The log-loss delta").
-* Every other delta (precision, recall, F1, Brier): the percentile interval.
+* **Paired deltas of precision, recall and F1**: MOVER from the two models' Wilson
+  intervals above and the correlation of the paired resampled values; on the
+  confident model at n = 200 the percentile interval of the recall delta held the
+  truth in a minority of sets where both models found every positive (the same
+  difference, 0, on every resample: ``[0, 0]``).
+* **Paired delta of the Brier score**: as that of the log loss, MOVER over the
+  positive and negative parts of the per-row squared-error difference.
 
 All ends are widened to hold the point estimate
 (:func:`modelgate.intervals.interval_holding`) by the caller, and all use only the
@@ -116,6 +122,8 @@ DELTA_METHOD_BY_METRIC = {
     "accuracy": "MOVER, Wilson intervals, phi correlation (Newcombe's method 10)",
     "log_loss": "MOVER over the positive and negative parts of the per-row loss difference, "
                 "studentized intervals",
+    "brier": "MOVER over the positive and negative parts of the per-row squared-error "
+             "difference, studentized intervals",
     **{name: "MOVER, the metric's own intervals, correlation of the resampled values"
        for name in ("precision", "recall", "f1")}}
 
@@ -282,15 +290,19 @@ def paired_delta_interval(name: str, points: tuple[float, float],
                           resampled: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
                           correct: tuple[int, int, int, int], *,
                           log_loss_delta: tuple[float, float] | None = None,
+                          brier_delta: tuple[float, float] | None = None,
                           ) -> tuple[float, float] | None:
     """The interval of ``candidate - champion`` for metric ``name``, or None for the percentile one.
 
-    None also when the difference is the same on every resample (identical models).
+    None also when the difference is the same on every resample (identical models); for
+    precision, recall and F1 only when the two models predict the same label on every
+    row (``correct`` has no row right by one model only).
 
-    ROC AUC and accuracy: MOVER (:func:`modelgate.intervals.mover_difference`) from each
+    ROC AUC, accuracy, precision, recall and F1: MOVER
+    (:func:`modelgate.intervals.mover_difference`) from each
     model's own interval of the metric and the correlation of the two estimates: for the
     accuracy the phi coefficient of the 2 x 2 table of rows each model classifies
-    correctly (Newcombe's method 10, with the Wilson intervals), for ROC AUC the
+    correctly (Newcombe's method 10, with the Wilson intervals), for the others the
     correlation of the paired resampled values (the same draws for both models).  The
     log loss: ``log_loss_delta``, from :func:`log_loss_delta_interval` (None: the
     percentile interval).
@@ -309,8 +321,9 @@ def paired_delta_interval(name: str, points: tuple[float, float],
     correct : tuple of int
         Rows both models classify correctly, only the candidate, only the champion,
         neither.
-    log_loss_delta : tuple of float, optional
-        The log-loss delta's interval by :func:`log_loss_delta_interval`.
+    log_loss_delta, brier_delta : tuple of float, optional
+        The log-loss and Brier deltas' intervals by :func:`log_loss_delta_interval` (of
+        the per-row log-loss and squared-error differences).
 
     Returns
     -------
@@ -339,13 +352,23 @@ def paired_delta_interval(name: str, points: tuple[float, float],
     if new.size == 0:
         return float("nan"), float("nan")
     ok = np.isfinite(new) & np.isfinite(old)
-    if not ok.any() or np.ptp(new[ok] - old[ok]) == 0:
+    same = bool(ok.any()) and np.ptp(new[ok] - old[ok]) == 0
+    if name in _BY_COUNTS:
+        # two models that find every positive of the data have the same recall on every
+        # resample, yet may differ on the population (the confident model at n = 200: the
+        # recall delta's [0, 0] held the truth in 79 % of sets); only the same prediction
+        # on every row counts as identical
+        same = correct[1] == 0 and correct[2] == 0
+    if not ok.any() or same:
         # the same difference on every resample (identical models): MOVER, blind to
         # that, would still give each interval's asymmetry as width; the percentile
         # interval is the exact [d, d]
         return None
     if name == "log_loss":
         return log_loss_delta
+    if name == "brier":  # a difference of two scores in [0, 1]
+        return None if brier_delta is None else (max(brier_delta[0], -1.0),
+                                                 min(brier_delta[1], 1.0))
     if name == "accuracy":
         r = phi_correlation(*(float(c) for c in correct))
     else:

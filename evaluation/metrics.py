@@ -277,16 +277,18 @@ def compare(
     cells = (_cells(y, s_new, threshold), _cells(y, s_old, old_threshold))
     (p_new, r_new), (p_old, r_old) = _point_estimates(cells[0]), _point_estimates(cells[1])
     _check_interval(interval)
-    difference = _row_log_loss(y, s_new) - _row_log_loss(y, s_old)
-    boot_new, boot_old = _bootstrap(cells, len(y), n_bootstrap, seed, difference)
+    differences = {"log_loss": _row_log_loss(y, s_new) - _row_log_loss(y, s_old),
+                   "brier": (s_new - y) ** 2 - (s_old - y) ** 2}
+    boot_new, boot_old = _bootstrap(cells, len(y), n_bootstrap, seed, differences)
     own: tuple[Mapping[str, tuple[float, float] | None], ...] = ({}, {})
-    loss_delta = None
+    loss_delta: dict[str, tuple[float, float] | None] = {"log_loss": None, "brier": None}
     if interval == "per_metric":
         own = (_own_intervals(cells[0], p_new, boot_new, confidence_level),
                _own_intervals(cells[1], p_old, boot_old, confidence_level))
-        loss_delta = log_loss_delta_interval(
+        loss_delta = {name: log_loss_delta_interval(
             difference_part_moments(difference, np.ones((1, len(y)))),
-            {key: boot_new[f"difference_{key}"] for key in _PART_KEYS}, len(y), confidence_level)
+            {key: boot_new[f"{name}_difference_{key}"] for key in _PART_KEYS}, len(y),
+            confidence_level) for name, difference in differences.items()}
     new_right, old_right = (s_new >= threshold) == y, (s_old >= old_threshold) == y
     correct = (int(np.sum(new_right & old_right)), int(np.sum(new_right & ~old_right)),
                int(np.sum(~new_right & old_right)), int(np.sum(~new_right & ~old_right)))
@@ -297,7 +299,8 @@ def compare(
         paired = paired_delta_interval(name, (p_new[name], p_old[name]),
                                        (own[0].get(name), own[1].get(name)),
                                        (boot_new[name], boot_old[name]), correct,
-                                       log_loss_delta=loss_delta)
+                                       log_loss_delta=loss_delta["log_loss"],
+                                       brier_delta=loss_delta["brier"])
         diff = _holding(_estimate(
             name, p_new[name] - p_old[name], reason, boot_new[name] - boot_old[name],
             confidence_level, len(y), paired,
@@ -497,23 +500,27 @@ def undefined_reasons(n: float, n_pos: float, tp: float, fp: float) -> dict[str,
 
 def _bootstrap(
     cells: tuple[_Cells, ...], n: int, n_bootstrap: int, seed: int,
-    difference: _FloatArray | None = None,
+    differences: Mapping[str, _FloatArray] | None = None,
 ) -> list[dict[str, _FloatArray]]:
-    """Per model, per metric: the ``n_bootstrap`` resampled values; with ``difference``
-    (per row), the first model's also hold its parts' moments on the same resamples
-    (:func:`~.metric_intervals.difference_part_moments`, keys ``difference_up`` ...)."""
+    """Per model, per metric: the ``n_bootstrap`` resampled values; with ``differences``
+    (per metric, per row), the first model's also hold each difference's parts' moments on
+    the same resamples (:func:`~.metric_intervals.difference_part_moments`, keys
+    ``log_loss_difference_up`` ...)."""
     parts: list[list[dict[str, _FloatArray]]] = [[] for _ in cells]
     for idx in bootstrap_indices(n, n_bootstrap=n_bootstrap, seed=seed):
         for model, c in enumerate(cells):
             parts[model].append(_statistics(_counts(c, idx), c))
-        if difference is not None:
+        if differences is not None:
             rows = np.stack([np.bincount(i, minlength=n) for i in idx]).astype(np.float64)
-            moments = difference_part_moments(difference, rows)
-            parts[0][-1].update({f"difference_{key}": moments[key] for key in _PART_KEYS})
+            for name, difference in differences.items():
+                moments = difference_part_moments(difference, rows)
+                parts[0][-1].update({f"{name}_difference_{key}": moments[key]
+                                     for key in _PART_KEYS})
     empty = np.empty(0, dtype=np.float64)
     keys = [(*METRIC_NAMES, "log_loss_var", "brier_var") for _ in cells]
-    if difference is not None:
-        keys[0] = (*keys[0], *(f"difference_{k}" for k in _PART_KEYS))
+    if differences is not None:
+        keys[0] = (*keys[0], *(f"{name}_difference_{k}" for name in differences
+                               for k in _PART_KEYS))
     return [
         {name: np.concatenate([p[name] for p in chunks]) if chunks else empty for name in names}
         for names, chunks in zip(keys, parts, strict=True)

@@ -92,6 +92,9 @@ _CHUNK_ELEMENTS = 1 << 22
 # and a truly different replicate that close to the point changes nothing visible.
 _SUMMED_TIE = 1e-9
 _SUMMED = frozenset({"log_loss", "brier"})
+# Columns of BootstrapTable.loss_sums (candidate, champion) whose per-row difference gets the
+# parts' MOVER interval of its paired delta.
+_DIFFERENCE_COLUMNS = {"log_loss": (0, 2), "brier": (1, 3)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +174,9 @@ def performance_from_statistics(
                for m, p, r, j, o in zip(models, points, resampled, jack, own, strict=True)]
     comparison = None
     if stats.champion is not None:
-        loss_delta = (log_loss_delta_interval(parts[0], parts[1], stats.n, confidence_level)
-                      if interval == "per_metric" else None)
+        loss_delta = {name: log_loss_delta_interval(_part(parts[0], name), _part(parts[1], name),
+                                                    stats.n, confidence_level)
+                      if interval == "per_metric" else None for name in _DIFFERENCE_COLUMNS}
         comparison = _comparison(points, resampled, jack, own, correct_pairs(stats.bootstrap),
                                  loss_delta, ends, stats.n, stats.candidate.threshold,
                                  n_bootstrap, seed)
@@ -248,8 +252,10 @@ def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n
                                    list[dict[str, _FloatArray]], list[dict[str, _FloatArray]]]:
     """Per model, per metric: the ``n_bootstrap`` replicates (the same draws for every model),
     the jackknife values per cell and the replicate statistics on the table itself; with a
-    champion also the moments of the per-row log-loss difference's parts on the table
-    and on the draws (:func:`~.metric_intervals.difference_part_moments`), else ``[]``."""
+    champion also the moments of the parts of the per-row log-loss and squared-error
+    differences on the table and on the draws
+    (:func:`~.metric_intervals.difference_part_moments`, keys prefixed ``log_loss_`` and
+    ``brier_``), else ``[]``."""
     table = stats.bootstrap
     per_model = []
     for m, model in enumerate(models):
@@ -264,11 +270,13 @@ def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n
     own = table.counts[None, :].astype(np.float64)
     at_data = [replicate_metrics(own, table, m, *args) for m, args in enumerate(per_model)]
     resampled: list[list[dict[str, _FloatArray]]] = [[] for _ in models]
-    # the per-row log-loss difference of each cell (its mean over the cell's rows)
-    difference = (table.loss_sums[:, 0] - table.loss_sums[:, 2]) / table.counts
+    # the per-row log-loss and squared-error differences of each cell (their means over
+    # the cell's rows)
+    differences = {name: (table.loss_sums[:, new] - table.loss_sums[:, old]) / table.counts
+                   for name, (new, old) in _DIFFERENCE_COLUMNS.items()}
     parts: list[list[dict[str, _FloatArray]]] = [[], []] if len(models) == 2 else []
     if parts:
-        parts[0].append(difference_part_moments(difference, own))
+        parts[0].append(_difference_moments(differences, own))
     rng = np.random.default_rng(seed)
     chunk = max(1, _CHUNK_ELEMENTS // len(table.counts))
     for start in range(0, n_bootstrap, chunk):
@@ -277,9 +285,24 @@ def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n
         for m, (kappa, inverse, predicted) in enumerate(per_model):
             resampled[m].append(replicate_metrics(draws, table, m, kappa, inverse, predicted))
         if parts:
-            parts[1].append(difference_part_moments(difference, draws))
+            parts[1].append(_difference_moments(differences, draws))
+    part_keys = [f"{name}_{k}" for name in _DIFFERENCE_COLUMNS
+                 for k in ("up", "up_var", "down", "down_var")]
     return ([_joined(chunks, at_data[0]) for chunks in resampled], jack, at_data,
-            [_joined(chunks, ("up", "up_var", "down", "down_var")) for chunks in parts])
+            [_joined(chunks, part_keys) for chunks in parts])
+
+
+def _difference_moments(differences: Mapping[str, _FloatArray],
+                        counts: _FloatArray) -> dict[str, _FloatArray]:
+    """:func:`~.metric_intervals.difference_part_moments` of each difference, keys prefixed
+    by its metric (``log_loss_up`` ...)."""
+    return {f"{name}_{key}": value for name, d in differences.items()
+            for key, value in difference_part_moments(d, counts).items()}
+
+
+def _part(moments: Mapping[str, _FloatArray], name: str) -> dict[str, _FloatArray]:
+    """The moments of one metric's difference, without its prefix."""
+    return {key: moments[f"{name}_{key}"] for key in ("up", "up_var", "down", "down_var")}
 
 
 def _joined(chunks: Sequence[Mapping[str, _FloatArray]], keys: Iterable[str]) -> dict[str, _FloatArray]:
@@ -333,7 +356,8 @@ def _calibration(m: ModelStatistics) -> CalibrationTable:
 def _comparison(points: list[tuple[dict[str, float], dict[str, str | None]]],
                 resampled: list[dict[str, _FloatArray]], jack: list[dict[str, _FloatArray]],
                 own: list[dict[str, tuple[float, float] | None]],
-                correct: tuple[int, int, int, int], loss_delta: tuple[float, float] | None,
+                correct: tuple[int, int, int, int],
+                loss_delta: Mapping[str, tuple[float, float] | None] | None,
                 ends: _Ends, n: int, threshold: float, n_bootstrap: int,
                 seed: int) -> ComparisonReport:
     (p_new, r_new), (p_old, r_old) = points
@@ -351,7 +375,8 @@ def _comparison(points: list[tuple[dict[str, float], dict[str, str | None]]],
             paired = paired_delta_interval(name, (p_new[name], p_old[name]),
                                            (own[0].get(name), own[1].get(name)),
                                            (resampled[0][name], resampled[1][name]), correct,
-                                           log_loss_delta=loss_delta)
+                                           log_loss_delta=(loss_delta or {}).get("log_loss"),
+                                           brier_delta=(loss_delta or {}).get("brier"))
         lower, upper = (ends.of(delta, resampled[0][name] - resampled[1][name],
                                 jack[0][name] - jack[1][name],
                                 tie_tolerance=_tie_tolerance(name, abs(p_new[name]) + abs(p_old[name])))

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from binary_oracles import Z, newcombe_method_10, parts_mover, row_log_losses
+from binary_oracles import newcombe_method_10, parts_mover, row_log_losses
 from modelgate.evaluation.performance import performance_from_statistics
 from modelgate.evaluation.sufficient import collect, merge
 from row_bootstrap import row_resamples
 from scipy.special import expit, logit
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from modelgate.intervals import mover_difference, phi_correlation
 
@@ -47,8 +48,10 @@ def _placements(y: np.ndarray, s: np.ndarray) -> tuple[float, np.ndarray, np.nda
     return float(psi.mean()), psi.mean(axis=1), psi.mean(axis=0)
 
 
-def _logit_wald(auc: float, var: float) -> tuple[float, float]:
-    half = Z * np.sqrt(var) / (auc * (1 - auc))
+def _logit_wald(auc: float, var: float, smaller: int) -> tuple[float, float]:
+    """Logit-scale Wald interval with Student's t quantile, ``smaller - 1`` degrees of
+    freedom (``smaller``: the rarer class's rows)."""
+    half = student_t.ppf(0.975, smaller - 1) * np.sqrt(var) / (auc * (1 - auc))
     return float(expit(logit(auc) - half)), float(expit(logit(auc) + half))
 
 
@@ -94,7 +97,7 @@ def test_auc_delta_is_mover_of_the_logit_wald_intervals_with_delong_s_correlatio
     v2 = p2.var(ddof=1) / pos + n2.var(ddof=1) / neg
     cov = np.cov(p1, p2)[0, 1] / pos + np.cov(n1, n2)[0, 1] / neg
     r = cov / np.sqrt(v1 * v2)
-    e1, e2 = _logit_wald(a1, v1), _logit_wald(a2, v2)
+    e1, e2 = _logit_wald(a1, v1, min(pos, neg)), _logit_wald(a2, v2, min(pos, neg))
 
     def mover(rho: float) -> tuple[float, float]:
         lo = a1 - a2 - np.sqrt((a1 - e1[0]) ** 2 + (e2[1] - a2) ** 2

@@ -21,6 +21,7 @@ import dataclasses
 import numpy as np
 from scipy.special import expit, logit
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from bench.bench_coverage import P_B, PI, SCENARIOS, THRESHOLD, Scenario, _truth
 
@@ -100,9 +101,13 @@ def _one(sc: Scenario, n: int, rng: np.random.Generator, resamples: int) -> dict
         lo, hi = _t_ends(g, gse, t)
         out["auc studentized logit bootstrap"] = (float(expit(lo)), float(expit(hi)))
         out["auc logit Wald"] = out["auc logit Wald + separation bound"] = wald
+        tq = float(student_t.ppf(0.975, min(n1, n0) - 1))  # issue #38: t quantile
+        out["auc logit Wald t + separation bound"] = (float(expit(g - tq * gse)),
+                                                       float(expit(g + tq * gse)))
     else:  # a perfect separation
         out["auc studentized logit bootstrap"] = out["auc logit Wald"] = (a, a)
         out["auc logit Wald + separation bound"] = (0.025 ** (1 / min(n1, n0)), 1.0)
+        out["auc logit Wald t + separation bound"] = out["auc logit Wald + separation bound"]
     _mean_methods(c["loss"], w, out, "log_loss")
     lm = c["loss"]
     mu3 = np.mean((lm - lm.mean()) ** 3)

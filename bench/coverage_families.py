@@ -1,0 +1,96 @@
+"""Coverage of the multiclass and regression intervals: populations and one simulated set.
+
+Used by ``bench/bench_coverage.py --family multiclass|regression`` (its docstring has the
+commands); the rows it prints are summarised there.
+
+Multiclass population: three classes with priors 0.5, 0.3, 0.2; features ``x ~ N(mu_k,
+I)`` in two dimensions, ``mu_k`` at radius ``r`` and angles 0, 120 and 240 degrees;
+probabilities the exact posterior ``softmax(log prior_k + mu_k . x - |mu_k|^2 / 2)``
+(a calibrated model), predicted class the most probable.  ``moderate`` (r = 0.7):
+macro one-vs-rest AUC 0.78, accuracy 0.63; ``confident`` (r = 1.8): AUC 0.98, accuracy
+0.90.  Population metrics by
+Monte Carlo on 10^6 rows of a fixed seed (standard error of a per-class recall about
+0.001, a tenth of the narrowest interval's half-width at n = 2,000).
+
+Regression population: ``x ~ N(0, 1)``, ``y = x + sigma t`` with ``t`` Student t of 5
+degrees of freedom scaled to unit variance (errors of real models are heavy-tailed);
+prediction ``0.9 x + 0.1``, so the error is ``e = 0.1 - 0.1 x - sigma t``.  Exact:
+``mean_error = 0.1``, ``rmse = sqrt(0.02 + sigma^2)``, ``r2 = 1 - (0.02 + sigma^2) / (1
++ sigma^2)``; ``mae`` by quadrature over ``t``.  ``moderate``: sigma 1 (r2 about 0.49);
+``confident``: sigma 0.2 (r2 about 0.94).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+from modelgate.evaluation.multiclass import evaluate_multiclass
+from modelgate.evaluation.regression import evaluate_regression
+from scipy import integrate
+from scipy.stats import norm
+from scipy.stats import t as student_t
+
+PRIORS = np.array([0.5, 0.3, 0.2])
+RADIUS = {"moderate": 0.7, "confident": 1.8}
+SIGMA = {"moderate": 1.0, "confident": 0.2}
+_T_DF = 5
+
+
+def _multiclass_rows(radius: float, n: int,
+                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    angles = np.array([0.0, 2 * np.pi / 3, 4 * np.pi / 3])
+    mu = radius * np.column_stack([np.cos(angles), np.sin(angles)])
+    y = rng.choice(3, size=n, p=PRIORS)
+    x = mu[y] + rng.normal(size=(n, 2))
+    logits = np.log(PRIORS) + x @ mu.T - 0.5 * (mu**2).sum(axis=1)
+    logits -= logits.max(axis=1, keepdims=True)
+    p = np.exp(logits)
+    return y, p / p.sum(axis=1, keepdims=True)
+
+
+@cache
+def multiclass_truth(scenario: str) -> dict[str, float]:
+    """Every multiclass metric on 10^6 rows of the population (seed 12345)."""
+    y, p = _multiclass_rows(RADIUS[scenario], 1_000_000, np.random.default_rng(12345))
+    return {m.name: m.value for m in evaluate_multiclass(y, p, n_bootstrap=0).metrics}
+
+
+def simulate_multiclass(scenario: str, n: int, rng: np.random.Generator, resamples: int,
+                        seed: int) -> dict[str, tuple[float, float, float]]:
+    y, p = _multiclass_rows(RADIUS[scenario], n, rng)
+    report = evaluate_multiclass(y, p, n_bootstrap=resamples, seed=seed)
+    return {m.name: (m.value, m.ci_lower, m.ci_upper) for m in report.metrics}
+
+
+def _regression_rows(sigma: float, n: int,
+                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    x = rng.normal(size=n)
+    noise = rng.standard_t(_T_DF, size=n) / np.sqrt(_T_DF / (_T_DF - 2))
+    return x + sigma * noise, 0.9 * x + 0.1
+
+
+@cache
+def regression_truth(scenario: str) -> dict[str, float]:
+    """Exact population metrics (mae by quadrature over the t variable)."""
+    sigma = SIGMA[scenario]
+    scale = np.sqrt(_T_DF / (_T_DF - 2))
+    s = 0.1  # sd of the 0.1 x part of the error
+
+    def abs_given_t(t: float) -> float:
+        m = 0.1 - sigma * t / scale  # e given t is N(m, s^2)
+        return float(s * np.sqrt(2 / np.pi) * np.exp(-m * m / (2 * s * s))
+                     + m * (1 - 2 * norm.cdf(-m / s)))
+
+    mae = integrate.quad(lambda t: abs_given_t(t) * student_t.pdf(t, _T_DF), -np.inf, np.inf,
+                         limit=400)[0]
+    mse = 0.02 + sigma**2
+    return {"rmse": float(np.sqrt(mse)), "mae": float(mae), "r2": 1.0 - mse / (1.0 + sigma**2),
+            "mean_error": 0.1}
+
+
+def simulate_regression(scenario: str, n: int, rng: np.random.Generator, resamples: int,
+                        seed: int) -> dict[str, tuple[float, float, float]]:
+    y, pred = _regression_rows(SIGMA[scenario], n, rng)
+    report = evaluate_regression(y, pred, n_bootstrap=resamples, seed=seed)
+    return {m.name: (m.value, m.ci_lower, m.ci_upper) for m in report.metrics}

@@ -74,7 +74,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from modelgate.cli_data import read_table
     from modelgate.scoring import open_session, settings_from_os_environ
 
-    scorer = open_session(verify(args.model), settings_from_os_environ())
+    loaded = verify(args.model)
+    scorer = open_session(loaded, settings_from_os_environ())
     features = list(scorer.feature_names)
     frame, id_column = _read_with_ids(args.data, features, scorer.manifest.id_column, read_table)
     if len(frame) == 0:
@@ -83,9 +84,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
     background = frame.iloc[np.sort(rng.choice(len(frame), min(args.background, len(frame)),
                                                replace=False))]
     rows = frame.iloc[: args.rows]
-    exp, explained = _explain_for_task(scorer, rows, background, features, args)
+    exp, explained, note = _explain_for_task(scorer, loaded.onnx_bytes, rows, background, features, args)
     payload = {
-        "features": list(exp.features), "algorithm": exp.algorithm, "output": exp.output,
+        "features": list(exp.features), "algorithm": exp.algorithm, "algorithm_note": note,
+        "output": exp.output,
         "base_values": exp.base_values.tolist(), "values": exp.values.tolist(),
         "model_output": exp.model_output.tolist(), "standard_errors": exp.standard_errors.tolist(),
         "budget": {"evaluations_per_row": exp.budget.evaluations_per_row,
@@ -99,13 +101,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
     payload["row_ids"] = None if id_column is None else rows[id_column].tolist()
     names = ([f"row {i}" for i in range(len(rows))] if id_column is None
              else [f"{id_column} {v}" for v in payload["row_ids"]])
-    lines = [f"{exp.algorithm} SHAP of {len(rows)} row(s), base value {exp.base_values[0]:.4f}"]
+    lines = [f"{exp.algorithm} SHAP of {len(rows)} row(s) ({exp.output}), base value "
+             f"{exp.base_values[0]:.4f}" + (f"; {note}" if note else "")]
     for i in range(len(rows)):
         top = sorted(zip(exp.features, exp.values[i], exp.standard_errors[i], strict=True),
                      key=lambda t: -abs(t[1]))[:5]
         what = "" if explained is None else f" (class {shown(str(explained[i]))})"
         lines.append(f"{shown(names[i])}{what}: output {exp.model_output[i]:.4f}; " + ", ".join(
-            f"{shown(f)} {v:+.4f}" + ("" if exp.algorithm == "exact" else f" +/- {se:.4f}")
+            f"{shown(f)} {v:+.4f}" + ("" if exp.algorithm != "permutation" else f" +/- {se:.4f}")
             for f, v, se in top))
     _emit(payload, args.format, "\n".join(lines))
     return EXIT_OK
@@ -124,21 +127,18 @@ def _read_with_ids(data: str, features: list[str], id_column: str | None,
     return read_table(data, features).to_pandas(), (id_column if id_column in features else None)
 
 
-def _explain_for_task(scorer: Any, rows: Any, background: Any, features: list[str],
-                      args: argparse.Namespace) -> tuple[Any, list[Any] | None]:
+def _explain_for_task(scorer: Any, onnx_bytes: bytes, rows: Any, background: Any, features: list[str],
+                      args: argparse.Namespace) -> tuple[Any, list[Any] | None, str]:
     """Binary: the positive class's probability; multiclass: each row's predicted class (or
-    ``--class``); regression: the predicted value."""
+    ``--class``); regression: the predicted value. A tree-ensemble graph is explained
+    exactly from its trees (in margin space); the note says which space, or why not."""
+    from modelgate.pipelines.shap_trees import explain_with_trees, tree_route
     from modelgate.reports.explain import explain, explain_class
 
     options = {"seed": args.seed, "max_rows": max(args.rows, 1), "background_size": args.background}
     task, manifest = scorer.manifest.task, scorer.manifest
     if args.class_label is not None and task != "multiclass_classification":
         raise UsageError(f"--class is for multiclass models; {manifest.name!r} is {task}")
-    if task == "regression":
-        return explain(scorer.predict_value, rows, background, features=features, output="value",
-                       **options), None
-    if task == "binary_classification":
-        return explain(scorer.predict_proba, rows, background, features=features, **options), None
     classes = list(manifest.output.classes or ())
     index = None
     if args.class_label is not None:
@@ -146,9 +146,28 @@ def _explain_for_task(scorer: Any, rows: Any, background: Any, features: list[st
         if args.class_label not in names:
             raise UsageError(f"--class {args.class_label!r} is not one of the model's classes {names}")
         index = names.index(args.class_label)
+    route = tree_route(onnx_bytes, scorer, _route_frame(rows, background, features))
+    if route.trees is not None:
+        exp, picked = explain_with_trees(route, scorer, rows, background, class_index=index, **options)
+        note = f"exact values of the trees' {exp.output} (not the probability)" if exp.output in (
+            "logit", "margin") else "exact values read from the trees"
+        return exp, None if picked is None else [classes[int(k)] for k in picked], note
+    if task == "regression":
+        return explain(scorer.predict_value, rows, background, features=features, output="value",
+                       **options), None, route.reason
+    if task == "binary_classification":
+        return (explain(scorer.predict_proba, rows, background, features=features, **options), None,
+                route.reason)
     exp, explained = explain_class(scorer.predict_class_proba, rows, background, features=features,
                                    class_index=index, **options)
-    return exp, [classes[int(k)] for k in explained]
+    return exp, [classes[int(k)] for k in explained], route.reason
+
+
+def _route_frame(rows: Any, background: Any, features: list[str]) -> Any:
+    """The rows and background the tree route is checked on."""
+    import pandas as pd
+
+    return pd.concat([rows[features], background[features]], ignore_index=True)
 
 
 # --- fairness ----------------------------------------------------------------------------

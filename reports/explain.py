@@ -54,7 +54,12 @@ from .explain_masking import MaskedEvaluator, Output, Predict
 from .explain_rows import Reason, RowSelection, select_error_rows, select_rows
 
 Algorithm = Literal["permutation", "exact", "auto"]
-Chosen = Literal["permutation", "exact"]
+#: ``"tree_interventional"``: exact values read from a tree-ensemble graph
+#: (:mod:`modelgate.reports.explain_trees`), never chosen by :func:`choose_algorithm`.
+Chosen = Literal["permutation", "exact", "tree_interventional"]
+#: The space an Explanation's values are in: the masker's outputs, or a tree ensemble's
+#: raw per-class score before its softmax (``"margin"``).
+Space = Literal["probability", "logit", "value", "margin"]
 
 #: Background rows used by the masker; a larger background is subsampled (seeded).
 DEFAULT_BACKGROUND_SIZE = 100
@@ -84,6 +89,7 @@ __all__ = [
     "ExplanationBudget",
     "Reason",
     "RowSelection",
+    "Space",
     "choose_algorithm",
     "explain",
     "explain_class",
@@ -141,10 +147,12 @@ class Explanation:
         Model output for each row; equals ``base_values + values.sum(axis=1)``.
     feature_values : ndarray of object, shape (n_rows, n_features)
         Raw feature values of the explained rows (for display).
-    output : {"probability", "logit", "value"}
-        Space in which the model output was explained.
-    algorithm : {"exact", "permutation"}
-        Algorithm actually used: exact values, or an estimate.
+    output : {"probability", "logit", "value", "margin"}
+        Space in which the model output was explained (``"margin"``: a multiclass tree
+        ensemble's raw class score, see :mod:`modelgate.reports.explain_trees`).
+    algorithm : {"exact", "permutation", "tree_interventional"}
+        Algorithm actually used: exact values (all coalitions, or read from the trees),
+        or an estimate.
     budget : ExplanationBudget
         Work spent per row.
     standard_errors : ndarray of float64, shape (n_rows, n_features)
@@ -158,7 +166,7 @@ class Explanation:
     base_values: npt.NDArray[np.float64]
     model_output: npt.NDArray[np.float64]
     feature_values: npt.NDArray[np.object_]
-    output: Output
+    output: Space
     algorithm: Chosen
     budget: ExplanationBudget
     standard_errors: npt.NDArray[np.float64]

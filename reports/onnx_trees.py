@@ -35,6 +35,8 @@ __all__ = ["MODES", "TreeEnsemble", "UnsupportedGraph", "read_tree_ensemble", "t
 MODES = ("LEAF", "BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ")
 _TREE_OPS = ("TreeEnsembleClassifier", "TreeEnsembleRegressor", "TreeEnsemble")
 _PASS_THROUGH = ("Cast", "Identity")
+#: Most elements of one (rows x nodes) float temporary.
+_BLOCK_ELEMENTS = 1 << 22
 PostTransform = Literal["NONE", "LOGISTIC", "SOFTMAX"]
 
 
@@ -42,7 +44,7 @@ class UnsupportedGraph(ValueError):
     """The graph is not a tree ensemble on raw features that this reader understands."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class TreeEnsemble:
     """A tree ensemble as flat arrays over all nodes of all trees.
 
@@ -166,6 +168,12 @@ def tree_scores(trees: TreeEnsemble, x: npt.ArrayLike) -> npt.NDArray[np.float64
 def decisions(trees: TreeEnsemble, x: npt.ArrayLike) -> npt.NDArray[np.bool_]:
     """``[N, n_nodes]``: whether each row takes the true branch at each node."""
     cols = np.asarray(x, dtype=np.float64)[:, list(trees.input_columns)]
+    step = max(1, _BLOCK_ELEMENTS // max(1, len(trees.feature)))
+    # in blocks of rows, to bound the float temporaries
+    return np.vstack([_decide(trees, cols[i:i + step]) for i in range(0, max(len(cols), 1), step)])
+
+
+def _decide(trees: TreeEnsemble, cols: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
     v = cols.astype(np.float32).astype(np.float64)[:, np.maximum(trees.feature, 0)]
     t = trees.threshold
     with np.errstate(invalid="ignore"):
@@ -295,8 +303,11 @@ def _root(tree_ids: npt.NDArray[np.int64], tree: int) -> int:
     return int(np.flatnonzero(tree_ids == tree)[0])
 
 
+Matrix = npt.NDArray[np.float64]
+
+
 def _output_columns(op: str, attrs: dict[str, object], n_targets: int, post: str,
-                    value: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+                    value: Matrix) -> tuple[Matrix, Matrix]:
     """Margin columns of the graph output as a linear map of the target scores."""
     labels = attrs.get("classlabels_int64s") or attrs.get("classlabels_strings") or ()
     if op != "TreeEnsembleClassifier" or len(labels) != 2 or n_targets != 1:  # type: ignore[arg-type]

@@ -36,6 +36,7 @@ References
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -152,24 +153,37 @@ def _matrix(a: npt.ArrayLike, name: str, trees: TreeEnsemble) -> npt.NDArray[np.
     return m
 
 
+#: Paths of the ensembles explained, kept while the ensemble lives (a report explains
+#: its rows a block at a time with the same trees).
+_PATHS: weakref.WeakKeyDictionary[TreeEnsemble, _Paths] = weakref.WeakKeyDictionary()
+
+
 def _paths(trees: TreeEnsemble) -> _Paths:
-    """Every leaf's path tests, grouped into one slot per distinct feature."""
+    """Every leaf's path tests, grouped into one slot per distinct feature (cached)."""
+    if trees not in _PATHS:
+        _PATHS[trees] = _walk(trees)
+    return _PATHS[trees]
+
+
+def _walk(trees: TreeEnsemble) -> _Paths:
     leaves: list[int] = []
     tests: list[list[tuple[int, bool]]] = []
-    stack = [(int(r), []) for r in trees.roots[::-1]]
+    stack: list[tuple[int, list[tuple[int, bool]]]] = [(int(r), []) for r in trees.roots[::-1]]
     while stack:
-        node, path = stack.pop()
-        if trees.feature[node] < 0:
-            leaves.append(node)
+        at, path = stack.pop()
+        if trees.feature[at] < 0:
+            leaves.append(at)
             tests.append(path)
             continue
-        stack.append((int(trees.false_child[node]), [*path, (node, False)]))
-        stack.append((int(trees.true_child[node]), [*path, (node, True)]))
+        stack.append((int(trees.false_child[at]), [*path, (at, False)]))
+        stack.append((int(trees.true_child[at]), [*path, (at, True)]))
     slot_feats = [list(dict.fromkeys(int(trees.feature[n]) for n, _ in p)) for p in tests]
     k = max(1, max((len(s) for s in slot_feats), default=1))
     feature = np.zeros((len(leaves), k), dtype=np.int64)
     used = np.zeros((len(leaves), k), dtype=bool)
-    node, want, slot = [], [], []
+    node: list[int] = []
+    want: list[bool] = []
+    slot: list[int] = []
     for i, (p, feats) in enumerate(zip(tests, slot_feats, strict=True)):
         feature[i, : len(feats)] = feats
         used[i, : len(feats)] = True
@@ -186,7 +200,7 @@ def _satisfied(paths: _Paths, went_true: npt.NDArray[np.bool_]) -> npt.NDArray[n
     """``(L, K, N)``: the row passes every test of the slot's feature on the leaf's path."""
     n_leaves, k = paths.feature.shape
     failed = np.zeros((n_leaves * k, went_true.shape[0]), dtype=np.int64)
-    miss = went_true[:, paths.node].T != paths.want[:, None]  # (E, N)
+    miss = paths.want[:, None] != went_true[:, paths.node].T  # (E, N)
     np.add.at(failed, paths.entry_slot, miss.astype(np.int64))
     return (failed == 0).reshape(n_leaves, k, -1)
 

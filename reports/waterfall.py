@@ -6,12 +6,14 @@ from the base value to the model output, largest contributions on top. Labels sh
 raw feature values as plain text (math-text parsing is off, so ``$`` and the like are
 drawn literally); HTML escaping is left to the report that embeds the image.
 
-The axis label names the algorithm. For estimated values each bar's label adds its standard
-error (``+0.120 ± 0.004``), and a bar whose 95% t interval ``value ± q SE`` contains zero is
-hatched: its sign is not established by the estimate. ``q`` is Student's t quantile with
-``pairs - 1`` degrees of freedom (2.26 at 10 pairs), since the standard error is itself
-estimated from the pairs (:mod:`modelgate.reports.explain_errors`). The "N other features" bar is
-a sum whose standard error is not known from the per-value ones, so it is never marked.
+The axis label names the algorithm and the space explained (a tree ensemble's exact values
+explain its margin: log-odds, or a class's raw score before the softmax). For estimated
+values each bar's label adds its standard error (``+0.120 ± 0.004``), and a bar whose 95% t
+interval ``value ± q SE`` contains zero is hatched: its sign is not established by the
+estimate. ``q`` is Student's t quantile with ``pairs - 1`` degrees of freedom (2.26 at 10
+pairs), since the standard error is itself estimated from the pairs
+(:mod:`modelgate.reports.explain_errors`). The "N other features" bar is a sum whose
+standard error is not known from the per-value ones, so it is never marked.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def waterfall_png(
     estimated = explanation.algorithm != "exact" and pairs >= 2
     space = (f"{explanation.output}; {explanation.algorithm} estimate ± 1 standard error;\n"
              f"hatched: {interval_words(pairs)} crosses 0" if estimated
-             else f"{explanation.output}; exact SHAP")
+             else _exact_label(explanation))
     fig = _draw(labels, values, base, output, title, space,
                 errors=errors if estimated else None,
                 quantile=interval_quantile(pairs) if estimated else 0.0)
@@ -224,3 +226,13 @@ def _fit_labels(fig: Figure, ax: Axes, texts: Sequence[Text], *, pad_px: float =
         lo, hi = ax.get_xlim()
         per_px = (hi - lo) / box.width
         ax.set_xlim(lo - over_left * per_px, hi + over_right * per_px)
+
+
+def _exact_label(explanation: Explanation) -> str:
+    """Axis label of exact values: the space, and for tree values that they are the margin's."""
+    if explanation.algorithm != "tree_interventional":
+        return f"{explanation.output}; exact SHAP"
+    space = {"logit": "log-odds (margin, before the sigmoid)",
+             "margin": "class score (margin, before the softmax)"}.get(explanation.output,
+                                                                       explanation.output)
+    return f"{space}; exact interventional TreeSHAP"

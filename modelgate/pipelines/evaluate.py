@@ -571,13 +571,17 @@ class ExplainResult:
     max_standard_error: float = 0.0
     # beeswarm and per-group SHAP of the global sample (shap_report.ShapSummaries)
     summaries: Any = None
+    # the space the values explain ("probability", "logit", "margin", "value"), and why
+    # the graph's SHAP values were not read from its trees (shap_trees.TreeRoute.reason)
+    output: str = ""
+    algorithm_note: str = ""
 
 
 def explain(ctx: Context, ref: RunRef) -> str:
     """SHAP values through batched ONNX Runtime calls: global importance and waterfalls."""
     import numpy as np
 
-    from modelgate.pipelines import shap_report
+    from modelgate.pipelines import shap_report, shap_trees
     from modelgate.reports.explain import global_importance, importance_standard_errors, select_rows
     from modelgate.reports.waterfall import waterfall_png
 
@@ -588,17 +592,23 @@ def explain(ctx: Context, ref: RunRef) -> str:
                else evaluate_tasks.prediction_columns(row.manifest))
     sensitive, label = list(row.manifest.get("sensitive_features", [])), row.manifest["label"]["column"]
     with ctx.attempt_scratch("explain", ref.run_key) as work:
-        scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
+        loaded = load_registered_model(ctx, row, work)
+        scorer = open_session(loaded, settings_from_os_environ())
         features = list(scorer.feature_names)
         data, table, names = _sample_rows(ctx, load_statistics(ctx, ref), features, label, work,
                                           id_column=row.manifest.get("id_column"),
                                           columns=[c for c in dict.fromkeys([*columns, *sensitive])
                                                    if c != label])
-    explainer = _explainer(scorer, task, features)
     rng = np.random.default_rng(SHAP_SEED)
-    background = data.iloc[np.sort(rng.choice(len(data), min(100, len(data)), replace=False))]
+    in_background = np.sort(rng.choice(len(data), min(100, len(data)), replace=False))
+    background = data.iloc[in_background]
     in_sample = np.sort(rng.choice(len(data), min(SHAP_GLOBAL_ROWS, len(data)), replace=False))
     sample = data.iloc[in_sample]
+    # exact from the trees when the graph is a tree ensemble whose output they reproduce
+    # on every row of the sample and the background
+    route = shap_trees.tree_route(loaded.onnx_bytes, scorer,
+                                  data.iloc[np.union1d(in_sample, in_background)][features])
+    explainer = _explainer(scorer, task, features, route)
     overall = _explain_with_progress(explainer, sample, background)
     summaries = shap_report.summarise(
         overall, {s: table.column(s).take(in_sample).to_pylist() for s in sensitive})
@@ -630,7 +640,7 @@ def explain(ctx: Context, ref: RunRef) -> str:
         max_additivity_error=float(max(gaps)), rows_explained=len(sample) + len(chosen.indices),
         importance_se=tuple(errors[f] for f, _ in importance),
         max_standard_error=float(max(e.standard_errors.max(initial=0.0) for e in (overall, picked))),
-        summaries=summaries,
+        summaries=summaries, output=overall.output, algorithm_note=route.reason,
     )
     log.info("explained %d rows (%s, %d evaluations/row, background %d), max additivity error %.2e, "
              "max standard error %.2e", result.rows_explained, result.algorithm,
@@ -639,14 +649,18 @@ def explain(ctx: Context, ref: RunRef) -> str:
     return put_pickle(ctx, f"{ref.prefix()}/explain.pkl", result)
 
 
-def _explainer(scorer: Any, task: str, features: list[str]) -> Any:
+def _explainer(scorer: Any, task: str, features: list[str], route: Any = None) -> Any:
     """``explainer(rows, background, seed)`` -> Explanation of what a report explains per
     task: the positive class's probability (binary), each row's predicted class's
-    probability (multiclass) or the predicted value (regression)."""
+    probability (multiclass) or the predicted value (regression); exact tree values (in
+    the trees' margin space) when ``route`` has trees."""
+    from modelgate.pipelines import shap_trees
     from modelgate.reports.explain import explain as shap_explain
     from modelgate.reports.explain import explain_class
 
     def explainer(rows: Any, background: Any, seed: int, algorithm: str = "auto") -> Any:
+        if route is not None and route.trees is not None and algorithm in ("auto", "tree_interventional"):
+            return shap_trees.explain_with_trees(route, scorer, rows, background, seed=seed)[0]
         options: dict[str, Any] = {"features": features, "seed": seed, "algorithm": algorithm}
         if task == evaluate_tasks.REGRESSION:
             return shap_explain(scorer.predict_value, rows, background, output="value", **options)
@@ -1077,10 +1091,20 @@ def render_report(ctx: Context, ref: RunRef) -> str:
     return ctx.store.link(key, expiry_s=ctx.settings.presign_expiry_s)
 
 
+def _space_words(output: str) -> str:
+    """How the report names the space the values explain."""
+    return {"logit": "log-odds (margin before the sigmoid), not the probability",
+            "margin": "class score (margin before the softmax), not the probability",
+            "value": "predicted value"}.get(output, output or "probability")
+
+
 def _shap_error_note(shap: ExplainResult) -> str:
     """How far off the SHAP values may be, for the report's budget line."""
     if shap.algorithm == "exact":
         return "values exact (every coalition evaluated)"
+    if shap.algorithm == "tree_interventional":
+        return (f"values exact (interventional TreeSHAP read from the graph's trees), explaining "
+                f"the {_space_words(shap.output)}")
     worst = max(zip(shap.importance_se, shap.importance, strict=True), default=None)
     top = (f"; largest on the importance of {worst[1][0]}: mean |SHAP| {worst[1][1]:.4f} "
            f"+/- {worst[0]:.4f}") if worst else ""

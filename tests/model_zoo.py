@@ -28,6 +28,8 @@ class Zoo:
     frame: pd.DataFrame
     native: np.ndarray  # [N, C] probabilities or [N] values from the native model
     classes: tuple[Any, ...] | None
+    # the native model's raw scores (margin: before sigmoid/softmax), where a test needs them
+    raw: np.ndarray | None = None
 
     def write(self, folder: Path, **changes: Any) -> tuple[Path, Path]:
         """model.onnx and manifest.json in ``folder``; ``changes`` override draft keys."""
@@ -146,7 +148,8 @@ def lightgbm_multiclass() -> Zoo:
     model.fit(_x(df), df["y_3"])
     onx = convert_lightgbm(model, initial_types=[("input", FloatTensorType([None, 3]))])
     draft = _draft("multiclass_classification", {"column": "y_3"}, input_tensor="input")
-    return Zoo(onx.SerializeToString(), draft, df, model.predict_proba(_x(df)), (0, 1, 2))
+    return Zoo(onx.SerializeToString(), draft, df, model.predict_proba(_x(df)), (0, 1, 2),
+               raw=model.predict(_x(df), raw_score=True))
 
 
 def sklearn_multiclass() -> Zoo:

@@ -37,7 +37,9 @@ def test_explain_a_chosen_class_of_a_multiclass_model(tmp_path: Path) -> None:
     assert chosen.returncode == 0, chosen.stderr[-2000:]
     payload = json.loads(chosen.stdout)
     assert payload["explained_class"] == [2, 2, 2]
-    native = build("lightgbm-3-class").native[:3, 2]
+    # a tree ensemble: exact values of class 2's raw score (the softmax's input)
+    assert payload["algorithm"] == "tree_interventional" and payload["output"] == "margin"
+    native = build("lightgbm-3-class").raw[:3, 2]
     np.testing.assert_allclose(payload["model_output"], native, atol=2e-5)
     gap = np.array(payload["base_values"]) + np.array(payload["values"]).sum(axis=1) - np.array(
         payload["model_output"])
@@ -77,8 +79,8 @@ def test_explain_and_score_a_regression_model(tmp_path: Path) -> None:
     payload = json.loads(explained.stdout)
     assert payload["output"] == "value" and "explained_class" not in payload
     assert payload["id_column"] is None and payload["row_ids"] is None  # rows named by position
-    # a model this small is explained exactly: every value's standard error is 0
-    assert payload["algorithm"] == "exact"
+    # a tree ensemble is explained exactly from its trees: every standard error is 0
+    assert payload["algorithm"] == "tree_interventional" and payload["algorithm_note"]
     assert payload["standard_errors"] == [[0.0] * len(payload["features"])] * 2
     scored = _cli("score", "--model", str(archive), "--data", str(data), "--out",
                   str(tmp_path / "scores.parquet"))

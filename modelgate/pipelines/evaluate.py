@@ -626,7 +626,8 @@ def explain(ctx: Context, ref: RunRef) -> str:
                                                                         strict=True)]
     if task == evaluate_tasks.MULTICLASS:
         classes, predicted = evaluate_tasks.classes_of(row.manifest), table.column("prediction").to_numpy()
-        titles = shap_report.multiclass_titles(titles, [classes[predicted[i]] for i in chosen.indices])
+        titles = shap_report.multiclass_titles(titles, [classes[predicted[i]] for i in chosen.indices],
+                                               space=picked.output)
     waterfalls = tuple((label, ", ".join(reasons), waterfall_png(picked, k, title=title))
                        for k, (reasons, label, title) in enumerate(zip(chosen.reasons, labels, titles,
                                                                        strict=True)))
@@ -1078,7 +1079,8 @@ def render_report(ctx: Context, ref: RunRef) -> str:
         drift_context=_drift_context(ctx, row.model_name),
         budget_notes=(f"{shap.algorithm} SHAP, {shap.rows_explained} rows explained "
                       f"({shap.global_rows} for global importance), background {shap.background_rows} "
-                      f"rows, {shap.evaluations_per_row} coalitions/row, max additivity error "
+                      f"rows, " + ("" if shap.algorithm == "tree_interventional" else
+                                   f"{shap.evaluations_per_row} coalitions/row, ") + "max additivity error "
                       f"{shap.max_additivity_error:.1e}, " + _shap_error_note(shap) + "; "
                       + _metrics_note(metrics_result)),
         **policy_provenance.report_fields(runs.get_policy(ctx.db_url, ref.evaluation_run_id)),

@@ -34,13 +34,18 @@ def summarise(explanation: Any, groups: dict[str, Sequence[Any]]) -> ShapSummari
                             sensitive_feature=name) for name, values in groups.items()))
 
 
-def multiclass_titles(titles: Sequence[str], predicted: Sequence[Any]) -> list[str]:
-    """Waterfall titles that name the class each row's SHAP values explain.
+def multiclass_titles(titles: Sequence[str], predicted: Sequence[Any], *,
+                      space: str = "probability") -> list[str]:
+    """Waterfall titles that name the class each row's SHAP values explain (its probability,
+    or with ``space="margin"`` its raw score before the softmax: a tree ensemble's values).
 
     >>> multiclass_titles(["row 3: random"], ["setosa"])
     ['row 3: random; explains P(class setosa)']
+    >>> multiclass_titles(["row 3: random"], ["setosa"], space="margin")
+    ['row 3: random; explains the score (margin) of class setosa']
     """
-    return [f"{title}; explains P(class {cls!s})" for title, cls in zip(titles, predicted, strict=True)]
+    what = "the score (margin) of class {}" if space == "margin" else "P(class {})"
+    return [f"{title}; explains {what.format(cls)}" for title, cls in zip(titles, predicted, strict=True)]
 
 
 def _plain(values: Any) -> tuple[float, ...]:

@@ -149,8 +149,9 @@ def _explain_for_task(scorer: Any, onnx_bytes: bytes, rows: Any, background: Any
     route = tree_route(onnx_bytes, scorer, _route_frame(rows, background, features))
     if route.trees is not None:
         exp, picked = explain_with_trees(route, scorer, rows, background, class_index=index, **options)
-        note = f"exact values of the trees' {exp.output} (not the probability)" if exp.output in (
-            "logit", "margin") else "exact values read from the trees"
+        source = "trees" if exp.algorithm == "tree_interventional" else "linear model"
+        note = (f"exact values of the {source} margin ({exp.output}), not the probability"
+                if exp.output in ("logit", "margin") else f"exact values read from the {source}")
         return exp, None if picked is None else [classes[int(k)] for k in picked], note
     if task == "regression":
         return explain(scorer.predict_value, rows, background, features=features, output="value",

@@ -54,9 +54,10 @@ from .explain_masking import MaskedEvaluator, Output, Predict
 from .explain_rows import Reason, RowSelection, select_error_rows, select_rows
 
 Algorithm = Literal["permutation", "exact", "auto"]
-#: ``"tree_interventional"``: exact values read from a tree-ensemble graph
-#: (:mod:`modelgate.reports.explain_trees`), never chosen by :func:`choose_algorithm`.
-Chosen = Literal["permutation", "exact", "tree_interventional"]
+#: ``"tree_interventional"`` / ``"linear_interventional"``: exact values read from a
+#: tree-ensemble or linear graph (:mod:`modelgate.reports.explain_trees`), never chosen by
+#: :func:`choose_algorithm`.
+Chosen = Literal["permutation", "exact", "tree_interventional", "linear_interventional"]
 #: The space an Explanation's values are in: the masker's outputs, or a tree ensemble's
 #: raw per-class score before its softmax (``"margin"``).
 Space = Literal["probability", "logit", "value", "margin"]
@@ -150,9 +151,9 @@ class Explanation:
     output : {"probability", "logit", "value", "margin"}
         Space in which the model output was explained (``"margin"``: a multiclass tree
         ensemble's raw class score, see :mod:`modelgate.reports.explain_trees`).
-    algorithm : {"exact", "permutation", "tree_interventional"}
-        Algorithm actually used: exact values (all coalitions, or read from the trees),
-        or an estimate.
+    algorithm : {"exact", "permutation", "tree_interventional", "linear_interventional"}
+        Algorithm actually used: exact values (all coalitions, or read from the trees or
+        the linear model), or an estimate.
     budget : ExplanationBudget
         Work spent per row.
     standard_errors : ndarray of float64, shape (n_rows, n_features)

@@ -40,16 +40,20 @@ from .explain import (
     ExplanationBudget,
     Space,
 )
+from .onnx_linear import LinearModel, linear_scores, linear_shap
 from .onnx_trees import TreeEnsemble, UnsupportedGraph, tree_scores
-from .tree_shap import interventional_tree_shap
+from .tree_shap import TreeShap, interventional_tree_shap
 
-__all__ = ["GRAPH_TOLERANCE", "check_trees", "explain_trees", "output_space", "transformed"]
+#: A graph whose SHAP values are read from its model node: trees or a linear model.
+GraphModel = TreeEnsemble | LinearModel
+
+__all__ = ["GRAPH_TOLERANCE", "GraphModel", "check_trees", "explain_trees", "output_space", "transformed"]
 
 #: Largest gap allowed between the trees' transformed output and the graph's (float32 graph).
 GRAPH_TOLERANCE = 1e-4
 
 
-def output_space(trees: TreeEnsemble, *, regression: bool) -> Space:
+def output_space(trees: GraphModel, *, regression: bool) -> Space:
     """The space the trees' SHAP values explain (see the module docstring).
 
     Examples
@@ -67,7 +71,7 @@ def output_space(trees: TreeEnsemble, *, regression: bool) -> Space:
     return "margin"
 
 
-def transformed(trees: TreeEnsemble, margin: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+def transformed(trees: GraphModel, margin: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """The graph's output ``[N, C]`` from the margin columns ``[N, C]`` (its post_transform)."""
     if trees.post_transform == "LOGISTIC":
         return np.asarray(1.0 / (1.0 + np.exp(-margin)))
@@ -78,7 +82,7 @@ def transformed(trees: TreeEnsemble, margin: npt.NDArray[np.float64]) -> npt.NDA
 
 
 def explain_trees(
-    trees: TreeEnsemble,
+    trees: GraphModel,
     graph_output: Callable[[pd.DataFrame], npt.ArrayLike],
     rows: pd.DataFrame,
     background: pd.DataFrame,
@@ -94,8 +98,10 @@ def explain_trees(
 
     Parameters
     ----------
-    trees : TreeEnsemble
-        The graph's trees (:func:`~modelgate.reports.onnx_trees.read_tree_ensemble`).
+    trees : TreeEnsemble or LinearModel
+        The graph's trees (:func:`~modelgate.reports.onnx_trees.read_tree_ensemble`), or its
+        linear model (:func:`~modelgate.reports.onnx_linear.read_linear_model`: exact values
+        ``w_j (x_j - mean_background(x_j))``, ``algorithm="linear_interventional"``).
     graph_output : callable
         ``graph_output(frame)`` returns the graph's ``[N, C]`` output (class probabilities,
         or the ``[N, 1]`` value of a regressor) for a frame of ``features``.
@@ -136,7 +142,7 @@ def explain_trees(
     x, z = _numeric(rows, feats, "rows"), _numeric(bg, feats, "background")
     check_trees(trees, graph_output, pd.concat([rows[list(feats)], bg[list(feats)]], ignore_index=True),
                 features=feats)
-    shap = interventional_tree_shap(trees, x, z)
+    shap = _shap(trees, x, z)
     values = shap.values @ trees.columns.T  # (R, F, C)
     base = trees.columns @ shap.base_values + trees.offset
     margin = shap.scores @ trees.columns.T + trees.offset
@@ -151,12 +157,13 @@ def explain_trees(
     raw = rows[list(feats)].to_numpy(dtype=object)
     return Explanation(
         feats, _frozen(chosen), _frozen(chosen_base.astype(np.float64)), _frozen(chosen_out),
-        _frozen(raw), output_space(trees, regression=regression), "tree_interventional",
+        _frozen(raw), output_space(trees, regression=regression),
+        "tree_interventional" if isinstance(trees, TreeEnsemble) else "linear_interventional",
         ExplanationBudget(0, 0, len(bg), max_rows), _frozen(np.zeros_like(chosen)))
 
 
 def check_trees(
-    trees: TreeEnsemble,
+    trees: GraphModel,
     graph_output: Callable[[pd.DataFrame], npt.ArrayLike],
     frame: pd.DataFrame,
     *,
@@ -172,7 +179,7 @@ def check_trees(
     """
     feats = tuple(features)
     got = np.asarray(graph_output(frame[list(feats)]), dtype=np.float64)
-    margin = tree_scores(trees, _numeric(frame, feats, "frame")) @ trees.columns.T + trees.offset
+    margin = _scores(trees, _numeric(frame, feats, "frame")) @ trees.columns.T + trees.offset
     mine = transformed(trees, margin)
     if got.ndim == 1:
         got = got[:, None]
@@ -183,6 +190,16 @@ def check_trees(
         raise UnsupportedGraph(
             f"the graph's output differs from its trees' by {gap:.2e} (> {GRAPH_TOLERANCE}): "
             "something after the trees changes it")
+
+
+def _scores(model: GraphModel, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    return tree_scores(model, x) if isinstance(model, TreeEnsemble) else linear_scores(model, x)
+
+
+def _shap(model: GraphModel, x: npt.NDArray[np.float64], z: npt.NDArray[np.float64]) -> TreeShap:
+    if isinstance(model, TreeEnsemble):
+        return interventional_tree_shap(model, x, z)
+    return linear_shap(model, x, z)
 
 
 def _numeric(frame: pd.DataFrame, feats: tuple[str, ...], name: str) -> npt.NDArray[np.float64]:

@@ -29,7 +29,8 @@ import numpy.typing as npt
 import onnx
 from onnx import helper, numpy_helper
 
-__all__ = ["MODES", "TreeEnsemble", "UnsupportedGraph", "read_tree_ensemble", "tree_scores"]
+__all__ = ["MODES", "TreeEnsemble", "UnsupportedGraph", "raw_input_columns", "read_tree_ensemble",
+           "tree_scores"]
 
 #: Node modes, coded by position (``LEAF`` is 0).
 MODES = ("LEAF", "BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ")
@@ -151,7 +152,7 @@ def read_tree_ensemble(
             "TreeEnsembleClassifier or TreeEnsembleRegressor")
     node = nodes[0]
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    columns = _input_columns(graph, node.input[0], list(feature_names), input_tensor)
+    columns = raw_input_columns(graph, node.input[0], list(feature_names), input_tensor)
     return _ensemble(node.op_type, attrs, columns)
 
 
@@ -204,9 +205,11 @@ def _producer(graph: onnx.GraphProto, name: str) -> onnx.NodeProto | None:
     return next((n for n in graph.node if name in n.output), None)
 
 
-def _input_columns(graph: onnx.GraphProto, name: str, features: list[str],
+def raw_input_columns(graph: onnx.GraphProto, name: str, features: list[str],
                    input_tensor: str | None) -> tuple[int, ...]:
-    """Manifest column read by each tree input column; raw inputs only."""
+    """Manifest column read by each column of the tensor ``name`` (a model node's input):
+    a graph input through Cast/Identity, or a Concat of one-column graph inputs; raw
+    inputs only (else UnsupportedGraph)."""
     inputs = {i.name for i in graph.input} - {i.name for i in graph.initializer}
     seen = _through(graph, name)
     if seen in inputs:
@@ -214,7 +217,7 @@ def _input_columns(graph: onnx.GraphProto, name: str, features: list[str],
             return tuple(range(len(features)))
         if len(features) == 1 and seen == features[0]:
             return (0,)
-        raise UnsupportedGraph(f"the trees read graph input {seen!r}, which is not the model's "
+        raise UnsupportedGraph(f"the model node reads graph input {seen!r}, which is not the model's "
                                "feature tensor")
     concat = _producer(graph, seen)
     if concat is not None and concat.op_type == "Concat":
@@ -224,7 +227,7 @@ def _input_columns(graph: onnx.GraphProto, name: str, features: list[str],
             return tuple(features.index(p) for p in parts)
     what = "nothing" if concat is None else f"a {concat.op_type} node"
     raise UnsupportedGraph(
-        f"the trees read {what} in front of them ({seen!r}), not the raw features: "
+        f"the model node reads {what} in front of it ({seen!r}), not the raw features: "
         "preprocessing inside the graph (scaler, encoder, imputer, feature selection) is not "
         "mapped back to raw features")
 

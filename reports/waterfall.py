@@ -230,9 +230,10 @@ def _fit_labels(fig: Figure, ax: Axes, texts: Sequence[Text], *, pad_px: float =
 
 def _exact_label(explanation: Explanation) -> str:
     """Axis label of exact values: the space, and for tree values that they are the margin's."""
-    if explanation.algorithm != "tree_interventional":
+    if explanation.algorithm not in ("tree_interventional", "linear_interventional"):
         return f"{explanation.output}; exact SHAP"
     space = {"logit": "log-odds (margin, before the sigmoid)",
              "margin": "class score (margin, before the softmax)"}.get(explanation.output,
                                                                        explanation.output)
-    return f"{space}; exact interventional TreeSHAP"
+    model = "TreeSHAP" if explanation.algorithm == "tree_interventional" else "linear SHAP"
+    return f"{space}; exact interventional {model}"

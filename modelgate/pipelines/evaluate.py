@@ -660,7 +660,8 @@ def _explainer(scorer: Any, task: str, features: list[str], route: Any = None) -
     from modelgate.reports.explain import explain_class
 
     def explainer(rows: Any, background: Any, seed: int, algorithm: str = "auto") -> Any:
-        if route is not None and route.trees is not None and algorithm in ("auto", "tree_interventional"):
+        if route is not None and route.trees is not None and algorithm in (
+                "auto", "tree_interventional", "linear_interventional"):
             return shap_trees.explain_with_trees(route, scorer, rows, background, seed=seed)[0]
         options: dict[str, Any] = {"features": features, "seed": seed, "algorithm": algorithm}
         if task == evaluate_tasks.REGRESSION:
@@ -1079,7 +1080,7 @@ def render_report(ctx: Context, ref: RunRef) -> str:
         drift_context=_drift_context(ctx, row.model_name),
         budget_notes=(f"{shap.algorithm} SHAP, {shap.rows_explained} rows explained "
                       f"({shap.global_rows} for global importance), background {shap.background_rows} "
-                      f"rows, " + ("" if shap.algorithm == "tree_interventional" else
+                      f"rows, " + ("" if shap.algorithm.endswith("_interventional") else
                                    f"{shap.evaluations_per_row} coalitions/row, ") + "max additivity error "
                       f"{shap.max_additivity_error:.1e}, " + _shap_error_note(shap) + "; "
                       + _metrics_note(metrics_result)),
@@ -1104,8 +1105,9 @@ def _shap_error_note(shap: ExplainResult) -> str:
     """How far off the SHAP values may be, for the report's budget line."""
     if shap.algorithm == "exact":
         return "values exact (every coalition evaluated)"
-    if shap.algorithm == "tree_interventional":
-        return (f"values exact (interventional TreeSHAP read from the graph's trees), explaining "
+    if shap.algorithm.endswith("_interventional"):
+        model = "trees" if shap.algorithm.startswith("tree") else "linear model"
+        return (f"values exact (interventional SHAP read from the graph's {model}), explaining "
                 f"the {_space_words(shap.output)}")
     worst = max(zip(shap.importance_se, shap.importance, strict=True), default=None)
     top = (f"; largest on the importance of {worst[1][0]}: mean |SHAP| {worst[1][1]:.4f} "

@@ -1,8 +1,10 @@
-"""Which SHAP algorithm a model gets: exact tree values when its graph allows, else the masker's.
+"""Which SHAP algorithm a model gets: exact values read from its trees or linear model when
+its graph allows, else the masker's.
 
-A graph that is one tree ensemble on the raw features, whose output is the trees' own on
-the rows at hand, is explained exactly from its trees
-(:func:`modelgate.reports.explain_trees.explain_trees`, ``algorithm="tree_interventional"``).
+A graph that is one tree ensemble (or one linear model) on the raw features, whose output
+is that model node's own on the rows at hand, is explained exactly from it
+(:func:`modelgate.reports.explain_trees.explain_trees`, ``algorithm="tree_interventional"``
+or ``"linear_interventional"``).
 Any other graph goes to :func:`modelgate.reports.explain.explain` /
 :func:`~modelgate.reports.explain.explain_class` as before, and :class:`TreeRoute` keeps the
 reason, which the CLI's JSON (``algorithm_note``) and the report show. The CLI's
@@ -18,31 +20,39 @@ import numpy as np
 import pandas as pd
 
 from modelgate.reports.explain import Explanation
-from modelgate.reports.explain_trees import check_trees, explain_trees
-from modelgate.reports.onnx_trees import TreeEnsemble, UnsupportedGraph, read_tree_ensemble
+from modelgate.reports.explain_trees import GraphModel, check_trees, explain_trees
+from modelgate.reports.onnx_linear import read_linear_model
+from modelgate.reports.onnx_trees import UnsupportedGraph, read_tree_ensemble
 
 __all__ = ["TreeRoute", "explain_with_trees", "tree_route"]
 
 
 @dataclass(frozen=True, slots=True)
 class TreeRoute:
-    """The trees of a graph, or why its SHAP values are not read from trees."""
+    """The trees (or linear model) of a graph, or why its SHAP values are not read from one."""
 
-    trees: TreeEnsemble | None
+    trees: GraphModel | None
     reason: str = ""
 
 
 def tree_route(onnx_bytes: bytes, scorer: Any, frame: pd.DataFrame | None = None) -> TreeRoute:
-    """The graph's trees when it is a tree ensemble on raw features whose output is the
-    trees' on every row of ``frame`` (the rows and background to explain)."""
+    """The graph's trees (or linear model) when it is one on raw features whose output is
+    that model's on every row of ``frame`` (the rows and background to explain)."""
     features = list(scorer.feature_names)
+    tensor = scorer.manifest.input_tensor
+    model: GraphModel
     try:
-        trees = read_tree_ensemble(onnx_bytes, features, input_tensor=scorer.manifest.input_tensor)
+        try:
+            model = read_tree_ensemble(onnx_bytes, features, input_tensor=tensor)
+        except UnsupportedGraph as not_trees:
+            if "0 tree ensemble node" not in str(not_trees):
+                raise
+            model = read_linear_model(onnx_bytes, features, input_tensor=tensor)
         if frame is not None:
-            check_trees(trees, _graph_output(scorer), frame, features=features)
+            check_trees(model, _graph_output(scorer), frame, features=features)
     except UnsupportedGraph as exc:
-        return TreeRoute(None, f"not a tree ensemble SHAP can read exactly: {exc}")
-    return TreeRoute(trees)
+        return TreeRoute(None, f"not a tree ensemble or linear model SHAP can read exactly: {exc}")
+    return TreeRoute(model)
 
 
 def explain_with_trees(

@@ -207,7 +207,7 @@ def test_a_graph_with_a_scaler_in_front_of_the_trees_is_refused_with_the_reason(
     pipe = make_pipeline(StandardScaler(), RandomForestClassifier(3, max_depth=3, random_state=0))
     onx = to_onnx(pipe.fit(x.astype(np.float32), y2), x[:1].astype(np.float32),
                   options={"zipmap": False})
-    with pytest.raises(UnsupportedGraph, match="Scaler node in front of them"):
+    with pytest.raises(UnsupportedGraph, match="Scaler node in front of it"):
         read_tree_ensemble(onx.SerializeToString(), NAMES, input_tensor="X")
 
 

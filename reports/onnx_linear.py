@@ -156,7 +156,9 @@ def _read_gemm(graph: onnx.GraphProto, features: list[str], input_tensor: str | 
     then an optional Sigmoid or Softmax."""
     if n_linear:
         raise UnsupportedGraph(f"the graph holds {n_linear} linear model nodes; exactly one is read")
-    consts = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in graph.initializer}
+    numeric = (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16)
+    consts = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in graph.initializer
+              if i.data_type in numeric}
     product = [n for n in graph.node if n.op_type in ("Gemm", "MatMul")]
     if len(product) != 1 or product[0].input[1] not in consts:
         raise UnsupportedGraph("the graph is neither a tree ensemble nor a linear model on the raw "
@@ -180,8 +182,8 @@ def _read_gemm(graph: onnx.GraphProto, features: list[str], input_tensor: str | 
             raise UnsupportedGraph("the Add after the MatMul is not a constant bias")
         bias = bias + consts[other].ravel()
         out, after = after[0].output[0], [n for n in graph.node if after[0].output[0] in n.input]
-    post = "NONE"
-    if len(after) == 1 and after[0].op_type in ("Sigmoid", "Softmax"):
-        post = "LOGISTIC" if after[0].op_type == "Sigmoid" else "SOFTMAX"
+    # the caller checks the graph's output against this reading on the rows explained
+    kinds = {n.op_type for n in after} & {"Sigmoid", "Softmax"}
+    post = "NONE" if len(kinds) != 1 else "LOGISTIC" if kinds == {"Sigmoid"} else "SOFTMAX"
     bias = np.broadcast_to(bias, (w.shape[0],)).astype(np.float64)
     return LinearModel(w, bias, np.eye(w.shape[0]), np.zeros(w.shape[0]), post, columns)  # type: ignore[arg-type]

@@ -1,0 +1,46 @@
+"""``modelgate explain`` on the zoo's graphs: which are read exactly from their trees or
+linear model (margin space, labelled), which fall back to the estimators and say why; the
+margin checked against the native model's own probabilities (its logit) or raw scores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from model_zoo import build
+
+from modelgate.artifact import package
+
+CASES = {  # zoo entry -> (algorithm, output)
+    "lightgbm-zipmap": ("tree_interventional", "logit"),
+    "xgboost": ("tree_interventional", "logit"),
+    "sklearn-double": ("linear_interventional", "logit"),
+    "sklearn-3-class": ("linear_interventional", "margin"),
+    "sklearn-columns": ("exact", "probability"),  # a scaler in front of the model: falls back
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES), ids=str)
+def test_explain_reads_trees_and_linear_models_exactly_and_says_why_not(
+        name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from modelgate.cli import main  # in-process: no interpreter start per case
+
+    zoo = build(name)
+    archive = package(*zoo.write(tmp_path / "src"), tmp_path / "out")
+    data = tmp_path / "data.parquet"
+    zoo.frame.to_parquet(data)
+    assert main(["explain", "--model", str(archive), "--data", str(data), "--rows", "4",
+                 "--background", "30", "--format", "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert (payload["algorithm"], payload["output"]) == CASES[name]
+    values, base = np.asarray(payload["values"]), np.asarray(payload["base_values"])
+    assert np.abs(base + values.sum(axis=1) - payload["model_output"]).max() <= 1e-6
+    if payload["algorithm"] == "exact":
+        assert "Scaler" in payload["algorithm_note"] or "in front of it" in payload["algorithm_note"]
+        return
+    assert "exact values" in payload["algorithm_note"] and not np.any(payload["standard_errors"])
+    proba = zoo.native[:4]
+    if payload["output"] == "logit":  # the positive class is the last: log-odds of the native model
+        np.testing.assert_allclose(payload["model_output"], np.log(proba[:, -1] / proba[:, 0]), atol=1e-4)

@@ -1175,7 +1175,9 @@ def _rows_for_store(result: MetricsResult, fairness_reports: dict[str, Any], sha
                      "background_rows": shap.background_rows,
                      "evaluations_per_row": shap.evaluations_per_row,
                      "max_additivity_error": shap.max_additivity_error,
-                     "max_standard_error": shap.max_standard_error},
+                     "max_standard_error": shap.max_standard_error,
+                     # "" on an explain result pickled before the space was kept
+                     "output_space": getattr(shap, "output", "") or None},
         gate_checks=[c.to_record() for c in d.checks],
         gate={**d.to_record(), "policy_sha256": decided.policy_sha256,
               "had_champion": decided.had_champion},

@@ -333,7 +333,7 @@ class EvaluationRows:
     fairness_groups: Sequence[Record] = ()  # sensitive_feature, class_label + group record
     fairness_metrics: Sequence[Record] = ()  # sensitive_feature + FairnessEstimate.to_record()
     shap_importance: Sequence[Record] = ()  # feature, importance_rank, mean_abs_shap[, _se]
-    shap_budget: Record | None = None  # algorithm, rows_explained, ..., max_standard_error
+    shap_budget: Record | None = None  # algorithm, rows_explained, ..., max_standard_error, output_space
     gate_checks: Sequence[Record] = ()  # GateCheck.to_record()
     gate: Record | None = None  # GateDecision.to_record() + policy_sha256, had_champion
 
@@ -441,10 +441,12 @@ def write_evaluation_results(
         if rows.shap_budget is not None:
             cur.execute(
                 """INSERT INTO shap_budget (evaluation_run_id, algorithm, rows_explained, background_rows,
-                       evaluations_per_row, max_additivity_error, max_standard_error)
+                       evaluations_per_row, max_additivity_error, max_standard_error, output_space)
                    VALUES (%(evaluation_run_id)s, %(algorithm)s, %(rows_explained)s, %(background_rows)s,
-                       %(evaluations_per_row)s, %(max_additivity_error)s, %(max_standard_error)s)""",
-                {"evaluation_run_id": run_id, "max_standard_error": None, **rows.shap_budget},
+                       %(evaluations_per_row)s, %(max_additivity_error)s, %(max_standard_error)s,
+                       %(output_space)s)""",
+                {"evaluation_run_id": run_id, "max_standard_error": None, "output_space": None,
+                 **rows.shap_budget},
             )
         if rows.gate is not None:
             cur.execute(

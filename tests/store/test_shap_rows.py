@@ -55,3 +55,21 @@ def test_a_negative_standard_error_is_refused(clean_db: str) -> None:
     with pytest.raises(psycopg2.errors.CheckViolation, match="shap_importance_mean_abs_shap_se_check"):
         runs.write_evaluation_results(clean_db, run_id, rows, status="passed", report_key=None,
                                       report_uri=None)
+
+
+def test_the_output_space_is_stored_and_checked(clean_db: str) -> None:
+    """Migration 0033: tree values are in margin space; the space is kept with the budget
+    (NULL from an older record), and only the four spaces are allowed."""
+    run_id = _run(clean_db)
+    for space, stored in (("logit", "logit"), (None, None)):
+        budget = {**_budget("tree_interventional", 0.0), **({"output_space": space} if space else {})}
+        runs.write_evaluation_results(clean_db, run_id, runs.EvaluationRows(shap_budget=budget),
+                                      status="passed", report_key=None, report_uri=None)
+        with transaction(clean_db) as cur:
+            cur.execute("SELECT algorithm, output_space FROM shap_budget WHERE evaluation_run_id = %s",
+                        (run_id,))
+            assert cur.fetchone() == ("tree_interventional", stored)
+    bad = runs.EvaluationRows(shap_budget={**_budget("exact", 0.0), "output_space": "odds"})
+    with pytest.raises(psycopg2.errors.CheckViolation, match="shap_budget_output_space_check"):
+        runs.write_evaluation_results(clean_db, run_id, bad, status="passed", report_key=None,
+                                      report_uri=None)

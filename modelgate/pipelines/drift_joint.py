@@ -110,9 +110,13 @@ def _build_multivariate(ctx: Context, row: models.ModelVersionRow, data: Any) ->
              row.version, len(features), reference.n)
 
 
-def _shap_values(scorer: Any, rows: Any, background: Any, features: list[str]) -> Any:
+def _shap_values(scorer: Any, rows: Any, background: Any, features: list[str],
+                 route: Any = None) -> Any:
     """SHAP values of what the model is judged on, per task: the positive class's probability
-    (binary), each row's predicted class's probability (multiclass), the value (regression)."""
+    (binary), each row's predicted class's probability (multiclass), the value (regression);
+    exact and in the model's margin space when ``route`` (shap_trees.TreeRoute) has trees or
+    a linear model."""
+    from modelgate.pipelines import shap_trees
     from modelgate.reports.explain import explain, explain_class
 
     options: dict[str, Any] = {"features": features, "seed": SHAP_SEED,
@@ -120,6 +124,9 @@ def _shap_values(scorer: Any, rows: Any, background: Any, features: list[str]) -
 
     def one(chunk: Any) -> Any:
         task = scorer.manifest.task
+        if route is not None and route.trees is not None:
+            return shap_trees.explain_with_trees(route, scorer, chunk, background, seed=SHAP_SEED,
+                                                 max_rows=ATTRIBUTION_LIVE_ROWS)[0]
         if task == "regression":
             return explain(scorer.predict_value, chunk, background, output="value", **options)
         if task == "multiclass_classification":
@@ -131,10 +138,21 @@ def _shap_values(scorer: Any, rows: Any, background: Any, features: list[str]) -
     return np.concatenate([p.values for p in parts]), parts[0]
 
 
+def _route(loaded: Any, scorer: Any, rows: Any, background: Any, features: list[str]) -> Any:
+    """The exact route (trees or linear model) checked on ``rows`` and ``background``."""
+    import pandas as pd
+
+    from modelgate.pipelines import shap_trees
+
+    frame = pd.concat([rows[features], background[features]], ignore_index=True)
+    return shap_trees.tree_route(loaded.onnx_bytes, scorer, frame)
+
+
 def _build_attribution(ctx: Context, row: models.ModelVersionRow, data: Any, work: Any) -> None:
     from modelgate.drift.attribution import build_attribution_reference
 
-    scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
+    loaded = load_registered_model(ctx, row, work)
+    scorer = open_session(loaded, settings_from_os_environ())
     features = list(scorer.feature_names)
     frame = pq.read_table(data, columns=features).to_pandas()
     rng = np.random.default_rng(SHAP_SEED)
@@ -145,7 +163,10 @@ def _build_attribution(ctx: Context, row: models.ModelVersionRow, data: Any, wor
         log.warning("reference of %s v%s has too few rows for an attribution profile", row.model_name,
                     row.version)
         return
-    values, first = _shap_values(scorer, rows, background, features)
+    # exact values from the trees or linear model when the graph allows (its algorithm is
+    # stored: every live interval then computes its values the same way)
+    values, first = _shap_values(scorer, rows, background, features,
+                                 _route(loaded, scorer, rows, background, features))
     reference = build_attribution_reference(values, features=features)
     key = f"{_reference_prefix(row)}/shap-background.parquet"
     background.to_parquet(work / "shap-background.parquet", index=False)
@@ -202,13 +223,24 @@ def _attribution(ctx: Context, ref: Any, frame: Any, limits: dict[str, float], s
         return attribution_drift(reference, np.empty((0, len(reference.features))), **limits)
     row = models.get_by_id(ctx.db_url, ref.model_version_id)
     work = ctx.scratch("joint-drift", ref.model_name, ref.version, ref.interval_start)
-    scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
+    loaded = load_registered_model(ctx, row, work)
+    scorer = open_session(loaded, settings_from_os_environ())
     features = list(scorer.feature_names)
     background = pq.read_table(ctx.store.download(stored.background_key, work / "background.parquet"),
                                columns=features).to_pandas()
     take = np.sort(np.random.default_rng(seed).choice(len(frame), min(ATTRIBUTION_LIVE_ROWS, len(frame)),
                                                       replace=False))
-    values, _ = _shap_values(scorer, frame.iloc[take][features], background, features)
+    live = frame.iloc[take][features]
+    route = None
+    if stored.algorithm.endswith("_interventional"):  # the reference's values came from the model node
+        route = _route(loaded, scorer, live, background, features)
+        if route.trees is None:  # values of another kind would not compare with the reference's
+            log.warning("attribution drift of %s v%s skipped: the reference was computed %s, which "
+                        "these rows do not allow (%s)", ref.model_name, ref.version, stored.algorithm,
+                        route.reason)
+            ctx.discard_scratch("joint-drift", ref.model_name, ref.version, ref.interval_start)
+            return None
+    values, _ = _shap_values(scorer, live, background, features, route)
     order = [features.index(f) for f in reference.features]  # the store keeps shares by name
     ctx.discard_scratch("joint-drift", ref.model_name, ref.version, ref.interval_start)
     return attribution_drift(reference, values[:, order], **limits)

@@ -47,11 +47,13 @@ class AttributionReferenceRow:
     baseline: float
     half_sizes: tuple[int, int]
     background_key: str
+    # how the reference's SHAP values were computed: live values must be computed the same way
+    algorithm: str = ""
 
 
 def get_attribution_reference(url: str, model_version_id: int) -> AttributionReferenceRow | None:
     with transaction(url) as cur:
-        cur.execute("""SELECT n_rows, baseline, half_size_1, half_size_2, background_key
+        cur.execute("""SELECT n_rows, baseline, half_size_1, half_size_2, background_key, algorithm
                        FROM attribution_reference WHERE model_version_id = %s""", (model_version_id,))
         head = cur.fetchone()
         cur.execute("""SELECT feature, share, mean_abs_shap FROM attribution_reference_share
@@ -61,7 +63,7 @@ def get_attribution_reference(url: str, model_version_id: int) -> AttributionRef
         return None
     return AttributionReferenceRow(tuple(r[0] for r in shares), tuple(r[1] for r in shares),
                                    tuple(r[2] for r in shares), int(head[0]), float(head[1]),
-                                   (int(head[2]), int(head[3])), str(head[4]))
+                                   (int(head[2]), int(head[3])), str(head[4]), str(head[5]))
 
 
 def put_attribution_reference(url: str, *, model_version_id: int, reference: Any, algorithm: str,

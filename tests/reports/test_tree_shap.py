@@ -262,3 +262,16 @@ def test_a_stump_matches_the_hand_computed_values() -> None:
     trees = read_tree_ensemble(helper.make_model(graph), ["a", "b"], input_tensor="x")
     out = interventional_tree_shap(trees, [[1.0, 0.0]], [[0.0, 0.0], [1.0, 5.0]])
     assert out.values[:, :, 0].tolist() == [[1.0, 0.0]] and out.base_values.tolist() == [2.0]
+
+
+def test_a_waterfall_of_tree_values_draws_without_error_bars() -> None:
+    from modelgate.reports.waterfall import waterfall_png
+
+    x, y2, y3 = _data()
+    _, onnx_bytes = _models()["xgboost-binary"](x, y2, y3)
+    trees = read_tree_ensemble(onnx_bytes, NAMES, input_tensor="input")
+    session = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
+    frame = pd.DataFrame(x, columns=NAMES)
+    ex = explain_trees(trees, lambda f: session.run(None, {"input": f.to_numpy(dtype=np.float32)})[1],
+                       frame.iloc[:2], frame.iloc[50:90], features=NAMES, columns=1)
+    assert waterfall_png(ex, 0).startswith(b"\x89PNG")

@@ -1,10 +1,12 @@
-"""Exact SHAP values of a tree-ensemble graph, as an :class:`~modelgate.reports.explain.Explanation`.
+"""Exact SHAP values of a tree-ensemble or linear graph, as an :class:`Explanation`.
 
 When the ONNX graph is one tree ensemble on the raw features
 (:func:`modelgate.reports.onnx_trees.read_tree_ensemble`), its interventional SHAP values
 are computed exactly from the trees (:mod:`modelgate.reports.tree_shap`) at any number of
 features, in polynomial time, with standard errors 0 and ``algorithm ==
-"tree_interventional"``. The values explain the trees' margin, not always the probability:
+"tree_interventional"``. A linear graph (:mod:`modelgate.reports.onnx_linear`) is explained
+the same way, in closed form (``algorithm == "linear_interventional"``). The values explain
+the model's margin, not always the probability:
 
 ``output`` (the space explained, stored with the values and shown on every chart)
     * ``"logit"``: a binary classifier whose graph applies a sigmoid (gradient boosting,

@@ -217,6 +217,10 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/reports/test_explain_exact_and_errors.py",
         "tests/reports/test_explain_tasks.py",
     ),
+    "reports/tree_shap.py": ("tests/reports/test_tree_shap.py",),
+    "reports/onnx_trees.py": ("tests/reports/test_tree_shap.py", "tests/reports/test_linear_shap.py"),
+    "reports/onnx_linear.py": ("tests/reports/test_linear_shap.py",),
+    "reports/explain_trees.py": ("tests/reports/test_tree_shap.py", "tests/reports/test_linear_shap.py"),
 }
 # A mutant that makes the tests loop is killed after this many seconds.
 TIMEOUT_S = 120

@@ -15,6 +15,7 @@ from pathlib import Path
 from modelgate.artifact import LoadedModel, archive_sha256, verify
 from modelgate.config import Settings
 from modelgate.logsafe import escape_for_log
+from modelgate.pipelines.dataset_files import s3_parquet, walk_parquet
 from modelgate.store import models
 from modelgate.store.db import resolve_database_url, upgrade
 from modelgate.store.objects import ObjectStore, open_object_store, put_once, validate_key
@@ -118,18 +119,15 @@ def fetch_dataset(ctx: Context, dataset_uri: str, workdir: Path) -> Path:
             # the key's whole path: objects of two folders with one file name (``dt=1/part-0``,
             # ``dt=2/part-0``, members of one batch) get two files (keys have no ``..``)
             return ctx.store.download(key, workdir / validate_key(key))
-        keys = sorted(k for k in ctx.store.list_keys(key.rstrip("/") + "/") if k.endswith(".parquet"))
         files = [ctx.store.download(k, workdir / "parts" / f"{i:06d}.parquet")
-                 for i, k in enumerate(keys)]
+                 for i, (k, _) in enumerate(s3_parquet(ctx.store, key))]
     else:
         path = Path(dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri)
         if path.is_file():
             return path
         if not path.is_dir():
             raise FileNotFoundError(f"held-out dataset {str(path)!r} does not exist")
-        # the files partitions.list_partitions_local lists (that module imports this one)
-        files = sorted((p for p in path.rglob("*.parquet") if p.is_file()
-                        and not p.name.startswith(".")), key=str)
+        files = [Path(p) for p in walk_parquet(path)]  # the files every command lists
     if not files:
         raise FileNotFoundError(f"held-out dataset {dataset_uri!r} holds no .parquet file")
     return files[0] if len(files) == 1 else _concatenated(files, workdir / "dataset.parquet")

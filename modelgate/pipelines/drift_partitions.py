@@ -80,14 +80,20 @@ def partition_name(day: dt.date) -> str:
 
 
 def partition_files(ctx: Context, root_uri: str, day: dt.date, work: Path) -> list[Path]:
-    """The parquet files of partition ``dt=<day>`` under a directory or ``s3://`` prefix."""
+    """The parquet files of partition ``dt=<day>`` under a directory or ``s3://`` prefix, as
+    every dataset is listed (:mod:`~modelgate.pipelines.dataset_files`: nested folders
+    read, ``_``/``.`` names left out)."""
+    from modelgate.pipelines.dataset_files import s3_parquet, walk_parquet
+
     part = partition_name(day)
     if root_uri.startswith("s3://"):
         _, _, prefix = root_uri[5:].partition("/")
-        keys = [k for k in ctx.store.list_keys(f"{prefix.rstrip('/')}/{part}/") if k.endswith(".parquet")]
-        return [ctx.store.download(k, work / part / Path(k).name) for k in keys]
+        folder = f"{prefix.rstrip('/')}/{part}".lstrip("/")
+        # the key below the partition names the file: two folders' part-0.parquet stay two
+        return [ctx.store.download(k, work / part / k[len(folder) + 1:])
+                for k, _ in s3_parquet(ctx.store, folder + "/")]
     directory = Path(root_uri[7:] if root_uri.startswith("file://") else root_uri) / part
-    return sorted(directory.glob("*.parquet")) if directory.is_dir() else []
+    return [Path(p) for p in walk_parquet(directory)] if directory.is_dir() else []
 
 
 def _id_kind(t: pa.DataType) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from modelgate.pipelines.context import Context
+from modelgate.pipelines.dataset_files import PARQUET_SUFFIX, hidden, s3_parquet, walk_parquet
 
 _PARTITION = re.compile(r"dt=(\d{4}-\d{2}-\d{2})")
 
@@ -90,9 +91,10 @@ def _local_partitions(option: str, root: Path) -> tuple[dict[dt.date, list[Path]
     for child in sorted(root.iterdir()):
         day = partition_day(child.name) if child.is_dir() else None
         if day is None:
-            other.append(child.name)
+            if not hidden(child.name):  # _SUCCESS, .crc: not data, not a wrong layout either
+                other.append(child.name)
             continue
-        files = sorted(p for p in child.glob("*.parquet") if not p.name.startswith("."))
+        files = [Path(p) for p in walk_parquet(child)]  # the files a drift run reads
         if files:
             found[day] = files
     return found, other
@@ -105,9 +107,9 @@ def _s3_partitions(ctx: Context, key: str) -> tuple[dict[dt.date, list[str]], li
     for k in ctx.store.list_keys(prefix):
         first, _, rest = k[len(prefix):].partition("/")
         day = partition_day(first) if rest else None
-        if day is not None and k.endswith(".parquet") and "/" not in rest:
+        if day is not None and k.endswith(PARQUET_SUFFIX) and not hidden(rest):
             found.setdefault(day, []).append(k)
-        else:
+        elif day is None and not hidden(first):
             other.add(first)
     return found, sorted(other)
 
@@ -168,8 +170,7 @@ def check_dataset(ctx: Context, option: str, uri: str, columns: Sequence[str]) -
     if path is not None:
         if not path.exists():
             raise MonitorConfigError(f"{option} {uri!r} does not exist")
-        files = [path] if path.is_file() else sorted(
-            p for p in path.rglob("*.parquet") if p.is_file() and not p.name.startswith("."))
+        files = [Path(p) for p in walk_parquet(path)]  # the files `evaluate --data` reads
         if not files:
             raise MonitorConfigError(f"{option} {uri!r} holds no .parquet file")
         if not os.access(files[0], os.R_OK):
@@ -177,8 +178,7 @@ def check_dataset(ctx: Context, option: str, uri: str, columns: Sequence[str]) -
         file = files[0]
     else:
         key = _s3_key(ctx, option, uri)
-        keys = ([key] if key.endswith(".parquet") and ctx.store.exists(key) else
-                [k for k in ctx.store.list_keys(key.rstrip("/") + "/") if k.endswith(".parquet")])
+        keys = [k for k, _ in s3_parquet(ctx.store, key)]
         if not keys:
             raise MonitorConfigError(f"{option} {uri!r} holds no .parquet object")
         file = sorted(keys)[0]

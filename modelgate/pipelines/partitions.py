@@ -20,13 +20,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from modelgate.logsafe import one_line
 from modelgate.pipelines.context import Context, fetch_dataset
+from modelgate.pipelines.dataset_files import PARQUET_SUFFIX, s3_parquet, walk_parquet
 from modelgate.store.objects import ObjectStore
 
 log = logging.getLogger(__name__)
-
-PARQUET_SUFFIX = ".parquet"
 
 
 def list_partitions(ctx: Context, dataset_uri: str) -> list[str]:
@@ -34,7 +32,8 @@ def list_partitions(ctx: Context, dataset_uri: str) -> list[str]:
 
     ``dataset_uri`` is a local path or ``file://`` URI (a file or a directory, searched
     recursively for ``*.parquet``), or ``s3://bucket/key`` (an object, or a prefix whose
-    ``*.parquet`` objects are the partitions). Hidden files are left out (:func:`hidden`).
+    ``*.parquet`` objects are the partitions). Files that are not data are left out
+    (:mod:`~modelgate.pipelines.dataset_files`).
 
     Raises
     ------
@@ -62,13 +61,7 @@ def list_sized(store: ObjectStore | None, dataset_uri: str) -> list[tuple[str, i
     if store is None or bucket != getattr(store, "bucket", None):
         raise ValueError(f"dataset {dataset_uri!r} is not in the configured bucket "
                          "(MODELGATE_S3_ENDPOINT, MODELGATE_S3_BUCKET)")
-    if key.endswith(PARQUET_SUFFIX):  # one object, if there is one of exactly this key
-        size = dict(store.list_sizes(key)).get(key)
-        if size is not None:
-            return [(dataset_uri, size)]
-    prefix = key.rstrip("/") + "/"
-    found = [(f"s3://{bucket}/{k}", size) for k, size in store.list_sizes(prefix)
-             if k.endswith(PARQUET_SUFFIX) and not hidden(k[len(prefix):])]
+    found = [(f"s3://{bucket}/{k}", size) for k, size in s3_parquet(store, key)]
     if not found:
         raise FileNotFoundError(f"held-out dataset {dataset_uri!r} holds no {PARQUET_SUFFIX} file")
     return found
@@ -296,50 +289,18 @@ def local_dataset_fingerprint(path: Path) -> str:
     return dataset_fingerprint([(p.relative_to(path).as_posix(), file_sha256(p)) for p in files])
 
 
-def hidden(relative: str) -> bool:
-    """Whether a file is left out of a dataset, as Spark and Hive leave it: some part of its
-    path under the dataset starts with ``_`` or ``.`` (``_temporary/``, ``_SUCCESS``,
-    ``.part-0.parquet.crc``, editors' and uploaders' temporary files).
-
-    >>> hidden("day=1/part-0.parquet"), hidden("_temporary/0/part-0.parquet"), hidden(".x.parquet")
-    (False, True, True)
-    """
-    return any(part.startswith(("_", ".")) for part in relative.split("/"))
-
-
 def list_partitions_local(path: Path) -> list[str]:
-    """:func:`list_partitions` for a local path (no stores needed).
+    """:func:`list_partitions` for a local path (no stores needed): the files
+    :func:`~modelgate.pipelines.dataset_files.walk_parquet` lists.
 
-    One walk of the directory (``os.scandir``); hidden files and directories (:func:`hidden`)
-    are skipped, and links that point nowhere are named in a warning, never skipped in
-    silence.
+    Raises
+    ------
+    FileNotFoundError
+        If the path does not exist or holds no parquet file.
     """
     if not path.exists():
         raise FileNotFoundError(f"held-out dataset {str(path)!r} does not exist")
-    if path.is_file():
-        return [str(path)]
-    found: list[str] = []
-    dangling: list[str] = []
-    stack, seen = [path], {os.path.realpath(path)}
-    while stack:
-        with os.scandir(stack.pop()) as entries:
-            for entry in entries:
-                if entry.name.startswith(("_", ".")):
-                    continue
-                if entry.is_dir():
-                    real = os.path.realpath(entry.path)
-                    if real not in seen:  # a linked directory is walked once: no loops
-                        seen.add(real)
-                        stack.append(Path(entry.path))
-                elif entry.is_file():
-                    if entry.name.endswith(PARQUET_SUFFIX):
-                        found.append(entry.path)
-                elif entry.is_symlink():
-                    dangling.append(Path(entry.path).relative_to(path).as_posix())
-    if dangling:
-        log.warning("held-out dataset %s: %d link(s) point to nothing and are left out: %s",
-                    one_line(str(path)), len(dangling), one_line(", ".join(sorted(dangling)[:20])))
-    found.sort()  # sorted as strings, the order an s3:// listing of the same files has
+    found = walk_parquet(path)
     if not found:
         raise FileNotFoundError(f"held-out dataset {str(path)!r} holds no {PARQUET_SUFFIX} file")
     return found

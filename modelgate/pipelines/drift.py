@@ -35,6 +35,7 @@ from modelgate.pipelines.drift_partitions import (
     partition_name,
 )
 from modelgate.pipelines.drift_sample import interval_seed, sample_path
+from modelgate.pipelines.drift_scratch import discard_run_scratch
 from modelgate.pipelines.payloads import DriftRefDict, LiveSample, MonitorSpecDict, PreparedRun
 from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.store import drift_runs, models, monitors
@@ -523,9 +524,7 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
                                     rows_set_aside=n_set_aside))
     log.info("drift run %d stored: %s (%d breached)", ref.drift_run_id, verdict, summary.n_breached)
     index_page.write_model_index(ctx, ref.model_name)  # reports/<model>/index.html
-    ctx.discard_scratch("drift", ref.model_name, ref.version, ref.interval_start)
-    ctx.discard_scratch("drift-sample", ref.interval_start)
-    ctx.discard_scratch("labels", ref.model_name, ref.version)
+    discard_run_scratch(ctx, ref)
     return verdict
 
 
@@ -561,5 +560,6 @@ def fail(ctx: Context, ref: DriftRef, exc: BaseException) -> None:
     """Record the run as failed; the first failure's reason is kept (later steps only follow it)."""
     reason = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
     log.error("drift run %d failed: %s", ref.drift_run_id, reason)
+    discard_run_scratch(ctx, ref)  # no live rows or archive copy outlive a failed run
     drift_runs.fail_drift_run(ctx.db_url, ref.drift_run_id, reason)
 

@@ -157,7 +157,8 @@ def run_drift(ctx: Context, spec: MonitorSpecDict, start: dt.datetime, end: dt.d
     order (features one after the other).
 
     The run's heartbeat is kept while the steps work; any error, Ctrl-C or SIGTERM records
-    the run as failed and is re-raised.
+    the run as failed and is re-raised. However the run ends, its scratch files (live rows,
+    the sample, the archive copy) are removed (:mod:`~modelgate.pipelines.drift_scratch`).
 
     Parameters
     ----------
@@ -180,11 +181,15 @@ def run_drift(ctx: Context, spec: MonitorSpecDict, start: dt.datetime, end: dt.d
         stored (``drift``), not failed.
     """
     from modelgate.pipelines import drift
+    from modelgate.pipelines.drift_scratch import discard_run_scratch
 
-    prepared = prepare(ctx, spec, start, end)
+    prepared = prepare(ctx, spec, start, end)  # a failure in it is recorded by drift.fail
     ref = drift.DriftRef(**prepared["run"])
-    done = run_in_process(DRIFT, ctx, ref, {DRIFT.root.name: prepared}, fail=drift.fail,
-                          beat=drift.beat)
+    try:
+        done = run_in_process(DRIFT, ctx, ref, {DRIFT.root.name: prepared}, fail=drift.fail,
+                              beat=drift.beat)
+    finally:  # stored, breached, failed or interrupted: no scratch file outlives the run
+        discard_run_scratch(ctx, ref)
     return str(done["decide"])
 
 

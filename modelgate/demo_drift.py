@@ -33,9 +33,10 @@ def simulated_labels(labels_dir: Path, dates: Sequence[dt.date], out_dir: Path, 
 
 def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path, log_path: Path,
            say: Callable[[str], None], simulated: bool = False) -> list[DriftOutcome]:
-    """Monitor the demo model (``modelgate monitor set``'s code) and run the drift_monitoring
-    DAG once per survey-year partition, oldest first, as a deployment's manual runs would;
-    task logs go to ``log_path``. Returns what each recorded run found."""
+    """Monitor the demo model (``modelgate monitor set``'s code, its held-out set as the
+    reference) and run the drift_monitoring DAG once per survey-year partition, oldest
+    first, as a deployment's manual runs would; task logs go to ``log_path``. Returns what
+    each recorded run found."""
     from modelgate.airflow_runner import run_dag
     from modelgate.demo_data import MODEL_NAME
     from modelgate.pipelines.drift_names import shown_feature
@@ -48,8 +49,11 @@ def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path, 
         say("      no model in production (the gate blocked every candidate); nothing to monitor")
         return []
     outcomes: list[DriftOutcome] = []
+    # the held-out set the model was evaluated on, not its training rows: the performance
+    # estimates are calibrated on the reference, and on training rows the model is too sure
+    # (README, "Estimated performance"; bench/bench_demo_reference.py counts them)
     set_monitor(ctx, MODEL_NAME, live=str(build.live_dir), labels=str(labels_dir),
-                reference=str(build.reference_path), sample_rows=5000)
+                reference=str(build.heldout_path), sample_rows=5000)
     for day in dates:
         # a manual run reads the last whole daily interval before its logical date: ``day``
         dagrun = run_dag("drift_monitoring", log_path=log_path,

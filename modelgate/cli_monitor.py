@@ -10,10 +10,21 @@ from modelgate.cli_args import as_usage_error, bounded_int, interval_start, json
 from modelgate.logsafe import escape_for_log as shown
 
 
+def reclaim_logging() -> None:
+    from modelgate.cli import reclaim_logging as reclaim
+
+    reclaim()
+
+
 def _context() -> Any:
     from modelgate.pipelines.context import Context
 
     return Context.open()
+
+
+def _lines(text: str) -> str:
+    """``text`` with each line made safe to print, its line breaks kept (a breach a line)."""
+    return "\n".join(shown(line) for line in text.splitlines())
 
 
 def cmd_monitor_set(args: argparse.Namespace) -> int:
@@ -77,10 +88,11 @@ def cmd_monitor_retry(args: argparse.Namespace) -> int:
     from modelgate.pipelines.drift import DriftBreached
     from modelgate.pipelines.drift_runner import retry_interval
 
+    reclaim_logging()  # the run imports Airflow: its log stays on stderr
     try:
         verdict = retry_interval(_context(), args.name, args.interval)
     except DriftBreached as exc:
-        print(shown(str(exc)))
+        print(_lines(str(exc)))
         return 3
     print(f"{shown(args.name)} over the interval starting {args.interval.isoformat()}: {verdict}")
     return 0
@@ -93,10 +105,11 @@ def cmd_monitor_run(args: argparse.Namespace) -> int:
     from modelgate.pipelines.drift_runner import retry_interval
 
     schedule = os.environ.get("MODELGATE_DRIFT_SCHEDULE", "@daily")  # the drift DAG's
+    reclaim_logging()  # the run imports Airflow: its log stays on stderr
     try:
         verdict = retry_interval(_context(), args.name, args.interval, first_run_schedule=schedule)
     except DriftBreached as exc:
-        print(shown(str(exc)))
+        print(_lines(str(exc)))
         return 3
     print(f"{shown(args.name)} over the interval starting {args.interval.isoformat()}: {verdict}")
     return 0

@@ -211,6 +211,7 @@ def retry_interval(ctx: Context, model_name: str, interval_start: dt.datetime, *
     if production is None:
         raise models.RegistryError(f"model {model_name!r} has no version in production")
     end = drift_runs.interval_end_of(ctx.db_url, production.model_version_id, interval_start)
+    ran_before = end is not None
     if end is None and first_run_schedule is not None:
         interval_start, end = interval_starting(first_run_schedule, interval_start)
     if end is None:
@@ -219,8 +220,9 @@ def retry_interval(ctx: Context, model_name: str, interval_start: dt.datetime, *
                           "monitor run` runs an interval for the first time)")
     released = monitors.release(ctx.db_url, model_version_id=production.model_version_id,
                                 interval_start=interval_start)
-    log.info("retrying %s v%s over %s..%s (%d quarantined partition(s) released)", model_name,
-             production.version, interval_start.isoformat(), end.isoformat(), released)
+    log.info("%s %s v%s over %s..%s (%d quarantined partition(s) released)",
+             "retrying" if ran_before else "running", model_name, production.version,
+             interval_start.isoformat(), end.isoformat(), released)
     (spec,) = drift.monitor_specs(ctx, {"model_name": model_name})
     return run_drift(ctx, spec, interval_start, end)
 

@@ -53,6 +53,7 @@ from .reference import (
     build_numeric_reference,  # noqa: F401
     count_categories,
 )
+from .threshold_multiple import threshold_multiple
 
 __all__ = [
     "DriftSummary",
@@ -215,12 +216,11 @@ class FeatureDrift:
 
     @property
     def severity(self) -> float:
-        """``score / threshold``: inf for a zero threshold and positive score, -1 for no data."""
-        if self.score is None or self.threshold is None:
-            return -1.0
-        if self.threshold == 0:
-            return math.inf if self.score > 0 else 0.0
-        return self.score / self.threshold
+        """``score / threshold`` (:func:`~modelgate.drift.threshold_multiple.threshold_multiple`,
+        the one definition of "worst"): inf for a zero threshold and positive score, -1 for no
+        data."""
+        multiple = threshold_multiple(self.score, self.threshold)
+        return -1.0 if multiple is None else multiple
 
 
 def _size_factor(n: int, m: int, halves: tuple[int, int]) -> float:

@@ -6,6 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Literal
 
+from modelgate.drift.threshold_multiple import threshold_multiple, worst_first
 from modelgate.store.db import transaction
 
 #: A query the demo shows analysts (the documented views are in sql/README.md).
@@ -177,13 +178,22 @@ def drift_interval(url: str, model_version_id: int,
                             WHERE f.drift_run_id = r.drift_run_id AND f.verdict = 'drift'
                             ORDER BY drift_rank),
                       (SELECT count(*) FROM concept_drift_change c WHERE c.drift_run_id = r.drift_run_id),
-                      w.feature, w.ratio
-               FROM drift_run r LEFT JOIN LATERAL (
-                   SELECT feature, statistic_value / threshold AS ratio FROM feature_drift f
-                   WHERE f.drift_run_id = r.drift_run_id AND threshold > 0
-                     AND statistic_value IS NOT NULL
-                   ORDER BY statistic_value / threshold DESC LIMIT 1) w ON true
+                      ARRAY(SELECT feature FROM feature_drift f WHERE f.drift_run_id = r.drift_run_id
+                            ORDER BY feature),
+                      ARRAY(SELECT statistic_value FROM feature_drift f
+                            WHERE f.drift_run_id = r.drift_run_id ORDER BY feature),
+                      ARRAY(SELECT threshold FROM feature_drift f
+                            WHERE f.drift_run_id = r.drift_run_id ORDER BY feature)
+               FROM drift_run r
                WHERE model_version_id = %s AND interval_start = %s""",
             (model_version_id, interval_start))
         record = cur.fetchone()
-    return None if record is None else DriftIntervalSummary(*record)
+    if record is None:
+        return None
+    names, values, thresholds = record[-3:]
+    order = worst_first(names, values, thresholds)  # the report's definition of "worst"
+    worst = order[0] if order and values[order[0]] is not None else None
+    return DriftIntervalSummary(
+        record[0], record[1], record[2], record[3], record[4], record[5], record[6], record[7],
+        worst_feature=None if worst is None else names[worst],
+        worst_ratio=None if worst is None else threshold_multiple(values[worst], thresholds[worst]))

@@ -23,9 +23,9 @@ def _view(**changes: object) -> DriftReportView:
 
 def test_first_line_counts_drifted_features_and_names_the_worst() -> None:
     page = render_drift_report(_view())
-    # hand-worked: 2 of 3 drifted; scores age 0.15 (W norm), plan 0.31 (JS), hours 0.02 (JS)
+    # hand-worked: 2 of 3 drifted; age 0.15 / 0.1 (W norm), plan 0.31 / 0.1 (JS), hours 0.02 / 0.1
     line = ('<p class="lead" id="drift-summary">2 of 3 features drifted (67%); worst: plan, JS 0.31 '
-            '(threshold 0.1)</p>')
+            '(threshold 0.1, 3.1x)</p>')
     assert line in page
     assert page.index('id="drift-summary"') < page.index('id="features"')
 

@@ -349,11 +349,12 @@ def test_numbers_use_four_significant_digits() -> None:
     assert "[0.862, 1]" in text and "[0.0567, 0.5098]" in text  # a group's Wilson intervals
 
 
-def test_drift_features_are_ordered_by_statistic_descending() -> None:
+def test_drift_features_are_ordered_by_threshold_multiple_descending() -> None:
     page = render_drift_report(drift_view())
     table = page[page.index('id="features"'):].split("</table>", 1)[0]
     order = re.findall(r"<tr><td>(.*?)</td>", table)
-    # scores: SCRIPT js 0.4, QUOTED w_norm 0.2, a_small / b_small js 0.02 (tie broken by name)
+    # multiples: SCRIPT js 0.4 / 0.1, QUOTED w_norm 0.2 / 0.15, a_small / b_small js 0.02 / 0.1
+    # (tie broken by name)
     assert order == ["&lt;script&gt;alert(1)&lt;/script&gt;", "&quot;quoted&quot;",
                      "a_small", "b_small"]
     bars = svg_fragments(page)[0]
@@ -361,7 +362,27 @@ def test_drift_features_are_ordered_by_statistic_descending() -> None:
     assert labels == [None] * 4  # the visible label follows the <title> child
     tooltips = [el.findtext(f"{SVG_NS}title") for el in bars.iter(f"{SVG_NS}text")
                 if el.get("class") == "rl"]
-    assert tooltips == [f"{SCRIPT} (JS)", f"{QUOTED} (W norm)", "a_small (JS)", "b_small (JS)"]
+    assert tooltips == [f"{SCRIPT} (JS 0.4)", f"{QUOTED} (W norm 0.2)", "a_small (JS 0.02)",
+                        "b_small (JS 0.02)"]
+
+
+def test_a_small_js_far_over_its_threshold_ranks_and_draws_above_a_large_wasserstein() -> None:
+    """The tester's case: JS 0.089 against 0.01 (8.9x) is worse than a normalised
+    Wasserstein of 1.3 against 1.0 (1.3x), though its raw value is 15 times smaller."""
+    view = drift_view()
+    rows = (FeatureDriftRow("childs", "numeric", 2.0, 1.3, 0.05, 1.0, "drift", 990, 0, (),
+                            statistic="wasserstein_normalised"),
+            FeatureDriftRow("educcat", "categorical", None, None, 0.089, 0.01, "drift", 990, 0, ()))
+    page = render_drift_report(DriftReportView(**{
+        **{f: getattr(view, f) for f in DriftReportView.__dataclass_fields__}, "features": rows}))
+    table = page[page.index('id="features"'):].split("</table>", 1)[0]
+    assert re.findall(r"<tr><td>(.*?)</td>", table) == ["educcat", "childs"]
+    assert "<td>8.9x</td>" in table and "<td>1.3x</td>" in table
+    assert "worst: educcat, JS 0.089 (threshold 0.01, 8.9x)" in page
+    bars = svg_fragments(page)[0]
+    widths = [float(r.get("width")) for r in bars.iter(f"{SVG_NS}rect")  # type: ignore[arg-type]
+              if r.get("height") == "14"]
+    assert widths[0] / widths[1] == pytest.approx(0.089 / 0.01 / 1.3, rel=0.02)
 
 
 def test_timeline_marks_each_change_point_and_stays_small() -> None:

@@ -178,7 +178,7 @@ _CLASS_ATTRS: dict[str, str] = {
     "lg": 'dy="0.35em"',
     "ax": 'stroke="#59636e"',
     "th": 'stroke-dasharray="4 3" stroke-width="2"',
-    "cp": 'stroke-dasharray="4 3" stroke-width="2"',
+    "cp": 'stroke-width="2" fill="none"',
 }
 
 
@@ -487,6 +487,17 @@ def downsample(points: Sequence[tuple[int, float]], limit: int) -> list[tuple[fl
     return out
 
 
+def _value_near(points: Sequence[tuple[int, float]], position: float) -> float:
+    """The value of the point whose position is nearest ``position`` (0.0 without points).
+
+    >>> _value_near([(0, 0.1), (10, 0.3)], 7)
+    0.3
+    """
+    if not points:
+        return 0.0
+    return min(points, key=lambda p: (abs(p[0] - position), p[0]))[1]
+
+
 def line_chart(
     points: Sequence[tuple[int, float]],
     markers: Sequence[tuple[int, str]],
@@ -495,7 +506,7 @@ def line_chart(
     x_label: str,
     y_label: str,
 ) -> str:
-    """A line over positions with labelled vertical markers (e.g. change points).
+    """A line over positions with labelled markers on it (e.g. change points).
 
     More than 600 points are averaged down (see :func:`downsample`) to keep the SVG small.
 
@@ -504,7 +515,9 @@ def line_chart(
     points : sequence of (int, float)
         ``(position, value)`` in increasing position.
     markers : sequence of (int, str)
-        ``(position, tooltip)``; drawn as red dashed lines labelled 1, 2, ...
+        ``(position, tooltip)``; drawn as red rings on the line at the value plotted nearest
+        the position (a position outside the line's range at its nearer end), numbered 1, 2, ...
+        above the ring.
     title, x_label, y_label : str
         Chart title and axis labels (escaped).
 
@@ -520,21 +533,27 @@ def line_chart(
     (1, 1)
     """
     height, left, bottom = 270.0, 64.0, 214.0
-    positions = [p for p, _ in points] + [p for p, _ in markers]
+    positions = [p for p, _ in points] or [p for p, _ in markers]
     x_lo, x_hi = (min(positions), max(positions)) if positions else (0, 1)
     x_scale = _Scale(float(x_lo), float(max(x_hi, x_lo + 1)), left, WIDTH - 24.0)
     y_ticks = nice_ticks(0.0, max([v for _, v in points] + [0.0]), count=4)
     y_scale = _Scale(0.0, y_ticks[-1], bottom, TOP + 24)
     parts = _open(height, title)
-    for i, (position, tooltip) in enumerate(markers, start=1):
-        x = _c(x_scale(position))
-        parts.append(f'<line x1="{x}" y1="{_c(TOP + 18)}" x2="{x}" y2="{_c(bottom)}" {_cls("cp")} '
-                     f'stroke="{CHANGE_POINT_COLOUR}"><title>{esc(tooltip)}</title></line>')
-        parts.append(f'<text x="{x}" y="{_c(TOP + 9)}" {_cls("tk")}>{i}</text>')
     coords = " ".join(f"{_c(x_scale(p))},{_c(y_scale(v))}"
                       for p, v in downsample(points, MAX_LINE_POINTS))
     parts.append(f'<polyline points="{coords}" fill="none" stroke="{TONE_COLOURS["neutral"]}" '
                  'stroke-width="1.5"/>')
+    rings: list[str] = []  # drawn after the line, so the line does not cover them
+    for i, (position, tooltip) in enumerate(markers, start=1):
+        # on the series: the value plotted nearest the change point (inside the plotted range)
+        at = min(max(float(position), x_scale.lo), x_scale.hi)
+        x, y = x_scale(at), y_scale(_value_near(points, at))
+        rings.append(f'<circle cx="{_c(x)}" cy="{_c(y)}" r="5" {_cls("cp")} '
+                     f'stroke="{CHANGE_POINT_COLOUR}"><title>{esc(tooltip)}</title></circle>')
+        # the number above the mark, kept clear of the y-axis ticks on the left
+        rings.append(f'<text x="{_c(max(x, left + 10))}" y="{_c(max(y - 9, TOP + 9))}" {_cls("tk")} '
+                     f'fill="{CHANGE_POINT_COLOUR}">{i}</text>')
+    parts += rings
     parts += _x_axis(x_scale, [t for t in nice_ticks(x_scale.lo, x_scale.hi)
                                if x_scale.lo <= t <= x_scale.hi], bottom, x_label)
     parts += _y_axis(y_scale, y_ticks, left, y_label)

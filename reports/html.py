@@ -276,7 +276,7 @@ def _timeline_chart(view: DriftReportView) -> Markup | None:
                 f"{format_number(c.rate_before)} → {format_number(c.rate_after)}")
                for i, c in enumerate(view.change_points, start=1)]
     return Markup(line_chart(view.error_rate, markers,
-                             title="Error rate over the interval (dashed: change points)",
+                             title="Error rate over the interval (rings: change points)",
                              x_label="position in stream", y_label="error rate"))
 
 

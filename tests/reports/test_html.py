@@ -385,10 +385,32 @@ def test_a_small_js_far_over_its_threshold_ranks_and_draws_above_a_large_wassers
     assert widths[0] / widths[1] == pytest.approx(0.089 / 0.01 / 1.3, rel=0.02)
 
 
+def test_a_change_point_is_marked_on_the_plotted_series_clear_of_the_axis() -> None:
+    """Each ring sits on a vertex of the line (the change point's position, and the rate
+    plotted there); one before the first plotted point (the rolling window's first end) sits
+    on the line's first vertex, not on the y-axis, and no number is drawn over the ticks."""
+    view = drift_view()
+    early = DriftReportView(**{
+        **{f: getattr(view, f) for f in DriftReportView.__dataclass_fields__},
+        "error_rate": tuple((100 + i * 10, 0.1 + 0.1 * (i >= 40)) for i in range(90)),
+        "change_points": (ChangePointRow(20, "", 0.1, 0.2), ChangePointRow(500, "", 0.1, 0.2))})
+    svg = svg_fragments(render_drift_report(early))[-1]
+    vertices = [tuple(map(float, p.split(","))) for p in
+                svg.find(f"{SVG_NS}polyline").get("points").split()]  # type: ignore[union-attr]
+    rings = [(float(c.get("cx")), float(c.get("cy")))  # type: ignore[arg-type]
+             for c in svg.iter(f"{SVG_NS}circle") if c.get("class") == "cp"]
+    assert rings == [vertices[0], vertices[40]]  # positions 100 (clamped from 20) and 500
+    axis_x = min(x for x, _ in vertices)
+    numbers = [el for el in svg.iter(f"{SVG_NS}text") if el.text in ("1", "2")
+               and el.get("fill") is not None]
+    assert len(numbers) == 2 and all(float(n.get("x")) > axis_x + 5  # type: ignore[arg-type]
+                                     for n in numbers)
+
+
 def test_timeline_marks_each_change_point_and_stays_small() -> None:
     view = drift_view()
     svg = svg_fragments(render_drift_report(view))[-1]
-    marks = [el for el in svg.iter(f"{SVG_NS}line") if el.get("class") == "cp"]
+    marks = [el for el in svg.iter(f"{SVG_NS}circle") if el.get("class") == "cp"]
     assert len(marks) == 2
     long_view = DriftReportView(**{
         **{f: getattr(view, f) for f in DriftReportView.__dataclass_fields__},

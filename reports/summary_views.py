@@ -181,7 +181,8 @@ class QualityRow:
 class EstimateRow:
     """One metric estimated from the interval's scores before labels: the estimate, its
     interval for the value the labels will give, the reference's realised value and the
-    configured largest worsening (None: not thresholded).
+    configured largest worsening (None: not thresholded); ``realised`` is the value the
+    interval's labels gave, once they have landed (None before).
 
     Examples
     --------
@@ -196,9 +197,10 @@ class EstimateRow:
     reference: float | None
     max_worsening: float | None
     verdict: str
+    realised: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("estimate", "lower", "upper", "reference", "max_worsening"):
+        for name in ("estimate", "lower", "upper", "reference", "max_worsening", "realised"):
             value = getattr(self, name)
             if value is not None:
                 _finite(f"EstimateRow.{name}", value)

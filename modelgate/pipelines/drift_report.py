@@ -64,6 +64,7 @@ def _labelled_performance(ctx: Context, ref: DriftRef, concept: Any) -> Any:
 
 def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: list[str]) -> str:
     from modelgate.drift.data_drift import summarise
+    from modelgate.pipelines.drift_realised import with_realised
     from modelgate.reports.html import render_drift_report
     from modelgate.reports.views import (
         ChangePointRow,
@@ -93,6 +94,7 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     joint_rows, attribution_shares = drift_joint.report_rows(joint)
     estimated = drift_estimation.load_result(ctx, ref.prefix())
     quality_rows, estimate_rows = drift_estimation.report_rows(estimated)
+    estimate_rows = with_realised(estimate_rows, getattr(concept, "realised", ()), ref.start())
     joint_breaches = drift_joint.breaches(joint) + estimated.breaches()
     quarantined = monitors.quarantined_by_run(ctx.db_url, ref.drift_run_id)
     judged = drift_verdict.interval_verdict(sample["rows"], summary.features, drifting=False)[0] == "ok"

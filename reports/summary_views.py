@@ -178,6 +178,22 @@ class QualityRow:
 
 
 @dataclass(frozen=True, slots=True)
+class ShapClassSection:
+    """The SHAP summary of one class of a multiclass model: the explained rows whose SHAP
+    values explain that class's probability (each row explains its predicted class).
+
+    Examples
+    --------
+    >>> ShapClassSection("setosa", 2, (ShapSwarmRow("x", (0.1, -0.2), (1.0, 0.0), 0.15, -1.0),)).n_rows
+    2
+    """
+
+    class_name: str
+    n_rows: int
+    rows: tuple[ShapSwarmRow, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class EstimateRow:
     """One metric estimated from the interval's scores before labels: the estimate, its
     interval for the value the labels will give, the reference's realised value and the

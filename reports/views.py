@@ -28,7 +28,14 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 from urllib.parse import urlsplit
 
-from .summary_views import EstimateRow, GroupShapSection, LabelledPerformance, QualityRow, ShapSwarmRow
+from .summary_views import (
+    EstimateRow,
+    GroupShapSection,
+    LabelledPerformance,
+    QualityRow,
+    ShapClassSection,
+    ShapSwarmRow,
+)
 
 CheckVerdict = Literal["pass", "warn", "breach", "fail", "inconclusive", "skipped"]
 """Outcome of one gate check or one fairness gap (``fail``: could not be computed)."""
@@ -381,6 +388,7 @@ class EvaluationReportView:
     champion_version: str | None = None
     shap_summary: tuple[ShapSwarmRow, ...] = ()
     shap_groups: tuple[GroupShapSection, ...] = ()
+    shap_classes: tuple[ShapClassSection, ...] = ()  # multiclass: one summary per class
 
     def __post_init__(self) -> None:
         _check_sha256("EvaluationReportView.model_sha256", self.model_sha256)

@@ -610,8 +610,13 @@ def explain(ctx: Context, ref: RunRef) -> str:
                                   data.iloc[np.union1d(in_sample, in_background)][features])
     explainer = _explainer(scorer, task, features, route)
     overall = _explain_with_progress(explainer, sample, background)
+    explained = None  # multiclass: each row explains its predicted class; one summary per class
+    if task == evaluate_tasks.MULTICLASS:
+        classes = evaluate_tasks.classes_of(row.manifest)
+        explained = [classes[int(k)] for k in table.column("prediction").take(in_sample).to_pylist()]
     summaries = shap_report.summarise(
-        overall, {s: table.column(s).take(in_sample).to_pylist() for s in sensitive})
+        overall, {s: table.column(s).take(in_sample).to_pylist() for s in sensitive},
+        explained_class=explained)
     if task == evaluate_tasks.BINARY:
         y = labels_from_scores(table, row.manifest)
         scores, preds = table.column("score").to_numpy(), table.column("prediction").to_numpy()

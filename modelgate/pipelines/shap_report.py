@@ -14,24 +14,59 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelgate.reports.shap_summary import GroupShap, ShapSummary, shap_by_group, shap_summary
-from modelgate.reports.summary_views import GroupShapSection, ShapSwarmRow
+from modelgate.reports.summary_views import GroupShapSection, ShapClassSection, ShapSwarmRow
+
+#: Multiclass: summaries of at most this many classes, those with the most explained rows.
+MAX_CLASS_SUMMARIES = 3
 
 
 @dataclass(frozen=True, slots=True)
 class ShapSummaries:
-    """What the explain step keeps for the report's SHAP summary and group sections."""
+    """What the explain step keeps for the report's SHAP summary and group sections; for a
+    multiclass model also ``(class, rows, summary)`` per explained class, most rows first."""
 
     summary: ShapSummary
     groups: tuple[GroupShap, ...]
+    by_class: tuple[tuple[str, int, ShapSummary], ...] = ()
 
 
-def summarise(explanation: Any, groups: dict[str, Sequence[Any]]) -> ShapSummaries:
+def summarise(explanation: Any, groups: dict[str, Sequence[Any]], *,
+              explained_class: Sequence[Any] | None = None) -> ShapSummaries:
     """Summaries of an Explanation; ``groups`` maps each sensitive feature to its value on
-    every explained row, in row order."""
+    every explained row, in row order. ``explained_class`` (multiclass) names the class whose
+    probability each row's SHAP values explain: rows of different classes explain different
+    outputs, so they are summarised apart (:func:`class_summaries`), never pooled."""
     return ShapSummaries(
         shap_summary(explanation.values, explanation.feature_values, explanation.features),
         tuple(shap_by_group(explanation.values, explanation.features, list(values),
-                            sensitive_feature=name) for name, values in groups.items()))
+                            sensitive_feature=name) for name, values in groups.items()),
+        () if explained_class is None else class_summaries(explanation, explained_class))
+
+
+def class_summaries(explanation: Any, explained_class: Sequence[Any], *,
+                    limit: int = MAX_CLASS_SUMMARIES) -> tuple[tuple[str, int, ShapSummary], ...]:
+    """One beeswarm summary per explained class, for the ``limit`` classes with the most rows
+    (ties by class name), each over that class's rows only.
+
+    >>> import types, numpy as np
+    >>> e = types.SimpleNamespace(values=np.array([[1.0], [2.0], [3.0]]),
+    ...                           feature_values=np.array([[1.0], [2.0], [3.0]], dtype=object),
+    ...                           features=("x",))
+    >>> [(c, n, s.mean_abs.tolist()) for c, n, s in class_summaries(e, ["b", "a", "b"])]
+    [('b', 2, [2.0]), ('a', 1, [2.0])]
+    """
+    import numpy as np
+
+    names = [str(c) for c in explained_class]
+    if len(names) != len(explanation.values):
+        raise ValueError(f"explained_class must name one class per explained row "
+                         f"({len(explanation.values)}), got {len(names)}")
+    counts = {c: names.count(c) for c in dict.fromkeys(names)}
+    top = sorted(counts, key=lambda c: (-counts[c], c))[:limit]
+    labels = np.asarray(names, dtype=object)
+    return tuple((c, counts[c], shap_summary(explanation.values[labels == c],
+                                             explanation.feature_values[labels == c],
+                                             explanation.features)) for c in top)
 
 
 def multiclass_titles(titles: Sequence[str], predicted: Sequence[Any], *,
@@ -56,12 +91,17 @@ def report_views(summaries: ShapSummaries | None) -> dict[str, Any]:
     """The report view's ``shap_summary`` and ``shap_groups`` fields (empty without summaries,
     e.g. for an explain result pickled before they existed)."""
     if summaries is None:
-        return {"shap_summary": (), "shap_groups": ()}
-    s = summaries.summary
-    rows = tuple(ShapSwarmRow(f, _plain(s.values[:, j]), _plain(s.colours[:, j]), float(s.mean_abs[j]),
-                              float(s.value_correlation[j])) for j, f in enumerate(s.features))
+        return {"shap_summary": (), "shap_groups": (), "shap_classes": ()}
+    rows = _swarm_rows(summaries.summary)
+    classes = tuple(ShapClassSection(name, n, _swarm_rows(s))
+                    for name, n, s in getattr(summaries, "by_class", ()))  # older pickles: none
     sections = tuple(GroupShapSection(g.sensitive_feature, g.groups, tuple(int(c) for c in g.counts),
                                       g.features, tuple(_plain(g.mean[:, j]) for j in range(len(g.features))),
                                       tuple(_plain(g.mean_abs[:, j]) for j in range(len(g.features))),
                                       _plain(g.spread)) for g in summaries.groups)
-    return {"shap_summary": rows, "shap_groups": sections}
+    return {"shap_summary": rows, "shap_groups": sections, "shap_classes": classes}
+
+
+def _swarm_rows(s: ShapSummary) -> tuple[ShapSwarmRow, ...]:
+    return tuple(ShapSwarmRow(f, _plain(s.values[:, j]), _plain(s.colours[:, j]), float(s.mean_abs[j]),
+                              float(s.value_correlation[j])) for j, f in enumerate(s.features))

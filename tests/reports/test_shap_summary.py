@@ -137,4 +137,28 @@ def test_report_shows_group_means_and_summary_from_the_explanation() -> None:
 
 
 def test_report_without_summaries_has_no_summary_sections() -> None:
-    assert shap_report.report_views(None) == {"shap_summary": (), "shap_groups": ()}
+    assert shap_report.report_views(None) == {"shap_summary": (), "shap_groups": (), "shap_classes": ()}
+
+
+def test_a_multiclass_report_has_one_summary_per_class_not_one_pooled_swarm() -> None:
+    """Rows explaining different classes' probabilities are summarised apart: the 3 classes
+    with the most rows (of 4), each over its own rows only (numpy on the Explanation's values)."""
+    ex, frame = _explained()
+    explained = ["c1"] * 9 + ["c2"] * 7 + ["c3"] * 5 + ["c0"] * 3  # the class each row explains
+    summaries = shap_report.summarise(ex, {}, explained_class=explained)
+    assert [(c, n) for c, n, _ in summaries.by_class] == [("c1", 9), ("c2", 7), ("c3", 5)]
+    for name, _, summary in summaries.by_class:
+        rows = np.array(explained) == name
+        for j, feature in enumerate(summary.features):
+            assert summary.mean_abs[j] == pytest.approx(
+                np.abs(ex.values[rows, ex.features.index(feature)]).mean())
+    view = EvaluationReportView(
+        title="Evaluation", model_name="m", model_version="2", model_sha256="ab" * 32,
+        data_fingerprint="cd" * 32, dataset_name="d", run_id="r", created_at="t", provider="CPU",
+        rows_scored=24, metrics=(), calibration=(), fairness=(), shap_importance=(),
+        waterfalls=(), gate=GateView(True, "ok", ()), **shap_report.report_views(summaries))
+    page = render_evaluation_report(view)
+    assert page.count('class="dot"') == (9 + 7 + 5) * 3  # no pooled swarm of all 24 rows
+    for name, n in (("c1", 9), ("c2", 7), ("c3", 5)):
+        assert f'aria-label="SHAP summary of P(class {name}): one dot per explained row ({n})' in page
+    assert "P(class c0)" not in page

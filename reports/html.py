@@ -137,11 +137,11 @@ def _importance_chart(importance: Sequence[tuple[str, float]]) -> Markup | None:
                             x_label="mean |SHAP value|"))
 
 
-def _swarm_chart(rows: Sequence[ShapSwarmRow]) -> Markup | None:
+def _swarm_chart(rows: Sequence[ShapSwarmRow], of: str = "") -> Markup | None:
     if not rows:
         return None
     n_rows = len(rows[0].values)
-    title = f"SHAP summary: one dot per explained row ({n_rows}), coloured by the feature's value"
+    title = f"SHAP summary{of}: one dot per explained row ({n_rows}), coloured by the feature's value"
     if len(rows) > MAX_SWARM_FEATURES:
         title += f"; top {MAX_SWARM_FEATURES} of {len(rows)} features"
     return Markup(beeswarm_chart(rows, title=title, x_label="SHAP value (impact on the output)"))
@@ -200,6 +200,7 @@ def render_evaluation_report(view: EvaluationReportView) -> str:
         gap_charts=[_gap_chart(section) for section in view.fairness],
         importance_chart=_importance_chart(view.shap_importance),
         swarm_chart=_swarm_chart(view.shap_summary), group_charts=_group_charts(view.shap_groups),
+        class_charts=[(c, _swarm_chart(c.rows, f" of P(class {c.class_name})")) for c in view.shap_classes],
     )
 
 
@@ -263,10 +264,10 @@ def _features_chart(ranked: Sequence[FeatureDriftRow]) -> Markup | None:
     bars = [Bar(f"{f.feature} ({_statistic_label(f)} {format_number(f.score)})",
                 cap if m == float("inf") else (m or 0.0), 1.0, _VERDICT_TONES[f.verdict])
             for f, m in zip(shown, multiples, strict=True)]
-    title = "Drift by feature as a multiple of its own threshold, worst first (dashed tick: 1 = threshold)"
+    title = "Drift by feature as a multiple of its threshold, worst first"
     if len(shown) < len(ranked):
         title += f", top {len(shown)} of {len(ranked)}"
-    return Markup(bar_chart(bars, title=title, x_label="statistic / its threshold"))
+    return Markup(bar_chart(bars, title=title, x_label="statistic / its threshold (dashed tick: 1)"))
 
 
 def _timeline_chart(view: DriftReportView) -> Markup | None:

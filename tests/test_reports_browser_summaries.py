@@ -1,7 +1,9 @@
 """The reports' summary sections in headless Chromium, on views built here (no demo run).
 
 Stress cases the demo does not reach: 15 features with long names, a sensitive feature with
-six groups, a categorical feature (grey dots), a drift report with many unseen categories, an
+six groups, a categorical feature (grey dots), a drift report with many unseen categories
+(and statistics of two scales drawn as multiples of their thresholds, estimates beside their
+realised values, a change point before the first plotted error rate), an
 index page with failed, abandoned and blocked runs. At 1400 px nothing may be cut off and every
 chart must have its accessible name (the same probe as ``tests/test_reports_browser.py``);
 screenshots of the new sections go to ``tests/out/browser/summaries/``.
@@ -17,8 +19,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 from modelgate.reports.html import render_drift_report, render_evaluation_report, render_model_index
-from modelgate.reports.summary_views import GroupShapSection, LabelledPerformance, ShapSwarmRow
-from modelgate.reports.views import DriftReportView, EvaluationReportView, FeatureDriftRow, GateView
+from modelgate.reports.summary_views import (
+    EstimateRow,
+    GroupShapSection,
+    LabelledPerformance,
+    ShapSwarmRow,
+)
+from modelgate.reports.views import (
+    ChangePointRow,
+    DriftReportView,
+    EvaluationReportView,
+    FeatureDriftRow,
+    GateView,
+)
 from test_reports_browser import OUT, DevTools, browser, layout_problems  # noqa: F401 (fixture)
 
 from modelgate.pipelines.index_page import RunRecord, build_index_view
@@ -30,7 +43,11 @@ SECTIONS = {
                    ("shap-groups", "svg[aria-label^='Mean SHAP per feature by']"),
                    ("shap-groups-table", "#shap-groups-0")],
     "drift": [("drift-summary", "#drift-summary"), ("unseen", "#unseen-categories"),
-              ("labelled-performance", "#labelled-performance")],
+              ("labelled-performance", "#labelled-performance"),
+              ("threshold-multiples", "svg[aria-label^='Drift by feature as a multiple']"),
+              ("features-table", "#features"),
+              ("estimated-and-realised", "#estimated-performance"),
+              ("change-points", "svg[aria-label^='Error rate over the interval']")],
     "index": [("runs", "#runs")],
 }
 
@@ -68,9 +85,19 @@ def _drift_page() -> str:
         interval_end="2026-11-29T00:00:00Z", run_id="31", rows_sampled=5000,
         features=(FeatureDriftRow("plan", "categorical", None, None, 0.41, 0.1, "drift", 5000, 0, unseen),
                   FeatureDriftRow("age", "numeric", 1.3, 0.08, 0.05, 0.1, "ok", 5000, 3, (),
-                                  "wasserstein_normalised")),
-        histograms=(), error_rate=(), change_points=(), summary="1 of 2 feature(s) breached: plan",
-        verdict="drift",
+                                  "wasserstein_normalised"),
+                  # the tester's case: a large Wasserstein barely over, a small JS far over
+                  FeatureDriftRow("childs", "numeric", 2.1, 1.45, 0.06, 1.2, "drift", 5000, 0, (),
+                                  "wasserstein_normalised"),
+                  FeatureDriftRow("educcat", "categorical", None, None, 0.089, 0.01, "drift", 5000, 0, ())),
+        histograms=(),
+        # a rolling error rate first plotted at position 99; ADWIN's first change point at 40
+        error_rate=tuple((99 + 10 * i, 0.18 + 0.1 * (i >= 30)) for i in range(60)),
+        change_points=(ChangePointRow(40, "2026-11-28T01:00:00Z", 0.18, 0.28),
+                       ChangePointRow(400, "2026-11-28T09:00:00Z", 0.18, 0.28)),
+        summary="3 of 4 feature(s) breached: educcat, plan, childs", verdict="drift",
+        estimates=(EstimateRow("roc_auc", 0.84, 0.82, 0.87, 0.85, None, "ok", 0.836),
+                   EstimateRow("accuracy", 0.76, 0.72, 0.80, 0.77, 0.05, "ok", 0.749)),
         labelled=LabelledPerformance(4210, 0.183, "error rate (prediction differs from label)"))
     return render_drift_report(view)
 

@@ -55,20 +55,35 @@ def _print_estimator(ctx: Any, model_name: str) -> None:
               f"performance estimate: {shown(stored.skipped_reason)}")
 
 
+def _last_run(last: Any) -> str:
+    """``drift: educcat 8.9x`` — the latest run's status and its worst feature as a multiple
+    of its threshold (:func:`modelgate.drift.threshold_multiple.worst_first`, the drift
+    report's and the demo summary's "worst"); ``-`` before any run."""
+    if last is None:
+        return "-"
+    if last.worst_feature is None or last.worst_ratio is None:
+        return shown(last.status)
+    from modelgate.pipelines.drift_names import shown_feature
+
+    return f"{shown(last.status)}: {shown(shown_feature(last.worst_feature))[:18]} {last.worst_ratio:.1f}x"
+
+
 def cmd_monitor_list(args: argparse.Namespace) -> int:
-    from modelgate.store import models, monitors
+    from modelgate.store import models, monitors, summaries
 
     ctx = _context()
     configs = monitors.list_all(ctx.db_url)
     if args.format == "json":
         print(json.dumps([c.to_record() for c in configs], indent=2, sort_keys=True))
         return 0
-    print(f"{'model':<24} {'production':<11} {'rows':>6}  live | labels")
+    print(f"{'model':<24} {'production':<11} {'rows':>6}  {'last run (worst feature)':<34} live | labels")
     for c in configs:
         production = models.get_production(ctx.db_url, c.model_name)
         version = f"v{production.version}" if production else "-"
+        last = (summaries.latest_drift_interval(ctx.db_url, production.model_version_id)
+                if production else None)
         print(f"{shown(c.model_name)[:24]:<24} {shown(version):<11} {c.sample_rows:>6}  "
-              f"{shown(c.live_uri)} | {shown(c.labels_uri)}")
+              f"{_last_run(last):<34} {shown(c.live_uri)} | {shown(c.labels_uri)}")
         _print_estimator(ctx, c.model_name)
     if not configs:
         print("(no model is monitored; `modelgate monitor set NAME --live URI --labels URI`)")

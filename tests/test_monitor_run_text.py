@@ -16,6 +16,7 @@ import pytest
 from modelgate.config import Settings
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.store import models
+from modelgate.store.db import fetch_all
 
 pytestmark = pytest.mark.e2e  # two whole pipeline runs: seconds
 
@@ -40,11 +41,11 @@ def test_monitor_run_text_reads_at_a_glance(settings_env: Settings, demo_builds:
     shutil.copytree(build.labels_dir / f"dt={year}", labels / f"dt={DAY}")
     done = _cli("monitor", "set", NAME, "--live", str(live), "--labels", str(labels),
                 "--reference", str(build.heldout_path), "--sample-rows", "300",
-                "--thresholds", '{"relative": 0.0, "wasserstein_floor": 0.0, "js_floor": 0.0}')
+                "--thresholds", '{"relative": 0.01, "wasserstein_floor": 0.0, "js_floor": 0.0}')
     assert done.returncode == 0, done.stderr
 
     first = _cli("monitor", "run", NAME, "--interval", DAY.isoformat())
-    assert first.returncode == 3, first.stderr  # every feature breaches a zero threshold
+    assert first.returncode == 3, first.stderr  # features breach a hundredth of their baseline
     lines = first.stdout.splitlines()
     assert len(lines) > 2 and "\\n" not in first.stdout  # one breach a line
     assert lines[0].startswith(f"{NAME} v1: drift in ")
@@ -55,3 +56,13 @@ def test_monitor_run_text_reads_at_a_glance(settings_env: Settings, demo_builds:
     again = _cli("monitor", "retry", NAME, "--interval", DAY.isoformat())
     assert again.returncode == 3
     assert "retrying gss-high-income" in again.stderr
+
+    # `monitor list` names the worst feature as the report does: the largest value / threshold
+    listed = _cli("monitor", "list")
+    assert listed.returncode == 0, listed.stderr
+    ((feature, multiple),) = fetch_all(ctx.db_url, """
+        SELECT f.feature, f.statistic_value / f.threshold FROM feature_drift f
+        WHERE f.drift_run_id = (SELECT max(drift_run_id) FROM drift_run) AND f.threshold > 0
+        ORDER BY 2 DESC LIMIT 1""")
+    shown = "model score" if feature == "__score__" else feature
+    assert f"drift: {shown[:18]} {multiple:.1f}x" in listed.stdout

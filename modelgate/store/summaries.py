@@ -197,3 +197,13 @@ def drift_interval(url: str, model_version_id: int,
         record[0], record[1], record[2], record[3], record[4], record[5], record[6], record[7],
         worst_feature=None if worst is None else names[worst],
         worst_ratio=None if worst is None else threshold_multiple(values[worst], thresholds[worst]))
+
+
+def latest_drift_interval(url: str, model_version_id: int) -> DriftIntervalSummary | None:
+    """The drift run of a model version's latest interval, summarised (None before any run)."""
+    with transaction(url) as cur:
+        cur.execute("SELECT max(interval_start) FROM drift_run WHERE model_version_id = %s",
+                    (model_version_id,))
+        record = cur.fetchone()
+    start = None if record is None else record[0]
+    return None if start is None else drift_interval(url, model_version_id, start)

@@ -66,3 +66,9 @@ def test_monitor_run_text_reads_at_a_glance(settings_env: Settings, demo_builds:
         ORDER BY 2 DESC LIMIT 1""")
     shown = "model score" if feature == "__score__" else feature
     assert f"drift: {shown[:18]} {multiple:.1f}x" in listed.stdout
+    # ... and the analyst view's threshold_multiple is the same quotient
+    viewed = fetch_all(ctx.db_url, """
+        SELECT threshold_multiple, statistic_value, threshold FROM analytics.feature_drift_by_interval
+        WHERE drift_run_id = (SELECT max(drift_run_id) FROM drift_run)""")
+    assert viewed and all(m == pytest.approx(v / t) for m, v, t in viewed if t)
+    assert max(m for m, _, _ in viewed) == pytest.approx(multiple)

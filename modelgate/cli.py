@@ -213,19 +213,6 @@ def _setup_logging(quiet: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def reclaim_logging() -> None:
-    """Import Airflow and give the log back to the command: importing Airflow applies its
-    logging config, whose root handler writes to stdout, where a command's output goes
-    (``modelgate monitor run`` printed its log lines among its summary). Call it before the
-    work that imports Airflow; the root logger's handlers and level are put back."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    import airflow.settings  # noqa: F401 - configures Airflow's logging, once per process
-
-    root.handlers[:] = handlers
-    root.setLevel(level)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     from modelgate.numpy_dispatch import prefer_avx2_sort
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -185,3 +186,16 @@ def refuse_nul(args: argparse.Namespace) -> None:
     for key, value in vars(args).items():
         if isinstance(value, str) and "\x00" in value:
             raise UsageError(f"{key.replace('_', '-')}: must not contain a NUL character")
+
+
+def reclaim_logging() -> None:
+    """Import Airflow and give the log back to the command: importing Airflow applies its
+    logging config, whose root handler writes to stdout, where a command's output goes
+    (``modelgate monitor run`` printed its log lines among its summary). Call it before the
+    work that imports Airflow; the root logger's handlers and level are put back."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    import airflow.settings  # noqa: F401 - configures Airflow's logging, once per process
+
+    root.handlers[:] = handlers
+    root.setLevel(level)

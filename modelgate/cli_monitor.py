@@ -6,14 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from modelgate.cli_args import as_usage_error, bounded_int, interval_start, json_object
+from modelgate.cli_args import as_usage_error, bounded_int, interval_start, json_object, reclaim_logging
 from modelgate.logsafe import escape_for_log as shown
-
-
-def reclaim_logging() -> None:
-    from modelgate.cli import reclaim_logging as reclaim
-
-    reclaim()
 
 
 def _context() -> Any:

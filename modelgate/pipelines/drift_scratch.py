@@ -17,11 +17,26 @@ a try Airflow retries keeps its files for the retry, which empties them first).
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from modelgate.pipelines.context import Context
-    from modelgate.pipelines.drift import DriftRef
+
+
+class RunScratch(Protocol):
+    """What names a drift run's scratch files (a ``DriftRef`` has it)."""
+
+    @property
+    def drift_run_id(self) -> int: ...
+
+    @property
+    def model_name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def interval_start(self) -> str: ...
 
 #: Scratch folders of a model version, under ``work/`` (each followed by model and version).
 VERSION_SCRATCH = ("labels", "reference", "joint-reference", "estimation-reference")
@@ -29,15 +44,15 @@ VERSION_SCRATCH = ("labels", "reference", "joint-reference", "estimation-referen
 INTERVAL_SCRATCH = ("drift", "joint-drift")
 
 
-def discard_run_scratch(ctx: Context, ref: DriftRef) -> None:
+def discard_run_scratch(ctx: Context, ref: RunScratch) -> None:
     """Remove every scratch file of the drift run ``ref`` (missing ones are no error).
 
     Parameters
     ----------
     ctx : Context
         Where the scratch folder is (``MODELGATE_HOME/work``).
-    ref : DriftRef
-        The run: its model, version, interval and id name its files.
+    ref : RunScratch
+        The run (a ``DriftRef``): its model, version, interval and id name its files.
     """
     from modelgate.pipelines.context import safe_key_part
 

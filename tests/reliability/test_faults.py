@@ -244,12 +244,14 @@ def test_airflow_retry_of_a_failed_score_task_reaches_the_clean_state(
     ctx = Context.open(env)
     register_archive(ctx, demo_builds["1"].archive_path)
     clean = _dag_run(data)
-    # second run: the held-out file is not there yet, so the first try of `partitions` (the
-    # first task that reads the dataset: it lists the files to score) fails for real; the file
-    # lands as that failure is raised (dag.test() runs tasks in this process), so the retry
-    # finds it whatever the machine's speed
-    late = tmp_path / "landing" / "heldout.parquet"
-    late.parent.mkdir()
+    # second run: the held-out folder exists (a dataset that does not exist at all is refused
+    # for good by `verify`, never retried) but its file is not there yet, so the first try of
+    # `partitions` (the first task that reads the dataset: it lists the files to score) fails
+    # for real; the file lands as that failure is raised (dag.test() runs tasks in this
+    # process), so the retry finds it whatever the machine's speed
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    late = landing / "heldout.parquet"
     original, misses = evaluate.list_dataset, []
 
     def lands_once_the_first_listing_failed(ctx: Context, ref: evaluate.RunRef) -> list[str]:
@@ -261,7 +263,7 @@ def test_airflow_retry_of_a_failed_score_task_reaches_the_clean_state(
             raise
 
     monkeypatch.setattr(evaluate, "list_dataset", lands_once_the_first_listing_failed)
-    retried = _dag_run(late)
+    retried = _dag_run(landing)
     tries = {ti.task_id: (ti.try_number, str(ti.state)) for ti in retried.get_task_instances()}
     assert len(misses) == 1, misses
     assert tries["partitions"] == (2, "success") and tries["score"] == (1, "success")

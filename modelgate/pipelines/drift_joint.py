@@ -218,7 +218,7 @@ def _attribution(ctx: Context, ref: Any, frame: Any, limits: dict[str, float], s
         return None
     reference = AttributionReference(
         stored.features, np.array(stored.shares), np.array(stored.mean_abs_shap), stored.n_rows,
-        stored.baseline, stored.half_sizes)
+        stored.baseline, stored.half_sizes, stored.null_sizes, stored.null_quantiles, stored.null_level)
     if len(frame) == 0:
         return attribution_drift(reference, np.empty((0, len(reference.features))), **limits)
     row = models.get_by_id(ctx.db_url, ref.model_version_id)

@@ -49,11 +49,16 @@ class AttributionReferenceRow:
     background_key: str
     # how the reference's SHAP values were computed: live values must be computed the same way
     algorithm: str = ""
+    # the split null (migration 0037); empty on references stored before it
+    null_sizes: tuple[int, ...] = ()
+    null_quantiles: tuple[float, ...] = ()
+    null_level: float = 0.99
 
 
 def get_attribution_reference(url: str, model_version_id: int) -> AttributionReferenceRow | None:
     with transaction(url) as cur:
-        cur.execute("""SELECT n_rows, baseline, half_size_1, half_size_2, background_key, algorithm
+        cur.execute("""SELECT n_rows, baseline, half_size_1, half_size_2, background_key, algorithm,
+                              null_sizes, null_quantiles, null_level
                        FROM attribution_reference WHERE model_version_id = %s""", (model_version_id,))
         head = cur.fetchone()
         cur.execute("""SELECT feature, share, mean_abs_shap FROM attribution_reference_share
@@ -63,7 +68,10 @@ def get_attribution_reference(url: str, model_version_id: int) -> AttributionRef
         return None
     return AttributionReferenceRow(tuple(r[0] for r in shares), tuple(r[1] for r in shares),
                                    tuple(r[2] for r in shares), int(head[0]), float(head[1]),
-                                   (int(head[2]), int(head[3])), str(head[4]), str(head[5]))
+                                   (int(head[2]), int(head[3])), str(head[4]), str(head[5]),
+                                   tuple(int(k) for k in head[6] or ()),
+                                   tuple(float(q) for q in head[7] or ()),
+                                   0.99 if head[8] is None else float(head[8]))
 
 
 def put_attribution_reference(url: str, *, model_version_id: int, reference: Any, algorithm: str,
@@ -74,11 +82,14 @@ def put_attribution_reference(url: str, *, model_version_id: int, reference: Any
         cur.execute(
             """INSERT INTO attribution_reference (model_version_id, n_rows, baseline, half_size_1,
                    half_size_2, algorithm, evaluations_per_row, background_rows, background_key,
-                   background_uri)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                   background_uri, null_sizes, null_quantiles, null_level)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                ON CONFLICT ON CONSTRAINT attribution_reference_pkey DO NOTHING RETURNING 1""",
             (model_version_id, reference.n, reference.baseline, *reference.half_sizes, algorithm,
-             evaluations_per_row, background_rows, background_key, background_uri),
+             evaluations_per_row, background_rows, background_key, background_uri,
+             [int(k) for k in reference.null_sizes] or None,
+             [float(q) for q in reference.null_quantiles] or None,
+             float(reference.null_level) if reference.null_sizes else None),
         )
         if cur.fetchone() is None:
             return  # another run stored it first; the profile of a version never changes

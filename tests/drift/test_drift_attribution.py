@@ -71,34 +71,49 @@ def test_no_current_rows_is_no_data_and_bad_input_is_named() -> None:
         attribution_shares([[np.nan, 1.0]])
 
 
-def _reference(baseline: float = 0.3) -> AttributionReference:
-    # built directly: 9 reference rows split 4 / 5, profile (0.5, 0.5)
+# the split null's standardised 99 % quantile of the hand-built reference below, and the
+# threshold it gives at 6 current rows: 0.4 * sqrt(1/9 + 1/6) = 0.4 * sqrt(5/18) = 0.2108
+NULL_Q = 0.4
+Q6 = NULL_Q * math.sqrt(5 / 18)
+
+
+def _reference(baseline: float = 0.3, *, null: bool = True) -> AttributionReference:
+    # built directly: 9 reference rows split 4 / 5, profile (0.5, 0.5); one null size (k = 3),
+    # so the interpolation is flat; null=False: a reference stored before the null was kept
     return AttributionReference(("x", "y"), np.array([0.5, 0.5]), np.array([1.0, 1.0]), 9,
-                                baseline, (4, 5))
+                                baseline, (4, 5), *(((3,), (NULL_Q,)) if null else ()))
 
 
 def test_baseline_is_rescaled_to_the_sizes_compared() -> None:
     # sqrt((1/9 + 1/6) / (1/4 + 1/5)) = sqrt((5/18) / (9/20)) = sqrt(50/81)
     result = attribution_drift(_reference(), np.ones((6, 2)), relative=2.0, floor=0.0)
     assert result.baseline == pytest.approx(0.3 * math.sqrt(50 / 81), rel=1e-12)
-    assert result.threshold == pytest.approx(0.6 * math.sqrt(50 / 81), rel=1e-12)
+    assert result.threshold == pytest.approx(2.0 * Q6, rel=1e-12)
     assert (result.distance, result.verdict) == (0.0, "ok")
     assert (result.n_reference, result.n_current) == (9, 6)
 
 
 @pytest.mark.parametrize(
     ("relative", "floor", "verdict"),
-    [(0.5, 0.25, "ok"), (0.5, 0.2, "drift"), (2.0, 0.0, "ok"), (1.0, 0.0, "drift")],
+    [(0.5, 0.25, "ok"), (0.5, 0.2, "drift"), (1.5, 0.0, "ok"), (1.0, 0.0, "drift")],
     ids=["at-the-floor", "above-the-floor", "below-relative", "above-relative"],
 )
-def test_threshold_is_the_larger_of_floor_and_relative_baseline(relative: float, floor: float,
-                                                                 verdict: str) -> None:
+def test_threshold_is_the_larger_of_floor_and_relative_null_quantile(relative: float, floor: float,
+                                                                     verdict: str) -> None:
     # current profile (0.75, 0.25): distance 0.5 * (0.25 + 0.25) = 0.25 exactly;
-    # relative * baseline = relative * 0.3 * sqrt(50/81) = relative * 0.2357
+    # relative * q(6) = relative * 0.4 * sqrt(5/18) = relative * 0.2108
     result = attribution_drift(_reference(), [[3.0, 1.0]] * 6, relative=relative, floor=floor)
     assert result.distance == 0.25
-    assert result.threshold == pytest.approx(max(floor, relative * 0.3 * math.sqrt(50 / 81)))
+    assert result.threshold == pytest.approx(max(floor, relative * Q6))
     assert result.verdict == verdict
+
+
+def test_a_reference_without_a_null_keeps_the_old_rule() -> None:
+    # stored before migration 0037: max(floor, 0.1, relative * 1.8 * rescaled baseline)
+    old = _reference(null=False)
+    result = attribution_drift(old, np.ones((6, 2)))
+    assert result.threshold == pytest.approx(1.8 * 0.3 * math.sqrt(50 / 81), rel=1e-12)
+    assert attribution_drift(_reference(0.0, null=False), np.ones((6, 2))).threshold == 0.1
 
 
 @pytest.mark.parametrize("name", ["relative", "floor"])
@@ -141,10 +156,12 @@ def test_reference_checks_rows_repeats_and_keyword_options() -> None:
 
 
 def test_default_options() -> None:
-    # relative 1.8 times the rescaled baseline, floor 0.1
+    # relative 1 times the null's quantile, floor 1e-4 (numerical noise only)
     result = attribution_drift(_reference(), np.ones((6, 2)))
-    assert result.threshold == pytest.approx(1.8 * 0.3 * math.sqrt(50 / 81), rel=1e-12)
-    assert attribution_drift(_reference(baseline=0.0), np.ones((6, 2))).threshold == 0.1
+    assert result.threshold == pytest.approx(Q6, rel=1e-12)
+    flat = AttributionReference(("x", "y"), np.array([0.5, 0.5]), np.array([1.0, 1.0]), 9, 0.0,
+                                (4, 5), (3,), (0.0,))
+    assert attribution_drift(flat, np.ones((6, 2))).threshold == 1e-4
 
 
 @pytest.mark.parametrize(("n", "halves"), [(2, (1, 1)), (5, (2, 3)), (6, (3, 3))], ids=str)
@@ -164,6 +181,7 @@ def test_every_half_split_of_one_hot_rows_has_distance_one() -> None:
 
 def test_records() -> None:
     drift = attribution_drift(_reference(), [[3.0, 1.0]] * 6, relative=0.5, floor=0.2)
+    assert 0.5 * Q6 < 0.2  # the floor sets this threshold
     assert drift.to_record() == {
         "statistic_name": "total_variation", "statistic_value": 0.25,
         "baseline": pytest.approx(0.3 * math.sqrt(50 / 81)),

@@ -87,7 +87,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     exp, explained, note = _explain_for_task(scorer, loaded.onnx_bytes, rows, background, features, args)
     payload = {
         "features": list(exp.features), "algorithm": exp.algorithm, "algorithm_note": note,
-        "output": exp.output,
+        "output": exp.output, "output_space": exp.output,  # "output" kept for older readers
         "base_values": exp.base_values.tolist(), "values": exp.values.tolist(),
         "model_output": exp.model_output.tolist(), "standard_errors": exp.standard_errors.tolist(),
         "budget": {"evaluations_per_row": exp.budget.evaluations_per_row,

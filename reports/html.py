@@ -37,6 +37,7 @@ from modelgate.reports.shap_charts import (
     MAX_SWARM_FEATURES,
     beeswarm_chart,
     group_shap_chart,
+    space_axis_label,
 )
 from modelgate.reports.summary_views import GroupShapSection, ShapSwarmRow
 from modelgate.reports.views import (
@@ -126,7 +127,7 @@ def _gap_chart(section: FairnessSection) -> Markup | None:
                                  x_label="gap between groups"))
 
 
-def _importance_chart(importance: Sequence[tuple[str, float]]) -> Markup | None:
+def _importance_chart(importance: Sequence[tuple[str, float]], space: str = "") -> Markup | None:
     ranked = sorted(importance, key=lambda item: (-item[1], item[0]))
     if not ranked:
         return None
@@ -134,20 +135,21 @@ def _importance_chart(importance: Sequence[tuple[str, float]]) -> Markup | None:
     title = ("Global importance" if len(shown) == len(ranked)
              else f"Global importance (top {len(shown)} of {len(ranked)} features)")
     return Markup(bar_chart([Bar(name, value) for name, value in shown], title=title,
-                            x_label="mean |SHAP value|"))
+                            x_label=space_axis_label("mean |SHAP value|", space)))
 
 
-def _swarm_chart(rows: Sequence[ShapSwarmRow], of: str = "") -> Markup | None:
+def _swarm_chart(rows: Sequence[ShapSwarmRow], of: str = "", space: str = "") -> Markup | None:
     if not rows:
         return None
     n_rows = len(rows[0].values)
     title = f"SHAP summary{of}: one dot per explained row ({n_rows}), coloured by the feature's value"
     if len(rows) > MAX_SWARM_FEATURES:
         title += f"; top {MAX_SWARM_FEATURES} of {len(rows)} features"
-    return Markup(beeswarm_chart(rows, title=title, x_label="SHAP value (impact on the output)"))
+    label = space_axis_label("SHAP value (impact on the output)", space)
+    return Markup(beeswarm_chart(rows, title=title, x_label=label))
 
 
-def _group_charts(sections: Sequence[GroupShapSection]) -> list[Markup]:
+def _group_charts(sections: Sequence[GroupShapSection], space: str = "") -> list[Markup]:
     charts = []
     for s in sections:
         title = f"Mean SHAP per feature by {s.sensitive_feature} group"
@@ -155,7 +157,8 @@ def _group_charts(sections: Sequence[GroupShapSection]) -> list[Markup]:
             title += f", top {MAX_GROUP_FEATURES} by spread"
         if len(s.groups) > MAX_GROUPS_DRAWN:
             title += f", first {MAX_GROUPS_DRAWN} groups"
-        charts.append(Markup(group_shap_chart(s, title=title, x_label="mean SHAP value",
+        label = space_axis_label("mean SHAP value", space)
+        charts.append(Markup(group_shap_chart(s, title=title, x_label=label,
                                               max_features=MAX_GROUP_FEATURES)))
     return charts
 
@@ -198,9 +201,11 @@ def render_evaluation_report(view: EvaluationReportView) -> str:
         "evaluation.html.j2", f"{view.title} — {view.model_name} {view.model_version}",
         view=view, banner_word=word, banner_tone=tone, reliability=reliability,
         gap_charts=[_gap_chart(section) for section in view.fairness],
-        importance_chart=_importance_chart(view.shap_importance),
-        swarm_chart=_swarm_chart(view.shap_summary), group_charts=_group_charts(view.shap_groups),
-        class_charts=[(c, _swarm_chart(c.rows, f" of P(class {c.class_name})")) for c in view.shap_classes],
+        importance_chart=_importance_chart(view.shap_importance, view.shap_output_space),
+        swarm_chart=_swarm_chart(view.shap_summary, space=view.shap_output_space),
+        group_charts=_group_charts(view.shap_groups, view.shap_output_space),
+        class_charts=[(c, _swarm_chart(c.rows, f" of P(class {c.class_name})", view.shap_output_space))
+                      for c in view.shap_classes],
     )
 
 

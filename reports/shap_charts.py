@@ -29,12 +29,50 @@ from .charts import (
 )
 from .summary_views import GroupShapSection, ShapSwarmRow
 
-__all__ = ["MAX_GROUPS_DRAWN", "MAX_SWARM_FEATURES", "beeswarm_chart", "group_shap_chart"]
+__all__ = ["MAX_GROUPS_DRAWN", "MAX_SWARM_FEATURES", "beeswarm_chart", "group_shap_chart", "space_axis_label"]
+
+#: How each output space reads on an axis (issue #40: a chart of margin values says so).
+SPACE_WORDS = {"probability": "probability", "logit": "log-odds, before the sigmoid",
+               "margin": "class score (margin), before the softmax", "value": "predicted value"}
 
 #: Most features drawn in one chart; the tables list every feature.
 MAX_SWARM_FEATURES = 15
 #: Most groups drawn per feature in the group chart; the table lists every group.
 MAX_GROUPS_DRAWN = 8
+
+def space_axis_label(label: str, output_space: str) -> str:
+    """``label`` with the space the SHAP values explain, for an axis.
+
+    Parameters
+    ----------
+    label : str
+        What the axis shows (``"mean |SHAP value|"``).
+    output_space : str
+        ``"probability"``, ``"logit"``, ``"margin"`` or ``"value"``; ``""`` (not known: a run
+        recorded before the space was kept) leaves ``label`` as it is.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        On another space.
+
+    Examples
+    --------
+    >>> space_axis_label("mean |SHAP value|", "logit")
+    'mean |SHAP value| (log-odds, before the sigmoid)'
+    >>> space_axis_label("SHAP value", "")
+    'SHAP value'
+    """
+    if output_space == "":
+        return label
+    if output_space not in SPACE_WORDS:
+        raise ValueError(f"output_space must be one of {sorted(SPACE_WORDS)} or '', got {output_space!r}")
+    return f"{label} ({SPACE_WORDS[output_space]})"
+
 
 _LOW, _HIGH = (0x00, 0x8B, 0xFB), (0xFF, 0x00, 0x51)  # shap's blue and red
 _SWARM_ROW = 30.0

@@ -352,6 +352,8 @@ class EvaluationReportView:
     ``champion_version`` is the production version compared against (None: no champion).
     ``shap_summary`` (beeswarm rows, most important first) and ``shap_groups`` (one section
     per sensitive feature) describe the rows explained for the global importance.
+    ``shap_output_space`` names the space the SHAP values explain (``probability``, ``logit``,
+    ``margin``, ``value``; ``""`` when not known), shown on every SHAP chart's axis.
 
     Examples
     --------
@@ -389,9 +391,13 @@ class EvaluationReportView:
     shap_summary: tuple[ShapSwarmRow, ...] = ()
     shap_groups: tuple[GroupShapSection, ...] = ()
     shap_classes: tuple[ShapClassSection, ...] = ()  # multiclass: one summary per class
+    shap_output_space: str = ""
 
     def __post_init__(self) -> None:
         _check_sha256("EvaluationReportView.model_sha256", self.model_sha256)
+        if self.shap_output_space not in ("", "probability", "logit", "margin", "value"):
+            raise ValueError("EvaluationReportView.shap_output_space must be 'probability', 'logit', "
+                             f"'margin', 'value' or '', got {self.shap_output_space!r}")
         _check_sha256("EvaluationReportView.data_fingerprint", self.data_fingerprint)
         _check_count("EvaluationReportView.rows_scored", self.rows_scored)
         for feature, value in self.shap_importance:

@@ -167,6 +167,17 @@ def test_evaluate_a_three_class_model_equals_sklearn_and_fairlearn(settings_env:
     # the SHAP summary and SHAP by group sections are there, with their tables
     assert 'id="shap-summary"' in page and 'id="shap-groups-0"' in page
     assert "Mean SHAP per feature by group group" in page and "no champion" in page
+    # issue #40: a linear graph's exact values are class scores before the softmax; the JSON,
+    # the analysts' view and every SHAP chart's axis say so
+    shap = payload["shap"]
+    assert (shap["algorithm"], shap["output_space"], shap["output"]) == (
+        "linear_interventional", "margin", "margin")
+    shown = _rows(url, "SELECT feature, mean_abs_shap, output_space FROM analytics.feature_importance "
+                       "WHERE evaluation_run_id = %s ORDER BY importance_rank", run_id)
+    assert [(i["feature"], i["mean_abs_shap"], "margin") for i in shap["importance"]] == [
+        (f, pytest.approx(v, rel=1e-12), s) for f, v, s in shown]
+    for label in ("mean |SHAP value|", "SHAP value (impact on the output)", "mean SHAP value"):
+        assert f">{label} (class score (margin), before the softmax)<" in page, label
 
 
 @pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier

@@ -35,6 +35,7 @@ def test_explain_reads_trees_and_linear_models_exactly_and_says_why_not(
                  "--background", "30", "--format", "json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert (payload["algorithm"], payload["output"]) == CASES[name]
+    assert payload["output_space"] == CASES[name][1]  # issue #40: the space named as such too
     values, base = np.asarray(payload["values"]), np.asarray(payload["base_values"])
     assert np.abs(base + values.sum(axis=1) - payload["model_output"]).max() <= 1e-6
     if payload["algorithm"] == "exact":

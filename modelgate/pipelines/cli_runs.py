@@ -85,6 +85,7 @@ def _outcome(ctx: Context, ref: evaluate.RunRef, status: str, link: str,
         "fairness": fairness_json(fairness),
         "gate": gate_json(d.to_record(), (c.to_record() for c in d.checks)),
         "policy": policy_json(policy),
+        "shap": _shap_json(ctx, ref),
     }
     text = (f"evaluation run {run.evaluation_run_id}: {status.upper()} "
             f"({run.rows_scored} rows on {run.provider}, {run.scoring_rows_per_s or 0:,.0f} rows/s)\n"
@@ -92,6 +93,23 @@ def _outcome(ctx: Context, ref: evaluate.RunRef, status: str, link: str,
             f"{escape_for_log(policy_line(policy))}\nreport: {link}"
             + (f"\n{promoted}" if promoted else ""))
     return EvaluationOutcome(payload, text)
+
+
+def _shap_json(ctx: Context, ref: evaluate.RunRef) -> dict[str, Any] | None:
+    """The run's SHAP section: algorithm, the space its values explain (``output_space``, and
+    ``output`` with the same value), rows explained and the global importance, most
+    important first; None when the run has no explain result."""
+    key = f"{ref.prefix()}/explain.pkl"
+    if not ctx.store.exists(key):
+        return None
+    shap: evaluate.ExplainResult = evaluate.get_pickle(ctx, key)
+    space = getattr(shap, "output", "") or None  # None on a result pickled before it was kept
+    ses = shap.importance_se or (None,) * len(shap.importance)
+    return {"algorithm": shap.algorithm, "algorithm_note": getattr(shap, "algorithm_note", ""),
+            "output": space, "output_space": space, "rows_explained": shap.rows_explained,
+            "background_rows": shap.background_rows,
+            "importance": [{"feature": f, "mean_abs_shap": v, "mean_abs_shap_se": se}
+                           for (f, v), se in zip(shap.importance, ses, strict=True)]}
 
 
 def _terminal_lines(text: str) -> str:

@@ -1093,6 +1093,7 @@ def render_report(ctx: Context, ref: RunRef) -> str:
         champion_version=(None if run.champion_version_id is None
                           else _model_row(ctx, run.champion_version_id).version),
         **shap_report.report_views(getattr(shap, "summaries", None)),
+        shap_output_space=getattr(shap, "output", ""),  # "" on a result pickled before it was kept
     )
     key = report_key(row, run)
     ctx.store.put_bytes(key, render_evaluation_report(view).encode(), content_type="text/html")

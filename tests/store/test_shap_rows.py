@@ -73,3 +73,25 @@ def test_the_output_space_is_stored_and_checked(clean_db: str) -> None:
     with pytest.raises(psycopg2.errors.CheckViolation, match="shap_budget_output_space_check"):
         runs.write_evaluation_results(clean_db, run_id, bad, status="passed", report_key=None,
                                       report_uri=None)
+
+
+def test_feature_importance_shows_the_output_space(clean_db: str) -> None:
+    """Migration 0037: analytics.feature_importance appends output_space (the space of
+    mean_abs_shap), after every column it had (0016's shap_algorithm last before it)."""
+    run_id = _run(clean_db)
+    rows = runs.EvaluationRows(
+        shap_importance=[{"feature": "age", "importance_rank": 1, "mean_abs_shap": 0.3,
+                          "mean_abs_shap_se": 0.0}],
+        shap_budget={**_budget("tree_interventional", 0.0), "output_space": "logit"})
+    runs.write_evaluation_results(clean_db, run_id, rows, status="passed", report_key=None,
+                                  report_uri=None)
+    with transaction(clean_db) as cur:
+        cur.execute("""SELECT feature, shap_algorithm, output_space FROM analytics.feature_importance
+                       WHERE evaluation_run_id = %s""", (run_id,))
+        assert cur.fetchall() == [("age", "tree_interventional", "logit")]
+        cur.execute("""SELECT column_name FROM information_schema.columns
+                       WHERE table_schema = 'analytics' AND table_name = 'feature_importance'
+                       ORDER BY ordinal_position""")
+        assert [r[0] for r in cur.fetchall()] == [
+            "model_name", "version", "evaluation_run_id", "run_key", "finished_at", "feature",
+            "importance_rank", "mean_abs_shap", "mean_abs_shap_se", "shap_algorithm", "output_space"]

@@ -172,7 +172,7 @@ OUTSIDE_FINISH = tuple(n for n in DRIFT.names() if n == FAN_OUT or n in DRIFT.an
         "adwin_delta": Param(0.002, type="number", exclusiveMinimum=0, exclusiveMaximum=1),
         "thresholds": Param({}, type="object", description=(
             'override, e.g. {"relative": 1.8, "features": {"age": {"relative": 3.0}}, '
-            '"multivariate": {"relative": 1.8, "floor": 0.05}, "attribution": {"floor": 0.1}}')),
+            '"multivariate": {"relative": 1.8, "floor": 0.05}, "attribution": {"relative": 1.2}}')),
     },
 )
 def drift_monitoring() -> None:

@@ -31,7 +31,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/drift/test_nanny_estimation.py",  # the nanny error model fits and predicts with it
     ),
     "drift/adwin.py": ("tests/drift/test_drift_adwin.py",),
-    "drift/attribution.py": ("tests/drift/test_drift_attribution.py",),
+    "drift/attribution.py": ("tests/drift/test_drift_attribution.py", "tests/drift/test_attribution_null.py"),
     "drift/data_drift.py": (
         "tests/drift/test_drift_data_drift.py",
         "tests/drift/test_drift_threshold_rule.py",

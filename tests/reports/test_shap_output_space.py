@@ -94,3 +94,17 @@ def test_an_unknown_space_is_refused() -> None:
             data_fingerprint="cd" * 32, dataset_name="d", run_id="r", created_at="t", provider="CPU",
             rows_scored=1, metrics=(), calibration=(), fairness=(), shap_importance=(),
             waterfalls=(), gate=GateView(True, "ok", ()), shap_output_space="odds")
+
+
+def test_the_per_class_summaries_name_the_space() -> None:
+    from modelgate.reports.summary_views import ShapClassSection, ShapSwarmRow
+
+    rows = (ShapSwarmRow("a", (0.1, -0.2), (1.0, 0.0), 0.15, -1.0),)
+    view = EvaluationReportView(
+        title="Evaluation", model_name="m", model_version="2", model_sha256="ab" * 32,
+        data_fingerprint="cd" * 32, dataset_name="d", run_id="r", created_at="t", provider="CPU",
+        rows_scored=2, metrics=(), calibration=(), fairness=(), shap_importance=(("a", 0.15),),
+        waterfalls=(), gate=GateView(True, "ok", ()), shap_output_space="margin",
+        shap_classes=(ShapClassSection("0", 2, rows), ShapClassSection("1", 2, rows)))
+    page = render_evaluation_report(view)
+    assert page.count(">SHAP value (impact on the output) (class score (margin), before the softmax)<") == 2

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from modelgate.store import drift_joint, estimation
+from modelgate.store import drift_attempts, drift_joint, estimation
 from modelgate.store.db import transaction
 
 
@@ -30,8 +30,10 @@ def start_drift_run(url: str, *, model_version_id: int, interval_start: dt.datet
     """Create the run row for (model version, interval), or reset it on a re-run (``attempt``
     one more, so its report gets a key of its own).
 
-    Feature rows are cleared on a re-run; concept-drift change points are kept because the
-    labels behind them were consumed by the earlier attempt and are not fed twice.
+    The earlier attempt stays recorded in ``drift_attempt`` (:mod:`modelgate.store.drift_attempts`);
+    its feature, joint and estimate rows stay until this attempt stores a verdict made on
+    data, or fails. Concept-drift change points are kept because the labels behind them were
+    consumed by the earlier attempt and are not fed twice.
     """
     with transaction(url) as cur:
         cur.execute(
@@ -48,9 +50,6 @@ def start_drift_run(url: str, *, model_version_id: int, interval_start: dt.datet
             (model_version_id, interval_start, interval_end),
         )
         run_id = int(cur.fetchone()[0])
-        cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
-        drift_joint.clear_run(cur, run_id)
-        estimation.clear_run(cur, run_id)
     return run_id
 
 
@@ -293,13 +292,19 @@ def write_drift_results(url: str, run_id: int, model_version_id: int, rows: Drif
 
     The detector state is compare-and-swapped on ``elements_seen`` so two runs can never
     feed the same labels twice or lose each other's updates.
+
+    An attempt whose verdict is ``no_data`` or ``insufficient_data`` while the run's current
+    attempt has a verdict made on data is recorded beside it: the run row, its feature, joint
+    and estimate rows keep the earlier result (:func:`modelgate.store.drift_attempts.put_back`).
     """
     with transaction(url) as cur:
-        cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
-        if rows.features:
-            cur.executemany(_FEATURE_INSERT, [{"drift_run_id": run_id, **f} for f in rows.features])
-        drift_joint.write_run(cur, run_id, multivariate, attribution)
-        estimation.write_run(cur, run_id, estimates, quality)
+        kept = drift_attempts.data_verdict_kept(cur, run_id, rows.verdict)
+        if kept is None:  # this attempt's result replaces the earlier one's
+            cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
+            if rows.features:
+                cur.executemany(_FEATURE_INSERT, [{"drift_run_id": run_id, **f} for f in rows.features])
+            drift_joint.write_run(cur, run_id, multivariate, attribution)
+            estimation.write_run(cur, run_id, estimates, quality)
         estimation.write_realised(cur, run_id, model_version_id, realised)
         _swap_detector(cur, model_version_id, run_id, rows)
         for change in rows.change_points:
@@ -324,6 +329,8 @@ def write_drift_results(url: str, run_id: int, model_version_id: int, rows: Drif
              run_id, rows.degraded_reason and rows.degraded_reason[:4000], report_key, report_uri,
              rows.evidence_reason, run_id),
         )
+        if kept is not None:
+            drift_attempts.put_back(cur, run_id, kept)
         if rows.verdict not in ("no_data", "insufficient_data"):  # nothing judged: the flag stays
             cur.execute("UPDATE model_version SET is_drifting = %s WHERE model_version_id = %s",
                         (rows.verdict == "drift", model_version_id))

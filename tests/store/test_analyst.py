@@ -34,6 +34,7 @@ VIEWS = (
     "model_rollbacks",  # 0025
     "evaluation_attempts", "evaluation_step_failures",  # 0029
     "estimation_references",  # 0034
+    "drift_attempts",  # 0036
 )
 SHA_1, SHA_2 = "1" * 64, "2" * 64
 
@@ -103,6 +104,15 @@ INSERT INTO drift_run (model_version_id, interval_start, interval_end, status, v
 VALUES (1, '2026-11-20T00:00Z', '2026-11-21T00:00Z', 'drift', 'drift', 'CPUExecutionProvider',
         12000, 5000, 4000, 2, 'reports/drift/1.html', 's3://modelgate/reports/drift/1.html',
         '2026-11-21T01:00Z', '2026-11-21T01:01Z');
+-- migration 0036: a re-run of the interval that found no live rows, kept beside the verdict
+INSERT INTO drift_attempt (drift_run_id, attempt, status, verdict, provider, rows_available,
+                           rows_sampled, rows_labelled, n_features_breached, report_key, report_uri,
+                           started_at, finished_at)
+VALUES (1, 1, 'drift', 'drift', 'CPUExecutionProvider', 12000, 5000, 4000, 2, 'reports/drift/1.html',
+        's3://modelgate/reports/drift/1.html', '2026-11-21T01:00Z', '2026-11-21T01:01Z'),
+       (1, 2, 'no_data', 'no_data', NULL, 0, 0, 4000, 0, 'reports/drift/1-attempt2.html',
+        's3://modelgate/reports/drift/1-attempt2.html', '2026-11-22T01:00Z', '2026-11-22T01:01Z');
+UPDATE drift_run SET attempt = 2, current_attempt = 1 WHERE drift_run_id = 1;
 
 INSERT INTO feature_drift (drift_run_id, feature, kind, drift_rank, wasserstein,
                            wasserstein_normalised, js_divergence_base2, statistic_name,

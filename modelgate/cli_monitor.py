@@ -98,12 +98,13 @@ def cmd_monitor_retry(args: argparse.Namespace) -> int:
     from modelgate.pipelines.drift_runner import retry_interval
 
     reclaim_logging()  # the run imports Airflow: its log stays on stderr
+    ctx = _context()
     try:
-        verdict = retry_interval(_context(), args.name, args.interval)
+        verdict = retry_interval(ctx, args.name, args.interval)
     except DriftBreached as exc:
         print(_lines(str(exc)))
         return 3
-    print(f"{shown(args.name)} over the interval starting {args.interval.isoformat()}: {verdict}")
+    _print_verdict(ctx, args, verdict)
     return 0
 
 
@@ -115,13 +116,26 @@ def cmd_monitor_run(args: argparse.Namespace) -> int:
 
     schedule = os.environ.get("MODELGATE_DRIFT_SCHEDULE", "@daily")  # the drift DAG's
     reclaim_logging()  # the run imports Airflow: its log stays on stderr
+    ctx = _context()
     try:
-        verdict = retry_interval(_context(), args.name, args.interval, first_run_schedule=schedule)
+        verdict = retry_interval(ctx, args.name, args.interval, first_run_schedule=schedule)
     except DriftBreached as exc:
         print(_lines(str(exc)))
         return 3
-    print(f"{shown(args.name)} over the interval starting {args.interval.isoformat()}: {verdict}")
+    _print_verdict(ctx, args, verdict)
     return 0
+
+
+def _print_verdict(ctx: Any, args: argparse.Namespace, verdict: str) -> None:
+    """The attempt's verdict, and the interval's when it kept an earlier one made on data."""
+    from modelgate.store import drift_attempts
+
+    print(f"{shown(args.name)} over the interval starting {args.interval.isoformat()}: {verdict}")
+    kept = drift_attempts.kept_in_interval(ctx.db_url, args.name, args.interval)
+    if kept is not None:
+        attempt, status, current, current_verdict = kept
+        print(f"  attempt {attempt} ended {status}: the interval keeps attempt {current}'s verdict "
+              f"{current_verdict}, made on data (analytics.drift_attempts lists every attempt)")
 
 
 def add_monitor_command(sub: Any) -> None:

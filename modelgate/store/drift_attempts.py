@@ -91,3 +91,19 @@ def attempts_of(url: str, run_id: int) -> list[DriftAttempt]:
                FROM analytics.drift_attempts WHERE drift_run_id = %s ORDER BY attempt""",
             (run_id,))
         return [DriftAttempt(int(r[0]), int(r[1]), bool(r[2]), *r[3:]) for r in cur.fetchall()]
+
+
+def kept_in_interval(url: str, model_name: str,
+                     interval_start: dt.datetime) -> tuple[int, str, int, str] | None:
+    """Like :func:`kept_beside` for the production version's run of the interval starting at
+    ``interval_start``: ``(attempt, its status, current attempt, current verdict)``."""
+    with transaction(url) as cur:
+        cur.execute(
+            """SELECT da.attempt, da.status, dr.current_attempt, dr.verdict FROM drift_run dr
+               JOIN model_version mv ON mv.model_version_id = dr.model_version_id
+               JOIN drift_attempt da ON da.drift_run_id = dr.drift_run_id AND da.attempt = dr.attempt
+               WHERE mv.model_name = %s AND mv.stage = 'production' AND dr.interval_start = %s
+                 AND dr.current_attempt < dr.attempt
+               ORDER BY dr.interval_end DESC LIMIT 1""", (model_name, interval_start))
+        record = cur.fetchone()
+    return None if record is None else (int(record[0]), str(record[1]), int(record[2]), str(record[3]))

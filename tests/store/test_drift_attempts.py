@@ -8,14 +8,19 @@ The attempts are driven through the store calls a drift run makes (``start_drift
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import datetime as dt
+import io
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import psycopg2.errors
 import pytest
 
+from modelgate.cli_monitor import _print_verdict
 from modelgate.config import Settings
 from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context
@@ -103,6 +108,14 @@ def test_a_rerun_with_less_evidence_is_kept_beside_the_verdict_made_on_data(
     assert _current(url) == ("drift", "drift", 3907, 1, 2, 1, True, ["drift"])
     assert drift_attempts.kept_beside(url, run_id) == (2, verdict, 1)
     assert [a.status for a in drift_attempts.attempts_of(url, run_id)] == ["drift", verdict]
+    # what `monitor retry` / `monitor run` print after such an attempt
+    models.promote(url, version_id, expected_champion_id=None)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        _print_verdict(SimpleNamespace(db_url=url), argparse.Namespace(name="m", interval=START), verdict)
+    assert out.getvalue() == (f"m over the interval starting 2026-11-28T00:00:00+00:00: {verdict}\n"
+                              f"  attempt 2 ended {verdict}: the interval keeps attempt 1's verdict drift, "
+                              "made on data (analytics.drift_attempts lists every attempt)\n")
 
 
 def test_a_rerun_with_data_replaces_the_current_verdict_and_keeps_the_earlier_attempt(

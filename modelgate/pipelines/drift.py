@@ -26,7 +26,7 @@ from modelgate.metrics import emit as emit_metrics
 from modelgate.metrics import evidence_metrics
 from modelgate.pipelines import drift_estimation, drift_joint, drift_usable, drift_verdict, index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
-from modelgate.pipelines.drift_attempts import kept_status
+from modelgate.pipelines.drift_attempts import unjudged_status
 from modelgate.pipelines.drift_names import SCORE_FEATURE, shown_feature
 from modelgate.pipelines.drift_partitions import (
     BadPartition,
@@ -531,15 +531,11 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
 
 def decide(ctx: Context, ref: DriftRef) -> str:
     """Raise :class:`DriftBreached` listing the breached features when the run found drift;
-    otherwise the run's status (``degraded``, logged with what was quarantined, is not a
-    failure: the run judged the data it could use). An attempt kept beside an earlier verdict
-    on data returns its own status (:func:`~modelgate.pipelines.drift_attempts.kept_status`)."""
-    if (kept := kept_status(ctx, ref.drift_run_id)) is not None:
-        return kept
+    otherwise the run's status (``degraded``, logged with what was quarantined, is not a failure:
+    the run judged the data it could use; an attempt that judged nothing: ``unjudged_status``)."""
+    if (unjudged := unjudged_status(ctx, ref.drift_run_id)) is not None:
+        return unjudged
     breaches, status = drift_runs.breaches_and_status(ctx.db_url, ref.drift_run_id)
-    if drift_runs.verdict_of(ctx.db_url, ref.drift_run_id) == "insufficient_data":
-        log.warning("drift run %d: too few values for a verdict (insufficient_data)", ref.drift_run_id)
-        return str(status)
     for q in monitors.quarantined_by_run(ctx.db_url, ref.drift_run_id):
         log.warning("drift run %d left out %s partition %s: %s", ref.drift_run_id, q.source,
                     q.partition, q.reason)

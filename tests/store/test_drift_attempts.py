@@ -24,7 +24,7 @@ from modelgate.cli_monitor import _print_verdict
 from modelgate.config import Settings
 from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context
-from modelgate.pipelines.drift_attempts import kept_status
+from modelgate.pipelines.drift_attempts import unjudged_status
 from modelgate.pipelines.tasks import refusals_are_final
 from modelgate.store import drift_attempts, drift_runs, models
 from modelgate.store.db import fetch_all, transaction
@@ -213,6 +213,6 @@ def test_decide_returns_the_kept_attempts_own_status(settings_env: Settings) -> 
     ctx = Context.open(settings_env)
     version_id = _version(ctx.db_url)
     run_id = _attempt(ctx.db_url, version_id, verdict="drift", rows=3907)
-    assert kept_status(ctx, run_id) is None  # the current attempt: decide judges it
+    assert unjudged_status(ctx, run_id) is None  # the current attempt: decide judges it
     _attempt(ctx.db_url, version_id, verdict="no_data", rows=0)
-    assert kept_status(ctx, run_id) == "no_data"  # no drift alarm from an attempt without data
+    assert unjudged_status(ctx, run_id) == "no_data"  # no drift alarm from an attempt without data

@@ -73,11 +73,16 @@ def kept_beside(url: str, run_id: int) -> tuple[int, str, int] | None:
     """``(attempt, its status, current attempt)`` when the run's latest attempt ended with
     less evidence and was recorded beside an earlier verdict on data; None otherwise."""
     with transaction(url) as cur:
-        cur.execute(
-            """SELECT da.attempt, da.status, dr.current_attempt FROM drift_run dr
-               JOIN drift_attempt da ON da.drift_run_id = dr.drift_run_id AND da.attempt = dr.attempt
-               WHERE dr.drift_run_id = %s AND dr.current_attempt < dr.attempt""", (run_id,))
-        record = cur.fetchone()
+        return kept_beside_in(cur, run_id)
+
+
+def kept_beside_in(cur: Any, run_id: int) -> tuple[int, str, int] | None:
+    """:func:`kept_beside` inside ``cur``'s transaction."""
+    cur.execute(
+        """SELECT da.attempt, da.status, dr.current_attempt FROM drift_run dr
+           JOIN drift_attempt da ON da.drift_run_id = dr.drift_run_id AND da.attempt = dr.attempt
+           WHERE dr.drift_run_id = %s AND dr.current_attempt < dr.attempt""", (run_id,))
+    record = cur.fetchone()
     return None if record is None else (int(record[0]), str(record[1]), int(record[2]))
 
 

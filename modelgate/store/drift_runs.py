@@ -109,8 +109,14 @@ def interval_end_of(url: str, model_version_id: int, interval_start: dt.datetime
 
 
 def fail_drift_run(url: str, run_id: int, reason: str) -> None:
-    """Mark the run failed; a run already failed keeps its first reason (the cause)."""
+    """Mark the run failed; a run already failed keeps its first reason (the cause).
+
+    A failure after an attempt was kept beside an earlier verdict on data changes nothing:
+    that attempt ended (its record says how), and the row shows the earlier verdict.
+    """
     with transaction(url) as cur:
+        if drift_attempts.kept_beside_in(cur, run_id):
+            return
         cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
         drift_joint.clear_run(cur, run_id)
         estimation.clear_run(cur, run_id)

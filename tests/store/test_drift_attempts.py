@@ -108,6 +108,10 @@ def test_a_rerun_with_less_evidence_is_kept_beside_the_verdict_made_on_data(
     assert _current(url) == ("drift", "drift", 3907, 1, 2, 1, True, ["drift"])
     assert drift_attempts.kept_beside(url, run_id) == (2, verdict, 1)
     assert [a.status for a in drift_attempts.attempts_of(url, run_id)] == ["drift", verdict]
+    # a step failing after that attempt ended (the index page) changes neither
+    drift_runs.fail_drift_run(url, run_id, "OSError: index page not written")
+    assert _attempts(url) == [DRIFT_ON_DATA, second]
+    assert _current(url) == ("drift", "drift", 3907, 1, 2, 1, True, ["drift"])
     # what `monitor retry` / `monitor run` print after such an attempt
     models.promote(url, version_id, expected_champion_id=None)
     out = io.StringIO()

@@ -1,4 +1,4 @@
-"""Attempts of drift runs, and which one is the interval's current result (migration 0036).
+"""Attempts of drift runs, and which one is the interval's current result (migration 0038).
 
 Every start of a drift run (one per model version and interval) is an attempt. When an
 attempt ends, trigger ``drift_attempt_recorded_trigger`` copies its status, verdict, counts,

@@ -34,7 +34,7 @@ VIEWS = (
     "model_rollbacks",  # 0025
     "evaluation_attempts", "evaluation_step_failures",  # 0029
     "estimation_references",  # 0034
-    "drift_attempts",  # 0036
+    "drift_attempts",  # 0038
 )
 SHA_1, SHA_2 = "1" * 64, "2" * 64
 
@@ -104,7 +104,7 @@ INSERT INTO drift_run (model_version_id, interval_start, interval_end, status, v
 VALUES (1, '2026-11-20T00:00Z', '2026-11-21T00:00Z', 'drift', 'drift', 'CPUExecutionProvider',
         12000, 5000, 4000, 2, 'reports/drift/1.html', 's3://modelgate/reports/drift/1.html',
         '2026-11-21T01:00Z', '2026-11-21T01:01Z');
--- migration 0036: a re-run of the interval that found no live rows, kept beside the verdict
+-- migration 0038: a re-run of the interval that found no live rows, kept beside the verdict
 INSERT INTO drift_attempt (drift_run_id, attempt, status, verdict, provider, rows_available,
                            rows_sampled, rows_labelled, n_features_breached, report_key, report_uri,
                            started_at, finished_at)

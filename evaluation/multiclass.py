@@ -23,7 +23,12 @@ Conventions
   denominator as the binary recall and precision are
   (:mod:`~modelgate.evaluation.metric_intervals` says why): a percentile interval of a
   class with few rows is short, and reads recall 1 [1, 1] for 24 rows all found (Wilson:
-  [0.862, 1]).  The other metrics get percentile bootstrap intervals over the resamples
+  [0.862, 1]).
+* ``roc_auc_ovr_macro`` gets the binary AUC's interval, a logit-scale Wald interval
+  with DeLong's variance and a t quantile, here of the mean of the classes' AUCs with
+  their covariances (:func:`modelgate.evaluation.ovr_auc.macro_ovr_auc_interval`; the
+  percentile interval when some class has fewer than two rows or fewer than two others).
+* The other metrics get percentile bootstrap intervals over the resamples
   of :func:`modelgate.intervals.bootstrap_counts` (the binary metrics' rows for the
   same seed); resamples where a metric is undefined are left out of its interval.
   Every interval is widened to hold the point estimate if it does not; coverage by
@@ -57,6 +62,7 @@ from modelgate.evaluation.metrics import (
     paired_deltas,
     percentile_interval,
 )
+from modelgate.evaluation.ovr_auc import macro_ovr_auc_interval
 
 from modelgate.intervals import (
     bootstrap_counts,
@@ -360,7 +366,8 @@ def evaluate_multiclass(
     seed: int = 0,
 ) -> MulticlassReport:
     """Multiclass metrics with intervals (Wilson for the accuracy and the per-class recall and
-    precision, percentile bootstrap for the rest; see the module's docstring).
+    precision, logit Wald with DeLong's variance for the macro AUC, percentile bootstrap for
+    the rest; see the module's docstring).
 
     Parameters
     ----------
@@ -404,10 +411,14 @@ def evaluate_multiclass(
     points, boots = _point_and_resampled(y, [p], n_bootstrap=n_bootstrap, seed=seed)
     point, boot = points[0], boots[0]
     reasons = _reasons(point, names)
-    wilson = _wilson_intervals(y, p, labels, confidence_level) if n_bootstrap > 0 else {}
+    own = _wilson_intervals(y, p, labels, confidence_level) if n_bootstrap > 0 else {}
+    if n_bootstrap > 0 and reasons["roc_auc_ovr_macro"] is None:
+        auc_ends = macro_ovr_auc_interval(float(point[3]), y, p, confidence_level)
+        if auc_ends is not None:  # else (fewer than two rows on a side) percentile
+            own["roc_auc_ovr_macro"] = auc_ends
     metrics = []
     for j, name in enumerate(names):
-        ends = wilson.get(name) or percentile_interval(boot[:, j], confidence_level)
+        ends = own.get(name) or percentile_interval(boot[:, j], confidence_level)
         lower, upper = interval_holding(point[j], *ends)
         if reasons[name] is not None:
             lower = upper = float("nan")

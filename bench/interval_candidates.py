@@ -70,6 +70,28 @@ def _mean_methods(v: np.ndarray, w: np.ndarray, out: dict, key: str) -> None:
     out[f"{key} Wald"] = (m - Z * se, m + Z * se)
 
 
+def _log_scale_methods(v: np.ndarray, w: np.ndarray, out: dict, key: str) -> None:
+    """Bootstrap-t of ``log(mean(v))`` (standard error ``se / mean``, delta method) and
+    BCa of the mean (acceleration from the row jackknife), for a positive mean."""
+    n = len(v)
+    m, se = v.mean(), v.std(ddof=1) / np.sqrt(n)
+    mb = w @ v / n
+    seb = np.sqrt(np.maximum(w @ v**2 / n - mb**2, 0) * n / (n - 1) / n)
+    with np.errstate(all="ignore"):
+        t = np.where(seb > 0, (np.log(mb) - np.log(m)) / (seb / mb), np.sign(mb - m) * CAP)
+    lo, hi = _t_ends(float(np.log(m)), se / m, t)
+    out[f"{key} bootstrap-t log scale"] = (float(np.exp(lo)), float(np.exp(hi)))
+    z0 = norm.ppf(np.clip(np.mean(mb < m) + 0.5 * np.mean(mb == m), 1e-6, 1 - 1e-6))
+    jack = (v.sum() - v) / (n - 1)
+    dj = jack.mean() - jack
+    acc = np.sum(dj**3) / (6 * np.sum(dj**2) ** 1.5) if np.sum(dj**2) > 0 else 0.0
+    ends = []
+    for zq in (-Z, Z):
+        level = norm.cdf(z0 + (z0 + zq) / (1 - acc * (z0 + zq)))
+        ends.append(float(np.quantile(mb, level)))
+    out[f"{key} BCa"] = (ends[0], ends[1])
+
+
 def _one(sc: Scenario, n: int, rng: np.random.Generator, resamples: int) -> dict:
     y = (rng.random(n) < PI).astype(np.int64)
     x = rng.normal(sc.d * y + np.where(rng.random(n) < P_B, sc.shift_b, 0.0), 1.0)
@@ -109,6 +131,7 @@ def _one(sc: Scenario, n: int, rng: np.random.Generator, resamples: int) -> dict
         out["auc logit Wald + separation bound"] = (0.025 ** (1 / min(n1, n0)), 1.0)
         out["auc logit Wald t + separation bound"] = out["auc logit Wald + separation bound"]
     _mean_methods(c["loss"], w, out, "log_loss")
+    _log_scale_methods(c["loss"], w, out, "log_loss")
     lm = c["loss"]
     mu3 = np.mean((lm - lm.mean()) ** 3)
     shift = mu3 / (6 * lm.var(ddof=1) * n)  # Johnson (1978)

@@ -16,8 +16,8 @@ are the same number, the binary one).
 The interval is :func:`modelgate.intervals.logit_wald_interval` with Student's t
 quantile of ``m - 1`` degrees of freedom, ``m`` the fewest rows on either side of any
 class's split, or fewer: Satterthwaite's effective degrees of freedom of the variance
-when a few rows carry it (:func:`satterthwaite_df`).  On a perfect separation of every
-class it is the exact lower bound with that ``m`` (the macro AUC is below ``b`` only if
+when a few rows carry it (:func:`modelgate.intervals.satterthwaite_df`).  On a perfect
+separation of every class it is the exact lower bound with that ``m`` (the macro AUC is below ``b`` only if
 some class's is, and that class has at least ``m`` disjoint pairs).  Why: the
 percentile bootstrap of the macro AUC held the truth in 86 % of simulated sets with
 about two errors per class (accuracy 0.99, n = 500), as the binary AUC's did near 1
@@ -32,9 +32,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from modelgate.intervals import logit_wald_interval
+from modelgate.intervals import logit_wald_interval, satterthwaite_df
 
-__all__ = ["macro_ovr_auc_interval", "macro_ovr_auc_variance", "satterthwaite_df"]
+__all__ = ["macro_ovr_auc_interval", "macro_ovr_auc_variance"]
 
 
 def _class_deviations(y: npt.NDArray[np.int64], column: npt.NDArray[np.float64], k: int
@@ -98,32 +98,6 @@ def macro_ovr_auc_variance(y_true: npt.ArrayLike, proba: npt.ArrayLike) -> float
     """
     d = _macro_deviations(np.asarray(y_true, dtype=np.int64), np.asarray(proba, dtype=np.float64))
     return float("nan") if d is None else float(np.dot(d, d))
-
-
-def satterthwaite_df(deviations: npt.NDArray[np.float64]) -> float:
-    """Effective degrees of freedom of the variance ``V = sum d_i^2`` of rows' deviations.
-
-    ``2 V^2 / Var(V)`` with ``Var(V)`` estimated as ``sum d_i^4 - V^2 / n`` (Satterthwaite
-    1946): ``n`` for normal deviations, small when a few rows carry the variance (a
-    near-perfect ranking with a handful of misplaced rows), where a variance estimated
-    from them is itself uncertain.  Infinite when every deviation is equal.
-
-    References
-    ----------
-    .. [1] Satterthwaite, F. E. (1946). An approximate distribution of estimates of
-       variance components. Biometrics Bulletin 2(6), 110-114.
-
-    Examples
-    --------
-    >>> satterthwaite_df(np.array([1.0, -1.0, 1.0, -1.0]))
-    inf
-    >>> round(satterthwaite_df(np.r_[np.full(99, 0.01), 1.0]), 2)  # one row dominates
-    2.06
-    """
-    n = deviations.size
-    v = float(np.dot(deviations, deviations))
-    spread = float(np.sum(deviations**4)) - v * v / n
-    return 2.0 * v * v / spread if spread > 1e-12 * v * v else float("inf")
 
 
 def macro_ovr_auc_interval(auc: float, y_true: npt.ArrayLike, proba: npt.ArrayLike,

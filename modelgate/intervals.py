@@ -422,6 +422,35 @@ def phi_correlation(both: float, only_1: float, only_2: float, neither: float) -
     return float((both * neither - only_1 * only_2) / np.sqrt(den))
 
 
+def satterthwaite_df(deviations: npt.NDArray[np.float64]) -> float:
+    """Effective degrees of freedom of the variance ``V = sum d_i^2`` of rows' deviations.
+
+    ``2 V^2 / Var(V)`` with ``Var(V)`` estimated as ``sum d_i^4 - V^2 / n`` (Satterthwaite
+    1946): ``n`` for normal deviations, small when a few rows carry the variance (a
+    near-perfect ranking with a handful of misplaced rows), where a variance estimated
+    from them is itself uncertain.  Infinite when every deviation is equal.  Used for the
+    t quantile of the macro one-vs-rest AUC's interval and to widen the rmse's
+    bootstrap-t interval (:mod:`modelgate.evaluation.ovr_auc`,
+    :mod:`modelgate.evaluation.regression`).
+
+    References
+    ----------
+    .. [1] Satterthwaite, F. E. (1946). An approximate distribution of estimates of
+       variance components. Biometrics Bulletin 2(6), 110-114.
+
+    Examples
+    --------
+    >>> satterthwaite_df(np.array([1.0, -1.0, 1.0, -1.0]))
+    inf
+    >>> round(satterthwaite_df(np.r_[np.full(99, 0.01), 1.0]), 2)  # one row dominates
+    2.06
+    """
+    n = deviations.size
+    v = float(np.dot(deviations, deviations))
+    spread = float(np.sum(deviations**4)) - v * v / n
+    return 2.0 * v * v / spread if spread > 1e-12 * v * v else float("inf")
+
+
 def interval_holding(point: float, lower: float, upper: float) -> tuple[float, float]:
     """The interval ``(lower, upper)`` widened, where needed, to hold ``point``.
 

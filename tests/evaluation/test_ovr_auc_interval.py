@@ -6,14 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from modelgate.evaluation.multiclass import evaluate_multiclass
-from modelgate.evaluation.ovr_auc import (
-    macro_ovr_auc_interval,
-    macro_ovr_auc_variance,
-    satterthwaite_df,
-)
+from modelgate.evaluation.ovr_auc import macro_ovr_auc_interval, macro_ovr_auc_variance
 from row_bootstrap import row_resamples
 from scipy import special, stats
 from sklearn.metrics import roc_auc_score
+
+from modelgate.intervals import satterthwaite_df
 
 
 def _data(seed: int, n: int, c: int = 3, signal: float = 1.5, ties: bool = False

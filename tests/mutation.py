@@ -146,6 +146,11 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_eval_policy_tasks.py",
         "tests/test_interval_coverage.py",
     ),
+    "evaluation/ovr_auc.py": (
+        "tests/evaluation/test_ovr_auc_interval.py",
+        "tests/evaluation/test_eval_multiclass.py",
+        "tests/test_interval_coverage.py",
+    ),
     "evaluation/policy.py": (
         "tests/evaluation/test_eval_policy.py",
         "tests/evaluation/test_eval_policy_diff.py",
@@ -187,6 +192,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_bca_cells.py",
         "tests/evaluation/test_per_metric_intervals.py",
         "tests/evaluation/test_paired_delta_intervals.py",
+        "tests/evaluation/test_ovr_auc_interval.py",
     ),
     "reports/explain.py": (
         "tests/reports/test_explain_options.py",  # first: its small cases kill soonest

@@ -124,8 +124,11 @@ def test_a_loosened_model_policy_needs_the_flag_and_every_attempt_stays_on_recor
 
     # the history in the analyst views, each attempt with its own policy hash and changes
     default = default_policy_path("binary_classification").read_bytes()
-    strict_sha = hashlib.sha256(default + STRICT.encode()).hexdigest()
-    loose_sha = hashlib.sha256(default + LOOSE.encode()).hexdigest()
+    framed = [b"default\n%d\n" % len(default) + default]  # each source: role, length, bytes
+    strict_sha = hashlib.sha256(b"".join(framed) + b"model_file\n%d\n" % len(STRICT.encode())
+                                + STRICT.encode()).hexdigest()
+    loose_sha = hashlib.sha256(b"".join(framed) + b"model_file\n%d\n" % len(LOOSE.encode())
+                               + LOOSE.encode()).hexdigest()
     history = _rows(url, """SELECT attempt, status, passed, policy_source, policy_sha256,
                                    policy_looser_than_previous, looser_policy_allowed,
                                    previous_attempt, policy_changes, report_uri

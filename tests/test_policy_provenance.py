@@ -58,6 +58,13 @@ def tiny(settings_env: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     return {"archive": archive, "data": data, "policies": policies, "looser": looser}
 
 
+def _framed_sha256(*sources: tuple[str, bytes]) -> str:
+    """The policy hash as documented: each present source as its role, its length in bytes
+    and its bytes, one line each for the first two."""
+    return hashlib.sha256(b"".join(f"{role}\n{len(body)}\n".encode() + body
+                                   for role, body in sources)).hexdigest()
+
+
 @pytest.mark.e2e
 def test_a_looser_ad_hoc_policy_is_refused_for_promotion_and_recorded_when_allowed(
         settings_env: Settings, tiny: dict[str, Path]) -> None:
@@ -73,7 +80,7 @@ def test_a_looser_ad_hoc_policy_is_refused_for_promotion_and_recorded_when_allow
     assert json.loads(own.stdout)["policy"] == {
         "source": "model_file", "differences": [], "looser_than_model": False,
         "looser_policy_allowed": False, "source_path": str(model_file.resolve()),
-        "sha256": hashlib.sha256(default + model_file.read_bytes()).hexdigest(),
+        "sha256": _framed_sha256(("default", default), ("model_file", model_file.read_bytes())),
         "previous_attempt": None, "looser_than_previous": False, "changes_from_previous": []}
 
     refused = _cli(*common, "--policy", str(tiny["looser"]), "--promote")
@@ -96,8 +103,8 @@ def test_a_looser_ad_hoc_policy_is_refused_for_promotion_and_recorded_when_allow
     assert payload["policy"] == {
         "source": "ad_hoc", "source_path": str(tiny["looser"].resolve()),
         "looser_than_model": True, "looser_policy_allowed": True, "differences": differences,
-        "sha256": hashlib.sha256(default + model_file.read_bytes()
-                                 + tiny["looser"].read_bytes()).hexdigest(),
+        "sha256": _framed_sha256(("default", default), ("model_file", model_file.read_bytes()),
+                                 ("ad_hoc", tiny["looser"].read_bytes())),
         # the first run judged by the model's own policy is the version's previous decided attempt
         "previous_attempt": {"evaluation_run_id": own_id, "attempt": 1},
         "looser_than_previous": True, "changes_from_previous": differences}

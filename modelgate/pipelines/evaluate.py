@@ -887,17 +887,18 @@ def load_policy_for_run(policy_path: str | None, model_name: str, *,
         merge_policies,
     )
 
-    digest = hashlib.sha256(default_policy_path(task).read_bytes())
+    digest = hashlib.sha256()
+    _hash_policy_source(digest, "default", default_policy_path(task).read_bytes())
     policy = default_policy(task)
-    layers = [model_policy_path(model_name)]
+    layers = [("model_file", model_policy_path(model_name))]
     if policy_path:
         if not Path(policy_path).is_file():  # a refusal (PolicyError): a retry finds no file either
             raise PolicyError(f"policy file {policy_path!r} does not exist")
-        layers.append(Path(policy_path))
-    for path in layers:
+        layers.append(("ad_hoc", Path(policy_path)))
+    for role, path in layers:
         if path.is_file():
             try:
-                digest.update(path.read_bytes())
+                _hash_policy_source(digest, role, path.read_bytes())
                 layer = load_policy(path)
             except (OSError, UnicodeDecodeError) as exc:
                 raise PolicyError(f"policy file {str(path)!r} cannot be read: {exc}") from exc
@@ -905,6 +906,14 @@ def load_policy_for_run(policy_path: str | None, model_name: str, *,
             log.info("policy override %s applied", path)
     check_policy_for_task(policy, task)
     return policy, digest.hexdigest()
+
+
+def _hash_policy_source(digest: Any, role: str, content: bytes) -> None:
+    """Add one policy source to the run's policy hash as ``role``, its length and its bytes:
+    framed so the hash is injective (with plain concatenation, bytes moved from the model's
+    file to the ad-hoc file, or a source present in another role, would hash alike)."""
+    digest.update(f"{role}\n{len(content)}\n".encode())
+    digest.update(content)
 
 
 def decide(ctx: Context, ref: RunRef) -> str:

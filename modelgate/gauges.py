@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-log = logging.getLogger("modelgate.metrics")
+log = logging.getLogger("modelgate.gauges")
 
 __all__ = ["Metric", "drift_metrics", "emit", "evidence_metrics", "gate_metrics"]
 

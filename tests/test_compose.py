@@ -551,7 +551,7 @@ def test_airflow_sends_metrics_to_the_statsd_exporter(services: dict[str, dict[s
 
 
 def test_exporter_mapping_names_every_documented_metric(services: dict[str, dict[str, Any]]) -> None:
-    from modelgate.metrics import drift_metrics, evidence_metrics, gate_metrics
+    from modelgate.gauges import drift_metrics, evidence_metrics, gate_metrics
 
     exporter = services["statsd-exporter"]
     config_path = _flags(exporter)["statsd.mapping-config"]

@@ -87,7 +87,7 @@ def test_drift_run_stores_joint_drift_and_sends_documented_metrics(
 
 
 def test_gate_metrics_reach_a_statsd_listener(statsd_listener: socket.socket) -> None:
-    from modelgate.metrics import emit, gate_metrics
+    from modelgate.gauges import emit, gate_metrics
 
     emit(gate_metrics("churn", "7", passed=False, checks_breached=2))
     lines = [ln for ln in _received(statsd_listener) if "modelgate" in ln]
@@ -96,7 +96,7 @@ def test_gate_metrics_reach_a_statsd_listener(statsd_listener: socket.socket) ->
 
 
 def test_metrics_are_not_sent_when_no_backend_is_configured(monkeypatch: pytest.MonkeyPatch) -> None:
-    from modelgate.metrics import emit, gate_metrics
+    from modelgate.gauges import emit, gate_metrics
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.0.1", 0))
@@ -132,7 +132,7 @@ def test_a_process_without_airflow_imports_it_only_when_a_backend_may_be_on(
     env.pop("AIRFLOW_CONFIG", None)
     if cfg is not None:
         (tmp_path / "airflow.cfg").write_text(cfg)
-    script = ("import json, sys\nfrom modelgate.metrics import _backend_may_be_on\n"
+    script = ("import json, sys\nfrom modelgate.gauges import _backend_may_be_on\n"
               "print(json.dumps([_backend_may_be_on(), 'airflow' in sys.modules]))")
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                           check=True)

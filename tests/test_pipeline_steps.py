@@ -131,7 +131,7 @@ def test_a_metrics_backend_that_is_down_never_fails_a_run(
     local_ctx: Context, demo_builds: dict[str, Any], data: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """modelgate/metrics.py: metrics are sent after the results are stored, best effort."""
+    """modelgate/gauges.py: metrics are sent after the results are stored, best effort."""
     from modelgate.pipelines.evaluation_runner import run_evaluation
 
     ctx = local_ctx

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from modelgate.gauges import emit as emit_metrics
+from modelgate.gauges import gate_metrics
 from modelgate.logsafe import one_line
-from modelgate.metrics import emit as emit_metrics
-from modelgate.metrics import gate_metrics
 from modelgate.pipelines import index_page
 from modelgate.store import attempts
 

@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from modelgate.metrics import emit as emit_metrics
-from modelgate.metrics import evidence_metrics
+from modelgate.gauges import emit as emit_metrics
+from modelgate.gauges import evidence_metrics
 from modelgate.pipelines import drift_estimation, drift_joint, drift_usable, drift_verdict, index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift_attempts import unjudged_status

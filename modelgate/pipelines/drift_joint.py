@@ -297,8 +297,8 @@ def report_rows(result: JointResult) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
 
 def metrics(ref: Any, *, drifting: bool, features_breached: int, adwin_change_points: int,
             result: JointResult) -> Any:
-    """The run's metrics (see :mod:`modelgate.metrics`)."""
-    from modelgate.metrics import drift_metrics
+    """The run's metrics (see :mod:`modelgate.gauges`)."""
+    from modelgate.gauges import drift_metrics
 
     m, a = result.multivariate, result.attribution
     return drift_metrics(

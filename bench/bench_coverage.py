@@ -11,6 +11,9 @@ Run from the repository root::
         --sizes 200,2000 --simulations 400 --resamples 400
     .venv/bin/python -m bench.bench_coverage --family regression --scenarios moderate,confident \
         --sizes 200,2000 --simulations 400 --resamples 400
+    # their paired deltas against a champion (bench/coverage_families.py)
+    .venv/bin/python -m bench.bench_coverage --family multiclass-deltas --scenarios moderate,confident \
+        --sizes 200,2000 --simulations 400 --resamples 400
 
 The multiclass and regression populations are in ``bench/coverage_families.py``.
 
@@ -52,11 +55,23 @@ from scipy.special import expit, log_expit
 from scipy.stats import norm, rankdata
 
 from bench.coverage_families import (
+    multiclass_delta_truth,
     multiclass_truth,
+    regression_delta_truth,
     regression_truth,
     simulate_multiclass,
+    simulate_multiclass_deltas,
     simulate_regression,
+    simulate_regression_deltas,
 )
+
+_Simulate = Callable[[str, int, np.random.Generator, int, int],
+                     dict[str, tuple[float, float, float]]]
+_FAMILIES: dict[str, tuple[Callable[[str], dict[str, float]], _Simulate]] = {
+    "multiclass": (multiclass_truth, simulate_multiclass),
+             "regression": (regression_truth, simulate_regression),
+             "multiclass-deltas": (multiclass_delta_truth, simulate_multiclass_deltas),
+             "regression-deltas": (regression_delta_truth, simulate_regression_deltas)}
 
 PI, P_B, THRESHOLD, LEVEL = 0.4, 0.4, 0.5, 0.95
 
@@ -248,11 +263,11 @@ def main() -> None:
                         default="per_metric",
                         help="interval method of performance_from_statistics (the row "
                              "reference stays percentile)")
-    parser.add_argument("--family", choices=("binary", "multiclass", "regression"),
+    parser.add_argument("--family", choices=("binary", *_FAMILIES),
                         default="binary",
                         help="binary (the scenarios above), or the multiclass or regression "
                              "populations of bench/coverage_families.py (scenarios moderate, "
-                             "confident)")
+                             "confident), or their paired deltas against a champion")
     parser.add_argument("--tau", type=float, default=None,
                         help="the champion's latent noise instead of the scenario's (0.05: a near copy)")
     args = parser.parse_args()
@@ -289,9 +304,8 @@ def _print(rows: list[dict[str, object]], count: int) -> None:
 def run_family(family: str, scenario: str, n: int, simulations: int, resamples: int,
                seed: int = 0) -> list[dict[str, object]]:
     """Coverage rows of the multiclass or regression intervals (bench/coverage_families.py)."""
-    truth = (multiclass_truth(scenario) if family == "multiclass"
-             else regression_truth(scenario))
-    simulate = simulate_multiclass if family == "multiclass" else simulate_regression
+    truth_of, simulate = _FAMILIES[family]
+    truth = truth_of(scenario)
     rng = np.random.default_rng([seed, n, 38])
     hits: dict[str, list[tuple[float, float, float]]] = {k: [] for k in truth}
     start = time.perf_counter()

@@ -152,6 +152,9 @@ def _range(quantity: str) -> tuple[float, float]:
     """The range of a quantity's values (multiclass and regression names included)."""
     if quantity in RANGES:
         return RANGES[quantity]
+    if quantity.startswith("delta "):  # a difference of two values in the metric's range
+        low, high = _range(quantity.removeprefix("delta "))
+        return low - high, high - low
     if "[" in quantity or quantity in ("macro_f1", "weighted_f1", "roc_auc_ovr_macro"):
         return 0.0, 1.0
     return {"rmse": (0.0, np.inf), "mae": (0.0, np.inf),

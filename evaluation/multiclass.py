@@ -50,7 +50,7 @@ chunk of resamples is one matrix product.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 import numpy as np
@@ -62,7 +62,7 @@ from modelgate.evaluation.metrics import (
     paired_deltas,
     percentile_interval,
 )
-from modelgate.evaluation.ovr_auc import macro_ovr_auc_interval
+from modelgate.evaluation.ovr_auc import macro_ovr_auc_delta_interval, macro_ovr_auc_interval
 
 from modelgate.intervals import (
     bootstrap_counts,
@@ -436,7 +436,9 @@ def compare_multiclass(
     confidence_level: float = 0.95,
     seed: int = 0,
 ) -> PairedComparison:
-    """Paired bootstrap of ``candidate - champion`` for every multiclass metric, same rows.
+    """Paired bootstrap of ``candidate - champion`` for every multiclass metric, same rows
+    (the macro AUC's delta: MOVER from the two models' logit Wald intervals,
+    :func:`modelgate.evaluation.ovr_auc.macro_ovr_auc_delta_interval`).
 
     Both models are judged on the same resamples (those of :func:`evaluate_multiclass` for
     the seed), so each delta's interval is that of the paired difference. The two models
@@ -481,4 +483,11 @@ def compare_multiclass(
     point, boot = _point_and_resampled(y, [new, old], n_bootstrap=n_bootstrap, seed=seed)
     deltas = paired_deltas(multiclass_metric_names(labels), (point[0], point[1]),
                            (boot[0], boot[1]), n=len(y), confidence_level=confidence_level)
+    auc = deltas[3]  # roc_auc_ovr_macro
+    if n_bootstrap > 0 and auc.undefined_reason is None:
+        ends = macro_ovr_auc_delta_interval(auc.candidate, auc.champion, y, new, old,
+                                            confidence_level)
+        if ends is not None:
+            lower, upper = interval_holding(auc.delta, *ends)
+            deltas = (*deltas[:3], replace(auc, ci_lower=lower, ci_upper=upper), *deltas[4:])
     return PairedComparison(deltas, len(y), n_bootstrap, confidence_level, seed)

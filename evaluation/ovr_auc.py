@@ -32,9 +32,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from modelgate.intervals import logit_wald_interval, satterthwaite_df
+from modelgate.intervals import logit_wald_interval, mover_difference, satterthwaite_df
 
-__all__ = ["macro_ovr_auc_interval", "macro_ovr_auc_variance"]
+__all__ = ["macro_ovr_auc_delta_interval", "macro_ovr_auc_interval", "macro_ovr_auc_variance"]
 
 
 def _class_deviations(y: npt.NDArray[np.int64], column: npt.NDArray[np.float64], k: int
@@ -133,3 +133,35 @@ def macro_ovr_auc_interval(auc: float, y_true: npt.ArrayLike, proba: npt.ArrayLi
     level = 1.0 - 0.5 * (1.0 - confidence_level)
     t_over_z = float(t.ppf(level, df) / norm.ppf(level))
     return logit_wald_interval(auc, float(np.dot(d, d)) * t_over_z**2, m, m, confidence_level)
+
+
+def macro_ovr_auc_delta_interval(auc_new: float, auc_old: float, y_true: npt.ArrayLike,
+                                 new: npt.ArrayLike, old: npt.ArrayLike,
+                                 confidence_level: float) -> tuple[float, float] | None:
+    """MOVER interval of ``auc_new - auc_old``, two models' macro one-vs-rest AUCs on the
+    same rows, from their :func:`macro_ovr_auc_interval` and the DeLong correlation of the
+    two estimates (``sum_i d_i e_i / sqrt(sum d_i^2 sum e_i^2)`` of the two models' per-row
+    deviations: DeLong's covariance of two AUCs on the same rows), as the binary AUC's
+    delta (:func:`modelgate.intervals.mover_difference`).  None (the caller's percentile
+    interval) when either interval is, or when the two models rank every class's rows the
+    same way (identical deviations: the percentile interval's exact ``[d, d]``).
+
+    Examples
+    --------
+    >>> y = [0, 0, 1, 1, 2, 2, 0, 1, 2]
+    >>> p = np.eye(3)[[0, 0, 1, 1, 2, 2, 1, 1, 2]] * 0.7 + 0.1
+    >>> macro_ovr_auc_delta_interval(0.9167, 0.9167, y, p, p, 0.95) is None
+    True
+    """
+    y = np.asarray(y_true, dtype=np.int64)
+    p_new, p_old = np.asarray(new, dtype=np.float64), np.asarray(old, dtype=np.float64)
+    d_new, d_old = _macro_deviations(y, p_new), _macro_deviations(y, p_old)
+    if d_new is None or d_old is None or np.array_equal(d_new, d_old):
+        return None
+    ends_new = macro_ovr_auc_interval(auc_new, y, p_new, confidence_level)
+    ends_old = macro_ovr_auc_interval(auc_old, y, p_old, confidence_level)
+    if ends_new is None or ends_old is None:
+        return None
+    scale = np.sqrt(np.dot(d_new, d_new) * np.dot(d_old, d_old))
+    r = float(np.dot(d_new, d_old) / scale) if scale > 0 else 0.0
+    return mover_difference(auc_new, ends_new, auc_old, ends_old, r)

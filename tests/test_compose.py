@@ -565,7 +565,7 @@ def test_exporter_mapping_names_every_documented_metric(services: dict[str, dict
     sent |= {m.name for m in evidence_metrics("m", "1", insufficient=False, features_insufficient=0,
                                               rows_set_aside=0)}
     assert {rule["match"] for rule in mapping} == {f"{prefix}.{name}" for name in sent}
-    readme = (REPO / "README.md").read_text()
+    readme = "\n".join(p.read_text() for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
     for rule in mapping:
         assert re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*", rule["name"]), rule  # Prometheus name
         assert rule["name"] == rule["match"].removeprefix(f"{prefix}.").replace(".", "_")

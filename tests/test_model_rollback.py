@@ -24,7 +24,9 @@ from modelgate.config import Settings
 from modelgate.store import models, rollbacks, runs
 from modelgate.store.db import fetch_all, transaction
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[1]
+#: the README and every docs/ page, as the README was before its sections moved to docs/
+README = "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
 
 
 def _passed_run(url: str, row: models.ModelVersionRow, key: str, champion_id: int | None,

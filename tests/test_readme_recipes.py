@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[1]
+#: the README and every docs/ page (the recipes live in docs/model-archives.md)
+README = "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
 BLOCKS = dict(re.findall(r"```python\n# recipe: ([\w-]+)\n(.*?)```", README, flags=re.S))
 RECIPES = [name for name in BLOCKS if name != "common"]
 

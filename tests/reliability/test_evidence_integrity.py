@@ -375,7 +375,8 @@ def test_a_run_left_running_by_a_dead_process_is_abandoned_by_the_next_run(
     assert shown[alive.evaluation_run_id][0] == "running"  # a recent heartbeat: still working
     assert shown[following.evaluation_run_id][0] == "running"
     # the README's query for stuck work finds it
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    root = Path(__file__).resolve().parents[2]  # the README and every docs/ page
+    readme = "\n".join(p.read_text() for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))])
     (query,) = [q for q in re.findall(r"```sql\n(.*?)```", readme, flags=re.S) if "heartbeat_at" in q]
     stuck = fetch_all(ctx.db_url, query.replace("\n  ", "\n"))
     assert [r[0] for r in stuck] == [dead.evaluation_run_id]

@@ -1,0 +1,55 @@
+"""The documentation's shape: a short README, the docs/ pages it points to, and no dead link."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = ("README.md", "architecture.md", "configuration.md", "model-archives.md", "promotion-policy.md",
+         "cli.md", "dags.md", "drift-monitoring.md", "reports.md", "deploying.md", "operating.md",
+         "testing.md")
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+_FENCE = re.compile(r"^ *```.*?^ *```", flags=re.S | re.M)
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    prose = _FENCE.sub("", path.read_text())
+    return {_slug(h) for h in re.findall(r"^#+ (.*)$", prose, flags=re.M)}
+
+
+def test_readme_is_short_and_every_docs_page_exists() -> None:
+    assert len((REPO / "README.md").read_text().splitlines()) <= 300
+    missing = [p for p in PAGES if not (REPO / "docs" / p).is_file()]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_relative_link_resolves(page: Path) -> None:
+    broken = []
+    for target in _LINK.findall(_FENCE.sub("", page.read_text())):
+        if re.match(r"[a-z]+:", target):
+            continue  # http(s), mailto: not checked here
+        file, _, anchor = target.partition("#")
+        resolved = (page.parent / file).resolve() if file else page
+        if not resolved.exists():
+            broken.append(target)
+        elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
+            broken.append(target)
+    assert not broken, f"{page.relative_to(REPO)}: {broken}"
+
+
+def test_slug_matches_githubs_rule() -> None:
+    assert _slug("How to return production to the previous version") == \
+        "how-to-return-production-to-the-previous-version"
+    assert _slug("Where does X live?") == "where-does-x-live"
+    assert _slug("Estimated performance and data quality, before labels") == \
+        "estimated-performance-and-data-quality-before-labels"

@@ -53,3 +53,15 @@ def test_slug_matches_githubs_rule() -> None:
     assert _slug("Where does X live?") == "where-does-x-live"
     assert _slug("Estimated performance and data quality, before labels") == \
         "estimated-performance-and-data-quality-before-labels"
+
+
+def test_bench_results_open_with_one_table_of_current_figures() -> None:
+    """bench/RESULTS.md starts with its current figures, each row with its command and date."""
+    text = (REPO / "bench" / "RESULTS.md").read_text()
+    first = text.split("\n## ", 2)[1]
+    assert first.startswith("Current figures")
+    rows = [r for r in first.splitlines() if r.startswith("| ") and not r.startswith("| area ")]
+    assert len(rows) >= 35
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert len(cells) == 6 and "`" in cells[4] and cells[5], row

@@ -40,9 +40,8 @@ def test_every_relative_link_resolves(page: Path) -> None:
             continue  # http(s), mailto: not checked here
         file, _, anchor = target.partition("#")
         resolved = (page.parent / file).resolve() if file else page
-        if not resolved.exists():
-            broken.append(target)
-        elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
+        dead_anchor = anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved)
+        if not resolved.exists() or dead_anchor:
             broken.append(target)
     assert not broken, f"{page.relative_to(REPO)}: {broken}"
 

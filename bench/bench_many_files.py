@@ -75,7 +75,7 @@ def _end_to_end(archive: Path, heldout: Path, files: int, rows: int) -> dict[str
     import numpy as np
     import pandas as pd
 
-    from modelgate.pipelines.cli_runs import run_evaluation_locally
+    from modelgate.cli.runs import run_evaluation_locally
 
     source = pd.read_parquet(heldout)
     frame = source.iloc[np.arange(files * rows) % len(source)].reset_index(drop=True)

@@ -307,7 +307,7 @@ def test_names_of_200_bytes_evaluate_end_to_end(settings_env: Settings, tmp_path
     import numpy as np
     import pandas as pd
 
-    from modelgate.pipelines.cli_runs import run_evaluation_locally
+    from modelgate.cli.runs import run_evaluation_locally
 
     rng = np.random.default_rng(0)
     x = rng.normal(0.0, 2000.0, 200)

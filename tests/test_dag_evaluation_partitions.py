@@ -8,8 +8,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
-from modelgate.pipelines.cli_runs import run_evaluation_locally
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.store import models
 from modelgate.store.db import fetch_all

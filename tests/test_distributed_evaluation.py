@@ -62,7 +62,7 @@ def _partitions(heldout: Path, root: Path) -> list[Path]:
 @pytest.fixture(scope="module")
 def stack(pg_url: str, s3_server: Any, demo_builds: dict[str, Any],
           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    from modelgate.pipelines.cli_runs import run_evaluation_locally
+    from modelgate.cli.runs import run_evaluation_locally
 
     root = tmp_path_factory.mktemp("celery")
     s3 = S3Settings(endpoint=s3_server.endpoint, access_key="modelgate-test",

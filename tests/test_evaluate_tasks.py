@@ -28,8 +28,8 @@ from model_zoo import FEATURES, Zoo, build
 from sklearn import metrics as skm
 
 from modelgate.artifact import package
+from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
-from modelgate.pipelines.cli_runs import run_evaluation_locally
 from modelgate.store import models
 from modelgate.store.db import transaction
 

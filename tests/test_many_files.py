@@ -56,7 +56,7 @@ def test_s3_listing_skips_hidden_keys(settings: Settings) -> None:
 def test_many_small_files_are_scored_as_one_batch_with_the_numbers_of_one_file(
     settings_env: Settings, demo_builds: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from modelgate.pipelines.cli_runs import run_evaluation_locally
+    from modelgate.cli.runs import run_evaluation_locally
     from modelgate.store.db import fetch_all
 
     monkeypatch.setenv("MODELGATE_POLICY_DIR", str(tmp_path))  # no per-model overrides

@@ -120,7 +120,7 @@ def env(settings_env: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 def test_an_s3_prefix_of_many_small_files_evaluates_in_batches_with_the_numbers_of_a_local_copy(
     env: Settings, demo_builds: dict[str, Any], tmp_path: Path,
 ) -> None:
-    from modelgate.pipelines.cli_runs import run_evaluation_locally
+    from modelgate.cli.runs import run_evaluation_locally
     from modelgate.store.db import fetch_all
 
     ctx = Context.open(env)
@@ -151,7 +151,7 @@ def test_an_s3_prefix_of_many_small_files_evaluates_in_batches_with_the_numbers_
 def test_an_unreadable_member_of_an_s3_batch_is_named(
     env: Settings, demo_builds: dict[str, Any], tmp_path: Path,
 ) -> None:
-    from modelgate.pipelines.cli_runs import run_evaluation_locally
+    from modelgate.cli.runs import run_evaluation_locally
     from modelgate.scoring import ScoringError
     from modelgate.store.db import fetch_all
 

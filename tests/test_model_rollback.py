@@ -295,7 +295,7 @@ def test_an_archived_or_retired_version_is_evaluated_only_without_promote(
 @pytest.mark.e2e  # a whole pipeline run: seconds, kept out of the fast tier
 def test_a_retired_version_is_evaluated_end_to_end_for_comparison(
         registry: dict[str, Any], tmp_path: Path) -> None:
-    from modelgate.pipelines.cli_runs import run_evaluation_locally
+    from modelgate.cli.runs import run_evaluation_locally
 
     url, name = registry["url"], registry["name"]
     data = tmp_path / "heldout.parquet"

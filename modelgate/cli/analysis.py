@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from modelgate.cli_args import DATA_HELP, UsageError, bounded_int, data_source
+from modelgate.cli.args import DATA_HELP, UsageError, bounded_int, data_source
 from modelgate.logsafe import escape_for_log as shown
 from modelgate.pipelines.json_records import fairness_json
 
@@ -34,7 +34,7 @@ def _emit(payload: dict[str, Any], fmt: str, text: str) -> None:
 # --- evaluate ----------------------------------------------------------------------------
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from modelgate.pipelines.cli_runs import run_evaluation_locally
+    from modelgate.cli.runs import run_evaluation_locally
     from modelgate.pipelines.policy_provenance import LooserPolicyRefused
 
     if args.policy:
@@ -44,8 +44,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                          args.policy and Path(args.policy), promote=args.promote,
                                          allow_looser_policy=args.allow_looser_policy)
     except LooserPolicyRefused as exc:  # a usage error; the run row says failed, with this reason
-        # printed here, not raised as modelgate.cli.UsageError: under `python -m modelgate.cli`
-        # that module is __main__, and a second import's class would not be caught there
+        # printed here, not raised as modelgate.cli.UsageError (kept from when
+        # `python -m modelgate.cli` ran that module as __main__, where a second import's
+        # class would not have been caught)
         print(f"modelgate: usage error: policy {exc.source_path} is looser than {exc.against} "
               f"on blocking checks: {'; '.join(exc.checks)}; add --allow-looser-policy to "
               "promote under it (recorded with the run)", file=sys.stderr)
@@ -71,7 +72,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     import numpy as np
 
     from modelgate.artifact import verify
-    from modelgate.cli_data import read_table
+    from modelgate.cli.data import read_table
     from modelgate.scoring import open_session, settings_from_os_environ
 
     loaded = verify(args.model)
@@ -185,7 +186,7 @@ def _binary_column(frame: Any, column: str, positive: str) -> Any:
 
 
 def cmd_fairness(args: argparse.Namespace) -> int:
-    from modelgate.cli_data import read_table
+    from modelgate.cli.data import read_table
     from modelgate.fairness.metrics import fairness_report
 
     sensitive = [s for s in args.sensitive.split(",") if s]
@@ -269,6 +270,6 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--format", choices=("json", "text"), default="json")
     p.set_defaults(handler=cmd_fairness)
 
-    from modelgate.cli_drift import add_drift_command
+    from modelgate.cli.drift import add_drift_command
 
     add_drift_command(sub)

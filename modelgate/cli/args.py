@@ -181,7 +181,7 @@ def refuse_nul(args: argparse.Namespace) -> None:
     >>> refuse_nul(argparse.Namespace(name="toy\\x00", live="d"))
     Traceback (most recent call last):
     ...
-    modelgate.cli_args.UsageError: name: must not contain a NUL character
+    modelgate.cli.args.UsageError: name: must not contain a NUL character
     """
     for key, value in vars(args).items():
         if isinstance(value, str) and "\x00" in value:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from modelgate.cli_args import DATA_HELP, UsageError, bounded_int, data_source, refuse_nul
+from modelgate.cli.args import DATA_HELP, UsageError, bounded_int, data_source, refuse_nul
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BLOCKED = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM, as shells report
@@ -96,7 +96,7 @@ def cmd_model_register(args: argparse.Namespace) -> int:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from modelgate.artifact import verify
-    from modelgate.cli_data import score_data
+    from modelgate.cli.data import score_data
     from modelgate.logsafe import escape_for_log
     from modelgate.scoring import open_session, settings_from_os_environ
 
@@ -152,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = model.add_parser("register", help="store an archive and record it as a candidate")
     p.add_argument("archive", type=Path)
     p.set_defaults(handler=cmd_model_register)
-    from modelgate import cli_models
+    import modelgate.cli.models as cli_models
 
     cli_models.add_model_commands(model)
     cli_models.add_report_command(sub)
@@ -170,13 +170,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="directory for demo files (default MODELGATE_HOME/demo)")
     p.set_defaults(handler=cmd_demo)
 
-    from modelgate import cli_analysis
+    import modelgate.cli.analysis as cli_analysis
 
     cli_analysis.add_commands(sub)
-    from modelgate import cli_monitor
+    import modelgate.cli.monitor as cli_monitor
 
     cli_monitor.add_monitor_command(sub)
-    from modelgate import cli_gc
+    import modelgate.cli.gc as cli_gc
 
     cli_gc.add_gc_command(sub)
     return parser
@@ -251,6 +251,3 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return EXIT_ERROR
 
-
-if __name__ == "__main__":
-    sys.exit(main())

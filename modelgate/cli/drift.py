@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from modelgate.cli_args import UsageError, bounded_int, open_interval
+from modelgate.cli.args import UsageError, bounded_int, open_interval
 from modelgate.logsafe import escape_for_log
 from modelgate.logsafe import escape_for_log as shown
 from modelgate.pipelines.json_records import change_points_json, feature_drift_json
@@ -144,7 +144,7 @@ def _add_estimates_and_quality(args: argparse.Namespace, kinds: dict[str, Any],
     payload["estimate_skipped"] = "no --model"
     if args.model is None and not args.quality:
         return
-    from modelgate.cli_drift_estimates import estimates_json, quality_json
+    from modelgate.cli.drift_estimates import estimates_json, quality_json
 
     payload["quality"] = quality_json(args.reference, args.current, kinds)
     if args.model is not None:
@@ -174,7 +174,7 @@ def _print_text(payload: dict[str, Any]) -> None:
         changes = payload["adwin"]["changes"]
         print(f"ADWIN change positions: {[c['position'] for c in changes] or 'none'}")
     if payload["quality"] is not None:
-        from modelgate.cli_drift_estimates import print_estimates_text, print_quality_text
+        from modelgate.cli.drift_estimates import print_estimates_text, print_quality_text
 
         print_quality_text(payload["quality"], shown)
         print_estimates_text(payload["estimated_performance"], payload["estimate_skipped"])

@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from modelgate.cli_args import bounded_number
+from modelgate.cli.args import bounded_number
 
 #: Longest retention ``--older-than-days`` takes (100 years; a timedelta stops near 2.7 million).
 MAX_DAYS = 36_500

@@ -3,7 +3,7 @@ and its reports without SQL.
 
 Text output escapes control characters in every stored string (names, versions, reasons come
 from users; see :mod:`modelgate.logsafe`), so a name cannot repaint the terminal. Usage errors
-print one line and exit 2, like ``evaluate``'s (see :mod:`modelgate.cli_analysis` for why they
+print one line and exit 2, like ``evaluate``'s (see :mod:`modelgate.cli.analysis` for why they
 are not raised as ``modelgate.cli.UsageError``).
 """
 
@@ -17,8 +17,8 @@ import json
 import sys
 from typing import Any
 
-from modelgate import cli_attempts
-from modelgate.cli_args import bounded_int
+import modelgate.cli.attempts as cli_attempts
+from modelgate.cli.args import bounded_int
 from modelgate.logsafe import escape_for_log
 
 EXIT_OK, EXIT_USAGE = 0, 2

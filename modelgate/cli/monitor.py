@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from modelgate.cli_args import as_usage_error, bounded_int, interval_start, json_object, reclaim_logging
+from modelgate.cli.args import as_usage_error, bounded_int, interval_start, json_object, reclaim_logging
 from modelgate.logsafe import escape_for_log as shown
 
 

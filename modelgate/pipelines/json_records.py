@@ -5,8 +5,8 @@ The JSON keeps its documented names where they differ from the stored columns (`
 for ``metric_name``, ``group`` for ``group_label``, ``delta`` for a delta's ``value``...):
 each form below lists its keys and the record key each is read from.
 
-They sit in the pipelines layer so the in-process evaluation runner (``cli_runs``) and the
-CLI commands above it share them without the runner importing the CLI.
+They sit in the pipelines layer so the in-process evaluation runner (``modelgate.cli.runs``) and the
+other CLI commands share them, and the pipelines never import the CLI.
 """
 
 from __future__ import annotations

@@ -226,7 +226,7 @@ def test_an_evaluation_over_two_files_stores_counts_auc_and_the_driving_rate(
     from model_zoo import build
 
     from modelgate.artifact import package
-    from modelgate.pipelines.cli_runs import run_evaluation_locally
+    from modelgate.cli.runs import run_evaluation_locally
     from modelgate.store.objects import open_object_store
 
     zoo = build("sklearn-zipmap")

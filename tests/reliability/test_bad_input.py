@@ -24,9 +24,9 @@ import pytest
 from modelgate.evaluation.policy import PolicyError
 
 from modelgate.artifact import ArtifactError, package
+from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
 from modelgate.pipelines import drift, evaluate
-from modelgate.pipelines.cli_runs import run_evaluation_locally
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.scoring import ScoringError
 from modelgate.store import models

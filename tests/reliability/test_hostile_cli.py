@@ -23,9 +23,9 @@ from tiny_graphs import SCALE, archive, binary_graph, three_class_graph
 
 from modelgate import cli
 from modelgate.artifact import ArtifactError, LoadedModel
+from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
 from modelgate.pipelines import evaluate
-from modelgate.pipelines.cli_runs import run_evaluation_locally
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.scoring import ScoringError
 from modelgate.store import models
@@ -354,7 +354,7 @@ def test_control_characters_in_a_column_name_are_refused_naming_the_key(
 def test_evaluate_text_keeps_the_gate_summary_s_lines_and_escapes_what_is_in_them() -> None:
     """The gate summary is one line per check; a check id holds the sensitive feature's name
     from the manifest, so an escape sequence there is shown escaped, the lines kept."""
-    from modelgate.pipelines.cli_runs import _terminal_lines
+    from modelgate.cli.runs import _terminal_lines
 
     summary = ("Promotion gate FAILED: 1 blocking failure(s)\n"
                "BLOCK   fairness.equalized_odds_difference.evil\x1b[2J\x07: blocked: breached")

@@ -23,8 +23,8 @@ import psycopg2
 import pytest
 
 from modelgate.artifact import package
+from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import S3Settings, Settings
-from modelgate.pipelines.cli_runs import run_evaluation_locally
 from modelgate.pipelines.context import Context
 from modelgate.store.db import connect, transaction
 from modelgate.store.objects import ObjectStoreError, S3ObjectStore

@@ -9,8 +9,8 @@ import pytest
 from model_zoo import build
 
 from modelgate.artifact import package
+from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
-from modelgate.pipelines.cli_runs import run_evaluation_locally
 from modelgate.pipelines.evaluate_tasks import EvaluationTooLarge
 from modelgate.store.db import fetch_all
 

@@ -16,9 +16,9 @@ from typing import Any
 import psycopg2
 import pytest
 
+from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
 from modelgate.pipelines import evaluate
-from modelgate.pipelines.cli_runs import run_evaluation_locally
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.store import models, runs
 from modelgate.store.db import fetch_all, transaction

@@ -20,7 +20,7 @@ from typing import Any
 import psycopg2.errors
 import pytest
 
-from modelgate.cli_monitor import _print_verdict
+from modelgate.cli.monitor import _print_verdict
 from modelgate.config import Settings
 from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context

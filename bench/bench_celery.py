@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.bench_evaluate_scale import _generate
     from modelgate.config import S3Settings, Settings
-    from modelgate.demo_data import build_demo
+    from modelgate.demo.data import build_demo
     from modelgate.pipelines.context import Context, register_archive
     from modelgate.store import db
 

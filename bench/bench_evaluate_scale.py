@@ -106,7 +106,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(_child(Path(args.child[0]), Path(args.child[1]))))
         return
-    from modelgate.demo_data import build_demo
+    from modelgate.demo.data import build_demo
 
     with tempfile.TemporaryDirectory(prefix="bench-eval-") as tmp:
         root = Path(tmp)

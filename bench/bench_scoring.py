@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from modelgate.artifact import verify
-from modelgate.demo_data import build_demo
+from modelgate.demo.data import build_demo
 from modelgate.scoring import ModelScorer, SessionSettings, open_session, score_parquet
 
 

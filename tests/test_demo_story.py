@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from modelgate.demo import log_to_file
-from modelgate.demo_story import DriftOutcome, EvaluationOutcome, rank_drift, story
+from modelgate.demo.story import DriftOutcome, EvaluationOutcome, rank_drift, story
 from modelgate.store.summaries import analyst_hint
 
 

@@ -194,7 +194,7 @@ def test_every_module_imports_without_the_demo_or_test_dependencies() -> None:
 def test_the_demo_says_which_extra_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from modelgate.demo_data import require_demo_extra
+    from modelgate.demo.data import require_demo_extra
 
     require_demo_extra()  # installed here
     monkeypatch.setitem(sys.modules, "skl2onnx", None)

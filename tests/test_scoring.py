@@ -418,7 +418,7 @@ def test_cuda_listed_but_not_loading_is_detected(trained: tuple[Pipeline, Loaded
 def test_missing_categorical_column_is_named_not_a_bare_keyerror(tmp_path: Path) -> None:
     """A categorical feature missing from the file gets the usual clear error (regression:
     pyarrow's read_dictionary raised KeyError(b'name') before the column check)."""
-    from modelgate.demo_data import build_demo
+    from modelgate.demo.data import build_demo
 
     build = build_demo(tmp_path / "demo", version="1", variant="baseline")
     scorer = open_session(verify(build.archive_path))

@@ -54,7 +54,7 @@ __all__ = [
     "split_rows",
 ]
 
-logger = logging.getLogger("modelgate.demo_data")
+logger = logging.getLogger("modelgate.demo.data")
 
 Variant = Literal["baseline", "with_gender"]
 NUMERIC = ("age", "prestg10", "childs")

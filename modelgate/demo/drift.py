@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from modelgate.demo_story import DriftOutcome
+from modelgate.demo.story import DriftOutcome
 
 UTC = dt.UTC
 
@@ -38,7 +38,7 @@ def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path, 
     first, as a deployment's manual runs would; task logs go to ``log_path``. Returns what
     each recorded run found."""
     from modelgate.airflow_runner import run_dag
-    from modelgate.demo_data import MODEL_NAME
+    from modelgate.demo.data import MODEL_NAME
     from modelgate.pipelines.drift_names import shown_feature
     from modelgate.pipelines.monitor import set_monitor
     from modelgate.store import models

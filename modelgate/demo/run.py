@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from modelgate.config import Settings
-from modelgate.demo_story import DriftOutcome, EvaluationOutcome
+from modelgate.demo.story import DriftOutcome, EvaluationOutcome
 
 log = logging.getLogger("modelgate.demo")
 
@@ -69,7 +69,7 @@ def run_demo(out_dir: Path | None = None) -> int:
     from modelgate.airflow_runner import prepare_airflow
 
     prepare_airflow(home / "airflow")
-    from modelgate.demo_data import MODEL_NAME, build_demo
+    from modelgate.demo.data import MODEL_NAME, build_demo
     from modelgate.pipelines.context import Context, register_archive
     from modelgate.store.db import redact_url
 
@@ -92,7 +92,7 @@ def run_demo(out_dir: Path | None = None) -> int:
     from modelgate.pipelines.index_page import index_key
 
     index = ctx.store.link(index_key(MODEL_NAME), expiry_s=ctx.settings.presign_expiry_s)
-    from modelgate.demo_story import story
+    from modelgate.demo.story import story
     from modelgate.store.summaries import analyst_hint
 
     where = [f"every report of {MODEL_NAME}, newest first: {index}",
@@ -131,7 +131,7 @@ def _drop_column(path: Path, column: str) -> Path:
 def _evaluate(ctx: Any, version: str, build: Any, *, label: str | None = None,
               dataset: Path | None = None) -> tuple[int, EvaluationOutcome]:
     from modelgate.airflow_runner import run_dag
-    from modelgate.demo_data import MODEL_NAME
+    from modelgate.demo.data import MODEL_NAME
     from modelgate.store import models
 
     row = models.get(ctx.db_url, MODEL_NAME, version)
@@ -189,7 +189,7 @@ def _drift(ctx: Any, build: Any) -> list[DriftOutcome]:
     if os.environ.get("MODELGATE_DEMO_SKIP_DRIFT"):
         _say("      skipped (MODELGATE_DEMO_SKIP_DRIFT is set)")
         return []
-    from modelgate.demo_drift import replay, simulated_labels
+    from modelgate.demo.drift import replay, simulated_labels
 
     dates: list[dt.date] = list(build.live_dates)
     found = replay(ctx, build, dates[:DRIFT_DEMO_INTERVALS], labels_dir=build.labels_dir,

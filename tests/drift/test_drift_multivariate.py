@@ -65,7 +65,7 @@ def test_correlation_flip_with_identical_marginals_is_caught_only_by_the_multiva
 
 
 def test_unshifted_random_splits_of_the_demo_data_alarm_at_most_5_percent() -> None:
-    from modelgate.demo_data import NUMERIC, TRAIN_YEARS, load_gss
+    from modelgate.demo.data import NUMERIC, TRAIN_YEARS, load_gss
 
     df = load_gss()
     rows = df.loc[df["year"].between(*TRAIN_YEARS), list(NUMERIC)].to_numpy(dtype=np.float64)

@@ -31,6 +31,12 @@ Conventions
 * The other metrics get percentile bootstrap intervals over the resamples
   of :func:`modelgate.intervals.bootstrap_counts` (the binary metrics' rows for the
   same seed); resamples where a metric is undefined are left out of its interval.
+  Paired deltas (:func:`compare_multiclass`) take the binary deltas' methods where the
+  percentile interval was short at n = 200: per-class recall and precision MOVER from the
+  two models' Wilson intervals (the recall's correlation the phi coefficient of the class's
+  rows found by each model, the precision's that of the paired resampled values), the log
+  loss a studentized bootstrap of the per-row differences, the macro AUC MOVER from the
+  logit Wald intervals; accuracy, F1 and the rest percentile.
   Every interval is widened to hold the point estimate if it does not; coverage by
   simulation in ``bench/RESULTS.md`` ("Every binary, multiclass and regression
   interval").
@@ -56,7 +62,12 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 from modelgate.evaluation.labels import class_indices as _class_indices
+from modelgate.evaluation.metric_intervals import (
+    difference_part_moments,
+    log_loss_delta_interval,
+)
 from modelgate.evaluation.metrics import (
+    MetricDelta,
     MetricEstimate,
     PairedComparison,
     paired_deltas,
@@ -68,6 +79,8 @@ from modelgate.intervals import (
     bootstrap_counts,
     check_confidence_level,
     interval_holding,
+    mover_difference,
+    phi_correlation,
     wilson_interval,
 )
 
@@ -438,7 +451,10 @@ def compare_multiclass(
 ) -> PairedComparison:
     """Paired bootstrap of ``candidate - champion`` for every multiclass metric, same rows
     (the macro AUC's delta: MOVER from the two models' logit Wald intervals,
-    :func:`modelgate.evaluation.ovr_auc.macro_ovr_auc_delta_interval`).
+    :func:`modelgate.evaluation.ovr_auc.macro_ovr_auc_delta_interval`; each class's recall
+    and precision delta: MOVER from the two Wilson intervals, as the binary ones; the log
+    loss's: the binary log-loss delta's studentized bootstrap of the per-row differences,
+    :func:`modelgate.evaluation.metric_intervals.log_loss_delta_interval`).
 
     Both models are judged on the same resamples (those of :func:`evaluate_multiclass` for
     the seed), so each delta's interval is that of the paired difference. The two models
@@ -490,4 +506,60 @@ def compare_multiclass(
         if ends is not None:
             lower, upper = interval_holding(auc.delta, *ends)
             deltas = (*deltas[:3], replace(auc, ci_lower=lower, ci_upper=upper), *deltas[4:])
+    loss = deltas[4]  # log_loss
+    if n_bootstrap > 0 and loss.undefined_reason is None:
+        diff = _row_statistics(y, new).log_loss - _row_statistics(y, old).log_loss
+        if diff.any():  # else identical losses: the percentile interval, exactly [0, 0]
+            drawn = [difference_part_moments(diff, w) for w in
+                     bootstrap_counts(len(y), n_bootstrap=n_bootstrap, seed=seed)]
+            ends = log_loss_delta_interval(
+                difference_part_moments(diff, np.ones((1, len(y)))),
+                {key: np.concatenate([m[key] for m in drawn]) for key in drawn[0]},
+                len(y), confidence_level)
+            lower, upper = interval_holding(loss.delta, *ends)
+            deltas = (*deltas[:4], replace(loss, ci_lower=lower, ci_upper=upper), *deltas[5:])
+    if n_bootstrap > 0:
+        deltas = _class_count_deltas(deltas, y, new, old, (boot[0], boot[1]), labels,
+                                     confidence_level)
     return PairedComparison(deltas, len(y), n_bootstrap, confidence_level, seed)
+
+
+def _class_count_deltas(deltas: tuple[MetricDelta, ...], y: npt.NDArray[np.int64],
+                        new: _FloatArray, old: _FloatArray,
+                        boot: tuple[_FloatArray, _FloatArray], labels: Sequence[str],
+                        confidence_level: float) -> tuple[MetricDelta, ...]:
+    """Per-class recall and precision deltas by MOVER, as the binary ones
+    (:func:`modelgate.evaluation.metric_intervals.paired_delta_interval`): each model's
+    Wilson interval and the correlation of the two estimates, for the recall the phi
+    coefficient of the class's rows found by both, one or neither model (Newcombe's method
+    10), for the precision (two denominators) that of the paired resampled values. A class
+    whose rows both models call alike keeps the percentile interval (the exact ``[d, d]``)."""
+    c = new.shape[1]
+    hit_new, hit_old = new.argmax(axis=1), old.argmax(axis=1)
+    own = (_wilson_intervals(y, new, labels, confidence_level),
+           _wilson_intervals(y, old, labels, confidence_level))
+    out = list(deltas)
+    for j, d in enumerate(deltas):
+        if d.undefined_reason is not None or not d.name.startswith(("recall[", "precision[")):
+            continue
+        k = (j - 5) % c
+        a, b = hit_new == k, hit_old == k
+        if d.name.startswith("recall["):
+            rows = y == k
+            a, b = a[rows], b[rows]
+            if not (a != b).any():
+                continue
+            r = phi_correlation(float((a & b).sum()), float((a & ~b).sum()),
+                                float((~a & b).sum()), float((~a & ~b).sum()))
+        else:
+            if not (a != b).any():
+                continue
+            x, z = boot[0][:, j], boot[1][:, j]
+            ok = np.isfinite(x) & np.isfinite(z)
+            r = 0.0
+            if ok.sum() > 1 and np.std(x[ok]) > 0 and np.std(z[ok]) > 0:
+                r = float(np.corrcoef(x[ok], z[ok])[0, 1])
+        ends = mover_difference(d.candidate, own[0][d.name], d.champion, own[1][d.name], r)
+        lower, upper = interval_holding(d.delta, *ends)
+        out[j] = replace(d, ci_lower=lower, ci_upper=upper)
+    return tuple(out)

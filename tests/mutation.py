@@ -141,6 +141,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "evaluation/multiclass.py": (
         "tests/evaluation/test_multiclass_survivors.py",  # first: its small cases kill soonest
         "tests/evaluation/test_eval_multiclass.py",
+        "tests/evaluation/test_multiclass_delta_intervals.py",
         "tests/evaluation/test_multiclass_many_classes.py",
         "tests/evaluation/test_eval_compare_tasks.py",
         "tests/evaluation/test_eval_policy_tasks.py",
@@ -161,6 +162,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "evaluation/policy_text.py": ("tests/evaluation/test_eval_policy_diff.py",),
     "evaluation/regression.py": (
         "tests/evaluation/test_eval_regression.py",
+        "tests/evaluation/test_regression_delta_intervals.py",
         "tests/evaluation/test_eval_compare_tasks.py",
         "tests/evaluation/test_eval_policy_tasks.py",
         "tests/test_interval_coverage.py",

@@ -1,7 +1,7 @@
 """CPU vs CUDA scoring for the three model shapes of issue #13; runs on the CPU alone too.
 
 Models, trained here on generated data with scikit-learn and packaged like any model
-(skl2onnx, ``modelgate.artifact.package``):
+(skl2onnx, ``modelgate.onnx.artifact.package``):
 
 * ``wide-mlp``: 64 numeric + 4 categorical inputs, MLP (512, 512, 256);
 * ``forest``: 32 numeric + 4 categorical inputs, RandomForest of 100 trees;
@@ -43,9 +43,9 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-from modelgate import devices
-from modelgate.artifact import LoadedModel, package, verify
-from modelgate.scoring import (
+from modelgate.onnx import devices
+from modelgate.onnx.artifact import LoadedModel, package, verify
+from modelgate.onnx.scoring import (
     DEFAULT_BATCH_ROWS,
     ModelScorer,
     ScoringError,

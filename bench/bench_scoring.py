@@ -3,7 +3,7 @@
 Builds the demo model (baseline variant), samples ``--rows`` rows with replacement from
 its held-out set into a parquet file (demo schema, fresh ``row_id``), then measures
 
-* ours: :func:`modelgate.scoring.score_parquet` (read, validate, run, write parquet),
+* ours: :func:`modelgate.onnx.scoring.score_parquet` (read, validate, run, write parquet),
   for a few ``batch_rows``;
 * bare: ``session.run`` over the same rows already in memory as ready-made ONNX inputs
   (exactly the arrays our path feeds), for several batch sizes, in a session with ONNX
@@ -32,9 +32,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from modelgate.artifact import verify
 from modelgate.demo.data import build_demo
-from modelgate.scoring import ModelScorer, SessionSettings, open_session, score_parquet
+from modelgate.onnx.artifact import verify
+from modelgate.onnx.scoring import ModelScorer, SessionSettings, open_session, score_parquet
 
 
 def _seconds(fn: Callable[[], object]) -> float:

@@ -49,8 +49,8 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-from modelgate.artifact import package, verify
-from modelgate.scoring import SessionSettings, open_session
+from modelgate.onnx.artifact import package, verify
+from modelgate.onnx.scoring import SessionSettings, open_session
 
 NUMERIC = [f"x{i}" for i in range(6)]
 CATEGORICAL = {

@@ -70,7 +70,7 @@ class MaskedEvaluator:
         self.cards = [int(c.max()) + 1 for c in codes]
         # Non-numeric columns go to predict as pandas categoricals over these codes where
         # the values allow it: building a masked column is then integer work and a model
-        # scorer can feed codes (modelgate.onnx_codes) instead of strings.
+        # scorer can feed codes (modelgate.onnx.codes) instead of strings.
         self.dtypes = [_categorical_dtype(values) for _, values in coded]
         # the codes in the integer type pandas keeps them in, so no batch casts them again
         self.pooled = [

@@ -24,9 +24,9 @@ from onnx import TensorProto, helper
 from tiny_graphs import archive, binary_graph
 
 from modelgate import cli
-from modelgate.artifact import ArtifactError, package, verify
 from modelgate.config import Settings
-from modelgate.scoring import ScoringError, open_session, score_parquet, settings_from_os_environ
+from modelgate.onnx.artifact import ArtifactError, package, verify
+from modelgate.onnx.scoring import ScoringError, open_session, score_parquet, settings_from_os_environ
 
 MANIFEST: dict[str, Any] = {
     "format_version": 1, "name": "tiny", "version": "1",

@@ -1,4 +1,4 @@
-"""Tests for modelgate.artifact: manifest validation, packaging and verification."""
+"""Tests for modelgate.onnx.artifact: manifest validation, packaging and verification."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
-from modelgate.artifact import (
+from modelgate.onnx.artifact import (
     ArtifactError,
     Manifest,
     archive_sha256,

@@ -27,8 +27,8 @@ from modelgate.evaluation.gate import GateCheck, GateDecision
 from modelgate.evaluation.policy import default_policy_path
 
 from modelgate import cli
-from modelgate.artifact import package
 from modelgate.config import Settings
+from modelgate.onnx.artifact import package
 from modelgate.pipelines import attempts, evaluate, index_page
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.policy_provenance import ALLOW_HINT, LooserPolicyRefused

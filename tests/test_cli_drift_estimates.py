@@ -12,8 +12,8 @@ import pytest
 from model_zoo import build, frame
 from sklearn.metrics import accuracy_score, mean_absolute_error
 
-from modelgate.artifact import package
 from modelgate.cli import main
+from modelgate.onnx.artifact import package
 
 Run = Callable[..., tuple[int, str]]
 
@@ -64,8 +64,8 @@ def test_binary_estimates_hold_the_realised_metrics(files: dict[str, Path], _cli
     assert est["task"] == "binary_classification" and est["method"] == "cbpe_isotonic"
     metrics = {m["metric"]: m for m in est["current"]["metrics"]}
     cur = pd.read_parquet(files["clean"])
-    from modelgate.artifact import verify
-    from modelgate.scoring import open_session
+    from modelgate.onnx.artifact import verify
+    from modelgate.onnx.scoring import open_session
 
     scores = open_session(verify(files["sklearn-no-zipmap"])).predict_proba(cur)
     realised = accuracy_score(cur["y_binary"] == "good", scores >= 0.5)
@@ -82,8 +82,8 @@ def test_regression_and_multiclass_estimates(files: dict[str, Path], _cli: Run) 
     est = json.loads(out)["estimated_performance"]
     assert est["method"] == "nanny_error_model"
     cur = pd.read_parquet(files["cur"]).iloc[50:]  # rows inside the reference's range
-    from modelgate.artifact import verify
-    from modelgate.scoring import open_session
+    from modelgate.onnx.artifact import verify
+    from modelgate.onnx.scoring import open_session
 
     pred = open_session(verify(files["sklearn-regression"])).predict_value(cur)
     assert est["current"]["n_outside_reference"] >= 50

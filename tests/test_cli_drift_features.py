@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from model_zoo import build
 
-from modelgate.artifact import package
 from modelgate.cli import main
+from modelgate.onnx.artifact import package
 
 
 @dataclass

@@ -17,9 +17,9 @@ import psycopg2
 import pytest
 from model_zoo import build
 
-from modelgate.artifact import package
 from modelgate.cli import main
 from modelgate.config import Settings
+from modelgate.onnx.artifact import package
 from modelgate.store import models, runs
 from modelgate.store.db import transaction
 

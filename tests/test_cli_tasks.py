@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from model_zoo import build
 
-from modelgate.artifact import package
+from modelgate.onnx.artifact import package
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -242,7 +242,7 @@ def test_modelgate_variables_are_known_to_modelgate(services: dict[str, dict[str
     assert names, "no MODELGATE_* variable set anywhere"
     unknown = sorted(names - set(ENV_VARS))
     assert not unknown, f"not in modelgate.config.ENV_VARS: {unknown}"
-    from modelgate.scoring import SessionSettings
+    from modelgate.onnx.scoring import SessionSettings
 
     for service in services.values():  # and each value is one modelgate accepts
         env = {k: v for k, v in _resolved_env(service).items() if k.startswith("MODELGATE_")}

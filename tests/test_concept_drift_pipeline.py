@@ -100,8 +100,8 @@ def test_late_labels_feed_adwin_once_and_a_change_is_recorded(
 
 def _errors(build: Any, days: list[dt.date], served: dict[dt.date, pd.DataFrame]) -> list[Any]:
     """Per interval, 1.0 where the model's prediction misses the served label, in event order."""
-    from modelgate.artifact import verify
-    from modelgate.scoring import open_session
+    from modelgate.onnx.artifact import verify
+    from modelgate.onnx.scoring import open_session
 
     scorer = open_session(verify(build.archive_path))
     errors = []

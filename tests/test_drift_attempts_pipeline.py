@@ -17,8 +17,8 @@ import pytest
 from model_zoo import FEATURES, build
 from model_zoo import frame as zoo_frame
 
-from modelgate.artifact import package
 from modelgate.config import Settings
+from modelgate.onnx.artifact import package
 from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.drift_runner import run_drift

@@ -40,8 +40,8 @@ THRESHOLDS = {"performance": {"accuracy": 0.05},
 
 
 def _scores(build: Any, frame: pd.DataFrame) -> np.ndarray:
-    from modelgate.artifact import verify
-    from modelgate.scoring import open_session
+    from modelgate.onnx.artifact import verify
+    from modelgate.onnx.scoring import open_session
 
     return np.asarray(open_session(verify(build.archive_path)).predict_proba(frame), dtype=np.float64)
 

@@ -28,12 +28,12 @@ from model_zoo import frame as zoo_frame
 from scipy.stats import wasserstein_distance
 from sklearn.isotonic import IsotonicRegression
 
-from modelgate.artifact import package, verify
 from modelgate.config import Settings
+from modelgate.onnx.artifact import package, verify
+from modelgate.onnx.scoring import open_session
 from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.drift_runner import run_drift
-from modelgate.scoring import open_session
 from modelgate.store import models
 from modelgate.store.db import fetch_all
 

@@ -13,12 +13,12 @@ import pytest
 from model_zoo import FEATURES, build
 from river.drift import ADWIN
 
-from modelgate.artifact import package, verify
 from modelgate.config import Settings
+from modelgate.onnx.artifact import package, verify
+from modelgate.onnx.scoring import open_session
 from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.drift_runner import run_drift
-from modelgate.scoring import open_session
 from modelgate.store import models
 from modelgate.store.db import transaction
 

@@ -39,7 +39,7 @@ WAIT_S = 1200
 
 def _renamed_archive(archive: Path, name: str, out: Path) -> Path:
     """The same model packaged under another model name (a second monitored model)."""
-    from modelgate.artifact import package
+    from modelgate.onnx.artifact import package
 
     work = out / "unpacked"
     work.mkdir(parents=True)

@@ -27,9 +27,9 @@ from fairlearn.metrics import (
 from model_zoo import FEATURES, Zoo, build
 from sklearn import metrics as skm
 
-from modelgate.artifact import package
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
+from modelgate.onnx.artifact import package
 from modelgate.store import models
 from modelgate.store.db import transaction
 

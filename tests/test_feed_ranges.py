@@ -18,8 +18,8 @@ from scipy.special import expit
 from tiny_graphs import SCALE, archive, binary_graph
 
 from modelgate import cli
-from modelgate.artifact import LoadedModel
-from modelgate.scoring import ModelScorer, ScoringError, SessionSettings, open_session, score_parquet
+from modelgate.onnx.artifact import LoadedModel
+from modelgate.onnx.scoring import ModelScorer, ScoringError, SessionSettings, open_session, score_parquet
 
 
 def _model(tmp_path: Path, elem: str, *, allow_missing: bool = False) -> LoadedModel:

@@ -13,9 +13,9 @@ from typing import Any
 from model_zoo import build
 from modelgate.evaluation.gate import GateCheck, GateDecision
 
-from modelgate.artifact import package
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
+from modelgate.onnx.artifact import package
 from modelgate.store import models, runs
 from modelgate.store.db import transaction
 

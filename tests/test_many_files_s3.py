@@ -152,7 +152,7 @@ def test_an_unreadable_member_of_an_s3_batch_is_named(
     env: Settings, demo_builds: dict[str, Any], tmp_path: Path,
 ) -> None:
     from modelgate.cli.runs import run_evaluation_locally
-    from modelgate.scoring import ScoringError
+    from modelgate.onnx.scoring import ScoringError
     from modelgate.store.db import fetch_all
 
     ctx = Context.open(env)

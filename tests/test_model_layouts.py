@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 from model_zoo import BUILDERS, build
 
-from modelgate.artifact import ArtifactError, class_labels, package, verify
-from modelgate.scoring import ModelScorer, ScoringError, SessionSettings, open_session, score_parquet
+from modelgate.onnx.artifact import ArtifactError, class_labels, package, verify
+from modelgate.onnx.scoring import ModelScorer, ScoringError, SessionSettings, open_session, score_parquet
 
 
 @pytest.mark.parametrize("name", list(BUILDERS), ids=list(BUILDERS))

@@ -18,9 +18,9 @@ import psycopg2
 import pytest
 from model_zoo import build
 
-from modelgate.artifact import package
 from modelgate.cli import main
 from modelgate.config import Settings
+from modelgate.onnx.artifact import package
 from modelgate.store import models, rollbacks, runs
 from modelgate.store.db import fetch_all, transaction
 

@@ -31,7 +31,7 @@ LENIENT = {"relative": 1e9, "wasserstein_floor": 1e9, "js_floor": 1.0,  # nothin
 
 def renamed_archive(archive: Path, name: str, out: Path) -> Path:
     """The same model packaged under another model name (a second monitored model)."""
-    from modelgate.artifact import package
+    from modelgate.onnx.artifact import package
 
     work = out / "unpacked"
     work.mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""Categorical inputs fed as int64 codes (modelgate.onnx_codes) give the string graph's outputs.
+"""Categorical inputs fed as int64 codes (modelgate.onnx.codes) give the string graph's outputs.
 
 Every comparison runs two real ONNX Runtime sessions: the original graph fed strings, the
 way a user's own session is fed, and modelgate's scorer on the rewritten graph.
@@ -22,9 +22,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 
-from modelgate.artifact import LoadedModel, package, verify
-from modelgate.onnx_codes import code_string_inputs
-from modelgate.scoring import ModelScorer, ScoringError, SessionSettings, open_session
+from modelgate.onnx.artifact import LoadedModel, package, verify
+from modelgate.onnx.codes import code_string_inputs
+from modelgate.onnx.scoring import ModelScorer, ScoringError, SessionSettings, open_session
 
 COLOURS = np.array(["red", "green", "blue"], dtype=object)
 SIZES = np.array(["S", "M", "L", "1"], dtype=object)

@@ -21,8 +21,8 @@ import pytest
 from model_zoo import build
 from modelgate.evaluation.policy import default_policy_path
 
-from modelgate.artifact import package
 from modelgate.config import Settings
+from modelgate.onnx.artifact import package
 from modelgate.store import models
 from modelgate.store.db import transaction
 from modelgate.store.objects import open_object_store

@@ -35,6 +35,6 @@ def test_recipe_runs_as_written(name: str, tmp_path: Path) -> None:
         os.chdir(here)
     archives = list((tmp_path / "dist").glob("model-*-v1.tar.gz"))
     assert len(archives) == 1
-    from modelgate.artifact import verify
+    from modelgate.onnx.artifact import verify
 
     assert verify(archives[0]).manifest.version == "1"

@@ -1,4 +1,4 @@
-"""Tests for modelgate.scoring with a real ONNX Runtime session on a tiny skl2onnx model."""
+"""Tests for modelgate.onnx.scoring with a real ONNX Runtime session on a tiny skl2onnx model."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-from modelgate.artifact import LoadedModel, package, verify
-from modelgate.scoring import (
+from modelgate.onnx.artifact import LoadedModel, package, verify
+from modelgate.onnx.scoring import (
     ModelScorer,
     ScoringError,
     SessionSettings,
@@ -233,9 +233,9 @@ def test_without_id_column(scorer: ModelScorer, parquet_in: tuple[Path, pd.DataF
 
 def test_progress_logs_counts_not_rows(scorer: ModelScorer, parquet_in: tuple[Path, pd.DataFrame],
                                        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="modelgate.scoring"):
+    with caplog.at_level(logging.INFO, logger="modelgate.onnx.scoring"):
         score_parquet(scorer, parquet_in[0], tmp_path / "s.parquet", batch_rows=1000)
-    messages = [r.getMessage() for r in caplog.records if r.name == "modelgate.scoring"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "modelgate.onnx.scoring"]
     assert any("scored 5000 rows" in m for m in messages)
     assert not any(re.search(r"\b(red|green|blue)\b", m) for m in messages)
 

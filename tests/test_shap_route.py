@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from model_zoo import build
 
-from modelgate.artifact import package
+from modelgate.onnx.artifact import package
 
 CASES = {  # zoo entry -> (algorithm, output)
     "lightgbm-zipmap": ("tree_interventional", "logit"),
@@ -52,9 +52,9 @@ def test_attribution_drift_explains_a_tree_model_exactly_in_log_odds(tmp_path: P
     brute force over all 2**3 coalitions in log-odds (the masker's exact algorithm)."""
     from modelgate.reports.explain import explain
 
-    from modelgate.artifact import verify
+    from modelgate.onnx.artifact import verify
+    from modelgate.onnx.scoring import open_session
     from modelgate.pipelines import drift_joint
-    from modelgate.scoring import open_session
 
     zoo = build("lightgbm-zipmap")
     loaded = verify(package(*zoo.write(tmp_path / "src"), tmp_path / "out"))

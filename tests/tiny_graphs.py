@@ -15,7 +15,7 @@ from typing import Any
 import onnx
 from onnx import TensorProto, helper
 
-from modelgate.artifact import LoadedModel, package, verify
+from modelgate.onnx.artifact import LoadedModel, package, verify
 
 TYPES = {"INT64": TensorProto.INT64, "INT32": TensorProto.INT32, "FLOAT": TensorProto.FLOAT,
          "DOUBLE": TensorProto.DOUBLE}

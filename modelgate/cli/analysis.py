@@ -71,9 +71,9 @@ def _check_policy_argument(path: str) -> None:
 def cmd_explain(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from modelgate.artifact import verify
     from modelgate.cli.data import read_table
-    from modelgate.scoring import open_session, settings_from_os_environ
+    from modelgate.onnx.artifact import verify
+    from modelgate.onnx.scoring import open_session, settings_from_os_environ
 
     loaded = verify(args.model)
     scorer = open_session(loaded, settings_from_os_environ())

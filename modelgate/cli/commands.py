@@ -62,7 +62,7 @@ def cmd_db_stop(args: argparse.Namespace) -> int:
 # --- model ----------------------------------------------------------------------------
 
 def cmd_model_package(args: argparse.Namespace) -> int:
-    from modelgate.artifact import package
+    from modelgate.onnx.artifact import package
 
     path = package(args.onnx, args.manifest, args.out)
     print(path)
@@ -70,8 +70,8 @@ def cmd_model_package(args: argparse.Namespace) -> int:
 
 
 def cmd_model_verify(args: argparse.Namespace) -> int:
-    from modelgate.artifact import verify
     from modelgate.logsafe import escape_for_log
+    from modelgate.onnx.artifact import verify
 
     model = verify(args.archive)
     m = model.manifest
@@ -95,10 +95,10 @@ def cmd_model_register(args: argparse.Namespace) -> int:
 # --- score ----------------------------------------------------------------------------
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from modelgate.artifact import verify
     from modelgate.cli.data import score_data
     from modelgate.logsafe import escape_for_log
-    from modelgate.scoring import open_session, settings_from_os_environ
+    from modelgate.onnx.artifact import verify
+    from modelgate.onnx.scoring import open_session, settings_from_os_environ
 
     keep = [c for c in (args.keep or "").split(",") if c]
     clash = [c for c in keep if c in ("score", "prediction") or c.startswith("proba_")]
@@ -223,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     _setup_logging(args.quiet)
-    if args.debug:  # read by modelgate.scoring.settings_from_os_environ; an explicit value wins
+    if args.debug:  # read by modelgate.onnx.scoring.settings_from_os_environ; an explicit value wins
         os.environ.setdefault("MODELGATE_ORT_LOG_LEVEL", "warning")
     from modelgate.pipelines.liveness import Terminated, sigterm_raises
 

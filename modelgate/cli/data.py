@@ -62,7 +62,7 @@ def score_data(scorer: Any, uri: str, out: Path, **options: Any) -> Scored:
 
     A partition's error names it. ``out`` is written whole or not at all.
     """
-    from modelgate.scoring import ScoringError, score_parquet
+    from modelgate.onnx.scoring import ScoringError, score_parquet
 
     parts: list[Path] = []
     seconds, provider = 0.0, scorer.provider

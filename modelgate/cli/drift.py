@@ -68,7 +68,7 @@ def choose_features(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     """The features to compare and a line saying how they were chosen: the manifest's with
     ``--model``, else every numeric or string column that is not an index, id or label."""
     if args.model is not None:
-        from modelgate.artifact import verify
+        from modelgate.onnx.artifact import verify
 
         manifest = verify(args.model).manifest
         kinds: dict[str, Any] = {f.name: f.kind for f in manifest.features}
@@ -149,7 +149,7 @@ def _add_estimates_and_quality(args: argparse.Namespace, kinds: dict[str, Any],
     payload["quality"] = quality_json(args.reference, args.current, kinds)
     if args.model is not None:
         from modelgate.evaluation.labels import LabelError
-        from modelgate.scoring import ScoringError
+        from modelgate.onnx.scoring import ScoringError
 
         try:
             section, why = estimates_json(args.model, args.reference, args.current)

@@ -48,8 +48,8 @@ def estimates_json(model: Path, reference: Path, current: Path, *,
     """The ``estimated_performance`` section, or None with the reason it was skipped."""
     import pyarrow.parquet as pq
 
-    from modelgate.artifact import verify
-    from modelgate.scoring import open_session, settings_from_os_environ
+    from modelgate.onnx.artifact import verify
+    from modelgate.onnx.scoring import open_session, settings_from_os_environ
 
     loaded = verify(model)
     manifest = loaded.manifest

@@ -15,7 +15,7 @@ go to ``labels/dt=<YYYY>-01-01/part-0.parquet`` (``row_id``, ``high_income``).
 Model: scikit-learn ``Pipeline(ColumnTransformer, MLPClassifier)`` converted with
 skl2onnx (one graph input per raw column, preprocessing inside the graph), checked
 against scikit-learn on every held-out row to 1e-5 and packaged with
-:func:`modelgate.artifact.package`. Categorical missing values are fed as ``""`` (the
+:func:`modelgate.onnx.artifact.package`. Categorical missing values are fed as ``""`` (the
 scorer's convention) and imputed to ``"missing"`` inside the graph.
 """
 
@@ -35,7 +35,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from modelgate.artifact import package, verify
+from modelgate.onnx.artifact import package, verify
 
 if TYPE_CHECKING:
     from sklearn.pipeline import Pipeline

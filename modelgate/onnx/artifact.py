@@ -2,7 +2,7 @@
 
 An archive is named ``model-<first 8 hex of sha256(model.onnx)>-v<version>.tar.gz`` and holds
 those two members and nothing else; names are at most 200 bytes and the graph must open in
-ONNX Runtime (:mod:`modelgate.archive_checks`).
+ONNX Runtime (:mod:`modelgate.onnx.archive_checks`).
 The manifest (JSON, ``format_version: 1``) describes the model's task and how to feed
 the graph; all preprocessing lives inside the graph.
 
@@ -48,7 +48,9 @@ from typing import Any, Literal, cast
 
 import onnx
 
-from modelgate.archive_checks import (
+from modelgate.display_text import has_hidden_characters
+from modelgate.files import atomic_write
+from modelgate.onnx.archive_checks import (
     MANIFEST_MEMBER,
     MODEL_MEMBER,
     ArtifactError,
@@ -57,9 +59,7 @@ from modelgate.archive_checks import (
     read_members,
     tar_bytes,
 )
-from modelgate.display_text import has_hidden_characters
-from modelgate.files import atomic_write
-from modelgate.onnx_layouts import GraphLayout, describe_graph
+from modelgate.onnx.layouts import GraphLayout, describe_graph
 
 __all__ = [
     "ArtifactError",
@@ -78,7 +78,7 @@ __all__ = [
     "verify",
 ]
 
-logger = logging.getLogger("modelgate.artifact")
+logger = logging.getLogger("modelgate.onnx.artifact")
 
 FORMAT_VERSION = 1
 _KINDS = ("numeric", "categorical")
@@ -639,7 +639,7 @@ def check_manifest_against_graph(manifest: Manifest, onnx_bytes: bytes) -> None:
     for regression. Classes: the graph's labels, if it declares them, equal
     ``output.classes`` when given and hold ``label.positive`` at ``output.positive_index``.
     Opset: when the manifest gives one, it equals the graph's ai.onnx opset. Last, the graph
-    opens in an ONNX Runtime CPU session (:func:`modelgate.archive_checks.check_loadable`).
+    opens in an ONNX Runtime CPU session (:func:`modelgate.onnx.archive_checks.check_loadable`).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """Which device runs a model, with what CUDA options, in slices of what size.
 
-Session creation details kept apart from feeding and output reading (:mod:`modelgate.scoring`):
+Session creation details kept apart from feeding and output reading (:mod:`modelgate.onnx.scoring`):
 
 - :func:`graph_work` reads an ONNX graph once: how much of its work is in operators the CUDA
   execution provider has no kernel for, and how many activation bytes one row needs.
@@ -43,7 +43,7 @@ __all__ = [
     "run_in_slices",
 ]
 
-logger = logging.getLogger("modelgate.scoring")
+logger = logging.getLogger("modelgate.onnx.scoring")
 
 CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"

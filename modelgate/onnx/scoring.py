@@ -3,7 +3,7 @@
 The graph is fed one input per manifest feature (numeric columns ``[N, 1]`` in the graph
 input's own element type, float32, float64 or int64; categorical columns as string
 (object) ``[N, 1]``, or as int64 codes where the graph was rewritten to take them,
-:mod:`modelgate.onnx_codes`: same function, no per-element string conversion), or, with
+:mod:`modelgate.onnx.codes`: same function, no per-element string conversion), or, with
 the manifest's ``input_tensor``, one ``[N, F]`` tensor of the features in manifest order.
 Missing values are refused unless the manifest feature says ``allow_missing`` (the graph
 handles them, e.g. a skl2onnx ``SimpleImputer``); then missing numerics are fed as NaN and
@@ -17,7 +17,7 @@ the first one's id (the manifest's ``id_column`` when the data has it, else its 
 position), never other values of the row.
 
 The output read is the manifest's: class probabilities ``[N, C]`` (a ``ZipMap`` is
-rewritten away in memory by :func:`modelgate.onnx_layouts.unzip_probabilities`) or a
+rewritten away in memory by :func:`modelgate.onnx.layouts.unzip_probabilities`) or a
 regression's values ``[N]``/``[N, 1]``.
 """
 
@@ -42,10 +42,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from modelgate import devices
-from modelgate.artifact import Feature, LoadedModel, Manifest
-from modelgate.onnx_codes import code_string_inputs
-from modelgate.onnx_layouts import unzip_probabilities
+from modelgate.onnx import devices
+from modelgate.onnx.artifact import Feature, LoadedModel, Manifest
+from modelgate.onnx.codes import code_string_inputs
+from modelgate.onnx.layouts import unzip_probabilities
 
 __all__ = [
     "ModelScorer",
@@ -57,7 +57,7 @@ __all__ = [
     "settings_from_os_environ",
 ]
 
-logger = logging.getLogger("modelgate.scoring")
+logger = logging.getLogger("modelgate.onnx.scoring")
 
 Provider = Literal["auto", "cpu", "cuda"]
 GraphOpt = Literal["disable", "basic", "extended", "all"]
@@ -667,7 +667,7 @@ def _session_options(settings: SessionSettings) -> ort.SessionOptions:
 
 
 def _device_choice(settings: SessionSettings, work: devices.GraphWork) -> devices.DeviceChoice:
-    """Providers for this model (see :func:`modelgate.devices.choose_device`)."""
+    """Providers for this model (see :func:`modelgate.onnx.devices.choose_device`)."""
     options = devices.cuda_provider_options(allow_tf32=settings.allow_tf32,
                                             gpu_mem_limit_mb=settings.gpu_mem_limit_mb)
     try:
@@ -683,7 +683,7 @@ def open_session(model: LoadedModel, settings: SessionSettings | None = None) ->
     Parameters
     ----------
     model
-        From :func:`modelgate.artifact.verify`.
+        From :func:`modelgate.onnx.artifact.verify`.
     settings
         Provider, optimisation level and threads; default ``SessionSettings()``.
 
@@ -751,7 +751,7 @@ class ScoringRun:
     provider: str
     input_fingerprint: str
     output_path: Path
-    #: Why ``provider`` was chosen (see :func:`modelgate.devices.choose_device`).
+    #: Why ``provider`` was chosen (see :func:`modelgate.onnx.devices.choose_device`).
     provider_reason: str = ""
     #: Whether CUDA could use TF32 (False on the CPU).
     tf32_allowed: bool = False

@@ -12,9 +12,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from modelgate.artifact import LoadedModel, archive_sha256, verify
 from modelgate.config import Settings
 from modelgate.logsafe import escape_for_log
+from modelgate.onnx.artifact import LoadedModel, archive_sha256, verify
 from modelgate.pipelines.dataset_files import s3_parquet, walk_parquet
 from modelgate.store import models
 from modelgate.store.db import resolve_database_url, upgrade

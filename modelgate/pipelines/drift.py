@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from modelgate.gauges import emit as emit_metrics
 from modelgate.gauges import evidence_metrics
+from modelgate.onnx.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.pipelines import drift_estimation, drift_joint, drift_usable, drift_verdict, index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift_attempts import unjudged_status
@@ -38,7 +39,6 @@ from modelgate.pipelines.drift_partitions import (
 from modelgate.pipelines.drift_sample import interval_seed, sample_path
 from modelgate.pipelines.drift_scratch import discard_run_scratch
 from modelgate.pipelines.payloads import DriftRefDict, LiveSample, MonitorSpecDict, PreparedRun
-from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.store import drift_runs, models, monitors
 
 log = logging.getLogger("modelgate.drift")

@@ -39,11 +39,11 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from modelgate.onnx.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift_sample import sample_path
 from modelgate.pipelines.drift_usable import scored_rows
 from modelgate.pipelines.payloads import LiveSample
-from modelgate.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.store import estimation, models
 
 log = logging.getLogger("modelgate.drift")

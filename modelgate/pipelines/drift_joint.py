@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from modelgate.onnx.scoring import open_session, settings_from_os_environ
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift_sample import interval_seed, sample_path
 from modelgate.pipelines.drift_usable import scored_rows
 from modelgate.pipelines.payloads import LiveSample
-from modelgate.scoring import open_session, settings_from_os_environ
 from modelgate.store import drift_joint, models
 
 log = logging.getLogger("modelgate.drift")

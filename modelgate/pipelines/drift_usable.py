@@ -1,7 +1,7 @@
 """Sampled live rows the model cannot score are set aside and counted, not fatal (issue #39.3).
 
 The scorer refuses a whole file for one value missing in a feature whose manifest does not
-allow missing values, or for one infinite number (:mod:`modelgate.scoring`). For monitoring
+allow missing values, or for one infinite number (:mod:`modelgate.onnx.scoring`). For monitoring
 that is a finding, not a crash: a surge of missing values is what the quality checks
 (:mod:`modelgate.drift.quality`, the ``estimate`` step) exist to report. So the drift run
 scores only the rows the scorer accepts and keeps every sampled row in the scored sample, the
@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from modelgate.scoring import ModelScorer, ScoringError, ScoringRun, score_parquet
+from modelgate.onnx.scoring import ModelScorer, ScoringError, ScoringRun, score_parquet
 
 __all__ = ["ScoredSample", "score_usable", "scored_rows", "unusable_rows"]
 

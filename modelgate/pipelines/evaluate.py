@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from modelgate.logsafe import one_line
+from modelgate.onnx.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.pipelines import (
     attempts,
     evaluate_tasks,
@@ -37,7 +38,6 @@ from modelgate.pipelines.fairness_records import driving_text, fairness_records
 from modelgate.pipelines.payloads import RunRefDict
 from modelgate.pipelines.report_keys import evaluation_report_key
 from modelgate.pipelines.run_keys import evaluation_run_key
-from modelgate.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.store import models, runs
 
 log = logging.getLogger("modelgate.evaluate")

@@ -90,7 +90,7 @@ def local_files(store: ObjectStore | None, dataset_uri: str, work: Path
 def dataset_sha256(store: ObjectStore | None, dataset_uri: str, work: Path) -> str:
     """:func:`dataset_fingerprint` of any dataset (names relative to it); ``s3://``
     partitions are downloaded to be hashed, one at a time."""
-    from modelgate.scoring import file_sha256
+    from modelgate.onnx.scoring import file_sha256
 
     if not dataset_uri.startswith("s3://"):
         return local_dataset_fingerprint(Path(dataset_uri[7:] if dataset_uri.startswith("file://")
@@ -202,13 +202,13 @@ def fetch_members(ctx: Context, partition_uri: str, work: Path) -> FetchedPartit
 
     Raises
     ------
-    modelgate.scoring.ScoringError
+    modelgate.onnx.scoring.ScoringError
         A member that is not readable parquet, named by its path or ``s3://`` URI.
     """
     files = members(partition_uri)
     if len(files) == 1:
         return FetchedPartition(fetch_dataset(ctx, partition_uri, work))
-    from modelgate.scoring import ScoringError
+    from modelgate.onnx.scoring import ScoringError
 
     tables, hashes = [], []
     remote = files[0].startswith("s3://")
@@ -241,7 +241,7 @@ def _object_bytes(ctx: Context, member: str) -> bytes:
 def _read_member(member: str, data: bytes | None) -> tuple[str, pa.Table]:
     """sha256 and rows of a member: its fetched bytes, or the local file ``member`` (read in
     place: faster than from a buffer)."""
-    from modelgate.scoring import file_sha256
+    from modelgate.onnx.scoring import file_sha256
 
     if data is None:
         return file_sha256(Path(member)), pq.read_table(member)
@@ -281,7 +281,7 @@ def dataset_fingerprint(partitions: Sequence[tuple[str, str]]) -> str:
 
 def local_dataset_fingerprint(path: Path) -> str:
     """:func:`dataset_fingerprint` of a local file or directory (names relative to it)."""
-    from modelgate.scoring import file_sha256
+    from modelgate.onnx.scoring import file_sha256
 
     if path.is_file():
         return file_sha256(path)
@@ -311,7 +311,7 @@ def local_rows(paths: Iterable[str]) -> int:
 
     Raises
     ------
-    modelgate.scoring.ScoringError
+    modelgate.onnx.scoring.ScoringError
         A file that is not readable parquet, named as scoring names it.
     """
     total = 0
@@ -319,7 +319,7 @@ def local_rows(paths: Iterable[str]) -> int:
         try:
             total += pq.read_metadata(path).num_rows
         except (pa.ArrowException, OSError) as exc:
-            from modelgate.scoring import ScoringError  # onnxruntime: only on this path
+            from modelgate.onnx.scoring import ScoringError  # onnxruntime: only on this path
 
             raise ScoringError(f"cannot read parquet file {str(path)!r}: {exc}") from exc
     return total

@@ -83,7 +83,7 @@ def check_evaluation_inputs(ctx: Context, *, model_name: str, version: str, data
     (``MODELGATE_ORT_*``) are malformed, before any run row or scoring; the refusal is
     recorded (``analytics.evaluation_refusals``) and :class:`InputRefused` raised."""
     from modelgate.logsafe import one_line
-    from modelgate.scoring import ScoringError, settings_from_os_environ
+    from modelgate.onnx.scoring import ScoringError, settings_from_os_environ
     from modelgate.store import runs
 
     try:

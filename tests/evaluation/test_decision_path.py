@@ -23,8 +23,8 @@ from modelgate.evaluation.metrics import MetricDelta, MetricEstimate
 from modelgate.evaluation.policy import Policy, load_policy, merge_policies
 from modelgate.fairness import fairness_report
 
-from modelgate.artifact import package
 from modelgate.config import Settings
+from modelgate.onnx.artifact import package
 
 # --- promote refuses any run that did not pass ------------------------------------------------
 # Kills: ``if run.status != "passed"`` in evaluate.promote mutated to ``run.status == "blocked"``

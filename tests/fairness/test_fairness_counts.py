@@ -225,8 +225,8 @@ def test_an_evaluation_over_two_files_stores_counts_auc_and_the_driving_rate(
     driving rate and groups are the larger of the TPR and FPR gaps found by brute force."""
     from model_zoo import build
 
-    from modelgate.artifact import package
     from modelgate.cli.runs import run_evaluation_locally
+    from modelgate.onnx.artifact import package
     from modelgate.store.objects import open_object_store
 
     zoo = build("sklearn-zipmap")

@@ -23,12 +23,12 @@ import pandas as pd
 import pytest
 from modelgate.evaluation.policy import PolicyError
 
-from modelgate.artifact import ArtifactError, package
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
+from modelgate.onnx.artifact import ArtifactError, package
+from modelgate.onnx.scoring import ScoringError
 from modelgate.pipelines import drift, evaluate
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.scoring import ScoringError
 from modelgate.store import models
 from modelgate.store.db import fetch_all
 from modelgate.store.runs import EVALUATION_RESULT_TABLES

@@ -27,10 +27,10 @@ import pytest
 from modelgate.evaluation.labels import LabelError
 
 from modelgate import cli
-from modelgate.artifact import package
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
 from modelgate.logsafe import link_for_log
+from modelgate.onnx.artifact import package
 from modelgate.pipelines import evaluate, index_page, tasks
 from modelgate.pipelines.context import Context, register_archive, safe_key_part
 from modelgate.pipelines.liveness import Terminated

@@ -22,12 +22,12 @@ from sklearn.metrics import roc_auc_score
 from tiny_graphs import SCALE, archive, binary_graph, three_class_graph
 
 from modelgate import cli
-from modelgate.artifact import ArtifactError, LoadedModel
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
+from modelgate.onnx.artifact import ArtifactError, LoadedModel
+from modelgate.onnx.scoring import ScoringError
 from modelgate.pipelines import evaluate
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.scoring import ScoringError
 from modelgate.store import models
 from modelgate.store.db import fetch_all
 

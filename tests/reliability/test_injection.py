@@ -22,9 +22,9 @@ import pandas as pd
 import psycopg2
 import pytest
 
-from modelgate.artifact import package
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import S3Settings, Settings
+from modelgate.onnx.artifact import package
 from modelgate.pipelines.context import Context
 from modelgate.store.db import connect, transaction
 from modelgate.store.objects import ObjectStoreError, S3ObjectStore

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from model_zoo import build
 
-from modelgate.artifact import package
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
+from modelgate.onnx.artifact import package
 from modelgate.pipelines.evaluate_tasks import EvaluationTooLarge
 from modelgate.store.db import fetch_all
 

@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/model_zoo.
 from model_zoo import FEATURES, build  # noqa: E402
 from modelgate.reports.explain import explain, explain_class  # noqa: E402
 
-from modelgate.artifact import package, verify  # noqa: E402
-from modelgate.scoring import ModelScorer, SessionSettings, open_session  # noqa: E402
+from modelgate.onnx.artifact import package, verify  # noqa: E402
+from modelgate.onnx.scoring import ModelScorer, SessionSettings, open_session  # noqa: E402
 
 
 def _scorer(name: str, tmp_path: Path) -> ModelScorer:

@@ -1,0 +1,8 @@
+"""The ONNX adapters: model archives and ONNX Runtime sessions, at the edge of the cores.
+
+:mod:`~modelgate.onnx.artifact` packages and verifies archives (:mod:`~modelgate.onnx.archive_checks`
+their limits), :mod:`~modelgate.onnx.scoring` opens sessions and scores data, with
+:mod:`~modelgate.onnx.devices` (CPU or GPU), :mod:`~modelgate.onnx.layouts` (output layouts) and
+:mod:`~modelgate.onnx.codes` (string inputs as codes). They import neither the pipelines nor the
+CLI (tests/test_import_layers.py).
+"""

@@ -26,7 +26,11 @@ PACKAGE_DIRS = {"modelgate": "modelgate", "drift": "modelgate.drift", "fairness"
 #: (plain views in, HTML out); they may import only one another.
 CORES = {"modelgate.drift", "modelgate.fairness", "modelgate.evaluation", "modelgate.intervals",
          "modelgate.input_limits", "modelgate.records", "modelgate.reports", "modelgate.display_text"}
-#: The edge: DAG helpers, CLI and demo. Nothing below them may import them.
+#: The adapters, a folder each: ONNX archives and sessions, the results store (all SQL). Above
+#: the cores, below the pipelines: they import neither the pipelines nor the edge.
+ADAPTERS = ("modelgate.onnx", "modelgate.store")
+#: The edge: the CLI and the demo (a folder each) and the Airflow runner. Nothing below them
+#: may import them.
 EDGE_PREFIXES = ("modelgate.cli", "modelgate.demo", "modelgate.airflow_runner")
 
 
@@ -136,6 +140,19 @@ def test_cores_import_only_cores() -> None:
 def test_nothing_below_the_edge_imports_the_cli_or_the_demo() -> None:
     upward = {m: sorted(t for t in targets if t.startswith(EDGE_PREFIXES))
               for m, targets in GRAPH.items() if not m.startswith(EDGE_PREFIXES)}
+    assert not any(upward.values()), {m: t for m, t in upward.items() if t}
+
+
+def test_the_layers_are_folders() -> None:
+    """The layer table names packages that exist, so a move that renames one fails here."""
+    packages = {m for m, p in FILES.items() if p.name == "__init__.py"}
+    assert {*ADAPTERS, "modelgate.cli", "modelgate.demo", "modelgate.pipelines"} <= packages
+
+
+def test_adapters_import_no_pipeline_and_no_edge() -> None:
+    above = ("modelgate.pipelines", *EDGE_PREFIXES)
+    upward = {m: sorted(t for t in targets if t.startswith(above))
+              for m, targets in GRAPH.items() if m.startswith(ADAPTERS)}
     assert not any(upward.values()), {m: t for m, t in upward.items() if t}
 
 

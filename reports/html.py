@@ -149,6 +149,14 @@ def _swarm_chart(rows: Sequence[ShapSwarmRow], of: str = "", space: str = "") ->
     return Markup(beeswarm_chart(rows, title=title, x_label=label))
 
 
+def _class_output(class_name: str, space: str) -> str:
+    """What a per-class summary explains: the class's probability, or its score before the
+    softmax when the values are in the margin (tree and linear graphs explained exactly)."""
+    if space in ("margin", "logit"):
+        return f" of the score (margin) of class {class_name}"
+    return f" of P(class {class_name})"
+
+
 def _group_charts(sections: Sequence[GroupShapSection], space: str = "") -> list[Markup]:
     charts = []
     for s in sections:
@@ -204,7 +212,8 @@ def render_evaluation_report(view: EvaluationReportView) -> str:
         importance_chart=_importance_chart(view.shap_importance, view.shap_output_space),
         swarm_chart=_swarm_chart(view.shap_summary, space=view.shap_output_space),
         group_charts=_group_charts(view.shap_groups, view.shap_output_space),
-        class_charts=[(c, _swarm_chart(c.rows, f" of P(class {c.class_name})", view.shap_output_space))
+        class_charts=[(c, _swarm_chart(c.rows, _class_output(c.class_name, view.shap_output_space),
+                                       view.shap_output_space))
                       for c in view.shap_classes],
     )
 

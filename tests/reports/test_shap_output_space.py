@@ -108,3 +108,7 @@ def test_the_per_class_summaries_name_the_space() -> None:
         shap_classes=(ShapClassSection("0", 2, rows), ShapClassSection("1", 2, rows)))
     page = render_evaluation_report(view)
     assert page.count(">SHAP value (impact on the output) (class score (margin), before the softmax)<") == 2
+    # the titles say the same: a class's margin score, not its probability
+    assert "SHAP summary of the score (margin) of class 0" in page and "P(class" not in page
+    probability = render_evaluation_report(dataclasses.replace(view, shap_output_space="probability"))
+    assert "SHAP summary of P(class 1)" in probability

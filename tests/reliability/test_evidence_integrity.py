@@ -183,7 +183,9 @@ def test_decide_applies_the_policy_prepare_checked(
                    through="store")
     (passed, sha), = fetch_all(ctx.db_url, "SELECT passed, policy_sha256 FROM gate_decision")
     assert passed is True
-    assert sha == hashlib.sha256(DEFAULT_POLICY_PATH.read_bytes() + checked).hexdigest()
+    default = DEFAULT_POLICY_PATH.read_bytes()  # each source framed: role, length, bytes
+    assert sha == hashlib.sha256(b"default\n%d\n" % len(default) + default
+                                 + b"ad_hoc\n%d\n" % len(checked) + checked).hexdigest()
     # the edit matters: a run prepared with the edited file is blocked on it
     again = run_evaluation_locally(demo_builds["1"].archive_path, data, lenient).payload
     assert again["status"] == "blocked"

@@ -7,12 +7,14 @@ made on data and raises no alarm; a re-run with data replaces it; every attempt 
 from __future__ import annotations
 
 import datetime as dt
+import io
 import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from model_zoo import FEATURES, build
 from model_zoo import frame as zoo_frame
@@ -106,6 +108,13 @@ def test_a_rerun_without_live_rows_keeps_the_drift_verdict_and_a_rerun_with_data
     assert [a[:4] for a in _attempts(ctx)] == [(1, True, "drift", "drift"), (2, False, "no_data", "no_data"),
                                                (3, False, "insufficient_data", "insufficient_data")]
     assert _current(ctx) == ("drift", "drift", 600, 1, 3, True, breached)
+    # its one scored row went under a key of its own: the interval's scored sample (what late
+    # labels are joined to) is still attempt 1's 600 rows
+    ((key, scored),) = fetch_all(ctx.db_url, "SELECT scores_key, rows_scored FROM scored_interval")
+    assert key.endswith("/scored-sample.parquet") and scored == 600
+    assert pq.read_table(io.BytesIO(ctx.store.get_bytes(key))).num_rows == 600
+    assert pq.read_table(io.BytesIO(ctx.store.get_bytes(
+        key.replace("scored-sample.parquet", "scored-sample-attempt3.parquet")))).num_rows == 1
 
     # attempt 4: unshifted data: ok replaces the verdict and clears the flag; 1 stays on record
     _write_day(live, labels, data.iloc[1600:2200])

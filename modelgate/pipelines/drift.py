@@ -67,6 +67,11 @@ class DriftRef:
         return (f"runs/drift/{safe_key_part(self.model_name)}/{safe_key_part(self.version)}/"
                 f"{safe_key_part(self.interval_start)}")
 
+    def scored_sample_key(self, attempt: int) -> str:
+        """The scored sample of the run's ``attempt``: a key per attempt (``-attempt<n>`` from
+        the second on, as report keys), so a re-run never overwrites an earlier sample."""
+        return f"{self.prefix()}/scored-sample" + ("" if attempt == 1 else f"-attempt{attempt}") + ".parquet"
+
     def as_dict(self) -> DriftRefDict:
         return {"drift_run_id": self.drift_run_id, "model_version_id": self.model_version_id,
                 "model_name": self.model_name, "version": self.version,
@@ -302,7 +307,7 @@ def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: in
     for name in [c for c in scores.column_names if c.startswith("proba_")]:  # multiclass
         merged = merged.append_column(f"__{name}__", scores.column(name))
     pq.write_table(merged, work / "scored-sample.parquet")
-    key = f"{ref.prefix()}/scored-sample.parquet"
+    key = ref.scored_sample_key(drift_runs.get_drift_run(ctx.db_url, ref.drift_run_id).attempt)
     uri = ctx.store.put_file(key, work / "scored-sample.parquet",
                              content_type="application/vnd.apache.parquet")
     drift_runs.record_sample(ctx.db_url, ref.drift_run_id, provider=scored.provider,
@@ -312,7 +317,7 @@ def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: in
                              set_aside_reason=usable.reason)
     drift_runs.upsert_scored_interval(ctx.db_url, model_version_id=ref.model_version_id,
                                       interval_start=ref.start(), interval_end=ref.end(),
-                                      scores_key=key, rows=len(take))
+                                      scores_key=key, rows=len(take), run_id=ref.drift_run_id)
     log.info("drift run %d: sampled %d of %d live rows, scored on %s", ref.drift_run_id,
              len(take), total, scored.provider)
     if usable.reason:
@@ -516,6 +521,7 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
                              detector_seen_after=concept.seen_after, degraded_reason=degraded,
                              evidence_reason=evidence),
         report_key=report, report_uri=ctx.store.uri(report),
+        scores=(sample["key"], sample["rows"]) if sample["key"] else None,
         multivariate=joint.multivariate, attribution=joint.attribution,
         estimates=estimated.estimates, quality=estimated.quality_rows(), realised=concept.realised)
     emit_metrics(drift_joint.metrics(ref, drifting=verdict == "drift", features_breached=summary.n_breached,

@@ -6,7 +6,9 @@ reasons and report into ``drift_attempt``, a row that never changes, and makes i
 row's ``current_attempt``. One exception, applied here: an attempt that ends with less
 evidence (``no_data`` or ``insufficient_data``) than the current attempt, whose verdict was
 made on data (``ok`` or ``drift``, degraded or not), is recorded beside it; the run row, its
-feature, joint and estimate rows, and ``model_version.is_drifting`` keep the earlier result.
+feature, joint and estimate rows, the interval's ``scored_interval`` row (the scored sample
+late labels are joined to; every attempt's sample has a key of its own) and
+``model_version.is_drifting`` keep the earlier result.
 A failed or abandoned attempt is recorded the same way and replaces the current one.
 """
 
@@ -57,6 +59,18 @@ def data_verdict_kept(cur: Any, run_id: int, verdict: str) -> int | None:
            FOR UPDATE OF dr""", (run_id, list(ON_DATA)))
     record = cur.fetchone()
     return None if record is None else int(record[0])
+
+
+def data_verdict_stands(cur: Any, run_id: int) -> bool:
+    """Whether drift run ``run_id``'s current attempt is an earlier one than the running
+    attempt, with a verdict made on data (the running attempt may not replace it)."""
+    cur.execute(
+        """SELECT 1 FROM drift_run dr
+           JOIN drift_attempt da ON da.drift_run_id = dr.drift_run_id
+                                AND da.attempt = dr.current_attempt
+           WHERE dr.drift_run_id = %s AND da.verdict = ANY(%s) AND dr.current_attempt < dr.attempt""",
+        (run_id, list(ON_DATA)))
+    return cur.fetchone() is not None
 
 
 def put_back(cur: Any, run_id: int, attempt: int) -> None:

@@ -205,17 +205,29 @@ def put_reference(url: str, *, model_version_id: int, object_key: str, object_ur
 
 
 def upsert_scored_interval(url: str, *, model_version_id: int, interval_start: dt.datetime,
-                           interval_end: dt.datetime, scores_key: str, rows: int) -> None:
+                           interval_end: dt.datetime, scores_key: str, rows: int,
+                           run_id: int | None = None) -> None:
+    """Point the interval's ``scored_interval`` row (what late labels are joined to) at a
+    scored sample, until its labels are consumed.
+
+    While drift run ``run_id``'s current attempt is an earlier one whose verdict was made on
+    data, the row keeps that attempt's sample: this attempt takes it over only if its own
+    verdict replaces that one (``scores`` of :func:`write_drift_results`).
+    """
     with transaction(url) as cur:
-        cur.execute(
-            """INSERT INTO scored_interval (model_version_id, interval_start, interval_end,
-                                            scores_key, rows_scored)
-               VALUES (%s, %s, %s, %s, %s)
-               ON CONFLICT ON CONSTRAINT scored_interval_pkey DO UPDATE SET
-                   scores_key = EXCLUDED.scores_key, rows_scored = EXCLUDED.rows_scored
-               WHERE scored_interval.labels_consumed_at IS NULL""",
-            (model_version_id, interval_start, interval_end, scores_key, rows),
-        )
+        if run_id is not None and drift_attempts.data_verdict_stands(cur, run_id):
+            return
+        _upsert_scored(cur, (model_version_id, interval_start, interval_end, scores_key, rows))
+
+
+def _upsert_scored(cur: Any, values: tuple[Any, ...]) -> None:
+    cur.execute(
+        """INSERT INTO scored_interval (model_version_id, interval_start, interval_end,
+                                        scores_key, rows_scored)
+           VALUES (%s, %s, %s, %s, %s)
+           ON CONFLICT ON CONSTRAINT scored_interval_pkey DO UPDATE SET
+               scores_key = EXCLUDED.scores_key, rows_scored = EXCLUDED.rows_scored
+           WHERE scored_interval.labels_consumed_at IS NULL""", values)
 
 
 def pending_label_intervals(url: str, model_version_id: int,
@@ -288,24 +300,32 @@ def write_drift_results(url: str, run_id: int, model_version_id: int, rows: Drif
                         multivariate: Any | None = None, attribution: Any | None = None,
                         estimates: Sequence[Mapping[str, Any]] = (),
                         quality: Sequence[Mapping[str, Any]] = (),
-                        realised: Sequence[Any] = ()) -> None:
+                        realised: Sequence[Any] = (),
+                        scores: tuple[str, int] | None = None) -> None:
     """Everything a drift run produces, the detector state and the status, in one transaction.
 
     ``multivariate`` and ``attribution`` are the run's ``MultivariateDrift`` and
     ``AttributionDrift`` (None when the model version has no such reference). ``estimates``
     and ``quality`` are the run's estimate and quality rows, ``realised`` the realised metrics
     of the intervals whose labels it fed (:func:`modelgate.store.estimation.write_realised`).
+    ``scores`` is the attempt's scored sample ``(object key, rows)`` (None without one): the
+    interval's ``scored_interval`` row points at it when this attempt's verdict is current.
 
     The detector state is compare-and-swapped on ``elements_seen`` so two runs can never
     feed the same labels twice or lose each other's updates.
 
     An attempt whose verdict is ``no_data`` or ``insufficient_data`` while the run's current
     attempt has a verdict made on data is recorded beside it: the run row, its feature, joint
-    and estimate rows keep the earlier result (:func:`modelgate.store.drift_attempts.put_back`).
+    and estimate rows, and the interval's ``scored_interval`` row, keep the earlier result
+    (:func:`modelgate.store.drift_attempts.put_back`).
     """
     with transaction(url) as cur:
         kept = drift_attempts.data_verdict_kept(cur, run_id, rows.verdict)
         if kept is None:  # this attempt's result replaces the earlier one's
+            if scores is not None:
+                cur.execute("SELECT model_version_id, interval_start, interval_end FROM drift_run "
+                            "WHERE drift_run_id = %s", (run_id,))
+                _upsert_scored(cur, (*cur.fetchone(), *scores))
             cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
             if rows.features:
                 cur.executemany(_FEATURE_INSERT, [{"drift_run_id": run_id, **f} for f in rows.features])

@@ -45,13 +45,22 @@ def _feature(verdict: str, n_current: int) -> dict[str, Any]:
             "unseen_categories": []}
 
 
-def _attempt(url: str, version_id: int, *, verdict: str, rows: int) -> int:
-    """One attempt of the interval as a drift run stores it: ``rows`` sampled, ``verdict``."""
+def _attempt(url: str, version_id: int, *, verdict: str, rows: int, ctx: Context | None = None) -> int:
+    """One attempt of the interval as a drift run stores it: ``rows`` sampled, ``verdict``;
+    with ``ctx``, its scored sample written to the object store under the attempt's key."""
     run_id = drift_runs.start_drift_run(url, model_version_id=version_id, interval_start=START,
                                         interval_end=END)
     drift_runs.record_sample(url, run_id, provider="CPUExecutionProvider" if rows else None,
                              rows_available=rows, rows_sampled=rows, scores_uri=None)
     attempt = drift_runs.get_drift_run(url, run_id).attempt
+    scores = None
+    if ctx is not None and rows:
+        key = drift.DriftRef(run_id, version_id, "m", "1", START.isoformat(),
+                             END.isoformat()).scored_sample_key(attempt)
+        ctx.store.put_bytes(key, f"attempt {attempt}: {rows} rows".encode(), content_type="text/plain")
+        drift_runs.upsert_scored_interval(url, model_version_id=version_id, interval_start=START,
+                                          interval_end=END, scores_key=key, rows=rows, run_id=run_id)
+        scores = (key, rows)
     evidence = "3 sampled row(s): too few" if verdict == "insufficient_data" else None
     drift_runs.write_drift_results(
         url, run_id, version_id,
@@ -60,7 +69,7 @@ def _attempt(url: str, version_id: int, *, verdict: str, rows: int) -> int:
                              detector_state=None, detector_seen_before=0, detector_seen_after=0,
                              evidence_reason=evidence),
         report_key=f"reports/m/1/drift-attempt{attempt}.html",
-        report_uri=f"s3://b/reports/m/1/drift-attempt{attempt}.html")
+        report_uri=f"s3://b/reports/m/1/drift-attempt{attempt}.html", scores=scores)
     return run_id
 
 
@@ -220,3 +229,32 @@ def test_decide_returns_the_kept_attempts_own_status(settings_env: Settings) -> 
     assert unjudged_status(ctx, run_id) is None  # the current attempt: decide judges it
     _attempt(ctx.db_url, version_id, verdict="no_data", rows=0)
     assert unjudged_status(ctx, run_id) == "no_data"  # no drift alarm from an attempt without data
+
+
+SAMPLES = "runs/drift/m/1/2026-11-28T00-00-00-00-00~006a59baabaff7fd"  # DriftRef.prefix()
+
+
+def _scored_interval(url: str) -> tuple[Any, ...]:
+    (row,) = fetch_all(url, "SELECT scores_key, rows_scored FROM scored_interval")
+    return row
+
+
+def test_a_thin_rerun_leaves_the_scored_sample_of_the_verdict_on_data(settings_env: Settings) -> None:
+    """Each attempt's scored sample has its own key, and the interval's scored_interval row
+    (what late labels are joined to) follows the current verdict: a thin re-run kept beside
+    the verdict on data neither overwrites its sample nor takes the row; a re-run on data does."""
+    ctx = Context.open(settings_env)
+    url, version_id = ctx.db_url, _version(ctx.db_url)
+    _attempt(url, version_id, verdict="drift", rows=3907, ctx=ctx)
+    first = f"{SAMPLES}/scored-sample.parquet"
+    assert _scored_interval(url) == (first, 3907)
+
+    _attempt(url, version_id, verdict="insufficient_data", rows=3, ctx=ctx)
+    assert ctx.store.get_bytes(first) == b"attempt 1: 3907 rows"  # not overwritten
+    assert ctx.store.get_bytes(f"{SAMPLES}/scored-sample-attempt2.parquet") == b"attempt 2: 3 rows"
+    assert _scored_interval(url) == (first, 3907)  # still the kept verdict's sample
+    assert _current(url)[:3] == ("drift", "drift", 3907)
+
+    _attempt(url, version_id, verdict="ok", rows=4000, ctx=ctx)
+    assert _scored_interval(url) == (f"{SAMPLES}/scored-sample-attempt3.parquet", 4000)
+    assert ctx.store.get_bytes(first) == b"attempt 1: 3907 rows"

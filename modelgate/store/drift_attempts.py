@@ -9,7 +9,10 @@ made on data (``ok`` or ``drift``, degraded or not), is recorded beside it; the 
 feature, joint and estimate rows, the interval's ``scored_interval`` row (the scored sample
 late labels are joined to; every attempt's sample has a key of its own) and
 ``model_version.is_drifting`` keep the earlier result.
-A failed or abandoned attempt is recorded the same way and replaces the current one.
+A failed or abandoned attempt is recorded the same way and becomes the current one (the row
+says it failed; ``is_drifting`` stays), but clears no feature, joint or estimate row of an
+earlier verdict on data, nor takes the interval's scored sample: an attempt with less
+evidence after it puts that verdict back (:func:`latest_on_data`).
 """
 
 from __future__ import annotations
@@ -46,31 +49,31 @@ class DriftAttempt:
     finished_at: dt.datetime
 
 
+def latest_on_data(cur: Any, run_id: int) -> int | None:
+    """The latest ended attempt of drift run ``run_id`` whose verdict was made on data (None:
+    none was). Its feature, joint and estimate rows are the ones stored for the run: a later
+    attempt with less evidence is kept beside it and a failed one clears none of them."""
+    cur.execute("""SELECT max(attempt) FROM drift_attempt WHERE drift_run_id = %s AND verdict = ANY(%s)""",
+                (run_id, list(ON_DATA)))
+    record = cur.fetchone()
+    return None if record is None or record[0] is None else int(record[0])
+
+
 def data_verdict_kept(cur: Any, run_id: int, verdict: str) -> int | None:
-    """Inside the transaction that stores an attempt's ``verdict``: the current attempt whose
-    verdict on data the row keeps instead (None when ``verdict`` replaces it). Locks the row."""
+    """Inside the transaction that stores an attempt's ``verdict``: the earlier attempt whose
+    verdict on data the row keeps instead (None when ``verdict`` replaces it). That attempt
+    is the latest with a verdict on data, also when a failed attempt came after it. Locks
+    the row."""
     if verdict not in LESS_EVIDENCE:
         return None
-    cur.execute(
-        """SELECT da.attempt FROM drift_run dr
-           JOIN drift_attempt da ON da.drift_run_id = dr.drift_run_id
-                                AND da.attempt = dr.current_attempt
-           WHERE dr.drift_run_id = %s AND da.verdict = ANY(%s) AND dr.current_attempt < dr.attempt
-           FOR UPDATE OF dr""", (run_id, list(ON_DATA)))
-    record = cur.fetchone()
-    return None if record is None else int(record[0])
+    cur.execute("SELECT 1 FROM drift_run WHERE drift_run_id = %s FOR UPDATE", (run_id,))
+    return latest_on_data(cur, run_id)
 
 
 def data_verdict_stands(cur: Any, run_id: int) -> bool:
-    """Whether drift run ``run_id``'s current attempt is an earlier one than the running
-    attempt, with a verdict made on data (the running attempt may not replace it)."""
-    cur.execute(
-        """SELECT 1 FROM drift_run dr
-           JOIN drift_attempt da ON da.drift_run_id = dr.drift_run_id
-                                AND da.attempt = dr.current_attempt
-           WHERE dr.drift_run_id = %s AND da.verdict = ANY(%s) AND dr.current_attempt < dr.attempt""",
-        (run_id, list(ON_DATA)))
-    return cur.fetchone() is not None
+    """Whether an ended attempt of drift run ``run_id`` made a verdict on data, which the
+    running attempt replaces only with one of its own."""
+    return latest_on_data(cur, run_id) is not None
 
 
 def put_back(cur: Any, run_id: int, attempt: int) -> None:

@@ -112,14 +112,14 @@ def fail_drift_run(url: str, run_id: int, reason: str) -> None:
     """Mark the run failed; a run already failed keeps its first reason (the cause).
 
     A failure after an attempt was kept beside an earlier verdict on data changes nothing:
-    that attempt ended (its record says how), and the row shows the earlier verdict.
+    that attempt ended (its record says how), and the row shows the earlier verdict. Otherwise
+    the row says ``failed``; the feature, joint and estimate rows are cleared unless they are
+    those of an attempt's verdict made on data (:func:`_clear_partial_rows`).
     """
     with transaction(url) as cur:
         if drift_attempts.kept_beside_in(cur, run_id):
             return
-        cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
-        drift_joint.clear_run(cur, run_id)
-        estimation.clear_run(cur, run_id)
+        _clear_partial_rows(cur, run_id)
         cur.execute("""UPDATE drift_run SET status = 'failed',
                            failure_reason = CASE WHEN status = 'failed' THEN failure_reason ELSE %s END,
                            finished_at = COALESCE(finished_at, now())
@@ -144,10 +144,18 @@ def fail_lost_runs(url: str, *, interval_start: dt.datetime, interval_end: dt.da
         )
         failed = sorted((int(r[0]), str(r[1])) for r in cur.fetchall())
         for run_id, _ in failed:
-            cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
-            drift_joint.clear_run(cur, run_id)
-            estimation.clear_run(cur, run_id)
+            _clear_partial_rows(cur, run_id)
     return failed
+
+
+def _clear_partial_rows(cur: Any, run_id: int) -> None:
+    """Clear a failed run's feature, joint and estimate rows, unless an ended attempt made a
+    verdict on data: those rows are its evidence, and stay (issue #39 point 1)."""
+    if drift_attempts.latest_on_data(cur, run_id) is not None:
+        return
+    cur.execute("DELETE FROM feature_drift WHERE drift_run_id = %s", (run_id,))
+    drift_joint.clear_run(cur, run_id)
+    estimation.clear_run(cur, run_id)
 
 
 def record_sample(url: str, run_id: int, *, provider: str | None, rows_available: int,

@@ -163,7 +163,36 @@ def test_a_failed_rerun_is_the_current_result_and_the_verdict_stays_on_record(cl
     drift_runs.fail_drift_run(url, run_id, "OSError: disk full")
     assert _attempts(url)[0] == DRIFT_ON_DATA[:1] + (False,) + DRIFT_ON_DATA[2:]
     assert _attempts(url)[1][:5] == (2, True, "failed", None, "OSError: disk full")
-    assert _current(url)[:2] == ("failed", None) and _current(url)[6] is True  # is_drifting left
+    # the row says failed, is_drifting is left, and attempt 1's feature rows stay (its evidence)
+    assert _current(url)[:2] == ("failed", None) and _current(url)[5:] == (2, True, ["drift"])
+
+
+@pytest.mark.parametrize("verdict", ["no_data", "insufficient_data"])
+def test_less_evidence_after_a_failed_rerun_puts_the_verdict_on_data_back(
+        settings_env: Settings, verdict: str) -> None:
+    """drift (on data), then a failure, then a re-run with less evidence: the interval shows
+    attempt 1's drift again, with its feature rows and its scored sample."""
+    ctx = Context.open(settings_env)
+    url, version_id = ctx.db_url, _version(ctx.db_url)
+    run_id = _attempt(url, version_id, verdict="drift", rows=3907, ctx=ctx)
+    drift_runs.start_drift_run(url, model_version_id=version_id, interval_start=START, interval_end=END)
+    drift_runs.fail_drift_run(url, run_id, "OSError: disk full")
+    _attempt(url, version_id, verdict=verdict, rows=3 if verdict == "insufficient_data" else 0, ctx=ctx)
+    assert [a[:4] for a in _attempts(url)] == [(1, True, "drift", "drift"), (2, False, "failed", None),
+                                               (3, False, verdict, verdict)]
+    assert _current(url) == ("drift", "drift", 3907, 1, 3, 1, True, ["drift"])
+    assert drift_attempts.kept_beside(url, run_id) == (3, verdict, 1)
+    assert _scored_interval(url) == (f"{SAMPLES}/scored-sample.parquet", 3907)
+
+
+def test_a_failed_first_attempt_clears_its_partial_rows(clean_db: str) -> None:
+    url, version_id = clean_db, _version(clean_db)
+    run_id = drift_runs.start_drift_run(url, model_version_id=version_id, interval_start=START,
+                                        interval_end=END)
+    with transaction(url) as cur:  # a row left by a step before the failure
+        cur.execute(drift_runs._FEATURE_INSERT, {"drift_run_id": run_id, **_feature("ok", 10)})
+    drift_runs.fail_drift_run(url, run_id, "OSError: disk full")
+    assert _current(url)[:2] == ("failed", None) and _current(url)[7] is None
 
 
 def test_an_attempt_left_running_by_a_rerun_is_recorded_abandoned(clean_db: str) -> None:

@@ -4,11 +4,17 @@ performance estimator refuses to be fitted on.
 A verdict needs evidence. Two checks, both exact (counts, no estimation):
 
 - :func:`estimate_evidence`: an interval's estimated metric is undefined (``None``, with the
-  reason) below ``min_rows`` scored rows, and a binary classifier's ROC AUC also when the
-  expected positives or negatives (the sums of the calibrated probabilities and of their
-  complements) fall below ``min_expected_per_class``: an AUC is a mean over
-  positive-negative pairs, and with (nearly) no pairs there is nothing to average. The
-  per-feature drift minimum is ``DriftThresholds.min_values`` in :mod:`.data_drift`.
+  reason) below ``min_rows`` scored rows, and a classifier's metric also when the rows its
+  denominator counts fall below ``min_expected_per_class``. Binary: the ROC AUC needs that
+  many expected positives and negatives (the sums of the calibrated probabilities and of
+  their complements): an AUC is a mean over positive-negative pairs, and with (nearly) no
+  pairs there is nothing to average; recall needs that many expected positives (its
+  denominator) and precision that many predicted positives (its denominator, a count).
+  Multiclass (one-vs-rest, macro-averaged): the same rule for every class, with the class's
+  expected rows (the sum of its calibrated probabilities) and its predicted rows (argmax),
+  and for the AUC the expected rows of the other classes too. Accuracy, F1 and the
+  regression metrics need the rows only. The per-feature drift minimum is
+  ``DriftThresholds.min_values`` in :mod:`.data_drift`.
 - :func:`estimator_refusal`: a reference the CBPE calibrator (or the one-vs-rest calibrators,
   or the nanny error model) cannot be fitted on honestly. With one class the isotonic
   calibrator maps every score to that class's rate (0 or 1), and the estimates' intervals
@@ -30,7 +36,7 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -49,20 +55,30 @@ def _check_minimum(name: str, value: float) -> None:
 
 
 def estimate_evidence(metric: str, n_rows: int, *, expected_positives: float | None = None,
-                      expected_negatives: float | None = None, min_rows: int = MIN_ESTIMATE_ROWS,
+                      expected_negatives: float | None = None,
+                      predicted_positives: float | None = None,
+                      classes: Mapping[str, tuple[float, float]] | None = None,
+                      min_rows: int = MIN_ESTIMATE_ROWS,
                       min_expected_per_class: float = MIN_EXPECTED_PER_CLASS) -> str | None:
     """Why ``metric`` cannot be estimated on this interval, or None when it can.
 
     Parameters
     ----------
     metric : str
-        ``roc_auc``, ``accuracy``, ... (only ``roc_auc`` looks at the expected classes).
+        ``roc_auc``, ``accuracy``, ``precision``, ``recall``, ... (``roc_auc``, ``recall``
+        and ``precision`` look at the classes).
     n_rows : int
         Scored rows of the interval.
     expected_positives, expected_negatives : float, optional
         Binary classifiers: sums of the calibrated probabilities and of their complements.
+    predicted_positives : float, optional
+        Binary classifiers: rows predicted positive (score at or above the threshold).
+    classes : mapping of str to (float, float), optional
+        Multiclass classifiers: per class, its expected rows (sum of its calibrated
+        probabilities) and its predicted rows (argmax). Given, the binary counts are ignored.
     min_rows : int, default :data:`MIN_ESTIMATE_ROWS`
     min_expected_per_class : float, default :data:`MIN_EXPECTED_PER_CLASS`
+        Fewest rows a classifier metric's denominator may count (per class for multiclass).
 
     Returns
     -------
@@ -76,17 +92,47 @@ def estimate_evidence(metric: str, n_rows: int, *, expected_positives: float | N
     'undefined: 0.4 expected positive(s) and 499.6 negative(s); an AUC needs pairs (at least 5 of each)'
     >>> estimate_evidence("roc_auc", 500, expected_positives=40.0, expected_negatives=460.0) is None
     True
+    >>> estimate_evidence("precision", 500, predicted_positives=3)
+    'undefined: 3 predicted positive(s); precision needs at least 5 (its denominator)'
+    >>> estimate_evidence("recall", 500, classes={"a": (480.0, 490), "b": (20.0, 10)}) is None
+    True
     """
     _check_minimum("min_rows", min_rows)
     _check_minimum("min_expected_per_class", min_expected_per_class)
     if n_rows < min_rows:
         return (f"insufficient data: {n_rows} scored row(s), fewer than the {min_rows:g} an "
                 "estimate needs")
+    least = max(min_expected_per_class, 1e-12)
+    if classes is not None:
+        return _class_evidence(metric, n_rows, classes, least, min_expected_per_class)
     if metric == "roc_auc" and expected_positives is not None and expected_negatives is not None \
-            and min(expected_positives, expected_negatives) < max(min_expected_per_class, 1e-12):
+            and min(expected_positives, expected_negatives) < least:
         return (f"undefined: {expected_positives:.1f} expected positive(s) and "
                 f"{expected_negatives:.1f} negative(s); an AUC needs pairs (at least "
                 f"{min_expected_per_class:g} of each)")
+    if metric == "recall" and expected_positives is not None and expected_positives < least:
+        return (f"undefined: {expected_positives:.1f} expected positive(s); recall needs at least "
+                f"{min_expected_per_class:g} (its denominator)")
+    if metric == "precision" and predicted_positives is not None and predicted_positives < least:
+        return (f"undefined: {predicted_positives:g} predicted positive(s); precision needs at "
+                f"least {min_expected_per_class:g} (its denominator)")
+    return None
+
+
+def _class_evidence(metric: str, n_rows: int, classes: Mapping[str, tuple[float, float]],
+                    least: float, shown: float) -> str | None:
+    """:func:`estimate_evidence` for a multiclass metric: the first class short of ``least``."""
+    for name, (expected, predicted) in classes.items():
+        if metric == "roc_auc" and min(expected, n_rows - expected) < least:
+            return (f"undefined: class {name!r} has {expected:.1f} expected row(s) and the others "
+                    f"{n_rows - expected:.1f}; a one-vs-rest AUC needs pairs (at least {shown:g} "
+                    "of each, for every class)")
+        if metric == "recall" and expected < least:
+            return (f"undefined: class {name!r} has {expected:.1f} expected row(s); its recall "
+                    f"needs at least {shown:g} (its denominator, for every class)")
+        if metric == "precision" and predicted < least:
+            return (f"undefined: class {name!r} has {predicted:g} predicted row(s); its precision "
+                    f"needs at least {shown:g} (its denominator, for every class)")
     return None
 
 

@@ -108,3 +108,35 @@ def test_regression_estimate_rows_from_pickled_nanny_and_older_binned_references
         assert rows["mae"]["estimate"] == pytest.approx(1.5) and rows["mae"]["verdict"] == "ok"
         assert rows["rmse"]["estimate"] == pytest.approx(1.5) and rows["mae"]["method"] == method
     assert METHODS["regression"] == "nanny_error_model"
+
+
+class _Identity:
+    """A calibrator that trusts the scores (calibrated probability = score)."""
+
+    def apply(self, scores: np.ndarray) -> np.ndarray:
+        return np.asarray(scores, dtype=np.float64)
+
+
+def test_the_evidence_of_each_estimate_is_counted_on_the_interval() -> None:
+    from modelgate.pipelines.drift_estimation import EstimationReference, _undefined
+
+    # binary, threshold 0.5: 3 rows at 0.9, 57 at 0.1 -> 3 predicted positives (precision short),
+    # 3 * 0.9 + 57 * 0.1 = 8.4 expected positives and 51.6 negatives (recall and AUC have them)
+    binary = EstimationReference("binary_classification", "cbpe", 0.5, (), _Identity(), (), {})
+    reasons = _undefined(binary, pd.DataFrame({"__score__": [0.9] * 3 + [0.1] * 57}), {})
+    assert reasons == {"roc_auc": None, "accuracy": None, "f1": None, "recall": None,
+                       "precision": "undefined: 3 predicted positive(s); precision needs at least 5 "
+                                    "(its denominator)"}
+    # multiclass: 55 rows (0.85, 0.05, 0.1), 5 rows (0.1, 0.1, 0.8): class b expects
+    # 55 * 0.05 + 5 * 0.1 = 3.25 rows and is predicted for none
+    probabilities = np.array([[0.85, 0.05, 0.1]] * 55 + [[0.1, 0.1, 0.8]] * 5)
+    frame = pd.DataFrame({f"__proba_{k}__": probabilities[:, k] for k in range(3)})
+    multi = EstimationReference("multiclass_classification", "cbpe", None, ("a", "b", "c"),
+                                _Identity(), (), {})
+    reasons = _undefined(multi, frame, {})
+    assert reasons["accuracy"] is None and reasons["f1"] is None
+    assert reasons["recall"] == ("undefined: class 'b' has 3.2 expected row(s); its recall needs at least "
+                                 "5 (its denominator, for every class)")
+    assert reasons["precision"] == ("undefined: class 'b' has 0 predicted row(s); its precision needs at "
+                                    "least 5 (its denominator, for every class)")
+    assert reasons["roc_auc"].startswith("undefined: class 'b' has 3.2 expected row(s) and the others 56.8")

@@ -455,12 +455,21 @@ def _undefined(reference: EstimationReference, frame: pd.DataFrame, evidence: di
     """Per metric, why it cannot be estimated on ``frame`` (None: it can)."""
     from modelgate.drift.evidence import MIN_ESTIMATE_ROWS, MIN_EXPECTED_PER_CLASS, estimate_evidence
 
-    positives = negatives = None
+    positives = negatives = predicted = classes = None
     if reference.task == "binary_classification" and reference.estimator is not None:
-        p = reference.estimator.apply(frame["__score__"].to_numpy(np.float64))
+        scores = frame["__score__"].to_numpy(np.float64)
+        p = reference.estimator.apply(scores)
         positives, negatives = float(p.sum()), float((1.0 - p).sum())
+        if reference.threshold is not None:
+            predicted = float(np.count_nonzero(scores >= reference.threshold))
+    elif reference.task == "multiclass_classification" and reference.estimator is not None and len(frame):
+        raw = _probabilities(frame, reference.classes)
+        expected, argmax = reference.estimator.apply(raw).sum(axis=0), np.argmax(raw, axis=1)
+        classes = {c: (float(expected[k]), float(np.count_nonzero(argmax == k)))
+                   for k, c in enumerate(reference.classes)}
     return {m: estimate_evidence(m, len(frame), expected_positives=positives,
-                                 expected_negatives=negatives,
+                                 expected_negatives=negatives, predicted_positives=predicted,
+                                 classes=classes,
                                  min_rows=int(evidence.get("min_rows", MIN_ESTIMATE_ROWS)),
                                  min_expected_per_class=evidence.get("min_expected_per_class",
                                                                      MIN_EXPECTED_PER_CLASS))

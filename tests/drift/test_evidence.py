@@ -82,3 +82,38 @@ def test_an_interval_is_judged_only_when_a_feature_has_the_evidence() -> None:
     assert interval_verdict(10, [thin], drifting=True)[0] == "insufficient_data"
     enough = numeric_drift(ref, np.arange(0.0, 1000.0, 10.0))
     assert interval_verdict(100, [thin, enough], drifting=False) == ("ok", None)
+
+
+@pytest.mark.parametrize(("metric", "kwargs", "reason"), [
+    ("recall", {"expected_positives": 4.9, "expected_negatives": 495.1},
+     "undefined: 4.9 expected positive(s); recall needs at least 5 (its denominator)"),
+    ("recall", {"expected_positives": 5.0, "expected_negatives": 495.0}, None),
+    ("precision", {"predicted_positives": 4}, "undefined: 4 predicted positive(s); precision needs at "
+                                              "least 5 (its denominator)"),
+    ("precision", {"predicted_positives": 5}, None),
+    ("f1", {"expected_positives": 0.0, "predicted_positives": 0}, None),  # rows only
+], ids=["recall-few-expected-positives", "recall-enough", "precision-few-predicted-positives",
+        "precision-enough", "f1-rows-only"])
+def test_recall_and_precision_need_their_denominators(metric: str, kwargs: dict[str, float],
+                                                      reason: str | None) -> None:
+    assert estimate_evidence(metric, 500, **kwargs) == reason
+
+
+# 500 rows of three classes: a has 490.5 expected rows and 494 predicted, b 6.0 and 3, c 3.5 and 3.
+CLASSES = {"a": (490.5, 494), "b": (6.0, 3), "c": (3.5, 3)}
+
+
+@pytest.mark.parametrize(("metric", "reason"), [
+    ("roc_auc", "undefined: class 'c' has 3.5 expected row(s) and the others 496.5; a one-vs-rest AUC "
+                "needs pairs (at least 5 of each, for every class)"),
+    ("recall", "undefined: class 'c' has 3.5 expected row(s); its recall needs at least 5 (its "
+               "denominator, for every class)"),
+    ("precision", "undefined: class 'b' has 3 predicted row(s); its precision needs at least 5 (its "
+                  "denominator, for every class)"),
+    ("accuracy", None), ("f1", None),
+], ids=["auc", "recall", "precision", "accuracy", "f1"])
+def test_multiclass_estimates_need_their_minimum_in_every_class(metric: str, reason: str | None) -> None:
+    assert estimate_evidence(metric, 500, classes=CLASSES) == reason
+    assert estimate_evidence(metric, 500, classes=CLASSES, min_expected_per_class=3) is None
+    assert estimate_evidence(metric, 40, classes=CLASSES) == (
+        "insufficient data: 40 scored row(s), fewer than the 50 an estimate needs")

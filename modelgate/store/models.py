@@ -125,6 +125,49 @@ def get_production(url: str, model_name: str) -> ModelVersionRow | None:
     return None if record is None else _row(record)
 
 
+def lock_model_versions(cur: Any, model_version_id: int) -> tuple[str, str, dict[int, str], int | None]:
+    """Inside a transaction: lock every version of the model ``model_version_id`` belongs to
+    (in id order, so two stage changes of one model wait for each other) and return the
+    model's name, that version's label, each version id's stage and the production one's id
+    (None when there is none).
+
+    Raises
+    ------
+    RegistryError
+        When ``model_version_id`` does not exist.
+    """
+    cur.execute("SELECT model_name, version FROM model_version WHERE model_version_id = %s",
+                (model_version_id,))
+    record = cur.fetchone()
+    if record is None:
+        raise RegistryError(f"model version id {model_version_id} does not exist")
+    model_name, version = record
+    cur.execute(
+        """SELECT model_version_id, stage FROM model_version WHERE model_name = %s
+           ORDER BY model_version_id FOR UPDATE""",
+        (model_name,),
+    )
+    stages = dict(cur.fetchall())
+    current = next((mv for mv, st in stages.items() if st == "production"), None)
+    return model_name, version, stages, current
+
+
+def make_production(cur: Any, model_version_id: int, *, archiving: int | None) -> None:
+    """Inside the transaction of :func:`lock_model_versions`: archive the production version
+    ``archiving`` (None: there is none) and make ``model_version_id`` production."""
+    if archiving is not None:
+        cur.execute(
+            """UPDATE model_version SET stage = 'archived', stage_changed_at = now()
+               WHERE model_version_id = %s""",
+            (archiving,),
+        )
+    cur.execute(
+        """UPDATE model_version SET stage = 'production', stage_changed_at = now()
+           WHERE model_version_id = %s""",
+        (model_version_id,),
+    )
+
+
 def promote(url: str, model_version_id: int, *, expected_champion_id: int | None,
             evaluation_run_id: int | None = None) -> int | None:
     """Make a candidate the production model and archive the previous one, atomically.
@@ -141,21 +184,7 @@ def promote(url: str, model_version_id: int, *, expected_champion_id: int | None
     database refuses any change to that run and its results (migration 0020).
     """
     with transaction(url) as cur:
-        cur.execute(
-            "SELECT model_name, stage FROM model_version WHERE model_version_id = %s",
-            (model_version_id,),
-        )
-        record = cur.fetchone()
-        if record is None:
-            raise RegistryError(f"model version id {model_version_id} does not exist")
-        model_name = record[0]
-        cur.execute(
-            """SELECT model_version_id, stage FROM model_version WHERE model_name = %s
-               ORDER BY model_version_id FOR UPDATE""",
-            (model_name,),
-        )
-        stages = dict(cur.fetchall())
-        current = next((mv for mv, st in stages.items() if st == "production"), None)
+        model_name, _, stages, current = lock_model_versions(cur, model_version_id)
         if stages[model_version_id] != "candidate":
             raise RegistryError(
                 f"only a candidate can be promoted; {model_name!r} version id "
@@ -166,17 +195,7 @@ def promote(url: str, model_version_id: int, *, expected_champion_id: int | None
                 f"{model_name!r}: production changed since this candidate was evaluated "
                 f"(compared with version id {expected_champion_id}, now {current}); re-run the evaluation"
             )
-        if current is not None:
-            cur.execute(
-                """UPDATE model_version SET stage = 'archived', stage_changed_at = now()
-                   WHERE model_version_id = %s""",
-                (current,),
-            )
-        cur.execute(
-            """UPDATE model_version SET stage = 'production', stage_changed_at = now()
-               WHERE model_version_id = %s""",
-            (model_version_id,),
-        )
+        make_production(cur, model_version_id, archiving=current)
         if evaluation_run_id is not None:
             cur.execute(
                 """UPDATE evaluation_run SET promoted_at = now()

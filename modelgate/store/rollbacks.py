@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelgate.store.db import transaction
-from modelgate.store.models import RegistryError
+from modelgate.store.models import RegistryError, lock_model_versions, make_production
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,17 +63,7 @@ def roll_back(url: str, model_version_id: int, *, expected_champion_id: int,
     unique index ``model_version_model_name_production_key`` is the last line of defence.
     """
     with transaction(url) as cur:
-        cur.execute("SELECT model_name, version FROM model_version WHERE model_version_id = %s",
-                    (model_version_id,))
-        record = cur.fetchone()
-        if record is None:
-            raise RegistryError(f"model version id {model_version_id} does not exist")
-        model_name, version = record
-        cur.execute(
-            """SELECT model_version_id, stage FROM model_version WHERE model_name = %s
-               ORDER BY model_version_id FOR UPDATE""", (model_name,))
-        stages = dict(cur.fetchall())
-        current = next((mv for mv, st in stages.items() if st == "production"), None)
+        model_name, version, stages, current = lock_model_versions(cur, model_version_id)
         if stages[model_version_id] != "archived":
             raise RegistryError(f"only an archived (former production) version can be rolled back "
                                 f"to; {model_name!r} v{version} is {stages[model_version_id]!r}")
@@ -82,10 +72,7 @@ def roll_back(url: str, model_version_id: int, *, expected_champion_id: int,
                 f"{model_name!r}: production changed since the rollback was planned (from version "
                 f"id {expected_champion_id}, now {current}); nothing changed, check `modelgate model "
                 "show` and roll back again")
-        cur.execute("""UPDATE model_version SET stage = 'archived', stage_changed_at = now()
-                       WHERE model_version_id = %s""", (current,))
-        cur.execute("""UPDATE model_version SET stage = 'production', stage_changed_at = now()
-                       WHERE model_version_id = %s""", (model_version_id,))
+        make_production(cur, model_version_id, archiving=current)
         cur.execute(
             f"""INSERT INTO model_rollback (model_name, from_version, to_version, evaluation_run_id,
                                             rolled_back_by, reason)

@@ -205,10 +205,10 @@ def test_device_settings_from_env() -> None:
 
 def test_onnx_runtime_log_is_errors_only_by_default_and_warnings_with_debug(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from modelgate.onnx.scoring import _session_options
+    from modelgate.onnx.settings import session_options
 
-    assert _session_options(SessionSettings()).log_severity_level == 3  # ORT_LOGGING_LEVEL_ERROR
-    assert _session_options(SessionSettings(ort_log_level="warning")).log_severity_level == 2
+    assert session_options(SessionSettings()).log_severity_level == 3  # ORT_LOGGING_LEVEL_ERROR
+    assert session_options(SessionSettings(ort_log_level="warning")).log_severity_level == 2
     monkeypatch.delenv("MODELGATE_ORT_LOG_LEVEL", raising=False)
     with pytest.raises(Exception, match="none.tar.gz"):  # noqa: B017 - --debug re-raises as is
         cli.main(["--debug", "model", "verify", str(tmp_path / "none.tar.gz")])

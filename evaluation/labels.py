@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 MAX_SHOWN_VALUES = 5
-# modelgate.onnx.artifact.TASKS, restated: the evaluation core does not import the artifact layer
+# modelgate.onnx.manifest.TASKS, restated: the evaluation core does not import the ONNX adapters
 TASKS = ("binary_classification", "multiclass_classification", "regression")
 
 

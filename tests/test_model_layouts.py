@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 from model_zoo import BUILDERS, build
 
-from modelgate.onnx.artifact import ArtifactError, class_labels, package, verify
+from modelgate.onnx.artifact import ArtifactError, package, verify
+from modelgate.onnx.graph_checks import class_labels
 from modelgate.onnx.scoring import ModelScorer, ScoringError, SessionSettings, open_session, score_parquet
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from modelgate.onnx.artifact import Feature
+from modelgate.onnx.manifest import Feature
 from modelgate.onnx.settings import ScoringError
 
 __all__ = ["NUMERIC_FEEDS", "RowsRefused", "code_feed", "frame_feed", "numeric_feed", "refused"]

@@ -25,7 +25,7 @@ import onnxruntime as ort
 import pandas as pd
 
 from modelgate.onnx import devices
-from modelgate.onnx.artifact import LoadedModel, Manifest
+from modelgate.onnx.artifact import LoadedModel
 from modelgate.onnx.codes import code_string_inputs
 from modelgate.onnx.feeds import (
     NUMERIC_FEEDS,
@@ -36,6 +36,7 @@ from modelgate.onnx.feeds import (
     refused,
 )
 from modelgate.onnx.layouts import unzip_probabilities
+from modelgate.onnx.manifest import Manifest
 from modelgate.onnx.settings import (
     ORT_SEVERITY,
     ScoringError,

@@ -33,7 +33,7 @@ import logging
 import math
 import pickle
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,11 @@ from modelgate.pipelines.drift_sample import sample_path
 from modelgate.pipelines.drift_usable import scored_rows
 from modelgate.pipelines.payloads import LiveSample
 from modelgate.store import estimation, models
+
+if TYPE_CHECKING:  # annotations only: the steps import the cores where they fit
+    from modelgate.drift.performance_estimation import IsotonicCalibrator, MulticlassReference
+    from modelgate.drift.quality import FeatureSchema
+    from modelgate.drift.regression_estimation import BinnedErrorModel, NannyErrorModel
 
 log = logging.getLogger("modelgate.drift")
 
@@ -143,9 +148,9 @@ class EstimationReference:
     method: str | None  # None: no labelled reference, quality only
     threshold: float | None  # binary: the manifest's
     classes: tuple[str, ...]  # multiclass: the probability columns' classes
-    estimator: Any | None  # IsotonicCalibrator | MulticlassReference | NannyErrorModel
-    #                        (or BinnedErrorModel, pickled before the nanny model)
-    schema: tuple[Any, ...]  # FeatureSchema per feature
+    # BinnedErrorModel: references pickled before the nanny model
+    estimator: IsotonicCalibrator | MulticlassReference | NannyErrorModel | BinnedErrorModel | None
+    schema: tuple[FeatureSchema, ...]  # one per feature
     reference_metrics: dict[str, float | None]
 
 

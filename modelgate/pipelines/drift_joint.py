@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import pickle
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -29,6 +29,10 @@ from modelgate.pipelines.drift_sample import interval_seed, sample_path
 from modelgate.pipelines.drift_usable import scored_rows
 from modelgate.pipelines.payloads import LiveSample
 from modelgate.store import drift_joint, models
+
+if TYPE_CHECKING:  # annotations only: drift.multivariate loads POT, imported where a step measures
+    from modelgate.drift.attribution import AttributionDrift
+    from modelgate.drift.multivariate import MultivariateDrift
 
 log = logging.getLogger("modelgate.drift")
 
@@ -41,8 +45,8 @@ _KEYS = {"multivariate": ("relative", "floor"), "attribution": ("relative", "flo
 
 @dataclass(frozen=True, slots=True)
 class JointResult:
-    multivariate: Any | None  # MultivariateDrift, None without a reference
-    attribution: Any | None  # AttributionDrift, None without a reference
+    multivariate: MultivariateDrift | None  # None without a reference
+    attribution: AttributionDrift | None  # None without a reference
 
 
 def split_thresholds(spec: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:

@@ -18,7 +18,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -39,6 +39,15 @@ from modelgate.pipelines.payloads import RunRefDict
 from modelgate.pipelines.report_keys import evaluation_report_key
 from modelgate.pipelines.run_keys import evaluation_run_key
 from modelgate.store import models, runs
+
+if TYPE_CHECKING:  # annotations only: the steps import the cores where they compute
+    from modelgate.evaluation.gate import GateDecision
+    from modelgate.evaluation.metric_results import ComparisonReport, PairedComparison, PerformanceReport
+    from modelgate.evaluation.multiclass import MulticlassReport
+    from modelgate.evaluation.policy import Policy
+    from modelgate.evaluation.regression import RegressionReport
+    from modelgate.evaluation.sufficient import EvaluationStatistics
+    from modelgate.fairness.group_scores import GroupScoreTable
 
 log = logging.getLogger("modelgate.evaluate")
 
@@ -218,10 +227,10 @@ class PartitionResult:
     provider: str
     sha256: str
     scores_key: str
-    statistics: Any  # evaluation.sufficient.EvaluationStatistics; None unless binary
+    statistics: EvaluationStatistics | None  # None unless binary
     provider_reason: str = ""
     tf32_allowed: bool = False
-    group_scores: tuple[Any, ...] = ()  # fairness.group_scores.GroupScoreTable per feature
+    group_scores: tuple[GroupScoreTable, ...] = ()  # one per sensitive feature
     files: tuple[tuple[str, str], ...] = ()  # a batch of small files: (name, sha256) of each
 
 
@@ -229,9 +238,9 @@ class PartitionResult:
 class MergedStatistics:
     """The merged statistics of every partition, and the partitions in order."""
 
-    statistics: Any  # evaluation.sufficient.EvaluationStatistics; None unless binary
+    statistics: EvaluationStatistics | None  # None unless binary
     partitions: tuple[tuple[str, str, int, str], ...]  # (name, uri, rows, scores key)
-    group_scores: tuple[Any, ...] = ()  # fairness.group_scores.GroupScoreTable per feature
+    group_scores: tuple[GroupScoreTable, ...] = ()  # one per sensitive feature
 
 
 # Rows summarised at once when a partition's scores are turned into statistics.
@@ -467,9 +476,9 @@ BOOTSTRAP_SEED = 0
 
 @dataclass(frozen=True, slots=True)
 class MetricsResult:
-    candidate: Any  # PerformanceReport, MulticlassReport or RegressionReport
-    champion: Any | None  # the champion's report of the same kind, on the same rows
-    comparison: Any | None  # ComparisonReport or PairedComparison (paired deltas)
+    candidate: PerformanceReport | MulticlassReport | RegressionReport
+    champion: PerformanceReport | MulticlassReport | RegressionReport | None  # same kind, same rows
+    comparison: ComparisonReport | PairedComparison | None  # paired deltas
     distinct_scores: int | None = None  # rows of the candidate's merged score table (binary)
     auc_error_bound: float = 0.0  # 0: AUC exact; else the largest |reported - exact|
     task: str = "binary_classification"
@@ -516,6 +525,7 @@ def compute_metrics(ctx: Context, ref: RunRef) -> str:
     if evaluate_tasks.task_of(manifest) != evaluate_tasks.BINARY:
         return _compute_task_metrics(ctx, ref, manifest, champion=run.champion_version_id is not None)
     statistics = load_statistics(ctx, ref).statistics
+    assert statistics is not None  # a binary run's partitions always carry their statistics
     summary = performance.performance_from_statistics(statistics, n_bootstrap=N_BOOTSTRAP,
                                                       seed=BOOTSTRAP_SEED)
     log.info("metrics on %d rows with %d bootstrap resamples over %d count cells; %d distinct "
@@ -778,6 +788,7 @@ def compute_fairness(ctx: Context, ref: RunRef) -> str:
         return _compute_task_fairness(ctx, ref, manifest)
     reports = {}
     merged = load_statistics(ctx, ref)
+    assert merged.statistics is not None  # a binary run's partitions always carry their statistics
     scores = {t.feature: t for t in merged.group_scores}
     for counted in merged.statistics.groups:
         feature = counted.feature
@@ -824,7 +835,7 @@ def _compute_task_fairness(ctx: Context, ref: RunRef, manifest: dict[str, Any]) 
 class CheckedPolicy:
     """The policy ``prepare`` checked (all layers merged) and the sha256 of its sources."""
 
-    policy: Any  # evaluation.policy.Policy
+    policy: Policy
     sha256: str
 
 
@@ -844,7 +855,7 @@ def load_checked_policy(ctx: Context, ref: RunRef) -> CheckedPolicy:
 
 @dataclass(frozen=True, slots=True)
 class DecisionResult:
-    decision: Any  # evaluation.gate.GateDecision
+    decision: GateDecision
     policy_sha256: str
     had_champion: bool
 

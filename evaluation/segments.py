@@ -1,0 +1,319 @@
+"""Metrics per segment, each compared with the rest of the data, with false discoveries controlled.
+
+For every segment of :mod:`.segment_statistics` (one value of a column, or one pair of
+values of two columns) :func:`evaluate_segments` reports:
+
+* ``n`` and every binary metric of :data:`~.metrics.METRIC_NAMES` on the segment's rows,
+  with the interval :func:`~.performance.performance_from_statistics` gives the whole
+  data (Wilson, logit-scale Wald with DeLong's variance, studentized bootstrap: methods
+  chosen for their coverage at small sizes, :mod:`.metric_intervals`);
+* the same on the *rest* (every other row: the merge of the column's other segments);
+* the difference ``segment - rest`` with its MOVER interval (Zou and Donner 2008) from
+  the two intervals and correlation 0: the segment and its rest share no row, so the two
+  estimates are independent; with Wilson intervals this is Newcombe's (1998) method 10
+  for two independent proportions;
+* a one-sided p-value that the segment is *worse* than the rest
+  (:func:`worse_p_value`), and its q-value: the p-value adjusted over the family of every
+  judged (segment, metric) of the report (:func:`~.multiple_testing.adjusted_p_values`,
+  Benjamini-Hochberg by default).
+
+Segments with fewer than ``min_rows`` rows (default :data:`DEFAULT_MIN_ROWS`), or whose
+rest has fewer, are reported with their metrics and intervals but *not judged*: no
+difference, p-value or q-value, and they do not enter the family.  A metric undefined on
+the segment or the rest (ROC AUC of a segment with one class) is not judged either.
+
+The p-value is the one the MOVER interval implies: the half-width of the difference's
+interval on the side facing "not worse" is read as ``z`` standard errors (``z`` the
+normal quantile of the interval's level), and ``p = Phi((d + margin) / se)`` for a
+higher-is-better metric (``Phi((margin - d) / se)`` for a lower-is-better one).  At
+the interval's own level the test and the interval agree: ``p < (1 - level) / 2``
+exactly when the interval lies wholly past the margin.  Why not a separate test per
+metric: one rule for every metric keeps the p-value consistent with the interval the
+report shows; its level under the null is checked by simulation (``bench/bench_segments.py``).
+
+Examples
+--------
+>>> from modelgate.fairness.disaggregate import encode_groups
+>>> from modelgate.evaluation.segment_statistics import collect_segments
+>>> rng = np.random.default_rng(0)
+>>> y = rng.integers(0, 2, 600)
+>>> s = np.clip(0.5 * y + rng.uniform(0, 0.5, 600), 0, 1)
+>>> region = np.array(["n", "s", "e"])[rng.integers(0, 3, 600)]
+>>> stats = collect_segments(y, s, threshold=0.5, columns={"region": encode_groups(region)})
+>>> report = evaluate_segments(stats, n_bootstrap=200)
+>>> [(seg.values, seg.n, seg.judged) for seg in report.segments]
+[(('e',), 210, True), (('n',), 197, True), (('s',), 193, True)]
+>>> report.family_size, report.correction
+(21, 'bh')
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from modelgate.intervals import mover_difference
+
+from .metrics import METRIC_NAMES, MetricEstimate
+from .multiple_testing import CORRECTIONS, adjusted_p_values
+from .performance import performance_from_statistics
+from .policy import HIGHER_IS_BETTER
+from .segment_statistics import SegmentStatistics
+from .sufficient import EvaluationStatistics, merge
+
+__all__ = ["DEFAULT_MIN_ROWS", "SegmentMetric", "SegmentReport", "SegmentResult",
+           "evaluate_segments", "worse_p_value"]
+
+#: Fewest rows a segment (and its rest) needs to be judged.  At 100 rows the Wilson,
+#: logit-Wald and studentized intervals hold their level (``bench/RESULTS.md``,
+#: "Coverage of the binary intervals", n = 200 and below), and one row moves a rate by
+#: at most 0.01.
+DEFAULT_MIN_ROWS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentMetric:
+    """One metric on one segment, on its rest, and the comparison of the two.
+
+    ``difference`` is ``value - rest_value`` in the metric's units (whatever its
+    direction); ``p_value`` is one-sided, that the segment is worse than the rest
+    (lower for a higher-is-better metric); ``q_value`` the p-value adjusted over the
+    report's family.  The comparison's fields are NaN when the segment is not judged or
+    the metric is undefined on either side (``undefined_reason`` says why).
+    """
+
+    name: str
+    higher_is_better: bool
+    value: float
+    ci_lower: float
+    ci_upper: float
+    rest_value: float
+    rest_ci_lower: float
+    rest_ci_upper: float
+    difference: float
+    difference_ci_lower: float
+    difference_ci_upper: float
+    p_value: float
+    q_value: float
+    undefined_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentResult:
+    """One segment: its column(s), value(s), size, and every metric.
+
+    ``judged`` is False for a segment (or rest) below the minimum size; ``reason`` then
+    says which and how many rows it has.
+    """
+
+    columns: tuple[str, ...]
+    values: tuple[str, ...]
+    n: int
+    n_pos: int
+    judged: bool
+    reason: str | None
+    metrics: tuple[SegmentMetric, ...]
+
+    @property
+    def name(self) -> str:
+        """``column=value``, or ``a=x & b=y`` for a pair: how reasons name the segment.
+
+        >>> SegmentResult(("a", "b"), ("x", "y"), 5, 1, False, None, ()).name
+        'a=x & b=y'
+        """
+        return " & ".join(f"{c}={v}" for c, v in zip(self.columns, self.values, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentReport:
+    """Every segment of every column and pair, and how the family of tests was formed.
+
+    ``family_size`` counts the (segment, metric) tests whose p-values were adjusted
+    together by ``correction`` (see :data:`~.multiple_testing.CORRECTIONS`).
+    """
+
+    segments: tuple[SegmentResult, ...]
+    min_rows: int
+    correction: str
+    confidence_level: float
+    n_bootstrap: int
+    seed: int
+    family_size: int
+
+    @property
+    def family(self) -> str:
+        """The family of tests in words, as reasons and reports state it.
+
+        >>> print(SegmentReport((), 100, "bh", 0.95, 0, 0, 12).family)  # doctest: +NORMALIZE_WHITESPACE
+        12 tests (segment x metric, one-sided: segment worse than the rest),
+        Benjamini-Hochberg (false-discovery rate)
+        """
+        return (f"{self.family_size} tests (segment x metric, one-sided: segment worse than "
+                f"the rest), {CORRECTIONS[self.correction]}")
+
+
+def worse_p_value(difference: float, interval: tuple[float, float], higher_is_better: bool,
+                  confidence_level: float, margin: float = 0.0) -> float:
+    """One-sided p-value that a segment is worse than the rest by more than ``margin``.
+
+    The null hypothesis is "the segment is at most ``margin`` worse"; the standard error
+    is the difference's interval half-width on the side facing that null over the
+    normal quantile of ``confidence_level`` (see the module's docstring).
+
+    Parameters
+    ----------
+    difference : float
+        ``segment - rest``.
+    interval : tuple of float
+        Its interval at ``confidence_level``.
+    higher_is_better : bool
+        The metric's direction.
+    confidence_level : float
+        The interval's central coverage.
+    margin : float, default 0
+        Worsening allowed (>= 0), in the metric's units.
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN when the difference or the needed end is NaN.
+
+    Examples
+    --------
+    A difference of -0.05 whose interval reaches 0 exactly on the better side:
+
+    >>> round(worse_p_value(-0.05, (-0.1, 0.0), True, 0.95), 4)
+    0.025
+    >>> round(worse_p_value(0.02, (-0.01, 0.05), False, 0.95, margin=0.02), 4)
+    0.5
+    """
+    from scipy.special import ndtr, ndtri
+
+    lower, upper = interval
+    z = float(ndtri(0.5 + 0.5 * confidence_level))
+    # distance from the worst tolerated difference, positive when worse than it
+    if higher_is_better:
+        excess, half = -margin - difference, upper - difference
+    else:
+        excess, half = difference - margin, difference - lower
+    if not (math.isfinite(excess) and math.isfinite(half)):
+        return float("nan")
+    if half <= 0:  # a degenerate interval: the point alone decides
+        return 0.0 if excess > 0 else 1.0
+    return float(ndtr(-excess * z / half))
+
+
+def evaluate_segments(stats: Sequence[SegmentStatistics], *, min_rows: int = DEFAULT_MIN_ROWS,
+                      n_bootstrap: int = 1000, confidence_level: float = 0.95, seed: int = 0,
+                      correction: str = "bh") -> SegmentReport:
+    """Every segment's metrics, intervals and comparison with its rest.
+
+    Parameters
+    ----------
+    stats : sequence of SegmentStatistics
+        From :func:`~.segment_statistics.collect_segments` or
+        :func:`~.segment_statistics.merge_segments`.
+    min_rows : int, default :data:`DEFAULT_MIN_ROWS`
+        Fewest rows a segment and its rest need to be judged (>= 2).
+    n_bootstrap, confidence_level, seed
+        As for :func:`~.performance.performance_from_statistics` (per segment and rest).
+    correction : {"bh", "by", "holm"}, default "bh"
+        How the p-values of the family are adjusted.
+
+    Returns
+    -------
+    SegmentReport
+
+    Raises
+    ------
+    ValueError
+        On a ``min_rows`` below 2 or an unknown correction.
+    """
+    if isinstance(min_rows, bool) or not isinstance(min_rows, int) or min_rows < 2:
+        raise ValueError(f"min_rows must be an integer >= 2; got {min_rows!r}")
+    if correction not in CORRECTIONS:
+        raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}; got {correction!r}")
+
+    def summary(part: EvaluationStatistics) -> Mapping[str, MetricEstimate]:
+        return performance_from_statistics(part, n_bootstrap=n_bootstrap, seed=seed,
+                                           confidence_level=confidence_level).candidate.by_name()
+
+    results: list[SegmentResult] = []
+    for column in stats:
+        rests = _rests(column.parts)
+        for value, part, rest in zip(column.values, column.parts, rests, strict=True):
+            own = summary(part)
+            reason = _not_judged(part.n, None if rest is None else rest.n, min_rows)
+            other = (None if reason is not None or rest is None
+                     else summary(rest))
+            metrics = tuple(_compare(own[name], None if other is None else other[name],
+                                     confidence_level) for name in METRIC_NAMES)
+            results.append(SegmentResult(column.columns, value, part.n, part.candidate.n_pos,
+                                         reason is None, reason, metrics))
+    return _with_q_values(results, SegmentReport((), min_rows, correction, confidence_level,
+                                                 n_bootstrap, seed, 0))
+
+
+def _rests(parts: Sequence[EvaluationStatistics]) -> list[EvaluationStatistics | None]:
+    """Each part's complement: the merge of the others, in their order (3 k merges, not k**2)."""
+    k = len(parts)
+    prefix: list[EvaluationStatistics | None] = [None]
+    for p in parts[:-1]:
+        prefix.append(p if prefix[-1] is None else merge([prefix[-1], p]))
+    suffix: list[EvaluationStatistics | None] = [None]
+    for p in reversed(parts[1:]):
+        suffix.append(p if suffix[-1] is None else merge([p, suffix[-1]]))
+    suffix.reverse()
+    out: list[EvaluationStatistics | None] = []
+    for i in range(k):
+        pieces = [x for x in (prefix[i], suffix[i]) if x is not None]
+        out.append(None if not pieces else pieces[0] if len(pieces) == 1 else merge(pieces))
+    return out
+
+
+def _not_judged(n: int, rest_n: int | None, min_rows: int) -> str | None:
+    if n < min_rows:
+        return f"segment has {n:,} rows, fewer than the minimum of {min_rows:,}"
+    if rest_n is None or rest_n < min_rows:
+        return (f"the rest of the data has {rest_n or 0:,} rows, fewer than the minimum of "
+                f"{min_rows:,}")
+    return None
+
+
+def _compare(own: MetricEstimate, rest: MetricEstimate | None,
+             confidence_level: float) -> SegmentMetric:
+    nan = float("nan")
+    higher = HIGHER_IS_BETTER[own.name]
+    if rest is None:
+        return SegmentMetric(own.name, higher, own.value, own.ci_lower, own.ci_upper,
+                             nan, nan, nan, nan, nan, nan, nan, nan, own.undefined_reason)
+    reason = own.undefined_reason or (None if rest.undefined_reason is None
+                                      else f"on the rest: {rest.undefined_reason}")
+    ends = (own.ci_lower, own.ci_upper, rest.ci_lower, rest.ci_upper)
+    if reason is not None or not all(math.isfinite(e) for e in (own.value, rest.value, *ends)):
+        if reason is None:
+            reason = "no interval (no bootstrap resamples)"
+        difference, interval, p = own.value - rest.value, (nan, nan), nan
+    else:
+        difference = own.value - rest.value
+        # independent estimates (disjoint rows): correlation 0
+        interval = mover_difference(own.value, (own.ci_lower, own.ci_upper), rest.value,
+                                    (rest.ci_lower, rest.ci_upper), 0.0)
+        p = worse_p_value(difference, interval, higher, confidence_level)
+    return SegmentMetric(own.name, higher, own.value, own.ci_lower, own.ci_upper, rest.value,
+                         rest.ci_lower, rest.ci_upper, difference, interval[0], interval[1], p,
+                         nan, reason)
+
+
+def _with_q_values(results: list[SegmentResult], template: SegmentReport) -> SegmentReport:
+    from dataclasses import replace
+
+    p = np.array([m.p_value for r in results for m in r.metrics], dtype=np.float64)
+    q = adjusted_p_values(p, template.correction) if p.size else p
+    flat = iter(q.tolist())
+    segments = tuple(replace(r, metrics=tuple(replace(m, q_value=next(flat)) for m in r.metrics))
+                     for r in results)
+    return replace(template, segments=segments, family_size=int(np.count_nonzero(~np.isnan(p))))

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 MAX_SHOWN_VALUES = 5
 # modelgate.onnx.manifest.TASKS, restated: the evaluation core does not import the ONNX adapters
@@ -85,10 +86,13 @@ def binary_labels(values: Sequence[Any] | np.ndarray, *, column: str, positive: 
     found other values: 2 (2 rows)
 
     """
-    items = list(values.tolist() if isinstance(values, np.ndarray) else values)
+    items, counts, inverse = _distinct(values)
     wanted = _key(positive)
     is_positive = np.fromiter((_key(v) == wanted for v in items), dtype=bool, count=len(items))
-    others = Counter(_key(v) for v, pos in zip(items, is_positive, strict=True) if not pos)
+    others: Counter[tuple[str, Any]] = Counter()
+    for v, pos, n in zip(items, is_positive, counts, strict=True):
+        if not pos:
+            others[_key(v)] += int(n)
     # One other value of another type than the positive one ("1" vs 1) is a typing mistake,
     # not a column of negatives only.
     mistyped = not is_positive.any() and any(k[0] != wanted[0] for k in others)
@@ -101,7 +105,7 @@ def binary_labels(values: Sequence[Any] | np.ndarray, *, column: str, positive: 
                 f"declared negative value {negative!r}; found other values: "
                 + ", ".join(f"{shown[k]!r} ({n} row{'s' if n != 1 else ''})"
                             for k, n in undeclared.most_common(MAX_SHOWN_VALUES)))
-        return is_positive.astype(np.int8)
+        return _per_row(is_positive, inverse)
     if len(others) > 1 or mistyped:
         shown = {_key(v): v for v in items}
         listed = ", ".join(f"{shown[k]!r} ({n} row{'s' if n != 1 else ''})"
@@ -111,7 +115,31 @@ def binary_labels(values: Sequence[Any] | np.ndarray, *, column: str, positive: 
             f"label column {column!r} must hold the positive value {positive!r} and one other "
             f"value; found {len(others)} other value{'s' if len(others) != 1 else ''}: "
             f"{listed}{more}")
-    return is_positive.astype(np.int8)
+    return _per_row(is_positive, inverse)
+
+
+def _distinct(values: Sequence[Any] | np.ndarray) -> tuple[list[Any], np.ndarray, np.ndarray | None]:
+    """``values``' distinct items in order of first appearance, each one's count and each row's
+    position among them (None: every row is its own item).
+
+    A numeric, boolean or fixed-width string array is reduced by :func:`pandas.factorize`
+    (hashing, first-appearance order), so the typed comparison in Python runs once per
+    distinct value rather than once per row; within one such dtype equal values are one
+    label. Anything else (an object column may mix ``1`` and ``True``, which hash alike) is
+    compared row by row.
+    """
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biufU" and values.ndim == 1:
+        codes, distinct = pd.factorize(values, use_na_sentinel=False)
+        return (np.asarray(distinct).tolist(), np.bincount(codes, minlength=len(distinct)),
+                codes)
+    items = list(values.tolist() if isinstance(values, np.ndarray) else values)
+    return items, np.ones(len(items), dtype=np.int64), None
+
+
+def _per_row(is_positive: np.ndarray, inverse: np.ndarray | None) -> np.ndarray:
+    """0/1 labels per row from the distinct items' (int8)."""
+    labels = is_positive.astype(np.int8)
+    return labels if inverse is None else labels[inverse]
 
 
 def class_indices(values: Sequence[Any] | np.ndarray, classes: Sequence[Any], *,
@@ -236,5 +264,6 @@ def model_labels(values: Sequence[Any] | np.ndarray, manifest: Mapping[str, Any]
             raise LabelError(f"label column {column!r} has {int((~np.isfinite(y)).sum())} infinite "
                              "value(s); regression labels must be finite")
         return y
-    return binary_labels(array.tolist(), column=column, positive=manifest["label"]["positive"],
+    return binary_labels(array if array.dtype.kind in "biufU" else array.tolist(), column=column,
+                         positive=manifest["label"]["positive"],
                          negative=manifest["label"].get("negative"))

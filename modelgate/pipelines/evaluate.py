@@ -488,7 +488,7 @@ def labels_from_scores(table: pa.Table, manifest: dict[str, Any]) -> Any:
     """0/1 labels from the label column; a missing or non-binary label is an error naming it."""
     from modelgate.evaluation.labels import model_labels
 
-    return model_labels(evaluate_tasks.label_values(table, manifest).tolist(), manifest)
+    return model_labels(evaluate_tasks.label_values(table, manifest).to_numpy(), manifest)
 
 
 # Group labels are stored in full (fairness_group is keyed by their sha256) but one longer than

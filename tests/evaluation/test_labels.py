@@ -183,3 +183,34 @@ def test_the_task_is_compared_by_value() -> None:
     assert model_labels(["c", "a"], manifest).tolist() == [2, 0]
     reg = {"task": "".join(["regr", "ession"]), "label": {"column": "y"}}
     assert model_labels([2.5, 1], reg).tolist() == [2.5, 1.0]
+
+
+@pytest.mark.parametrize("values, positive, negative", [
+    (np.array([3, 1, 2, 2, 3, 1, 2]), 1, None),  # two other values: refused, listed by count then first seen
+    (np.array([5, 0, 7, 9, 0, 7, 11, 13, 15]), 5, None),  # more than five others
+    (np.array([0, 1, 1, 0, 1]), 1, None),
+    (np.array([0.0, 1.0, -0.0]), 1, None),  # 1.0 is the label 1
+    (np.array([True, False, True]), 1, None),  # bool is not the number 1: a mistyped column
+    (np.array([True, False, True]), True, None),
+    (np.array(["yes", "no", "maybe", "no"]), "yes", None),
+    (np.array(["1", "0"]), 1, None),
+    (np.array([1, 2, 0, 2]), 1, 0),  # a declared negative
+    (np.array([], dtype=np.int64), 1, None),
+])
+def test_a_typed_array_gives_what_its_values_one_by_one_give(values: np.ndarray, positive: object,
+                                                             negative: object) -> None:
+    """Numeric, boolean and string arrays are compared once per distinct value; the labels and
+    every message must be those of the same values passed as a Python list (row by row)."""
+    def outcome(column: object) -> object:
+        try:
+            return binary_labels(column, column="y", positive=positive, negative=negative).tolist()  # type: ignore[arg-type]
+        except LabelError as exc:
+            return str(exc)
+
+    assert outcome(values) == outcome(values.tolist())
+    manifest = {"label": {"column": "y", "positive": positive, "negative": negative}}
+    try:
+        got: object = model_labels(values, manifest).tolist()
+    except LabelError as exc:
+        got = str(exc)
+    assert got == outcome(values.tolist())

@@ -9,11 +9,15 @@ A verdict needs evidence. Two checks, both exact (counts, no estimation):
   many expected positives and negatives (the sums of the calibrated probabilities and of
   their complements): an AUC is a mean over positive-negative pairs, and with (nearly) no
   pairs there is nothing to average; recall needs that many expected positives (its
-  denominator) and precision that many predicted positives (its denominator, a count).
-  Multiclass (one-vs-rest, macro-averaged): the same rule for every class, with the class's
-  expected rows (the sum of its calibrated probabilities) and its predicted rows (argmax),
-  and for the AUC the expected rows of the other classes too. Accuracy, F1 and the
-  regression metrics need the rows only. The per-feature drift minimum is
+  denominator) and precision that many predicted positives (its denominator, a count); F1,
+  the harmonic mean of the two, needs both (its denominator ``2 TP + FP + FN`` is their sum,
+  but a sum met by one side alone gives an F1 of 0 or of one precision made of a handful of
+  rows, whatever the labels say). Multiclass (one-vs-rest, macro-averaged): the same rule for
+  every class, with the class's expected rows (the sum of its calibrated probabilities) and
+  its predicted rows (argmax), and for the AUC the expected rows of the other classes too.
+  Accuracy's denominator is every scored row, of whatever class, so the rows minimum is its
+  rule (an interval with no positive still has an accuracy); the regression metrics need the
+  rows only. The per-feature drift minimum is
   ``DriftThresholds.min_values`` in :mod:`.data_drift`.
 - :func:`estimator_refusal`: a reference the CBPE calibrator (or the one-vs-rest calibrators,
   or the nanny error model) cannot be fitted on honestly. With one class the isotonic
@@ -65,8 +69,8 @@ def estimate_evidence(metric: str, n_rows: int, *, expected_positives: float | N
     Parameters
     ----------
     metric : str
-        ``roc_auc``, ``accuracy``, ``precision``, ``recall``, ... (``roc_auc``, ``recall``
-        and ``precision`` look at the classes).
+        ``roc_auc``, ``accuracy``, ``precision``, ``recall``, ... (``roc_auc``, ``recall``,
+        ``precision`` and ``f1`` look at the classes).
     n_rows : int
         Scored rows of the interval.
     expected_positives, expected_negatives : float, optional
@@ -96,6 +100,8 @@ def estimate_evidence(metric: str, n_rows: int, *, expected_positives: float | N
     'undefined: 3 predicted positive(s); precision needs at least 5 (its denominator)'
     >>> estimate_evidence("recall", 500, classes={"a": (480.0, 490), "b": (20.0, 10)}) is None
     True
+    >>> estimate_evidence("f1", 500, expected_positives=30.0, predicted_positives=2)[:63]
+    'undefined: 2 predicted positive(s); F1 needs at least 5 of each'
     """
     _check_minimum("min_rows", min_rows)
     _check_minimum("min_expected_per_class", min_expected_per_class)
@@ -116,6 +122,13 @@ def estimate_evidence(metric: str, n_rows: int, *, expected_positives: float | N
     if metric == "precision" and predicted_positives is not None and predicted_positives < least:
         return (f"undefined: {predicted_positives:g} predicted positive(s); precision needs at "
                 f"least {min_expected_per_class:g} (its denominator)")
+    if metric == "f1":
+        short = [f"{count:{fmt}} {what}" for count, fmt, what in (
+            (expected_positives, ".1f", "expected positive(s)"),
+            (predicted_positives, "g", "predicted positive(s)")) if count is not None and count < least]
+        if short:
+            return (f"undefined: {' and '.join(short)}; F1 needs at least {min_expected_per_class:g} "
+                    "of each (the denominators of recall and precision)")
     return None
 
 
@@ -133,6 +146,10 @@ def _class_evidence(metric: str, n_rows: int, classes: Mapping[str, tuple[float,
         if metric == "precision" and predicted < least:
             return (f"undefined: class {name!r} has {predicted:g} predicted row(s); its precision "
                     f"needs at least {shown:g} (its denominator, for every class)")
+        if metric == "f1" and min(expected, predicted) < least:
+            return (f"undefined: class {name!r} has {expected:.1f} expected and {predicted:g} "
+                    f"predicted row(s); its F1 needs at least {shown:g} of each (the denominators "
+                    "of its recall and precision, for every class)")
     return None
 
 

@@ -124,9 +124,11 @@ def test_the_evidence_of_each_estimate_is_counted_on_the_interval() -> None:
     # 3 * 0.9 + 57 * 0.1 = 8.4 expected positives and 51.6 negatives (recall and AUC have them)
     binary = EstimationReference("binary_classification", "cbpe", 0.5, (), _Identity(), (), {})
     reasons = _undefined(binary, pd.DataFrame({"__score__": [0.9] * 3 + [0.1] * 57}), {})
-    assert reasons == {"roc_auc": None, "accuracy": None, "f1": None, "recall": None,
+    assert reasons == {"roc_auc": None, "accuracy": None, "recall": None,
                        "precision": "undefined: 3 predicted positive(s); precision needs at least 5 "
-                                    "(its denominator)"}
+                                    "(its denominator)",
+                       "f1": "undefined: 3 predicted positive(s); F1 needs at least 5 of each (the "
+                             "denominators of recall and precision)"}
     # multiclass: 55 rows (0.85, 0.05, 0.1), 5 rows (0.1, 0.1, 0.8): class b expects
     # 55 * 0.05 + 5 * 0.1 = 3.25 rows and is predicted for none
     probabilities = np.array([[0.85, 0.05, 0.1]] * 55 + [[0.1, 0.1, 0.8]] * 5)
@@ -134,7 +136,10 @@ def test_the_evidence_of_each_estimate_is_counted_on_the_interval() -> None:
     multi = EstimationReference("multiclass_classification", "cbpe", None, ("a", "b", "c"),
                                 _Identity(), (), {})
     reasons = _undefined(multi, frame, {})
-    assert reasons["accuracy"] is None and reasons["f1"] is None
+    assert reasons["accuracy"] is None
+    assert reasons["f1"] == ("undefined: class 'b' has 3.2 expected and 0 predicted row(s); its F1 needs "
+                             "at least 5 of each (the denominators of its recall and precision, for "
+                             "every class)")
     assert reasons["recall"] == ("undefined: class 'b' has 3.2 expected row(s); its recall needs at least "
                                  "5 (its denominator, for every class)")
     assert reasons["precision"] == ("undefined: class 'b' has 0 predicted row(s); its precision needs at "

@@ -91,10 +91,24 @@ def test_an_interval_is_judged_only_when_a_feature_has_the_evidence() -> None:
     ("precision", {"predicted_positives": 4}, "undefined: 4 predicted positive(s); precision needs at "
                                               "least 5 (its denominator)"),
     ("precision", {"predicted_positives": 5}, None),
-    ("f1", {"expected_positives": 0.0, "predicted_positives": 0}, None),  # rows only
+    # F1 = 2 TP / (expected positives + predicted positives): it stands on both of its parts
+    ("f1", {"expected_positives": 4.9, "predicted_positives": 40},
+     "undefined: 4.9 expected positive(s); F1 needs at least 5 of each (the denominators of recall "
+     "and precision)"),
+    ("f1", {"expected_positives": 60.0, "predicted_positives": 0},
+     "undefined: 0 predicted positive(s); F1 needs at least 5 of each (the denominators of recall "
+     "and precision)"),
+    ("f1", {"expected_positives": 0.0, "predicted_positives": 0},
+     "undefined: 0.0 expected positive(s) and 0 predicted positive(s); F1 needs at least 5 of each "
+     "(the denominators of recall and precision)"),
+    ("f1", {"expected_positives": 5.0, "predicted_positives": 5}, None),
+    # accuracy's denominator is every row, of either class: an interval with no positive has one
+    ("accuracy", {"expected_positives": 0.0, "expected_negatives": 500.0, "predicted_positives": 0},
+     None),
 ], ids=["recall-few-expected-positives", "recall-enough", "precision-few-predicted-positives",
-        "precision-enough", "f1-rows-only"])
-def test_recall_and_precision_need_their_denominators(metric: str, kwargs: dict[str, float],
+        "precision-enough", "f1-few-expected-positives", "f1-no-predicted-positive", "f1-neither",
+        "f1-enough", "accuracy-rows-only"])
+def test_recall_precision_and_f1_need_their_denominators(metric: str, kwargs: dict[str, float],
                                                       reason: str | None) -> None:
     assert estimate_evidence(metric, 500, **kwargs) == reason
 
@@ -110,8 +124,10 @@ CLASSES = {"a": (490.5, 494), "b": (6.0, 3), "c": (3.5, 3)}
                "denominator, for every class)"),
     ("precision", "undefined: class 'b' has 3 predicted row(s); its precision needs at least 5 (its "
                   "denominator, for every class)"),
-    ("accuracy", None), ("f1", None),
-], ids=["auc", "recall", "precision", "accuracy", "f1"])
+    ("f1", "undefined: class 'b' has 6.0 expected and 3 predicted row(s); its F1 needs at least 5 "
+           "of each (the denominators of its recall and precision, for every class)"),
+    ("accuracy", None),
+], ids=["auc", "recall", "precision", "f1", "accuracy"])
 def test_multiclass_estimates_need_their_minimum_in_every_class(metric: str, reason: str | None) -> None:
     assert estimate_evidence(metric, 500, classes=CLASSES) == reason
     assert estimate_evidence(metric, 500, classes=CLASSES, min_expected_per_class=3) is None

@@ -56,7 +56,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from modelgate.fairness.metrics import FairnessEstimate, FairnessReport
 from modelgate.fairness.multiclass import MulticlassFairnessReport
@@ -76,13 +76,16 @@ from .policy import (
 )
 from .sample_size import rows_to_decide
 
+if TYPE_CHECKING:
+    from .segments import SegmentReport
+
 __all__ = ["NO_FAIRNESS_CHECK", "GateCheck", "GateDecision", "decide"]
 
 #: The metric of the warning that a reported sensitive feature has no fairness threshold.
 NO_FAIRNESS_CHECK = "no_fairness_check"
 
 Verdict = Literal["pass", "breach", "inconclusive", "fail", "skipped"]
-CheckKind = Literal["value", "change", "fairness"]
+CheckKind = Literal["value", "change", "fairness", "segment"]
 Effect = Literal["block", "warn", "none"]
 # Which label counts a fairness gap's rates divide by (positives, negatives): the group
 # minimums apply to those; the other gaps divide by rows or predicted positives.
@@ -98,8 +101,9 @@ class GateCheck:
     ----------
     check_id : str
         Stable id: ``value:<metric>``, ``change:<metric>:absolute|relative``,
-        ``fairness:<feature>:<metric>`` (feature ``*`` when no report was supplied).
-    kind : {"value", "change", "fairness"}
+        ``fairness:<feature>:<metric>`` (feature ``*`` when no report was supplied),
+        ``segment:<metric>:limit|margin`` (:mod:`.segment_gate`).
+    kind : {"value", "change", "fairness", "segment"}
     metric : str
     sensitive_feature : str or None
         For fairness checks.
@@ -285,6 +289,7 @@ def decide(
     policy: Policy,
     *,
     deltas: Mapping[str, MetricDelta] | None = None,
+    segments: SegmentReport | None = None,
 ) -> GateDecision:
     """Apply ``policy`` to a candidate's results.
 
@@ -301,6 +306,9 @@ def decide(
         From :func:`~.policy.load_policy`.
     deltas : Mapping[str, MetricDelta], optional
         Paired deltas from ``compare(...).by_name()``; used by change checks.
+    segments : SegmentReport, optional
+        From :func:`~.segments.evaluate_segments`; judged by the policy's ``segments:``
+        thresholds (:mod:`.segment_gate`), whose checks come last.
 
     Returns
     -------
@@ -332,6 +340,11 @@ def decide(
         checks.extend(_change_checks(t, candidate, champion, deltas, _judging(t, policy)))
     checks.extend(_fairness_checks(fairness, policy))
     checks = [_projected(c) if c.verdict == "inconclusive" else c for c in checks]
+    if policy.segments is not None:
+        from .segment_gate import segment_checks  # it builds GateChecks: imported here
+
+        checks.extend(segment_checks(policy.segments, segments,
+                                     on_inconclusive=policy.on_inconclusive or "block"))
     blocking = tuple(c for c in checks if c.effect == "block")
     warnings = tuple(c for c in checks if c.effect == "warn")
     return GateDecision(not blocking, tuple(checks), blocking, warnings,

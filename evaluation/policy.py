@@ -31,6 +31,9 @@ Format
           relative: -0.02            # improvement / |champion| >= -0.02
           direction: lower_is_better # optional; the metric's natural direction by default
           basis: point_estimate      # per threshold: basis, on_inconclusive
+    segments:                        # per slice of the data: see evaluation/segment_policy.py
+      columns: [region]
+      metrics: {accuracy: {margin: 0.05}}
     fairness:                        # gaps are judged against an upper bound
       min_positives_per_group: 10    # interval basis: fewer label positives (negatives)
       min_negatives_per_group: 10    #   in a group of the gap is inconclusive; 10 each
@@ -83,7 +86,8 @@ Semantics
 :func:`merge_policies` overlays a per-model override on a base policy: a threshold in
 the override replaces the base threshold with the same metric and kind (value, change,
 fairness default, or fairness for a feature); everything else is kept, and the policy-wide
-keys of the override (``basis``, ``on_inconclusive``, the group minimums) replace the
+keys of the override (``basis``, ``on_inconclusive``, the group minimums, the whole
+``segments:`` section, :mod:`.segment_policy`) replace the
 base's when given.  A threshold cannot be removed by an override, only relaxed or set to ``warn``.
 
 Examples
@@ -116,6 +120,7 @@ from typing import Any, Literal
 from modelgate.input_limits import BIGINT_MAX, control_character, shown
 
 from .policy_yaml import PolicyError, read_yaml
+from .segment_policy import SegmentPolicy, segment_policy
 
 __all__ = [
     "DEFAULT_MIN_GROUP_COUNT",
@@ -240,6 +245,7 @@ class Policy:
     on_inconclusive: Severity | None = None
     min_positives_per_group: int | None = None
     min_negatives_per_group: int | None = None
+    segments: SegmentPolicy | None = None
 
     def fairness_for(self, feature: str) -> tuple[FairnessThreshold, ...]:
         """Thresholds for one sensitive feature: the default, replaced metric by metric."""
@@ -319,7 +325,7 @@ def merge_policies(base: Policy, override: Policy) -> Policy:
         fairness_features=tuple(features.items()),
         **{key: getattr(base, key) if getattr(override, key) is None else getattr(override, key)
            for key in ("basis", "on_inconclusive", "min_positives_per_group",
-                       "min_negatives_per_group")},
+                       "min_negatives_per_group", "segments")},
     )
 
 
@@ -336,7 +342,7 @@ def _policy(document: object) -> Policy:
     if document is None:
         document = {}
     top = _mapping(document, "", {"version", "use_confidence_bound", "basis", "on_inconclusive",
-                                  "metrics", "fairness"})
+                                  "metrics", "fairness", "segments"})
     if "version" in top and (top["version"] != 1 or isinstance(top["version"], bool)):
         raise PolicyError(f"policy key 'version': expected 1; got {shown(top['version'])}")
     values: list[ValueThreshold] = []
@@ -352,8 +358,9 @@ def _policy(document: object) -> Policy:
         if "change" in body:
             changes.append(_change_threshold(metric, body["change"], f"{path}.change"))
     default, features, minimums = _fairness(top.get("fairness", {}))
+    segments = None if top.get("segments") is None else segment_policy(top["segments"])
     return Policy(tuple(values), tuple(changes), default, features, _basis(top, ""),
-                  _on_inconclusive(top, ""), *minimums)
+                  _on_inconclusive(top, ""), *minimums, segments=segments)
 
 
 def _value_threshold(metric: str, spec: object, path: str) -> ValueThreshold:
@@ -482,6 +489,9 @@ def check_policy_for_task(policy: Policy, task: str) -> None:
             raise PolicyError(f"policy metric {metric!r} is not reported for task {task} (it "
                               f"reports {', '.join(TASK_METRICS[task])}"
                               f"{', recall[<class>], precision[<class>]' if multiclass else ''})")
+    if policy.segments is not None and policy.segments.thresholds and task != "binary_classification":
+        raise PolicyError(f"policy key 'segments.metrics': segment thresholds are for binary "
+                          f"classification models; task {task} has none")
     gaps = [t.metric for t in policy.fairness_default] + [
         t.metric for _, block in policy.fairness_features for t in block]
     for gap in gaps:

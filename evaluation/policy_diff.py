@@ -51,6 +51,7 @@ False
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -162,6 +163,9 @@ def diff_policies(policy: Policy, reference: Policy) -> PolicyDiff:
             before, after = getattr(reference, name, None), getattr(policy, name, None)
             if name in _GROUP_MINIMUMS:  # unset is the gate's default
                 before, after = (DEFAULT_MIN_GROUP_COUNT if v is None else v for v in (before, after))
+            if name == "segments":  # the section as its JSON text: comparable and storable
+                before, after = (None if v is None else json.dumps(v.to_document(), sort_keys=True)
+                                 for v in (before, after))
             if before != after:
                 changes.append(PolicyChange("policy", name, before, after,
                                             _effect(name, before, after), True))

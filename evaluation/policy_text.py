@@ -70,13 +70,15 @@ def policy_text(policy: Policy) -> str:
         fairness["features"] = features
     if fairness:
         document["fairness"] = fairness
+    if policy.segments is not None:
+        document["segments"] = policy.segments.to_document()
     # one key at a time: thresholds in flow style ({upper: 0.1, ...}), the top level in block
     return "".join(yaml.safe_dump({key: value}, sort_keys=False, allow_unicode=True,
                                   default_flow_style=None if isinstance(value, dict) else False)
                    for key, value in document.items())
 
 
-_SECTIONS = frozenset({"values", "changes", "fairness_default", "fairness_features"})
+_SECTIONS = frozenset({"values", "changes", "fairness_default", "fairness_features", "segments"})
 # policy-wide keys written under ``fairness:``, where the format puts them
 _FAIRNESS_WIDE = ("min_positives_per_group", "min_negatives_per_group")
 

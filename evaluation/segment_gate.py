@@ -38,7 +38,7 @@ from typing import Literal
 
 import numpy as np
 
-from .gate import GateCheck, Verdict
+from .gate_check import GateCheck, Verdict
 from .multiple_testing import CORRECTIONS, adjusted_p_values
 from .policy import Severity
 from .segment_policy import SegmentPolicy, SegmentThreshold

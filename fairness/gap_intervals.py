@@ -16,49 +16,71 @@ Construction
 Each pairwise difference gets Newcombe's hybrid score interval for a difference of
 independent proportions (his method 10 [1]_: the two groups' Wilson score intervals [2]_
 combined as ``d -+ sqrt((p_i - l_i)**2 + (u_j - p_j)**2)``, which is
-:func:`modelgate.intervals.mover_difference` with correlation 0).  From the pair intervals
-``[lo_ij, hi_ij]`` (both orders of each pair):
+:func:`modelgate.intervals.mover_difference` with correlation 0), at a critical value ``z``
+(:func:`gap_interval`).  With ``alpha = 1 - confidence_level``
+(:func:`gap_interval_of_families`):
 
-* lower end = ``max(0, max lo_ij)``, the farthest any pair's interval lies from 0 (0 when
-  every pair's interval holds 0), with the Wilson intervals at Tukey's critical value
-  ``z = q(level; K, inf) / sqrt(2)`` (``q`` the studentized range distribution, scipy's
-  ``studentized_range``): the point of the largest of the ``K (K - 1) / 2`` standardised
-  differences of ``K`` independent estimates (1.96 for two groups, 2.34 for three, 3.16 for
-  ten; Tukey-Kramer, conservative when the groups differ in size, Hayter 1984 [3]_).  The
-  lower end lies above the true gap only if some pair's interval lies farther from 0 than
-  that pair's true difference, which all pairs jointly avoid with probability ``level``; with
-  no gap the lower end is 0 in about ``level`` of samples, so a breach of any limit above 0
-  is rarer still.
-* upper end = ``max hi_ij`` with the Wilson intervals at the one-pair value ``z = 1.96``
-  (at 95 %): the true gap is the difference of one (unknown but fixed) pair, and the upper
-  end lies below it only if that pair's interval does, with probability at most 2.5 %.
+* **upper end** = the farthest end of any ordered pair's interval at the one-sided point of
+  ``0.4 alpha`` (z = 2.054 at 95 %).  The true gap is the difference of one (unknown, fixed)
+  pair, and the upper end lies below it only if that pair's interval does: at most
+  ``0.4 alpha`` of samples, less when several pairs share the gap.
+* **lower end, step one**: the pair intervals at Tukey's simultaneous critical value
+  ``q(1 - 0.8 alpha; K, inf) / sqrt(2)`` (``q`` the studentized range distribution, scipy's
+  ``studentized_range``; Tukey-Kramer [3]_).  If every one holds 0 the lower end is 0.  With no
+  gap every pair is tied, and some interval leaves 0 in about ``0.8 alpha`` of samples: the
+  gate's `breach` (lower end above a limit > 0) is rarer still.
+* **lower end, step two** (some pair clearly apart): the farthest distance from 0 of a pair
+  interval at the critical value of the pairs that can hold the gap
+  (:func:`selected_critical_value`): the ``1 - 0.8 alpha`` point of the largest standardised
+  difference over the ordered pairs whose estimate lies within 2.5 standard errors of the
+  largest one, the groups' errors normal with Agresti-Coull variances, by 4,096 quasi-random
+  draws of a fixed seed.  This is generalized moment selection (Andrews and Soares 2010 [4]_):
+  a pair far below the gap cannot put the lower end above it, so it needs no share of the
+  error.  One pair near the gap gets the one-sided normal point (1.75 at 95 %), ``K - 1``
+  pairs sharing one outlying group about Dunnett's many-to-one point [5]_, ``K`` tied groups
+  Tukey's.
 
-Both ends hold the gap on the data.  The equalized-odds difference ``max(tpr_gap, fpr_gap)``
-and ``tpr_fpr_gap_sum`` combine the two families: the TPR and FPR counts are independent given
-the label counts, so each family's lower end is computed at the Sidak level
-``sqrt(confidence_level)`` (z = 2.24 for two groups); the equalized-odds ends are the larger
-of the two families' ends, the sum's are their sums.
+The equalized-odds difference ``max(tpr_gap, fpr_gap)`` is the largest difference over the
+pairs of two independent families (TPR counts and FPR counts): step one takes each family at
+the Sidak level ``(1 - 0.8 alpha) ** (1/2)``, step two selects over both families' pairs
+together, the upper end is the farther of the two families' ends.  ``tpr_fpr_gap_sum`` adds
+the two families' ends, each at level ``1 - alpha / 2`` (Bonferroni).  Every end depends on the
+data only through the ``(groups, 4)`` count table, so merged partition counts give the same
+interval as the rows; the draws are fixed, so the same counts give the same interval.
 
 Why this construction
 ---------------------
 Chosen by simulation (``bench/bench_fairness_coverage.py``; ``bench/RESULTS.md``, "Fairness
-gap intervals at the boundary"): with random groups (true gap 0) it breaches the 0.03 limit
-in at most a few per cent of samples for K = 2 to 10 at n = 200 and 2,000, where the
-percentile bootstrap breached in up to 26.5 %.  Small true gaps are covered in at least 93 %
-of samples, but it is conservative: 95-97 % for two groups at gaps several standard errors
-wide, up to 97.5 % at gaps near their noise (a folded interval), and 97-100 % with three or
-more groups, because the lower end must guard every pair to be right at 0 and the upper end
-takes the largest of many pairs' ends.  Bonferroni
-over the pairs is wider than Tukey's value (3.26 against 3.16 for K = 10, 45 pairs); a
-percentile bootstrap of the gap, even with its lower end moved down by the estimated bias,
-cannot reach 0.  Unlike a bootstrap the construction needs no resamples and no seed, and it
-depends on the data only through the ``(groups, 4)`` count table, so merged partition counts
-give the same interval as the rows.
+gap intervals at the boundary").  The gap is a maximum of ``K (K - 1) / 2`` differences and
+cannot be negative, which makes a plain interval conservative in two ways the simulation
+showed (coverage 97-100 % at small gaps for three to ten groups):
+
+* Near a gap of 0 only the lower end can miss: a central interval (``alpha / 2`` per end)
+  covers ``1 - alpha / 2`` there (97.5 %), ``1 - alpha`` only far from 0.  Giving the lower
+  end ``0.8 alpha`` and the upper ``0.4 alpha`` keeps the miss rate between ``0.8 alpha``
+  (near 0) and ``1.2 alpha`` (far, one pair ahead): 94-96 % at 95 %.
+* Tukey's value guards every pair, which a lower end must do at a true 0 (all pairs tied) but
+  not when one group stands apart: then only the pairs near the gap can push the lower end
+  above it.  Step one keeps Tukey's guard where the data cannot tell the groups apart, step
+  two drops it once they can.  Step two alone (its selection run on the noise of tied groups)
+  breached the 0.03 limit in up to 8 % of ten-group samples with no gap; calibrating the upper
+  end on the fitted rates (their pair slacks plugged into the same simulation, a parametric
+  bootstrap under the fitted rates) covered only 72-78 % for two groups, because fitted rates
+  spread ties apart (``bench/gap_candidates.py``).  A percentile bootstrap of the gap cannot
+  reach 0 (issue #38).
+
+The cost is a jump: the lower end goes from 0 straight to a positive value when step one first
+leaves 0.  Coverage stays above 97 % where the groups' counts are too small for the normal
+approximation (a TPR of 0.977 on 6-30 positives per group); Wilson's intervals are then
+conservative.  Bonferroni over the pairs would be wider than Tukey's value (3.26 against 3.16
+for K = 10, 45 pairs).
 
 Exact or estimated
 ------------------
-The intervals are closed-form (no Monte Carlo error); their coverage is approximate (normal
-approximation behind Wilson's interval and Tukey's value), shown by simulation.
+The ends are closed-form given the critical values; step two's value is a quasi-Monte Carlo
+quantile (within about 0.02 of the exact point, about 0.2 points of tail probability), fixed
+for fixed counts.  Their coverage is approximate (normal approximation behind Wilson's interval
+and the critical values), shown by simulation.
 
 Undefined rates
 ---------------
@@ -74,16 +96,24 @@ References
    inference. Journal of the American Statistical Association 22(158), 209-212.
 .. [3] Hayter, A. J. (1984). A proof of the conjecture that the Tukey-Kramer multiple
    comparisons procedure is conservative. Annals of Statistics 12(1), 61-75.
+.. [4] Andrews, D. W. K. and Soares, G. (2010). Inference for parameters defined by moment
+   inequalities using generalized moment selection. Econometrica 78(1), 119-157.
+.. [5] Dunnett, C. W. (1955). A multiple comparison procedure for comparing several
+   treatments with a control. Journal of the American Statistical Association 50(272),
+   1096-1121.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
+from scipy.special import ndtri
 
-__all__ = ["gap_interval", "pairwise_critical_value", "wilson_bounds"]
+__all__ = ["gap_interval", "gap_interval_of_families", "pairwise_critical_value",
+           "selected_critical_value", "wilson_bounds"]
 
 _FloatArray = npt.NDArray[np.float64]
 
@@ -143,8 +173,6 @@ def pairwise_critical_value(groups: int, confidence_level: float) -> float:
     if groups < 2:
         return float("nan")
     if groups == 2:  # the range of two is |a - b|: the normal quantile, exactly
-        from scipy.special import ndtri
-
         return float(ndtri(0.5 + confidence_level / 2.0))
     return float(studentized_range.ppf(confidence_level, groups, np.inf) / np.sqrt(2.0))
 
@@ -204,3 +232,133 @@ def _distances(x: _FloatArray, n: _FloatArray, p: _FloatArray, z: float
     group without trials)."""
     lower, upper = wilson_bounds(x, n, z)
     return np.where(n > 0, p - lower, 0.0), np.where(n > 0, upper - p, 0.0)
+
+
+# Miss rates of the two ends, as shares of 1 - confidence_level (module docstring, "Why").
+LOWER_SHARE, UPPER_SHARE = 0.8, 0.4
+# Pairs whose difference lies more than this many standard errors below the gap are left out
+# of the step-two critical value (generalized moment selection; module docstring).
+SELECTION_SLACK = 2.5
+_DRAWS_LOG2 = 12  # 4,096 quasi-random normal draws per critical value
+
+
+def gap_interval_of_families(successes: Sequence[npt.ArrayLike], trials: Sequence[npt.ArrayLike],
+                             confidence_level: float) -> tuple[float, float]:
+    """Interval of the largest pairwise difference of group proportions within any family.
+
+    One family is one rate's gap (``tpr_gap``); two families are the equalized-odds difference
+    ``max(tpr_gap, fpr_gap)``.  Every group of a family takes part (a group without trials has
+    the rate 0 with the interval ``[0, 0]``).  See the module docstring for the construction.
+
+    Parameters
+    ----------
+    successes, trials : sequence of array_like of int
+        Per family, the per-group counts (``K_f >= 2`` groups each).
+    confidence_level : float
+        In (0, 1); the lower end misses the gap in about ``0.8 (1 - confidence_level)`` of
+        samples, the upper end in at most ``0.4 (1 - confidence_level)``.
+
+    Returns
+    -------
+    tuple of float
+        ``(lower, upper)``.
+
+    Examples
+    --------
+    Three groups of 100 with 50, 52 and 55 successes: no pair stands out, the lower end is 0.
+
+    >>> lo, hi = gap_interval_of_families([[50, 52, 55]], [[100, 100, 100]], 0.95)
+    >>> float(lo), round(float(hi), 4)
+    (0.0, 0.1905)
+    """
+    families = [(np.asarray(x, dtype=np.float64), np.asarray(n, dtype=np.float64))
+                for x, n in zip(successes, trials, strict=True)]
+    alpha = 1.0 - confidence_level
+    z_upper = float(ndtri(1.0 - UPPER_SHARE * alpha))
+    # step one: the lower end is 0 unless Tukey's simultaneous pair intervals (Sidak over the
+    # families) put some pair away from 0
+    level = (1.0 - LOWER_SHARE * alpha) ** (1.0 / len(families))
+    tukey = [gap_interval(x, n, pairwise_critical_value(x.shape[-1], level), z_upper)
+             for x, n in families]
+    upper = max(float(hi) for _, hi in tukey)
+    if all(float(lo) <= 0.0 for lo, _ in tukey):
+        return 0.0, upper
+    # step two: the pairs that could hold the gap, at their own joint critical value
+    z_lower = selected_critical_value([x for x, _ in families], [n for _, n in families],
+                                      LOWER_SHARE * alpha)
+    lower = max(float(gap_interval(x, n, z_lower, z_upper)[0]) for x, n in families)
+    return lower, upper
+
+
+def selected_critical_value(successes: Sequence[npt.ArrayLike], trials: Sequence[npt.ArrayLike],
+                            tail: float, slack: float = SELECTION_SLACK) -> float:
+    """The ``1 - tail`` point of the largest standardised difference over the pairs near the gap.
+
+    Each group's estimate is normal with the Agresti-Coull variance ``q (1 - q) / (n + z**2)``,
+    ``q = (x + z**2 / 2) / (n + z**2)``, ``z = 1.96`` (it cannot vanish at 0 or ``n``
+    successes); ordered pairs ``(i, j)`` of one family are kept when their difference lies at
+    most ``slack`` standard errors below the largest difference of any family.  The point of
+    ``max (e_i - e_j) / se_ij`` over the kept pairs, ``e`` the groups' independent normal
+    errors, comes from 4,096 scrambled Sobol draws of a fixed seed: the same counts give the
+    same value.
+
+    Parameters
+    ----------
+    successes, trials : sequence of array_like of int
+        Per family, the per-group counts.
+    tail : float
+        The upper tail probability, in (0, 1).
+    slack : float
+        The selection threshold in standard errors.
+
+    Returns
+    -------
+    float
+        The critical value (the one-sided normal point when one pair is kept).
+
+    Examples
+    --------
+    One pair far ahead of the rest: its own one-sided normal point, 1.645 at ``tail = 0.05``;
+    three groups with no gap: Tukey's value for three, 2.344.
+
+    >>> round(selected_critical_value([[90, 10, 50]], [[100, 100, 100]], 0.05), 2)
+    1.64
+    >>> round(selected_critical_value([[50, 50, 50]], [[100, 100, 100]], 0.05), 2)
+    2.35
+    """
+    z2 = 1.959963984540054 ** 2
+    rates, errors, family = [], [], []
+    for f, (x, n) in enumerate(zip(successes, trials, strict=True)):
+        x, n = np.asarray(x, dtype=np.float64), np.asarray(n, dtype=np.float64)
+        q = (x + z2 / 2.0) / (n + z2)
+        errors.append(np.where(n > 0, np.sqrt(q * (1.0 - q) / (n + z2)), 0.0))
+        rates.append(np.where(n > 0, x / np.where(n > 0, n, 1.0), 0.0))
+        family.append(np.full(x.size, f))
+    p, se, fam = np.concatenate(rates), np.concatenate(errors), np.concatenate(family)
+    i, j = np.nonzero((fam[:, None] == fam[None, :]) & ~np.eye(p.size, dtype=bool))
+    d, s = p[i] - p[j], np.hypot(se[i], se[j])
+    keep = (s > 0) & (d.max() - d <= slack * s)
+    i, j, s = i[keep], j[keep], s[keep]
+    if i.size <= 1:  # one pair: its standardised difference is standard normal
+        return float(ndtri(1.0 - tail))
+    used, where = np.unique(np.concatenate([i, j]), return_inverse=True)
+    e = _normal_draws(p.size)[:, used] * se[used]  # only the kept pairs' groups
+    a, b = where[:i.size], where[i.size:]
+    largest = np.full(e.shape[0], -np.inf)
+    for start in range(0, a.size, 256):  # bounded memory for many groups
+        part = slice(start, start + 256)
+        largest = np.maximum(largest, ((e[:, a[part]] - e[:, b[part]]) / s[part]).max(axis=1))
+    return float(np.quantile(largest, 1.0 - tail))
+
+
+@lru_cache(maxsize=64)
+def _normal_draws(dimension: int) -> _FloatArray:
+    """Standard normal quasi-random draws, ``(4096, dimension)``, from a scrambled Sobol
+    sequence of a fixed seed (a smoother quantile than as many pseudo-random draws, and the
+    same on every call)."""
+    from scipy.stats import qmc
+
+    points = qmc.Sobol(dimension, scramble=True, seed=20261205).random_base2(_DRAWS_LOG2)
+    draws = ndtri(points)
+    draws.setflags(write=False)
+    return draws

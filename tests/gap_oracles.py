@@ -44,3 +44,47 @@ def gap_by_hand(groups: list[tuple[int, int]], z_lower: float, z_upper: float) -
 def tukey(k: int, level: float) -> float:
     return float(studentized_range.ppf(level, k, np.inf) / math.sqrt(2)) if k > 2 else float(
         norm.ppf(0.5 + level / 2))
+
+
+def agresti_coull_se(x: int, n: int) -> float:
+    """Standard error of x / n with Agresti and Coull's adjusted rate at z = 1.96 (0 when n = 0)."""
+    z2 = 1.959963984540054 ** 2
+    q = (x + z2 / 2) / (n + z2)
+    return math.sqrt(q * (1 - q) / (n + z2)) if n > 0 else 0.0
+
+
+def selected_z_by_monte_carlo(families: list[list[tuple[int, int]]], tail: float, slack: float,
+                              draws: int = 100_000, seed: int = 5) -> float:
+    """The ``1 - tail`` point of the largest standardised difference over the ordered pairs (of
+    one family) lying within ``slack`` standard errors of the largest difference, from plain
+    pseudo-random normal draws of the groups' errors."""
+    groups = [(f, x, n) for f, fam in enumerate(families) for x, n in fam]
+    se = [agresti_coull_se(x, n) for _, x, n in groups]
+    rate = [x / n if n else 0.0 for _, x, n in groups]
+    pairs = [(a, b) for a, b in itertools.permutations(range(len(groups)), 2)
+             if groups[a][0] == groups[b][0]]
+    largest = max(rate[a] - rate[b] for a, b in pairs)
+    kept = [(a, b, math.hypot(se[a], se[b])) for a, b in pairs
+            if math.hypot(se[a], se[b]) > 0
+            and largest - (rate[a] - rate[b]) <= slack * math.hypot(se[a], se[b])]
+    if not kept:
+        return float(norm.ppf(1 - tail))
+    e = np.random.default_rng(seed).standard_normal((draws, len(groups))) * np.array(se)
+    m = np.max([(e[:, a] - e[:, b]) / s for a, b, s in kept], axis=0)
+    return float(np.quantile(m, 1 - tail))
+
+
+def two_step_gap(families: list[list[tuple[int, int]]], level: float, z_selected: float,
+                 lower_share: float = 0.8, upper_share: float = 0.4) -> tuple[float, float]:
+    """The gap's ends written out: upper = farthest pair end at the one-sided normal point of
+    ``upper_share (1 - level)``; lower = 0 when every family's Tukey pair intervals (Sidak level
+    over the families, at ``1 - lower_share (1 - level)``) hold 0, else the farthest distance
+    from 0 of a pair interval at ``z_selected``."""
+    alpha = 1 - level
+    z_up = float(norm.ppf(1 - upper_share * alpha))
+    step = (1 - lower_share * alpha) ** (1 / len(families))
+    tukey_ends = [gap_by_hand(fam, tukey(len(fam), step), z_up) for fam in families]
+    upper = max(hi for _, hi in tukey_ends)
+    if all(lo <= 0 for lo, _ in tukey_ends):
+        return 0.0, upper
+    return max(gap_by_hand(fam, z_selected, z_up)[0] for fam in families), upper

@@ -117,8 +117,9 @@ def test_the_point_basis_judges_the_paired_delta_s_point() -> None:
 
 def test_a_small_group_left_out_of_the_gap_is_not_counted() -> None:
     """Groups a and b: 40 rows each, 20 positives and 20 negatives, predicted perfectly (TPR 1,
-    FPR 0 in each, so the equalized-odds gap is 0, its interval [0, 0.161]: 20 of 20 has the
-    Wilson lower end 20 / (20 + 1.96^2) = 0.839); group c: 2 rows, 1 positive and 1 negative,
+    FPR 0 in each, so the equalized-odds gap is 0, its interval [0, 0.174]: 20 of 20 has the
+    Wilson lower end 20 / (20 + 2.054^2) = 0.826 at the upper end's one-sided 98 % point);
+    group c: 2 rows, 1 positive and 1 negative,
     below ``min_group_size`` 5 and left out of the gaps. With the policy's minimum of 10 per
     group, the gap is judged on a and b's 20 and 20: pass at the limit 0.2."""
     y_ab = np.tile([1, 0], 20)

@@ -1,9 +1,11 @@
 """Fairness gap intervals (fairness/gap_intervals.py) against textbook formulas written out
 here: Wilson's score interval (Wilson 1927; Newcombe 1998 eq. for method 3), Newcombe's hybrid
 score interval for a difference of independent proportions (method 10), Tukey's critical value
-from scipy's studentized range, and the gap's ends as the distance of the farthest pair
-interval from 0 and the farthest pair end.  Plus the boundary behaviour the gate relies on: no
-gap -> lower end 0; the breach count of seeded null draws within a binomial bound."""
+from scipy's studentized range, the selected pairs' critical value against closed forms (one
+pair: the normal point; all tied: Tukey's; many-to-one: Dunnett's integral; two independent
+families: Sidak's) and against the test's own Monte Carlo, and the gap's two-step ends.  Plus
+the boundary behaviour the gate relies on: no gap -> lower end 0; the breach count of seeded
+null draws within a binomial bound."""
 
 from __future__ import annotations
 
@@ -11,15 +13,32 @@ import math
 
 import numpy as np
 import pytest
-from gap_oracles import gap_by_hand, tukey, wilson
+from gap_oracles import (
+    agresti_coull_se,
+    newcombe,
+    selected_z_by_monte_carlo,
+    tukey,
+    two_step_gap,
+    wilson,
+)
 from modelgate.fairness.disaggregate import GroupStats, table_from_counts
-from modelgate.fairness.gap_intervals import gap_interval, pairwise_critical_value, wilson_bounds
+from modelgate.fairness.gap_intervals import (
+    SELECTION_SLACK,
+    gap_interval,
+    gap_interval_of_families,
+    pairwise_critical_value,
+    selected_critical_value,
+    wilson_bounds,
+)
 from modelgate.fairness.metrics import (
     FAIRNESS_METRIC_NAMES,
     fairness_report,
     fairness_report_from_table,
 )
+from scipy import integrate, optimize
 from scipy.stats import binom, binomtest, norm, studentized_range
+
+QMC = 0.03  # the module's 4,096 quasi-random draws (error up to about 0.02) against an exact point
 
 
 def test_wilson_of_24_of_24_and_of_other_counts_against_the_formula_and_scipy() -> None:
@@ -46,6 +65,53 @@ def test_tukey_critical_values_are_scipys_studentized_range() -> None:
     assert math.isnan(pairwise_critical_value(1, 0.95))
 
 
+def test_one_selected_pair_gets_the_normal_point_and_tied_groups_tukeys() -> None:
+    """Group 0 far above the rest, the rest far apart: one pair is near the gap, its point is
+    the one-sided normal one.  Equal groups: every pair is, and the point is Tukey's."""
+    for tail in (0.05, 0.02):
+        assert selected_critical_value([[90, 10, 50]], [[100, 100, 100]], tail) == pytest.approx(
+            float(norm.ppf(1 - tail)), abs=1e-12)
+    for k in (3, 5):
+        got = selected_critical_value([[50] * k], [[100] * k], 0.04)
+        assert got == pytest.approx(float(studentized_range.ppf(0.96, k, np.inf)) / math.sqrt(2),
+                                    abs=QMC), k
+
+
+@pytest.mark.parametrize("k", [3, 10], ids=lambda k: f"K={k}")
+def test_one_group_below_tied_others_gets_dunnetts_many_to_one_point(k: int) -> None:
+    """Groups 1..K-1 at 80/100, group 0 at 20/60: the K - 1 pairs (j, 0) are the gap, pairs
+    among the others lie 0.47 (about 8 standard errors) below it.  Their largest standardised
+    difference is below c with probability int phi(z) Phi((s0 z + c S) / s)^(K-1) dz
+    (Dunnett 1955, unequal variances), s and s0 the Agresti-Coull errors, S = hypot(s, s0)."""
+    s, s0 = agresti_coull_se(80, 100), agresti_coull_se(20, 60)
+    big = math.hypot(s, s0)
+
+    def below(c: float) -> float:
+        return integrate.quad(lambda z: norm.pdf(z) * norm.cdf((s0 * z + c * big) / s) ** (k - 1),
+                              -9, 9, epsabs=1e-9)[0]
+
+    expected = optimize.brentq(lambda c: below(c) - 0.96, 1.0, 4.0, xtol=1e-6)
+    got = selected_critical_value([[20] + [80] * (k - 1)], [[60] + [100] * (k - 1)], 0.04)
+    assert got == pytest.approx(expected, abs=QMC)
+    assert got < tukey(k, 0.96)  # fewer pairs than all of them: a smaller point
+
+
+def test_two_independent_families_with_equal_gaps_get_sidaks_point() -> None:
+    """TPR and FPR families, each one pair 80 points apart: two independent standard normals,
+    the larger below c with probability Phi(c)^2."""
+    got = selected_critical_value([[90, 10], [90, 10]], [[100, 100], [100, 100]], 0.04)
+    assert got == pytest.approx(float(norm.ppf(math.sqrt(0.96))), abs=QMC)
+
+
+def test_selected_point_against_a_monte_carlo_written_here() -> None:
+    families = [[(38, 50), (25, 50), (30, 50), (5, 8)], [(10, 50), (20, 50), (5, 50), (2, 22)]]
+    for fams in (families[:1], families):
+        got = selected_critical_value([[x for x, _ in f] for f in fams],
+                                      [[n for _, n in f] for f in fams], 0.04)
+        assert got == pytest.approx(selected_z_by_monte_carlo(fams, 0.04, SELECTION_SLACK),
+                                    abs=QMC)
+
+
 # counts per group: tn, fp, fn, tp
 TABLE = {"a": [40, 10, 12, 38], "b": [30, 20, 25, 25], "c": [45, 5, 20, 30], "d": [20, 2, 3, 5]}
 _RATE = {"tpr": lambda tn, fp, fn, tp: (tp, tp + fn), "fpr": lambda tn, fp, fn, tp: (fp, fp + tn),
@@ -53,38 +119,63 @@ _RATE = {"tpr": lambda tn, fp, fn, tp: (tp, tp + fn), "fpr": lambda tn, fp, fn, 
          "ppv": lambda tn, fp, fn, tp: (tp, tp + fp)}
 
 
+def _two_step(families: list[list[tuple[int, int]]], level: float) -> tuple[float, float]:
+    z = selected_z_by_monte_carlo(families, 0.8 * (1 - level), SELECTION_SLACK)
+    return two_step_gap(families, level, z)
+
+
+def _close(got: tuple[float, float], expected: tuple[float, float], name: str) -> None:
+    """Upper ends and lower ends of 0 exactly; a step-two lower end within the Monte Carlo
+    error of its critical value (a few hundredths of a standard error)."""
+    assert got[1] == pytest.approx(expected[1], abs=1e-12), name
+    assert got[0] == pytest.approx(expected[0], abs=1e-12 if expected[0] == 0 else 5e-3), name
+
+
 @pytest.mark.parametrize("level", [0.95, 0.8], ids=["95%", "80%"])
-def test_every_gap_interval_against_newcombe_pairs_written_out(level: float) -> None:
+def test_every_gap_interval_against_two_step_newcombe_pairs_written_out(level: float) -> None:
     table = table_from_counts(tuple(TABLE), list(TABLE.values()), min_group_size=1)
     got = fairness_report_from_table(table, sensitive_feature="s", confidence_level=level).by_name()
-    k, z_up = len(TABLE), float(norm.ppf(0.5 + level / 2))
     fam = {r: [f(*c) for c in TABLE.values()] for r, f in _RATE.items()}
-    single = {r: gap_by_hand(fam[r], tukey(k, level), z_up) for r in fam}
-    joint = {r: gap_by_hand(fam[r], tukey(k, math.sqrt(level)), z_up) for r in ("tpr", "fpr")}
+    single = {r: _two_step([fam[r]], level) for r in fam}
+    half = {r: _two_step([fam[r]], (1 + level) / 2) for r in ("tpr", "fpr")}
     expected = {
         "tpr_gap": single["tpr"], "fpr_gap": single["fpr"],
         "demographic_parity_difference": single["sel"], "predictive_parity_difference": single["ppv"],
-        "equalized_odds_difference": (max(joint["tpr"][0], joint["fpr"][0]),
-                                      max(joint["tpr"][1], joint["fpr"][1])),
-        "tpr_fpr_gap_sum": (joint["tpr"][0] + joint["fpr"][0], joint["tpr"][1] + joint["fpr"][1]),
+        "equalized_odds_difference": _two_step([fam["tpr"], fam["fpr"]], level),
+        "tpr_fpr_gap_sum": (half["tpr"][0] + half["fpr"][0], half["tpr"][1] + half["fpr"][1]),
     }
     assert set(expected) == set(FAIRNESS_METRIC_NAMES)
-    for name, (lo, hi) in expected.items():
+    for name, ends in expected.items():
         e = got[name]
-        assert (e.ci_lower, e.ci_upper) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12)), name
+        _close((e.ci_lower, e.ci_upper), ends, name)
         assert e.ci_lower <= e.value <= e.ci_upper, name
     assert got["tpr_gap"].ci_lower > 0  # a: 38/50 against b: 25/50, far apart
 
 
 def test_a_tiny_two_group_case_by_hand() -> None:
-    """TPR 8/10 against 2/10: Wilson at 1.96 is [0.49016, 0.94331] and [0.05669, 0.50984],
-    so the difference 0.6 has Newcombe's interval
-    [0.6 - sqrt(2) 0.30984, 0.6 + sqrt(2) 0.14331] = [0.16182, 0.80267]."""
+    """TPR 8/10 against 2/10.  Step one: Newcombe's interval at z = 2.054 (the two-sided 96 %
+    point, K = 2) is [0.1413, 0.8070], away from 0.  Step two: only the pair (a, b) lies near
+    the gap (b - a is 1.2 below it, 7 standard errors), so z = 1.7507 (one-sided 96 %):
+    Wilson at 1.7507 is [0.5235, 0.9357] and [0.0643, 0.4765], lower end
+    0.6 - sqrt(0.2765^2 + 0.2765^2) = 0.2090 (Newcombe's method 10, written out)."""
     report = fairness_report([1] * 20, [1] * 8 + [0] * 2 + [1] * 2 + [0] * 8,
                              ["a"] * 10 + ["b"] * 10, sensitive_feature="g")
     tpr = report.by_name()["tpr_gap"]
     assert tpr.value == pytest.approx(0.6)
-    assert (round(tpr.ci_lower, 4), round(tpr.ci_upper, 4)) == (0.1618, 0.8027)
+    step_one = newcombe(8, 10, 2, 10, float(norm.ppf(0.98)))
+    assert (round(step_one[0], 4), round(step_one[1], 4)) == (0.1413, 0.8070)
+    lower = newcombe(8, 10, 2, 10, float(norm.ppf(0.96)))[0]
+    assert (tpr.ci_lower, tpr.ci_upper) == (pytest.approx(lower, abs=1e-12),
+                                            pytest.approx(step_one[1], abs=1e-12))
+    assert round(tpr.ci_lower, 4) == 0.2090
+
+
+def test_same_counts_same_interval_and_a_few_milliseconds() -> None:
+    """Deterministic (fixed quasi-random draws): two calls on one table agree exactly."""
+    x = [[30, 41, 25, 44, 38, 20, 47, 33, 29, 40], [9, 12, 4, 15, 8, 11, 6, 13, 7, 10]]
+    n = [[60] * 10, [140] * 10]
+    assert gap_interval_of_families(x, n, 0.95) == gap_interval_of_families(x, n, 0.95)
+    assert gap_interval_of_families(x, n, 0.95)[0] > 0
 
 
 @pytest.mark.parametrize("k", [2, 3, 5, 10], ids=lambda k: f"K={k}")
@@ -129,11 +220,15 @@ def test_gap_interval_refuses_one_group_and_mismatched_shapes() -> None:
 
 def test_zero_convention_counts_an_undefined_rate_as_exactly_0() -> None:
     """undefined_rates="zero": group b has no positives, so its TPR is 0 with the interval
-    [0, 0]; the TPR gap's ends are then those of a's Wilson interval at the critical value."""
+    [0, 0]; the TPR gap's ends are then those of a's Wilson interval: the upper at the upper
+    end's point (one-sided 98 %); step one (two-sided 96 %, K = 2) puts a's interval away from 0,
+    and step two keeps the one pair (a, b), so the lower end is a's Wilson lower end at the
+    one-sided 96 % point."""
     report = fairness_report([1, 1, 1, 1, 0, 0, 0, 0], [1, 1, 1, 0, 0, 1, 0, 0],
                              ["a"] * 4 + ["b"] * 4, sensitive_feature="g", undefined_rates="zero")
     tpr = report.by_name()["tpr_gap"]
-    lo, hi = wilson(3, 4, float(norm.ppf(0.975)))
+    assert wilson(3, 4, float(norm.ppf(0.98)))[0] > 0
+    lo, hi = wilson(3, 4, float(norm.ppf(0.96)))[0], wilson(3, 4, float(norm.ppf(0.98)))[1]
     assert (tpr.value, tpr.ci_lower, tpr.ci_upper) == (0.75, pytest.approx(lo), pytest.approx(hi))
 
 

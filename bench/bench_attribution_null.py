@@ -1,7 +1,7 @@
 """Benchmark: attribution drift's split-null threshold on exact SHAP values (issue #40 point 5).
 
 The drift DAG's sizes: a reference profile of ``N_REF`` = 100 explained rows and live
-intervals of ``M`` = 50 (``modelgate.pipelines.drift_joint``). Exact values, two models:
+intervals of ``M`` = 50 (``modelgate.pipelines.drift.joint``). Exact values, two models:
 
 * linear: a logistic model ``z = x @ w`` on 5 standard normal features with weights
   (3, 1, 0.6, 0.4, 0.25); exact interventional SHAP in log-odds ``w_j (x_j - mean_bg x_j)``;

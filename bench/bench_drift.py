@@ -121,7 +121,7 @@ def worker_generate(ref: Path, cur: Path, rows: int) -> dict:
 
 
 def worker_modelgate_build(ref: Path, cur: Path, rows: int) -> dict:
-    from modelgate.pipelines.drift_columns import build_references_from_parquet
+    from modelgate.pipelines.drift.columns import build_references_from_parquet
 
     max_values = 1_000_000 if rows > 1_000_000 else None
     t = time.perf_counter()
@@ -138,7 +138,7 @@ def worker_modelgate(ref: Path, cur: Path, rows: int) -> dict:
     from modelgate.drift.data_drift import summarise
     from modelgate.drift.reference import CategoricalReference, NumericReference
 
-    from modelgate.pipelines.drift_columns import drift_from_parquet
+    from modelgate.pipelines.drift.columns import drift_from_parquet
 
     t = time.perf_counter()
     refs = {}

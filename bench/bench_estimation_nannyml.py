@@ -31,7 +31,7 @@ the share of chunks whose realised metric lies in each interval and the mean int
 
 Timing, like for like: each tool gets one chunk's rows as a pandas DataFrame and returns the whole
 estimate of every metric with its interval. Ours is called as the drift pipeline's ``_estimate``
-(``modelgate/pipelines/drift_estimation.py``) calls it: ``estimate_binary`` or
+(``modelgate/pipelines/drift/estimation.py``) calls it: ``estimate_binary`` or
 ``estimate_regression`` on the chunk's score column (regression: the nanny error model, given the
 chunk's feature columns), then ``to_record``; NannyML's is ``CBPE.estimate`` / ``DLE.estimate`` on
 the chunk's frame (one chunk). Per chunk the best of ``--repeats`` passes is kept (wall and CPU
@@ -60,7 +60,7 @@ NANNYML = ROOT / ".venv-nannyml" / "bin" / "python"
 METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1")
 REG_METRICS = ("mae", "rmse")
 REG_FEATURES = ("x1", "x2")
-CONFIDENCE = 0.95  # modelgate.pipelines.drift_estimation.CONFIDENCE
+CONFIDENCE = 0.95  # modelgate.pipelines.drift.estimation.CONFIDENCE
 SCENARIOS = ("shift x1", "shift x1 and x2")
 
 

@@ -4,12 +4,12 @@ Per data interval, for every production model with a monitoring config (``modelg
 set``): plan -> prepare (mapped over models) -> sample_and_score (mapped over models) ->
 feature_drift (mapped over every model's features) -> per model: concept_drift + joint_drift
 (multivariate and attribution drift) -> report -> store -> decide: the order of
-``modelgate.pipelines.drift_runner.DRIFT``, which ``modelgate monitor retry`` runs in one
+``modelgate.pipelines.drift.runner.DRIFT``, which ``modelgate monitor retry`` runs in one
 process. Each run reads its own data
 interval, never the clock, so catch-up and back-fills read each interval once and a re-run of an
 interval replaces its rows.
 
-Each task calls the runner's body of its step (``drift_runner.<step>``, or the ``drift``
+Each task calls the runner's body of its step (``runner.<step>``, or the ``feature_steps``
 function it names) and passes its payloads (``modelgate.pipelines.payloads``) through XCom.
 The per-model ``finish`` group is built from ``DRIFT`` with ``steps.wire``, and which steps
 run outside it is derived from ``DRIFT``. Those outer steps (prepare -> sample_and_score ->
@@ -35,7 +35,7 @@ from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
 from modelgate.config import dag_retries
 from modelgate.input_limits import INTEGER_MAX, TEXT_PATTERN
 from modelgate.logsafe import link_for_log
-from modelgate.pipelines.drift_runner import DRIFT
+from modelgate.pipelines.drift.runner import DRIFT
 from modelgate.pipelines.payloads import (
     DriftRefDict,
     FeatureTask,
@@ -100,9 +100,9 @@ def _ctx() -> Any:
 
 
 def _interval(context: Any) -> tuple[dt.datetime, dt.datetime]:
-    """The run's data interval (``drift_interval.run_interval``: the param ``interval_start``,
+    """The run's data interval (``drift.interval.run_interval``: the param ``interval_start``,
     else Airflow's interval, else the last complete one before the run was created)."""
-    from modelgate.pipelines.drift_interval import run_interval
+    from modelgate.pipelines.drift.interval import run_interval
 
     run, params = context["dag_run"], context.get("params") or {}
     return run_interval(SCHEDULE, interval_start=str(params.get("interval_start") or ""),
@@ -114,7 +114,7 @@ def _record_lost_runs(context: Any) -> None:
     """DAG failure callback: runs of this interval still ``running`` lost their task (a last
     try killed without a chance to record it, e.g. SIGKILL, for which Airflow 3.3 runs no
     task callback); record them ``failed`` now rather than ``abandoned`` later."""
-    from modelgate.pipelines import drift_runner
+    from modelgate.pipelines.drift import runner
 
     if "dag_run" not in context:  # Airflow sends a bare context when it lost the run's details
         print(f"drift run {context.get('run_id')} failed; its interval is unknown here, so its "
@@ -125,15 +125,15 @@ def _record_lost_runs(context: Any) -> None:
     except ValueError as exc:  # a bad interval_start failed `plan`: no run row was opened
         print(f"drift run {context.get('run_id')}: no interval ({exc}); no drift run to record")
         return
-    drift_runner.fail_lost_runs(_ctx(), start, end, airflow_run_id=str(context["run_id"]),
+    runner.fail_lost_runs(_ctx(), start, end, airflow_run_id=str(context["run_id"]),
                                 since=context["dag_run"].start_date)
 
 
 def _step(run: DriftRefDict, fn: Any, *args: Any) -> Any:
-    from modelgate.pipelines import drift
+    from modelgate.pipelines.drift import feature_steps
     from modelgate.pipelines.tasks import run_step
 
-    return run_step(drift.DriftRef(**run), drift.fail, fn, *args, beat=drift.beat)
+    return run_step(feature_steps.DriftRef(**run), feature_steps.fail, fn, *args, beat=feature_steps.beat)
 
 
 #: DRIFT's feature fan-out and the steps before it run once for all models, mapped; the steps
@@ -179,23 +179,23 @@ def drift_monitoring() -> None:
     @task
     def plan() -> list[MonitorSpecDict]:
         """The models this run watches, each with the data it reads."""
-        from modelgate.pipelines import drift
+        from modelgate.pipelines.drift import feature_steps
         from modelgate.pipelines.tasks import refusals_are_final
 
         context = get_current_context()
         start, end = _interval(context)  # a bad interval_start fails here, before any run row
         print(f"data interval {start.isoformat()}..{end.isoformat()}")
         with refusals_are_final():  # an override naming nothing: a retry is refused alike
-            return drift.monitor_specs(_ctx(), dict(context["params"]))
+            return feature_steps.monitor_specs(_ctx(), dict(context["params"]))
 
     # A dict return annotation made TaskFlow infer multiple_outputs (each key is also an XCom
     # of its own); stated on the tasks that return a payload, so their XComs stay the same
     # whatever the annotation says.
     @task(map_index_template="{{ spec['model_name'] }}", multiple_outputs=True)
     def prepare(spec: MonitorSpecDict) -> PreparedModel:
-        from modelgate.pipelines import drift_runner
+        from modelgate.pipelines.drift import runner
 
-        return drift_runner.prepare(_ctx(), spec, *_interval(get_current_context()))
+        return runner.prepare(_ctx(), spec, *_interval(get_current_context()))
 
     @task(trigger_rule="all_done")
     def carry_on(done: Any) -> list[Any]:
@@ -204,24 +204,24 @@ def drift_monitoring() -> None:
 
     @task(map_index_template="{{ prepared['spec']['model_name'] }}", multiple_outputs=True)
     def sample_and_score(prepared: PreparedModel) -> ScoredModel:
-        from modelgate.pipelines import drift_runner
+        from modelgate.pipelines.drift import runner
 
-        scored: ScoredModel = _step(prepared["run"], drift_runner.sample_and_score, prepared)
+        scored: ScoredModel = _step(prepared["run"], runner.sample_and_score, prepared)
         return scored
 
     @task
     def features_of(sampled: list[ScoredModel]) -> list[FeatureTask]:
         """One entry per (model, feature) to fan out over."""
-        from modelgate.pipelines import drift_runner
+        from modelgate.pipelines.drift import runner
 
-        return [t for s in sampled for t in drift_runner.feature_tasks(s)]
+        return [t for s in sampled for t in runner.feature_tasks(s)]
 
     @task(map_index_template="{{ run['model_name'] }}: {{ feature }}")
     def feature_drift(run: DriftRefDict, sample: LiveSample, feature: str,
                       thresholds: dict[str, Any]) -> str:
-        from modelgate.pipelines import drift
+        from modelgate.pipelines.drift import feature_steps
 
-        return str(_step(run, drift.feature_drift, sample, feature, thresholds))
+        return str(_step(run, feature_steps.feature_drift, sample, feature, thresholds))
 
     @task_group
     def finish(sampled: ScoredModel) -> None:
@@ -229,31 +229,31 @@ def drift_monitoring() -> None:
 
         @task
         def concept_drift(sampled: ScoredModel) -> str:
-            from modelgate.pipelines import drift_runner
+            from modelgate.pipelines.drift import runner
 
-            return str(_step(sampled["run"], drift_runner.concept_drift, sampled))
+            return str(_step(sampled["run"], runner.concept_drift, sampled))
 
         @task
         def joint_drift(sampled: ScoredModel) -> str:
             """Multivariate drift of the numeric features and drift of the SHAP attribution profile."""
-            from modelgate.pipelines import drift_runner
+            from modelgate.pipelines.drift import runner
 
-            return str(_step(sampled["run"], drift_runner.joint_drift, sampled))
+            return str(_step(sampled["run"], runner.joint_drift, sampled))
 
         @task
         def estimate(sampled: ScoredModel) -> str:
             """Data quality against the reference schema and performance estimated before labels."""
-            from modelgate.pipelines import drift_runner
+            from modelgate.pipelines.drift import runner
 
-            return str(_step(sampled["run"], drift_runner.estimate, sampled))
+            return str(_step(sampled["run"], runner.estimate, sampled))
 
         @task(trigger_rule="all_done")  # runs when another model's feature task failed
         def report(sampled: ScoredModel) -> str:
-            from modelgate.pipelines import drift, drift_runner
+            from modelgate.pipelines.drift import feature_steps, runner
 
             ctx, run = _ctx(), sampled["run"]
-            drift.check_not_failed(ctx, drift.DriftRef(**run))
-            key = _step(run, drift_runner.report, sampled)
+            feature_steps.check_not_failed(ctx, feature_steps.DriftRef(**run))
+            key = _step(run, runner.report, sampled)
             link = ctx.store.link(key, expiry_s=ctx.settings.presign_expiry_s)
             get_current_context()["ti"].xcom_push(key=REPORT_URL_XCOM, value=link)  # for ReportLink
             print(f"drift report: {link_for_log(link)} (signed link: Report button / XCom)")
@@ -261,20 +261,20 @@ def drift_monitoring() -> None:
 
         @task
         def store(sampled: ScoredModel, key: str) -> str:
-            from modelgate.pipelines import drift_runner
+            from modelgate.pipelines.drift import runner
 
-            return str(_step(sampled["run"], drift_runner.store, sampled, key))
+            return str(_step(sampled["run"], runner.store, sampled, key))
 
         @task(retries=0)
         def decide(sampled: ScoredModel) -> str:
             """Fail, without retries, when drift breached the thresholds."""
             from airflow.sdk.exceptions import AirflowFailException
 
-            from modelgate.pipelines import drift
+            from modelgate.pipelines.drift import feature_steps
 
             try:
-                return str(drift.decide(_ctx(), drift.DriftRef(**sampled["run"])))
-            except drift.DriftBreached as exc:
+                return str(feature_steps.decide(_ctx(), feature_steps.DriftRef(**sampled["run"])))
+            except feature_steps.DriftBreached as exc:
                 raise AirflowFailException(str(exc)) from exc
 
         # The order inside the group is DRIFT's; the group waits for the feature fan-out.

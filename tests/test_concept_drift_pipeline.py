@@ -14,9 +14,9 @@ import pytest
 from river.drift import ADWIN
 
 from modelgate.config import Settings
-from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.drift_runner import run_drift
+from modelgate.pipelines.drift import feature_steps
+from modelgate.pipelines.drift.runner import run_drift
 from modelgate.store import models
 from modelgate.store.db import transaction
 
@@ -28,11 +28,11 @@ UTC = dt.UTC
 def _run(ctx: Context, build: Any, live: Path, labels: Path, day: dt.date) -> str:
     """One interval through the drift runner; the verdict (stored either way)."""
     start = dt.datetime.combine(day, dt.time(), UTC)
-    spec = drift.MonitorSpec("gss-high-income", str(live), str(labels), str(build.reference_path),
-                             100_000, {}, drift.DEFAULT_ADWIN_DELTA)
+    spec = feature_steps.MonitorSpec("gss-high-income", str(live), str(labels), str(build.reference_path),
+                             100_000, {}, feature_steps.DEFAULT_ADWIN_DELTA)
     try:
         return run_drift(ctx, spec.as_dict(), start, start + dt.timedelta(days=1))
-    except drift.DriftBreached:
+    except feature_steps.DriftBreached:
         return "drift"
 
 

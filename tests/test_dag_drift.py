@@ -51,7 +51,7 @@ def _features(url: str, day: dt.date) -> dict[str, tuple[Any, ...]]:
 def test_drift_dag_runs_intervals_and_fanout_matches_single_task(
     production: Context, demo_builds: dict[str, Any],
 ) -> None:
-    from modelgate.pipelines import drift
+    from modelgate.pipelines.drift import feature_steps
 
     build = demo_builds["1"]
     days = list(build.live_dates)[:2]
@@ -72,7 +72,7 @@ def test_drift_dag_runs_intervals_and_fanout_matches_single_task(
     # the mapped per-feature tasks give exactly the numbers of one call over all features
     stored = _features(production.db_url, days[0])
     row = drift_runs_ref(production, runs[0][3])
-    single = {f.feature: f for f in drift.all_feature_drift(
+    single = {f.feature: f for f in feature_steps.all_feature_drift(
         production, row, {"key": f"{row.prefix()}/scored-sample.parquet"})}
     assert set(stored) == set(single) and len(stored) == 8  # 7 inputs + the score
     for name, (w, js, verdict, n) in stored.items():
@@ -81,7 +81,7 @@ def test_drift_dag_runs_intervals_and_fanout_matches_single_task(
     # a per-feature threshold override changes that feature's verdict only
     breached = next(name for name, f in single.items() if f.verdict == "drift")
     lenient = {"features": {breached: {"relative": 1e9, "wasserstein_floor": 1e9, "js_floor": 1.0}}}
-    relaxed = {f.feature: f.verdict for f in drift.all_feature_drift(
+    relaxed = {f.feature: f.verdict for f in feature_steps.all_feature_drift(
         production, row, {"key": f"{row.prefix()}/scored-sample.parquet"}, lenient)}
     assert relaxed[breached] == "ok"
     assert {k: v for k, v in relaxed.items() if k != breached} == {
@@ -96,19 +96,19 @@ def test_drift_dag_runs_intervals_and_fanout_matches_single_task(
 @pytest.mark.parametrize("spec", [{"relativ": 2}, {"features": {"age": {"floor": 1}}}],
                          ids=["unknown-key", "unknown-feature-key"])
 def test_bad_drift_thresholds_are_named(spec: dict[str, Any]) -> None:
-    from modelgate.pipelines import drift
+    from modelgate.pipelines.drift import feature_steps
 
     with pytest.raises(ValueError, match="unknown key"):
-        drift.parse_thresholds(spec)
+        feature_steps.parse_thresholds(spec)
 
 
 def drift_runs_ref(ctx: Context, run_id: int) -> Any:
-    from modelgate.pipelines import drift
+    from modelgate.pipelines.drift import feature_steps
     from modelgate.store import drift_runs
 
     run = drift_runs.get_drift_run(ctx.db_url, run_id)
     mv = models.get_by_id(ctx.db_url, run.model_version_id)
-    return drift.DriftRef(run_id, mv.model_version_id, mv.model_name, mv.version,
+    return feature_steps.DriftRef(run_id, mv.model_version_id, mv.model_name, mv.version,
                           run.interval_start.isoformat(), run.interval_end.isoformat())
 
 
@@ -136,7 +136,7 @@ def test_a_drift_task_that_fails_once_and_succeeds_on_retry_leaves_a_finished_ru
     process), so the retry reads the whole file whatever the machine's speed."""
     import shutil
 
-    from modelgate.pipelines import drift
+    from modelgate.pipelines.drift import feature_steps
 
     monkeypatch.setenv("MODELGATE_DAG_RETRIES", "1")
     build = demo_builds["1"]
@@ -146,7 +146,7 @@ def test_a_drift_task_that_fails_once_and_succeeds_on_retry_leaves_a_finished_ru
     (part,) = (live / f"dt={day.isoformat()}").glob("*.parquet")
     whole = part.read_bytes()
     part.write_bytes(whole[: len(whole) // 2])  # a writer is still at it
-    original, failures = drift.sample_and_score, []
+    original, failures = feature_steps.sample_and_score, []
 
     def writer_finishes_once_a_try_failed(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -156,7 +156,7 @@ def test_a_drift_task_that_fails_once_and_succeeds_on_retry_leaves_a_finished_ru
             part.write_bytes(whole)
             raise
 
-    monkeypatch.setattr(drift, "sample_and_score", writer_finishes_once_a_try_failed)
+    monkeypatch.setattr(feature_steps, "sample_and_score", writer_finishes_once_a_try_failed)
     dagrun = _run_interval(build, day, live=str(live))
     assert len(failures) == 1, failures
     tries = {ti.task_id: (ti.try_number, str(ti.state)) for ti in dagrun.get_task_instances()}

@@ -20,8 +20,8 @@ import pytest
 
 from modelgate.config import Settings
 from modelgate.pipelines.context import Context, fetch_dataset
-from modelgate.pipelines.drift_partitions import partition_files
-from modelgate.pipelines.monitor_checks import check_dataset, check_partitioned
+from modelgate.pipelines.drift.monitor_checks import check_dataset, check_partitioned
+from modelgate.pipelines.drift.partitions import partition_files
 from modelgate.pipelines.partitions import list_partitions
 
 DAY = dt.date(2026, 11, 28)
@@ -87,7 +87,7 @@ def test_monitor_set_refuses_a_folder_of_only_hidden_files(ctx: Context, tmp_pat
     folder = tmp_path / "only-temporary"
     (folder / "_temporary").mkdir(parents=True)
     pq.write_table(pa.table({"x": [1.0]}), folder / "_temporary" / "part-0.parquet")
-    from modelgate.pipelines.monitor_checks import MonitorConfigError
+    from modelgate.pipelines.drift.monitor_checks import MonitorConfigError
 
     with pytest.raises(MonitorConfigError, match="holds no .parquet file"):
         check_dataset(ctx, "--reference", str(folder), ["x"])

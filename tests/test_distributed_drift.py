@@ -76,8 +76,8 @@ def _configure(env: dict[str, str], demo_builds: dict[str, Any], data: Path, arc
 
 def _one_process(env: dict[str, str]) -> None:
     """Each interval, each model, in this process: the runner ``monitor retry`` calls."""
-    from modelgate.pipelines import drift
-    from modelgate.pipelines.drift_runner import run_drift
+    from modelgate.pipelines.drift import feature_steps
+    from modelgate.pipelines.drift.runner import run_drift
 
     with pytest.MonkeyPatch.context() as mp:
         for key, value in env.items():
@@ -85,9 +85,9 @@ def _one_process(env: dict[str, str]) -> None:
         ctx = Context.open(Settings.from_env())
         for day in DAYS:
             start = dt.datetime.combine(day, dt.time(), UTC)
-            for spec in drift.monitor_specs(ctx, {}):
+            for spec in feature_steps.monitor_specs(ctx, {}):
                 # a breach is stored as `drift`, as the DAG's red decide task leaves it
-                with contextlib.suppress(drift.DriftBreached):
+                with contextlib.suppress(feature_steps.DriftBreached):
                     run_drift(ctx, spec, start, start + dt.timedelta(days=1))
 
 

@@ -21,9 +21,9 @@ from model_zoo import frame as zoo_frame
 
 from modelgate.config import Settings
 from modelgate.onnx.artifact import package
-from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.drift_runner import run_drift
+from modelgate.pipelines.drift import feature_steps
+from modelgate.pipelines.drift.runner import run_drift
 from modelgate.store import models
 from modelgate.store.db import fetch_all
 
@@ -47,11 +47,11 @@ def _write_day(live: Path, labels: Path, part: pd.DataFrame) -> None:
 
 
 def _run(ctx: Context, reference: Path, live: Path, labels: Path) -> str:
-    spec = drift.MonitorSpec(NAME, str(live), str(labels), str(reference), 100_000, {},
-                             drift.DEFAULT_ADWIN_DELTA)
+    spec = feature_steps.MonitorSpec(NAME, str(live), str(labels), str(reference), 100_000, {},
+                             feature_steps.DEFAULT_ADWIN_DELTA)
     try:
         return run_drift(ctx, spec.as_dict(), START, END)
-    except drift.DriftBreached:
+    except feature_steps.DriftBreached:
         return "drift (raised)"
 
 

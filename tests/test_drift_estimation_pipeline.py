@@ -23,10 +23,10 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 
 from modelgate.config import Settings
-from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.drift_runner import run_drift
-from modelgate.pipelines.monitor import set_monitor
+from modelgate.pipelines.drift import feature_steps
+from modelgate.pipelines.drift.monitor import set_monitor
+from modelgate.pipelines.drift.runner import run_drift
 from modelgate.store import models
 from modelgate.store.db import transaction
 
@@ -48,11 +48,11 @@ def _scores(build: Any, frame: pd.DataFrame) -> np.ndarray:
 
 def _run(ctx: Context, day: dt.date) -> tuple[str, str]:
     """One interval through the drift runner: (verdict, the breach message or "")."""
-    (spec,) = drift.monitor_specs(ctx, {"model_name": MODEL})
+    (spec,) = feature_steps.monitor_specs(ctx, {"model_name": MODEL})
     start = dt.datetime.combine(day, dt.time(), UTC)
     try:
         return run_drift(ctx, spec, start, start + dt.timedelta(days=1)), ""
-    except drift.DriftBreached as exc:
+    except feature_steps.DriftBreached as exc:
         return "drift", str(exc)
 
 

@@ -16,7 +16,7 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
-from modelgate.pipelines.drift_estimation import EstimationResult, realised_metrics, split_thresholds
+from modelgate.pipelines.drift.estimation import EstimationResult, realised_metrics, split_thresholds
 
 
 def test_multiclass_realised_metrics_match_sklearn_macro_averages() -> None:
@@ -93,7 +93,7 @@ def test_regression_estimate_rows_from_pickled_nanny_and_older_binned_references
 
     from modelgate.drift.regression_estimation import fit_error_model, fit_nanny_model
 
-    from modelgate.pipelines.drift_estimation import METHODS, EstimationReference, _estimate_rows
+    from modelgate.pipelines.drift.estimation import METHODS, EstimationReference, _estimate_rows
 
     rng = np.random.default_rng(5)
     feats = pd.DataFrame({"x": rng.normal(size=300), "c": rng.choice(["a", "b"], 300)})
@@ -118,7 +118,7 @@ class _Identity:
 
 
 def test_the_evidence_of_each_estimate_is_counted_on_the_interval() -> None:
-    from modelgate.pipelines.drift_estimation import EstimationReference, _undefined
+    from modelgate.pipelines.drift.estimation import EstimationReference, _undefined
 
     # binary, threshold 0.5: 3 rows at 0.9, 57 at 0.1 -> 3 predicted positives (precision short),
     # 3 * 0.9 + 57 * 0.1 = 8.4 expected positives and 51.6 negatives (recall and AUC have them)

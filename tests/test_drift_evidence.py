@@ -31,9 +31,9 @@ from sklearn.isotonic import IsotonicRegression
 from modelgate.config import Settings
 from modelgate.onnx.artifact import package, verify
 from modelgate.onnx.scoring import open_session
-from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.drift_runner import run_drift
+from modelgate.pipelines.drift import feature_steps
+from modelgate.pipelines.drift.runner import run_drift
 from modelgate.store import models
 from modelgate.store.db import fetch_all
 
@@ -84,11 +84,11 @@ def _monitored(settings: Settings, archive: Path) -> Context:
 
 def _run(ctx: Context, reference: Path, live: Path, labels: Path, day: dt.date,
          thresholds: dict[str, Any] | None = None) -> str:
-    spec = drift.MonitorSpec(NAME, str(live), str(labels), str(reference), 100_000, thresholds or {},
-                             drift.DEFAULT_ADWIN_DELTA)
+    spec = feature_steps.MonitorSpec(NAME, str(live), str(labels), str(reference), 100_000, thresholds or {},
+                             feature_steps.DEFAULT_ADWIN_DELTA)
     try:
         return run_drift(ctx, spec.as_dict(), _start(day), _start(day + dt.timedelta(days=1)))
-    except drift.DriftBreached:
+    except feature_steps.DriftBreached:
         return "drift (raised)"
 
 
@@ -110,7 +110,7 @@ def test_a_nan_surge_is_a_finding_and_thin_intervals_decide_nothing(
     ctx = _monitored(settings, archive)
     ref = pd.read_parquet(reference)
     sent: list[dict[str, float]] = []  # the StatsD gauges of each run, as emitted
-    monkeypatch.setattr(drift, "emit_metrics", lambda ms: sent.append({m.name: m.value for m in ms}))
+    monkeypatch.setattr(feature_steps, "emit_metrics", lambda ms: sent.append({m.name: m.value for m in ms}))
 
     # 1. the NaN surge: completed, degraded, the unscorable rows set aside and counted
     assert _run(ctx, reference, live, labels, SURGE) == "degraded"
@@ -204,7 +204,7 @@ def test_a_sample_with_no_usable_row_fails_the_run(settings: Settings, tmp_path:
 def test_a_one_class_reference_gets_no_estimator(settings_env: Settings, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     from modelgate.cli import main
-    from modelgate.pipelines.monitor import set_monitor
+    from modelgate.pipelines.drift.monitor import set_monitor
 
     archive, reference, live, labels, _ = _world(tmp_path, one_class=True)
     ctx = _monitored(settings_env, archive)
@@ -212,8 +212,8 @@ def test_a_one_class_reference_gets_no_estimator(settings_env: Settings, tmp_pat
     reason = "the reference labels hold one class only (0: 1000, 1: 0); a calibrator needs both"
     assert fetch_all(ctx.db_url, """SELECT method, skipped_reason, n_rows
                                     FROM analytics.estimation_references""") == [(None, reason, 1000)]
-    with contextlib.suppress(drift.DriftBreached):
-        (spec,) = drift.monitor_specs(ctx, {"model_name": NAME})
+    with contextlib.suppress(feature_steps.DriftBreached):
+        (spec,) = feature_steps.monitor_specs(ctx, {"model_name": NAME})
         run_drift(ctx, spec, _start(SURGE), _start(SURGE + dt.timedelta(days=1)))
     assert fetch_all(ctx.db_url, "SELECT count(*) FROM performance_estimate") == [(0,)]
     assert fetch_all(ctx.db_url, "SELECT count(*) FROM quality_check") == [(len(FEATURES),)]  # still checked

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from modelgate.config import Settings
-from modelgate.pipelines import drift, drift_concept, drift_runner
 from modelgate.pipelines.context import Context, register_archive
+from modelgate.pipelines.drift import concept, feature_steps, runner
 from modelgate.store import models, monitors
 from modelgate.store.db import fetch_all
 
@@ -41,7 +41,7 @@ def ctx(settings_env: Settings, demo_builds: dict[str, Any]) -> Context:
     ctx = Context.open(settings_env)
     row, _ = register_archive(ctx, demo_builds["1"].archive_path)
     models.promote(ctx.db_url, row.model_version_id, expected_champion_id=None)
-    drift.ensure_reference(ctx, models.get_by_id(ctx.db_url, row.model_version_id),
+    feature_steps.ensure_reference(ctx, models.get_by_id(ctx.db_url, row.model_version_id),
                            str(demo_builds["1"].reference_path))
     return ctx
 
@@ -57,8 +57,8 @@ def _data(build: Any, root: Path, labelled: list[dt.date]) -> tuple[Path, Path]:
 
 
 def _run(ctx: Context, live: Path, labels: Path, day: dt.date) -> str:
-    spec = drift.MonitorSpec(NAME, str(live), str(labels), "", SAMPLE, LENIENT, 0.002).as_dict()
-    return drift_runner.run_drift(ctx, spec, _start(day), _start(day + dt.timedelta(days=1)))
+    spec = feature_steps.MonitorSpec(NAME, str(live), str(labels), "", SAMPLE, LENIENT, 0.002).as_dict()
+    return runner.run_drift(ctx, spec, _start(day), _start(day + dt.timedelta(days=1)))
 
 
 def _runs(ctx: Context) -> dict[dt.date, tuple[Any, ...]]:
@@ -119,7 +119,7 @@ def test_mistyped_ids_and_string_labels_are_quarantined_and_later_intervals_go_o
     frame.to_parquet(strings, index=False)
     monitors.put(ctx.db_url, monitors.MonitorConfig(NAME, str(live), str(labels),
                                                     str(build.reference_path), SAMPLE, LENIENT))
-    assert drift_runner.retry_interval(ctx, NAME, _start(DAYS[1])) == "ok"
+    assert runner.retry_interval(ctx, NAME, _start(DAYS[1])) == "ok"
     runs = _runs(ctx)
     assert runs[DAYS[1]][:2] == ("ok", "ok") and runs[DAYS[1]][5] == _joined(labels, live, DAYS[1])
     assert _adwin_seen(ctx) == sum(r[5] for r in runs.values())
@@ -159,7 +159,7 @@ def test_a_quarantine_by_a_failed_try_still_degrades_the_run_that_succeeds_later
     frame = pd.read_parquet(bad)
     pd.concat([frame, frame.head(4)], ignore_index=True).to_parquet(bad, index=False)
 
-    real, calls = drift_concept._error_stream, []
+    real, calls = concept._error_stream, []
 
     def fails_once(*args: Any) -> Any:  # the first try dies after quarantining dt=DAYS[0]
         calls.append(1)
@@ -167,7 +167,7 @@ def test_a_quarantine_by_a_failed_try_still_degrades_the_run_that_succeeds_later
             raise ConnectionError("results store went away")
         return real(*args)
 
-    monkeypatch.setattr(drift_concept, "_error_stream", fails_once)
+    monkeypatch.setattr(concept, "_error_stream", fails_once)
     with pytest.raises(ConnectionError):
         _run(ctx, live, labels, DAYS[1])
     assert _runs(ctx)[DAYS[1]][0] == "failed"
@@ -207,7 +207,7 @@ def test_a_labels_partition_of_a_multiclass_model_is_refused_naming_the_problem(
 ) -> None:
     import pyarrow as pa
 
-    from modelgate.pipelines.drift_partitions import BadPartition, labels_frame
+    from modelgate.pipelines.drift.partitions import BadPartition, labels_frame
 
     manifest = {"task": "multiclass_classification", "id_column": "row_id",
                 "label": {"column": "segment"}, "output": {"classes": ["a", "b", "c"]}}
@@ -224,7 +224,7 @@ def test_a_labels_partition_of_a_multiclass_model_is_refused_naming_the_problem(
 def test_good_multiclass_labels_become_class_indices(tmp_path: Path) -> None:
     import pyarrow as pa
 
-    from modelgate.pipelines.drift_partitions import LABEL, labels_frame
+    from modelgate.pipelines.drift.partitions import LABEL, labels_frame
 
     manifest = {"task": "multiclass_classification", "id_column": "row_id",
                 "label": {"column": "segment"}, "output": {"classes": ["a", "b", "c"]}}

@@ -15,8 +15,8 @@ from modelgate.reports.summary_views import EstimateRow
 from modelgate.reports.views import DriftReportView, FeatureDriftRow
 from sklearn.metrics import accuracy_score, roc_auc_score
 
-from modelgate.pipelines.drift_estimation import realised_metrics
-from modelgate.pipelines.drift_realised import with_realised
+from modelgate.pipelines.drift.estimation import realised_metrics
+from modelgate.pipelines.drift.realised import with_realised
 
 START = dt.datetime(2026, 11, 28, tzinfo=dt.UTC)
 DAY = dt.timedelta(days=1)

@@ -18,15 +18,8 @@ from typing import Any
 import pytest
 
 from modelgate.config import Settings
-from modelgate.pipelines import (
-    drift,
-    drift_concept,
-    drift_estimation,
-    drift_joint,
-    drift_report,
-    drift_runner,
-)
 from modelgate.pipelines.context import Context, register_archive
+from modelgate.pipelines.drift import concept, estimation, feature_steps, joint, report, runner
 from modelgate.store import models
 from modelgate.store.db import fetch_all
 
@@ -49,7 +42,7 @@ def ctx(settings_env: Settings, demo_builds: dict[str, Any]) -> Context:
     ctx = Context.open(settings_env)
     row, _ = register_archive(ctx, demo_builds["1"].archive_path)
     models.promote(ctx.db_url, row.model_version_id, expected_champion_id=None)
-    drift.ensure_reference(ctx, models.get_by_id(ctx.db_url, row.model_version_id),
+    feature_steps.ensure_reference(ctx, models.get_by_id(ctx.db_url, row.model_version_id),
                            str(demo_builds["1"].reference_path))
     return ctx
 
@@ -67,8 +60,8 @@ def _data(build: Any, root: Path) -> tuple[Path, Path]:
 
 
 def _run(ctx: Context, live: Path, labels: Path, thresholds: dict[str, Any] = LENIENT) -> str:
-    spec = drift.MonitorSpec(NAME, str(live), str(labels), "", 100_000, thresholds, 0.002).as_dict()
-    return drift_runner.run_drift(ctx, spec, START, START + dt.timedelta(days=1))
+    spec = feature_steps.MonitorSpec(NAME, str(live), str(labels), "", 100_000, thresholds, 0.002).as_dict()
+    return runner.run_drift(ctx, spec, START, START + dt.timedelta(days=1))
 
 
 def _status(ctx: Context) -> list[str]:
@@ -78,14 +71,14 @@ def _status(ctx: Context) -> list[str]:
 # (module, function, whether the real step runs first) of each step after prepare; store and
 # decide fail before doing anything. decide comes after store, which has removed the files.
 STEPS = {
-    "sample_and_score": (drift, "sample_and_score", True),
-    "feature_drift": (drift, "feature_drift", True),
-    "concept_drift": (drift_concept, "concept_drift", True),
-    "joint_drift": (drift_joint, "joint_drift", True),
-    "estimate": (drift_estimation, "estimate_interval", True),
-    "report": (drift_report, "render_report", True),
-    "store": (drift, "store_results", False),
-    "decide": (drift, "decide", False),
+    "sample_and_score": (feature_steps, "sample_and_score", True),
+    "feature_drift": (feature_steps, "feature_drift", True),
+    "concept_drift": (concept, "concept_drift", True),
+    "joint_drift": (joint, "joint_drift", True),
+    "estimate": (estimation, "estimate_interval", True),
+    "report": (report, "render_report", True),
+    "store": (feature_steps, "store_results", False),
+    "decide": (feature_steps, "decide", False),
 }
 
 
@@ -128,7 +121,7 @@ def test_a_breached_run_and_a_clean_run_leave_no_scratch_file(
     ctx: Context, demo_builds: dict[str, Any], tmp_path: Path,
 ) -> None:
     live, labels = _data(demo_builds["1"], tmp_path)
-    with pytest.raises(drift.DriftBreached):
+    with pytest.raises(feature_steps.DriftBreached):
         _run(ctx, live, labels, STRICT)
     assert _scratch(ctx) == []
     assert _run(ctx, live, labels) in ("ok", "degraded")

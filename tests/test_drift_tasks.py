@@ -16,9 +16,9 @@ from river.drift import ADWIN
 from modelgate.config import Settings
 from modelgate.onnx.artifact import package, verify
 from modelgate.onnx.scoring import open_session
-from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.drift_runner import run_drift
+from modelgate.pipelines.drift import feature_steps
+from modelgate.pipelines.drift.runner import run_drift
 from modelgate.store import models
 from modelgate.store.db import transaction
 
@@ -54,9 +54,9 @@ def _world(name: str, tmp_path: Path) -> tuple[Path, Path, Path, Path, dict[dt.d
 
 def _run(ctx: Context, name: str, reference: Path, live: Path, labels: Path, day: dt.date) -> None:
     start = dt.datetime.combine(day, dt.time(), UTC)
-    spec = drift.MonitorSpec(f"zoo-{_task(name)}", str(live), str(labels), str(reference), 100_000,
-                             {}, drift.DEFAULT_ADWIN_DELTA)
-    with contextlib.suppress(drift.DriftBreached):  # the verdict is stored either way
+    spec = feature_steps.MonitorSpec(f"zoo-{_task(name)}", str(live), str(labels), str(reference), 100_000,
+                             {}, feature_steps.DEFAULT_ADWIN_DELTA)
+    with contextlib.suppress(feature_steps.DriftBreached):  # the verdict is stored either way
         run_drift(ctx, spec.as_dict(), start, start + dt.timedelta(days=1))
 
 

@@ -81,7 +81,7 @@ def test_gc_deletes_an_ended_drift_interval_s_pickles_and_keeps_its_scored_sampl
     """A drift interval's pickles go once every run of it ended; its scored sample stays while
     ``scored_interval.scores_key`` points to it (late labels are joined to it), and an
     interval with a run still ``running`` is left alone."""
-    from modelgate.pipelines.drift import DriftRef
+    from modelgate.pipelines.drift.feature_steps import DriftRef
     from modelgate.store import drift_runs, models
 
     row, _ = register_archive(ctx, demo_builds["1"].archive_path)

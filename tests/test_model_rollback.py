@@ -183,7 +183,7 @@ def test_the_sketch_is_made_sure_of_before_the_stages_change(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """As at promotion: the target's drift reference comes first (a monitored model's sketch,
     kept from its first promotion or built now), while production is still unchanged."""
-    from modelgate.pipelines import monitor
+    from modelgate.pipelines.drift import monitor
 
     url, name = registry["url"], registry["name"]
     seen = []
@@ -203,7 +203,7 @@ def test_a_rollback_racing_a_promotion_leaves_one_production_version(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """v4 passes and is promoted against v3 after the rollback to v2 was checked but before its
     transaction (at the sketch step): the rollback, planned from v3, is refused; v4 stays."""
-    from modelgate.pipelines import monitor
+    from modelgate.pipelines.drift import monitor
 
     url, name, rows, ids = registry["url"], registry["name"], registry["rows"], registry["ids"]
 

@@ -18,8 +18,8 @@ import pytest
 
 from modelgate.cli import main
 from modelgate.config import Settings
-from modelgate.pipelines import drift, drift_runner
 from modelgate.pipelines.context import Context, register_archive
+from modelgate.pipelines.drift import feature_steps, runner
 from modelgate.store import db, models, monitors
 from modelgate.store.db import fetch_all
 
@@ -100,7 +100,7 @@ def _copy_days(build: Any, root: Path, days: dict[dt.date, dt.date]) -> tuple[Pa
 
 
 def _spec(live: Path, labels: Path, **extra: Any) -> dict[str, Any]:
-    return drift.MonitorSpec(NAME, str(live), str(labels), "", 400, dict(extra.get("thresholds", {})),
+    return feature_steps.MonitorSpec(NAME, str(live), str(labels), "", 400, dict(extra.get("thresholds", {})),
                              0.002).as_dict()
 
 
@@ -109,17 +109,17 @@ def test_no_data_keeps_the_drift_flag_and_a_clean_interval_clears_it(
 ) -> None:
     build = demo_builds["1"]
     row = _promote(ctx, build.archive_path)
-    drift.ensure_reference(ctx, row, str(build.reference_path))
+    feature_steps.ensure_reference(ctx, row, str(build.reference_path))
     day1, day2 = dt.date(2024, 3, 1), dt.date(2024, 3, 2)
     live, labels = _copy_days(build, tmp_path, {day2: build.live_dates[0]})
     models.set_drifting(ctx.db_url, row.model_version_id, True)
     spec = _spec(live, labels, thresholds=LENIENT)
-    assert drift_runner.run_drift(ctx, spec, _start(day1), _start(day2)) == "no_data"
+    assert runner.run_drift(ctx, spec, _start(day1), _start(day2)) == "no_data"
     assert models.get_by_id(ctx.db_url, row.model_version_id).is_drifting is True
     assert fetch_all(ctx.db_url, "SELECT status, light FROM analytics.drift_runs") == [("no_data", "amber")]
     report = fetch_all(ctx.db_url, "SELECT report_key FROM drift_run")[0][0]
     assert '<span class="verdict">WARN</span>' in ctx.store.get_bytes(report).decode()
-    assert drift_runner.run_drift(ctx, spec, _start(day2), _start(day2 + dt.timedelta(days=1))) == "ok"
+    assert runner.run_drift(ctx, spec, _start(day2), _start(day2 + dt.timedelta(days=1))) == "ok"
     assert models.get_by_id(ctx.db_url, row.model_version_id).is_drifting is False
     _assert_score_shown_as_model_output(ctx, _start(day2))
 
@@ -159,9 +159,9 @@ def test_bad_labels_partition_is_quarantined_later_intervals_go_on_and_retry_rep
     assert main(["monitor", "set", NAME, "--live", str(live), "--labels", str(labels),
                  "--reference", str(build.reference_path), "--sample-rows", "100000",
                  "--thresholds", json.dumps(LENIENT)]) == 0
-    (spec,) = drift.monitor_specs(ctx, {})
+    (spec,) = feature_steps.monitor_specs(ctx, {})
 
-    assert drift_runner.run_drift(ctx, spec, _start(days[0]), _start(days[1])) == "degraded"
+    assert runner.run_drift(ctx, spec, _start(days[0]), _start(days[1])) == "degraded"
     (run_id, status, reason, degraded_report), = fetch_all(
         ctx.db_url, "SELECT drift_run_id, status, degraded_reason, report_key FROM drift_run")
     assert status == "degraded" and "\n" not in reason
@@ -169,7 +169,7 @@ def test_bad_labels_partition_is_quarantined_later_intervals_go_on_and_retry_rep
     assert f"labels partition dt={days[0]}" in reason and "6 rows share their 'row_id' value" in reason
     assert not any(re.search(rf"\b{i}\b", reason) for i in good["row_id"].iloc[10:13])  # no raw ids
     # the next interval is processed; the quarantined labels are not fed (nor retried) by it
-    assert drift_runner.run_drift(ctx, spec, _start(days[1]), _start(days[1] + dt.timedelta(days=1))) == "ok"
+    assert runner.run_drift(ctx, spec, _start(days[1]), _start(days[1] + dt.timedelta(days=1))) == "ok"
     assert fetch_all(ctx.db_url, """SELECT interval_start, labels_consumed_at IS NOT NULL,
                                            quarantined_at IS NOT NULL FROM scored_interval
                                     ORDER BY interval_start""") == [
@@ -200,7 +200,7 @@ def test_prepare_failure_leaves_a_failed_run_with_its_reason(
 ) -> None:
     _promote(ctx, demo_builds["1"].archive_path)  # no `monitor set`: no reference sketch
     with pytest.raises(LookupError, match="no reference sketch"):
-        drift.prepare(ctx, model_name=NAME, interval_start=_start(dt.date(2024, 3, 1)),
+        feature_steps.prepare(ctx, model_name=NAME, interval_start=_start(dt.date(2024, 3, 1)),
                       interval_end=_start(dt.date(2024, 3, 2)))
     (status, reason, finished), = fetch_all(
         ctx.db_url, "SELECT status, failure_reason, finished_at IS NOT NULL FROM drift_run")
@@ -225,7 +225,7 @@ def test_a_drift_run_left_running_by_a_dead_process_is_marked_abandoned(
                     "heartbeat_at = now() - interval '2 hours' WHERE drift_run_id = %s", (dead,))
     drift_runs.beat(ctx.db_url, alive)  # a run that is still working is left alone
     with pytest.raises(LookupError, match="no reference sketch"):  # the next run of the model
-        drift.prepare(ctx, model_name=NAME, interval_start=_start(dt.date(2024, 3, 4)),
+        feature_steps.prepare(ctx, model_name=NAME, interval_start=_start(dt.date(2024, 3, 4)),
                       interval_end=_start(dt.date(2024, 3, 5)))
     rows = dict((r[0], r[1:]) for r in fetch_all(
         ctx.db_url, "SELECT drift_run_id, status, failure_reason FROM drift_run"))
@@ -329,6 +329,6 @@ def test_a_run_s_thresholds_naming_a_feature_the_model_lacks_are_refused(
                  "--reference", str(build.reference_path)]) == 0
     with pytest.raises(ValueError, match=r"param 'thresholds' for 'gss-high-income': name "
                                          r"feature\(s\) \['agee'\] that v1 does not have"):
-        drift.monitor_specs(ctx, {"thresholds": {"features": {"agee": {"relative": 2.0}}}})
-    (spec,) = drift.monitor_specs(ctx, {"thresholds": {"features": {"age": {"relative": 2.0}}}})
+        feature_steps.monitor_specs(ctx, {"thresholds": {"features": {"agee": {"relative": 2.0}}}})
+    (spec,) = feature_steps.monitor_specs(ctx, {"thresholds": {"features": {"age": {"relative": 2.0}}}})
     assert spec["thresholds"] == {"features": {"age": {"relative": 2.0}}}

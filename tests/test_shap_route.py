@@ -54,15 +54,15 @@ def test_attribution_drift_explains_a_tree_model_exactly_in_log_odds(tmp_path: P
 
     from modelgate.onnx.artifact import verify
     from modelgate.onnx.scoring import open_session
-    from modelgate.pipelines import drift_joint
+    from modelgate.pipelines.drift import joint
 
     zoo = build("lightgbm-zipmap")
     loaded = verify(package(*zoo.write(tmp_path / "src"), tmp_path / "out"))
     scorer = open_session(loaded)
     features = list(scorer.feature_names)
     rows, background = zoo.frame.iloc[:6][features], zoo.frame.iloc[100:140][features]
-    route = drift_joint._route(loaded, scorer, rows, background, features)
-    values, first = drift_joint._shap_values(scorer, rows, background, features, route)
+    route = joint._route(loaded, scorer, rows, background, features)
+    values, first = joint._shap_values(scorer, rows, background, features, route)
     assert first.algorithm == "tree_interventional" and first.output == "logit"
     brute = explain(scorer.predict_proba, rows, background, features=features, algorithm="exact",
                     output="logit")

@@ -20,9 +20,9 @@ import psutil
 import pytest
 
 from modelgate.config import Settings
-from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.drift_runner import run_drift
+from modelgate.pipelines.drift import feature_steps
+from modelgate.pipelines.drift.runner import run_drift
 from modelgate.pipelines.evaluation_runner import run_evaluation
 from modelgate.store import models
 from modelgate.store.db import transaction
@@ -56,11 +56,11 @@ def _evaluate(ctx: Context, heldout: Path, i: int) -> str:
 
 def _drift(ctx: Context, build: Any, day: dt.date) -> str:
     start = dt.datetime.combine(day, dt.time(), UTC)
-    spec = drift.MonitorSpec("gss-high-income", str(build.live_dir), str(build.labels_dir),
-                             str(build.reference_path), 500, {}, drift.DEFAULT_ADWIN_DELTA)
+    spec = feature_steps.MonitorSpec("gss-high-income", str(build.live_dir), str(build.labels_dir),
+                             str(build.reference_path), 500, {}, feature_steps.DEFAULT_ADWIN_DELTA)
     try:
         return run_drift(ctx, spec.as_dict(), start, start + dt.timedelta(days=1))
-    except drift.DriftBreached:
+    except feature_steps.DriftBreached:
         return "drift"  # stored like any other verdict
 
 

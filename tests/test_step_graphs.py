@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from modelgate.pipelines.drift_runner import DRIFT
+from modelgate.pipelines.drift.runner import DRIFT
 from modelgate.pipelines.evaluation_runner import EVALUATION
 from modelgate.pipelines.steps import Step, StepGraph, run_in_process
 

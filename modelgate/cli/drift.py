@@ -107,7 +107,7 @@ def _adwin(path: Path, label: str, prediction: str, delta: float) -> list[dict[s
 
 def cmd_drift(args: argparse.Namespace) -> int:
     from modelgate.drift.data_drift import summarise
-    from modelgate.pipelines.drift_columns import build_references_from_parquet, drift_from_parquet
+    from modelgate.pipelines.drift.columns import build_references_from_parquet, drift_from_parquet
 
     if (args.label is None) != (args.prediction is None):
         raise UsageError("--label and --prediction go together (ADWIN needs both)")

@@ -129,9 +129,9 @@ def cmd_model_show(args: argparse.Namespace) -> int:
 
 def _shown(kind: str, text: str) -> str:
     """A run's breach line as people read it: a drift line's feature as
-    :func:`~modelgate.pipelines.drift_names.shown_feature` names it (the model's output score as
+    :func:`~modelgate.pipelines.drift.names.shown_feature` names it (the model's output score as
     "model score", a feature that could be mistaken for it quoted); evaluation lines as stored."""
-    from modelgate.pipelines.drift_names import shown_feature
+    from modelgate.pipelines.drift.names import shown_feature
 
     if kind != "drift":
         return text

@@ -22,7 +22,7 @@ def _lines(text: str) -> str:
 
 
 def cmd_monitor_set(args: argparse.Namespace) -> int:
-    from modelgate.pipelines.monitor import check_monitor_args, set_monitor
+    from modelgate.pipelines.drift.monitor import check_monitor_args, set_monitor
 
     ctx = _context()
     options = {"live": args.live, "labels": args.labels, "reference": args.reference,
@@ -57,7 +57,7 @@ def _last_run(last: Any) -> str:
         return "-"
     if last.worst_feature is None or last.worst_ratio is None:
         return shown(last.status)
-    from modelgate.pipelines.drift_names import shown_feature
+    from modelgate.pipelines.drift.names import shown_feature
 
     return f"{shown(last.status)}: {shown(shown_feature(last.worst_feature))[:18]} {last.worst_ratio:.1f}x"
 
@@ -94,8 +94,8 @@ def cmd_monitor_unset(args: argparse.Namespace) -> int:
 
 
 def cmd_monitor_retry(args: argparse.Namespace) -> int:
-    from modelgate.pipelines.drift import DriftBreached
-    from modelgate.pipelines.drift_runner import retry_interval
+    from modelgate.pipelines.drift.feature_steps import DriftBreached
+    from modelgate.pipelines.drift.runner import retry_interval
 
     reclaim_logging()  # the run imports Airflow: its log stays on stderr
     ctx = _context()
@@ -111,8 +111,8 @@ def cmd_monitor_retry(args: argparse.Namespace) -> int:
 def cmd_monitor_run(args: argparse.Namespace) -> int:
     import os
 
-    from modelgate.pipelines.drift import DriftBreached
-    from modelgate.pipelines.drift_runner import retry_interval
+    from modelgate.pipelines.drift.feature_steps import DriftBreached
+    from modelgate.pipelines.drift.runner import retry_interval
 
     schedule = os.environ.get("MODELGATE_DRIFT_SCHEDULE", "@daily")  # the drift DAG's
     reclaim_logging()  # the run imports Airflow: its log stays on stderr

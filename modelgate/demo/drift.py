@@ -39,8 +39,8 @@ def replay(ctx: Any, build: Any, dates: Sequence[dt.date], *, labels_dir: Path, 
     each recorded run found."""
     from modelgate.airflow_runner import run_dag
     from modelgate.demo.data import MODEL_NAME
-    from modelgate.pipelines.drift_names import shown_feature
-    from modelgate.pipelines.monitor import set_monitor
+    from modelgate.pipelines.drift.monitor import set_monitor
+    from modelgate.pipelines.drift.names import shown_feature
     from modelgate.store import models
     from modelgate.store.summaries import drift_interval
 

@@ -969,7 +969,7 @@ def promote(ctx: Context, ref: RunRef) -> str:
     # checked when the run started too; this guards a promote task run on its own
     policy_provenance.check_promotion(runs.get_policy(ctx.db_url, run.evaluation_run_id),
                                       promote=True)
-    from modelgate.pipelines.monitor import reference_on_promotion
+    from modelgate.pipelines.drift.monitor import reference_on_promotion
 
     # the sketch first: a version that cannot be monitored is not promoted
     sketched = reference_on_promotion(ctx, row) is not None

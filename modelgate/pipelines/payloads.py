@@ -8,7 +8,7 @@ Evaluation (``model_evaluation``, :mod:`~modelgate.pipelines.evaluation_runner`)
 
     verify -> RunRefDict (every later task)       partitions -> list[Partition] -> score
 
-Drift (``drift_monitoring``, :mod:`~modelgate.pipelines.drift_runner`)::
+Drift (``drift_monitoring``, :mod:`~modelgate.pipelines.drift.runner`)::
 
     plan -> list[MonitorSpecDict] -> prepare -> PreparedModel -> sample_and_score
     -> ScoredModel -> feature_drift (one FeatureTask each) and the per-model steps after it
@@ -74,8 +74,8 @@ class Partition(TypedDict):
 
 class MonitorSpecDict(TypedDict):
     """What one model's drift run reads: its monitoring config overridden by the run's params
-    (:meth:`MonitorSpec.as_dict <modelgate.pipelines.drift.MonitorSpec.as_dict>`, one per
-    model from :func:`~modelgate.pipelines.drift.monitor_specs`).
+    (:meth:`MonitorSpec.as_dict <modelgate.pipelines.drift.feature_steps.MonitorSpec.as_dict>`, one per
+    model from :func:`~modelgate.pipelines.drift.feature_steps.monitor_specs`).
 
     Parameters
     ----------
@@ -93,8 +93,8 @@ class MonitorSpecDict(TypedDict):
         How many live rows of the interval are sampled and scored.
     thresholds : dict
         The drift thresholds as given (JSON object), checked by
-        :func:`~modelgate.pipelines.drift.parse_thresholds` and
-        :func:`~modelgate.pipelines.drift_joint.split_thresholds`.
+        :func:`~modelgate.pipelines.drift.feature_steps.parse_thresholds` and
+        :func:`~modelgate.pipelines.drift.joint.split_thresholds`.
     adwin_delta : float
         ADWIN's confidence parameter for a detector created by this run.
     """
@@ -110,7 +110,7 @@ class MonitorSpecDict(TypedDict):
 
 class DriftRefDict(TypedDict):
     """A drift run, as its tasks are given it
-    (:meth:`DriftRef.as_dict <modelgate.pipelines.drift.DriftRef.as_dict>`; ``DriftRef(**it)``
+    (:meth:`DriftRef.as_dict <modelgate.pipelines.drift.feature_steps.DriftRef.as_dict>`; ``DriftRef(**it)``
     turns it back).
 
     Parameters
@@ -134,7 +134,7 @@ class DriftRefDict(TypedDict):
 
 
 class PreparedRun(TypedDict):
-    """What :func:`~modelgate.pipelines.drift.prepare` returns once the run row is open.
+    """What :func:`~modelgate.pipelines.drift.feature_steps.prepare` returns once the run row is open.
 
     Parameters
     ----------
@@ -142,7 +142,7 @@ class PreparedRun(TypedDict):
         The run.
     features : list of str
         The features the ``feature_drift`` step fans out over: the manifest's, then the
-        score distribution (:data:`~modelgate.pipelines.drift.SCORE_FEATURE`).
+        score distribution (:data:`~modelgate.pipelines.drift.feature_steps.SCORE_FEATURE`).
     """
 
     run: DriftRefDict
@@ -165,7 +165,7 @@ class PreparedModel(PreparedRun):
 
 class LiveSample(TypedDict):
     """The interval's scored live sample
-    (:func:`~modelgate.pipelines.drift.sample_and_score`).
+    (:func:`~modelgate.pipelines.drift.feature_steps.sample_and_score`).
 
     Parameters
     ----------

@@ -37,8 +37,8 @@ def refusal_types() -> tuple[type[BaseException], ...]:
     from modelgate.config import ConfigError
     from modelgate.evaluation.policy import PolicyError
     from modelgate.json_input import JsonInputError
+    from modelgate.pipelines.drift.monitor_checks import MonitorConfigError
     from modelgate.pipelines.evaluate_tasks import EvaluationTooLarge
-    from modelgate.pipelines.monitor_checks import MonitorConfigError
     from modelgate.pipelines.policy_provenance import LooserPolicyRefused
     from modelgate.store.models import RegistryError
 

@@ -93,7 +93,7 @@ def roll_back(ctx: Context, model_name: str, to_version: str, *, by: str,
         promotion or another rollback at the same moment): nothing changed then.
     """
     from modelgate.pipelines import index_page
-    from modelgate.pipelines.monitor import reference_on_promotion
+    from modelgate.pipelines.drift.monitor import reference_on_promotion
 
     target, current, run_id = check_rollback(ctx, model_name, to_version, by=by, reason=reason)
     # the sketch first, as at promotion: a version that cannot be monitored is not put back

@@ -11,7 +11,7 @@ from modelgate.drift.data_drift import categorical_drift, numeric_drift, summari
 from modelgate.drift.reference import build_categorical_reference, build_numeric_reference
 from scipy.stats import wasserstein_distance
 
-from modelgate.pipelines.drift_columns import build_references_from_parquet, drift_from_parquet
+from modelgate.pipelines.drift.columns import build_references_from_parquet, drift_from_parquet
 
 FEATURES = {"a": "numeric", "b": "numeric", "i": "numeric", "c": "categorical", "d": "categorical"}
 
@@ -134,7 +134,7 @@ def test_bad_kind_and_mismatched_reference(files: tuple) -> None:
 
 # --- column decoding from Arrow buffers, against pyarrow.compute ------------------------------
 
-from modelgate.pipelines.drift_columns import _counts, _sorted_finite  # noqa: E402
+from modelgate.pipelines.drift.columns import _counts, _sorted_finite  # noqa: E402
 
 _NUMERIC_COLUMNS = {
     "float64": pa.chunked_array([[1.5, None, np.nan, -np.inf, 0.25], [3.0]]),

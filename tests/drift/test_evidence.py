@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 from modelgate.drift.evidence import estimate_evidence, estimator_refusal
 
-from modelgate.pipelines.drift_usable import unusable_rows
-from modelgate.pipelines.drift_verdict import interval_verdict
+from modelgate.pipelines.drift.usable import unusable_rows
+from modelgate.pipelines.drift.verdict import interval_verdict
 
 
 @pytest.mark.parametrize(("n", "positives", "reason"), [

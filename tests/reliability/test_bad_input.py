@@ -27,8 +27,9 @@ from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
 from modelgate.onnx.artifact import ArtifactError, package
 from modelgate.onnx.scoring import ScoringError
-from modelgate.pipelines import drift, evaluate
+from modelgate.pipelines import evaluate
 from modelgate.pipelines.context import Context, register_archive
+from modelgate.pipelines.drift import feature_steps
 from modelgate.store import models
 from modelgate.store.db import fetch_all
 from modelgate.store.runs import EVALUATION_RESULT_TABLES
@@ -416,11 +417,11 @@ def test_bad_live_partition_is_quarantined_naming_the_partition_and_the_column(
     live = tmp_path / "live"
     day = _live_with(build, live, mutate)
     start = dt.datetime.combine(day, dt.time(), dt.UTC)
-    prepared = drift.prepare(ctx, model_name=MODEL, interval_start=start,
+    prepared = feature_steps.prepare(ctx, model_name=MODEL, interval_start=start,
                              interval_end=start + dt.timedelta(days=1),
                              reference_uri=str(build.reference_path))
-    ref = drift.DriftRef(**prepared["run"])
-    sample = drift.sample_and_score(ctx, ref, str(live), 2000)
+    ref = feature_steps.DriftRef(**prepared["run"])
+    sample = feature_steps.sample_and_score(ctx, ref, str(live), 2000)
     assert sample["rows"] == 0
     quarantined = fetch_all(ctx.db_url, "SELECT source, partition_name, reason, drift_run_id "
                                         "FROM quarantined_partition")

@@ -1,7 +1,7 @@
 """A refused input fails once, before any scoring, and leaves one refusal (issue #37).
 
 The DAG tasks' own path without a scheduler: ``evaluate.prepare`` (the ``verify`` task's
-step) and ``drift.monitor_specs`` (``plan``'s) inside ``tasks.refusals_are_final`` with an
+step) and ``feature_steps.monitor_specs`` (``plan``'s) inside ``tasks.refusals_are_final`` with an
 Airflow task context whose try Airflow would retry, against the real PostgreSQL and S3
 server. The model is ``tiny_graphs``' one-feature logistic graph; nothing is scored.
 """
@@ -16,9 +16,10 @@ import pytest
 from tiny_graphs import archive, binary_graph
 
 from modelgate.config import ConfigError, Settings
-from modelgate.pipelines import drift, evaluate
+from modelgate.pipelines import evaluate
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.monitor_checks import MonitorConfigError
+from modelgate.pipelines.drift import feature_steps
+from modelgate.pipelines.drift.monitor_checks import MonitorConfigError
 from modelgate.pipelines.refusals import InputRefused
 from modelgate.pipelines.tasks import refusals_are_final
 from modelgate.store.db import fetch_all
@@ -135,7 +136,7 @@ def test_a_drift_override_that_names_nothing_is_refused_by_plan(
 
     params = {"model_name": "tiny", "live": "", "labels": "", param: "/nowhere/partitions"}
     with pytest.raises(AirflowFailException) as caught, refusals_are_final():
-        drift.monitor_specs(ctx, params)
+        feature_steps.monitor_specs(ctx, params)
     assert isinstance(caught.value.__cause__, MonitorConfigError)
     assert (f"drift_monitoring param {param!r} '/nowhere/partitions' does not exist on this "
             "machine") in str(caught.value)
@@ -148,7 +149,7 @@ def test_a_drift_thresholds_param_past_the_limits_is_refused_by_plan(ctx: Contex
     with pytest.raises(AirflowFailException, match="JsonInputError: drift_monitoring param "
                                                    "'thresholds': the value of key 'relative' must "
                                                    "be an integer within"), refusals_are_final():
-        drift.monitor_specs(ctx, {"model_name": "tiny", "thresholds": {"relative": 10**400}})
+        feature_steps.monitor_specs(ctx, {"model_name": "tiny", "thresholds": {"relative": 10**400}})
 
 
 def test_a_policy_param_naming_no_file_fails_the_run_once(ctx: Context, in_airflow_task: None,

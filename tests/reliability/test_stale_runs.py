@@ -17,8 +17,9 @@ import pandas as pd
 import pytest
 
 from modelgate.config import Settings
-from modelgate.pipelines import drift, evaluate
+from modelgate.pipelines import evaluate
 from modelgate.pipelines.context import Context, register_archive
+from modelgate.pipelines.drift import feature_steps
 from modelgate.store import drift_runs, models
 from modelgate.store.db import fetch_all, transaction
 
@@ -76,6 +77,6 @@ def test_drift_runs_at_the_stale_boundary(ctx: Context, demo_builds: dict[str, A
                        for a, b in ((day[0], day[1]), (day[1], day[2])))
     _backdate(ctx, "drift_run", {inside: INSIDE, outside: OUTSIDE})
     with pytest.raises(LookupError, match="no reference sketch"):  # the model's next run
-        drift.prepare(ctx, model_name=MODEL, interval_start=day[2], interval_end=day[3])
+        feature_steps.prepare(ctx, model_name=MODEL, interval_start=day[2], interval_end=day[3])
     statuses = _statuses(ctx, "drift_run")
     assert (statuses[inside], statuses[outside]) == ("running", "abandoned")

@@ -22,9 +22,9 @@ import pytest
 
 from modelgate.cli.monitor import _print_verdict
 from modelgate.config import Settings
-from modelgate.pipelines import drift
 from modelgate.pipelines.context import Context
-from modelgate.pipelines.drift_attempts import unjudged_status
+from modelgate.pipelines.drift import feature_steps
+from modelgate.pipelines.drift.attempts import unjudged_status
 from modelgate.pipelines.tasks import refusals_are_final
 from modelgate.store import drift_attempts, drift_runs, models
 from modelgate.store.db import fetch_all, transaction
@@ -55,7 +55,7 @@ def _attempt(url: str, version_id: int, *, verdict: str, rows: int, ctx: Context
     attempt = drift_runs.get_drift_run(url, run_id).attempt
     scores = None
     if ctx is not None and rows:
-        key = drift.DriftRef(run_id, version_id, "m", "1", START.isoformat(),
+        key = feature_steps.DriftRef(run_id, version_id, "m", "1", START.isoformat(),
                              END.isoformat()).scored_sample_key(attempt)
         ctx.store.put_bytes(key, f"attempt {attempt}: {rows} rows".encode(), content_type="text/plain")
         drift_runs.upsert_scored_interval(url, model_version_id=version_id, interval_start=START,
@@ -246,7 +246,7 @@ def test_a_trigger_whose_live_override_names_nothing_leaves_the_stored_verdict(
     params = {"model_name": "m", "live": str(tmp_path / "nowhere"), "labels": ""}
     with pytest.raises(AirflowFailException, match="drift_monitoring param 'live' .* does not exist"), \
             refusals_are_final():
-        drift.monitor_specs(ctx, params)
+        feature_steps.monitor_specs(ctx, params)
     assert _attempts(url) == [DRIFT_ON_DATA]
     assert _current(url) == ("drift", "drift", 3907, 1, 1, 1, True, ["drift"])
 

@@ -1,6 +1,6 @@
 """Multivariate and attribution drift steps of the drift pipeline.
 
-Kept apart from :mod:`modelgate.pipelines.drift` so the per-feature pipeline stays as it is:
+Kept apart from :mod:`modelgate.pipelines.drift.feature_steps` so the per-feature pipeline stays as it is:
 ``prepare`` calls :func:`ensure_references` once per model version, the ``joint_drift`` task
 calls :func:`joint_drift` per interval, and the report, store and decide steps read its result
 with :func:`load_result`.
@@ -25,8 +25,8 @@ import pyarrow.parquet as pq
 
 from modelgate.onnx.scoring import open_session, settings_from_os_environ
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
-from modelgate.pipelines.drift_sample import interval_seed, sample_path
-from modelgate.pipelines.drift_usable import scored_rows
+from modelgate.pipelines.drift.sample import interval_seed, sample_path
+from modelgate.pipelines.drift.usable import scored_rows
 from modelgate.pipelines.payloads import LiveSample
 from modelgate.store import drift_joint, models
 

@@ -19,10 +19,10 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from modelgate.pipelines.context import Context
-from modelgate.pipelines.drift import DriftRef, _put, load_references, quarantine
-from modelgate.pipelines.drift_estimation import realised_metrics, task_of
-from modelgate.pipelines.drift_names import SCORE_FEATURE
-from modelgate.pipelines.drift_partitions import (
+from modelgate.pipelines.drift.estimation import realised_metrics, task_of
+from modelgate.pipelines.drift.feature_steps import DriftRef, _put, load_references, quarantine
+from modelgate.pipelines.drift.names import SCORE_FEATURE
+from modelgate.pipelines.drift.partitions import (
     LABEL,
     BadPartition,
     labels_frame,
@@ -30,7 +30,7 @@ from modelgate.pipelines.drift_partitions import (
     partition_files,
     partition_name,
 )
-from modelgate.pipelines.drift_usable import scored_rows
+from modelgate.pipelines.drift.usable import scored_rows
 from modelgate.store import drift_runs, models
 
 log = logging.getLogger("modelgate.drift")
@@ -63,7 +63,7 @@ def _labelled_errors(ctx: Context, ref: DriftRef, labels_uri: str, scores_key: s
     Raises
     ------
     BadPartition
-        The interval's labels partition cannot be used (see :mod:`.drift_partitions`).
+        The interval's labels partition cannot be used (see :mod:`.partitions`).
     """
     work = ctx.scratch("labels", ref.model_name, ref.version, start.isoformat())
     days = partition_dates(start, start + dt.timedelta(days=1))  # one, or none off midnight

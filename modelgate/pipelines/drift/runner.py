@@ -11,10 +11,10 @@ after the other for ``modelgate monitor retry`` and the tests::
 Each step has one body, which the DAG's task and :func:`run_drift` both call. The bodies
 below take what the step before passed on (:mod:`~modelgate.pipelines.payloads`: a
 ``PreparedModel``, then a ``ScoredModel``) and give the functions of
-:mod:`modelgate.pipelines.drift` and :mod:`modelgate.pipelines.drift_joint` the parts they
+:mod:`modelgate.pipelines.drift.feature_steps` and :mod:`modelgate.pipelines.drift.joint` the parts they
 need. ``feature_drift`` and ``decide`` need no body here: they are
-:func:`modelgate.pipelines.drift.feature_drift`, called with the values of each
-``FeatureTask`` of :func:`feature_tasks`, and :func:`modelgate.pipelines.drift.decide`.
+:func:`modelgate.pipelines.drift.feature_steps.feature_drift`, called with the values of each
+``FeatureTask`` of :func:`feature_tasks`, and :func:`modelgate.pipelines.drift.feature_steps.decide`.
 Those modules are imported when a step is called: DAG files import this one at parse time.
 """
 
@@ -29,7 +29,7 @@ from modelgate.pipelines.steps import Step, StepGraph, run_in_process
 
 if TYPE_CHECKING:
     from modelgate.pipelines.context import Context
-    from modelgate.pipelines.drift import DriftRef
+    from modelgate.pipelines.drift.feature_steps import DriftRef
     from modelgate.pipelines.payloads import FeatureTask, MonitorSpecDict, PreparedModel, ScoredModel
 
 log = logging.getLogger("modelgate.drift")
@@ -39,66 +39,66 @@ log = logging.getLogger("modelgate.drift")
 
 def prepare(ctx: Context, spec: MonitorSpecDict, start: dt.datetime, end: dt.datetime) -> PreparedModel:
     """Open the model's run over ``[start, end)``: the run, the features to fan out over and
-    the spec (:func:`modelgate.pipelines.drift.prepare`)."""
-    from modelgate.pipelines import drift
+    the spec (:func:`modelgate.pipelines.drift.feature_steps.prepare`)."""
+    from modelgate.pipelines.drift import feature_steps
 
-    prepared = drift.prepare(ctx, model_name=spec["model_name"], interval_start=start,
+    prepared = feature_steps.prepare(ctx, model_name=spec["model_name"], interval_start=start,
                              interval_end=end, reference_uri=spec["reference"])
     return {"run": prepared["run"], "features": prepared["features"], "spec": spec}
 
 
 def sample_and_score(ctx: Context, ref: DriftRef, prepared: PreparedModel) -> ScoredModel:
     """The prepared run with its scored live sample of ``spec['sample_size']`` rows."""
-    from modelgate.pipelines import drift
+    from modelgate.pipelines.drift import feature_steps
 
     spec = prepared["spec"]
-    sample = drift.sample_and_score(ctx, ref, spec["live"], int(spec["sample_size"]))
+    sample = feature_steps.sample_and_score(ctx, ref, spec["live"], int(spec["sample_size"]))
     return {"run": prepared["run"], "features": prepared["features"], "spec": spec,
             "sample": sample}
 
 
 def feature_tasks(scored: ScoredModel) -> list[FeatureTask]:
     """The feature fan-out of one model: one ``feature_drift`` call per feature, each given
-    :func:`modelgate.pipelines.drift.feature_drift`'s arguments after ``ctx, ref``."""
+    :func:`modelgate.pipelines.drift.feature_steps.feature_drift`'s arguments after ``ctx, ref``."""
     return [{"run": scored["run"], "sample": scored["sample"], "feature": feature,
              "thresholds": scored["spec"]["thresholds"]} for feature in scored["features"]]
 
 
 def concept_drift(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
     """Feed the labels that have arrived to ADWIN; the key of the stored result."""
-    from modelgate.pipelines import drift_concept
+    from modelgate.pipelines.drift import concept
 
     spec = scored["spec"]
-    return drift_concept.concept_drift(ctx, ref, spec["labels"], float(spec["adwin_delta"]))
+    return concept.concept_drift(ctx, ref, spec["labels"], float(spec["adwin_delta"]))
 
 
 def joint_drift(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
     """Multivariate and attribution drift of the sample; the key of the stored result."""
-    from modelgate.pipelines import drift_joint
+    from modelgate.pipelines.drift import joint
 
-    return drift_joint.joint_drift(ctx, ref, scored["sample"], scored["spec"]["thresholds"])
+    return joint.joint_drift(ctx, ref, scored["sample"], scored["spec"]["thresholds"])
 
 
 def estimate(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
     """Data quality and estimated performance of the sample; the key of the stored result
-    (:mod:`modelgate.pipelines.drift_estimation`)."""
-    from modelgate.pipelines import drift_estimation
+    (:mod:`modelgate.pipelines.drift.estimation`)."""
+    from modelgate.pipelines.drift import estimation
 
-    return drift_estimation.estimate_interval(ctx, ref, scored["sample"], scored["spec"]["thresholds"])
+    return estimation.estimate_interval(ctx, ref, scored["sample"], scored["spec"]["thresholds"])
 
 
 def report(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
-    """Render the run's HTML report; its object key (:mod:`~modelgate.pipelines.drift_report`)."""
-    from modelgate.pipelines import drift_report
+    """Render the run's HTML report; its object key (:mod:`~modelgate.pipelines.drift.report`)."""
+    from modelgate.pipelines.drift.report import render_report
 
-    return drift_report.render_report(ctx, ref, scored["sample"], scored["features"])
+    return render_report(ctx, ref, scored["sample"], scored["features"])
 
 
 def store(ctx: Context, ref: DriftRef, scored: ScoredModel, report_key: str) -> str:
     """Store the run's rows and verdict with the report's key; the verdict."""
-    from modelgate.pipelines import drift
+    from modelgate.pipelines.drift import feature_steps
 
-    return drift.store_results(ctx, ref, scored["sample"], scored["features"], report_key)
+    return feature_steps.store_results(ctx, ref, scored["sample"], scored["features"], report_key)
 
 
 # --- in-process: each step given the earlier steps' outputs -------------------------------
@@ -113,9 +113,9 @@ def _sample_and_score(ctx: Context, ref: DriftRef, done: dict[str, Any]) -> Scor
 
 
 def _feature_drift(ctx: Context, ref: DriftRef, done: dict[str, Any]) -> list[str]:
-    from modelgate.pipelines import drift
+    from modelgate.pipelines.drift import feature_steps
 
-    return [drift.feature_drift(ctx, ref, t["sample"], t["feature"], t["thresholds"])
+    return [feature_steps.feature_drift(ctx, ref, t["sample"], t["feature"], t["thresholds"])
             for t in feature_tasks(_scored(done))]
 
 
@@ -134,9 +134,9 @@ def _store(ctx: Context, ref: DriftRef, done: dict[str, Any]) -> str:
 
 
 def _decide(ctx: Context, ref: DriftRef, done: dict[str, Any]) -> str:
-    from modelgate.pipelines import drift
+    from modelgate.pipelines.drift import feature_steps
 
-    return drift.decide(ctx, ref)
+    return feature_steps.decide(ctx, ref)
 
 
 DRIFT = StepGraph((
@@ -158,14 +158,14 @@ def run_drift(ctx: Context, spec: MonitorSpecDict, start: dt.datetime, end: dt.d
 
     The run's heartbeat is kept while the steps work; any error, Ctrl-C or SIGTERM records
     the run as failed and is re-raised. However the run ends, its scratch files (live rows,
-    the sample, the archive copy) are removed (:mod:`~modelgate.pipelines.drift_scratch`).
+    the sample, the archive copy) are removed (:mod:`~modelgate.pipelines.drift.scratch`).
 
     Parameters
     ----------
     ctx : Context
         The stores.
     spec : MonitorSpecDict
-        One model's spec (:func:`~modelgate.pipelines.drift.monitor_specs`).
+        One model's spec (:func:`~modelgate.pipelines.drift.feature_steps.monitor_specs`).
     start, end : datetime
         The data interval.
 
@@ -180,14 +180,14 @@ def run_drift(ctx: Context, spec: MonitorSpecDict, start: dt.datetime, end: dt.d
         When drift breached the thresholds, like the DAG's ``decide`` task; the run is
         stored (``drift``), not failed.
     """
-    from modelgate.pipelines import drift
-    from modelgate.pipelines.drift_scratch import discard_run_scratch
+    from modelgate.pipelines.drift import feature_steps
+    from modelgate.pipelines.drift.scratch import discard_run_scratch
 
-    prepared = prepare(ctx, spec, start, end)  # a failure in it is recorded by drift.fail
-    ref = drift.DriftRef(**prepared["run"])
+    prepared = prepare(ctx, spec, start, end)  # a failure in it is recorded by feature_steps.fail
+    ref = feature_steps.DriftRef(**prepared["run"])
     try:
-        done = run_in_process(DRIFT, ctx, ref, {DRIFT.root.name: prepared}, fail=drift.fail,
-                              beat=drift.beat)
+        done = run_in_process(DRIFT, ctx, ref, {DRIFT.root.name: prepared}, fail=feature_steps.fail,
+                              beat=feature_steps.beat)
     finally:  # stored, breached, failed or interrupted: no scratch file outlives the run
         discard_run_scratch(ctx, ref)
     return str(done["decide"])
@@ -203,8 +203,8 @@ def retry_interval(ctx: Context, model_name: str, interval_start: dt.datetime, *
     schedule, ``modelgate monitor run``) is given: then it is the interval of that schedule
     starting at ``interval_start`` (a back-fill by hand).
     """
-    from modelgate.pipelines import drift
-    from modelgate.pipelines.drift_interval import interval_starting
+    from modelgate.pipelines.drift import feature_steps
+    from modelgate.pipelines.drift.interval import interval_starting
     from modelgate.store import drift_runs, models, monitors
 
     production = models.get_production(ctx.db_url, model_name)
@@ -223,7 +223,7 @@ def retry_interval(ctx: Context, model_name: str, interval_start: dt.datetime, *
     log.info("%s %s v%s over %s..%s (%d quarantined partition(s) released)",
              "retrying" if ran_before else "running", model_name, production.version,
              interval_start.isoformat(), end.isoformat(), released)
-    (spec,) = drift.monitor_specs(ctx, {"model_name": model_name})
+    (spec,) = feature_steps.monitor_specs(ctx, {"model_name": model_name})
     return run_drift(ctx, spec, interval_start, end)
 
 

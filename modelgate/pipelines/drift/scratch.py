@@ -9,7 +9,7 @@ builds the version's references, the reference copies (``reference``, ``joint-re
 rows of live data must not outlive the run that read them.
 
 :func:`discard_run_scratch` removes them all. The in-process runner
-(:func:`~modelgate.pipelines.drift_runner.run_drift`) calls it in a ``finally`` (stored,
+(:func:`~modelgate.pipelines.drift.runner.run_drift`) calls it in a ``finally`` (stored,
 breached, failed, interrupted), and so does the pipeline's ``fail`` (a DAG task's last try;
 a try Airflow retries keeps its files for the retry, which empties them first).
 """

@@ -1,5 +1,5 @@
 """Where a drift run's live sample lives and how it is drawn, shared by the per-feature
-steps (``pipelines.drift``) and the joint steps (``pipelines.drift_joint``) so neither
+steps (``pipelines.drift.feature_steps``) and the joint steps (``pipelines.drift.joint``) so neither
 imports the other for it."""
 
 from __future__ import annotations

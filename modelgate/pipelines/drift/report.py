@@ -1,6 +1,6 @@
 """The drift pipeline's ``report`` step: the run's HTML report (:func:`render_report`).
 
-Kept apart from :mod:`modelgate.pipelines.drift` (the other steps) to keep both readable; it
+Kept apart from :mod:`modelgate.pipelines.drift.feature_steps` (the other steps) to keep both readable; it
 reads what the earlier steps stored: the per-feature results, the concept-drift, joint-drift and
 estimation results, and the quarantined partitions. Data quality is shown first, then the
 estimated performance, then the drift tables.
@@ -14,11 +14,13 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from modelgate.pipelines import drift_estimation, drift_joint, drift_verdict
 from modelgate.pipelines.context import Context
-from modelgate.pipelines.drift import DriftRef, _get, collect_features, load_references
-from modelgate.pipelines.drift_names import SCORE_FEATURE, shown_feature
-from modelgate.pipelines.drift_sample import sample_path
+from modelgate.pipelines.drift import estimation as drift_estimation
+from modelgate.pipelines.drift import joint as drift_joint
+from modelgate.pipelines.drift import verdict as drift_verdict
+from modelgate.pipelines.drift.feature_steps import DriftRef, _get, collect_features, load_references
+from modelgate.pipelines.drift.names import SCORE_FEATURE, shown_feature
+from modelgate.pipelines.drift.sample import sample_path
 from modelgate.pipelines.payloads import LiveSample
 from modelgate.pipelines.report_keys import drift_report_key
 from modelgate.store import drift_runs, models, monitors
@@ -64,7 +66,7 @@ def _labelled_performance(ctx: Context, ref: DriftRef, concept: Any) -> Any:
 
 def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: list[str]) -> str:
     from modelgate.drift.data_drift import summarise
-    from modelgate.pipelines.drift_realised import with_realised
+    from modelgate.pipelines.drift.realised import with_realised
     from modelgate.reports.html import render_drift_report
     from modelgate.reports.views import (
         ChangePointRow,
@@ -75,7 +77,7 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     )
 
     summary = summarise(collect_features(ctx, ref, features))
-    concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a drift_concept.ConceptResult
+    concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a concept.ConceptResult
     rows = tuple(FeatureDriftRow(
         shown_feature(r["feature"]), "model output" if r["feature"] == SCORE_FEATURE else r["kind"],
         r["wasserstein"], r["wasserstein_normalised"],
@@ -130,7 +132,7 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
 
 
 def _evidence_headline(ctx: Context, ref: DriftRef, sample: LiveSample, features: Any) -> str:
-    """Too few values, rows set aside unscored, no estimator (:func:`.drift_verdict.headline`)."""
+    """Too few values, rows set aside unscored, no estimator (:func:`.verdict.headline`)."""
     from modelgate.store import estimation
 
     stored = estimation.get_reference(ctx.db_url, ref.model_version_id)

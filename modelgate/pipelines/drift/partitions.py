@@ -7,7 +7,7 @@ ids); the drift steps quarantine it and go on with the rest of the interval:
 
 * live: a file that cannot be read, files whose schemas do not fit together, a feature
   column missing or of a type the drift statistics cannot read (the rules of
-  :func:`modelgate.pipelines.drift_columns.check_columns`), an id column missing or neither
+  :func:`modelgate.pipelines.drift.columns.check_columns`), an id column missing or neither
   integer nor string;
 * labels: the same for the id and label columns, ids of another kind than the scored live
   rows' (strings where the live ids are integers), ids that repeat, and labels that are
@@ -139,7 +139,7 @@ def live_table(files: list[Path], partition: str, uri: str, features: Mapping[st
     BadPartition
         Naming the partition, the file or column and the problem.
     """
-    from modelgate.pipelines.drift_columns import check_columns
+    from modelgate.pipelines.drift.columns import check_columns
 
     bad = BadPartition("live", partition, uri, "")
     table = _read(files, bad, None)

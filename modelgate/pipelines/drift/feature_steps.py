@@ -1,10 +1,10 @@
 """The drift-monitoring pipeline's steps, one function per DAG task (their order:
-:mod:`modelgate.pipelines.drift_runner`; the ``report`` step is :mod:`.drift_report`).
+:mod:`modelgate.pipelines.drift.runner`; the ``report`` step is :mod:`.report`).
 
 Per data interval ``[start, end)`` (Airflow's data interval, never the clock): sample the
 live rows of the interval, score them with the production model, compare every feature and
 the score distribution with the cached reference sketch, feed the labels that have arrived
-(for this or earlier intervals) to ADWIN (:mod:`.drift_concept`), render the report and store
+(for this or earlier intervals) to ADWIN (:mod:`.concept`), render the report and store
 everything at once. A partition that cannot be used is quarantined (:func:`quarantine`) and
 the run, ``degraded``, goes on with the rest.
 """
@@ -25,19 +25,23 @@ import pyarrow.parquet as pq
 from modelgate.gauges import emit as emit_metrics
 from modelgate.gauges import evidence_metrics
 from modelgate.onnx.scoring import open_session, score_parquet, settings_from_os_environ
-from modelgate.pipelines import drift_estimation, drift_joint, drift_usable, drift_verdict, index_page
+from modelgate.pipelines import index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
-from modelgate.pipelines.drift_attempts import unjudged_status
-from modelgate.pipelines.drift_names import SCORE_FEATURE, shown_feature
-from modelgate.pipelines.drift_partitions import (
+from modelgate.pipelines.drift import estimation as drift_estimation
+from modelgate.pipelines.drift import joint as drift_joint
+from modelgate.pipelines.drift import usable as drift_usable
+from modelgate.pipelines.drift import verdict as drift_verdict
+from modelgate.pipelines.drift.attempts import unjudged_status
+from modelgate.pipelines.drift.names import SCORE_FEATURE, shown_feature
+from modelgate.pipelines.drift.partitions import (
     BadPartition,
     live_table,
     partition_dates,
     partition_files,
     partition_name,
 )
-from modelgate.pipelines.drift_sample import interval_seed, sample_path
-from modelgate.pipelines.drift_scratch import discard_run_scratch
+from modelgate.pipelines.drift.sample import interval_seed, sample_path
+from modelgate.pipelines.drift.scratch import discard_run_scratch
 from modelgate.pipelines.payloads import DriftRefDict, LiveSample, MonitorSpecDict, PreparedRun
 from modelgate.store import drift_runs, models, monitors
 
@@ -144,10 +148,10 @@ def monitor_specs(ctx: Context, params: dict[str, Any]) -> list[MonitorSpecDict]
     Non-empty params override the stored config, so a manual run can point one model at
     other data; a model with neither a config nor ``live`` and ``labels`` params is an error,
     and so is an override location that does not exist
-    (:class:`~modelgate.pipelines.monitor_checks.MonitorConfigError`, a refusal).
+    (:class:`~modelgate.pipelines.drift.monitor_checks.MonitorConfigError`, a refusal).
     """
     from modelgate.json_input import check_json_value
-    from modelgate.pipelines.monitor_checks import check_exists
+    from modelgate.pipelines.drift.monitor_checks import check_exists
     from modelgate.store import monitors
 
     for name in ("live", "labels", "reference"):  # an override naming nothing is refused now
@@ -241,7 +245,7 @@ def ensure_reference(ctx: Context, row: models.ModelVersionRow, reference_uri: s
 
 
 def _build_reference_sketch(ctx: Context, row: models.ModelVersionRow, reference_uri: str) -> str:
-    from modelgate.pipelines.drift_columns import build_references_from_parquet
+    from modelgate.pipelines.drift.columns import build_references_from_parquet
 
     if not reference_uri:
         raise ValueError(f"no reference sketch stored for {row.model_name} v{row.version}; "
@@ -437,7 +441,7 @@ def parse_thresholds(spec: dict[str, Any] | None) -> Any:
 def feature_drift(ctx: Context, ref: DriftRef, sample: LiveSample, feature: str,
                   thresholds: dict[str, Any] | None = None) -> str:
     """Drift of one feature (one mapped task); the result is stored under a per-feature key."""
-    from modelgate.pipelines.drift_columns import drift_from_parquet
+    from modelgate.pipelines.drift.columns import drift_from_parquet
 
     references = load_references(ctx, ref)
     if feature not in references:
@@ -454,7 +458,7 @@ def feature_drift(ctx: Context, ref: DriftRef, sample: LiveSample, feature: str,
 def all_feature_drift(ctx: Context, ref: DriftRef, sample: LiveSample,
                       thresholds: dict[str, Any] | None = None) -> list[Any]:
     """Every feature in one call (the single-task path the fan-out must agree with)."""
-    from modelgate.pipelines.drift_columns import drift_from_parquet
+    from modelgate.pipelines.drift.columns import drift_from_parquet
 
     if sample["key"] is None:
         return []
@@ -462,7 +466,7 @@ def all_feature_drift(ctx: Context, ref: DriftRef, sample: LiveSample,
                               thresholds=parse_thresholds(thresholds))
 
 
-# --- store and decide (the report step: drift_report) -----------------------------------
+# --- store and decide (the report step: .report) -----------------------------------
 
 def collect_features(ctx: Context, ref: DriftRef, features: list[str]) -> list[Any]:
     """Merge the fanned-out per-feature results (exactly: each is independent)."""
@@ -498,7 +502,7 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     from modelgate.drift.data_drift import summarise
 
     summary = summarise(collect_features(ctx, ref, features))
-    concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a drift_concept.ConceptResult
+    concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a concept.ConceptResult
     joint = drift_joint.load_result(ctx, ref.prefix())
     estimated = drift_estimation.load_result(ctx, ref.prefix())
     drifting = bool(summary.n_breached or drift_joint.breaches(joint) or estimated.breaches())

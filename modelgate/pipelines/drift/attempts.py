@@ -4,7 +4,7 @@ An attempt that finds no data (or too few values) after an attempt of the same i
 a verdict on data is recorded beside it and leaves that verdict current
 (:mod:`modelgate.store.drift_attempts`): it ends with its own status, whatever the verdict
 still shown for the interval. An attempt whose own verdict is ``insufficient_data`` decides
-nothing either (:mod:`modelgate.pipelines.drift_verdict`).
+nothing either (:mod:`modelgate.pipelines.drift.verdict`).
 """
 
 from __future__ import annotations

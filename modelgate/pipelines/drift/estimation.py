@@ -1,6 +1,6 @@
 """Estimated performance and data quality steps of the drift pipeline (issue #24).
 
-Kept apart from :mod:`modelgate.pipelines.drift` as :mod:`.drift_joint` is:
+Kept apart from :mod:`modelgate.pipelines.drift.feature_steps` as :mod:`.joint` is:
 
 - :func:`ensure_reference`, called with the reference sketch (``modelgate monitor set`` and
   promotion), fits once per model version on its held-out reference: the quality schema
@@ -41,8 +41,8 @@ import pyarrow.parquet as pq
 
 from modelgate.onnx.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
-from modelgate.pipelines.drift_sample import sample_path
-from modelgate.pipelines.drift_usable import scored_rows
+from modelgate.pipelines.drift.sample import sample_path
+from modelgate.pipelines.drift.usable import scored_rows
 from modelgate.pipelines.payloads import LiveSample
 from modelgate.store import estimation, models
 

@@ -63,7 +63,7 @@ STAGES = {"partitions": "list partitions", "score": "score + summarise partition
 def _child(archive: Path, data: Path) -> dict[str, Any]:
     """The evaluation through the runner (as ``modelgate evaluate``), each step timed."""
     from modelgate.pipelines.context import Context, register_archive
-    from modelgate.pipelines.evaluation_runner import run_evaluation
+    from modelgate.pipelines.evaluation.runner import run_evaluation
 
     stages: dict[str, float] = {}
 

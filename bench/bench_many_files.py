@@ -36,7 +36,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from modelgate.pipelines.partitions import (
+from modelgate.pipelines.evaluation.partitions import (
     batch_by_size,
     batch_small_files,
     fetch_members,

@@ -2,9 +2,9 @@
 
 verify -> partitions -> score (one mapped task per held-out parquet file, candidate and
 champion) -> merge -> metrics, fairness, explain -> decide -> report -> store -> gate
--> promote. The order is ``modelgate.pipelines.evaluation_runner.EVALUATION``'s (the same
+-> promote. The order is ``modelgate.pipelines.evaluation.runner.EVALUATION``'s (the same
 steps ``modelgate evaluate`` runs in one process); each task calls one step of
-``modelgate.pipelines.evaluate`` and passes the run's id and key through XCom, never data.
+``modelgate.pipelines.evaluation.evaluate`` and passes the run's id and key through XCom, never data.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
 from modelgate.config import dag_retries
 from modelgate.input_limits import GIVEN_TEXT_PATTERN, TEXT_PATTERN
 from modelgate.logsafe import link_for_log
-from modelgate.pipelines.evaluation_runner import EVALUATION
+from modelgate.pipelines.evaluation.runner import EVALUATION
 from modelgate.pipelines.payloads import Partition, RunRefDict
 from modelgate.pipelines.steps import wire
 
@@ -68,7 +68,7 @@ def _ctx() -> Any:
 
 
 def _run_step(run: RunRefDict, step: Callable[..., Any], *args: Any) -> Any:
-    from modelgate.pipelines import evaluate
+    from modelgate.pipelines.evaluation import evaluate
     from modelgate.pipelines.tasks import run_step
 
     return run_step(evaluate.RunRef(**run), evaluate.fail, step, *args, beat=evaluate.beat)
@@ -85,7 +85,7 @@ def _record_lost_run(context: Any) -> None:
     callback); record it ``failed`` now, naming that task and try, rather than ``abandoned``
     later. On a run that recorded its own failure (or verdict) it does nothing.
     """
-    from modelgate.pipelines.evaluation_runner import fail_lost_run
+    from modelgate.pipelines.evaluation.runner import fail_lost_run
 
     params, ti = context.get("params") or {}, context.get("ti")
     model_name = params.get("model_name")
@@ -139,8 +139,8 @@ def model_evaluation() -> None:
         A refusal (no model, unknown version, bad dataset or policy) is final: no retry."""
         from airflow.sdk.exceptions import AirflowFailException
 
-        from modelgate.pipelines import evaluate
-        from modelgate.pipelines.evaluation_runner import require_model_name
+        from modelgate.pipelines.evaluation import evaluate
+        from modelgate.pipelines.evaluation.runner import require_model_name
         from modelgate.pipelines.tasks import refusals_are_final
 
         context = get_current_context()
@@ -163,53 +163,53 @@ def model_evaluation() -> None:
     @task
     def partitions(run: RunRefDict) -> list[Partition]:
         """The held-out parquet files (one, a directory or an s3:// prefix), one mapped task each."""
-        from modelgate.pipelines import evaluation_runner
+        from modelgate.pipelines.evaluation import runner
 
-        found: list[Partition] = _run_step(run, evaluation_runner.partitions)
+        found: list[Partition] = _run_step(run, runner.partitions)
         return found
 
     @task
     def score(run: RunRefDict, partition: Partition) -> str:
         """Score one partition (candidate and champion) and store its mergeable statistics."""
-        from modelgate.pipelines import evaluation_runner
+        from modelgate.pipelines.evaluation import runner
 
-        return str(_run_step(run, evaluation_runner.score_partition, partition))
+        return str(_run_step(run, runner.score_partition, partition))
 
     @task
     def merge(run: RunRefDict, scored: list[str]) -> str:
         """Merge the partitions' statistics in partition order and record the scoring."""
-        from modelgate.pipelines import evaluate
+        from modelgate.pipelines.evaluation import evaluate
 
         return str(_run_step(run, evaluate.merge_partitions, list(scored)))
 
     @task
     def metrics(run: RunRefDict) -> str:
-        from modelgate.pipelines import evaluate
+        from modelgate.pipelines.evaluation import evaluate
 
         return str(_run_step(run, evaluate.compute_metrics))
 
     @task
     def fairness(run: RunRefDict) -> str:
-        from modelgate.pipelines import evaluate
+        from modelgate.pipelines.evaluation import evaluate
 
         return str(_run_step(run, evaluate.compute_fairness))
 
     @task
     def explain(run: RunRefDict) -> str:
-        from modelgate.pipelines import evaluate
+        from modelgate.pipelines.evaluation import evaluate
 
         return str(_run_step(run, evaluate.explain))
 
     @task
     def decide(run: RunRefDict) -> str:
         """Apply the policy the verify task checked and stored with the run."""
-        from modelgate.pipelines import evaluate
+        from modelgate.pipelines.evaluation import evaluate
 
         return str(_run_step(run, evaluate.decide))
 
     @task
     def report(run: RunRefDict) -> str:
-        from modelgate.pipelines import evaluate
+        from modelgate.pipelines.evaluation import evaluate
 
         link = str(_run_step(run, evaluate.render_report))
         print(f"evaluation report: {link_for_log(link)} (signed link: Report button / XCom)")
@@ -218,7 +218,7 @@ def model_evaluation() -> None:
 
     @task
     def store(run: RunRefDict) -> str:
-        from modelgate.pipelines import evaluate
+        from modelgate.pipelines.evaluation import evaluate
 
         return str(_run_step(run, evaluate.store_results))
 
@@ -227,7 +227,7 @@ def model_evaluation() -> None:
         """Fail the DAG run, without retries, when the policy blocked the candidate."""
         from airflow.sdk.exceptions import AirflowFailException
 
-        from modelgate.pipelines import evaluate
+        from modelgate.pipelines.evaluation import evaluate
 
         try:
             evaluate.enforce_gate(_ctx(), evaluate.RunRef(**run))
@@ -236,7 +236,7 @@ def model_evaluation() -> None:
 
     @task
     def promote(run: RunRefDict) -> str:
-        from modelgate.pipelines import evaluate
+        from modelgate.pipelines.evaluation import evaluate
 
         return str(_run_step(run, evaluate.promote))
 

@@ -29,9 +29,10 @@ from modelgate.evaluation.policy import default_policy_path
 from modelgate import cli
 from modelgate.config import Settings
 from modelgate.onnx.artifact import package
-from modelgate.pipelines import attempts, evaluate, index_page
+from modelgate.pipelines import index_page
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.policy_provenance import ALLOW_HINT, LooserPolicyRefused
+from modelgate.pipelines.evaluation import attempts, evaluate
+from modelgate.pipelines.evaluation.policy_provenance import ALLOW_HINT, LooserPolicyRefused
 from modelgate.store import runs
 from modelgate.store.db import transaction
 from modelgate.store.objects import ObjectStoreError

@@ -15,7 +15,7 @@ from statsd_lines import gauges, received
 from modelgate.config import ConfigError, Settings
 from modelgate.json_input import JsonInputError
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.policy_provenance import LooserPolicyRefused
+from modelgate.pipelines.evaluation.policy_provenance import LooserPolicyRefused
 from modelgate.pipelines.refusals import InputRefused
 from modelgate.store import models
 from modelgate.store.db import transaction

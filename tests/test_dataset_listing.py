@@ -22,7 +22,7 @@ from modelgate.config import Settings
 from modelgate.pipelines.context import Context, fetch_dataset
 from modelgate.pipelines.drift.monitor_checks import check_dataset, check_partitioned
 from modelgate.pipelines.drift.partitions import partition_files
-from modelgate.pipelines.partitions import list_partitions
+from modelgate.pipelines.evaluation.partitions import list_partitions
 
 DAY = dt.date(2026, 11, 28)
 DATA = ["day=1/part-1.parquet", "part-0.parquet"]  # sorted as strings

@@ -297,7 +297,7 @@ def test_a_policy_is_checked_against_the_task_before_scoring(
 def test_the_multiclass_default_fits_any_classes_but_a_named_class_must_exist() -> None:
     from modelgate.evaluation.policy import default_policy, load_policy
 
-    from modelgate.pipelines.evaluate_tasks import check_policy_classes
+    from modelgate.pipelines.evaluation.model_tasks import check_policy_classes
 
     manifest = {"name": "m", "task": "multiclass_classification", "output": {"classes": ["a", "b"]}}
     check_policy_classes(default_policy("multiclass_classification"), manifest)  # '<gap>[*]'

@@ -160,10 +160,10 @@ def test_each_pipeline_stands_alone() -> None:
     """Shared step helpers live in ``pipelines.context``; a pipeline never imports another,
     and the task wrapper and the step-graph machinery import neither (their callers pass the
     pipeline's ``fail``); each runner imports its own pipeline only."""
-    pipelines = {"modelgate.pipelines.evaluate", "modelgate.pipelines.drift.feature_steps"}
+    pipelines = {"modelgate.pipelines.evaluation.evaluate", "modelgate.pipelines.drift.feature_steps"}
     for module in sorted(pipelines) + ["modelgate.pipelines.tasks", "modelgate.pipelines.steps"]:
         assert not (GRAPH[module] & (pipelines - {module})), (module, sorted(GRAPH[module]))
-    runners = {"modelgate.pipelines.evaluation_runner": "modelgate.pipelines.evaluate",
+    runners = {"modelgate.pipelines.evaluation.runner": "modelgate.pipelines.evaluation.evaluate",
                "modelgate.pipelines.drift.runner": "modelgate.pipelines.drift.feature_steps"}
     for runner, own in runners.items():  # a runner sequences its own pipeline's steps only
         assert GRAPH[runner] & pipelines == {own}, (runner, sorted(GRAPH[runner]))

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from modelgate.config import Settings
-from modelgate.pipelines import partitions
 from modelgate.pipelines.context import Context, safe_key_part
+from modelgate.pipelines.evaluation import partitions
 
 DATA = ["day=1/part-0.parquet", "day=1/part-1.parquet", "day=2/part-0.parquet"]
 HIDDEN = ["_SUCCESS", "_temporary/0/part-9.parquet", ".part-0.parquet.crc", ".hidden.parquet",

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from modelgate.config import Settings
-from modelgate.pipelines import partitions
 from modelgate.pipelines.context import Context, fetch_dataset, safe_key_part
+from modelgate.pipelines.evaluation import partitions
 from modelgate.store.objects import LocalObjectStore
 
 PARQUET = "application/vnd.apache.parquet"

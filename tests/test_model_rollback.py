@@ -271,7 +271,7 @@ def test_the_database_keeps_the_history_as_written_and_checks_the_run(
 @pytest.mark.parametrize("version", ["2", "5"], ids=["archived", "retired"])
 def test_an_archived_or_retired_version_is_evaluated_only_without_promote(
         registry: dict[str, Any], version: str, tmp_path: Path) -> None:
-    from modelgate.pipelines import evaluate
+    from modelgate.pipelines.evaluation import evaluate
 
     ctx, url, name = registry["ctx"], registry["url"], registry["name"]
     data = tmp_path / "d.parquet"

@@ -22,10 +22,10 @@ import pytest
 
 from modelgate.cli import main
 from modelgate.config import Settings
-from modelgate.pipelines import evaluation_runner
 from modelgate.pipelines.context import Context, fetch_dataset, register_archive
-from modelgate.pipelines.drift import runner
+from modelgate.pipelines.drift import runner as drift_runner
 from modelgate.pipelines.drift.interval import run_interval
+from modelgate.pipelines.evaluation import runner as evaluation_runner
 from modelgate.store import drift_runs, models, monitors, runs
 from modelgate.store.db import fetch_all
 
@@ -158,7 +158,7 @@ def test_drift_runs_lost_with_their_airflow_run_are_recorded_failed(
         interval_end=s + dt.timedelta(days=1)) for s in (day, day + dt.timedelta(days=1),
                                                           day - dt.timedelta(days=1)))
     drift_runs.fail_drift_run(ctx.db_url, done, "ValueError: an earlier cause")
-    assert runner.fail_lost_runs(ctx, day, day + dt.timedelta(days=1),
+    assert drift_runner.fail_lost_runs(ctx, day, day + dt.timedelta(days=1),
                                        airflow_run_id="manual__x", since=None) == [lost]
     rows = dict((r[0], r[1:]) for r in fetch_all(
         ctx.db_url, "SELECT drift_run_id, status, failure_reason FROM drift_run"))
@@ -166,7 +166,7 @@ def test_drift_runs_lost_with_their_airflow_run_are_recorded_failed(
     assert rows[other_day] == ("running", None)
     assert rows[done] == ("failed", "ValueError: an earlier cause")
     # runs started before the DAG run are another process's
-    assert runner.fail_lost_runs(ctx, day + dt.timedelta(days=1), day + dt.timedelta(days=2),
+    assert drift_runner.fail_lost_runs(ctx, day + dt.timedelta(days=1), day + dt.timedelta(days=2),
                                        airflow_run_id="x", since=dt.datetime.now(UTC)
                                        + dt.timedelta(hours=1)) == []
 

@@ -17,8 +17,9 @@ import pandas as pd
 import pytest
 
 from modelgate.config import Settings
-from modelgate.pipelines import evaluate, tasks
+from modelgate.pipelines import tasks
 from modelgate.pipelines.context import Context, register_archive
+from modelgate.pipelines.evaluation import evaluate
 from modelgate.store import runs
 from modelgate.store.db import fetch_all
 from modelgate.store.objects import LocalObjectStore
@@ -132,7 +133,7 @@ def test_a_metrics_backend_that_is_down_never_fails_a_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """modelgate/gauges.py: metrics are sent after the results are stored, best effort."""
-    from modelgate.pipelines.evaluation_runner import run_evaluation
+    from modelgate.pipelines.evaluation.runner import run_evaluation
 
     ctx = local_ctx
     register_archive(ctx, demo_builds["1"].archive_path)
@@ -166,7 +167,7 @@ def test_ctrl_c_after_the_run_row_exists_records_the_run_failed(
 ) -> None:
     """Interrupted while ``prepare`` checks the policy (the row already exists), or while the
     runner sets up before its first step: either way the run says failed, never running."""
-    from modelgate.pipelines import evaluation_runner
+    from modelgate.pipelines.evaluation import runner
 
     ctx = local_ctx
     register_archive(ctx, demo_builds["1"].archive_path)
@@ -185,7 +186,7 @@ def test_ctrl_c_after_the_run_row_exists_records_the_run_failed(
     with monkeypatch.context() as patched:
         patched.setattr("modelgate.pipelines.liveness.heartbeat", interrupted)
         with pytest.raises(KeyboardInterrupt):
-            evaluation_runner.run_evaluation(ctx, model_name=MODEL, version="1",
+            runner.run_evaluation(ctx, model_name=MODEL, version="1",
                                              dataset_uri=str(data), run_key="interrupted-in-setup")
     assert fetch_all(ctx.db_url, "SELECT status, failure_reason FROM evaluation_run "
                                  "WHERE run_key LIKE %s", ("interrupted-in-setup%",)) == [

@@ -136,9 +136,9 @@ def test_the_first_step_records_the_policy_and_refuses_a_looser_promotion(
     """``prepare`` alone (no scoring): the refusal names the looser check and leaves the row
     failed with its policy; allowed, or without promotion, the run goes on and says looser;
     the promote step refuses too; a re-run of a key records its own policy afresh."""
-    from modelgate.pipelines import evaluate
     from modelgate.pipelines.context import Context, register_archive
-    from modelgate.pipelines.policy_provenance import LooserPolicyRefused
+    from modelgate.pipelines.evaluation import evaluate
+    from modelgate.pipelines.evaluation.policy_provenance import LooserPolicyRefused
 
     ctx = Context.open(settings_env)
     row, _ = register_archive(ctx, tiny["archive"])

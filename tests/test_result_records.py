@@ -24,7 +24,7 @@ from modelgate.fairness.metrics import FairnessEstimate, fairness_report
 from modelgate.fairness.regression import RegressionGroup
 from scipy.stats import norm
 
-from modelgate.pipelines.fairness_records import fairness_records
+from modelgate.pipelines.evaluation.fairness_records import fairness_records
 from modelgate.pipelines.json_records import fairness_json
 from modelgate.store import models, runs
 from modelgate.store.db import transaction

@@ -23,7 +23,7 @@ from modelgate.config import Settings
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.drift import feature_steps
 from modelgate.pipelines.drift.runner import run_drift
-from modelgate.pipelines.evaluation_runner import run_evaluation
+from modelgate.pipelines.evaluation.runner import run_evaluation
 from modelgate.store import models
 from modelgate.store.db import transaction
 

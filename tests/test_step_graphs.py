@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from modelgate.pipelines.drift.runner import DRIFT
-from modelgate.pipelines.evaluation_runner import EVALUATION
+from modelgate.pipelines.evaluation.runner import EVALUATION
 from modelgate.pipelines.steps import Step, StepGraph, run_in_process
 
 #: drift_monitoring's tasks that only route data (fan-out lists, dropping failed models, the

@@ -35,7 +35,7 @@ def _emit(payload: dict[str, Any], fmt: str, text: str) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from modelgate.cli.runs import run_evaluation_locally
-    from modelgate.pipelines.policy_provenance import LooserPolicyRefused
+    from modelgate.pipelines.evaluation.policy_provenance import LooserPolicyRefused
 
     if args.policy:
         _check_policy_argument(args.policy)
@@ -214,7 +214,7 @@ def cmd_fairness(args: argparse.Namespace) -> int:
 def _fairness_lines(reports: dict[str, Any]) -> list[str]:
     """The text form: per feature its gaps (with what drives each), then its groups with the
     rows behind their rates."""
-    from modelgate.pipelines.fairness_records import driving_text
+    from modelgate.pipelines.evaluation.fairness_records import driving_text
 
     lines = []
     for feature, rep in reports.items():

@@ -1,7 +1,7 @@
 """What ``--data`` names, read the same way by every command: a parquet file, a directory of
 them (searched recursively) or an ``s3://bucket/prefix`` in the configured bucket.
 
-The partitions are those :func:`modelgate.pipelines.partitions.list_partitions_in` lists
+The partitions are those :func:`modelgate.pipelines.evaluation.partitions.list_partitions_in` lists
 (sorted, as the evaluation DAG sees them); ``s3://`` objects are downloaded to a temporary
 directory one at a time and deleted once read.
 """
@@ -33,7 +33,7 @@ def _store(uri: str) -> Any:
 @contextmanager
 def data_files(uri: str) -> Iterator[Generator[Path, None, None]]:
     """The dataset's partitions as local files, in order (downloads removed at the end)."""
-    from modelgate.pipelines.partitions import local_files
+    from modelgate.pipelines.evaluation.partitions import local_files
 
     with tempfile.TemporaryDirectory(prefix="modelgate-data-") as tmp:
         files = local_files(_store(uri), uri, Path(tmp))

@@ -16,8 +16,8 @@ MAX_DAYS = 36_500
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
-    from modelgate.pipelines.attempts import Retried, retry_pending
     from modelgate.pipelines.context import Context
+    from modelgate.pipelines.evaluation.attempts import Retried, retry_pending
     from modelgate.pipelines.retention import collect_runs
 
     ctx = Context.open()

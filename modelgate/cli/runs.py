@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from modelgate.logsafe import escape_for_log
-from modelgate.pipelines import evaluate, partitions
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.evaluation_runner import run_evaluation
+from modelgate.pipelines.evaluation import evaluate, partitions
+from modelgate.pipelines.evaluation.policy_provenance import policy_json, policy_line
+from modelgate.pipelines.evaluation.runner import run_evaluation
 from modelgate.pipelines.json_records import deltas_json, fairness_json, gate_json, metrics_json
-from modelgate.pipelines.policy_provenance import policy_json, policy_line
 from modelgate.store import runs
 
 
@@ -40,7 +40,7 @@ def run_evaluation_locally(model: Path, data: str | Path, policy: Path | None, *
     under another name or version is another run, and a run allowed a looser policy never
     replaces one refused it. A run compared with another champion is another run too, and the
     run that promoted a version is never replaced (it is kept, see
-    :func:`~modelgate.pipelines.run_keys.evaluation_run_key`). Ctrl-C and SIGTERM (raised by
+    :func:`~modelgate.pipelines.evaluation.run_keys.evaluation_run_key`). Ctrl-C and SIGTERM (raised by
     the CLI as :class:`~modelgate.pipelines.liveness.Terminated`) record the run as failed.
     """
     uri = str(data)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from modelgate.pipelines.fairness_records import fairness_records
+from modelgate.pipelines.evaluation.fairness_records import fairness_records
 
 __all__ = ["change_points_json", "deltas_json", "fairness_json", "feature_drift_json", "gate_json",
            "metrics_json"]

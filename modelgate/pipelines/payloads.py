@@ -4,7 +4,7 @@ step outputs, as :class:`~typing.TypedDict` so mypy checks every key a step read
 At run time they are plain dicts of JSON values, which is what XCom stores. Kept free of
 heavy imports: DAG files import it at parse time.
 
-Evaluation (``model_evaluation``, :mod:`~modelgate.pipelines.evaluation_runner`)::
+Evaluation (``model_evaluation``, :mod:`~modelgate.pipelines.evaluation.runner`)::
 
     verify -> RunRefDict (every later task)       partitions -> list[Partition] -> score
 
@@ -37,7 +37,7 @@ from typing import Any, TypedDict
 
 class RunRefDict(TypedDict):
     """An evaluation run, as every task after ``verify`` is given it
-    (:meth:`RunRef.as_dict <modelgate.pipelines.evaluate.RunRef.as_dict>`; ``RunRef(**it)``
+    (:meth:`RunRef.as_dict <modelgate.pipelines.evaluation.evaluate.RunRef.as_dict>`; ``RunRef(**it)``
     turns it back).
 
     Parameters
@@ -45,7 +45,7 @@ class RunRefDict(TypedDict):
     evaluation_run_id : int
         The ``evaluation_run`` row's id.
     run_key : str
-        The run's key (:func:`~modelgate.pipelines.evaluate.evaluation_run_key`), which
+        The run's key (:func:`~modelgate.pipelines.evaluation.evaluate.evaluation_run_key`), which
         names its objects in the store.
     """
 

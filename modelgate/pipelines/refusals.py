@@ -38,8 +38,8 @@ def refusal_types() -> tuple[type[BaseException], ...]:
     from modelgate.evaluation.policy import PolicyError
     from modelgate.json_input import JsonInputError
     from modelgate.pipelines.drift.monitor_checks import MonitorConfigError
-    from modelgate.pipelines.evaluate_tasks import EvaluationTooLarge
-    from modelgate.pipelines.policy_provenance import LooserPolicyRefused
+    from modelgate.pipelines.evaluation.model_tasks import EvaluationTooLarge
+    from modelgate.pipelines.evaluation.policy_provenance import LooserPolicyRefused
     from modelgate.store.models import RegistryError
 
     return (InputRefused, RegistryError, PolicyError, ConfigError, JsonInputError,

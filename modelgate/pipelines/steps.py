@@ -1,6 +1,6 @@
 """A pipeline's step graph: the one place that says which step runs after which.
 
-Each pipeline (:mod:`~modelgate.pipelines.evaluation_runner`,
+Each pipeline (:mod:`~modelgate.pipelines.evaluation.runner`,
 :mod:`~modelgate.pipelines.drift.runner`) declares its steps once, as a :class:`StepGraph`.
 Its DAG builds its task dependencies from that graph (a test compares the DAG's task graph
 with it) and :func:`run_in_process` runs the same steps, in the same order, for the CLI

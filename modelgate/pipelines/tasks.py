@@ -43,7 +43,7 @@ def run_step(ref: RefT, fail: Callable[[Context, RefT, BaseException], None],
     Airflow's task runner retries a try that raised it as it retries any other failure, so
     only a last try records the run failed. A last try killed without a chance to raise
     (SIGKILL) is recorded by the DAGs' ``on_failure_callback``
-    (``drift.runner.fail_lost_runs``, ``evaluation_runner.fail_lost_run``).
+    (``drift.runner.fail_lost_runs``, ``evaluation.runner.fail_lost_run``).
 
     Parameters
     ----------

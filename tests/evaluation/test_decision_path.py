@@ -34,8 +34,8 @@ from modelgate.onnx.artifact import package
 @pytest.mark.parametrize("status", ["running", "failed", "abandoned", "blocked"])
 def test_promote_refuses_a_run_that_did_not_pass(settings_env: Settings, tmp_path: Path,
                                                  status: str) -> None:
-    from modelgate.pipelines import evaluate
     from modelgate.pipelines.context import Context, register_archive
+    from modelgate.pipelines.evaluation import evaluate
     from modelgate.store import models, runs
     from modelgate.store.db import transaction
 

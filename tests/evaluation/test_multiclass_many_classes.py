@@ -15,7 +15,7 @@ import pytest
 from modelgate.evaluation.multiclass import evaluate_multiclass, multiclass_memory_bytes
 from sklearn import metrics as skm
 
-from modelgate.pipelines import evaluate_tasks
+from modelgate.pipelines.evaluation import model_tasks
 
 
 def _data(seed: int, n: int, c: int, ties: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -68,11 +68,11 @@ def test_peak_memory_stays_under_the_stated_bound() -> None:
 def test_the_limit_refuses_up_front_naming_the_setting() -> None:
     manifest = {"name": "wide", "task": "multiclass_classification",
                 "output": {"classes": list(range(1000))}}
-    evaluate_tasks.check_memory(manifest, 300, champion=True, n_bootstrap=1000, limit_mb=4096)
-    with pytest.raises(evaluate_tasks.EvaluationTooLarge,
+    model_tasks.check_memory(manifest, 300, champion=True, n_bootstrap=1000, limit_mb=4096)
+    with pytest.raises(model_tasks.EvaluationTooLarge,
                        match=r"1000-class model 'wide' on 100,000 rows with its champion need "
                              r"about [\d,]+ MiB, over MODELGATE_EVAL_MEMORY_LIMIT_MB=2048"):
-        evaluate_tasks.check_memory(manifest, 100_000, champion=True, n_bootstrap=1000,
+        model_tasks.check_memory(manifest, 100_000, champion=True, n_bootstrap=1000,
                                     limit_mb=2048)
     binary = {"name": "b", "label": {"column": "y", "positive": 1}}
-    evaluate_tasks.check_memory(binary, 10**9, champion=True, n_bootstrap=1000, limit_mb=1)
+    model_tasks.check_memory(binary, 10**9, champion=True, n_bootstrap=1000, limit_mb=1)

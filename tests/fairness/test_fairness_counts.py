@@ -25,7 +25,7 @@ from modelgate.fairness.group_scores import (
 from modelgate.fairness.metrics import fairness_report
 from sklearn.metrics import accuracy_score, roc_auc_score
 
-from modelgate.pipelines.fairness_records import driving_text
+from modelgate.pipelines.evaluation.fairness_records import driving_text
 
 TOL = 1e-12
 

@@ -27,9 +27,9 @@ from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
 from modelgate.onnx.artifact import ArtifactError, package
 from modelgate.onnx.scoring import ScoringError
-from modelgate.pipelines import evaluate
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.drift import feature_steps
+from modelgate.pipelines.evaluation import evaluate
 from modelgate.store import models
 from modelgate.store.db import fetch_all
 from modelgate.store.runs import EVALUATION_RESULT_TABLES

@@ -31,8 +31,9 @@ from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
 from modelgate.logsafe import link_for_log
 from modelgate.onnx.artifact import package
-from modelgate.pipelines import evaluate, index_page, tasks
+from modelgate.pipelines import index_page, tasks
 from modelgate.pipelines.context import Context, register_archive, safe_key_part
+from modelgate.pipelines.evaluation import evaluate
 from modelgate.pipelines.liveness import Terminated
 from modelgate.pipelines.report_keys import evaluation_report_key
 from modelgate.store import models, runs
@@ -169,7 +170,7 @@ def test_decide_applies_the_policy_prepare_checked(
     checked (lenient) policy's, and the stored policy sha256 is that of the checked bytes."""
     from modelgate.evaluation.policy import DEFAULT_POLICY_PATH
 
-    from modelgate.pipelines.evaluation_runner import EVALUATION
+    from modelgate.pipelines.evaluation.runner import EVALUATION
     from modelgate.pipelines.steps import run_in_process
 
     strict = "metrics:\n  roc_auc:\n    value: {lower: 0.9999}\n"
@@ -275,7 +276,7 @@ def test_a_signalled_cli_run_is_recorded_failed(
         "import signal, time, sys\n"
         "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from modelgate import cli\n"
-        "from modelgate.pipelines import evaluate\n"
+        "from modelgate.pipelines.evaluation import evaluate\n"
         "def waits_for_the_signal(ctx, ref):\n"
         "    print('RUN-IS-RUNNING', flush=True)\n"
         "    while True:\n"

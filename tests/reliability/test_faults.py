@@ -20,9 +20,9 @@ import pytest
 
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
-from modelgate.pipelines import evaluate
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.evaluation_runner import run_evaluation
+from modelgate.pipelines.evaluation import evaluate
+from modelgate.pipelines.evaluation.runner import run_evaluation
 from modelgate.store import runs
 from modelgate.store.db import fetch_all
 from modelgate.store.objects import ObjectStoreError

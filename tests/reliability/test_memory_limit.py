@@ -11,7 +11,7 @@ from model_zoo import build
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
 from modelgate.onnx.artifact import package
-from modelgate.pipelines.evaluate_tasks import EvaluationTooLarge
+from modelgate.pipelines.evaluation.model_tasks import EvaluationTooLarge
 from modelgate.store.db import fetch_all
 
 

@@ -18,8 +18,8 @@ import pytest
 
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
-from modelgate.pipelines import evaluate
 from modelgate.pipelines.context import Context, register_archive
+from modelgate.pipelines.evaluation import evaluate
 from modelgate.store import models, runs
 from modelgate.store.db import fetch_all, transaction
 from modelgate.store.runs import EVALUATION_RESULT_TABLES

@@ -16,10 +16,10 @@ import pytest
 from tiny_graphs import archive, binary_graph
 
 from modelgate.config import ConfigError, Settings
-from modelgate.pipelines import evaluate
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.drift import feature_steps
 from modelgate.pipelines.drift.monitor_checks import MonitorConfigError
+from modelgate.pipelines.evaluation import evaluate
 from modelgate.pipelines.refusals import InputRefused
 from modelgate.pipelines.tasks import refusals_are_final
 from modelgate.store.db import fetch_all

@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 
 from modelgate.config import Settings
-from modelgate.pipelines import evaluate
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.drift import feature_steps
+from modelgate.pipelines.evaluation import evaluate
 from modelgate.store import drift_runs, models
 from modelgate.store.db import fetch_all, transaction
 

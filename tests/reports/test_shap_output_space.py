@@ -16,7 +16,7 @@ from modelgate.reports.html import render_evaluation_report
 from modelgate.reports.shap_charts import space_axis_label
 from modelgate.reports.views import EvaluationReportView, GateView
 
-from modelgate.pipelines import shap_report
+from modelgate.pipelines.evaluation import shap_report
 
 
 def _frame() -> pd.DataFrame:

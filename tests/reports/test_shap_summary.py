@@ -19,7 +19,7 @@ from modelgate.reports.shap_summary import shap_by_group, shap_summary
 from modelgate.reports.views import EvaluationReportView, GateView
 from scipy import stats
 
-from modelgate.pipelines import shap_report
+from modelgate.pipelines.evaluation import shap_report
 
 
 def _explained() -> tuple[object, pd.DataFrame]:

@@ -63,7 +63,7 @@ def _labelled_errors(ctx: Context, ref: DriftRef, labels_uri: str, scores_key: s
     Raises
     ------
     BadPartition
-        The interval's labels partition cannot be used (see :mod:`.partitions`).
+        The interval's labels partition cannot be used (see :mod:`.evaluation.partitions`).
     """
     work = ctx.scratch("labels", ref.model_name, ref.version, start.isoformat())
     days = partition_dates(start, start + dt.timedelta(days=1))  # one, or none off midnight

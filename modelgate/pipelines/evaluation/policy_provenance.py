@@ -80,7 +80,7 @@ def provenance(policy: Policy, own: Policy, *, ad_hoc: str | None, model_file: P
     previous, changes, looser_than_previous
         The version's previous decided attempt (run id, attempt), the differences from its
         policy as records, and whether they loosen a blocking check
-        (:func:`modelgate.pipelines.attempts.changes_from_previous`).
+        (:func:`modelgate.pipelines.evaluation.attempts.changes_from_previous`).
 
     Returns
     -------

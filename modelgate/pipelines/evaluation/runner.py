@@ -4,7 +4,7 @@
 builds its task dependencies from it (one task per step, ids = step names), and
 :func:`run_evaluation` runs the same steps one after the other for ``modelgate evaluate``,
 the tests and the benchmarks. The steps themselves are the functions of
-:mod:`modelgate.pipelines.evaluate`; the adapters below only say what each one is given
+:mod:`modelgate.pipelines.evaluation.evaluate`; the adapters below only say what each one is given
 (the DAG's tasks call :func:`partitions` and :func:`score_partition` too, so the fan-out's
 payload, :class:`~modelgate.pipelines.payloads.Partition`, is built in one place).
 They import that module and look its functions up when called: DAG files import this
@@ -25,12 +25,12 @@ from modelgate.pipelines.steps import Step, StepGraph, run_in_process
 
 if TYPE_CHECKING:
     from modelgate.pipelines.context import Context
-    from modelgate.pipelines.evaluate import RunRef
+    from modelgate.pipelines.evaluation.evaluate import RunRef
     from modelgate.pipelines.payloads import Partition
 
 
 def _evaluate() -> ModuleType:
-    from modelgate.pipelines import evaluate
+    from modelgate.pipelines.evaluation import evaluate
 
     return evaluate
 
@@ -51,14 +51,14 @@ def _run_only(step: str) -> Callable[[Context, RunRef, dict[str, Any]], Any]:
 
 def partitions(ctx: Context, ref: RunRef) -> list[Partition]:
     """The held-out dataset's files in order, numbered from 0: one ``score`` task each."""
-    from modelgate.pipelines import evaluate
+    from modelgate.pipelines.evaluation import evaluate
 
     return [{"index": i, "uri": uri} for i, uri in enumerate(evaluate.list_dataset(ctx, ref))]
 
 
 def score_partition(ctx: Context, ref: RunRef, partition: Partition) -> str:
     """Score one of :func:`partitions`; the key of its stored result."""
-    from modelgate.pipelines import evaluate
+    from modelgate.pipelines.evaluation import evaluate
 
     return evaluate.score_partition(ctx, ref, partition["index"], partition["uri"])
 
@@ -154,7 +154,7 @@ def run_evaluation(ctx: Context, *, model_name: str, version: str, dataset_uri: 
         The held-out data: a parquet file, a directory of them or an ``s3://`` prefix.
     run_key : str
         The caller's key; the run's key adds the model's identity
-        (:func:`~modelgate.pipelines.evaluate.evaluation_run_key`).
+        (:func:`~modelgate.pipelines.evaluation.evaluate.evaluation_run_key`).
     policy_path : str, optional
         A policy YAML layered over the default and per-model policies; checked and stored
         with the run by the first step.
@@ -162,7 +162,7 @@ def run_evaluation(ctx: Context, *, model_name: str, version: str, dataset_uri: 
         Also run ``gate`` and ``promote``: a passed candidate becomes production. Without
         it the run stops after ``store``. Under an ad-hoc policy looser than the model's
         own on a blocking check, the first step refuses a run that would promote
-        (:class:`~modelgate.pipelines.policy_provenance.LooserPolicyRefused`) unless
+        (:class:`~modelgate.pipelines.evaluation.policy_provenance.LooserPolicyRefused`) unless
         ``allow_looser_policy``.
     allow_looser_policy : bool
         Allow promotion under such a policy; stored with the run.
@@ -215,12 +215,12 @@ def fail_lost_run(ctx: Context, dag_run_key: str, *, model_name: str, version: s
     why). Returns the id of the run marked, if any.
 
     ``dag_run_key`` is the key the DAG gave the run (``<dag_id>__<run_id>``); the run's own
-    key adds the model's identity (:func:`~modelgate.pipelines.run_keys.run_key_prefix`).
+    key adds the model's identity (:func:`~modelgate.pipelines.evaluation.run_keys.run_key_prefix`).
     """
     import logging
 
     from modelgate.pipelines import index_page
-    from modelgate.pipelines.run_keys import run_key_prefix
+    from modelgate.pipelines.evaluation.run_keys import run_key_prefix
     from modelgate.store import runs
 
     reason = (f"lost: the last try of {lost_task} ended without recording why (its process was "

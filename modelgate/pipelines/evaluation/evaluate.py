@@ -25,19 +25,13 @@ import pyarrow.parquet as pq
 
 from modelgate.logsafe import one_line
 from modelgate.onnx.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
-from modelgate.pipelines import (
-    attempts,
-    evaluate_tasks,
-    index_page,
-    partitions,
-    policy_provenance,
-    refusals,
-)
+from modelgate.pipelines import index_page, refusals
 from modelgate.pipelines.context import Context, load_registered_model, safe_key_part
-from modelgate.pipelines.fairness_records import driving_text, fairness_records
+from modelgate.pipelines.evaluation import attempts, model_tasks, partitions, policy_provenance
+from modelgate.pipelines.evaluation.fairness_records import driving_text, fairness_records
+from modelgate.pipelines.evaluation.run_keys import evaluation_run_key
 from modelgate.pipelines.payloads import RunRefDict
 from modelgate.pipelines.report_keys import evaluation_report_key
-from modelgate.pipelines.run_keys import evaluation_run_key
 from modelgate.store import models, runs
 
 if TYPE_CHECKING:  # annotations only: the steps import the cores where they compute
@@ -110,10 +104,10 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     too, so a malformed one fails the run before any scoring, and stored with the run: the
     ``decide`` step applies exactly that policy even if its files change meanwhile. Its
     provenance is stored on the run row and its attempt
-    (:mod:`~modelgate.pipelines.policy_provenance`); a run that will ``promote`` under a
+    (:mod:`~modelgate.pipelines.evaluation.policy_provenance`); a run that will ``promote`` under a
     policy looser than the model's own or than the version's previous decided attempt's
-    (:mod:`~modelgate.pipelines.attempts`) fails here
-    (:class:`~modelgate.pipelines.policy_provenance.LooserPolicyRefused`) unless
+    (:mod:`~modelgate.pipelines.evaluation.attempts`) fails here
+    (:class:`~modelgate.pipelines.evaluation.policy_provenance.LooserPolicyRefused`) unless
     ``allow_looser_policy``. A dataset that cannot be one (empty, missing here, a control
     character) and malformed ONNX Runtime settings are refused after the candidate is found,
     recorded as a refusal
@@ -149,10 +143,10 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
         log.info("evaluation run %d (%s): %s v%s against %s", run_id, key, model_name, version,
                  "no champion" if champion_id is None else f"champion v{champion.version}")  # type: ignore[union-attr]
         if champion_id is not None:  # compared on the same terms only (task, classes)
-            evaluate_tasks.check_champion(candidate.manifest, champion.manifest)  # type: ignore[union-attr]
-        task = evaluate_tasks.task_of(candidate.manifest)
+            model_tasks.check_champion(candidate.manifest, champion.manifest)  # type: ignore[union-attr]
+        task = model_tasks.task_of(candidate.manifest)
         policy, policy_sha = load_policy_for_run(policy_path, model_name, task=task)
-        evaluate_tasks.check_policy_classes(policy, candidate.manifest)
+        model_tasks.check_policy_classes(policy, candidate.manifest)
         _record_policy(ctx, ref, policy, policy_path, model_name, task, promote=promote,
                        allow_looser=allow_looser_policy, sha256=policy_sha,
                        model_version_id=candidate.model_version_id)
@@ -209,7 +203,7 @@ def list_dataset(ctx: Context, ref: RunRef) -> list[str]:
     found = partitions.list_sized(ctx.store, run.dataset_uri)  # one listing, with sizes
     log.info("evaluation run %d: %d file(s)", ref.evaluation_run_id, len(found))
     if not run.dataset_uri.startswith("s3://"):  # local footers are cheap: refuse before scoring
-        evaluate_tasks.check_memory(_candidate_row(ctx, run).manifest, partitions.local_rows(dict(found)),
+        model_tasks.check_memory(_candidate_row(ctx, run).manifest, partitions.local_rows(dict(found)),
                                     champion=run.champion_version_id is not None,
                                     n_bootstrap=N_BOOTSTRAP, limit_mb=ctx.settings.eval_memory_limit_mb)
     return partitions.batch_by_size(found)  # small files, local or s3://, scored together
@@ -285,11 +279,11 @@ def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, i
         champion_path = _score_one(ctx, champion, data, work / "champion.parquet", []).output_path
         champion_threshold = champion.manifest.get("threshold")
     statistics, group_scores = None, ()  # multiclass and regression keep the scored columns
-    if evaluate_tasks.task_of(manifest) == evaluate_tasks.BINARY:
+    if model_tasks.task_of(manifest) == model_tasks.BINARY:
         statistics, group_scores = _summarise(scored.output_path, champion_path, manifest,
                                               champion_threshold, work / "scores.parquet")
     else:
-        evaluate_tasks.join_champion(scored.output_path, champion_path, work / "scores.parquet")
+        model_tasks.join_champion(scored.output_path, champion_path, work / "scores.parquet")
     scores_key = f"{ref.prefix()}/scores/part-{index:05d}.parquet"
     ctx.store.put_file(scores_key, work / "scores.parquet", content_type="application/vnd.apache.parquet")
     return PartitionResult(index, partitions.partition_name(run.dataset_uri, partition_uri),
@@ -488,7 +482,7 @@ def labels_from_scores(table: pa.Table, manifest: dict[str, Any]) -> Any:
     """0/1 labels from the label column; a missing or non-binary label is an error naming it."""
     from modelgate.evaluation.labels import model_labels
 
-    return model_labels(evaluate_tasks.label_values(table, manifest).to_numpy(), manifest)
+    return model_labels(model_tasks.label_values(table, manifest).to_numpy(), manifest)
 
 
 # Group labels are stored in full (fairness_group is keyed by their sha256) but one longer than
@@ -498,10 +492,10 @@ MAX_GROUP_LABEL_CHARS = 1000
 
 def check_held_out(table: pa.Table, manifest: dict[str, Any]) -> None:
     """Labels and sensitive-group labels, checked before any work is done on the rows."""
-    if evaluate_tasks.task_of(manifest) == evaluate_tasks.BINARY:
+    if model_tasks.task_of(manifest) == model_tasks.BINARY:
         labels_from_scores(table, manifest)
     else:
-        evaluate_tasks.targets(table, manifest)
+        model_tasks.targets(table, manifest)
     for feature in manifest["sensitive_features"]:
         lengths = {len(str(v)) for v in table.column(feature).unique().to_pylist() if v is not None}
         if lengths and max(lengths) > MAX_GROUP_LABEL_CHARS:
@@ -522,7 +516,7 @@ def compute_metrics(ctx: Context, ref: RunRef) -> str:
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     manifest = _candidate_row(ctx, run).manifest  # pinned archive
-    if evaluate_tasks.task_of(manifest) != evaluate_tasks.BINARY:
+    if model_tasks.task_of(manifest) != model_tasks.BINARY:
         return _compute_task_metrics(ctx, ref, manifest, champion=run.champion_version_id is not None)
     statistics = load_statistics(ctx, ref).statistics
     assert statistics is not None  # a binary run's partitions always carry their statistics
@@ -540,14 +534,14 @@ def compute_metrics(ctx: Context, ref: RunRef) -> str:
 def _compute_task_metrics(ctx: Context, ref: RunRef, manifest: dict[str, Any], *,
                           champion: bool) -> str:
     """Multiclass or regression metrics from the partitions' scored columns, concatenated."""
-    task = evaluate_tasks.task_of(manifest)
+    task = model_tasks.task_of(manifest)
     scored = load_statistics(ctx, ref).partitions
-    evaluate_tasks.check_memory(manifest, sum(p[2] for p in scored), champion=champion,
+    model_tasks.check_memory(manifest, sum(p[2] for p in scored), champion=champion,
                                 n_bootstrap=N_BOOTSTRAP, limit_mb=ctx.settings.eval_memory_limit_mb)
     with ctx.attempt_scratch("evaluation", ref.run_key, "metrics") as work:
-        table = evaluate_tasks.read_scores(ctx, scored, evaluate_tasks.score_columns(manifest, champion),
+        table = model_tasks.read_scores(ctx, scored, model_tasks.score_columns(manifest, champion),
                                            work)
-    candidate, champion_report, comparison = evaluate_tasks.compute_metrics(
+    candidate, champion_report, comparison = model_tasks.compute_metrics(
         table, manifest, champion=champion, n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED)
     log.info("%s metrics on %d rows with %d bootstrap resamples%s", task, table.num_rows,
              N_BOOTSTRAP, " (paired with the champion)" if champion else "")
@@ -591,15 +585,16 @@ def explain(ctx: Context, ref: RunRef) -> str:
     """SHAP values through batched ONNX Runtime calls: global importance and waterfalls."""
     import numpy as np
 
-    from modelgate.pipelines import shap_report, shap_trees
+    from modelgate.pipelines import shap_trees
+    from modelgate.pipelines.evaluation import shap_report
     from modelgate.reports.explain import global_importance, importance_standard_errors, select_rows
     from modelgate.reports.waterfall import waterfall_png
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     row = _candidate_row(ctx, run)
-    task = evaluate_tasks.task_of(row.manifest)
-    columns = (["score", "prediction"] if task == evaluate_tasks.BINARY
-               else evaluate_tasks.prediction_columns(row.manifest))
+    task = model_tasks.task_of(row.manifest)
+    columns = (["score", "prediction"] if task == model_tasks.BINARY
+               else model_tasks.prediction_columns(row.manifest))
     sensitive, label = list(row.manifest.get("sensitive_features", [])), row.manifest["label"]["column"]
     with ctx.attempt_scratch("explain", ref.run_key) as work:
         loaded = load_registered_model(ctx, row, work)
@@ -621,13 +616,13 @@ def explain(ctx: Context, ref: RunRef) -> str:
     explainer = _explainer(scorer, task, features, route)
     overall = _explain_with_progress(explainer, sample, background)
     explained = None  # multiclass: each row explains its predicted class; one summary per class
-    if task == evaluate_tasks.MULTICLASS:
-        classes = evaluate_tasks.classes_of(row.manifest)
+    if task == model_tasks.MULTICLASS:
+        classes = model_tasks.classes_of(row.manifest)
         explained = [classes[int(k)] for k in table.column("prediction").take(in_sample).to_pylist()]
     summaries = shap_report.summarise(
         overall, {s: table.column(s).take(in_sample).to_pylist() for s in sensitive},
         explained_class=explained)
-    if task == evaluate_tasks.BINARY:
+    if task == model_tasks.BINARY:
         y = labels_from_scores(table, row.manifest)
         scores, preds = table.column("score").to_numpy(), table.column("prediction").to_numpy()
         chosen = select_rows(scores, y, preds, seed=SHAP_SEED)
@@ -639,8 +634,8 @@ def explain(ctx: Context, ref: RunRef) -> str:
                                     algorithm=overall.algorithm)
     titles = [f"{names[i]}: {', '.join(reasons)}" for i, reasons in zip(chosen.indices, chosen.reasons,
                                                                         strict=True)]
-    if task == evaluate_tasks.MULTICLASS:
-        classes, predicted = evaluate_tasks.classes_of(row.manifest), table.column("prediction").to_numpy()
+    if task == model_tasks.MULTICLASS:
+        classes, predicted = model_tasks.classes_of(row.manifest), table.column("prediction").to_numpy()
         titles = shap_report.multiclass_titles(titles, [classes[predicted[i]] for i in chosen.indices],
                                                space=picked.output)
     waterfalls = tuple((label, ", ".join(reasons), waterfall_png(picked, k, title=title))
@@ -679,9 +674,9 @@ def _explainer(scorer: Any, task: str, features: list[str], route: Any = None) -
                 "auto", "tree_interventional", "linear_interventional"):
             return shap_trees.explain_with_trees(route, scorer, rows, background, seed=seed)[0]
         options: dict[str, Any] = {"features": features, "seed": seed, "algorithm": algorithm}
-        if task == evaluate_tasks.REGRESSION:
+        if task == model_tasks.REGRESSION:
             return shap_explain(scorer.predict_value, rows, background, output="value", **options)
-        if task == evaluate_tasks.MULTICLASS:
+        if task == model_tasks.MULTICLASS:
             return explain_class(scorer.predict_class_proba, rows, background, **options)[0]
         return shap_explain(scorer.predict_proba, rows, background, **options)
 
@@ -696,13 +691,13 @@ def _chosen_rows(table: pa.Table, manifest: dict[str, Any], names: list[str]) ->
 
     from modelgate.reports.explain import select_error_rows
 
-    y = evaluate_tasks.targets(table, manifest)
+    y = model_tasks.targets(table, manifest)
     pred = table.column("prediction").to_numpy()
-    if evaluate_tasks.task_of(manifest) == evaluate_tasks.REGRESSION:
+    if model_tasks.task_of(manifest) == model_tasks.REGRESSION:
         chosen = select_error_rows(np.abs(pred - y), seed=SHAP_SEED)
         return chosen, [f"{names[i]} (prediction {pred[i]:.4g}, label {y[i]:.4g})"
                         for i in chosen.indices]
-    classes = evaluate_tasks.classes_of(manifest)
+    classes = model_tasks.classes_of(manifest)
     proba = np.column_stack([table.column(f"proba_{k}").to_numpy() for k in range(len(classes))])
     chosen = select_error_rows(1.0 - proba[np.arange(len(y)), y], seed=SHAP_SEED)
     score = table.column("score").to_numpy()
@@ -784,7 +779,7 @@ def compute_fairness(ctx: Context, ref: RunRef) -> str:
     from modelgate.fairness.metrics import fairness_report_from_table
 
     manifest = _candidate_row(ctx, runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)).manifest
-    if evaluate_tasks.task_of(manifest) != evaluate_tasks.BINARY:
+    if model_tasks.task_of(manifest) != model_tasks.BINARY:
         return _compute_task_fairness(ctx, ref, manifest)
     reports = {}
     merged = load_statistics(ctx, ref)
@@ -814,14 +809,14 @@ def _compute_task_fairness(ctx: Context, ref: RunRef, manifest: dict[str, Any]) 
     partitions' scored columns, concatenated."""
     columns = [manifest["label"]["column"], "prediction", *manifest["sensitive_features"]]
     with ctx.attempt_scratch("evaluation", ref.run_key, "fairness") as work:
-        table = evaluate_tasks.read_scores(ctx, load_statistics(ctx, ref).partitions,
+        table = model_tasks.read_scores(ctx, load_statistics(ctx, ref).partitions,
                                            list(dict.fromkeys(columns)), work)
-    reports = evaluate_tasks.compute_fairness(
+    reports = model_tasks.compute_fairness(
         table, manifest, min_group_size=ctx.settings.min_group_size,
         include_small_groups=INCLUDE_SMALL_GROUPS_IN_GAPS, n_bootstrap=N_BOOTSTRAP,
         seed=BOOTSTRAP_SEED)
     for feature, report in reports.items():
-        small = evaluate_tasks.small_groups(report)
+        small = model_tasks.small_groups(report)
         if small:
             log.warning("sensitive feature %r: groups smaller than %d rows are reported and "
                         "flagged, and left out of the gaps: %s",
@@ -1075,7 +1070,7 @@ def _gate_view(decision: dict[str, Any], checks: Sequence[dict[str, Any]]) -> An
 
 def render_report(ctx: Context, ref: RunRef) -> str:
     """Render the self-contained HTML report, store it, return a link for people."""
-    from modelgate.pipelines import shap_report
+    from modelgate.pipelines.evaluation import shap_report
     from modelgate.reports.html import render_evaluation_report
     from modelgate.reports.views import CalibrationRow, EvaluationReportView, WaterfallImage
 
@@ -1085,7 +1080,7 @@ def render_report(ctx: Context, ref: RunRef) -> str:
     fairness_reports = get_pickle(ctx, f"{ref.prefix()}/fairness.pkl")
     shap: ExplainResult = get_pickle(ctx, f"{ref.prefix()}/explain.pkl")
     decided: DecisionResult = get_pickle(ctx, f"{ref.prefix()}/decision.pkl")
-    binary = metrics_result.task == evaluate_tasks.BINARY
+    binary = metrics_result.task == model_tasks.BINARY
     calibration = tuple(
         CalibrationRow(**b.to_record()) for b in metrics_result.candidate.calibration.bins
         if b.n > 0) if binary else ()
@@ -1149,10 +1144,10 @@ def _shap_error_note(shap: ExplainResult) -> str:
 
 def _metrics_note(result: MetricsResult) -> str:
     """How the metrics were computed, for the report's budget line."""
-    if result.task == evaluate_tasks.MULTICLASS:
+    if result.task == model_tasks.MULTICLASS:
         return ("multiclass: SHAP explains each row's predicted class; fairness is one-vs-rest "
                 "per class; metrics exact on every row")
-    if result.task == evaluate_tasks.REGRESSION:
+    if result.task == model_tasks.REGRESSION:
         return "regression: SHAP explains the predicted value; metrics exact on every row"
     return ("ROC AUC " + ("exact" if result.auc_error_bound == 0 else
                           f"within {result.auc_error_bound:.1e} (scores pooled on a grid)")
@@ -1184,7 +1179,7 @@ def _rows_for_store(result: MetricsResult, fairness_reports: dict[str, Any], sha
             metrics += [{"model_role": role, **m.to_record()} for m in report.metrics]
     if result.comparison is not None:
         metrics += [{"model_role": "delta", **d.to_record()} for d in result.comparison.deltas]
-    calibration = [] if result.task != evaluate_tasks.BINARY else [
+    calibration = [] if result.task != model_tasks.BINARY else [
         {"bin_index": i, **b.to_record()} for i, b in enumerate(result.candidate.calibration.bins)]
     fairness = fairness_records(fairness_reports)
     d = decided.decision

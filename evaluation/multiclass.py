@@ -73,7 +73,12 @@ from modelgate.evaluation.metrics import (
     paired_deltas,
     percentile_interval,
 )
-from modelgate.evaluation.ovr_auc import macro_ovr_auc_delta_interval, macro_ovr_auc_interval
+from modelgate.evaluation.multiclass_cells import class_cells, resampled_counts, value_cells
+from modelgate.evaluation.ovr_auc import (
+    class_deviations,
+    deviations_delta_interval,
+    deviations_interval,
+)
 
 from modelgate.intervals import (
     bootstrap_counts,
@@ -223,10 +228,11 @@ class _ClassRanking:
     ends: npt.NDArray[np.intp]
 
 
-def _rank_class(y: npt.NDArray[np.int64], column: _FloatArray, k: int) -> _ClassRanking:
+def _rank_class(y: npt.NDArray[np.int64], column: _FloatArray, k: int,
+                order: npt.NDArray[np.intp] | None = None) -> _ClassRanking:
     # any sort will do: rows of one tie group are summed together, exactly
     values = np.ascontiguousarray(column)
-    order = np.argsort(values)
+    order = np.argsort(values) if order is None else order
     values = values[order]
     pos_at = np.flatnonzero(y[order] == k)
     if pos_at.size == 0:
@@ -300,8 +306,10 @@ def _count_dtype(largest: float) -> type[np.integer]:
     return np.uint8 if largest < 256 else np.int32
 
 
-def _metrics(w: _FloatArray, rows: _RowStatistics, auc: _FloatArray, n_classes: int) -> _FloatArray:
-    """Every metric per resample of the weights ``w``: ``(B, n_metrics)``."""
+def _metrics(w: _FloatArray, rows: _RowStatistics, auc: _FloatArray, n_classes: int,
+             loss: _FloatArray | None = None) -> _FloatArray:
+    """Every metric per resample of the weights ``w``: ``(B, n_metrics)``; ``loss`` the mean
+    log loss per resample when ``w`` weighs cells (default: from the rows' log losses)."""
     c = n_classes
     support = _class_sums(w, rows.y, c)
     predicted = _class_sums(w, rows.predicted, c)
@@ -315,33 +323,84 @@ def _metrics(w: _FloatArray, rows: _RowStatistics, auc: _FloatArray, n_classes: 
         macro = np.where(defined.any(axis=1),
                          np.nansum(f1, axis=1) / defined.sum(axis=1), np.nan)
         weighted = np.nansum(f1 * support, axis=1) / support.sum(axis=1)
-    summary = np.column_stack([tp.sum(axis=1) / n, macro, weighted, auc.mean(axis=1),
-                               (w @ rows.log_loss[:, None])[:, 0] / n])
+    if loss is None:
+        loss = (w @ rows.log_loss[:, None])[:, 0] / n
+    summary = np.column_stack([tp.sum(axis=1) / n, macro, weighted, auc.mean(axis=1), loss])
     return np.hstack([summary, recall, precision])
 
 
-def _point_and_resampled(y: npt.NDArray[np.int64], probas: Sequence[_FloatArray], *,
-                         n_bootstrap: int, seed: int) -> tuple[list[_FloatArray], list[_FloatArray]]:
-    """Per model: every metric on all rows ``(M,)`` and on each resample ``(B, M)``; the
-    models share the resamples (a paired bootstrap)."""
-    c = probas[0].shape[1]
-    rows = [_row_statistics(y, p) for p in probas]
-    rankings = [[_rank_class(y, p[:, k], k) for k in range(c)] for p in probas]
-    ones = np.ones((1, len(y)))
-    point = [_metrics(ones, r, _ovr_auc(ones, k), c)[0] for r, k in zip(rows, rankings, strict=True)]
-    parts: list[list[_FloatArray]] = [[] for _ in probas]
-    for w in bootstrap_counts(len(y), n_bootstrap=n_bootstrap, seed=seed):
-        for model, (r, k) in enumerate(zip(rows, rankings, strict=True)):
-            parts[model].append(_metrics(w, r, _ovr_auc(w, k), c))
+@dataclass(frozen=True, slots=True)
+class _Point:
+    """One model on all rows: every metric ``(M,)``, the row statistics and the per-row mean
+    DeLong deviations of the macro AUC (None when some class has under two rows a side)."""
+
+    values: _FloatArray
+    rows: _RowStatistics
+    deviations: _FloatArray | None
+
+
+def _point(y: npt.NDArray[np.int64], p: _FloatArray) -> _Point:
+    """Every metric on all rows, one sort per class for both its AUC and its deviations."""
+    n, c = p.shape
+    rows = _row_statistics(y, p)
+    ones = np.ones((1, n))
+    total, counts = ones.sum(axis=1), ones.astype(np.uint8)
+    aucs, deviations = [], np.zeros(n)
+    defined = True
+    for k in range(c):
+        column = np.ascontiguousarray(p[:, k])
+        order = np.argsort(column)
+        aucs.append(_ovr_auc_one(counts, total, _rank_class(y, column, k, order)))
+        d = class_deviations(y, column, k, order) if defined else None
+        defined = d is not None
+        if d is not None:
+            deviations += d
+    values = _metrics(ones, rows, np.column_stack(aucs), c)[0]
+    return _Point(values, rows, deviations / c if defined else None)
+
+
+def _resampled(y: npt.NDArray[np.int64], points: Sequence[_Point], n_classes: int, *,
+               n_bootstrap: int, seed: int, auc_of: Sequence[_FloatArray] | None
+               ) -> list[_FloatArray]:
+    """Per model every metric on each resample ``(B, M)``, from cell tables
+    (:mod:`~modelgate.evaluation.multiclass_cells`): the count metrics from one table of
+    ``(true, each model's predicted class)`` cells, so the models' values are paired; each
+    model's log loss from its own table of loss cells. The macro AUC per resample only when
+    ``auc_of`` gives the models' probabilities (its percentile interval, used when a class
+    has under two rows a side: ``resamples x rows x classes``); else NaN."""
+    c, n = n_classes, len(y)
     width = 5 + 2 * c
-    return point, [np.vstack(x) if x else np.empty((0, width)) for x in parts]
+    if n_bootstrap == 0:
+        return [np.empty((0, width)) for _ in points]
+    losses = []
+    for point in points:
+        table, means = value_cells(point.rows.log_loss)
+        losses.append(np.concatenate([w @ means for w in resampled_counts(
+            table, n_bootstrap=n_bootstrap, seed=seed)]) / n)
+    aucs = [np.full(n_bootstrap, np.nan) for _ in points]
+    if auc_of is not None:
+        rankings = [[_rank_class(y, p[:, k], k) for k in range(c)] for p in auc_of]
+        drawn = [[_ovr_auc(w, r).mean(axis=1) for r in rankings]
+                 for w in bootstrap_counts(n, n_bootstrap=n_bootstrap, seed=seed)]
+        aucs = [np.concatenate([chunk[m] for chunk in drawn]) for m in range(len(points))]
+    table, y_cell, predicted = class_cells(y, [p.rows.predicted for p in points], c)
+    no_loss = np.zeros(len(table.counts))
+    parts: list[list[_FloatArray]] = [[] for _ in points]
+    done = 0
+    for w in resampled_counts(table, n_bootstrap=n_bootstrap, seed=seed):
+        b = slice(done, done + w.shape[0])
+        for m, hit in enumerate(predicted):
+            cells = _RowStatistics(y_cell, hit, hit == y_cell, no_loss)
+            parts[m].append(_metrics(w, cells, aucs[m][b, None], c, loss=losses[m][b]))
+        done += w.shape[0]
+    return [np.vstack(x) for x in parts]
 
 
-def _wilson_intervals(y: npt.NDArray[np.int64], p: _FloatArray, labels: Sequence[str],
-                      confidence_level: float) -> dict[str, tuple[float, float]]:
+def _wilson_intervals(y: npt.NDArray[np.int64], predicted: npt.NDArray[np.int64],
+                      labels: Sequence[str], confidence_level: float
+                      ) -> dict[str, tuple[float, float]]:
     """Wilson intervals of the accuracy and of each class's recall and precision, from counts."""
-    c = p.shape[1]
-    predicted = p.argmax(axis=1)
+    c = len(labels)
     correct = predicted == y
     support, called = np.bincount(y, minlength=c), np.bincount(predicted, minlength=c)
     hits = np.bincount(y[correct], minlength=c)
@@ -421,14 +480,18 @@ def evaluate_multiclass(
         raise ValueError(f"classes must name the {p.shape[1]} probability columns; got {len(labels)}")
     check_confidence_level(confidence_level)
     names = multiclass_metric_names(labels)
-    points, boots = _point_and_resampled(y, [p], n_bootstrap=n_bootstrap, seed=seed)
-    point, boot = points[0], boots[0]
+    at_data = _point(y, p)
+    point = at_data.values
     reasons = _reasons(point, names)
-    own = _wilson_intervals(y, p, labels, confidence_level) if n_bootstrap > 0 else {}
-    if n_bootstrap > 0 and reasons["roc_auc_ovr_macro"] is None:
-        auc_ends = macro_ovr_auc_interval(float(point[3]), y, p, confidence_level)
-        if auc_ends is not None:  # else (fewer than two rows on a side) percentile
-            own["roc_auc_ovr_macro"] = auc_ends
+    delong = reasons["roc_auc_ovr_macro"] is None and at_data.deviations is not None
+    boot = _resampled(y, [at_data], p.shape[1], n_bootstrap=n_bootstrap, seed=seed,
+                      auc_of=[p] if reasons["roc_auc_ovr_macro"] is None and not delong else None)[0]
+    own = (_wilson_intervals(y, at_data.rows.predicted, labels, confidence_level)
+           if n_bootstrap > 0 else {})
+    if n_bootstrap > 0 and delong:  # else (fewer than two rows on a side) percentile
+        assert at_data.deviations is not None
+        own["roc_auc_ovr_macro"] = deviations_interval(float(point[3]), at_data.deviations, y,
+                                                       p.shape[1], confidence_level)
     metrics = []
     for j, name in enumerate(names):
         ends = own.get(name) or percentile_interval(boot[:, j], confidence_level)
@@ -496,22 +559,30 @@ def compare_multiclass(
     labels = tuple(str(c) for c in (range(new.shape[1]) if classes is None else classes))
     if len(labels) != new.shape[1]:
         raise ValueError(f"classes must name the {new.shape[1]} probability columns; got {len(labels)}")
-    point, boot = _point_and_resampled(y, [new, old], n_bootstrap=n_bootstrap, seed=seed)
-    deltas = paired_deltas(multiclass_metric_names(labels), (point[0], point[1]),
+    points = (_point(y, new), _point(y, old))
+    d_new, d_old = points[0].deviations, points[1].deviations
+    defined = all(np.isfinite(p.values[3]) for p in points)
+    delong = defined and d_new is not None and d_old is not None
+    boot = _resampled(y, points, new.shape[1], n_bootstrap=n_bootstrap, seed=seed,
+                      auc_of=[new, old] if defined and not delong else None)
+    deltas = paired_deltas(multiclass_metric_names(labels), (points[0].values, points[1].values),
                            (boot[0], boot[1]), n=len(y), confidence_level=confidence_level)
     auc = deltas[3]  # roc_auc_ovr_macro
-    if n_bootstrap > 0 and auc.undefined_reason is None:
-        ends = macro_ovr_auc_delta_interval(auc.candidate, auc.champion, y, new, old,
-                                            confidence_level)
-        if ends is not None:
-            lower, upper = interval_holding(auc.delta, *ends)
-            deltas = (*deltas[:3], replace(auc, ci_lower=lower, ci_upper=upper), *deltas[4:])
+    if n_bootstrap > 0 and auc.undefined_reason is None and delong:
+        assert d_new is not None and d_old is not None
+        # the same deviations: every class ranked alike, the AUCs equal on every resample
+        ends = ((auc.delta, auc.delta) if np.array_equal(d_new, d_old) else
+                deviations_delta_interval(auc.candidate, auc.champion, d_new, d_old, y,
+                                          new.shape[1], confidence_level))
+        lower, upper = interval_holding(auc.delta, *ends)
+        deltas = (*deltas[:3], replace(auc, ci_lower=lower, ci_upper=upper), *deltas[4:])
     loss = deltas[4]  # log_loss
     if n_bootstrap > 0 and loss.undefined_reason is None:
-        diff = _row_statistics(y, new).log_loss - _row_statistics(y, old).log_loss
+        diff = points[0].rows.log_loss - points[1].rows.log_loss
         if diff.any():  # else identical losses: the percentile interval, exactly [0, 0]
-            drawn = [difference_part_moments(diff, w) for w in
-                     bootstrap_counts(len(y), n_bootstrap=n_bootstrap, seed=seed)]
+            table, cell_diff = value_cells(diff)
+            drawn = [difference_part_moments(cell_diff, w) for w in
+                     resampled_counts(table, n_bootstrap=n_bootstrap, seed=seed)]
             ends = log_loss_delta_interval(
                 difference_part_moments(diff, np.ones((1, len(y)))),
                 {key: np.concatenate([m[key] for m in drawn]) for key in drawn[0]},
@@ -519,13 +590,14 @@ def compare_multiclass(
             lower, upper = interval_holding(loss.delta, *ends)
             deltas = (*deltas[:4], replace(loss, ci_lower=lower, ci_upper=upper), *deltas[5:])
     if n_bootstrap > 0:
-        deltas = _class_count_deltas(deltas, y, new, old, (boot[0], boot[1]), labels,
+        deltas = _class_count_deltas(deltas, y, points[0].rows.predicted,
+                                     points[1].rows.predicted, (boot[0], boot[1]), labels,
                                      confidence_level)
     return PairedComparison(deltas, len(y), n_bootstrap, confidence_level, seed)
 
 
 def _class_count_deltas(deltas: tuple[MetricDelta, ...], y: npt.NDArray[np.int64],
-                        new: _FloatArray, old: _FloatArray,
+                        hit_new: npt.NDArray[np.int64], hit_old: npt.NDArray[np.int64],
                         boot: tuple[_FloatArray, _FloatArray], labels: Sequence[str],
                         confidence_level: float) -> tuple[MetricDelta, ...]:
     """Per-class recall and precision deltas by MOVER, as the binary ones
@@ -534,10 +606,9 @@ def _class_count_deltas(deltas: tuple[MetricDelta, ...], y: npt.NDArray[np.int64
     coefficient of the class's rows found by both, one or neither model (Newcombe's method
     10), for the precision (two denominators) that of the paired resampled values. A class
     whose rows both models call alike keeps the percentile interval (the exact ``[d, d]``)."""
-    c = new.shape[1]
-    hit_new, hit_old = new.argmax(axis=1), old.argmax(axis=1)
-    own = (_wilson_intervals(y, new, labels, confidence_level),
-           _wilson_intervals(y, old, labels, confidence_level))
+    c = len(labels)
+    own = (_wilson_intervals(y, hit_new, labels, confidence_level),
+           _wilson_intervals(y, hit_old, labels, confidence_level))
     out = list(deltas)
     for j, d in enumerate(deltas):
         if d.undefined_reason is not None or not d.name.startswith(("recall[", "precision[")):

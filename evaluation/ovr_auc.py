@@ -34,13 +34,18 @@ import numpy.typing as npt
 
 from modelgate.intervals import logit_wald_interval, mover_difference, satterthwaite_df
 
-__all__ = ["macro_ovr_auc_delta_interval", "macro_ovr_auc_interval", "macro_ovr_auc_variance"]
+__all__ = ["class_deviations", "deviations_delta_interval", "deviations_interval",
+           "macro_ovr_auc_delta_interval", "macro_ovr_auc_interval", "macro_ovr_auc_variance"]
 
 
-def _class_deviations(y: npt.NDArray[np.int64], column: npt.NDArray[np.float64], k: int
-                      ) -> npt.NDArray[np.float64] | None:
-    """Each row's scaled placement deviation ``d_ik`` for class ``k`` (None below 2 a side)."""
-    order = np.argsort(column, kind="stable")
+def class_deviations(y: npt.NDArray[np.int64], column: npt.NDArray[np.float64], k: int,
+                     order: npt.NDArray[np.intp] | None = None) -> npt.NDArray[np.float64] | None:
+    """Each row's scaled placement deviation ``d_ik`` for class ``k`` (None below 2 a side).
+
+    ``order`` is any sorting permutation of ``column`` (a caller that has sorted it already
+    passes it): tied rows get the same placements, so the result is the same for every one.
+    """
+    order = np.argsort(column) if order is None else order
     values = column[order]
     is_pos = y[order] == k
     pos_values, neg_values = values[is_pos], values[~is_pos]  # sorted: subsets of a sorted array
@@ -64,7 +69,7 @@ def _macro_deviations(y: npt.NDArray[np.int64], p: npt.NDArray[np.float64]
     """Per row, the mean over classes of ``d_ik`` (None when some class's is undefined)."""
     total = np.zeros(len(y))
     for k in range(p.shape[1]):
-        d = _class_deviations(y, p[:, k], k)
+        d = class_deviations(y, p[:, k], k)
         if d is None:
             return None
         total += d
@@ -120,14 +125,19 @@ def macro_ovr_auc_interval(auc: float, y_true: npt.ArrayLike, proba: npt.ArrayLi
     >>> bool(0 < lo < 0.9167 < hi < 1)
     True
     """
-    from scipy.stats import norm, t
-
     y = np.asarray(y_true, dtype=np.int64)
     p = np.asarray(proba, dtype=np.float64)
     d = _macro_deviations(y, p)
-    if d is None:
-        return None
-    counts = np.bincount(y, minlength=p.shape[1])
+    return None if d is None else deviations_interval(auc, d, y, p.shape[1], confidence_level)
+
+
+def deviations_interval(auc: float, d: npt.NDArray[np.float64], y: npt.NDArray[np.int64],
+                        n_classes: int, confidence_level: float) -> tuple[float, float]:
+    """:func:`macro_ovr_auc_interval` from the per-row mean deviations ``d`` (the mean over
+    classes of :func:`class_deviations`, every class defined), for a caller that has them."""
+    from scipy.stats import norm, t
+
+    counts = np.bincount(y, minlength=n_classes)
     m = int(min(counts.min(), (len(y) - counts).min()))
     df = max(min(m - 1.0, satterthwaite_df(d)), 1.0)
     level = 1.0 - 0.5 * (1.0 - confidence_level)
@@ -158,10 +168,17 @@ def macro_ovr_auc_delta_interval(auc_new: float, auc_old: float, y_true: npt.Arr
     d_new, d_old = _macro_deviations(y, p_new), _macro_deviations(y, p_old)
     if d_new is None or d_old is None or np.array_equal(d_new, d_old):
         return None
-    ends_new = macro_ovr_auc_interval(auc_new, y, p_new, confidence_level)
-    ends_old = macro_ovr_auc_interval(auc_old, y, p_old, confidence_level)
-    if ends_new is None or ends_old is None:
-        return None
+    return deviations_delta_interval(auc_new, auc_old, d_new, d_old, y, p_new.shape[1],
+                                     confidence_level)
+
+
+def deviations_delta_interval(auc_new: float, auc_old: float, d_new: npt.NDArray[np.float64],
+                              d_old: npt.NDArray[np.float64], y: npt.NDArray[np.int64],
+                              n_classes: int, confidence_level: float) -> tuple[float, float]:
+    """:func:`macro_ovr_auc_delta_interval` from the two models' per-row mean deviations
+    (both defined, not identical), for a caller that has them."""
+    ends_new = deviations_interval(auc_new, d_new, y, n_classes, confidence_level)
+    ends_old = deviations_interval(auc_old, d_old, y, n_classes, confidence_level)
     scale = np.sqrt(np.dot(d_new, d_new) * np.dot(d_old, d_old))
     r = float(np.dot(d_new, d_old) / scale) if scale > 0 else 0.0
     return mover_difference(auc_new, ends_new, auc_old, ends_old, r)

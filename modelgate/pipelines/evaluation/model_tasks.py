@@ -207,7 +207,13 @@ def read_scores(ctx: Context, partitions: Sequence[tuple[str, str, int, str]],
 
 
 def _proba(table: pa.Table, n_classes: int, prefix: str = "") -> npt.NDArray[np.float64]:
-    return np.column_stack([table.column(f"{prefix}proba_{k}").to_numpy() for k in range(n_classes)])
+    """The ``[N, C]`` float64 probabilities in column-major order: each class's column, read
+    one at a time, is contiguous (the metrics sort each class's column; a row-major matrix
+    made that a strided gather and its build a transpose, both slow past ~100 MB)."""
+    out = np.empty((n_classes, table.num_rows))
+    for k in range(n_classes):
+        out[k] = table.column(f"{prefix}proba_{k}").to_numpy()
+    return out.T
 
 
 def score_columns(manifest: Mapping[str, Any], champion: bool) -> list[str]:

@@ -28,9 +28,10 @@ Conventions
   with DeLong's variance and a t quantile, here of the mean of the classes' AUCs with
   their covariances (:func:`modelgate.evaluation.ovr_auc.macro_ovr_auc_interval`; the
   percentile interval when some class has fewer than two rows or fewer than two others).
-* The other metrics get percentile bootstrap intervals over the resamples
-  of :func:`modelgate.intervals.bootstrap_counts` (the binary metrics' rows for the
-  same seed); resamples where a metric is undefined are left out of its interval.
+* The other metrics get percentile bootstrap intervals, the resamples drawn over cells of
+  rows (:mod:`~modelgate.evaluation.multiclass_cells`: ``(true, predicted class)`` cells for
+  the count metrics, the row bootstrap's law; cells of nearby per-row losses for the log
+  loss); resamples where a metric is undefined are left out of its interval.
   Paired deltas (:func:`compare_multiclass`) take the binary deltas' methods where the
   percentile interval was short at n = 200: per-class recall and precision MOVER from the
   two models' Wilson intervals (the recall's correlation the phi coefficient of the class's
@@ -41,12 +42,15 @@ Conventions
   simulation in ``bench/RESULTS.md`` ("Every binary, multiclass and regression
   interval").
 
-Memory grows as rows x classes, never rows x classes^2 (:func:`multiclass_memory_bytes`):
-confusion counts are per-class ``bincount`` sums of the resample weights (true class,
-predicted class, correct rows), not one-hot confusion cells, and each class's AUC keeps one
-ranking of the rows (from its lowest positive up; the rows below count only by their total
-weight). Resample weights are whole counts, so those sums are exact and the numbers are the
-same as the dense computation's (``log_loss`` to the last bits of its float sum).
+Time and memory: one sort per class gives both the class's AUC and its DeLong deviations
+(``O(N C log N)``), and the resamples cost ``resamples x cells``, never ``resamples x rows x
+classes``: confusion counts are per-class ``bincount`` sums of the cell counts (true class,
+predicted class, correct cells). Only the macro AUC's percentile fallback (some class with
+fewer than two rows, or fewer than two others) still ranks every class's rows for every
+resample. Memory grows as rows x classes, never rows x classes^2
+(:func:`multiclass_memory_bytes`). Cell counts are whole numbers, so the sums are exact and
+the point estimates are those of the dense computation (``log_loss`` to the last bits of its
+float sum).
 
 Hand-written (on scikit-learn's definitions, tested equal to them to 1e-9) because
 calling scikit-learn once per resample costs a full pass per metric per resample; here a
@@ -79,6 +83,7 @@ from modelgate.evaluation.ovr_auc import (
     deviations_delta_interval,
     deviations_interval,
 )
+from modelgate.evaluation.ovr_auc_ranking import ovr_auc, ovr_auc_one, rank_class
 
 from modelgate.intervals import (
     bootstrap_counts,
@@ -210,102 +215,6 @@ def _class_sums(w: _FloatArray, index: npt.NDArray[np.int64], n_classes: int) ->
     return sums.reshape(b, n_classes).astype(np.float64, copy=False)
 
 
-@dataclass(frozen=True, slots=True)
-class _ClassRanking:
-    """One class's one-vs-rest ranking, reduced to what its AUC needs.
-
-    ``window`` holds the rows (in order of the class's probability) from the lowest tie
-    group holding a row of the class to the top: every row below it is a negative below
-    every positive, so only its total weight matters. ``positives`` are the class's rows in
-    the same order, ``group_of`` the tie group (0..G-1) of each, and ``starts``/``ends``
-    each group's bounds in ``window``.
-    """
-
-    window: npt.NDArray[np.int32]
-    positives: npt.NDArray[np.int32]
-    group_starts: npt.NDArray[np.intp]  # first positive of each group, in ``positives``
-    starts: npt.NDArray[np.intp]
-    ends: npt.NDArray[np.intp]
-
-
-def _rank_class(y: npt.NDArray[np.int64], column: _FloatArray, k: int,
-                order: npt.NDArray[np.intp] | None = None) -> _ClassRanking:
-    # any sort will do: rows of one tie group are summed together, exactly
-    values = np.ascontiguousarray(column)
-    order = np.argsort(values) if order is None else order
-    values = values[order]
-    pos_at = np.flatnonzero(y[order] == k)
-    if pos_at.size == 0:
-        empty = np.empty(0, dtype=np.intp)
-        return _ClassRanking(np.empty(0, np.int32), np.empty(0, np.int32), empty, empty, empty)
-    # tie groups holding a positive: where the positives' values change
-    new_group = np.r_[True, values[pos_at[1:]] != values[pos_at[:-1]]]
-    group_starts = np.flatnonzero(new_group)
-    group_values = values[pos_at[group_starts]]
-    starts = np.searchsorted(values, group_values, side="left")
-    ends = np.searchsorted(values, group_values, side="right")
-    lowest = starts[0]
-    return _ClassRanking(order[lowest:].astype(np.int32), order[pos_at].astype(np.int32),
-                         group_starts, starts - lowest, ends - lowest)
-
-
-def _ovr_auc_one(w: npt.NDArray[np.integer], total: _FloatArray, r: _ClassRanking) -> _FloatArray:
-    """One class's one-vs-rest ROC AUC per resample, ties counted one half.
-
-    The weights are bootstrap counts (integers), so every sum below is exact and the AUC is
-    the same number whatever the order of summation.
-    """
-    if r.positives.size == 0:
-        return np.full(w.shape[0], np.nan)
-    prefix = np.cumsum(w[:, r.window], axis=1, dtype=_running_sum_dtype(w.shape[1]))
-    at_start = np.zeros((w.shape[0], len(r.starts)))
-    at_start[:, 1:] = prefix[:, r.starts[1:] - 1]  # the window opens at the first group
-    at_end = prefix[:, r.ends - 1].astype(np.float64)
-    in_window = prefix[:, -1].astype(np.float64)
-    pos = np.add.reduceat(w[:, r.positives], r.group_starts, axis=1, dtype=np.int64).astype(np.float64)
-    pos_below = np.cumsum(pos, axis=1) - pos
-    below = (total - in_window)[:, None] + at_start - pos_below
-    tied = at_end - at_start - pos
-    n_pos = pos.sum(axis=1)
-    n_neg = total - n_pos
-    with np.errstate(invalid="ignore", divide="ignore"):
-        auc = (pos * (below + 0.5 * tied)).sum(axis=1) / (n_pos * n_neg)
-    auc[(n_pos == 0) | (n_neg == 0)] = np.nan
-    return auc
-
-
-def _ovr_auc(w: _FloatArray, rankings: list[_ClassRanking]) -> _FloatArray:
-    """One-vs-rest ROC AUC per resample (rows) and class (columns); NaN when undefined."""
-    total = w.sum(axis=1)
-    counts = w.astype(_count_dtype(float(w.max(initial=0))))
-    return np.column_stack([_ovr_auc_one(counts, total, r) for r in rankings])
-
-
-def _running_sum_dtype(n_rows: int) -> type[np.integer]:
-    """The integer type of running sums of whole counts over ``n_rows`` rows: they sum to the
-    row count, exact in int32 below 2^31 rows (a function of its own, so that its edge is
-    tested without 2^31 rows).
-
-    Examples
-    --------
-    >>> _running_sum_dtype(2**31 - 1).__name__, _running_sum_dtype(2**31).__name__
-    ('int32', 'int64')
-    """
-    return np.int32 if n_rows < 2**31 else np.int64
-
-
-def _count_dtype(largest: float) -> type[np.integer]:
-    """The integer type bootstrap counts up to ``largest`` are gathered in: bytes below 256
-    (almost always: a row drawn 256 times in one resample is all but impossible), else int32.
-
-    Examples
-    --------
-    >>> _count_dtype(255.0).__name__, _count_dtype(256.0).__name__
-    ('uint8', 'int32')
-    """
-    return np.uint8 if largest < 256 else np.int32
-
-
 def _metrics(w: _FloatArray, rows: _RowStatistics, auc: _FloatArray, n_classes: int,
              loss: _FloatArray | None = None) -> _FloatArray:
     """Every metric per resample of the weights ``w``: ``(B, n_metrics)``; ``loss`` the mean
@@ -350,7 +259,7 @@ def _point(y: npt.NDArray[np.int64], p: _FloatArray) -> _Point:
     for k in range(c):
         column = np.ascontiguousarray(p[:, k])
         order = np.argsort(column)
-        aucs.append(_ovr_auc_one(counts, total, _rank_class(y, column, k, order)))
+        aucs.append(ovr_auc_one(counts, total, rank_class(y, column, k, order)))
         d = class_deviations(y, column, k, order) if defined else None
         defined = d is not None
         if d is not None:
@@ -379,8 +288,8 @@ def _resampled(y: npt.NDArray[np.int64], points: Sequence[_Point], n_classes: in
             table, n_bootstrap=n_bootstrap, seed=seed)]) / n)
     aucs = [np.full(n_bootstrap, np.nan) for _ in points]
     if auc_of is not None:
-        rankings = [[_rank_class(y, p[:, k], k) for k in range(c)] for p in auc_of]
-        drawn = [[_ovr_auc(w, r).mean(axis=1) for r in rankings]
+        rankings = [[rank_class(y, p[:, k], k) for k in range(c)] for p in auc_of]
+        drawn = [[ovr_auc(w, r).mean(axis=1) for r in rankings]
                  for w in bootstrap_counts(n, n_bootstrap=n_bootstrap, seed=seed)]
         aucs = [np.concatenate([chunk[m] for chunk in drawn]) for m in range(len(points))]
     table, y_cell, predicted = class_cells(y, [p.rows.predicted for p in points], c)

@@ -44,6 +44,7 @@ __all__ = [
     "GroupStats",
     "disaggregate",
     "encode_groups",
+    "encode_groups_from_codes",
     "group_counts",
     "table_from_counts",
 ]
@@ -345,6 +346,35 @@ def encode_groups(sensitive: npt.ArrayLike) -> tuple[tuple[str, ...], _IntArray]
     if arr.dtype.kind in "fcmMO":
         return _encode_with_missing(arr)
     raise ValueError(f"sensitive has unsupported dtype {arr.dtype!r}")
+
+
+def encode_groups_from_codes(categories: npt.ArrayLike, codes: npt.ArrayLike
+                             ) -> tuple[tuple[str, ...], _IntArray]:
+    """:func:`encode_groups` of a dictionary-encoded column: ``categories[codes]``, ``-1`` missing.
+
+    The labels and codes are those :func:`encode_groups` gives for the decoded values when
+    every category occurs in ``codes`` (a dictionary built from the rows themselves); the
+    work is per category, then one ``take`` per row, instead of hashing every row's value.
+
+    Examples
+    --------
+    >>> labels, codes = encode_groups_from_codes(["b", "a"], [0, -1, 1, 0])
+    >>> labels, codes.tolist()
+    (('a', 'b', '__missing__'), [1, 2, 0, 1])
+    """
+    cats = np.asarray(categories, dtype=object)
+    rows = np.asarray(codes)
+    if cats.ndim != 1 or rows.ndim != 1:
+        raise ValueError("categories and codes must be one-dimensional")
+    labels, code_of = encode_groups(cats) if cats.size else ((), np.zeros(0, dtype=np.intp))
+    if labels and labels[-1] == MISSING_LABEL:
+        raise ValueError("categories must not hold missing values; mark missing rows with code -1")
+    missing = rows < 0
+    has_missing = bool(missing.any())
+    # code -1 takes the last entry: the missing group's code, after every label
+    lookup = np.append(code_of, len(labels)).astype(np.intp)
+    out = lookup[rows]
+    return ((*labels, MISSING_LABEL) if has_missing else tuple(labels)), out
 
 
 def _encode_integers(arr: npt.NDArray[np.generic]) -> tuple[tuple[str, ...], _IntArray]:

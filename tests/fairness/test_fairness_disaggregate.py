@@ -15,7 +15,7 @@ from fairlearn.metrics import (
     true_positive_rate,
 )
 from modelgate.fairness import MISSING_LABEL, disaggregate, encode_groups
-from modelgate.fairness.disaggregate import GroupStats, table_from_counts
+from modelgate.fairness.disaggregate import GroupStats, encode_groups_from_codes, table_from_counts
 
 
 def _data(kind: str, seed: int, n: int = 3000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -316,3 +316,26 @@ def test_a_group_is_found_by_its_exact_label() -> None:
     assert (table.group("10").n, table.group("2").n) == (2, 1)
     with pytest.raises(KeyError, match=r"no group '1'; groups are \['2', '10'\]"):
         table.group("1")
+
+
+@pytest.mark.parametrize("values", [
+    ["b", "a", None, "b", "c", None],
+    ["only"],
+    [None, None],
+    ["10", "9", "x"],  # strings sort as strings
+    [],
+])
+def test_groups_from_dictionary_codes_equal_groups_from_values(values: list[object]) -> None:
+    """A column's dictionary (its distinct values in first-seen order) and its codes (-1:
+    missing) give the labels and codes that encoding its values row by row gives."""
+    distinct = list(dict.fromkeys(v for v in values if v is not None))
+    codes = np.array([-1 if v is None else distinct.index(v) for v in values], dtype=np.int64)
+    got = encode_groups_from_codes(np.array(distinct, dtype=object), codes)
+    want = encode_groups(np.array(values, dtype=object))
+    assert got[0] == want[0]
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_groups_from_codes_refuse_a_missing_category() -> None:
+    with pytest.raises(ValueError, match="code -1"):
+        encode_groups_from_codes(np.array(["a", None], dtype=object), np.array([0, 1]))

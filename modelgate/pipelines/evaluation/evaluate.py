@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from modelgate.logsafe import one_line
@@ -310,7 +311,6 @@ def _summarise(candidate_path: Path, champion_path: Path | None, manifest: dict[
     feature its group score table (per-group ROC AUC); the scores (with the champion's beside
     the candidate's) end up in ``out``."""
     from modelgate.evaluation import sufficient
-    from modelgate.fairness.disaggregate import encode_groups
     from modelgate.fairness.group_scores import group_score_table_from_codes
 
     champion = (pq.ParquetFile(champion_path).iter_batches(STATS_BATCH_ROWS, columns=["score", "prediction"])
@@ -327,8 +327,7 @@ def _summarise(candidate_path: Path, champion_path: Path | None, manifest: dict[
                 table = table.append_column("champion_score", other.column(0))
                 table = table.append_column("champion_prediction", other.column(1))
                 champion_score = other.column(0).to_numpy()
-            groups = {f: encode_groups(table.column(f).to_pandas().to_numpy(dtype=object))
-                      for f in manifest["sensitive_features"]}
+            groups = {f: _group_codes(table.column(f)) for f in manifest["sensitive_features"]}
             y, score = labels_from_scores(table, manifest), table.column("score").to_numpy()
             parts.append(sufficient.collect(
                 y, score, threshold=manifest["threshold"], champion_score=champion_score,
@@ -347,6 +346,18 @@ def _summarise(candidate_path: Path, champion_path: Path | None, manifest: dict[
     if champion is None:
         os.replace(candidate_path, out)
     return sufficient.merge(parts), _merge_group_scores(group_scores)
+
+
+def _group_codes(column: pa.ChunkedArray) -> tuple[tuple[str, ...], Any]:
+    """A sensitive column's group labels and per-row codes (``encode_groups``): a string column
+    through its arrow dictionary, one label per distinct value, not one Python object per row."""
+    from modelgate.fairness.disaggregate import encode_groups, encode_groups_from_codes
+
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        encoded = pc.dictionary_encode(column.combine_chunks())  # the rows' own values only
+        return encode_groups_from_codes(encoded.dictionary.to_numpy(zero_copy_only=False),
+                                        encoded.indices.fill_null(-1).to_numpy())
+    return encode_groups(column.to_pandas().to_numpy(dtype=object))
 
 
 def _merge_group_scores(parts: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:

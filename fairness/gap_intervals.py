@@ -63,11 +63,11 @@ showed (coverage 97-100 % at small gaps for three to ten groups):
   not when one group stands apart: then only the pairs near the gap can push the lower end
   above it.  Step one keeps Tukey's guard where the data cannot tell the groups apart, step
   two drops it once they can.  Step two alone (its selection run on the noise of tied groups)
-  breached the 0.03 limit in up to 8 % of ten-group samples with no gap; calibrating the upper
-  end on the fitted rates (their pair slacks plugged into the same simulation, a parametric
-  bootstrap under the fitted rates) covered only 72-78 % for two groups, because fitted rates
-  spread ties apart (``bench/gap_candidates.py``).  A percentile bootstrap of the gap cannot
-  reach 0 (issue #38).
+  breached the 0.03 limit in 7.3 % of ten-group samples of 200 rows with no gap; calibrating
+  the upper end on the fitted rates (their pair slacks plugged into the same simulation, a
+  parametric bootstrap under the fitted rates) covered as little as 59 % (70-79 % for two
+  groups), because fitted rates spread ties apart (``bench/gap_candidates.py``).  A percentile
+  bootstrap of the gap cannot reach 0 (issue #38).
 
 The cost is a jump: the lower end goes from 0 straight to a positive value when step one first
 leaves 0.  Coverage stays above 97 % where the groups' counts are too small for the normal

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
 __all__ = ["EXACT_LEVEL", "MAX_CELLS", "BootstrapTable", "correct_pairs", "delong_variance",
            "jackknife_metrics",
@@ -147,9 +148,41 @@ def table_from_rows(y: npt.NDArray[np.int8], candidate: _Codes, champion: _Codes
     >>> t.counts.tolist(), t.level
     ([1, 2], 52)
     """
-    table = _aggregate(y.astype(np.int8), candidate, champion, np.ones(len(y), dtype=np.int64),
-                       losses, EXACT_LEVEL)
+    table = _aggregate_rows(y.astype(np.int8), candidate, champion, losses)
     return _fit(table, max_cells)
+
+
+def _aggregate_rows(label: npt.NDArray[np.int8], cand: _Codes, champ: _Codes,
+                    sums: _FloatArray) -> BootstrapTable:
+    """:func:`_aggregate` of single rows at the exact level, by hashing instead of sorting.
+
+    Scores repeat (a model's scores take a few hundred to a few hundred thousand values per
+    million rows), so each code is factorized and every row counted into its cell with
+    ``bincount``, and the rows are grouped by a stable radix sort of the 16-bit cell keys, so
+    each cell's losses are added in row order by ``reduceat`` as the sort of rows adds them
+    (the same sums to the last bit). More than 2**16 possible cells (continuous scores) fall
+    back to the sort.
+    """
+    codes_c, distinct_c = pd.factorize(cand)
+    codes_h, distinct_h = pd.factorize(champ)
+    kc, kh = len(distinct_c), len(distinct_h)
+    if len(label) == 0 or label.min() < 0 or label.max() > 1 or 2 * kc * kh > 1 << 16:
+        return _aggregate(label, cand, champ, np.ones(len(label), dtype=np.int64), sums, EXACT_LEVEL)
+    key = (label.astype(np.int64) * kc + codes_c) * kh + codes_h
+    size = 2 * kc * kh
+    counts = np.bincount(key, minlength=size)
+    present = np.flatnonzero(counts)
+    # Rows grouped by cell in row order (a stable radix sort of 16-bit keys), each cell's
+    # losses added by reduceat exactly as the sort of rows adds them.
+    order_rows = np.argsort(key.astype(np.uint16), kind="stable")
+    starts = np.concatenate(([0], np.cumsum(counts[present])[:-1]))
+    cell_sums = np.add.reduceat(sums[order_rows], starts, axis=0).astype(np.float64)
+    lab = (present // (kc * kh)).astype(np.int8)
+    c = np.asarray(distinct_c, dtype=np.uint64)[(present // kh) % kc]
+    h = np.asarray(distinct_h, dtype=np.uint64)[present % kh]
+    order = np.lexsort((h, c, lab))  # the cells in the order the sort of rows gives them
+    return BootstrapTable(lab[order], c[order], h[order], counts[present][order].astype(np.int64),
+                          cell_sums[order], EXACT_LEVEL)
 
 
 def merge_tables(parts: Sequence[BootstrapTable], *, max_cells: int) -> BootstrapTable:

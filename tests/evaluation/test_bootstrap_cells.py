@@ -444,3 +444,24 @@ def test_the_table_is_frozen_and_slotted() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         table.level = 3  # type: ignore[misc]
     assert not hasattr(table, "__dict__")
+
+
+@pytest.mark.parametrize("distinct, champion", [(300, False), (40, True), (10**9, False)])
+def test_counting_rows_into_cells_by_hashing_equals_sorting_them(distinct: int, champion: bool) -> None:
+    """table_from_rows counts repeated scores by hashing; the cells, counts and loss sums must
+    be those of the sort it replaces, to the last bit (10**9 distinct scores: the sort itself)."""
+    from modelgate.evaluation.bootstrap_cells import _aggregate, _aggregate_rows, score_codes
+
+    rng = np.random.default_rng(7)
+    n = 50_000
+    y = rng.integers(0, 2, n).astype(np.int8)
+    cand = score_codes(np.round(rng.random(n) * distinct) / distinct, 0.5, 52)
+    champ = (score_codes(np.round(rng.random(n) * distinct) / distinct, 0.5, 52)
+             if champion else np.zeros(n, np.uint64))
+    losses = rng.random((n, 4)) * 3
+    want = _aggregate(y, cand, champ, np.ones(n, np.int64), losses, 52)
+    got = _aggregate_rows(y, cand, champ, losses)
+    for field in ("label", "candidate", "champion", "counts", "loss_sums"):
+        a, b = getattr(want, field), getattr(got, field)
+        assert a.dtype == b.dtype and np.array_equal(a, b), field
+    assert got.level == want.level == 52

@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
+
+from modelgate.records import finite_or_none
 
 from .gate_check import GateCheck, Verdict
 from .multiple_testing import CORRECTIONS, adjusted_p_values
@@ -77,6 +79,16 @@ class SegmentVerdict:
     def segment(self) -> str:
         """``column=value`` (``a=x & b=y`` for a pair)."""
         return " & ".join(f"{c}={v}" for c, v in zip(self.columns, self.values, strict=True))
+
+    def to_record(self) -> dict[str, Any]:
+        """The verdict as a ``segment_gate_check`` row (the caller adds the run and attempt)."""
+        return {"check_id": self.check_id, "segment": self.segment,
+                "segment_columns": list(self.columns), "segment_values": list(self.values),
+                "metric_name": self.metric, "kind": self.kind, "n": self.n,
+                **{key: finite_or_none(getattr(self, key))
+                   for key in ("observed", "ci_lower", "ci_upper", "lower", "upper", "p_value",
+                               "q_value")},
+                "verdict": self.verdict}
 
 
 def segment_verdicts(policy: SegmentPolicy, report: SegmentReport) -> tuple[SegmentVerdict, ...]:

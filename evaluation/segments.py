@@ -52,10 +52,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from modelgate.intervals import mover_difference
+from modelgate.records import finite_or_none
 
 from .metrics import METRIC_NAMES, MetricEstimate
 from .multiple_testing import CORRECTIONS, adjusted_p_values
@@ -100,6 +102,16 @@ class SegmentMetric:
     q_value: float
     undefined_reason: str | None = None
 
+    def to_record(self) -> dict[str, Any]:
+        """The metric as plain values (NaN as None), keyed by the stored column names."""
+        record: dict[str, Any] = {"metric_name": self.name, "higher_is_better": self.higher_is_better,
+                                  "undefined_reason": self.undefined_reason}
+        for key in ("value", "ci_lower", "ci_upper", "rest_value", "rest_ci_lower", "rest_ci_upper",
+                    "difference", "difference_ci_lower", "difference_ci_upper", "p_value",
+                    "q_value"):
+            record[key] = finite_or_none(getattr(self, key))
+        return record
+
 
 @dataclass(frozen=True, slots=True)
 class SegmentResult:
@@ -125,6 +137,20 @@ class SegmentResult:
         'a=x & b=y'
         """
         return " & ".join(f"{c}={v}" for c, v in zip(self.columns, self.values, strict=True))
+
+    def to_record(self) -> dict[str, Any]:
+        """The segment as the JSON result's record: identity, size, and every metric by name.
+
+        >>> SegmentResult(("a",), ("x",), 5, 1, False, "small", ()).to_record()
+        ... # doctest: +NORMALIZE_WHITESPACE
+        {'segment': 'a=x', 'columns': ['a'], 'values': ['x'], 'n': 5, 'positives': 1,
+         'judged': False, 'not_judged_reason': 'small', 'metrics': {}}
+        """
+        return {"segment": self.name, "columns": list(self.columns), "values": list(self.values),
+                "n": self.n, "positives": self.n_pos, "judged": self.judged,
+                "not_judged_reason": self.reason,
+                "metrics": {m.name: {k: v for k, v in m.to_record().items() if k != "metric_name"}
+                            for m in self.metrics}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +179,14 @@ class SegmentReport:
         """
         return (f"{self.family_size} tests (segment x metric, one-sided: segment worse than "
                 f"the rest), {CORRECTIONS[self.correction]}")
+
+    def to_rows(self) -> list[dict[str, Any]]:
+        """One ``segment_metric`` row per segment x metric (the caller adds the run and attempt)."""
+        return [{"segment": seg.name, "segment_columns": list(seg.columns),
+                 "segment_values": list(seg.values), "n": seg.n, "positives": seg.n_pos,
+                 "judged": seg.judged, "not_judged_reason": seg.reason,
+                 "correction": self.correction, **m.to_record()}
+                for seg in self.segments for m in seg.metrics]
 
 
 def worse_p_value(difference: float, interval: tuple[float, float], higher_is_better: bool,

@@ -24,12 +24,14 @@ from modelgate.store.db import transaction
 # Child tables of evaluation_run holding its results.
 EVALUATION_RESULT_TABLES = (
     "evaluation_metric", "fairness_group", "fairness_metric", "calibration_bin",
-    "shap_importance", "shap_budget", "gate_check", "gate_decision",
+    "shap_importance", "shap_budget", "gate_check", "gate_decision", "segment_metric",
+    "segment_gate_check",
 )
 # Those that hold the latest attempt's results only, cleared when a run is re-run; the gate's
 # decision and checks are keyed by attempt and kept (migration 0029).
 LATEST_ATTEMPT_TABLES = tuple(t for t in EVALUATION_RESULT_TABLES
-                              if t not in ("gate_check", "gate_decision"))
+                              if t not in ("gate_check", "gate_decision", "segment_metric",
+                                           "segment_gate_check"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,6 +337,8 @@ class EvaluationRows:
     shap_importance: Sequence[Record] = ()  # feature, importance_rank, mean_abs_shap[, _se]
     shap_budget: Record | None = None  # algorithm, rows_explained, ..., max_standard_error, output_space
     gate_checks: Sequence[Record] = ()  # GateCheck.to_record()
+    segment_metrics: Sequence[Record] = ()  # SegmentReport.to_rows()
+    segment_gate_checks: Sequence[Record] = ()  # SegmentVerdict.to_record()
     gate: Record | None = None  # GateDecision.to_record() + policy_sha256, had_champion
 
 
@@ -383,6 +387,24 @@ _INSERTS: dict[str, str] = {
                           %(min_group_negatives)s, %(required_positives)s, %(required_negatives)s,
                           %(rows_to_decide)s, %(group_positives_to_decide)s,
                           %(group_negatives_to_decide)s)""",
+    "segment_metrics": """INSERT INTO segment_metric (evaluation_run_id, attempt, segment, segment_columns,
+                              segment_values, metric_name, n, positives, judged, not_judged_reason,
+                              higher_is_better, value, ci_lower, ci_upper, rest_value, rest_ci_lower,
+                              rest_ci_upper, difference, difference_ci_lower, difference_ci_upper,
+                              p_value, q_value, correction, undefined_reason)
+                          VALUES (%(evaluation_run_id)s, %(attempt)s, %(segment)s, %(segment_columns)s,
+                              %(segment_values)s, %(metric_name)s, %(n)s, %(positives)s, %(judged)s,
+                              %(not_judged_reason)s, %(higher_is_better)s, %(value)s, %(ci_lower)s,
+                              %(ci_upper)s, %(rest_value)s, %(rest_ci_lower)s, %(rest_ci_upper)s,
+                              %(difference)s, %(difference_ci_lower)s, %(difference_ci_upper)s,
+                              %(p_value)s, %(q_value)s, %(correction)s, %(undefined_reason)s)""",
+    "segment_gate_checks": """INSERT INTO segment_gate_check (evaluation_run_id, attempt, check_id, segment,
+                                  segment_columns, segment_values, metric_name, kind, n, observed,
+                                  ci_lower, ci_upper, lower, upper, p_value, q_value, verdict)
+                              VALUES (%(evaluation_run_id)s, %(attempt)s, %(check_id)s, %(segment)s,
+                                  %(segment_columns)s, %(segment_values)s, %(metric_name)s, %(kind)s,
+                                  %(n)s, %(observed)s, %(ci_lower)s, %(ci_upper)s, %(lower)s,
+                                  %(upper)s, %(p_value)s, %(q_value)s, %(verdict)s)""",
 }
 # A fairness_group record carries either rates and counts (classifiers) or errors (regression).
 _FAIRNESS_GROUP_NULLS = dict.fromkeys(
@@ -433,7 +455,7 @@ def write_evaluation_results(
                 records = [{**_FAIRNESS_GROUP_NULLS, **r} for r in records]
             elif field == "shap_importance":  # a record without a standard error stores NULL
                 records = [{"mean_abs_shap_se": None, **r} for r in records]
-            elif field == "gate_checks":
+            elif field in ("gate_checks", "segment_metrics", "segment_gate_checks"):
                 records = [{**r, "attempt": attempt} for r in records]
             values = _with_run(run_id, records)
             if values:

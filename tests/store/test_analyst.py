@@ -35,6 +35,7 @@ VIEWS = (
     "evaluation_attempts", "evaluation_step_failures",  # 0029
     "estimation_references",  # 0034
     "drift_attempts",  # 0038
+    "segment_metrics", "segment_gate_checks",  # 0039
 )
 SHA_1, SHA_2 = "1" * 64, "2" * 64
 
@@ -93,6 +94,30 @@ INSERT INTO gate_check VALUES
      'fail', 'block', 'roc_auc fell by 0.02 vs champion 1.0.0 (CI upper -0.01 < -0.01)'),
     (2, 'dp_gender', 'fairness', 'demographic_parity_difference', 'gender', '<= 0.05', 0.10, 0.08,
      0.12, 20000, 'fail', 'warn', 'demographic parity gap 0.10 on sex exceeds 0.05');
+
+INSERT INTO gate_check (evaluation_run_id, check_id, kind, metric_name, threshold_text, observed,
+                        ci_lower, ci_upper, n, verdict, severity, reason)
+VALUES (2, 'segment:roc_auc:margin', 'segment', 'roc_auc', '>= -0.05', -0.09, -0.12, -0.06, 3000,
+        'breach', 'block', 'segment region=south breaches: roc_auc difference from the rest -0.09');
+
+INSERT INTO segment_metric (evaluation_run_id, attempt, segment, segment_columns, segment_values,
+                            metric_name, n, positives, judged, not_judged_reason, higher_is_better,
+                            value, ci_lower, ci_upper, rest_value, difference, difference_ci_lower,
+                            difference_ci_upper, p_value, q_value, correction)
+VALUES (1, 1, 'region=south', '{region}', '{south}', 'roc_auc', 3000, 600, true, NULL, true,
+        0.82, 0.80, 0.84, 0.81, 0.01, -0.01, 0.03, 0.8, 0.9, 'bh'),
+       (1, 1, 'region=north', '{region}', '{north}', 'roc_auc', 17000, 3400, true, NULL, true,
+        0.81, 0.80, 0.82, 0.82, -0.01, -0.03, 0.01, 0.2, 0.4, 'bh'),
+       (2, 1, 'region=south', '{region}', '{south}', 'roc_auc', 3000, 600, true, NULL, true,
+        0.72, 0.69, 0.75, 0.81, -0.09, -0.12, -0.06, 0.00001, 0.00002, 'bh'),
+       (2, 1, 'region=north', '{region}', '{north}', 'roc_auc', 17000, 3400, true, NULL, true,
+        0.81, 0.80, 0.82, 0.72, 0.09, 0.06, 0.12, 1.0, 1.0, 'bh');
+
+INSERT INTO segment_gate_check (evaluation_run_id, attempt, check_id, segment, segment_columns,
+                                segment_values, metric_name, kind, n, observed, ci_lower, ci_upper,
+                                lower, p_value, q_value, verdict)
+VALUES (2, 1, 'segment:roc_auc:margin', 'region=south', '{region}', '{south}', 'roc_auc', 'margin',
+        3000, -0.09, -0.12, -0.06, -0.05, 0.004, 0.008, 'breach');
 
 INSERT INTO gate_decision VALUES
     (1, true, 'all 1 checks passed', %(sha1)s, false, '2026-10-01T10:02Z'),
@@ -291,9 +316,20 @@ def test_latest_gate_decision_aggregates_blocking_reasons(seeded: str, analyst_u
                                   FROM analytics.latest_gate_decision ORDER BY version""")
     assert rows == [
         ("1.0.0", True, [], []),
-        ("1.1.0", False, ["roc_auc fell by 0.02 vs champion 1.0.0 (CI upper -0.01 < -0.01)"],
+        ("1.1.0", False, ["roc_auc fell by 0.02 vs champion 1.0.0 (CI upper -0.01 < -0.01)",
+                          "segment region=south breaches: roc_auc difference from the rest -0.09"],
          ["demographic parity gap 0.10 on sex exceeds 0.05"]),
     ]
+
+
+def test_which_slice_got_worse_since_the_last_version(seeded: str, analyst_url: str) -> None:
+    sql = dict(QUERIES)["segment_worse_than_previous_version"]
+    rows = _fetch(analyst_url, sql)
+    assert [(r[1], r[2], r[3], round(r[6], 4)) for r in rows] == [
+        ("region=south", "1.0.0", "1.1.0", -0.1), ("region=north", "1.0.0", "1.1.0", 0.0)]
+    breaches = _fetch(analyst_url, dict(QUERIES)["segment_breaches"])
+    assert [(r[1], r[2], r[3], r[8]) for r in breaches] == [
+        ("1.1.0", "segment:roc_auc:margin", "region=south", "block")]
 
 
 def test_run_durations_and_report_links(seeded: str, analyst_url: str) -> None:

@@ -344,6 +344,8 @@ def _fairness_checks(fairness: Mapping[str, Any], policy: Policy) -> list[GateCh
     features = list(fairness) + [f for f, _ in policy.fairness_features if f not in fairness]
     for feature in features:
         report = fairness.get(feature)
+        # once a feature: a multiclass report's mapping has a gap per class and threshold
+        by_name = report.by_name() if report is not None else {}
         thresholds = thresholds_for(policy, feature, report)
         if report is not None and not thresholds:
             checks.append(_uncovered(feature, report, policy))
@@ -354,7 +356,7 @@ def _fairness_checks(fairness: Mapping[str, Any], policy: Policy) -> list[GateCh
                                             f"fairness report for sensitive feature {feature!r} "
                                             "missing."))
                 continue
-            est = report.by_name().get(t.metric)
+            est = by_name.get(t.metric)
             checks.append(_fairness_check(t, feature, est, _group_minima(report, t.metric, est),
                                           how))
     return checks

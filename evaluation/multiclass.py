@@ -84,6 +84,8 @@ from modelgate.evaluation.ovr_auc import (
     deviations_interval,
 )
 from modelgate.evaluation.ovr_auc_ranking import ovr_auc, ovr_auc_one, rank_class
+from modelgate.fairness.gap_intervals import wilson_bounds
+from scipy.special import ndtri
 
 from modelgate.intervals import (
     bootstrap_counts,
@@ -314,10 +316,12 @@ def _wilson_intervals(y: npt.NDArray[np.int64], predicted: npt.NDArray[np.int64]
     support, called = np.bincount(y, minlength=c), np.bincount(predicted, minlength=c)
     hits = np.bincount(y[correct], minlength=c)
     out = {"accuracy": wilson_interval(int(correct.sum()), len(y), confidence_level)}
-    for k, label in enumerate(labels):
-        out[f"recall[{label}]"] = wilson_interval(int(hits[k]), int(support[k]), confidence_level)
-        out[f"precision[{label}]"] = wilson_interval(int(hits[k]), int(called[k]),
-                                                     confidence_level)
+    # every class at once (scipy's binomtest takes one count at a time: ~2 ms a class)
+    z = float(ndtri(0.5 + 0.5 * confidence_level))
+    for kind, trials in (("recall", support), ("precision", called)):
+        lower, upper = wilson_bounds(hits, trials, z)
+        out |= {f"{kind}[{label}]": (float(lo), float(hi))
+                for label, lo, hi in zip(labels, lower, upper, strict=True)}
     return out
 
 

@@ -17,7 +17,13 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 
-from .metrics import FairnessEstimate, FairnessReport, UndefinedRates, fairness_report
+from .disaggregate import encode_groups, table_from_counts
+from .metrics import (
+    FairnessEstimate,
+    FairnessReport,
+    UndefinedRates,
+    fairness_report_from_table,
+)
 
 __all__ = ["ClassFairness", "MulticlassFairnessReport", "multiclass_fairness_report"]
 
@@ -97,11 +103,41 @@ confidence_level, seed
         if values.dtype.kind not in "iu" or (values.size and (
                 values.min() < 0 or values.max() >= len(labels))):
             raise ValueError(f"{name} must hold class indices 0..{len(labels) - 1}")
+    if y.ndim != 1 or y.size == 0 or pred.shape != y.shape:
+        raise ValueError(f"y_true and predicted must be non-empty one-dimensional arrays of one "
+                         f"length; got shapes {y.shape!r} and {pred.shape!r}")
+    groups, codes = encode_groups(sensitive)
+    if codes.shape != y.shape:
+        raise ValueError(f"sensitive must have the length of y_true ({y.size}); got {codes.size}")
     per_class = tuple(
-        ClassFairness(label, fairness_report(
-            (y == k).astype(np.int8), (pred == k).astype(np.int8), sensitive,
-            sensitive_feature=sensitive_feature, min_group_size=min_group_size,
-            include_small_groups=include_small_groups, undefined_rates=undefined_rates,
-            n_bootstrap=n_bootstrap, confidence_level=confidence_level, seed=seed))
-        for k, label in enumerate(labels))
+        ClassFairness(label, fairness_report_from_table(
+            table_from_counts(groups, counts, min_group_size=min_group_size),
+            sensitive_feature=sensitive_feature, include_small_groups=include_small_groups,
+            undefined_rates=undefined_rates, n_bootstrap=n_bootstrap,
+            confidence_level=confidence_level, seed=seed))
+        for label, counts in zip(labels, _one_vs_rest_counts(y, pred, codes, len(groups),
+                                                            len(labels)), strict=True))
     return MulticlassFairnessReport(sensitive_feature, per_class)
+
+
+def _one_vs_rest_counts(y: npt.NDArray[np.integer], pred: npt.NDArray[np.integer],
+                        codes: npt.NDArray[np.intp], n_groups: int, n_classes: int
+                        ) -> npt.NDArray[np.int64]:
+    """Each class's one-vs-rest ``(groups, 4)`` counts ``tn, fp, fn, tp``: ``(classes, groups,
+    4)``, from one pass over the rows (the groups encoded once, not once a class).
+
+    Examples
+    --------
+    >>> _one_vs_rest_counts(np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([0, 0, 1]),
+    ...                     2, 2).tolist()
+    [[[0, 1, 0, 1], [1, 0, 0, 0]], [[1, 0, 1, 0], [0, 0, 0, 1]]]
+    """
+    cells = n_groups * n_classes
+    rows = np.bincount(codes, minlength=n_groups)[:, None]
+    support = np.bincount(codes * n_classes + y, minlength=cells).reshape(n_groups, n_classes)
+    called = np.bincount(codes * n_classes + pred, minlength=cells).reshape(n_groups, n_classes)
+    hit = pred == y
+    tp = np.bincount(codes[hit] * n_classes + y[hit], minlength=cells).reshape(n_groups, n_classes)
+    fn, fp = support - tp, called - tp
+    counts = np.stack([rows - support - fp, fp, fn, tp], axis=-1)  # (groups, classes, 4)
+    return counts.transpose(1, 0, 2).astype(np.int64)

@@ -94,7 +94,7 @@ def test_estimates_quality_and_late_realised_per_interval(
     # 1. per version: the estimator, the reference's realised metrics and the quality schema
     heldout = pd.read_parquet(build.heldout_path)
     ref_scores, y_ref = _scores(build, heldout), heldout["high_income"].to_numpy()
-    threshold = float(row.manifest["threshold"])
+    threshold = float(row.manifest.threshold)
     (method,) = _rows(ctx, "SELECT method FROM estimation_reference")[0]
     assert method == "cbpe_isotonic"
     ref_metrics = dict(_rows(ctx, "SELECT metric, realised FROM estimation_reference_metric"))

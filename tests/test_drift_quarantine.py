@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from tiny_graphs import manifest_of
 
 from modelgate.config import Settings
 from modelgate.pipelines.context import Context, register_archive
@@ -192,6 +193,11 @@ def test_a_rerun_keeps_rows_labelled_equal_to_what_adwin_was_fed(
     assert _runs(ctx)[DAYS[0]][5] == expected == _adwin_seen(ctx)
 
 
+def _multiclass_manifest() -> Any:
+    return manifest_of(task="multiclass_classification", id_column="row_id", label={"column": "segment"},
+                       output={"name": "probabilities", "classes": ["a", "b", "c"]}, threshold=None)
+
+
 @pytest.mark.parametrize(("write", "problem"), [
     (lambda p: pd.DataFrame({"row_id": [1, 2, 3], "segment": ["a", "b", "z"]}).to_parquet(p),
      "label column 'segment'"),
@@ -209,8 +215,7 @@ def test_a_labels_partition_of_a_multiclass_model_is_refused_naming_the_problem(
 
     from modelgate.pipelines.drift.partitions import BadPartition, labels_frame
 
-    manifest = {"task": "multiclass_classification", "id_column": "row_id",
-                "label": {"column": "segment"}, "output": {"classes": ["a", "b", "c"]}}
+    manifest = _multiclass_manifest()
     path = tmp_path / "part-0.parquet"
     write(path)
     with pytest.raises(BadPartition) as caught:
@@ -226,8 +231,7 @@ def test_good_multiclass_labels_become_class_indices(tmp_path: Path) -> None:
 
     from modelgate.pipelines.drift.partitions import LABEL, labels_frame
 
-    manifest = {"task": "multiclass_classification", "id_column": "row_id",
-                "label": {"column": "segment"}, "output": {"classes": ["a", "b", "c"]}}
+    manifest = _multiclass_manifest()
     pd.DataFrame({"row_id": [7, 8, 9], "segment": ["c", "a", "b"]}).to_parquet(tmp_path / "p.parquet")
     frame = labels_frame([tmp_path / "p.parquet"], "dt=2024-03-01", "x", manifest, pa.int32())
     assert frame["row_id"].tolist() == [7, 8, 9] and frame[LABEL].tolist() == [2, 0, 1]

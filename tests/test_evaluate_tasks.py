@@ -26,6 +26,7 @@ from fairlearn.metrics import (
 )
 from model_zoo import FEATURES, Zoo, build
 from sklearn import metrics as skm
+from tiny_graphs import manifest_of
 
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
@@ -299,7 +300,8 @@ def test_the_multiclass_default_fits_any_classes_but_a_named_class_must_exist() 
 
     from modelgate.pipelines.evaluation.model_tasks import check_policy_classes
 
-    manifest = {"name": "m", "task": "multiclass_classification", "output": {"classes": ["a", "b"]}}
+    manifest = manifest_of(task="multiclass_classification", label={"column": "y"},
+                           output={"name": "probabilities", "classes": ["a", "b"]}, threshold=None)
     check_policy_classes(default_policy("multiclass_classification"), manifest)  # '<gap>[*]'
     with pytest.raises(ValueError, match=r"'tpr_gap\[c\]': 'c' is not a class of model 'm'"):
         check_policy_classes(load_policy("fairness: {default: {'tpr_gap[c]': {upper: 0.1}}}"),

@@ -12,6 +12,7 @@ from typing import Any
 
 from model_zoo import build
 from modelgate.evaluation.gate import GateCheck, GateDecision
+from tiny_graphs import manifest_of
 
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
@@ -92,7 +93,7 @@ def test_stored_effect_is_the_gates_for_every_verdict(clean_db: str) -> None:
     ``GateCheck.effect`` on every verdict, severity and ``on_inconclusive``."""
     row, _ = models.register(clean_db, model_name="m", version="1", sha256="1" * 64,
                              archive_sha256="2" * 64, archive_key="k", archive_uri="s3://b/k",
-                             manifest={})
+                             manifest=manifest_of())
     run_id = runs.start_evaluation_run(clean_db, run_key="effects",
                                        model_version_id=row.model_version_id,
                                        champion_version_id=None, dataset_uri="d",

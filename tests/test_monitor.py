@@ -304,7 +304,7 @@ def test_monitor_set_before_production_builds_the_sketch_at_promotion(
     assert fetch_all(ctx.db_url, """SELECT model_version_id, method, n_rows, n_features
                                     FROM estimation_reference""") == [
         (production.model_version_id, "cbpe_isotonic", len(pd.read_parquet(build.reference_path)),
-         len(production.manifest["features"]))]
+         len(production.manifest.features))]
 
 
 @pytest.mark.e2e  # a DAG run

@@ -23,6 +23,7 @@ from modelgate.fairness.disaggregate import GroupStats
 from modelgate.fairness.metrics import FairnessEstimate, fairness_report
 from modelgate.fairness.regression import RegressionGroup
 from scipy.stats import norm
+from tiny_graphs import manifest_of
 
 from modelgate.pipelines.evaluation.fairness_records import fairness_records
 from modelgate.pipelines.json_records import fairness_json
@@ -159,7 +160,7 @@ def test_fairness_json_of_a_multiclass_and_a_regression_report() -> None:
 def _run(url: str) -> int:
     row, _ = models.register(url, model_name="records", version="1", sha256="1" * 64,
                              archive_sha256="2" * 64, archive_key="k", archive_uri="s3://b/k",
-                             manifest={})
+                             manifest=manifest_of())
     return runs.start_evaluation_run(url, run_key="records", model_version_id=row.model_version_id,
                                      champion_version_id=None, dataset_uri="d",
                                      archive_sha256="2" * 64)

@@ -16,6 +16,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from modelgate.onnx.artifact import LoadedModel, package, verify
+from modelgate.onnx.manifest import Manifest
 
 TYPES = {"INT64": TensorProto.INT64, "INT32": TensorProto.INT32, "FLOAT": TensorProto.FLOAT,
          "DOUBLE": TensorProto.DOUBLE}
@@ -63,3 +64,13 @@ def archive(where: Path, onnx_bytes: bytes, **manifest: Any) -> LoadedModel:
         "sensitive_features": [], "id_column": "row_id"}
     (where / "manifest.json").write_text(json.dumps({**base, **manifest}))
     return verify(package(where / "model.onnx", where / "manifest.json", where / "dist"))
+
+
+def manifest_of(name: str = "m", version: str = "1", **keys: Any) -> Manifest:
+    """A valid binary manifest (one numeric feature ``x``, label ``y``) for a registry row that
+    needs one but no archive; ``keys`` replace or add top-level manifest keys."""
+    base = {"format_version": 1, "name": name, "version": version, "sha256": "0" * 64,
+            "features": [{"name": "x", "kind": "numeric"}], "label": {"column": "y", "positive": 1},
+            "output": {"name": "probabilities", "positive_index": 1}, "threshold": 0.5,
+            "sensitive_features": []}
+    return Manifest.from_dict({**base, **keys})

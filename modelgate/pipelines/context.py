@@ -164,9 +164,9 @@ def _conflict(existing: models.ModelVersionRow, model: LoadedModel) -> str | Non
     """Why ``model`` may not be registered under ``existing``'s (name, version), or None."""
     if existing.sha256 != model.manifest.sha256:
         return f"a different model.onnx (sha256 {model.manifest.sha256}, registered {existing.sha256})"
-    if existing.manifest != model.manifest.to_dict():
-        changed = sorted(k for k in {*existing.manifest, *model.manifest.to_dict()}
-                         if existing.manifest.get(k) != model.manifest.to_dict().get(k))
+    if existing.manifest != model.manifest:
+        old, new = existing.manifest.to_dict(), model.manifest.to_dict()
+        changed = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
         return f"a different manifest (changed: {', '.join(changed)})"
     return None
 
@@ -206,7 +206,7 @@ def register_archive(ctx: Context, archive_path: Path) -> tuple[models.ModelVers
     row, created = models.register(
         ctx.db_url, model_name=manifest.name, version=manifest.version, sha256=manifest.sha256,
         archive_sha256=model.archive_sha256, archive_key=key, archive_uri=uri,
-        manifest=manifest.to_dict(),
+        manifest=manifest,
     )
     log.info("%s model %s v%s (archive sha256 %s) at %s", "registered" if created else "already had",
              escape_for_log(manifest.name), escape_for_log(manifest.version),

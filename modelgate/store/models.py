@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from modelgate.onnx.archive_checks import ArtifactError
+from modelgate.onnx.manifest import Manifest
 from modelgate.store.db import transaction
 
 
@@ -24,7 +26,7 @@ class ModelVersionRow:
     archive_sha256: str
     archive_key: str
     archive_uri: str
-    manifest: dict[str, Any]
+    manifest: Manifest
     stage: str
     is_drifting: bool
 
@@ -36,7 +38,15 @@ _COLUMNS = (
 
 
 def _row(record: tuple[Any, ...]) -> ModelVersionRow:
-    return ModelVersionRow(*record)
+    """The row, its ``manifest`` column (jsonb, the manifest's JSON form) read back as a Manifest."""
+    values = list(record)
+    index = ModelVersionRow.__slots__.index("manifest")
+    try:
+        values[index] = Manifest.from_dict(values[index])
+    except ArtifactError as exc:
+        raise RegistryError(f"model {values[1]!r} version {values[2]!r}: the stored manifest "
+                            f"does not read as a manifest ({exc})") from exc
+    return ModelVersionRow(*values)
 
 
 def register(
@@ -48,7 +58,7 @@ def register(
     archive_sha256: str,
     archive_key: str,
     archive_uri: str,
-    manifest: dict[str, Any],
+    manifest: Manifest,
 ) -> tuple[ModelVersionRow, bool]:
     """Record a model version as ``candidate``; returns (row, created).
 
@@ -64,7 +74,7 @@ def register(
                 ON CONFLICT ON CONSTRAINT model_version_model_name_version_key DO NOTHING
                 RETURNING {_COLUMNS}""",
             (model_name, version, sha256, archive_sha256, archive_key, archive_uri,
-             json.dumps(manifest, sort_keys=True)),
+             json.dumps(manifest.to_dict(), sort_keys=True)),
         )
         inserted = cur.fetchone()
         if inserted is not None:

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from modelgate.drift.evidence import estimate_evidence, estimator_refusal
 
+from modelgate.onnx.manifest import Feature
 from modelgate.pipelines.drift.usable import unusable_rows
 from modelgate.pipelines.drift.verdict import interval_verdict
 
@@ -64,10 +65,9 @@ def test_unusable_rows_are_those_pandas_sees_missing_or_infinite() -> None:
     frame.loc[rng.choice(200, 20, replace=False), "x"] = np.nan
     frame.loc[rng.choice(200, 5, replace=False), "y"] = np.inf
     frame.loc[rng.choice(200, 7, replace=False), "c"] = None
-    manifest = {"features": [{"name": "x", "kind": "numeric"}, {"name": "y", "kind": "numeric",
-                                                                 "allow_missing": True},
-                             {"name": "c", "kind": "categorical"}]}
-    bad, why = unusable_rows(pa.Table.from_pandas(frame), manifest)
+    features = [Feature("x", "numeric"), Feature("y", "numeric", allow_missing=True),
+                Feature("c", "categorical")]
+    bad, why = unusable_rows(pa.Table.from_pandas(frame), features)
     expected = frame["x"].isna() | np.isinf(frame["y"]) | frame["c"].isna()
     assert bad.tolist() == expected.tolist()
     assert why == {"x": "20 missing", "y": "5 infinite", "c": "7 missing"}

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from modelgate.evaluation.multiclass import evaluate_multiclass, multiclass_memory_bytes
 from sklearn import metrics as skm
+from tiny_graphs import manifest_of
 
 from modelgate.pipelines.evaluation import model_tasks
 
@@ -66,13 +67,13 @@ def test_peak_memory_stays_under_the_stated_bound() -> None:
 
 
 def test_the_limit_refuses_up_front_naming_the_setting() -> None:
-    manifest = {"name": "wide", "task": "multiclass_classification",
-                "output": {"classes": list(range(1000))}}
+    manifest = manifest_of("wide", task="multiclass_classification", label={"column": "y"},
+                           output={"name": "probabilities", "classes": list(range(1000))}, threshold=None)
     model_tasks.check_memory(manifest, 300, champion=True, n_bootstrap=1000, limit_mb=4096)
     with pytest.raises(model_tasks.EvaluationTooLarge,
                        match=r"1000-class model 'wide' on 100,000 rows with its champion need "
                              r"about [\d,]+ MiB, over MODELGATE_EVAL_MEMORY_LIMIT_MB=2048"):
         model_tasks.check_memory(manifest, 100_000, champion=True, n_bootstrap=1000,
                                     limit_mb=2048)
-    binary = {"name": "b", "label": {"column": "y", "positive": 1}}
+    binary = manifest_of("b")
     model_tasks.check_memory(binary, 10**9, champion=True, n_bootstrap=1000, limit_mb=1)

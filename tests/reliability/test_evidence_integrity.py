@@ -109,7 +109,7 @@ def test_reregistering_a_version_with_an_edited_manifest_is_refused(
     row = models.get(ctx.db_url, MODEL, "1")
     with tarfile.open(archive) as tar:
         manifest = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
-    assert row.manifest == manifest and row.archive_sha256 == _sha(archive)
+    assert row.manifest.to_dict() == manifest and row.archive_sha256 == _sha(archive)
     assert ctx.store.get_bytes(row.archive_key) == archive.read_bytes()  # the stored bytes are kept
     assert cli.main(["model", "register", str(archive)]) == 0  # the same bytes again: a no-op
     assert "already registered" in capsys.readouterr().out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from modelgate.drift.attribution import build_attribution_reference
+from tiny_graphs import manifest_of
 
 from modelgate.store import drift_joint, models
 
@@ -12,7 +13,7 @@ from modelgate.store import drift_joint, models
 def test_the_reference_algorithm_is_read_back(clean_db: str) -> None:
     row, _ = models.register(clean_db, model_name="attr-ref", version="1", sha256="5" * 64,
                              archive_sha256="6" * 64, archive_key="k", archive_uri="s3://b/k",
-                             manifest={})
+                             manifest=manifest_of())
     values = np.random.default_rng(0).normal(size=(20, 3))
     reference = build_attribution_reference(values, features=["a", "b", "c"])
     drift_joint.put_attribution_reference(
@@ -36,7 +37,7 @@ def test_the_split_null_is_read_back_and_an_older_reference_has_none(clean_db: s
     for version in ("1", "2"):
         row, _ = models.register(clean_db, model_name="attr-null", version=version, sha256=version * 64,
                                  archive_sha256="6" * 64, archive_key="k", archive_uri="s3://b/k",
-                                 manifest={})
+                                 manifest=manifest_of())
         ids.append(row.model_version_id)
     values = np.random.default_rng(1).normal(size=(40, 2))
     reference = build_attribution_reference(values, features=["a", "b"])

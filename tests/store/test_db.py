@@ -7,6 +7,7 @@ from pathlib import Path
 
 import psycopg2
 import pytest
+from tiny_graphs import manifest_of
 
 from modelgate.store import db, models
 
@@ -18,7 +19,7 @@ def _register(url: str, version: str, sha: str = SHA_A) -> models.ModelVersionRo
     row, _ = models.register(
         url, model_name="m", version=version, sha256=sha, archive_sha256=sha,
         archive_key=f"models/m/{version}.tar.gz", archive_uri=f"s3://b/models/m/{version}.tar.gz",
-        manifest={"name": "m", "version": version},
+        manifest=manifest_of("m", version),
     )
     return row
 
@@ -60,15 +61,14 @@ def test_register_same_version_twice_is_noop_but_other_hash_fails(clean_db: str)
     first = _register(clean_db, "1")
     again, created = models.register(
         clean_db, model_name="m", version="1", sha256=SHA_A, archive_sha256=SHA_A,
-        archive_key="k", archive_uri="u", manifest={"name": "m", "version": "1"},
+        archive_key="k", archive_uri="u", manifest=manifest_of("m", "1"),
     )
     assert not created and again.model_version_id == first.model_version_id
     with pytest.raises(models.RegistryError, match=rf"model.onnx sha256 {SHA_A}\); this archive has {SHA_B}"):
         _register(clean_db, "1", SHA_B)
     with pytest.raises(models.RegistryError, match="different manifest"):  # same bytes, edited manifest
         models.register(clean_db, model_name="m", version="1", sha256=SHA_A, archive_sha256=SHA_B,
-                        archive_key="k", archive_uri="u", manifest={"name": "m", "version": "1",
-                                                                     "threshold": 0.01})
+                        archive_key="k", archive_uri="u", manifest=manifest_of("m", "1", threshold=0.01))
     assert first.stage == "candidate"
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg2.errors
 import pytest
+from tiny_graphs import manifest_of
 
 from modelgate.cli.monitor import _print_verdict
 from modelgate.config import Settings
@@ -76,7 +77,7 @@ def _attempt(url: str, version_id: int, *, verdict: str, rows: int, ctx: Context
 def _version(url: str) -> int:
     row, _ = models.register(url, model_name="m", version="1", sha256="a" * 64, archive_sha256="a" * 64,
                              archive_key="models/m/1.tar.gz", archive_uri="s3://b/models/m/1.tar.gz",
-                             manifest={})
+                             manifest=manifest_of())
     return row.model_version_id
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import psycopg2
 import psycopg2.errors
 import pytest
+from tiny_graphs import manifest_of
 
 from modelgate.store import estimation, models
 
@@ -15,7 +16,7 @@ SCHEMA = [{"feature": "age", "kind": "numeric", "n": 10, "missing_rate": 0.1, "m
 
 def _version(url: str) -> int:
     row, _ = models.register(url, model_name="m", version="1", sha256=SHA, archive_sha256=SHA,
-                             archive_key="k", archive_uri="u", manifest={"name": "m", "version": "1"})
+                             archive_key="k", archive_uri="u", manifest=manifest_of("m", "1"))
     return row.model_version_id
 
 

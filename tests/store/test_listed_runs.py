@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+from tiny_graphs import manifest_of
+
 from modelgate.store import drift_runs, models, runs
 from modelgate.store.summaries import listed_runs
 
@@ -16,7 +18,7 @@ def _register(url: str, version: str) -> int:
     sha = version * 64
     row, _ = models.register(url, model_name="churn", version=version, sha256=sha, archive_sha256=sha,
                              archive_key=f"models/churn/{version}.tar.gz",
-                             archive_uri=f"s3://b/models/churn/{version}.tar.gz", manifest={})
+                             archive_uri=f"s3://b/models/churn/{version}.tar.gz", manifest=manifest_of())
     return row.model_version_id
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+from tiny_graphs import manifest_of
+
 from modelgate.pipelines.report_keys import drift_report_key, evaluation_report_key
 from modelgate.store import drift_runs, models, runs
 from modelgate.store.db import transaction
@@ -18,7 +20,7 @@ def _register(url: str, version: str) -> models.ModelVersionRow:
     sha = version * 64
     row, _ = models.register(url, model_name="churn", version=version, sha256=sha, archive_sha256=sha,
                              archive_key=f"models/churn/{version}.tar.gz",
-                             archive_uri=f"s3://b/models/churn/{version}.tar.gz", manifest={})
+                             archive_uri=f"s3://b/models/churn/{version}.tar.gz", manifest=manifest_of())
     return row
 
 

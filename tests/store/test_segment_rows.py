@@ -12,6 +12,7 @@ from modelgate.evaluation.segment_gate import segment_verdicts
 from modelgate.evaluation.segment_statistics import collect_segments
 from modelgate.evaluation.segments import evaluate_segments
 from modelgate.fairness.disaggregate import encode_groups
+from tiny_graphs import manifest_of
 
 from modelgate.store import models, runs
 from modelgate.store.db import transaction
@@ -33,7 +34,7 @@ def test_segment_rows_are_stored_per_attempt_and_written_once(clean_db: str) -> 
     sha = "a" * 64
     row, _ = models.register(url, model_name="churn", version="1", sha256=sha, archive_sha256=sha,
                              archive_key="models/churn/1.tar.gz",
-                             archive_uri="s3://b/models/churn/1.tar.gz", manifest={})
+                             archive_uri="s3://b/models/churn/1.tar.gz", manifest=manifest_of())
     run_id = runs.start_evaluation_run(url, run_key="eval-seg", model_version_id=row.model_version_id,
                                        champion_version_id=None, dataset_uri="d.parquet",
                                        archive_sha256=sha)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import psycopg2
 import pytest
+from tiny_graphs import manifest_of
 
 from modelgate.store import models, runs
 from modelgate.store.db import transaction
@@ -13,7 +14,7 @@ from modelgate.store.db import transaction
 def _run(url: str) -> int:
     row, _ = models.register(url, model_name="shap-rows", version="1", sha256="3" * 64,
                              archive_sha256="4" * 64, archive_key="k", archive_uri="s3://b/k",
-                             manifest={})
+                             manifest=manifest_of())
     return runs.start_evaluation_run(url, run_key="shap-rows", model_version_id=row.model_version_id,
                                      champion_version_id=None, dataset_uri="d",
                                      archive_sha256="4" * 64)

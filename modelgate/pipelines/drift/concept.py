@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from modelgate.onnx.manifest import Manifest
 from modelgate.pipelines.context import Context
 from modelgate.pipelines.drift.estimation import realised_metrics, task_of
 from modelgate.pipelines.drift.feature_steps import DriftRef, _put, load_references, quarantine
@@ -56,7 +57,7 @@ ROLLING_WINDOW = 200
 
 
 def _labelled_errors(ctx: Context, ref: DriftRef, labels_uri: str, scores_key: str,
-                     start: dt.datetime, manifest: dict[str, Any]) -> tuple[Any, Any, Any] | None:
+                     start: dt.datetime, manifest: Manifest) -> tuple[Any, Any, Any] | None:
     """Errors (prediction != label) of one scored interval in event-time order and its
     realised metrics, or None when its labels have not arrived yet.
 
@@ -71,7 +72,7 @@ def _labelled_errors(ctx: Context, ref: DriftRef, labels_uri: str, scores_key: s
     if not files:
         return None
     day = days[0]
-    id_column = manifest.get("id_column")
+    id_column = manifest.id_column
     if not id_column:
         raise ValueError("labels are joined by the manifest's id_column, which is not set")
     scored_path = ctx.store.download(scores_key, work / "scored.parquet")
@@ -89,13 +90,13 @@ def _labelled_errors(ctx: Context, ref: DriftRef, labels_uri: str, scores_key: s
     return errors, times, realised
 
 
-def _error_stream(ctx: Context, ref: DriftRef, manifest: dict[str, Any], labels: Any,
+def _error_stream(ctx: Context, ref: DriftRef, manifest: Manifest, labels: Any,
                   predicted: Any) -> Any:
     """What ADWIN watches, per task (see :mod:`modelgate.drift.error_stream`), from labels
     already encoded by ``model_labels`` (0/1, class index, or value)."""
     from modelgate.drift.error_stream import bounded_absolute_errors, classification_errors
 
-    if manifest.get("task", "binary_classification") == "regression":
+    if manifest.task == "regression":
         scale = load_references(ctx, ref)[SCORE_FEATURE].scale  # std of reference predictions
         return bounded_absolute_errors(labels.astype(np.float64), predicted, scale=scale)
     return classification_errors(labels, predicted)

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from modelgate.onnx.manifest import Manifest
 from modelgate.onnx.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift.sample import sample_path
@@ -68,8 +69,8 @@ METHODS = {"binary_classification": "cbpe_isotonic",
            "regression": "nanny_error_model"}
 
 
-def task_of(manifest: dict[str, Any]) -> str:
-    return str(manifest.get("task") or "binary_classification")
+def task_of(manifest: Manifest) -> str:
+    return manifest.task
 
 
 def metrics_of(task: str) -> tuple[str, ...]:
@@ -113,18 +114,17 @@ def split_thresholds(spec: dict[str, Any] | None) -> tuple[dict[str, Any], dict[
     return rest, out
 
 
-def check_threshold_metrics(spec: dict[str, Any] | None, manifest: dict[str, Any], version: str, *,
+def check_threshold_metrics(spec: dict[str, Any] | None, task: str, version: str, *,
                             where: str) -> None:
     """Refuse ``performance`` limits on metrics the model's task does not estimate.
 
-    >>> check_threshold_metrics({"performance": {"mae": 1.0}}, {"task": "regression"}, "1", where="x:")
-    >>> check_threshold_metrics({"performance": {"f1": 0.1}}, {"task": "regression"}, "1",
+    >>> check_threshold_metrics({"performance": {"mae": 1.0}}, "regression", "1", where="x:")
+    >>> check_threshold_metrics({"performance": {"f1": 0.1}}, "regression", "1",
     ...                         where="x:")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     ValueError: x: performance limit(s) on ['f1'] that v1 (regression) does not estimate (...)
     """
-    task = task_of(manifest)
     named = sorted((spec or {}).get("performance") or {})
     wrong = [m for m in named if m not in metrics_of(task)]
     if wrong:
@@ -154,8 +154,8 @@ class EstimationReference:
     reference_metrics: dict[str, float | None]
 
 
-def _kinds(manifest: dict[str, Any]) -> dict[str, Any]:
-    return {f["name"]: f["kind"] for f in manifest["features"]}
+def _kinds(manifest: Manifest) -> dict[str, Any]:
+    return {f.name: f.kind for f in manifest.features}
 
 
 def _columns(frame: pd.DataFrame, kinds: dict[str, Any]) -> dict[str, Any]:
@@ -201,22 +201,22 @@ def ensure_reference(ctx: Context, row: models.ModelVersionRow, reference_uri: s
     ctx.discard_scratch("estimation-reference", row.model_name, row.version)
 
 
-def _reference_labels(manifest: dict[str, Any], data: Any) -> Any | None:
+def _reference_labels(manifest: Manifest, data: Any) -> Any | None:
     """The reference's labels encoded as the model compares them, or None when unusable."""
     from modelgate.evaluation.labels import LabelError, model_labels
 
-    label = manifest["label"]["column"]
+    label = manifest.label.column
     if label not in pq.read_schema(data).names:
         return None
     try:
         return model_labels(pq.read_table(data, columns=[label]).column(label).to_numpy(
-            zero_copy_only=False), manifest)
+            zero_copy_only=False), manifest.to_dict())
     except LabelError:
         return None
 
 
-def _skipped_reason(manifest: dict[str, Any], data: Any) -> str:
-    label = manifest["label"]["column"]
+def _skipped_reason(manifest: Manifest, data: Any) -> str:
+    label = manifest.label.column
     if label not in pq.read_schema(data).names:
         return f"the reference has no label column {label!r}"
     return f"the reference's label column {label!r} has missing or unknown values"
@@ -230,7 +230,7 @@ def _fit(ctx: Context, row: models.ModelVersionRow, data: Any, work: Any,
 
     manifest = row.manifest
     task = task_of(manifest)
-    threshold = float(manifest["threshold"]) if task == "binary_classification" else None
+    threshold = manifest.threshold if task == "binary_classification" else None
     labels = _reference_labels(manifest, data)
     if labels is None:
         return EstimationReference(task, None, threshold, (), None, schema, {}), \
@@ -267,9 +267,9 @@ def _refusal(task: str, labels: Any, frame: pd.DataFrame, classes: tuple[str, ..
     return estimator_refusal(task, labels, frame["__score__"].to_numpy(np.float64))
 
 
-def _classes(manifest: dict[str, Any], scored: pd.DataFrame) -> tuple[str, ...]:
+def _classes(manifest: Manifest, scored: pd.DataFrame) -> tuple[str, ...]:
     n = sum(1 for c in scored.columns if c.startswith("__proba_"))
-    named = (manifest.get("output") or {}).get("classes")
+    named = manifest.output.classes
     return tuple(str(c) for c in named) if named and len(named) == n else tuple(str(k) for k in range(n))
 
 

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from modelgate.gauges import emit as emit_metrics
 from modelgate.gauges import evidence_metrics
+from modelgate.onnx.manifest import Manifest
 from modelgate.onnx.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.pipelines import index_page
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
@@ -91,15 +92,19 @@ def _get(ctx: Context, key: str) -> Any:
     return pickle.loads(ctx.store.get_bytes(key))  # noqa: S301 - our own bucket
 
 
-def _features_of(manifest: dict[str, Any]) -> dict[str, Any]:
+def _features_of(manifest: Manifest) -> dict[str, Any]:
     """The manifest's features and their kinds; a feature may not take the internal name under
     which the model's output score is drifted beside them.
 
-    >>> _features_of({"features": [{"name": "__score__", "kind": "numeric"}]})  # doctest: +ELLIPSIS
+    >>> from modelgate.onnx.manifest import Feature, LabelSpec, OutputSpec
+    >>> _features_of(Manifest(name="m", version="1", sha256="0" * 64, opset=None,
+    ...                       features=(Feature("__score__", "numeric"),), label=LabelSpec("y"),
+    ...                       output=OutputSpec("variable"), threshold=None, sensitive_features=(),
+    ...                       task="regression"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ValueError: manifest feature '__score__': drift monitoring keeps that name for the model's ...
     """
-    kinds = {f["name"]: f["kind"] for f in manifest["features"]}
+    kinds: dict[str, Any] = {f.name: f.kind for f in manifest.features}
     if SCORE_FEATURE in kinds:
         raise ValueError(f"manifest feature {SCORE_FEATURE!r}: drift monitoring keeps that name for the "
                          "model's output score; rename the feature to monitor this model")
@@ -304,7 +309,7 @@ def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: in
     scorer = open_session(load_registered_model(ctx, row, work), settings_from_os_environ())
     keep = [c for c in ("event_time",) if c in sample.column_names]
     usable = drift_usable.score_usable(scorer, sample, manifest, work, keep_columns=keep,
-                                       id_column=manifest.get("id_column"))
+                                       id_column=manifest.id_column)
     scored, scores = usable.run, usable.scores
     merged = sample.append_column(SCORE_FEATURE, scores.column(score_column(manifest)))
     merged = merged.append_column("__prediction__", scores.column("prediction"))
@@ -329,7 +334,7 @@ def sample_and_score(ctx: Context, ref: DriftRef, live_uri: str, sample_size: in
     return {"rows": len(take), "key": key}
 
 
-def _live_partitions(ctx: Context, ref: DriftRef, live_uri: str, manifest: dict[str, Any],
+def _live_partitions(ctx: Context, ref: DriftRef, live_uri: str, manifest: Manifest,
                      work: Path) -> tuple[list[pa.Table], list[Path]]:
     """The interval's usable live partitions; a bad one is quarantined and left out, one
     quarantined earlier (by this run's earlier try too) is left out until released."""
@@ -346,7 +351,7 @@ def _live_partitions(ctx: Context, ref: DriftRef, live_uri: str, manifest: dict[
             continue
         try:
             tables.append(live_table(found, name, live_uri, _features_of(manifest),
-                                     manifest.get("id_column")))
+                                     manifest.id_column))
         except BadPartition as bad:
             quarantine(ctx, ref, bad, ref.start(), ref.end())
             continue
@@ -372,11 +377,11 @@ def quarantine(ctx: Context, ref: DriftRef, bad: BadPartition, start: dt.datetim
                         interval_end=end, reason=reason, run_id=ref.drift_run_id)
 
 
-def score_column(manifest: dict[str, Any]) -> str:
+def score_column(manifest: Manifest) -> str:
     """The scored column whose distribution is drifted: a classifier's ``score`` (binary: the
     positive class's probability; multiclass: the predicted class's), a regression's
     predicted value."""
-    return "prediction" if manifest.get("task") == "regression" else "score"
+    return "prediction" if manifest.task == "regression" else "score"
 
 
 def _concat(tables: list[pa.Table], files: list[Path]) -> pa.Table:
@@ -392,12 +397,16 @@ def _concat(tables: list[pa.Table], files: list[Path]) -> pa.Table:
 _THRESHOLD_KEYS = ("relative", "wasserstein_floor", "js_floor", "numeric_statistic", "min_values")
 
 
-def check_threshold_features(spec: dict[str, Any] | None, manifest: dict[str, Any], version: str, *,
+def check_threshold_features(spec: dict[str, Any] | None, manifest: Manifest, version: str, *,
                              where: str) -> None:
     """Refuse thresholds naming a feature the model version does not have (a typo would
     otherwise leave that feature on the default thresholds without a word).
 
-    >>> manifest = {"features": [{"name": "age"}]}
+    >>> from modelgate.onnx.manifest import Feature, LabelSpec, OutputSpec
+    >>> manifest = Manifest(name="m", version="1", sha256="0" * 64, opset=None,
+    ...                     features=(Feature("age", "numeric"),), label=LabelSpec("y"),
+    ...                     output=OutputSpec("variable"), threshold=None, sensitive_features=(),
+    ...                     task="regression")
     >>> check_threshold_features({"features": {"age": {}}}, manifest, "1", where="x:")
     >>> check_threshold_features({"features": {"agee": {}}}, manifest, "1", where="x:")
     Traceback (most recent call last):
@@ -405,12 +414,12 @@ def check_threshold_features(spec: dict[str, Any] | None, manifest: dict[str, An
     ValueError: x: name feature(s) ['agee'] that v1 does not have (features: ['age', '__score__'])
     """
     named = sorted((spec or {}).get("features") or {})
-    known = [f["name"] for f in manifest["features"]] + [SCORE_FEATURE]
+    known = [f.name for f in manifest.features] + [SCORE_FEATURE]
     unknown = [f for f in named if f not in known]
     if unknown:
         raise ValueError(f"{where} name feature(s) {unknown} that v{version} does not have "
                          f"(features: {known})")
-    drift_estimation.check_threshold_metrics(spec, manifest, version, where=where)
+    drift_estimation.check_threshold_metrics(spec, manifest.task, version, where=where)
 
 
 def parse_thresholds(spec: dict[str, Any] | None) -> Any:

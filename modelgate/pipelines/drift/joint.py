@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from modelgate.onnx.manifest import Manifest
 from modelgate.onnx.scoring import open_session, settings_from_os_environ
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift.sample import interval_seed, sample_path
@@ -67,8 +68,8 @@ def split_thresholds(spec: dict[str, Any] | None) -> tuple[dict[str, Any], dict[
     return rest, joint
 
 
-def _numeric(manifest: dict[str, Any]) -> list[str]:
-    return [f["name"] for f in manifest["features"] if f["kind"] == "numeric"]
+def _numeric(manifest: Manifest) -> list[str]:
+    return [f.name for f in manifest.features if f.kind == "numeric"]
 
 
 def _reference_prefix(row: models.ModelVersionRow) -> str:

@@ -108,13 +108,13 @@ def check_locations(ctx: Context, model_name: str, production: models.ModelVersi
                     "promotion, when its reference sketch is built", model_name)
     else:
         manifest = production.manifest
-        reference_columns = [f["name"] for f in manifest["features"]]
-        id_column = manifest.get("id_column")
+        reference_columns = [f.name for f in manifest.features]
+        id_column = manifest.id_column
         if not id_column:
             raise MonitorConfigError(f"monitor set {model_name!r}: v{production.version}'s manifest "
                                      "has no id_column, so its labels cannot be joined to live rows")
         live_columns = [*reference_columns, id_column]  # scored rows keep their id for the join
-        label_columns = [id_column, manifest["label"]["column"]]
+        label_columns = [id_column, manifest.label.column]
     for option, uri, columns in (("--live", live, live_columns), ("--labels", labels, label_columns)):
         warning = check_partitioned(ctx, option, uri, columns)
         if warning:

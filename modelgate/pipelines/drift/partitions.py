@@ -25,10 +25,12 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from modelgate.onnx.manifest import Manifest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -157,7 +159,7 @@ def live_table(files: list[Path], partition: str, uri: str, features: Mapping[st
     return table
 
 
-def labels_frame(files: list[Path], partition: str, uri: str, manifest: Mapping[str, Any],
+def labels_frame(files: list[Path], partition: str, uri: str, manifest: Manifest,
                  id_type: pa.DataType) -> pd.DataFrame:
     """The labels of one partition as ``[<id column>, __label__]``, ``__label__`` encoded by
     :func:`~modelgate.evaluation.labels.model_labels` (binary 0/1, class index, or value).
@@ -168,7 +170,7 @@ def labels_frame(files: list[Path], partition: str, uri: str, manifest: Mapping[
         The partition's parquet files.
     partition, uri : str
         The partition's name (``dt=...``) and the root it is under, for messages.
-    manifest : mapping
+    manifest : Manifest
         The model's manifest (``id_column``, ``label``, ``task``).
     id_type : pyarrow.DataType
         The type of the scored live rows' id column, which the labels are joined to.
@@ -181,7 +183,10 @@ def labels_frame(files: list[Path], partition: str, uri: str, manifest: Mapping[
     """
     from modelgate.evaluation.labels import model_labels
 
-    id_column, label = manifest["id_column"], manifest["label"]["column"]
+    id_column, label = manifest.id_column, manifest.label.column
+    if id_column is None:
+        raise ValueError(f"model {manifest.name!r}: labels are joined by the manifest's id_column, "
+                         "which is not set")
     table = _read(files, BadPartition("labels", partition, uri, ""), [id_column, label])
     got, want = table.schema.field(id_column).type, id_type
     if _id_kind(got) != _id_kind(want):
@@ -196,7 +201,7 @@ def labels_frame(files: list[Path], partition: str, uri: str, manifest: Mapping[
                            f"{duplicated} rows share their {id_column!r} value with another "
                            "row (ids must be unique)")
     try:
-        encoded = model_labels(frame[label].tolist(), manifest)
+        encoded = model_labels(frame[label].tolist(), manifest.to_dict())
     except ValueError as exc:  # LabelError, or a class the model does not have
         raise BadPartition("labels", partition, uri, str(exc).splitlines()[0]) from exc
     return frame[[id_column]].assign(**{LABEL: encoded})

@@ -57,7 +57,7 @@ def _labelled_performance(ctx: Context, ref: DriftRef, concept: Any) -> Any:
 
     if not concept.rows_labelled:
         return None
-    regression = models.get_by_id(ctx.db_url, ref.model_version_id).manifest.get("task") == "regression"
+    regression = models.get_by_id(ctx.db_url, ref.model_version_id).manifest.task == "regression"
     name = ("mean of min(|prediction - label| / std of reference predictions, 1)" if regression
             else "error rate (prediction differs from label)")
     error = min(1.0, max(0.0, getattr(concept, "error_sum", 0.0) / concept.rows_labelled))

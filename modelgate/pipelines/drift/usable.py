@@ -17,6 +17,7 @@ set-aside ones with null scores and predictions:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from modelgate.onnx.manifest import Feature, Manifest
 from modelgate.onnx.scoring import ModelScorer, ScoringError, ScoringRun, score_parquet
 
 __all__ = ["ScoredSample", "score_usable", "scored_rows", "unusable_rows"]
@@ -41,7 +43,7 @@ def _column_missing(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     return missing, infinite
 
 
-def unusable_rows(table: pa.Table, manifest: dict[str, Any]) -> tuple[np.ndarray, dict[str, str]]:
+def unusable_rows(table: pa.Table, features: Sequence[Feature]) -> tuple[np.ndarray, dict[str, str]]:
     """Rows the scorer would refuse, and per column why (a count and what).
 
     A value missing in a feature without ``allow_missing``, and an infinite number in any
@@ -51,20 +53,20 @@ def unusable_rows(table: pa.Table, manifest: dict[str, Any]) -> tuple[np.ndarray
     Examples
     --------
     >>> t = pa.table({"x": [1.0, None, float("nan"), float("inf")], "c": ["a", None, "b", "b"]})
-    >>> m = {"features": [{"name": "x", "kind": "numeric"},
-    ...                   {"name": "c", "kind": "categorical", "allow_missing": True}]}
-    >>> bad, why = unusable_rows(t, m)
+    >>> from modelgate.onnx.manifest import Feature
+    >>> features = [Feature("x", "numeric"), Feature("c", "categorical", allow_missing=True)]
+    >>> bad, why = unusable_rows(t, features)
     >>> bad.tolist(), why
     ([False, True, True, True], {'x': '2 missing, 1 infinite'})
     """
     bad = np.zeros(table.num_rows, dtype=bool)
     why: dict[str, str] = {}
-    for feature in manifest["features"]:
-        name = feature["name"]
+    for feature in features:
+        name = feature.name
         if name not in table.column_names:
             continue
         missing, infinite = _column_missing(table.column(name))
-        if feature.get("allow_missing"):
+        if feature.allow_missing:
             missing = np.zeros_like(missing)
         parts = [f"{int(n)} {what}" for n, what in ((missing.sum(), "missing"),
                                                     (infinite.sum(), "infinite")) if n]
@@ -84,7 +86,7 @@ class ScoredSample:
     reason: str | None  # e.g. "60 of 600 sampled rows set aside unscored: x1: 60 missing"
 
 
-def score_usable(scorer: ModelScorer, sample: pa.Table, manifest: dict[str, Any], work: Path, *,
+def score_usable(scorer: ModelScorer, sample: pa.Table, manifest: Manifest, work: Path, *,
                  id_column: str | None, keep_columns: list[str]) -> ScoredSample:
     """Score the rows of ``sample`` the scorer accepts; the output has one row per sampled row.
 
@@ -93,7 +95,7 @@ def score_usable(scorer: ModelScorer, sample: pa.Table, manifest: dict[str, Any]
     ScoringError
         When no sampled row can be scored (the run then fails with this reason).
     """
-    bad, why = unusable_rows(sample, manifest)
+    bad, why = unusable_rows(sample, manifest.features)
     n_bad = int(bad.sum())
     shown = "; ".join(f"{column}: {text}" for column, text in why.items())
     if n_bad == sample.num_rows:

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from modelgate.logsafe import one_line
+from modelgate.onnx.manifest import Manifest
 from modelgate.onnx.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.pipelines import index_page, refusals
 from modelgate.pipelines.context import Context, load_registered_model, safe_key_part
@@ -269,7 +270,7 @@ def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, i
     data = fetched.path
     candidate = _candidate_row(ctx, run)
     manifest = candidate.manifest
-    keep = list(dict.fromkeys([manifest["label"]["column"], *manifest["sensitive_features"]]))
+    keep = list(dict.fromkeys([manifest.label.column, *manifest.sensitive_features]))
     held_out = _read_columns(data, keep)
     if held_out is not None:
         check_held_out(held_out, manifest)
@@ -278,7 +279,7 @@ def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, i
     if run.champion_version_id is not None:
         champion = _model_row(ctx, run.champion_version_id)
         champion_path = _score_one(ctx, champion, data, work / "champion.parquet", []).output_path
-        champion_threshold = champion.manifest.get("threshold")
+        champion_threshold = champion.manifest.threshold
     statistics, group_scores = None, ()  # multiclass and regression keep the scored columns
     if model_tasks.task_of(manifest) == model_tasks.BINARY:
         statistics, group_scores = _summarise(scored.output_path, champion_path, manifest,
@@ -305,7 +306,7 @@ def _read_columns(data: Path, columns: list[str]) -> pa.Table | None:
         return None
 
 
-def _summarise(candidate_path: Path, champion_path: Path | None, manifest: dict[str, Any],
+def _summarise(candidate_path: Path, champion_path: Path | None, manifest: Manifest,
                champion_threshold: float | None, out: Path) -> Any:
     """Mergeable statistics of one partition's scores, a batch at a time, and per sensitive
     feature its group score table (per-group ROC AUC); the scores (with the champion's beside
@@ -327,10 +328,10 @@ def _summarise(candidate_path: Path, champion_path: Path | None, manifest: dict[
                 table = table.append_column("champion_score", other.column(0))
                 table = table.append_column("champion_prediction", other.column(1))
                 champion_score = other.column(0).to_numpy()
-            groups = {f: _group_codes(table.column(f)) for f in manifest["sensitive_features"]}
+            groups = {f: _group_codes(table.column(f)) for f in manifest.sensitive_features}
             y, score = labels_from_scores(table, manifest), table.column("score").to_numpy()
             parts.append(sufficient.collect(
-                y, score, threshold=manifest["threshold"], champion_score=champion_score,
+                y, score, threshold=manifest.threshold, champion_score=champion_score,
                 champion_threshold=champion_threshold, groups=groups))
             group_scores.append(tuple(group_score_table_from_codes(f, y, score, labels, codes)
                                       for f, (labels, codes) in groups.items()))
@@ -489,11 +490,11 @@ class MetricsResult:
     task: str = "binary_classification"
 
 
-def labels_from_scores(table: pa.Table, manifest: dict[str, Any]) -> Any:
+def labels_from_scores(table: pa.Table, manifest: Manifest) -> Any:
     """0/1 labels from the label column; a missing or non-binary label is an error naming it."""
     from modelgate.evaluation.labels import model_labels
 
-    return model_labels(model_tasks.label_values(table, manifest).to_numpy(), manifest)
+    return model_labels(model_tasks.label_values(table, manifest).to_numpy(), manifest.to_dict())
 
 
 # Group labels are stored in full (fairness_group is keyed by their sha256) but one longer than
@@ -501,13 +502,13 @@ def labels_from_scores(table: pa.Table, manifest: dict[str, Any]) -> Any:
 MAX_GROUP_LABEL_CHARS = 1000
 
 
-def check_held_out(table: pa.Table, manifest: dict[str, Any]) -> None:
+def check_held_out(table: pa.Table, manifest: Manifest) -> None:
     """Labels and sensitive-group labels, checked before any work is done on the rows."""
     if model_tasks.task_of(manifest) == model_tasks.BINARY:
         labels_from_scores(table, manifest)
     else:
         model_tasks.targets(table, manifest)
-    for feature in manifest["sensitive_features"]:
+    for feature in manifest.sensitive_features:
         lengths = {len(str(v)) for v in table.column(feature).unique().to_pylist() if v is not None}
         if lengths and max(lengths) > MAX_GROUP_LABEL_CHARS:
             raise ValueError(
@@ -542,7 +543,7 @@ def compute_metrics(ctx: Context, ref: RunRef) -> str:
     return put_pickle(ctx, f"{ref.prefix()}/metrics.pkl", result)
 
 
-def _compute_task_metrics(ctx: Context, ref: RunRef, manifest: dict[str, Any], *,
+def _compute_task_metrics(ctx: Context, ref: RunRef, manifest: Manifest, *,
                           champion: bool) -> str:
     """Multiclass or regression metrics from the partitions' scored columns, concatenated."""
     task = model_tasks.task_of(manifest)
@@ -606,13 +607,13 @@ def explain(ctx: Context, ref: RunRef) -> str:
     task = model_tasks.task_of(row.manifest)
     columns = (["score", "prediction"] if task == model_tasks.BINARY
                else model_tasks.prediction_columns(row.manifest))
-    sensitive, label = list(row.manifest.get("sensitive_features", [])), row.manifest["label"]["column"]
+    sensitive, label = list(row.manifest.sensitive_features), row.manifest.label.column
     with ctx.attempt_scratch("explain", ref.run_key) as work:
         loaded = load_registered_model(ctx, row, work)
         scorer = open_session(loaded, settings_from_os_environ())
         features = list(scorer.feature_names)
         data, table, names = _sample_rows(ctx, load_statistics(ctx, ref), features, label, work,
-                                          id_column=row.manifest.get("id_column"),
+                                          id_column=row.manifest.id_column,
                                           columns=[c for c in dict.fromkeys([*columns, *sensitive])
                                                    if c != label])
     rng = np.random.default_rng(SHAP_SEED)
@@ -694,7 +695,7 @@ def _explainer(scorer: Any, task: str, features: list[str], route: Any = None) -
     return explainer
 
 
-def _chosen_rows(table: pa.Table, manifest: dict[str, Any], names: list[str]) -> tuple[Any, list[str]]:
+def _chosen_rows(table: pa.Table, manifest: Manifest, names: list[str]) -> tuple[Any, list[str]]:
     """Rows of a multiclass or regression model worth a waterfall (largest and smallest
     error, random), and how each is labelled; the error is ``1 - p(true class)`` or
     ``|prediction - label|``."""
@@ -815,10 +816,10 @@ def compute_fairness(ctx: Context, ref: RunRef) -> str:
     return put_pickle(ctx, f"{ref.prefix()}/fairness.pkl", reports)
 
 
-def _compute_task_fairness(ctx: Context, ref: RunRef, manifest: dict[str, Any]) -> str:
+def _compute_task_fairness(ctx: Context, ref: RunRef, manifest: Manifest) -> str:
     """Multiclass (one-vs-rest per class) or regression (group errors) fairness from the
     partitions' scored columns, concatenated."""
-    columns = [manifest["label"]["column"], "prediction", *manifest["sensitive_features"]]
+    columns = [manifest.label.column, "prediction", *manifest.sensitive_features]
     with ctx.attempt_scratch("evaluation", ref.run_key, "fairness") as work:
         table = model_tasks.read_scores(ctx, load_statistics(ctx, ref).partitions,
                                            list(dict.fromkeys(columns)), work)

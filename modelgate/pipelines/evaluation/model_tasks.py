@@ -13,7 +13,7 @@ rows (see the README's "Model archives" section for the bound).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from modelgate.onnx.manifest import Manifest
 from modelgate.pipelines.context import Context
 
 BINARY = "binary_classification"
@@ -32,31 +33,31 @@ CHAMPION_PREFIX = "champion_"
 JOIN_BATCH_ROWS = 1 << 20
 
 
-def task_of(manifest: Mapping[str, Any]) -> str:
-    """The manifest's task (``binary_classification`` when absent, as in the manifest)."""
-    return str(manifest.get("task", BINARY))
+def task_of(manifest: Manifest) -> str:
+    """The manifest's task."""
+    return manifest.task
 
 
-def classes_of(manifest: Mapping[str, Any]) -> tuple[Any, ...]:
+def classes_of(manifest: Manifest) -> tuple[Any, ...]:
     """A multiclass model's classes in probability-column order (written at ``package``)."""
-    classes = (manifest.get("output") or {}).get("classes")
+    classes = manifest.output.classes
     if not classes:
-        raise ValueError(f"model {manifest.get('name')!r} is multiclass_classification but its "
+        raise ValueError(f"model {manifest.name!r} is multiclass_classification but its "
                          "manifest has no output.classes; package it again with modelgate "
                          "package (it fills them in from the graph) or set output.classes")
     return tuple(classes)
 
 
-def prediction_columns(manifest: Mapping[str, Any]) -> list[str]:
+def prediction_columns(manifest: Manifest) -> list[str]:
     """The scored columns the metrics read: ``prediction`` (and ``score``, ``proba_<k>``)."""
     if task_of(manifest) == REGRESSION:
         return ["prediction"]
     return ["prediction", "score", *(f"proba_{k}" for k in range(len(classes_of(manifest))))]
 
 
-def label_values(table: pa.Table, manifest: Mapping[str, Any]) -> Any:
+def label_values(table: pa.Table, manifest: Manifest) -> Any:
     """The label column as a pandas Series; a missing value is an error naming the column."""
-    column = manifest["label"]["column"]
+    column = manifest.label.column
     values = table.column(column).to_pandas()
     missing = int(values.isna().sum())
     if missing:
@@ -65,7 +66,7 @@ def label_values(table: pa.Table, manifest: Mapping[str, Any]) -> Any:
     return values
 
 
-def targets(table: pa.Table, manifest: Mapping[str, Any]) -> npt.NDArray[Any]:
+def targets(table: pa.Table, manifest: Manifest) -> npt.NDArray[Any]:
     """The label column as class indices (multiclass) or finite floats (regression).
 
     Raises
@@ -79,10 +80,10 @@ def targets(table: pa.Table, manifest: Mapping[str, Any]) -> npt.NDArray[Any]:
     values = label_values(table, manifest)
     if task_of(manifest) == MULTICLASS:
         classes_of(manifest)  # no classes: say how to fill them in
-    return model_labels(values.to_numpy(), manifest)
+    return model_labels(values.to_numpy(), manifest.to_dict())
 
 
-def check_champion(candidate: Mapping[str, Any], champion: Mapping[str, Any]) -> None:
+def check_champion(candidate: Manifest, champion: Manifest) -> None:
     """A champion is compared on the same terms only: same task, and for multiclass models
     the same classes in the same order.
 
@@ -94,19 +95,19 @@ def check_champion(candidate: Mapping[str, Any], champion: Mapping[str, Any]) ->
     new, old = task_of(candidate), task_of(champion)
     if new != old:
         raise ValueError(
-            f"model {candidate.get('name')!r}: the candidate is {new} but the production "
-            f"champion (version {champion.get('version')!r}) is {old}; a champion is compared "
+            f"model {candidate.name!r}: the candidate is {new} but the production "
+            f"champion (version {champion.version!r}) is {old}; a champion is compared "
             "with a candidate of the same task only: register the candidate under another "
             "model name, or archive the champion first")
     if new == MULTICLASS and [str(c) for c in classes_of(candidate)] != [
             str(c) for c in classes_of(champion)]:
         raise ValueError(
-            f"model {candidate.get('name')!r}: the candidate's classes {list(classes_of(candidate))} "
+            f"model {candidate.name!r}: the candidate's classes {list(classes_of(candidate))} "
             f"differ from the production champion's {list(classes_of(champion))}; per-class "
             "metrics can only be compared over the same classes in the same order")
 
 
-def check_policy_classes(policy: Any, manifest: Mapping[str, Any]) -> None:
+def check_policy_classes(policy: Any, manifest: Manifest) -> None:
     """Per-class thresholds (``recall[<class>]``, ``tpr_gap[<class>]``) must name a class of
     the model (or ``[*]``, every class, for a fairness gap); the message lists its classes."""
     if task_of(manifest) != MULTICLASS:
@@ -118,7 +119,7 @@ def check_policy_classes(policy: Any, manifest: Mapping[str, Any]) -> None:
         base, bracket, rest = name.partition("[")
         if bracket and rest.endswith("]") and rest[:-1] not in classes and rest != "*]":
             raise ValueError(f"policy metric {name!r}: {rest[:-1]!r} is not a class of model "
-                             f"{manifest.get('name')!r} (classes {classes})")
+                             f"{manifest.name!r} (classes {classes})")
 
 
 def join_champion(candidate_path: Path, champion_path: Path | None, out: Path) -> None:
@@ -149,7 +150,7 @@ class EvaluationTooLarge(ValueError):
     """The metrics step would hold more memory than ``MODELGATE_EVAL_MEMORY_LIMIT_MB``."""
 
 
-def metrics_memory_bytes(manifest: Mapping[str, Any], n_rows: int, *, champion: bool,
+def metrics_memory_bytes(manifest: Manifest, n_rows: int, *, champion: bool,
                          n_bootstrap: int) -> int | None:
     """Upper bound of what the metrics step holds for ``n_rows`` rows; None for binary
     models (their count tables do not grow with the rows).
@@ -158,7 +159,10 @@ def metrics_memory_bytes(manifest: Mapping[str, Any], n_rows: int, *, champion: 
     :func:`~modelgate.evaluation.multiclass.multiclass_memory_bytes`, per model; regression:
     ``8 x 15 x N`` per model.
 
-    >>> m = {"task": "multiclass_classification", "output": {"classes": list(range(1000))}}
+    >>> from modelgate.onnx.manifest import LabelSpec, OutputSpec
+    >>> m = Manifest(name="m", version="1", sha256="0" * 64, opset=None, features=(),
+    ...              label=LabelSpec("y"), output=OutputSpec("p", classes=tuple(range(1000))),
+    ...              threshold=None, sensitive_features=(), task="multiclass_classification")
     >>> round(metrics_memory_bytes(m, 100_000, champion=False, n_bootstrap=1000) / 2**30, 2)
     2.14
     """
@@ -175,7 +179,7 @@ def metrics_memory_bytes(manifest: Mapping[str, Any], n_rows: int, *, champion: 
     return None
 
 
-def check_memory(manifest: Mapping[str, Any], n_rows: int, *, champion: bool, n_bootstrap: int,
+def check_memory(manifest: Manifest, n_rows: int, *, champion: bool, n_bootstrap: int,
                  limit_mb: int) -> None:
     """Refuse, before any work, a metrics step that would need more than ``limit_mb`` MiB.
 
@@ -190,7 +194,7 @@ def check_memory(manifest: Mapping[str, Any], n_rows: int, *, champion: bool, n_
     task = task_of(manifest)
     what = f"{len(classes_of(manifest))}-class model" if task == MULTICLASS else f"{task} model"
     raise EvaluationTooLarge(
-        f"the metrics of the {what} {manifest.get('name')!r} on {n_rows:,} rows"
+        f"the metrics of the {what} {manifest.name!r} on {n_rows:,} rows"
         f"{' with its champion' if champion else ''} need about {need / 2**20:,.0f} MiB, over "
         f"MODELGATE_EVAL_MEMORY_LIMIT_MB={limit_mb}; raise the limit or evaluate fewer rows")
 
@@ -216,13 +220,13 @@ def _proba(table: pa.Table, n_classes: int, prefix: str = "") -> npt.NDArray[np.
     return out.T
 
 
-def score_columns(manifest: Mapping[str, Any], champion: bool) -> list[str]:
+def score_columns(manifest: Manifest, champion: bool) -> list[str]:
     """The columns :func:`compute_metrics` reads: label, predictions (and the champion's)."""
     own = prediction_columns(manifest)
-    return [manifest["label"]["column"], *own, *([CHAMPION_PREFIX + c for c in own] if champion else [])]
+    return [manifest.label.column, *own, *([CHAMPION_PREFIX + c for c in own] if champion else [])]
 
 
-def compute_metrics(table: pa.Table, manifest: Mapping[str, Any], *, champion: bool,
+def compute_metrics(table: pa.Table, manifest: Manifest, *, champion: bool,
                     n_bootstrap: int, seed: int) -> tuple[Any, Any | None, Any | None]:
     """The candidate's report, the champion's and the paired comparison (None without one)."""
     from modelgate.evaluation.multiclass import compare_multiclass, evaluate_multiclass
@@ -247,7 +251,7 @@ def compute_metrics(table: pa.Table, manifest: Mapping[str, Any], *, champion: b
             compare_multiclass(y, new, old, classes=classes, **options))
 
 
-def compute_fairness(table: pa.Table, manifest: Mapping[str, Any], *, min_group_size: int,
+def compute_fairness(table: pa.Table, manifest: Manifest, *, min_group_size: int,
                      include_small_groups: bool, n_bootstrap: int, seed: int) -> dict[str, Any]:
     """Per sensitive feature: one-vs-rest reports per class (multiclass) or the group errors
     and their gaps (regression)."""
@@ -259,7 +263,7 @@ def compute_fairness(table: pa.Table, manifest: Mapping[str, Any], *, min_group_
     options = {"min_group_size": min_group_size, "include_small_groups": include_small_groups,
                "n_bootstrap": n_bootstrap, "seed": seed}
     reports: dict[str, Any] = {}
-    for feature in manifest["sensitive_features"]:
+    for feature in manifest.sensitive_features:
         groups = table.column(feature).to_pandas().to_numpy(dtype=object)
         if task_of(manifest) == REGRESSION:
             reports[feature] = regression_fairness_report(y, predicted, groups,

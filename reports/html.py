@@ -32,6 +32,7 @@ from modelgate.reports.charts import (
     line_chart,
     reliability_chart,
 )
+from modelgate.reports.segment_views import SegmentSection
 from modelgate.reports.shap_charts import (
     MAX_GROUPS_DRAWN,
     MAX_SWARM_FEATURES,
@@ -127,6 +128,21 @@ def _gap_chart(section: FairnessSection) -> Markup | None:
                                  x_label="gap between groups"))
 
 
+def _segment_chart(section: SegmentSection) -> Markup | None:
+    """Forest plot: each judged segment's difference from the rest, with its interval."""
+    rows = [r for r in section.rows if r.difference is not None]
+    if not rows:
+        return None
+    intervals = [Interval(r.segment, r.difference, r.difference_ci_lower, r.difference_ci_upper,
+                          0.0, _VERDICT_TONES.get(r.verdict, "neutral"))
+                 for r in rows if r.difference_ci_lower is not None
+                 and r.difference_ci_upper is not None]
+    better = "higher" if section.higher_is_better else "lower"
+    return Markup(interval_chart(intervals, title=f"{section.metric}: segment minus the rest "
+                                                  f"({better} is better; dashed: no difference)",
+                                 x_label=f"difference in {section.metric}"))
+
+
 def _importance_chart(importance: Sequence[tuple[str, float]], space: str = "") -> Markup | None:
     ranked = sorted(importance, key=lambda item: (-item[1], item[0]))
     if not ranked:
@@ -209,6 +225,7 @@ def render_evaluation_report(view: EvaluationReportView) -> str:
         "evaluation.html.j2", f"{view.title} — {view.model_name} {view.model_version}",
         view=view, banner_word=word, banner_tone=tone, reliability=reliability,
         gap_charts=[_gap_chart(section) for section in view.fairness],
+        segment_charts=[_segment_chart(section) for section in view.segments],
         importance_chart=_importance_chart(view.shap_importance, view.shap_output_space),
         swarm_chart=_swarm_chart(view.shap_summary, space=view.shap_output_space),
         group_charts=_group_charts(view.shap_groups, view.shap_output_space),

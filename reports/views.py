@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 from urllib.parse import urlsplit
 
+from .segment_views import SegmentSection, WeakSliceRow
 from .summary_views import (
     EstimateRow,
     GroupShapSection,
@@ -392,6 +393,9 @@ class EvaluationReportView:
     shap_groups: tuple[GroupShapSection, ...] = ()
     shap_classes: tuple[ShapClassSection, ...] = ()  # multiclass: one summary per class
     shap_output_space: str = ""
+    segments: tuple[SegmentSection, ...] = ()  # one per metric shown (reports.segment_views)
+    weakest_slices: tuple[WeakSliceRow, ...] = ()
+    weakest_slices_note: str = ""  # how large the search was; "" when none was run
 
     def __post_init__(self) -> None:
         _check_sha256("EvaluationReportView.model_sha256", self.model_sha256)

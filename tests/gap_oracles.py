@@ -54,7 +54,7 @@ def agresti_coull_se(x: int, n: int) -> float:
 
 
 def selected_z_by_monte_carlo(families: list[list[tuple[int, int]]], tail: float, slack: float,
-                              draws: int = 100_000, seed: int = 5) -> float:
+                              draws: int = 50_000, seed: int = 5) -> float:
     """The ``1 - tail`` point of the largest standardised difference over the ordered pairs (of
     one family) lying within ``slack`` standard errors of the largest difference, from plain
     pseudo-random normal draws of the groups' errors."""

@@ -28,6 +28,7 @@ from bench.bench_coverage import P_B, PI, SCENARIOS, THRESHOLD, Scenario, _truth
 Z = float(norm.ppf(0.975))
 EPS = np.finfo(np.float64).eps
 CAP = 1e6
+QUICK = False  # --quick: the delta AUC candidates only
 
 
 def _auc_parts(w: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -110,6 +111,7 @@ def _one(sc: Scenario, n: int, rng: np.random.Generator, resamples: int) -> dict
                     "loss": loss, "correct": ((s >= THRESHOLD) == y).astype(float)}
     c, h = res["c"], res["h"]
     out: dict[str, tuple[float, float]] = {}
+    _paired_auc_candidates(scores, y, w, c["A"] - h["A"], out)
     a, v = c["A"], c["V"]
     out["auc percentile"] = _pct(c["Ab"])
     out["auc DeLong Wald"] = (max(a - Z * np.sqrt(v), 0.0), min(a + Z * np.sqrt(v), 1.0))
@@ -130,6 +132,8 @@ def _one(sc: Scenario, n: int, rng: np.random.Generator, resamples: int) -> dict
         out["auc studentized logit bootstrap"] = out["auc logit Wald"] = (a, a)
         out["auc logit Wald + separation bound"] = (0.025 ** (1 / min(n1, n0)), 1.0)
         out["auc logit Wald t + separation bound"] = out["auc logit Wald + separation bound"]
+    if QUICK:
+        return out
     _mean_methods(c["loss"], w, out, "log_loss")
     _log_scale_methods(c["loss"], w, out, "log_loss")
     lm = c["loss"]
@@ -151,6 +155,109 @@ def _one(sc: Scenario, n: int, rng: np.random.Generator, resamples: int) -> dict
     _mean_methods(c["correct"] - h["correct"], w, out, "delta accuracy")
     _mover_candidates(c, h, y, w, out)
     return out
+
+
+def _row_placements(s: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """AUC and each row's placement value per row of counts ``w`` (rows in data order)."""
+    o = np.argsort(s, kind="stable")
+    a, _, pl = _auc_parts(w[:, o], y[o])
+    out = np.empty_like(pl)
+    out[:, o] = pl
+    return a, out
+
+
+def _paired_auc_candidates(scores: dict, y: np.ndarray, w: np.ndarray, d: float, out: dict) -> None:
+    """Delta AUC: paired DeLong Wald (t quantile) and a studentized bootstrap with the paired
+    DeLong standard error of each resample."""
+    one = np.ones((1, len(y)))
+    n1, n0 = int(y.sum()), int(len(y) - y.sum())
+    acs = {}
+    for k in ("c", "h"):
+        aa, pp = _row_placements(scores[k], y, one)
+        o = np.argsort(scores[k], kind="stable")
+        _, vv, _ = _auc_parts(one[:, o], y[o])
+        acs[k] = (float(aa[0]), float(vv[0]), pp[0])
+    cov = sum(np.cov(acs["c"][2][cls], acs["h"][2][cls])[0, 1] / cls.sum() for cls in (y == 1, y == 0))
+    den = np.sqrt(acs["c"][1] * acs["h"][1])
+    r = float(np.clip(cov / den, -1, 1)) if den > 0 else 0.0
+    out["delta auc MOVER fallback"] = _mover(acs["c"][0], _logit_sep(acs["c"][0], acs["c"][1], n1, n0),
+                                             acs["h"][0], _logit_sep(acs["h"][0], acs["h"][1], n1, n0), r)
+    parts = {}
+    for weights, key in ((one, "data"), (w, "boot")):
+        ac, pc = _row_placements(scores["c"], y, weights)
+        ah, ph = _row_placements(scores["h"], y, weights)
+        diff = pc - ph
+        var = np.zeros(weights.shape[0])
+        for cls in (y == 1, y == 0):
+            ww = weights[:, cls]
+            m = ww.sum(1)
+            with np.errstate(all="ignore"):
+                mean = (ww * diff[:, cls]).sum(1) / m
+                var = var + (ww * (diff[:, cls] - mean[:, None]) ** 2).sum(1) / (m - 1) / m
+        parts[key] = (ac - ah, var)
+    dd, vd = float(parts["data"][0][0]), float(parts["data"][1][0])
+    _logit_normal_candidate(scores, y, out)
+    if QUICK:
+        return
+    se = np.sqrt(vd)
+    m = int(min(y.sum(), len(y) - y.sum()))
+    tq = float(student_t.ppf(0.975, m - 1))
+    out["delta auc paired DeLong Wald t"] = (dd - tq * se, dd + tq * se)
+    if se > 0:
+        db, vb = parts["boot"]
+        out["delta auc bootstrap-t paired DeLong"] = _t_ends(dd, se, np.where(
+            vb > 0, (db - dd) / np.sqrt(np.maximum(vb, 0)), np.sign(db - dd) * CAP))
+    else:
+        out["delta auc bootstrap-t paired DeLong"] = (dd, dd)
+
+
+def _logit_normal_candidate(scores: dict, y: np.ndarray, out: dict) -> None:
+    """Delta AUC: the two AUCs' logits as bivariate normal with DeLong's covariance (t
+    quantile scale), the interval the 2.5 / 97.5 % quantiles of ``expit(g1) - expit(g2)``
+    (fixed-seed normal draws); for one model this is its logit Wald interval."""
+    one = np.ones((1, len(y)))
+    a, pl = {}, {}
+    for k in ("c", "h"):
+        aa, pp = _row_placements(scores[k], y, one)
+        a[k], pl[k] = float(aa[0]), pp[0]
+    if not all(0 < a[k] < 1 for k in a):
+        for tag in ("", " sat own", " sat diff"):
+            out[f"delta auc logit-normal DeLong{tag}"] = out["delta auc MOVER fallback"]
+        return
+    cov = np.zeros((2, 2))
+    for cls in (y == 1, y == 0):
+        cov += np.cov(np.vstack([pl["c"][cls], pl["h"][cls]])) / cls.sum()
+    jac = np.array([1 / (a["c"] * (1 - a["c"])), 1 / (a["h"] * (1 - a["h"]))])
+    m = int(min(y.sum(), len(y) - y.sum()))
+    n1, n0 = int(y.sum()), int(len(y) - y.sum())
+    dev = {k: np.where(y == 1, (pl[k] - a[k]) / np.sqrt(n1 * (n1 - 1.0)),
+                       (pl[k] - a[k]) / np.sqrt(n0 * (n0 - 1.0))) for k in ("c", "h")}
+
+    def sat(d: np.ndarray) -> float:
+        v = float(d @ d)
+        spread = float(np.sum(d**4)) - v * v / d.size
+        return 2 * v * v / spread if spread > 1e-12 * v * v else np.inf
+
+    for tag, df in (("", m - 1.0),
+                    (" sat own", min(m - 1.0, sat(dev["c"]), sat(dev["h"]))),
+                    (" sat diff", min(m - 1.0, sat(dev["c"] - dev["h"])))):
+        _logit_normal_quantiles(a, cov, jac, float(student_t.ppf(0.975, max(df, 1.0)) / Z),
+                                out, f"delta auc logit-normal DeLong{tag}")
+
+
+def _logit_normal_quantiles(a: dict, cov: np.ndarray, jac: np.ndarray, tz: float, out: dict,
+                            key: str) -> None:
+    sig = cov * np.outer(jac, jac) * tz**2
+    g = logit(np.array([a["c"], a["h"]]))
+    draws = np.random.default_rng(0).multivariate_normal(g, sig, size=20000, method="cholesky") \
+        if np.all(np.linalg.eigvalsh(sig) > 0) else None
+    if draws is None:
+        out[key] = out["delta auc MOVER fallback"]
+        return
+    diff = expit(draws[:, 0]) - expit(draws[:, 1])
+    lo, hi = np.quantile(diff, [0.025, 0.975])
+    d = a["c"] - a["h"]
+    out[key] = (min(lo, d), max(hi, d))
 
 
 def _mover(d1: float, e1: tuple[float, float], d2: float, e2: tuple[float, float],
@@ -247,7 +354,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--tau", type=float, default=None,
                         help="the champion's latent noise instead of the scenario's (0.05: a near copy)")
+    parser.add_argument("--quick", action="store_true", help="the delta AUC candidates only")
     args = parser.parse_args()
+    global QUICK
+    QUICK = args.quick
     sc = SCENARIOS[args.scenario]
     if args.tau is not None:
         sc = dataclasses.replace(sc, name=f"{sc.name}-tau{args.tau:g}", tau=args.tau)

@@ -55,6 +55,7 @@ from modelgate.intervals import (
 )
 from modelgate.intervals import check_int as _check_int
 
+from .auc_delta import delong_deviations, paired_auc_delta_interval
 from .bootstrap_cells import delong_variance
 from .metric_intervals import (
     difference_part_moments,
@@ -289,6 +290,9 @@ def compare(
             difference_part_moments(difference, np.ones((1, len(y)))),
             {key: boot_new[f"{name}_difference_{key}"] for key in _PART_KEYS}, len(y),
             confidence_level) for name, difference in differences.items()}
+        if n_bootstrap > 0:
+            loss_delta["roc_auc"] = _auc_delta(y, s_new, s_old, p_new["roc_auc"],
+                                               p_old["roc_auc"], confidence_level)
     new_right, old_right = (s_new >= threshold) == y, (s_old >= old_threshold) == y
     correct = (int(np.sum(new_right & old_right)), int(np.sum(new_right & ~old_right)),
                int(np.sum(~new_right & old_right)), int(np.sum(~new_right & ~old_right)))
@@ -300,7 +304,8 @@ def compare(
                                        (own[0].get(name), own[1].get(name)),
                                        (boot_new[name], boot_old[name]), correct,
                                        log_loss_delta=loss_delta["log_loss"],
-                                       brier_delta=loss_delta["brier"])
+                                       brier_delta=loss_delta["brier"],
+                                       auc_delta=loss_delta.get("roc_auc"))
         diff = _holding(_estimate(
             name, p_new[name] - p_old[name], reason, boot_new[name] - boot_old[name],
             confidence_level, len(y), paired,
@@ -458,6 +463,19 @@ def _statistics(counts: _FloatArray, cells: _Cells) -> dict[str, _FloatArray]:
             "brier_var": np.maximum(sums["squared_error_squared"] / n
                                     - (sums["squared_error"] / n) ** 2, 0.0) / (n - 1.0),
         }
+
+
+def _auc_delta(y: npt.NDArray[np.int8], s_new: _FloatArray, s_old: _FloatArray, auc_new: float,
+               auc_old: float, confidence_level: float) -> tuple[float, float] | None:
+    """The ROC AUC delta's interval (:func:`~.auc_delta.paired_auc_delta_interval`) from the
+    rows, each row a unit: the cell path's interval when cells are distinct scores."""
+    ones = np.ones(len(y))
+    d_new, d_old = delong_deviations(y, s_new, ones), delong_deviations(y, s_old, ones)
+    if d_new is None or d_old is None:
+        return None
+    n_pos = int(y.sum())
+    return paired_auc_delta_interval(auc_new, auc_old, d_new, d_old, ones,
+                                     min(n_pos, len(y) - n_pos), confidence_level)
 
 
 def _own_intervals(cells: _Cells, point: Mapping[str, float],

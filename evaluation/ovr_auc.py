@@ -34,6 +34,8 @@ import numpy.typing as npt
 
 from modelgate.intervals import logit_wald_interval, mover_difference, satterthwaite_df
 
+from .auc_delta import paired_auc_delta_interval
+
 __all__ = ["class_deviations", "deviations_delta_interval", "deviations_interval",
            "macro_ovr_auc_delta_interval", "macro_ovr_auc_interval", "macro_ovr_auc_variance"]
 
@@ -148,13 +150,17 @@ def deviations_interval(auc: float, d: npt.NDArray[np.float64], y: npt.NDArray[n
 def macro_ovr_auc_delta_interval(auc_new: float, auc_old: float, y_true: npt.ArrayLike,
                                  new: npt.ArrayLike, old: npt.ArrayLike,
                                  confidence_level: float) -> tuple[float, float] | None:
-    """MOVER interval of ``auc_new - auc_old``, two models' macro one-vs-rest AUCs on the
-    same rows, from their :func:`macro_ovr_auc_interval` and the DeLong correlation of the
-    two estimates (``sum_i d_i e_i / sqrt(sum d_i^2 sum e_i^2)`` of the two models' per-row
-    deviations: DeLong's covariance of two AUCs on the same rows), as the binary AUC's
-    delta (:func:`modelgate.intervals.mover_difference`).  None (the caller's percentile
-    interval) when either interval is, or when the two models rank every class's rows the
-    same way (identical deviations: the percentile interval's exact ``[d, d]``).
+    """Interval of ``auc_new - auc_old``, two models' macro one-vs-rest AUCs on the same
+    rows, as the binary AUC's delta (:func:`~.auc_delta.paired_auc_delta_interval`): the
+    two macro AUCs' logits jointly normal, with the variances ``sum_i d_i^2``, ``sum_i
+    e_i^2`` and DeLong's covariance ``sum_i d_i e_i`` of the two models' per-row
+    deviations, t quantile.  Why not MOVER from the two :func:`macro_ovr_auc_interval`
+    (the method before; still the fallback where a macro AUC is 0 or 1): at AUC 0.98 and
+    n = 200 it held the truth in 98.2 % of simulated sets, reading the two skewed
+    intervals' asymmetry as spread (``bench/RESULTS.md``).  None (the caller's
+    percentile interval) when either interval is, or when the two models rank every
+    class's rows the same way (identical deviations: the percentile interval's exact
+    ``[d, d]``).
 
     Examples
     --------
@@ -177,6 +183,12 @@ def deviations_delta_interval(auc_new: float, auc_old: float, d_new: npt.NDArray
                               n_classes: int, confidence_level: float) -> tuple[float, float]:
     """:func:`macro_ovr_auc_delta_interval` from the two models' per-row mean deviations
     (both defined, not identical), for a caller that has them."""
+    counts = np.bincount(y, minlength=n_classes)
+    m = int(min(counts.min(), (len(y) - counts).min()))
+    joint = paired_auc_delta_interval(auc_new, auc_old, d_new, d_old, np.ones(len(y)), m,
+                                      confidence_level)
+    if joint is not None:
+        return joint
     ends_new = deviations_interval(auc_new, d_new, y, n_classes, confidence_level)
     ends_old = deviations_interval(auc_old, d_old, y, n_classes, confidence_level)
     scale = np.sqrt(np.dot(d_new, d_new) * np.dot(d_old, d_old))

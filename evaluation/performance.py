@@ -52,6 +52,7 @@ import numpy.typing as npt
 
 from modelgate.intervals import bca_interval, interval_holding
 
+from .auc_delta import delong_deviations, paired_auc_delta_interval
 from .bootstrap_cells import (
     correct_pairs,
     delong_variance,
@@ -177,6 +178,8 @@ def performance_from_statistics(
         loss_delta = {name: log_loss_delta_interval(_part(parts[0], name), _part(parts[1], name),
                                                     stats.n, confidence_level)
                       if interval == "per_metric" else None for name in _DIFFERENCE_COLUMNS}
+        if interval == "per_metric" and n_bootstrap > 0:
+            loss_delta["roc_auc"] = _auc_delta(stats, points, confidence_level)
         comparison = _comparison(points, resampled, jack, own, correct_pairs(stats.bootstrap),
                                  loss_delta, ends, stats.n, stats.candidate.threshold,
                                  n_bootstrap, seed)
@@ -292,6 +295,23 @@ def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n
             [_joined(chunks, part_keys) for chunks in parts])
 
 
+def _auc_delta(stats: EvaluationStatistics,
+               points: list[tuple[dict[str, float], dict[str, str | None]]],
+               confidence_level: float) -> tuple[float, float] | None:
+    """The ROC AUC delta's interval (:func:`~.auc_delta.paired_auc_delta_interval`) from the
+    merged cell table: each cell's placement deviations under both models (exact while
+    cells are distinct scores; coarser cells count the scores inside a cell as tied)."""
+    table = stats.bootstrap
+    d_new = delong_deviations(table.label, table.candidate, table.counts)
+    d_old = delong_deviations(table.label, table.champion, table.counts)
+    if d_new is None or d_old is None:
+        return None
+    n_pos = stats.candidate.n_pos
+    return paired_auc_delta_interval(points[0][0]["roc_auc"], points[1][0]["roc_auc"], d_new,
+                                     d_old, table.counts, min(n_pos, stats.n - n_pos),
+                                     confidence_level)
+
+
 def _difference_moments(differences: Mapping[str, _FloatArray],
                         counts: _FloatArray) -> dict[str, _FloatArray]:
     """:func:`~.metric_intervals.difference_part_moments` of each difference, keys prefixed
@@ -376,7 +396,8 @@ def _comparison(points: list[tuple[dict[str, float], dict[str, str | None]]],
                                            (own[0].get(name), own[1].get(name)),
                                            (resampled[0][name], resampled[1][name]), correct,
                                            log_loss_delta=(loss_delta or {}).get("log_loss"),
-                                           brier_delta=(loss_delta or {}).get("brier"))
+                                           brier_delta=(loss_delta or {}).get("brier"),
+                                           auc_delta=(loss_delta or {}).get("roc_auc"))
         lower, upper = (ends.of(delta, resampled[0][name] - resampled[1][name],
                                 jack[0][name] - jack[1][name],
                                 tie_tolerance=_tie_tolerance(name, abs(p_new[name]) + abs(p_old[name])))

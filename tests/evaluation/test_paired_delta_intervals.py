@@ -1,14 +1,15 @@
 """The default paired champion deltas (``interval="per_metric"``) against oracles written here.
 
-The deltas of ROC AUC and accuracy are MOVER intervals (Zou and Donner 2008): each
-model's own interval, read as a lower and an upper variance, combined with the
-correlation of the two estimates; the log-loss delta is MOVER over the positive and
-negative parts of the per-row loss differences, each part's mean with a bootstrap-t
-interval.  The oracles: Newcombe's (1998) method 10 by its formulas (textbook Wilson
-intervals, the phi coefficient of the 2 x 2 table counted from the rows); DeLong's paired
-covariance from every positive-negative pair (the correlation the resampled AUCs
-estimate); a row bootstrap-t of each part of the per-row loss differences, with this
-test's own resamples, and MOVER by its formula.
+The ROC AUC delta is the central range of ``expit(g1) - expit(g2)`` with the two AUCs'
+logits jointly normal (DeLong's paired covariance, t quantile); the accuracy delta is a
+MOVER interval (Zou and Donner 2008): each model's own interval, read as a lower and an
+upper variance, combined with the correlation of the two estimates; the log-loss delta
+is MOVER over the positive and negative parts of the per-row loss differences, each
+part's mean with a bootstrap-t interval.  The oracles: Newcombe's (1998) method 10 by
+its formulas (textbook Wilson intervals, the phi coefficient of the 2 x 2 table counted
+from the rows); DeLong's paired covariance from every positive-negative pair and plain
+normal draws of this test's own generator; a row bootstrap-t of each part of the
+per-row loss differences, with this test's own resamples, and MOVER by its formula.
 """
 
 from __future__ import annotations
@@ -86,33 +87,40 @@ def test_accuracy_delta_is_newcombe_s_method_10(confident: bool) -> None:
     assert -1.0 <= delta.ci_lower <= delta.delta <= delta.ci_upper <= 1.0
 
 
-@pytest.mark.parametrize("confident", [True, False], ids=["confident", "moderate"])
-def test_auc_delta_is_mover_of_the_logit_wald_intervals_with_delong_s_correlation(
-        confident: bool) -> None:
-    y, s, h = _pair(8, 260, confident=confident)
-    delta = _summary(y, s, h, resamples=3000, seed=2).comparison.by_name()["roc_auc"]
+def _auc_delta_oracle(y: np.ndarray, s: np.ndarray, h: np.ndarray) -> tuple[float, float]:
+    """The joint logit-normal interval of the AUC delta, written here: DeLong's variances
+    and covariance from every positive-negative pair, carried to the logit scale; Student's
+    t with ``min(m - 1, Satterthwaite's df of the paired deviations)`` degrees of freedom;
+    the quantiles of ``expit(g1) - expit(g2)`` from 400,000 plain normal draws of this
+    test's own generator."""
     (a1, p1, n1), (a2, p2, n2) = _placements(y, s), _placements(y, h)
     pos, neg = int(y.sum()), int(len(y) - y.sum())
     v1 = p1.var(ddof=1) / pos + n1.var(ddof=1) / neg
     v2 = p2.var(ddof=1) / pos + n2.var(ddof=1) / neg
     cov = np.cov(p1, p2)[0, 1] / pos + np.cov(n1, n2)[0, 1] / neg
-    r = cov / np.sqrt(v1 * v2)
-    e1, e2 = _logit_wald(a1, v1, min(pos, neg)), _logit_wald(a2, v2, min(pos, neg))
+    dd = np.r_[(p1 - a1 - p2 + a2) / np.sqrt(pos * (pos - 1.0)),
+               (n1 - a1 - n2 + a2) / np.sqrt(neg * (neg - 1.0))]
+    v = float(np.sum(dd**2))
+    df = max(min(min(pos, neg) - 1.0, 2 * v * v / (np.sum(dd**4) - v * v / len(dd))), 1.0)
+    f = (student_t.ppf(0.975, df) / norm.ppf(0.975)) ** 2
+    jac = np.array([1 / (a1 * (1 - a1)), 1 / (a2 * (1 - a2))])
+    sigma = f * np.array([[v1, cov], [cov, v2]]) * np.outer(jac, jac)
+    g = np.random.default_rng(99).multivariate_normal(logit([a1, a2]), sigma, size=400_000)
+    lo, hi = np.quantile(expit(g[:, 0]) - expit(g[:, 1]), [0.025, 0.975])
+    return float(lo), float(hi)
 
-    def mover(rho: float) -> tuple[float, float]:
-        lo = a1 - a2 - np.sqrt((a1 - e1[0]) ** 2 + (e2[1] - a2) ** 2
-                               - 2 * rho * (a1 - e1[0]) * (e2[1] - a2))
-        hi = a1 - a2 + np.sqrt((e1[1] - a1) ** 2 + (a2 - e2[0]) ** 2
-                               - 2 * rho * (e1[1] - a1) * (a2 - e2[0]))
-        return lo, hi
 
-    # the resampled AUCs' correlation estimates DeLong's: 3,000 resamples put it within
-    # about 0.01 (and the bootstrap's own small-sample difference), 0.05 is ample; a wider
-    # r gives a narrower interval, so the ends lie between those of r -+ 0.05
-    (lo_wide, hi_wide), (lo_narrow, hi_narrow) = mover(r - 0.05), mover(min(r + 0.05, 1.0))
-    assert delta.delta == pytest.approx(a1 - a2, abs=1e-12)
-    assert lo_wide <= delta.ci_lower <= lo_narrow
-    assert hi_narrow <= delta.ci_upper <= hi_wide
+@pytest.mark.parametrize("confident", [True, False], ids=["confident", "moderate"])
+def test_auc_delta_is_the_joint_logit_normal_interval_with_delong_s_covariance(
+        confident: bool) -> None:
+    y, s, h = _pair(8, 260, confident=confident)
+    delta = _summary(y, s, h, resamples=50, seed=2).comparison.by_name()["roc_auc"]
+    a1, a2 = _placements(y, s)[0], _placements(y, h)[0]
+    lo, hi = _auc_delta_oracle(y, s, h)
+    assert 0 < a2 < a1 < 1 and delta.delta == pytest.approx(a1 - a2, abs=1e-12)
+    # the oracle's 400,000 draws put each end within about 0.003 of the width
+    assert delta.ci_lower == pytest.approx(lo, abs=0.01 * (hi - lo))
+    assert delta.ci_upper == pytest.approx(hi, abs=0.01 * (hi - lo))
     assert -1.0 <= delta.ci_lower <= delta.delta <= delta.ci_upper <= 1.0
 
 

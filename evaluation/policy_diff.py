@@ -23,6 +23,8 @@ Which way is looser, per threshold key:
   gate's default): a larger minimum makes more gaps inconclusive, which is stricter where
   inconclusive checks block and looser where they warn, so a change is unordered;
 * a check the run's policy lacks is looser, one it adds is stricter;
+* the ``segments:`` section: stricter when it only adds segment columns or pairs to the
+  reference's (or the reference judges no segment), else unordered;
 * any other key that changes is unordered.
 
 Keys are read from the threshold and policy dataclasses' fields, so a key added to the
@@ -163,13 +165,34 @@ def diff_policies(policy: Policy, reference: Policy) -> PolicyDiff:
             before, after = getattr(reference, name, None), getattr(policy, name, None)
             if name in _GROUP_MINIMUMS:  # unset is the gate's default
                 before, after = (DEFAULT_MIN_GROUP_COUNT if v is None else v for v in (before, after))
-            if name == "segments":  # the section as its JSON text: comparable and storable
-                before, after = (None if v is None else json.dumps(v.to_document(), sort_keys=True)
-                                 for v in (before, after))
+            if name == "segments":
+                if before != after:
+                    changes.append(_segments_change(before, after))
+                continue
             if before != after:
                 changes.append(PolicyChange("policy", name, before, after,
                                             _effect(name, before, after), True))
     return PolicyDiff(tuple(changes))
+
+
+def _segments_change(old: Any, new: Any) -> PolicyChange:
+    """The ``segments:`` section as one change, its sides as JSON text (comparable, storable).
+
+    Stricter when the reference judges no segment (nothing it blocks can pass), or when the
+    run's section is the reference's with more columns or pairs evaluated (more slices, the
+    same thresholds); any other difference is unordered (a level, a correction, a minimum
+    size or a threshold moves the line both ways), blocking when the reference has a
+    blocking segment threshold.
+    """
+    blocking = old is not None and any(t.severity == "block" for t in old.thresholds)
+    more_slices = (blocking and new is not None
+                   and (new.thresholds, new.level, new.correction, new.min_rows)
+                   == (old.thresholds, old.level, old.correction, old.min_rows)
+                   and set(old.columns) <= set(new.columns) and set(old.pairs) <= set(new.pairs))
+    effect: Effect = "stricter" if not blocking or more_slices else "unordered"
+    before, after = (None if v is None else json.dumps(v.to_document(), sort_keys=True)
+                     for v in (old, new))
+    return PolicyChange("policy", "segments", before, after, effect, blocking)
 
 
 # Policy fields compared check by check (``basis`` and ``on_inconclusive`` through each

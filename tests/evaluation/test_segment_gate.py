@@ -159,3 +159,16 @@ def test_decide_adds_segment_checks_and_a_planted_weak_slice_blocks() -> None:
         assert "family of 16 one-sided tests" in check.reason
     others = [v for v in segment_verdicts(policy.segments, report) if v.values != ("6",)]
     assert all(v.verdict != "breach" for v in others)
+
+
+def test_policy_diff_adding_segment_columns_is_stricter_changing_thresholds_unordered() -> None:
+    own = load_policy("segments: {columns: [a], metrics: {f1: {margin: 0.05}}}")
+    more = load_policy("segments: {columns: [a, b], metrics: {f1: {margin: 0.05}}}")
+    looser = load_policy("segments: {columns: [a], metrics: {f1: {margin: 0.2}}}")
+    (change,) = diff_policies(more, own).changes
+    assert (change.key, change.effect, change.blocking) == ("segments", "stricter", True)
+    assert not diff_policies(more, own).looser
+    (change,) = diff_policies(looser, own).changes
+    assert (change.effect, change.loosens_blocking) == ("unordered", True)
+    (change,) = diff_policies(own, load_policy("{}")).changes
+    assert (change.effect, change.blocking) == ("stricter", False)

@@ -53,7 +53,7 @@ def _breakdown(scorer: Any, single: Any, first: Path, manifest: dict[str, Any], 
                root: Path) -> tuple[dict[str, tuple[float, float]], tuple[float, float]]:
     """The stage's parts on one partition, each over every batch, then the bare engine on the
     inputs the convert part built: ``({part: (wall, cpu)}, (bare wall, bare cpu))``."""
-    from modelgate.pipelines.evaluation.evaluate import _read_columns, _summarise, check_held_out
+    from modelgate.pipelines.evaluation.score_step import _read_columns, _summarise, check_held_out
 
     model_manifest = scorer.manifest
     names = list(scorer.feature_names)
@@ -114,7 +114,7 @@ def main() -> None:
     from modelgate.demo.data import build_demo
     from modelgate.onnx.artifact import verify
     from modelgate.onnx.scoring import SessionSettings, open_session, score_parquet
-    from modelgate.pipelines.evaluation.evaluate import _read_columns, _summarise, check_held_out
+    from modelgate.pipelines.evaluation.score_step import _read_columns, _summarise, check_held_out
 
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-stage-") as tmp:

@@ -3,8 +3,9 @@
 verify -> partitions -> score (one mapped task per held-out parquet file, candidate and
 champion) -> merge -> metrics, fairness, explain -> decide -> report -> store -> gate
 -> promote. The order is ``modelgate.pipelines.evaluation.runner.EVALUATION``'s (the same
-steps ``modelgate evaluate`` runs in one process); each task calls one step of
-``modelgate.pipelines.evaluation.evaluate`` and passes the run's id and key through XCom, never data.
+steps ``modelgate evaluate`` runs in one process); each task calls one step (a function of a
+step module in ``modelgate.pipelines.evaluation``) and passes the run's id and key through
+XCom, never data.
 """
 
 from __future__ import annotations
@@ -68,10 +69,12 @@ def _ctx() -> Any:
 
 
 def _run_step(run: RunRefDict, step: Callable[..., Any], *args: Any) -> Any:
-    from modelgate.pipelines.evaluation import evaluate
+    from modelgate.pipelines.evaluation import (
+        run_refs,
+    )
     from modelgate.pipelines.tasks import run_step
 
-    return run_step(evaluate.RunRef(**run), evaluate.fail, step, *args, beat=evaluate.beat)
+    return run_step(run_refs.RunRef(**run), run_refs.fail, step, *args, beat=run_refs.beat)
 
 
 def _dag_run_key(context: Any) -> str:
@@ -139,7 +142,9 @@ def model_evaluation() -> None:
         A refusal (no model, unknown version, bad dataset or policy) is final: no retry."""
         from airflow.sdk.exceptions import AirflowFailException
 
-        from modelgate.pipelines.evaluation import evaluate
+        from modelgate.pipelines.evaluation import (
+            prepare_step,
+        )
         from modelgate.pipelines.evaluation.runner import require_model_name
         from modelgate.pipelines.tasks import refusals_are_final
 
@@ -152,7 +157,7 @@ def model_evaluation() -> None:
         except ValueError as exc:
             raise AirflowFailException(str(exc)) from exc
         with refusals_are_final():
-            ref = evaluate.prepare(
+            ref = prepare_step.prepare(
                 ctx, model_name=model_name, version=str(params["model_version"]),
                 dataset_uri=params["dataset"], run_key=run_key,
                 policy_path=params["policy"] or None, promote=True,  # the DAG promotes a pass
@@ -178,67 +183,86 @@ def model_evaluation() -> None:
     @task
     def merge(run: RunRefDict, scored: list[str]) -> str:
         """Merge the partitions' statistics in partition order and record the scoring."""
-        from modelgate.pipelines.evaluation import evaluate
+        from modelgate.pipelines.evaluation import (
+            score_step,
+        )
 
-        return str(_run_step(run, evaluate.merge_partitions, list(scored)))
+        return str(_run_step(run, score_step.merge_partitions, list(scored)))
 
     @task
     def metrics(run: RunRefDict) -> str:
-        from modelgate.pipelines.evaluation import evaluate
+        from modelgate.pipelines.evaluation import (
+            metrics_step,
+        )
 
-        return str(_run_step(run, evaluate.compute_metrics))
+        return str(_run_step(run, metrics_step.compute_metrics))
 
     @task
     def fairness(run: RunRefDict) -> str:
-        from modelgate.pipelines.evaluation import evaluate
+        from modelgate.pipelines.evaluation import (
+            fairness_step,
+        )
 
-        return str(_run_step(run, evaluate.compute_fairness))
+        return str(_run_step(run, fairness_step.compute_fairness))
 
     @task
     def explain(run: RunRefDict) -> str:
-        from modelgate.pipelines.evaluation import evaluate
+        from modelgate.pipelines.evaluation import (
+            explain_step,
+        )
 
-        return str(_run_step(run, evaluate.explain))
+        return str(_run_step(run, explain_step.explain))
 
     @task
     def decide(run: RunRefDict) -> str:
         """Apply the policy the verify task checked and stored with the run."""
-        from modelgate.pipelines.evaluation import evaluate
+        from modelgate.pipelines.evaluation import (
+            gate_step,
+        )
 
-        return str(_run_step(run, evaluate.decide))
+        return str(_run_step(run, gate_step.decide))
 
     @task
     def report(run: RunRefDict) -> str:
-        from modelgate.pipelines.evaluation import evaluate
+        from modelgate.pipelines.evaluation import (
+            report_step,
+        )
 
-        link = str(_run_step(run, evaluate.render_report))
+        link = str(_run_step(run, report_step.render_report))
         print(f"evaluation report: {link_for_log(link)} (signed link: Report button / XCom)")
         get_current_context()["ti"].xcom_push(key=REPORT_URL_XCOM, value=link)  # for ReportLink
         return link
 
     @task
     def store(run: RunRefDict) -> str:
-        from modelgate.pipelines.evaluation import evaluate
+        from modelgate.pipelines.evaluation import (
+            store_step,
+        )
 
-        return str(_run_step(run, evaluate.store_results))
+        return str(_run_step(run, store_step.store_results))
 
     @task(retries=0)
     def gate(run: RunRefDict) -> None:
         """Fail the DAG run, without retries, when the policy blocked the candidate."""
         from airflow.sdk.exceptions import AirflowFailException
 
-        from modelgate.pipelines.evaluation import evaluate
+        from modelgate.pipelines.evaluation import (
+            gate_step,
+            run_refs,
+        )
 
         try:
-            evaluate.enforce_gate(_ctx(), evaluate.RunRef(**run))
-        except evaluate.EvaluationBlocked as exc:
+            gate_step.enforce_gate(_ctx(), run_refs.RunRef(**run))
+        except run_refs.EvaluationBlocked as exc:
             raise AirflowFailException(str(exc)) from exc
 
     @task
     def promote(run: RunRefDict) -> str:
-        from modelgate.pipelines.evaluation import evaluate
+        from modelgate.pipelines.evaluation import (
+            promote_step,
+        )
 
-        return str(_run_step(run, evaluate.promote))
+        return str(_run_step(run, promote_step.promote))
 
     # Every task gets the run from verify; the order between them is EVALUATION's.
     run = verify()

@@ -31,7 +31,7 @@ from modelgate.config import Settings
 from modelgate.onnx.artifact import package
 from modelgate.pipelines import index_page
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.evaluation import attempts, evaluate
+from modelgate.pipelines.evaluation import attempts, prepare_step, report_step, run_refs
 from modelgate.pipelines.evaluation.policy_provenance import ALLOW_HINT, LooserPolicyRefused
 from modelgate.store import runs
 from modelgate.store.db import transaction
@@ -65,7 +65,7 @@ def tiny(settings_env: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
             "run": {"model_name": row.model_name, "version": row.version, "dataset_uri": str(data)}}
 
 
-def _decide(ctx: Context, ref: evaluate.RunRef, *, passed: bool) -> str:
+def _decide(ctx: Context, ref: run_refs.RunRef, *, passed: bool) -> str:
     """What the ``store`` step stores for an attempt: its report, decision and checks (one
     equalized odds check, 0.2 observed), then what follows the decision; the report key."""
     verdict, effect_text = ("pass", "PASSED") if passed else ("breach", "BLOCKED by 1 check")
@@ -74,8 +74,8 @@ def _decide(ctx: Context, ref: evaluate.RunRef, *, passed: bool) -> str:
                       "block", f"observed 0.2, limit {'0.5' if passed else '0.03'}")
     decision = GateDecision(passed, (check,), (), (), effect_text)
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
-    row = evaluate._candidate_row(ctx, run)
-    key = evaluate.report_key(row, run)
+    row = run_refs.candidate_row(ctx, run)
+    key = report_step.report_key(row, run)
     ctx.store.put_bytes(key, f"<html>attempt {run.attempt}</html>".encode(), content_type="text/html")
     rows = runs.EvaluationRows(gate_checks=[check.to_record()], gate={
         **decision.to_record(), "policy_sha256": "p" * 64, "had_champion": False})
@@ -98,7 +98,7 @@ def _gate_record(url: str, run_id: int, attempt: int) -> list[tuple[Any, ...]]:
 def test_a_loosened_model_policy_needs_the_flag_and_every_attempt_stays_on_record(
         tiny: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     ctx, run, url = tiny["ctx"], tiny["run"], tiny["ctx"].db_url
-    first = evaluate.prepare(ctx, run_key="k", **run)
+    first = prepare_step.prepare(ctx, run_key="k", **run)
     blocked_report = _decide(ctx, first, passed=False)
     before = _gate_record(url, first.evaluation_run_id, 1)
     assert [r[:2] for r in before] == [(False, "BLOCKED by 1 check"),
@@ -106,12 +106,12 @@ def test_a_loosened_model_policy_needs_the_flag_and_every_attempt_stays_on_recor
 
     tiny["model_file"].write_text(LOOSE)  # the tester's step: loosen the model's own file
     with pytest.raises(LooserPolicyRefused) as caught:
-        evaluate.prepare(ctx, run_key="k", promote=True, **run)
+        prepare_step.prepare(ctx, run_key="k", promote=True, **run)
     assert caught.value.checks == [f"{EO}: upper 0.03 -> 0.5 (looser)"]
     message = str(caught.value)
     assert ALLOW_HINT in message and f"run {first.evaluation_run_id} attempt 1" in message
 
-    allowed = evaluate.prepare(ctx, run_key="k", promote=True, allow_looser_policy=True, **run)
+    allowed = prepare_step.prepare(ctx, run_key="k", promote=True, allow_looser_policy=True, **run)
     assert allowed.evaluation_run_id == first.evaluation_run_id  # the same run, a new attempt
     passed_report = _decide(ctx, allowed, passed=True)
     assert passed_report != blocked_report
@@ -170,11 +170,11 @@ def test_a_previous_allowed_looser_attempt_is_never_the_reference(tiny: dict[str
     """Loosened once with the flag (without promoting), a later run may not promote under the
     same loose policy without the flag: the reference stays the strict attempt's policy."""
     ctx, run = tiny["ctx"], tiny["run"]
-    _decide(ctx, evaluate.prepare(ctx, run_key="a", **run), passed=False)
+    _decide(ctx, prepare_step.prepare(ctx, run_key="a", **run), passed=False)
     tiny["model_file"].write_text(LOOSE)
-    _decide(ctx, evaluate.prepare(ctx, run_key="b", allow_looser_policy=True, **run), passed=True)
+    _decide(ctx, prepare_step.prepare(ctx, run_key="b", allow_looser_policy=True, **run), passed=True)
     with pytest.raises(LooserPolicyRefused, match="attempt 1"):
-        evaluate.prepare(ctx, run_key="c", promote=True, **run)
+        prepare_step.prepare(ctx, run_key="c", promote=True, **run)
 
 
 class _IndexPageDown:
@@ -196,13 +196,13 @@ def test_an_index_page_fault_after_the_decision_is_recorded_beside_it_and_retrie
         tiny: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     ctx, run, url = tiny["ctx"], tiny["run"], tiny["ctx"].db_url
     down = dataclasses.replace(ctx, store=_IndexPageDown(ctx.store))
-    ref = evaluate.prepare(down, run_key="k", **run)
+    ref = prepare_step.prepare(down, run_key="k", **run)
     report = _decide(down, ref, passed=False)
     index = index_page.index_key(run["model_name"])
     assert not ctx.store.exists(index)
 
     # a later failure of the run (its process killed, a step after the decision) changes nothing
-    evaluate.fail(down, ref, RuntimeError("killed after store"))
+    run_refs.fail(down, ref, RuntimeError("killed after store"))
     assert _rows(url, "SELECT status, failure_reason FROM evaluation_run") == [("blocked", None)]
     assert _rows(url, "SELECT status FROM evaluation_attempt") == [("blocked",)]
     failures = _rows(url, """SELECT attempt, step, reason, retried_by
@@ -213,7 +213,7 @@ def test_an_index_page_fault_after_the_decision_is_recorded_beside_it_and_retrie
     assert _rows(url, "SELECT pending_step_failures FROM analytics.evaluation_runs") == [(1,)]
 
     # the next stored run of the model retries the page
-    other = evaluate.prepare(ctx, run_key="other", **run)
+    other = prepare_step.prepare(ctx, run_key="other", **run)
     _decide(ctx, other, passed=False)
     assert _rows(url, "SELECT retried_by FROM evaluation_step_failure WHERE step = 'index_page'") \
         == [(f"evaluation run {other.evaluation_run_id}",)]
@@ -224,7 +224,7 @@ def test_gc_retries_an_index_page_that_failed_after_a_decision(
         tiny: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     ctx, run, url = tiny["ctx"], tiny["run"], tiny["ctx"].db_url
     down = dataclasses.replace(ctx, store=_IndexPageDown(ctx.store))
-    _decide(down, evaluate.prepare(down, run_key="k", **run), passed=True)
+    _decide(down, prepare_step.prepare(down, run_key="k", **run), passed=True)
     assert _rows(url, "SELECT status FROM evaluation_run") == [("passed",)]
     assert attempts.retry_pending(down).left == 1  # still down: stays pending
     assert cli.main(["gc", "--format", "json"]) == 0
@@ -281,10 +281,10 @@ def test_a_previous_policy_the_loader_cannot_read_counts_as_looser(tiny: dict[st
     """Stored by another version of the policy format, it cannot be ordered: promoting needs
     the explicit allowance, never silently passes."""
     ctx, run, url = tiny["ctx"], tiny["run"], tiny["ctx"].db_url
-    _decide(ctx, evaluate.prepare(ctx, run_key="a", **run), passed=False)
+    _decide(ctx, prepare_step.prepare(ctx, run_key="a", **run), passed=False)
     with transaction(url) as cur:  # by hand, past the trigger that keeps ended attempts
         cur.execute("ALTER TABLE evaluation_attempt DISABLE TRIGGER evaluation_attempt_kept_trigger")
         cur.execute("UPDATE evaluation_attempt SET policy_text = 'no_such_key: 1'")
         cur.execute("ALTER TABLE evaluation_attempt ENABLE TRIGGER evaluation_attempt_kept_trigger")
     with pytest.raises(LooserPolicyRefused, match="policy: text unreadable"):
-        evaluate.prepare(ctx, run_key="b", promote=True, **run)
+        prepare_step.prepare(ctx, run_key="b", promote=True, **run)

@@ -271,12 +271,12 @@ def test_the_database_keeps_the_history_as_written_and_checks_the_run(
 @pytest.mark.parametrize("version", ["2", "5"], ids=["archived", "retired"])
 def test_an_archived_or_retired_version_is_evaluated_only_without_promote(
         registry: dict[str, Any], version: str, tmp_path: Path) -> None:
-    from modelgate.pipelines.evaluation import evaluate
+    from modelgate.pipelines.evaluation import prepare_step
 
     ctx, url, name = registry["ctx"], registry["url"], registry["name"]
     data = tmp_path / "d.parquet"
     data.touch()  # prepare refuses a dataset that does not exist; nothing here reads it
-    ref = evaluate.prepare(ctx, model_name=name, version=version, dataset_uri=str(data),
+    ref = prepare_step.prepare(ctx, model_name=name, version=version, dataset_uri=str(data),
                            run_key=f"compare-{version}")
     run = runs.get_evaluation_run(url, ref.evaluation_run_id)
     assert run.status == "running"  # opened, compared with the production version
@@ -285,7 +285,7 @@ def test_an_archived_or_retired_version_is_evaluated_only_without_promote(
     stage = _stages(url, name)[version]
     with pytest.raises(models.RegistryError,
                        match=f"is '{stage}'; only a candidate can be evaluated for promotion"):
-        evaluate.prepare(ctx, model_name=name, version=version, dataset_uri=str(data),
+        prepare_step.prepare(ctx, model_name=name, version=version, dataset_uri=str(data),
                          run_key=f"promote-{version}", promote=True)
     assert fetch_all(url, "SELECT run_key, version FROM evaluation_refusal") == [
         (f"promote-{version}", version)]

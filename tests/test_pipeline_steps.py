@@ -19,7 +19,17 @@ import pytest
 from modelgate.config import Settings
 from modelgate.pipelines import tasks
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.evaluation import evaluate
+from modelgate.pipelines.evaluation import (
+    explain_step,
+    fairness_step,
+    gate_step,
+    metrics_step,
+    prepare_step,
+    report_step,
+    run_refs,
+    score_step,
+    store_step,
+)
 from modelgate.store import runs
 from modelgate.store.db import fetch_all
 from modelgate.store.objects import LocalObjectStore
@@ -48,20 +58,20 @@ def data(demo_builds: dict[str, Any], tmp_path: Path) -> Path:
     return path
 
 
-def _prepared(ctx: Context, demo_builds: dict[str, Any], data: Path) -> evaluate.RunRef:
+def _prepared(ctx: Context, demo_builds: dict[str, Any], data: Path) -> run_refs.RunRef:
     register_archive(ctx, demo_builds["1"].archive_path)
-    return evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="steps")
+    return prepare_step.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="steps")
 
 
 def _stored(ctx: Context, key: str) -> bytes:
     """The stored object; a partition's pickle without its timing, plus its scores file."""
-    value = evaluate.get_pickle(ctx, key)
-    if isinstance(value, evaluate.PartitionResult):
+    value = run_refs.get_pickle(ctx, key)
+    if isinstance(value, score_step.PartitionResult):
         return pickle.dumps(dataclasses.replace(value, seconds=0.0)) + ctx.store.get_bytes(value.scores_key)
     return ctx.store.get_bytes(key)
 
 
-def _status(ctx: Context, ref: evaluate.RunRef) -> tuple[str, str | None]:
+def _status(ctx: Context, ref: run_refs.RunRef) -> tuple[str, str | None]:
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     return run.status, run.failure_reason
 
@@ -74,15 +84,15 @@ def test_each_step_run_twice_stores_the_same_bytes(
     ctx = local_ctx
     ref = _prepared(ctx, demo_builds, data)
     assert _status(ctx, ref) == ("running", None)
-    (uri,) = evaluate.list_dataset(ctx, ref)
-    scored = evaluate.score_partition(ctx, ref, 0, uri)
+    (uri,) = score_step.list_dataset(ctx, ref)
+    scored = score_step.score_partition(ctx, ref, 0, uri)
     steps: list[tuple[str, Any, tuple[Any, ...]]] = [
-        ("score", evaluate.score_partition, (0, uri)),
-        ("merge", evaluate.merge_partitions, ([scored],)),
-        ("metrics", evaluate.compute_metrics, ()),
-        ("fairness", evaluate.compute_fairness, ()),
-        ("explain", evaluate.explain, ()),
-        ("decide", evaluate.decide, ()),
+        ("score", score_step.score_partition, (0, uri)),
+        ("merge", score_step.merge_partitions, ([scored],)),
+        ("metrics", metrics_step.compute_metrics, ()),
+        ("fairness", fairness_step.compute_fairness, ()),
+        ("explain", explain_step.explain, ()),
+        ("decide", gate_step.decide, ()),
     ]
     for name, step, args in steps:
         first_key = step(ctx, ref, *args)
@@ -96,7 +106,7 @@ def test_each_step_run_twice_stores_the_same_bytes(
     scores = pd.read_parquet(ctx.store.download(f"{ref.prefix()}/scores/part-00000.parquet",
                                                 ctx.scratch("check") / "scores.parquet"))
     held = pd.read_parquet(data)
-    metrics = evaluate.get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")
+    metrics = run_refs.get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")
     assert metrics.candidate.by_name()["roc_auc"].value == pytest.approx(
         roc_auc_score(held["high_income"] == 1, scores["score"]), abs=1e-12)
     # The default policy blocks an equalized-odds gap above 0.03 on any sensitive feature;
@@ -108,12 +118,12 @@ def test_each_step_run_twice_stores_the_same_bytes(
     gap = equalized_odds_difference(held["high_income"][big] == 1, scores["score"][big] >= 0.5,
                                     sensitive_features=held["age_group"][big])
     assert gap > 0.3
-    evaluate.render_report(ctx, ref)
-    status = evaluate.store_results(ctx, ref)
+    report_step.render_report(ctx, ref)
+    status = store_step.store_results(ctx, ref)
     assert status == "blocked" and _status(ctx, ref) == (status, None)
     counted = fetch_all(ctx.db_url, "SELECT count(*) FROM evaluation_metric WHERE evaluation_run_id = %s",
                         (ref.evaluation_run_id,))
-    assert evaluate.store_results(ctx, ref) == status  # a retried store replaces, never adds
+    assert store_step.store_results(ctx, ref) == status  # a retried store replaces, never adds
     assert fetch_all(ctx.db_url, "SELECT count(*) FROM evaluation_metric WHERE evaluation_run_id = %s",
                      (ref.evaluation_run_id,)) == counted
 
@@ -145,7 +155,7 @@ def test_a_metrics_backend_that_is_down_never_fails_a_run(
     # a StatsD host that does not resolve: the client cannot even be made (Airflow logs it
     # and falls back to no metrics); storing again, as a retry does, still succeeds
     monkeypatch.setenv("AIRFLOW__METRICS__STATSD_HOST", "statsd.invalid")
-    assert evaluate.store_results(ctx, done.ref) == "blocked"
+    assert store_step.store_results(ctx, done.ref) == "blocked"
     assert _status(ctx, done.ref) == ("blocked", None)
 
 
@@ -155,7 +165,7 @@ def test_a_step_whose_input_is_missing_fails_the_run_and_says_which_step_to_run(
     ctx = local_ctx
     ref = _prepared(ctx, demo_builds, data)
     with pytest.raises(Exception) as caught:
-        tasks.run_step(ref, evaluate.fail, evaluate.store_results)  # nothing computed yet
+        tasks.run_step(ref, run_refs.fail, store_step.store_results)  # nothing computed yet
     status, reason = _status(ctx, ref)
     assert status == "failed" and reason is not None
     assert reason.startswith(type(caught.value).__name__)
@@ -176,9 +186,9 @@ def test_ctrl_c_after_the_run_row_exists_records_the_run_failed(
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patched:
-        patched.setattr(evaluate, "load_policy_for_run", interrupted)
+        patched.setattr(prepare_step, "load_policy_for_run", interrupted)
         with pytest.raises(KeyboardInterrupt):
-            evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data),
+            prepare_step.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data),
                              run_key="interrupted-in-prepare")
     assert fetch_all(ctx.db_url, "SELECT status, failure_reason FROM evaluation_run") == [
         ("failed", "KeyboardInterrupt: interrupted")]

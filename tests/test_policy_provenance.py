@@ -137,7 +137,7 @@ def test_the_first_step_records_the_policy_and_refuses_a_looser_promotion(
     failed with its policy; allowed, or without promotion, the run goes on and says looser;
     the promote step refuses too; a re-run of a key records its own policy afresh."""
     from modelgate.pipelines.context import Context, register_archive
-    from modelgate.pipelines.evaluation import evaluate
+    from modelgate.pipelines.evaluation import prepare_step, promote_step
     from modelgate.pipelines.evaluation.policy_provenance import LooserPolicyRefused
 
     ctx = Context.open(settings_env)
@@ -145,11 +145,11 @@ def test_the_first_step_records_the_policy_and_refuses_a_looser_promotion(
     run = {"model_name": row.model_name, "version": row.version, "dataset_uri": str(tiny["data"])}
     looser = str(tiny["looser"])
     with pytest.raises(LooserPolicyRefused) as caught:
-        evaluate.prepare(ctx, run_key="refused", policy_path=looser, promote=True, **run)
+        prepare_step.prepare(ctx, run_key="refused", policy_path=looser, promote=True, **run)
     assert caught.value.checks == [f"{EO}: upper 0.2 -> 0.5 (looser)"]
-    evaluate.prepare(ctx, run_key="allowed", policy_path=looser, promote=True,
+    prepare_step.prepare(ctx, run_key="allowed", policy_path=looser, promote=True,
                      allow_looser_policy=True, **run)
-    shown = evaluate.prepare(ctx, run_key="shown", policy_path=looser, **run)
+    shown = prepare_step.prepare(ctx, run_key="shown", policy_path=looser, **run)
     view = """SELECT split_part(run_key, '__', 1), status, policy_source, policy_looser_than_model,
                      looser_policy_allowed
               FROM analytics.evaluation_runs ORDER BY evaluation_run_id"""
@@ -160,8 +160,8 @@ def test_the_first_step_records_the_policy_and_refuses_a_looser_promotion(
     _rows(ctx.db_url, "UPDATE evaluation_run SET status = 'passed' WHERE evaluation_run_id = %s",
           shown.evaluation_run_id)  # as if it had run through store; its policy is untouched
     with pytest.raises(LooserPolicyRefused):
-        evaluate.promote(ctx, shown)
+        promote_step.promote(ctx, shown)
     assert models.get(ctx.db_url, row.model_name, row.version).stage == "candidate"
 
-    evaluate.prepare(ctx, run_key="shown", **run)  # re-run of the key: the model's own policy now
+    prepare_step.prepare(ctx, run_key="shown", **run)  # re-run of the key: the model's own policy now
     assert _rows(ctx.db_url, view)[2] == ("shown", "running", "model_file", False, False)

@@ -9,7 +9,7 @@ from typing import Any
 
 from modelgate.logsafe import escape_for_log
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.evaluation import evaluate, partitions
+from modelgate.pipelines.evaluation import explain_step, gate_step, metrics_step, partitions, run_refs
 from modelgate.pipelines.evaluation.policy_provenance import policy_json, policy_line
 from modelgate.pipelines.evaluation.runner import run_evaluation
 from modelgate.pipelines.json_records import deltas_json, fairness_json, gate_json, metrics_json
@@ -64,13 +64,13 @@ def run_evaluation_locally(model: Path, data: str | Path, policy: Path | None, *
     return _outcome(ctx, done.ref, done.status, done.report_link, done.promoted)
 
 
-def _outcome(ctx: Context, ref: evaluate.RunRef, status: str, link: str,
+def _outcome(ctx: Context, ref: run_refs.RunRef, status: str, link: str,
              promoted: str | None) -> EvaluationOutcome:
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
-    metrics: evaluate.MetricsResult = evaluate.get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")
-    decided: evaluate.DecisionResult = evaluate.get_pickle(ctx, f"{ref.prefix()}/decision.pkl")
-    fairness = evaluate.get_pickle(ctx, f"{ref.prefix()}/fairness.pkl")
+    metrics: metrics_step.MetricsResult = run_refs.get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")
+    decided: gate_step.DecisionResult = run_refs.get_pickle(ctx, f"{ref.prefix()}/decision.pkl")
+    fairness = run_refs.get_pickle(ctx, f"{ref.prefix()}/fairness.pkl")
     d = decided.decision
     policy = runs.get_policy(ctx.db_url, run.evaluation_run_id)
     payload: dict[str, Any] = {
@@ -95,14 +95,14 @@ def _outcome(ctx: Context, ref: evaluate.RunRef, status: str, link: str,
     return EvaluationOutcome(payload, text)
 
 
-def _shap_json(ctx: Context, ref: evaluate.RunRef) -> dict[str, Any] | None:
+def _shap_json(ctx: Context, ref: run_refs.RunRef) -> dict[str, Any] | None:
     """The run's SHAP section: algorithm, the space its values explain (``output_space``, and
     ``output`` with the same value), rows explained and the global importance, most
     important first; None when the run has no explain result."""
     key = f"{ref.prefix()}/explain.pkl"
     if not ctx.store.exists(key):
         return None
-    shap: evaluate.ExplainResult = evaluate.get_pickle(ctx, key)
+    shap: explain_step.ExplainResult = run_refs.get_pickle(ctx, key)
     space = getattr(shap, "output", "") or None  # None on a result pickled before it was kept
     ses = shap.importance_se or (None,) * len(shap.importance)
     return {"algorithm": shap.algorithm, "algorithm_note": getattr(shap, "algorithm_note", ""),
@@ -118,7 +118,7 @@ def _terminal_lines(text: str) -> str:
     return "\n".join(escape_for_log(line) for line in text.split("\n"))
 
 
-def _metrics_text(metrics: evaluate.MetricsResult) -> str:
+def _metrics_text(metrics: metrics_step.MetricsResult) -> str:
     """Every metric's value and interval, passing or not (the summary lists only problems)."""
     deltas = {} if metrics.comparison is None else {x.name: x for x in metrics.comparison.deltas}
     level = metrics.candidate.confidence_level

@@ -37,7 +37,7 @@ from typing import Any, TypedDict
 
 class RunRefDict(TypedDict):
     """An evaluation run, as every task after ``verify`` is given it
-    (:meth:`RunRef.as_dict <modelgate.pipelines.evaluation.evaluate.RunRef.as_dict>`; ``RunRef(**it)``
+    (:meth:`RunRef.as_dict <modelgate.pipelines.evaluation.run_refs.RunRef.as_dict>`; ``RunRef(**it)``
     turns it back).
 
     Parameters
@@ -45,7 +45,7 @@ class RunRefDict(TypedDict):
     evaluation_run_id : int
         The ``evaluation_run`` row's id.
     run_key : str
-        The run's key (:func:`~modelgate.pipelines.evaluation.evaluate.evaluation_run_key`), which
+        The run's key (:func:`~modelgate.pipelines.evaluation.run_keys.evaluation_run_key`), which
         names its objects in the store.
     """
 

@@ -48,13 +48,13 @@ def run_step(ref: RefT, fail: Callable[[Context, RefT, BaseException], None],
     Parameters
     ----------
     ref : RunRef or DriftRef
-        The run the step belongs to (``evaluate.RunRef(**xcom)``, ``drift.DriftRef(**xcom)``).
+        The run the step belongs to (``run_refs.RunRef(**xcom)``, ``feature_steps.DriftRef(**xcom)``).
     fail : callable
-        That pipeline's ``fail``: ``evaluate.fail`` or ``drift.fail``.
+        That pipeline's ``fail``: ``run_refs.fail`` (evaluation) or ``feature_steps.fail`` (drift).
     step : callable
         One step of the pipeline, called as ``step(ctx, ref, *args)``.
     beat : callable, optional
-        Called as ``beat(ctx, ref)`` every minute while the step works (``evaluate.beat``
+        Called as ``beat(ctx, ref)`` every minute while the step works (``run_refs.beat``
         keeps an evaluation run's heartbeat, so a dead worker's run is found abandoned).
     """
     import contextlib

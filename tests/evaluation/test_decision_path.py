@@ -27,7 +27,7 @@ from modelgate.config import Settings
 from modelgate.onnx.artifact import package
 
 # --- promote refuses any run that did not pass ------------------------------------------------
-# Kills: ``if run.status != "passed"`` in evaluate.promote mutated to ``run.status == "blocked"``
+# Kills: ``if run.status != "passed"`` in promote_step.promote mutated to ``run.status == "blocked"``
 # (a failed or still running run would go on to promote its version).
 
 
@@ -35,7 +35,7 @@ from modelgate.onnx.artifact import package
 def test_promote_refuses_a_run_that_did_not_pass(settings_env: Settings, tmp_path: Path,
                                                  status: str) -> None:
     from modelgate.pipelines.context import Context, register_archive
-    from modelgate.pipelines.evaluation import evaluate
+    from modelgate.pipelines.evaluation import promote_step, run_refs
     from modelgate.store import models, runs
     from modelgate.store.db import transaction
 
@@ -50,8 +50,8 @@ def test_promote_refuses_a_run_that_did_not_pass(settings_env: Settings, tmp_pat
             cur.execute("UPDATE evaluation_run SET status = %s, failure_reason = %s, "
                         "finished_at = now() WHERE evaluation_run_id = %s",
                         (status, None if status == "blocked" else "it broke", run_id))
-    with pytest.raises(evaluate.EvaluationBlocked, match=status):  # names why: the status
-        evaluate.promote(ctx, evaluate.RunRef(run_id, "k"))
+    with pytest.raises(run_refs.EvaluationBlocked, match=status):  # names why: the status
+        promote_step.promote(ctx, run_refs.RunRef(run_id, "k"))
     assert models.get_by_id(ctx.db_url, row.model_version_id).stage == "candidate"
 
 

@@ -29,7 +29,7 @@ from modelgate.onnx.artifact import ArtifactError, package
 from modelgate.onnx.scoring import ScoringError
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.drift import feature_steps
-from modelgate.pipelines.evaluation import evaluate
+from modelgate.pipelines.evaluation import prepare_step, run_refs, score_step
 from modelgate.store import models
 from modelgate.store.db import fetch_all
 from modelgate.store.runs import EVALUATION_RESULT_TABLES
@@ -196,7 +196,7 @@ def test_label_with_one_class_leaves_auc_undefined_and_fails_its_check(
     from sklearn.metrics import accuracy_score
 
     ctx = Context.open(env)
-    prefix = evaluate.RunRef(outcome["evaluation_run_id"], outcome["run_key"]).prefix()
+    prefix = run_refs.RunRef(outcome["evaluation_run_id"], outcome["run_key"]).prefix()
     scores = pd.read_parquet(io.BytesIO(ctx.store.get_bytes(f"{prefix}/scores/part-00000.parquet")))
     accuracy = fetch_all(url, "SELECT value FROM evaluation_metric WHERE model_role = 'candidate' "
                            "AND metric_name = 'accuracy'")[0][0]
@@ -273,14 +273,14 @@ def test_stored_archive_replaced_after_registration_fails_the_run(
     """The archive in the object store no longer holds the registered graph."""
     ctx = Context.open(env)
     row, _ = register_archive(ctx, demo_builds["1"].archive_path)
-    ref = evaluate.prepare(ctx, model_name=MODEL, version="1", run_key="swapped",
+    ref = prepare_step.prepare(ctx, model_name=MODEL, version="1", run_key="swapped",
                            dataset_uri=str(_write(_heldout(demo_builds["1"]), tmp_path / "h.parquet")))
     ctx.store.put_file(row.archive_key, demo_builds["2"].archive_path, content_type="application/gzip")
     with pytest.raises(models.RegistryError) as caught:
         try:
-            evaluate.score(ctx, ref)
+            score_step.score(ctx, ref)
         except Exception as exc:
-            evaluate.fail(ctx, ref, exc)
+            run_refs.fail(ctx, ref, exc)
             raise
     assert repr(row.archive_key) in str(caught.value)
     # the archive bytes are checked on every read: both archive sha256s are named
@@ -324,7 +324,7 @@ def test_unknown_model_version_is_named(env: Settings, demo_builds: dict[str, An
         models.get(ctx.db_url, MODEL, "99")
     assert str(caught.value) == expected
     with pytest.raises(models.RegistryError) as caught:
-        evaluate.prepare(ctx, model_name=MODEL, version="99", dataset_uri="unused.parquet",
+        prepare_step.prepare(ctx, model_name=MODEL, version="99", dataset_uri="unused.parquet",
                          run_key="no-such-version")
     assert str(caught.value) == expected
     assert _runs(ctx.db_url) == []

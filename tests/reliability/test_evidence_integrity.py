@@ -33,7 +33,15 @@ from modelgate.logsafe import link_for_log
 from modelgate.onnx.artifact import package
 from modelgate.pipelines import index_page, tasks
 from modelgate.pipelines.context import Context, register_archive, safe_key_part
-from modelgate.pipelines.evaluation import evaluate
+from modelgate.pipelines.evaluation import (
+    explain_step,
+    metrics_step,
+    policy_loading,
+    prepare_step,
+    promote_step,
+    run_refs,
+    score_step,
+)
 from modelgate.pipelines.liveness import Terminated
 from modelgate.pipelines.report_keys import evaluation_report_key
 from modelgate.store import models, runs
@@ -141,13 +149,13 @@ def test_every_step_uses_the_manifest_of_the_pinned_archive(
     archive = demo_builds["1"].archive_path
     ctx = Context.open(env)
     row, _ = register_archive(ctx, archive)
-    ref = evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="pinned")
+    ref = prepare_step.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="pinned")
     assert runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id).archive_sha256 == _sha(archive)
-    evaluate.score(ctx, ref)
+    score_step.score(ctx, ref)
     edited = _repackage(archive, tmp_path / "edited", threshold=0.01)
     ctx.store.put_bytes(row.archive_key, edited.read_bytes(), content_type="application/gzip")
 
-    metrics_result = evaluate.get_pickle(ctx, evaluate.compute_metrics(ctx, ref))
+    metrics_result = run_refs.get_pickle(ctx, metrics_step.compute_metrics(ctx, ref))
     scores = pd.read_parquet(io.BytesIO(ctx.store.get_bytes(f"{ref.prefix()}/scores/part-00000.parquet")))
     y = (heldout["high_income"] == 1).to_numpy()
     expected = accuracy_score(y, scores["score"].to_numpy() >= 0.5)
@@ -155,7 +163,7 @@ def test_every_step_uses_the_manifest_of_the_pinned_archive(
     assert metrics_result.candidate.by_name()["accuracy"].value == pytest.approx(expected)
     # a step that reads the archive again finds it replaced and refuses it, naming both hashes
     with pytest.raises(models.RegistryError) as caught:
-        tasks.run_step(ref, evaluate.fail, evaluate.explain)
+        tasks.run_step(ref, run_refs.fail, explain_step.explain)
     assert _sha(edited) in str(caught.value) and _sha(archive) in str(caught.value)
     (_, _, status, reason), = _run_rows(ctx.db_url)
     assert status == "failed" and reason.startswith("RegistryError: stored archive")
@@ -177,10 +185,10 @@ def test_decide_applies_the_policy_prepare_checked(
     checked = lenient.read_bytes()
     ctx = Context.open(env)
     register_archive(ctx, demo_builds["1"].archive_path)
-    ref = evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data),
+    ref = prepare_step.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data),
                            run_key="edited-policy", policy_path=str(lenient))
     lenient.write_text(strict)
-    run_in_process(EVALUATION, ctx, ref, {"verify": ref}, fail=evaluate.fail, beat=evaluate.beat,
+    run_in_process(EVALUATION, ctx, ref, {"verify": ref}, fail=run_refs.fail, beat=run_refs.beat,
                    through="store")
     (passed, sha), = fetch_all(ctx.db_url, "SELECT passed, policy_sha256 FROM gate_decision")
     assert passed is True
@@ -250,9 +258,9 @@ def test_model_names_that_sanitise_alike_keep_their_own_objects_and_policies(
     policies.mkdir()
     (policies / "toy.yaml").write_text("metrics:\n  roc_auc:\n    value: {lower: 0.99}\n")
     monkeypatch.setenv("MODELGATE_POLICY_DIR", str(policies))
-    _, default_sha = evaluate.load_policy_for_run(None, "no-override")
-    assert evaluate.load_policy_for_run(None, "toy")[1] != default_sha
-    assert evaluate.load_policy_for_run(None, "toy/")[1] == default_sha
+    _, default_sha = policy_loading.load_policy_for_run(None, "no-override")
+    assert policy_loading.load_policy_for_run(None, "toy")[1] != default_sha
+    assert policy_loading.load_policy_for_run(None, "toy/")[1] == default_sha
 
 
 # --- 4. no stuck runs ------------------------------------------------------------------------
@@ -276,12 +284,12 @@ def test_a_signalled_cli_run_is_recorded_failed(
         "import signal, time, sys\n"
         "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from modelgate import cli\n"
-        "from modelgate.pipelines.evaluation import evaluate\n"
+        "from modelgate.pipelines.evaluation import score_step\n"
         "def waits_for_the_signal(ctx, ref):\n"
         "    print('RUN-IS-RUNNING', flush=True)\n"
         "    while True:\n"
         "        time.sleep(1.0)\n"
-        "evaluate.list_dataset = waits_for_the_signal\n"
+        "score_step.list_dataset = waits_for_the_signal\n"
         "sys.exit(cli.main(sys.argv[1:]))\n"
     )
     proc = subprocess.Popen(
@@ -307,7 +315,7 @@ def test_a_signalled_cli_run_is_recorded_failed(
     assert _counts(url) == NO_RESULTS
 
 
-def _terminated_step(ctx: Context, ref: evaluate.RunRef) -> None:
+def _terminated_step(ctx: Context, ref: run_refs.RunRef) -> None:
     # SIGTERM is what Airflow sends a task it kills; raise_signal runs the handler before it
     # returns (CPython checks for signals right after raise()), so nothing here waits
     signal.raise_signal(signal.SIGTERM)
@@ -319,10 +327,10 @@ def test_a_killed_airflow_task_records_the_run_failed(
 ) -> None:
     ctx = Context.open(env)
     register_archive(ctx, demo_builds["1"].archive_path)
-    ref = evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="killed")
+    ref = prepare_step.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="killed")
     handler = signal.getsignal(signal.SIGTERM)
     with pytest.raises(Terminated):
-        tasks.run_step(ref, evaluate.fail, _terminated_step)
+        tasks.run_step(ref, run_refs.fail, _terminated_step)
     assert signal.getsignal(signal.SIGTERM) is handler  # the task's own handler is restored
     (_, _, status, reason), = _run_rows(ctx.db_url)
     assert (status, reason) == ("failed", "Terminated: received SIGTERM")
@@ -340,7 +348,7 @@ def test_a_failure_is_recorded_on_a_fresh_connection_when_the_first_one_is_lost(
 ) -> None:
     ctx = Context.open(env)
     register_archive(ctx, demo_builds["1"].archive_path)
-    ref = evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="lost")
+    ref = prepare_step.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="lost")
     record, attempts = runs.fail_evaluation_run, []
 
     def connection_lost_on_first_attempt(url: str, run_id: int, reason: str) -> None:
@@ -351,7 +359,7 @@ def test_a_failure_is_recorded_on_a_fresh_connection_when_the_first_one_is_lost(
         record(url, run_id, reason)
 
     monkeypatch.setattr(runs, "fail_evaluation_run", connection_lost_on_first_attempt)
-    evaluate.fail(ctx, ref, OSError("disk full"))
+    run_refs.fail(ctx, ref, OSError("disk full"))
     assert attempts == ["OSError: disk full"] * 2
     (_, _, status, reason), = _run_rows(ctx.db_url)
     assert (status, reason) == ("failed", "OSError: disk full")
@@ -362,12 +370,12 @@ def test_a_run_left_running_by_a_dead_process_is_abandoned_by_the_next_run(
 ) -> None:
     ctx = Context.open(env)
     register_archive(ctx, demo_builds["1"].archive_path)
-    dead = evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="dead")
-    alive = evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="alive")
+    dead = prepare_step.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="dead")
+    alive = prepare_step.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key="alive")
     with transaction(ctx.db_url) as cur:  # the process of "dead" stopped beating two hours ago
         cur.execute("UPDATE evaluation_run SET heartbeat_at = now() - interval '2 hours' "
                     "WHERE evaluation_run_id = %s", (dead.evaluation_run_id,))
-    following = evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data),
+    following = prepare_step.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data),
                                  run_key="next")
     shown = dict((r[0], r[1:]) for r in fetch_all(
         ctx.db_url, "SELECT evaluation_run_id, status, failure_reason, finished_at IS NOT NULL "
@@ -391,7 +399,7 @@ def test_an_unknown_model_version_leaves_a_refusal_record(
     ctx = Context.open(env)
     register_archive(ctx, demo_builds["1"].archive_path)
     with pytest.raises(models.RegistryError, match="'99' is not registered"):
-        evaluate.prepare(ctx, model_name=MODEL, version="99", dataset_uri="unused.parquet",
+        prepare_step.prepare(ctx, model_name=MODEL, version="99", dataset_uri="unused.parquet",
                          run_key="model_evaluation__manual__x")
     assert fetch_all(ctx.db_url, "SELECT model_name, version, run_key, reason "
                                  "FROM analytics.evaluation_refusals") == [
@@ -462,11 +470,11 @@ def test_a_refused_promotion_leaves_the_passed_decision_on_record_and_on_the_ind
                                            "WHERE evaluation_run_id = %s", (first["evaluation_run_id"],))
     href = report_key.removeprefix(f"reports/{MODEL}/")
     assert href in ctx.store.get_bytes(index).decode()
-    ref1 = evaluate.RunRef(first["evaluation_run_id"], first["run_key"])
-    ref2 = evaluate.RunRef(second["evaluation_run_id"], second["run_key"])
-    tasks.run_step(ref2, evaluate.fail, evaluate.promote)  # v2 wins the race
+    ref1 = run_refs.RunRef(first["evaluation_run_id"], first["run_key"])
+    ref2 = run_refs.RunRef(second["evaluation_run_id"], second["run_key"])
+    tasks.run_step(ref2, run_refs.fail, promote_step.promote)  # v2 wins the race
     with pytest.raises(models.RegistryError, match="production changed"):
-        tasks.run_step(ref1, evaluate.fail, evaluate.promote)
+        tasks.run_step(ref1, run_refs.fail, promote_step.promote)
     page = ctx.store.get_bytes(index).decode()
     assert href in page
     (status, reason), = fetch_all(ctx.db_url, "SELECT status, failure_reason FROM evaluation_run "
@@ -507,7 +515,7 @@ def test_long_group_labels_are_stored_in_full(
     env: Settings, demo_builds: dict[str, Any], heldout: pd.DataFrame, tmp_path: Path,
 ) -> None:
     rng = np.random.default_rng(0)
-    label = "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=evaluate.MAX_GROUP_LABEL_CHARS))
+    label = "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=score_step.MAX_GROUP_LABEL_CHARS))
     frame = heldout.copy()
     frame.loc[:40, "gender"] = label
     data = _write(frame, tmp_path / "long-label.parquet")

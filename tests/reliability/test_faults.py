@@ -21,7 +21,7 @@ import pytest
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.evaluation import evaluate
+from modelgate.pipelines.evaluation import report_step, run_refs, score_step, store_step
 from modelgate.pipelines.evaluation.runner import run_evaluation
 from modelgate.store import runs
 from modelgate.store.db import fetch_all
@@ -95,16 +95,16 @@ def test_object_store_down_before_the_report_then_rerun(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     url = str(env.database_url)
-    original = evaluate.render_report
+    original = report_step.render_report
 
-    def store_goes_down_first(ctx: Context, ref: evaluate.RunRef) -> str:
+    def store_goes_down_first(ctx: Context, ref: run_refs.RunRef) -> str:
         s3_restored.stop()
         return original(ctx, ref)
 
-    monkeypatch.setattr(evaluate, "render_report", store_goes_down_first)
+    monkeypatch.setattr(report_step, "render_report", store_goes_down_first)
     with pytest.raises(ObjectStoreError) as caught:
         run_evaluation_locally(demo_builds["1"].archive_path, data, None)
-    monkeypatch.setattr(evaluate, "render_report", original)
+    monkeypatch.setattr(report_step, "render_report", original)
     endpoint = s3_restored.endpoint
     assert f"object store at {endpoint} could not" in str(caught.value)
     assert env.s3 is not None and env.s3.secret_key not in str(caught.value)
@@ -184,7 +184,7 @@ def test_connection_killed_while_storing_rolls_everything_back_then_rerun(
 
 # --- (c) the task dies between writing the report and writing its row ----------------------
 
-def _steps_up_to_report(ctx: Context, data: Path, run_key: str) -> tuple[evaluate.RunRef, str]:
+def _steps_up_to_report(ctx: Context, data: Path, run_key: str) -> tuple[run_refs.RunRef, str]:
     done = run_evaluation(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key=run_key,
                           through="report")
     assert done.report_link is not None and done.status is None  # stopped before "store"
@@ -206,7 +206,7 @@ def test_killed_after_the_report_before_its_row_then_rerun(
     assert _counts(ctx.db_url) == NO_RESULTS  # no row points at the report (or anything)
 
     again, _ = _steps_up_to_report(Context.open(env), data, "killed-between-report-and-row")
-    status = evaluate.store_results(ctx, again)
+    status = store_step.store_results(ctx, again)
     assert again.evaluation_run_id == ref.evaluation_run_id
     run_id, stored = _assert_one_complete_run(ctx.db_url, run_key)
     assert (run_id, stored) == (ref.evaluation_run_id, status)
@@ -252,9 +252,9 @@ def test_airflow_retry_of_a_failed_score_task_reaches_the_clean_state(
     landing = tmp_path / "landing"
     landing.mkdir()
     late = landing / "heldout.parquet"
-    original, misses = evaluate.list_dataset, []
+    original, misses = score_step.list_dataset, []
 
-    def lands_once_the_first_listing_failed(ctx: Context, ref: evaluate.RunRef) -> list[str]:
+    def lands_once_the_first_listing_failed(ctx: Context, ref: run_refs.RunRef) -> list[str]:
         try:
             return original(ctx, ref)
         except Exception as exc:
@@ -262,7 +262,7 @@ def test_airflow_retry_of_a_failed_score_task_reaches_the_clean_state(
             shutil.copyfile(data, late)
             raise
 
-    monkeypatch.setattr(evaluate, "list_dataset", lands_once_the_first_listing_failed)
+    monkeypatch.setattr(score_step, "list_dataset", lands_once_the_first_listing_failed)
     retried = _dag_run(landing)
     tries = {ti.task_id: (ti.try_number, str(ti.state)) for ti in retried.get_task_instances()}
     assert len(misses) == 1, misses

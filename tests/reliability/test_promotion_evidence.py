@@ -19,7 +19,7 @@ import pytest
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.evaluation import evaluate
+from modelgate.pipelines.evaluation import metrics_step, run_refs
 from modelgate.store import models, runs
 from modelgate.store.db import fetch_all, transaction
 from modelgate.store.runs import EVALUATION_RESULT_TABLES
@@ -54,7 +54,7 @@ def _promote_v1_then_v2(data: Path, lenient: Path, builds: dict[str, Any]) -> di
     return second
 
 
-def _fail_metrics(ctx: Context, ref: evaluate.RunRef) -> str:
+def _fail_metrics(ctx: Context, ref: run_refs.RunRef) -> str:
     raise RuntimeError("injected failure in the metrics step")
 
 
@@ -73,7 +73,7 @@ def test_reruns_of_the_promoted_version_keep_its_promotion_evidence(
                           "WHERE evaluation_run_id = %s", (run_id,)) == [(True, "passed")]
 
     with monkeypatch.context() as patched:  # the interrupted re-run
-        patched.setattr(evaluate, "compute_metrics", _fail_metrics)
+        patched.setattr(metrics_step, "compute_metrics", _fail_metrics)
         with pytest.raises(RuntimeError, match="injected failure"):
             run_evaluation_locally(demo_builds["2"].archive_path, data, lenient)
     assert _evidence(url, run_id) == before

@@ -1,6 +1,6 @@
 """A refused input fails once, before any scoring, and leaves one refusal (issue #37).
 
-The DAG tasks' own path without a scheduler: ``evaluate.prepare`` (the ``verify`` task's
+The DAG tasks' own path without a scheduler: ``prepare_step.prepare`` (the ``verify`` task's
 step) and ``feature_steps.monitor_specs`` (``plan``'s) inside ``tasks.refusals_are_final`` with an
 Airflow task context whose try Airflow would retry, against the real PostgreSQL and S3
 server. The model is ``tiny_graphs``' one-feature logistic graph; nothing is scored.
@@ -19,7 +19,7 @@ from modelgate.config import ConfigError, Settings
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.drift import feature_steps
 from modelgate.pipelines.drift.monitor_checks import MonitorConfigError
-from modelgate.pipelines.evaluation import evaluate
+from modelgate.pipelines.evaluation import prepare_step
 from modelgate.pipelines.refusals import InputRefused
 from modelgate.pipelines.tasks import refusals_are_final
 from modelgate.store.db import fetch_all
@@ -52,7 +52,7 @@ def _refusals(ctx: Context) -> list[tuple[Any, ...]]:
 def _verify(ctx: Context, *, version: str = "1", dataset: str, key: str = "model_evaluation__r1") -> None:
     """What the ``verify`` task does once its model name is known."""
     with refusals_are_final():
-        evaluate.prepare(ctx, model_name="tiny", version=version, dataset_uri=dataset, run_key=key,
+        prepare_step.prepare(ctx, model_name="tiny", version=version, dataset_uri=dataset, run_key=key,
                          promote=True)
 
 
@@ -102,7 +102,7 @@ def test_a_malformed_policy_fails_the_run_once(ctx: Context, in_airflow_task: No
     data.write_bytes(b"")
     policy.write_text("fairness:\n  min_positives_per_group: %s\n" % ("9" * 400))
     with pytest.raises(AirflowFailException, match="PolicyError"), refusals_are_final():
-        evaluate.prepare(ctx, model_name="tiny", version="1", dataset_uri=str(data),
+        prepare_step.prepare(ctx, model_name="tiny", version="1", dataset_uri=str(data),
                          run_key="model_evaluation__r2", policy_path=str(policy))
     ((status, reason),) = fetch_all(ctx.db_url, "SELECT status, failure_reason FROM evaluation_run")
     assert status == "failed" and "'fairness.min_positives_per_group': expected a whole number " \
@@ -160,6 +160,6 @@ def test_a_policy_param_naming_no_file_fails_the_run_once(ctx: Context, in_airfl
     data.write_bytes(b"")
     with pytest.raises(AirflowFailException, match="PolicyError: policy file '/nowhere/p.yaml' "
                                                    "does not exist"), refusals_are_final():
-        evaluate.prepare(ctx, model_name="tiny", version="1", dataset_uri=str(data),
+        prepare_step.prepare(ctx, model_name="tiny", version="1", dataset_uri=str(data),
                          run_key="model_evaluation__r3", policy_path="/nowhere/p.yaml")
     assert fetch_all(ctx.db_url, "SELECT status FROM evaluation_run") == [("failed",)]

@@ -19,7 +19,7 @@ import pytest
 from modelgate.config import Settings
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.drift import feature_steps
-from modelgate.pipelines.evaluation import evaluate
+from modelgate.pipelines.evaluation import prepare_step
 from modelgate.store import drift_runs, models
 from modelgate.store.db import fetch_all, transaction
 
@@ -58,7 +58,7 @@ def test_evaluation_runs_at_the_stale_boundary(
     pd.read_parquet(demo_builds["1"].heldout_path).iloc[:50].to_parquet(data, index=False)
 
     def prepare(key: str) -> int:
-        ref = evaluate.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key=key)
+        ref = prepare_step.prepare(ctx, model_name=MODEL, version="1", dataset_uri=str(data), run_key=key)
         return ref.evaluation_run_id
 
     inside, outside = prepare("inside"), prepare("outside")

@@ -184,7 +184,8 @@ def test_waterfall_hatches_only_bars_whose_interval_crosses_zero() -> None:
 
 
 def test_report_budget_line_says_exact_or_how_far_off() -> None:
-    from modelgate.pipelines.evaluation.evaluate import ExplainResult, _shap_error_note
+    from modelgate.pipelines.evaluation.explain_step import ExplainResult
+    from modelgate.pipelines.evaluation.report_step import _shap_error_note
 
     common = {"global_rows": 50, "waterfalls": (), "background_rows": 100,
               "max_additivity_error": 0.0, "rows_explained": 62}

@@ -1,6 +1,6 @@
 """What the evaluation steps do differently for multiclass and regression models.
 
-The steps in :mod:`modelgate.pipelines.evaluation.evaluate` keep their order and signatures and call
+The evaluation steps (``score_step``, ``metrics_step``, ...) keep their order and signatures and call
 these helpers when the candidate is not a binary classifier.
 
 Binary models are summarised per partition into mergeable counts

@@ -3,11 +3,11 @@
 ``EVALUATION`` is the single statement of the step order. The ``model_evaluation`` DAG
 builds its task dependencies from it (one task per step, ids = step names), and
 :func:`run_evaluation` runs the same steps one after the other for ``modelgate evaluate``,
-the tests and the benchmarks. The steps themselves are the functions of
-:mod:`modelgate.pipelines.evaluation.evaluate`; the adapters below only say what each one is given
+the tests and the benchmarks. The steps themselves are the functions of the step modules beside it
+(``prepare_step``, ``score_step``, ... ``promote_step``); the adapters below only say what each one is given
 (the DAG's tasks call :func:`partitions` and :func:`score_partition` too, so the fan-out's
 payload, :class:`~modelgate.pipelines.payloads.Partition`, is built in one place).
-They import that module and look its functions up when called: DAG files import this
+They import those modules and look their functions up when called: DAG files import this
 module at parse time, and a test may replace a step.
 
     verify -> partitions -> score (mapped) -> merge -> metrics, fairness, explain
@@ -25,25 +25,39 @@ from modelgate.pipelines.steps import Step, StepGraph, run_in_process
 
 if TYPE_CHECKING:
     from modelgate.pipelines.context import Context
-    from modelgate.pipelines.evaluation.evaluate import RunRef
+    from modelgate.pipelines.evaluation.run_refs import RunRef
     from modelgate.pipelines.payloads import Partition
 
 
-def _evaluate() -> ModuleType:
-    from modelgate.pipelines.evaluation import evaluate
+def _step_module(name: str) -> ModuleType:
+    """The step module ``name`` of this package, imported when a step runs (see above)."""
+    from modelgate.pipelines.evaluation import (
+        explain_step,
+        fairness_step,
+        gate_step,
+        metrics_step,
+        prepare_step,
+        promote_step,
+        report_step,
+        run_refs,
+        score_step,
+        store_step,
+    )
 
-    return evaluate
+    modules = (explain_step, fairness_step, gate_step, metrics_step, prepare_step, promote_step,
+               report_step, run_refs, score_step, store_step)
+    return {m.__name__.rpartition(".")[2]: m for m in modules}[name]
 
 
 def _prepare(ctx: Context, **run: Any) -> RunRef:
-    ref: RunRef = _evaluate().prepare(ctx, **run)
+    ref: RunRef = _step_module("prepare_step").prepare(ctx, **run)
     return ref
 
 
-def _run_only(step: str) -> Callable[[Context, RunRef, dict[str, Any]], Any]:
-    """``evaluate.<step>(ctx, ref)``: a step that needs nothing but its run."""
+def _run_only(module: str, step: str) -> Callable[[Context, RunRef, dict[str, Any]], Any]:
+    """``<module>.<step>(ctx, ref)``: a step that needs nothing but its run."""
     def call(ctx: Context, ref: RunRef, done: dict[str, Any]) -> Any:
-        return getattr(_evaluate(), step)(ctx, ref)
+        return getattr(_step_module(module), step)(ctx, ref)
 
     call.__name__ = call.__qualname__ = step
     return call
@@ -51,16 +65,16 @@ def _run_only(step: str) -> Callable[[Context, RunRef, dict[str, Any]], Any]:
 
 def partitions(ctx: Context, ref: RunRef) -> list[Partition]:
     """The held-out dataset's files in order, numbered from 0: one ``score`` task each."""
-    from modelgate.pipelines.evaluation import evaluate
+    from modelgate.pipelines.evaluation import score_step
 
-    return [{"index": i, "uri": uri} for i, uri in enumerate(evaluate.list_dataset(ctx, ref))]
+    return [{"index": i, "uri": uri} for i, uri in enumerate(score_step.list_dataset(ctx, ref))]
 
 
 def score_partition(ctx: Context, ref: RunRef, partition: Partition) -> str:
     """Score one of :func:`partitions`; the key of its stored result."""
-    from modelgate.pipelines.evaluation import evaluate
+    from modelgate.pipelines.evaluation import score_step
 
-    return evaluate.score_partition(ctx, ref, partition["index"], partition["uri"])
+    return score_step.score_partition(ctx, ref, partition["index"], partition["uri"])
 
 
 def _partitions(ctx: Context, ref: RunRef, done: dict[str, Any]) -> list[Partition]:
@@ -73,22 +87,23 @@ def _score(ctx: Context, ref: RunRef, done: dict[str, Any]) -> list[str]:
 
 
 def _merge(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str:
-    return _evaluate().merge_partitions(ctx, ref, list(done["score"]))
+    return _step_module("score_step").merge_partitions(ctx, ref, list(done["score"]))
 
 
 def _gate(ctx: Context, ref: RunRef, done: dict[str, Any]) -> bool:
     """True when the candidate may be promoted. In-process a block is an answer (the run is
     ``blocked``), so it stops the run here instead of raising; the DAG's task raises."""
-    evaluate = _evaluate()
+    from modelgate.pipelines.evaluation import gate_step, run_refs
+
     try:
-        evaluate.enforce_gate(ctx, ref)
-    except evaluate.EvaluationBlocked:
+        gate_step.enforce_gate(ctx, ref)
+    except run_refs.EvaluationBlocked:
         return False
     return True
 
 
 def _promote(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str | None:
-    return _evaluate().promote(ctx, ref) if done["gate"] else None
+    return _step_module("promote_step").promote(ctx, ref) if done["gate"] else None
 
 
 EVALUATION = StepGraph((
@@ -96,12 +111,12 @@ EVALUATION = StepGraph((
     Step("partitions", _partitions, after=("verify",)),
     Step("score", _score, after=("partitions",), mapped=True),
     Step("merge", _merge, after=("score",)),
-    Step("metrics", _run_only("compute_metrics"), after=("merge",)),
-    Step("fairness", _run_only("compute_fairness"), after=("merge",)),
-    Step("explain", _run_only("explain"), after=("merge",)),
-    Step("decide", _run_only("decide"), after=("metrics", "fairness")),
-    Step("report", _run_only("render_report"), after=("decide", "explain")),
-    Step("store", _run_only("store_results"), after=("report",)),
+    Step("metrics", _run_only("metrics_step", "compute_metrics"), after=("merge",)),
+    Step("fairness", _run_only("fairness_step", "compute_fairness"), after=("merge",)),
+    Step("explain", _run_only("explain_step", "explain"), after=("merge",)),
+    Step("decide", _run_only("gate_step", "decide"), after=("metrics", "fairness")),
+    Step("report", _run_only("report_step", "render_report"), after=("decide", "explain")),
+    Step("store", _run_only("store_step", "store_results"), after=("report",)),
     Step("gate", _gate, after=("store",), verdict=True),
     Step("promote", _promote, after=("gate",)),
 ))
@@ -154,7 +169,7 @@ def run_evaluation(ctx: Context, *, model_name: str, version: str, dataset_uri: 
         The held-out data: a parquet file, a directory of them or an ``s3://`` prefix.
     run_key : str
         The caller's key; the run's key adds the model's identity
-        (:func:`~modelgate.pipelines.evaluation.evaluate.evaluation_run_key`).
+        (:func:`~modelgate.pipelines.evaluation.run_keys.evaluation_run_key`).
     policy_path : str, optional
         A policy YAML layered over the default and per-model policies; checked and stored
         with the run by the first step.
@@ -173,13 +188,13 @@ def run_evaluation(ctx: Context, *, model_name: str, version: str, dataset_uri: 
     -------
     EvaluationRun
     """
-    evaluate = _evaluate()
+    run_refs = _step_module("run_refs")
     ref = _prepare(ctx, model_name=model_name, version=version, dataset_uri=dataset_uri,
                    run_key=run_key, policy_path=policy_path, promote=promote,
                    allow_looser_policy=allow_looser_policy)
     seconds: dict[str, float] = {}
-    done = run_in_process(EVALUATION, ctx, ref, {EVALUATION.root.name: ref}, fail=evaluate.fail,
-                          beat=evaluate.beat, through=through or ("promote" if promote else "store"),
+    done = run_in_process(EVALUATION, ctx, ref, {EVALUATION.root.name: ref}, fail=run_refs.fail,
+                          beat=run_refs.beat, through=through or ("promote" if promote else "store"),
                           seconds=seconds)
     return EvaluationRun(ref, done, seconds)
 

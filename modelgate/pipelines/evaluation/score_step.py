@@ -1,0 +1,284 @@
+"""The evaluation's scoring steps: the held-out data listed into partitions, each scored by the
+candidate (and the champion) and summarised into mergeable statistics, the summaries merged.
+
+The DAG maps ``score_partition`` over the partitions and ``merge_partitions`` adds them up;
+the CLI runs both in one process (:func:`score`)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from modelgate.onnx.manifest import Manifest
+from modelgate.onnx.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
+from modelgate.pipelines.context import Context, load_registered_model
+from modelgate.pipelines.evaluation import model_tasks, partitions
+from modelgate.pipelines.evaluation.run_refs import RunRef, candidate_row, get_pickle, model_row, put_pickle
+from modelgate.store import models, runs
+
+if TYPE_CHECKING:  # annotations only: the steps import the cores where they compute
+    from modelgate.evaluation.sufficient import EvaluationStatistics
+    from modelgate.fairness.group_scores import GroupScoreTable
+
+log = logging.getLogger("modelgate.evaluate")
+
+
+def _score_one(ctx: Context, row: models.ModelVersionRow, data: Path, out: Path,
+               keep: list[str]) -> ScoringRun:
+    model = load_registered_model(ctx, row, out.parent)
+    scorer = open_session(model, settings_from_os_environ())
+    return score_parquet(scorer, data, out, keep_columns=keep)
+
+
+def score(ctx: Context, ref: RunRef) -> str:
+    """Score every partition of the held-out data in this process, then merge (the CLI's path).
+
+    The DAG runs the same two steps with one mapped task per partition:
+    :func:`score_partition` then :func:`merge_partitions`.
+    """
+    uris = list_dataset(ctx, ref)
+    keys = [score_partition(ctx, ref, i, uri) for i, uri in enumerate(uris)]
+    return merge_partitions(ctx, ref, keys)
+
+
+def list_dataset(ctx: Context, ref: RunRef) -> list[str]:
+    """The held-out dataset's partitions (parquet files), sorted; one mapped task each."""
+    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
+    found = partitions.list_sized(ctx.store, run.dataset_uri)  # one listing, with sizes
+    log.info("evaluation run %d: %d file(s)", ref.evaluation_run_id, len(found))
+    if not run.dataset_uri.startswith("s3://"):  # local footers are cheap: refuse before scoring
+        model_tasks.check_memory(candidate_row(ctx, run).manifest, partitions.local_rows(dict(found)),
+                                    champion=run.champion_version_id is not None,
+                                    n_bootstrap=N_BOOTSTRAP, limit_mb=ctx.settings.eval_memory_limit_mb)
+    return partitions.batch_by_size(found)  # small files, local or s3://, scored together
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResult:
+    """One scored partition: where its scores are and its sufficient statistics."""
+
+    index: int
+    name: str
+    uri: str
+    rows: int
+    seconds: float
+    provider: str
+    sha256: str
+    scores_key: str
+    statistics: EvaluationStatistics | None  # None unless binary
+    provider_reason: str = ""
+    tf32_allowed: bool = False
+    group_scores: tuple[GroupScoreTable, ...] = ()  # one per sensitive feature
+    files: tuple[tuple[str, str], ...] = ()  # a batch of small files: (name, sha256) of each
+
+
+@dataclass(frozen=True, slots=True)
+class MergedStatistics:
+    """The merged statistics of every partition, and the partitions in order."""
+
+    statistics: EvaluationStatistics | None  # None unless binary
+    partitions: tuple[tuple[str, str, int, str], ...]  # (name, uri, rows, scores key)
+    group_scores: tuple[GroupScoreTable, ...] = ()  # one per sensitive feature
+
+
+# Rows summarised at once when a partition's scores are turned into statistics.
+STATS_BATCH_ROWS = 1 << 20
+
+
+def score_partition(ctx: Context, ref: RunRef, index: int, partition_uri: str) -> str:
+    """Verify and score the candidate (and the champion) on one partition; summarise it.
+
+    Stores the partition's scores (label, sensitive columns, ``score``/``prediction`` and,
+    with a champion, ``champion_score``/``champion_prediction``) and a pickled
+    :class:`PartitionResult` with its mergeable statistics; returns the pickle's key.
+    """
+    run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
+    partitions.check_partition(run.dataset_uri, partition_uri)
+    part = f"part-{index:05d}"
+    with ctx.attempt_scratch("evaluation", ref.run_key, part) as work:
+        result = _score_partition_in(ctx, ref, run, index, partition_uri, work)
+    key = put_pickle(ctx, f"{ref.prefix()}/partitions/{part}.pkl", result)
+    # Logs identify the data by its hash, never by its rows.
+    log.info("evaluation run %d: partition %d scored %d rows of sha256 %s in %.2f s on %s (%s)",
+             ref.evaluation_run_id, index, result.rows, result.sha256[:16], result.seconds,
+             result.provider, result.provider_reason)
+    return key
+
+
+def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, index: int,
+                        partition_uri: str, work: Path) -> PartitionResult:
+    """:func:`score_partition`'s work in this attempt's scratch directory ``work``."""
+    fetched = partitions.fetch_members(ctx, partition_uri, work)
+    data = fetched.path
+    candidate = candidate_row(ctx, run)
+    manifest = candidate.manifest
+    keep = list(dict.fromkeys([manifest.label.column, *manifest.sensitive_features]))
+    held_out = _read_columns(data, keep)
+    if held_out is not None:
+        check_held_out(held_out, manifest)
+    scored = _score_one(ctx, candidate, data, work / "candidate.parquet", keep)
+    champion_path = champion_threshold = None
+    if run.champion_version_id is not None:
+        champion = model_row(ctx, run.champion_version_id)
+        champion_path = _score_one(ctx, champion, data, work / "champion.parquet", []).output_path
+        champion_threshold = champion.manifest.threshold
+    statistics, group_scores = None, ()  # multiclass and regression keep the scored columns
+    if model_tasks.task_of(manifest) == model_tasks.BINARY:
+        statistics, group_scores = _summarise(scored.output_path, champion_path, manifest,
+                                              champion_threshold, work / "scores.parquet")
+    else:
+        model_tasks.join_champion(scored.output_path, champion_path, work / "scores.parquet")
+    scores_key = f"{ref.prefix()}/scores/part-{index:05d}.parquet"
+    ctx.store.put_file(scores_key, work / "scores.parquet", content_type="application/vnd.apache.parquet")
+    return PartitionResult(index, partitions.partition_name(run.dataset_uri, partition_uri),
+                           partition_uri, scored.rows, scored.seconds, scored.provider,
+                           scored.input_fingerprint, scores_key, statistics,
+                           scored.provider_reason, scored.tf32_allowed, group_scores,
+                           partitions.member_fingerprints(run.dataset_uri, fetched))
+
+
+def _read_columns(data: Path, columns: list[str]) -> pa.Table | None:
+    """The named columns of a parquet file, or None when it cannot be read or lacks one
+    (scoring then names the problem with its own, file-specific message)."""
+    try:
+        if not set(columns) <= set(pq.read_schema(data).names):
+            return None
+        return pq.read_table(data, columns=columns)
+    except (pa.ArrowException, OSError):
+        return None
+
+
+def _summarise(candidate_path: Path, champion_path: Path | None, manifest: Manifest,
+               champion_threshold: float | None, out: Path) -> Any:
+    """Mergeable statistics of one partition's scores, a batch at a time, and per sensitive
+    feature its group score table (per-group ROC AUC); the scores (with the champion's beside
+    the candidate's) end up in ``out``."""
+    from modelgate.evaluation import sufficient
+    from modelgate.fairness.group_scores import group_score_table_from_codes
+
+    champion = (pq.ParquetFile(champion_path).iter_batches(STATS_BATCH_ROWS, columns=["score", "prediction"])
+                if champion_path is not None else None)
+    parts: list[Any] = []
+    group_scores: list[tuple[Any, ...]] = []
+    writer: pq.ParquetWriter | None = None
+    try:
+        for batch in pq.ParquetFile(candidate_path).iter_batches(STATS_BATCH_ROWS):
+            table = pa.Table.from_batches([batch])
+            champion_score = None
+            if champion is not None:
+                other = next(champion)
+                table = table.append_column("champion_score", other.column(0))
+                table = table.append_column("champion_prediction", other.column(1))
+                champion_score = other.column(0).to_numpy()
+            groups = {f: _group_codes(table.column(f)) for f in manifest.sensitive_features}
+            y, score = labels_from_scores(table, manifest), table.column("score").to_numpy()
+            parts.append(sufficient.collect(
+                y, score, threshold=manifest.threshold, champion_score=champion_score,
+                champion_threshold=champion_threshold, groups=groups))
+            group_scores.append(tuple(group_score_table_from_codes(f, y, score, labels, codes)
+                                      for f, (labels, codes) in groups.items()))
+            parts = parts if len(parts) < 16 else [sufficient.merge(parts)]
+            group_scores = group_scores if len(group_scores) < 16 else [
+                _merge_group_scores(group_scores)]
+            if champion is not None:  # the champion's columns join the candidate's scores
+                writer = writer or pq.ParquetWriter(out, table.schema)
+                writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+    if champion is None:
+        os.replace(candidate_path, out)
+    return sufficient.merge(parts), _merge_group_scores(group_scores)
+
+
+def _group_codes(column: pa.ChunkedArray) -> tuple[tuple[str, ...], Any]:
+    """A sensitive column's group labels and per-row codes (``encode_groups``): a string column
+    through its arrow dictionary, one label per distinct value, not one Python object per row."""
+    from modelgate.fairness.disaggregate import encode_groups, encode_groups_from_codes
+
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        encoded = pc.dictionary_encode(column.combine_chunks())  # the rows' own values only
+        return encode_groups_from_codes(encoded.dictionary.to_numpy(zero_copy_only=False),
+                                        encoded.indices.fill_null(-1).to_numpy())
+    return encode_groups(column.to_pandas().to_numpy(dtype=object))
+
+
+def _merge_group_scores(parts: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """Merge each sensitive feature's group score tables over the parts (partitions, batches)."""
+    from modelgate.fairness.group_scores import merge_group_scores
+
+    return tuple(merge_group_scores(tables) for tables in zip(*parts, strict=True))
+
+
+def merge_partitions(ctx: Context, ref: RunRef, keys: list[str]) -> str:
+    """Merge the partitions' statistics (in partition order) and record the scoring."""
+    from modelgate.evaluation import sufficient
+
+    results: list[PartitionResult] = [get_pickle(ctx, k) for k in keys]
+    if [r.index for r in results] != list(range(len(results))):
+        raise ValueError(f"partition results must be 0..{len(results) - 1} in order; got "
+                         f"{[r.index for r in results]!r}")
+    binary = all(r.statistics is not None for r in results)
+    statistics = sufficient.merge([r.statistics for r in results]) if binary else None
+    group_scores = _merge_group_scores([r.group_scores for r in results]) if binary else ()
+    rows = statistics.n if statistics is not None else sum(r.rows for r in results)
+    fingerprint = partitions.dataset_fingerprint(  # a batch counts as its files
+        [pair for r in results for pair in (r.files or ((r.name, r.sha256),))])
+    seconds = sum(r.seconds for r in results)
+    runs.record_scoring(
+        ctx.db_url, ref.evaluation_run_id, provider=", ".join(sorted({r.provider for r in results})),
+        rows=rows, seconds=seconds, dataset_sha256=fingerprint,
+        scores_uri=ctx.store.uri(f"{ref.prefix()}/scores"),
+        provider_reason="; ".join(dict.fromkeys(r.provider_reason for r in results)),
+        tf32_allowed=any(r.tf32_allowed for r in results),
+    )
+    log.info("evaluation run %d: merged %d partition(s), %d rows, dataset sha256 %s",
+             ref.evaluation_run_id, len(results), rows, fingerprint[:16])
+    merged = MergedStatistics(statistics, tuple((r.name, r.uri, r.rows, r.scores_key) for r in results),
+                              group_scores)
+    return put_pickle(ctx, f"{ref.prefix()}/statistics.pkl", merged)
+
+
+N_BOOTSTRAP = 1000
+
+
+BOOTSTRAP_SEED = 0
+
+
+def labels_from_scores(table: pa.Table, manifest: Manifest) -> Any:
+    """0/1 labels from the label column; a missing or non-binary label is an error naming it."""
+    from modelgate.evaluation.labels import model_labels
+
+    return model_labels(model_tasks.label_values(table, manifest).to_numpy(), manifest.to_dict())
+
+
+# Group labels are stored in full (fairness_group is keyed by their sha256) but one longer than
+# this is not a group name: it is refused before any scoring so no report is written for it.
+MAX_GROUP_LABEL_CHARS = 1000
+
+
+def check_held_out(table: pa.Table, manifest: Manifest) -> None:
+    """Labels and sensitive-group labels, checked before any work is done on the rows."""
+    if model_tasks.task_of(manifest) == model_tasks.BINARY:
+        labels_from_scores(table, manifest)
+    else:
+        model_tasks.targets(table, manifest)
+    for feature in manifest.sensitive_features:
+        lengths = {len(str(v)) for v in table.column(feature).unique().to_pylist() if v is not None}
+        if lengths and max(lengths) > MAX_GROUP_LABEL_CHARS:
+            raise ValueError(
+                f"sensitive feature {feature!r} has a group label of {max(lengths):,} characters; "
+                f"group labels may have at most {MAX_GROUP_LABEL_CHARS:,}")
+
+
+def load_statistics(ctx: Context, ref: RunRef) -> MergedStatistics:
+    merged: MergedStatistics = get_pickle(ctx, f"{ref.prefix()}/statistics.pkl")
+    return merged

@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 
 from modelgate.onnx.manifest import Manifest
 from modelgate.onnx.scoring import open_session, score_parquet, settings_from_os_environ
+from modelgate.pipelines import stored_pickles
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift.sample import sample_path
 from modelgate.pipelines.drift.usable import scored_rows
@@ -382,7 +383,7 @@ def estimate_interval(ctx: Context, ref: Any, sample: LiveSample,
     stored = estimation.get_reference(ctx.db_url, ref.model_version_id)
     result = EstimationResult()
     if stored is not None and sample["key"] is not None:
-        reference: EstimationReference = pickle.loads(ctx.store.get_bytes(stored.object_key))  # noqa: S301
+        reference: EstimationReference = stored_pickles.loads(ctx.store.get_bytes(stored.object_key))
         frame = pq.read_table(sample_path(ctx, ref, sample["key"])).to_pandas()
         kinds = {s.feature: s.kind for s in reference.schema}
         quality = check_quality(reference.schema, _columns(frame, kinds), n_rows=len(frame))
@@ -486,7 +487,7 @@ def load_result(ctx: Context, prefix: str) -> EstimationResult:
     key = result_key(prefix)
     if not ctx.store.exists(key):
         return EstimationResult()
-    result: EstimationResult = pickle.loads(ctx.store.get_bytes(key))  # noqa: S301 - our own bucket
+    result: EstimationResult = stored_pickles.loads(ctx.store.get_bytes(key))
     return result
 
 

@@ -26,7 +26,7 @@ from modelgate.gauges import emit as emit_metrics
 from modelgate.gauges import evidence_metrics
 from modelgate.onnx.manifest import Manifest
 from modelgate.onnx.scoring import open_session, score_parquet, settings_from_os_environ
-from modelgate.pipelines import index_page
+from modelgate.pipelines import index_page, stored_pickles
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift import estimation as drift_estimation
 from modelgate.pipelines.drift import joint as drift_joint
@@ -89,7 +89,7 @@ def _put(ctx: Context, key: str, value: object) -> str:
 
 
 def _get(ctx: Context, key: str) -> Any:
-    return pickle.loads(ctx.store.get_bytes(key))  # noqa: S301 - our own bucket
+    return stored_pickles.loads(ctx.store.get_bytes(key))
 
 
 def _features_of(manifest: Manifest) -> dict[str, Any]:

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from modelgate.onnx.manifest import Manifest
 from modelgate.onnx.scoring import open_session, settings_from_os_environ
+from modelgate.pipelines import stored_pickles
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift.sample import interval_seed, sample_path
 from modelgate.pipelines.drift.usable import scored_rows
@@ -256,7 +257,7 @@ def load_result(ctx: Context, prefix: str) -> JointResult:
     key = result_key(prefix)
     if not ctx.store.exists(key):
         return JointResult(None, None)
-    result: JointResult = pickle.loads(ctx.store.get_bytes(key))  # noqa: S301 - our own bucket
+    result: JointResult = stored_pickles.loads(ctx.store.get_bytes(key))
     return result
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelgate.logsafe import one_line
-from modelgate.pipelines import index_page
+from modelgate.pipelines import index_page, stored_pickles
 from modelgate.pipelines.context import Context, safe_key_part
 from modelgate.pipelines.payloads import RunRefDict
 from modelgate.store import models, runs
@@ -50,7 +50,7 @@ def put_pickle(ctx: Context, key: str, value: object) -> str:
 
 
 def get_pickle(ctx: Context, key: str) -> Any:
-    return pickle.loads(ctx.store.get_bytes(key))  # noqa: S301 - our own bucket, see module doc
+    return stored_pickles.loads(ctx.store.get_bytes(key))
 
 
 def model_row(ctx: Context, model_version_id: int) -> models.ModelVersionRow:

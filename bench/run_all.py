@@ -16,7 +16,8 @@ BENCHMARKS = ("bench_fairness", "bench_scoring", "bench_shap", "bench_tree_shap"
               "bench_drift", "bench_multivariate", "bench_evaluate_scale", "bench_score_stage",
               "bench_plain_script",
               "bench_gate_verdicts",
-              "bench_coverage", "bench_estimation", "bench_estimation_nannyml", "bench_drift_min_rows")
+              "bench_coverage", "bench_estimation", "bench_estimation_nannyml", "bench_drift_min_rows",
+              "bench_js_null")
 
 
 def main() -> int:

@@ -13,18 +13,24 @@ bins like ``1/a + 1/b`` (a chi-square law), so the baseline measured on halves `
 multiplied by ``sqrt((1/n + 1/m) / (1/h1 + 1/h2))`` (W1) or ``(1/n + 1/m) / (1/h1 + 1/h2)``
 (JS), with ``n`` reference and ``m`` current values. The feature drifts when
 
-    statistic > threshold = max(floor, relative * baseline)
+    statistic > threshold = max(floor, relative * baseline, q_null(m))
 
 ``relative`` defaults to 1.8; the floor (0.1 reference std for normalised W1, Evidently's
 default; 0.01 for base-2 JS) keeps a near-zero baseline, as from a huge reference, from
-flagging differences too small to matter.
+flagging differences too small to matter. ``q_null(m)`` is the ``null_level`` quantile
+(default 0.99) of the statistic when nothing changed, at the sizes compared: for JS
+(:func:`.js_null.js_null_quantile`) between two samples drawn from the reference's own
+proportions (categories, or the numeric feature's bins), for W1
+(:func:`.w1_null.w1_null_quantile`) between the reference and samples drawn from it, rescaled
+to two samples. ``relative`` times the mean noise is too low a bar on a few rows: the noise is
+skewed (JS: a chi-square law with few degrees of freedom, heavier still with sparse counts),
+and a baseline measured on five half splits is itself noisy.
 
-False alarms: on unshifted data, while the floor does not bind (current samples of tens to a
-few hundred rows), a feature alarms in under 10% of runs under normalised W1 (simulated 3-10%
-on normal, exponential and uniform data) and in up to about 25% under binned JS, whose noise
-with few rows per bin is heavier-tailed than its mean suggests (about 10% from 200 rows). Once
-the floor binds (large samples) alarms on unshifted data are rare. ``tests/drift/
-test_drift_threshold_rule.py`` checks these bounds by simulation.
+False alarms on unshifted data, references drawn afresh (``bench/bench_js_null.py``, figures
+in ``bench/RESULTS.md``): at most about 1.5 % with the null at every size from 10 to 1,000
+rows; without it categorical JS alarmed in up to 35 %, binned JS up to 30 % and normalised W1
+up to 6.5 %. ``tests/drift/test_drift_threshold_rule.py`` checks the rule by hand and by short
+simulations.
 
 Every result depends only on its own feature's reference and data, so running one task per
 feature and calling :func:`summarise` on the union equals one run over all features.
@@ -44,6 +50,7 @@ from numpy.typing import ArrayLike
 from modelgate.records import finite_or_none
 
 from .distances import categorical_js, js_divergence, wasserstein_sorted
+from .js_null import DEFAULT_NULL_LEVEL, js_null_quantile
 from .reference import (
     MISSING,
     CategoricalReference,
@@ -54,6 +61,7 @@ from .reference import (
     count_categories,
 )
 from .threshold_multiple import threshold_multiple
+from .w1_null import w1_null_quantile
 
 __all__ = [
     "DriftSummary",
@@ -94,6 +102,10 @@ class DriftThresholds:
         Statistic that decides numeric verdicts (categorical ones always use JS).
     min_values : int, default :data:`DEFAULT_MIN_VALUES`
         Fewest non-missing current values for a verdict; fewer give ``"insufficient_data"``.
+    null_level : float or None, default 0.99
+        The threshold is at least this quantile of the statistic under no change at the
+        sizes compared (:mod:`~modelgate.drift.js_null`, :mod:`~modelgate.drift.w1_null`);
+        None leaves it out.
     overrides : mapping of str to DriftThresholds
         Per-feature thresholds (their own ``overrides`` are ignored).
 
@@ -109,6 +121,7 @@ class DriftThresholds:
     js_floor: float = 0.01
     numeric_statistic: Statistic = "wasserstein_normalised"
     min_values: int = DEFAULT_MIN_VALUES
+    null_level: float | None = DEFAULT_NULL_LEVEL
     overrides: Mapping[str, DriftThresholds] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -124,6 +137,10 @@ class DriftThresholds:
         if isinstance(self.min_values, bool) or not isinstance(self.min_values, int) \
                 or self.min_values < 1:
             raise ValueError(f"min_values must be an integer >= 1, got {self.min_values!r}")
+        if self.null_level is not None and not (
+                isinstance(self.null_level, int | float) and not isinstance(self.null_level, bool)
+                and 0.0 < self.null_level < 1.0):
+            raise ValueError(f"null_level must be None or a number in (0, 1), got {self.null_level!r}")
         for key, value in self.overrides.items():
             if not isinstance(value, DriftThresholds):
                 raise ValueError(f"overrides[{key!r}] must be DriftThresholds, got {value!r}")
@@ -158,7 +175,7 @@ class FeatureDrift:
     baseline : float or None
         Size-adjusted reference-vs-reference value of ``statistic``.
     threshold : float or None
-        ``max(floor, relative * baseline)``.
+        ``max(floor, relative * baseline, null quantile at these sizes)``.
     score : float or None
         Value of ``statistic``.
     statistic : {"wasserstein_normalised", "js_divergence"}
@@ -230,8 +247,8 @@ def _size_factor(n: int, m: int, halves: tuple[int, int]) -> float:
 
 
 def _verdict(score: float, baseline: float, floor: float, relative: float, *, n_values: int = 1,
-             min_values: int = 1) -> tuple[float, Verdict]:
-    threshold = max(floor, relative * baseline)
+             min_values: int = 1, null: float = 0.0) -> tuple[float, Verdict]:
+    threshold = max(floor, relative * baseline, null)
     if n_values < min_values:
         return threshold, "insufficient_data"
     return threshold, "drift" if score > threshold else "ok"
@@ -285,6 +302,7 @@ def numeric_drift_sorted(
     )
     if cur.size == 0:
         return nodata
+    null = 0.0
     w = wasserstein_sorted(reference.values, cur)
     wn = w / reference.scale
     js = js_divergence(reference.probabilities, bin_counts_sorted(cur, reference.edges))
@@ -292,10 +310,16 @@ def numeric_drift_sorted(
     if stat == "wasserstein_normalised":
         score, floor = wn, t.wasserstein_floor
         baseline = reference.baseline_wasserstein * math.sqrt(f)
+        if t.null_level is not None:
+            null = w1_null_quantile(reference.values, reference.n, int(cur.size),
+                                    level=t.null_level) / reference.scale
     else:
         score, baseline, floor = js, reference.baseline_js * f, t.js_floor
+        if t.null_level is not None:  # the reference's bin counts (its shares of its n values)
+            bins = np.rint(reference.probabilities * reference.n).astype(np.int64)
+            null = js_null_quantile(bins, int(cur.size), level=t.null_level)
     threshold, verdict = _verdict(score, baseline, floor, t.relative, n_values=int(cur.size),
-                                  min_values=t.min_values)
+                                  min_values=t.min_values, null=null)
     return replace(
         nodata,
         wasserstein=w,
@@ -396,9 +420,10 @@ def categorical_drift_from_counts(
         return nodata
     res = categorical_js(reference.categories, reference.counts, current_counts)
     baseline = reference.baseline_js * _size_factor(reference.n, m, reference.half_sizes)
+    null = 0.0 if t.null_level is None else js_null_quantile(reference.counts, m, level=t.null_level)
     threshold, verdict = _verdict(res.js_divergence, baseline, t.js_floor, t.relative,
                                   n_values=m - int(current_counts.get(MISSING, 0)),
-                                  min_values=t.min_values)
+                                  min_values=t.min_values, null=null)
     return replace(
         nodata,
         js_divergence=res.js_divergence,

@@ -167,3 +167,12 @@ def test_a_drift_task_that_fails_once_and_succeeds_on_retry_leaves_a_finished_ru
     # 1991 drifts (occupation JS 0.0135 over the 0.01 floor), so decide fails the DAG run
     assert status == "drift" and reason is None
     assert str(dagrun.state) == "failed"
+
+
+def test_the_js_null_level_is_a_threshold_key() -> None:
+    from modelgate.pipelines.drift import feature_steps
+
+    t = feature_steps.parse_thresholds({"null_level": None, "features": {"age": {"null_level": 0.999}}})
+    levels = (t.null_level, t.for_feature("age").null_level, t.for_feature("x").null_level)
+    assert levels == (None, 0.999, None)
+    assert feature_steps.parse_thresholds({}).null_level == 0.99

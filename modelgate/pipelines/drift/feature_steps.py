@@ -394,7 +394,8 @@ def _concat(tables: list[pa.Table], files: list[Path]) -> pa.Table:
 
 # --- data drift (fans out per feature) ---------------------------------------------------
 
-_THRESHOLD_KEYS = ("relative", "wasserstein_floor", "js_floor", "numeric_statistic", "min_values")
+_THRESHOLD_KEYS = ("relative", "wasserstein_floor", "js_floor", "numeric_statistic", "min_values",
+                   "null_level")
 
 
 def check_threshold_features(spec: dict[str, Any] | None, manifest: Manifest, version: str, *,

@@ -10,12 +10,12 @@ them. Three measurements, one after the other in this process:
 * **stage**: what ``score_partition`` computes for each partition without a champion: the
   held-out labels and groups checked, :func:`~modelgate.onnx.scoring.score_parquet` (read,
   check, run, write the scores with the label and sensitive columns) and the summary into
-  mergeable statistics and group score tables (the pipeline's ``_summarise``); the object-store
-  upload and pickling are left out;
+  mergeable statistics and group score tables as they are scored (the pipeline's ``_Summary``);
+  the object-store upload and pickling are left out;
 * **breakdown**: the stage's parts on the first partition, each over all of its batches before
   the next begins: read (parquet batches of the needed columns), convert (to pandas, checked
-  ONNX inputs), run (the scorer's parallel runs), write (the scores file), summarise (reading
-  the scores file back into statistics), check (the held-out labels and groups).
+  ONNX inputs), run (the scorer's parallel runs), write (the scores file), summarise (the
+  scored tables into statistics), check (the held-out labels and groups).
 
 Wall and CPU seconds (process user + sys, all threads) are printed for each with rows/s; the
 load average before and after says how shared the machine was.
@@ -49,11 +49,11 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
     return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def _breakdown(scorer: Any, single: Any, first: Path, manifest: dict[str, Any], keep: list[str],
+def _breakdown(scorer: Any, single: Any, first: Path, manifest: Any, keep: list[str],
                root: Path) -> tuple[dict[str, tuple[float, float]], tuple[float, float]]:
     """The stage's parts on one partition, each over every batch, then the bare engine on the
     inputs the convert part built: ``({part: (wall, cpu)}, (bare wall, bare cpu))``."""
-    from modelgate.pipelines.evaluation.score_step import _read_columns, _summarise, check_held_out
+    from modelgate.pipelines.evaluation.score_step import _read_columns, _Summary, check_held_out
 
     model_manifest = scorer.manifest
     names = list(scorer.feature_names)
@@ -69,6 +69,8 @@ def _breakdown(scorer: Any, single: Any, first: Path, manifest: dict[str, Any], 
                                  for f, b in zip(feeds, batches, strict=True)])
     rows["run"] = (w, c)
 
+    tables: list[pa.Table] = []
+
     def write() -> Path:
         out = root / "breakdown-scores.parquet"
         writer = None
@@ -80,14 +82,21 @@ def _breakdown(scorer: Any, single: Any, first: Path, manifest: dict[str, Any], 
                               **{k: batch.column(k) for k in keep}})
             writer = writer or pq.ParquetWriter(out, table.schema, use_dictionary=keep)
             writer.write_table(table)
+            tables.append(table)
         assert writer is not None
         writer.close()
         return out
 
     written, w, c = _timed(write)
     rows["write"] = (w, c)
-    _, w, c = _timed(lambda: _summarise(written, None, manifest, None, root / "b-summary.parquet"))
-    rows["summarise (reads the scores back)"] = (w, c)
+    def summarise() -> Any:
+        summary = _Summary(manifest)
+        for table in tables:
+            summary.add(table)
+        return summary.result()
+
+    _, w, c = _timed(summarise)
+    rows["summarise"] = (w, c)
     _, w, c = _timed(lambda: check_held_out(_read_columns(first, keep), manifest))
     rows["check held-out labels and groups"] = (w, c)
 
@@ -114,7 +123,7 @@ def main() -> None:
     from modelgate.demo.data import build_demo
     from modelgate.onnx.artifact import verify
     from modelgate.onnx.scoring import SessionSettings, open_session, score_parquet
-    from modelgate.pipelines.evaluation.score_step import _read_columns, _summarise, check_held_out
+    from modelgate.pipelines.evaluation.score_step import _read_columns, _Summary, check_held_out
 
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-stage-") as tmp:
@@ -127,8 +136,8 @@ def main() -> None:
         model = verify(demo.archive_path)
         scorer = open_session(model)  # as deployed: one single-threaded run per core
         single = open_session(model, SessionSettings(intra_op_threads=1, parallel_runs=1))
-        manifest = model.manifest.to_dict()  # as the pipeline reads it from the store
-        keep = list(dict.fromkeys([manifest["label"]["column"], *manifest["sensitive_features"]]))
+        manifest = model.manifest
+        keep = list(dict.fromkeys([manifest.label.column, *manifest.sensitive_features]))
 
         first = parts[0]
         n_first = pq.ParquetFile(first).metadata.num_rows
@@ -139,8 +148,10 @@ def main() -> None:
             done = 0
             for i, part in enumerate(parts):
                 check_held_out(_read_columns(part, keep), manifest)
-                run = score_parquet(scorer, part, root / f"scored-{i}.parquet", keep_columns=keep)
-                _summarise(run.output_path, None, manifest, None, root / f"scores-{i}.parquet")
+                summary = _Summary(manifest)  # summarised as scored, as the pipeline does
+                run = score_parquet(scorer, part, root / f"scored-{i}.parquet", keep_columns=keep,
+                                    on_batch=summary.add)
+                summary.result()
                 done += run.rows
             return done
 

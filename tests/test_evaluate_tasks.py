@@ -353,3 +353,37 @@ def test_readme_json_section_names_every_task_metric() -> None:
     names = (*METRIC_NAMES, *multiclass_metric_names(["<class>"]), *REGRESSION_METRIC_NAMES,
              *REGRESSION_FAIRNESS_NAMES, "tpr_gap[<class>]", "task")
     assert [n for n in names if n not in text] == []
+
+
+def test_scores_summarised_as_scored_equal_scores_read_back(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partition summarised from score_parquet's tables (any sizes, cut into batches) gives
+    the statistics and group tables of the scores file read back batch by batch."""
+    import pickle
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from modelgate.pipelines.evaluation import score_step
+
+    monkeypatch.setattr(score_step, "STATS_BATCH_ROWS", 1000)
+    rng = np.random.default_rng(3)
+    n = 3500  # three whole batches and a remainder
+    score = np.round(rng.random(n), 2)
+    table = pa.table({"score": score, "prediction": (score >= 0.5).astype(np.int8),
+                      "y": rng.integers(0, 2, n),
+                      "group": pa.array(rng.choice(["a", "b", None], n).tolist(), type=pa.string())})
+    from modelgate.onnx.manifest import Manifest
+
+    manifest = Manifest.from_dict({
+        "format_version": 1, "name": "m", "version": "1", "sha256": "0" * 64,
+        "features": [{"name": "x", "kind": "numeric"}], "label": {"column": "y", "positive": 1},
+        "output": {"name": "p", "positive_index": 1}, "threshold": 0.5,
+        "sensitive_features": ["group"]})
+    pq.write_table(table, tmp_path / "scores.parquet", row_group_size=700)
+    read_back = score_step._summarise(tmp_path / "scores.parquet", None, manifest, None,
+                                    tmp_path / "out.parquet")
+    inline = score_step._Summary(manifest)
+    for start, size in [(0, 300), (300, 1700), (2000, 1), (2001, 1499)]:
+        inline.add(table.slice(start, size))
+    assert pickle.dumps(inline.result()) == pickle.dumps(read_back)

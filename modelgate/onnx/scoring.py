@@ -14,7 +14,7 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,7 +226,8 @@ def _as_in_file(column: pa.Array, field: pa.Field) -> pa.Array:
 def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
                   out_path: str | os.PathLike[str], *, batch_rows: int | None = None,
                   id_column: str | None = None, keep_columns: Sequence[str] = (),
-                  progress: logging.Logger = logger) -> ScoringRun:
+                  progress: logging.Logger = logger,
+                  on_batch: Callable[[pa.Table], None] | None = None) -> ScoringRun:
     """Score a parquet file batch by batch and write the scores to another parquet file.
 
     Only the needed columns are read, ``batch_rows`` at a time; the output holds
@@ -252,6 +253,10 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
         Further input columns copied to the output.
     progress
         Logger for progress lines (rows done, rows/s) at most every 5 s; counts only.
+    on_batch
+        Called with each batch's output table, in row order, once it is written: a caller
+        that summarises the scores does so while they are in memory instead of reading the
+        file back. An exception it raises fails the run as a bad batch does.
 
     Returns
     -------
@@ -296,6 +301,8 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
             writer = writer or pq.ParquetWriter(tmp, table.schema,
                                                 use_dictionary=list(keep_columns))
             writer.write_table(table)
+            if on_batch is not None:
+                on_batch(table)
             rows += batch.num_rows
             if (now := time.perf_counter()) - last >= PROGRESS_EVERY_S:
                 rate = rows / (now - start)

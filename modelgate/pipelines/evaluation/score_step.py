@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,10 +32,10 @@ log = logging.getLogger("modelgate.evaluate")
 
 
 def _score_one(ctx: Context, row: models.ModelVersionRow, data: Path, out: Path,
-               keep: list[str]) -> ScoringRun:
+               keep: list[str], on_batch: Callable[[pa.Table], None] | None = None) -> ScoringRun:
     model = load_registered_model(ctx, row, out.parent)
     scorer = open_session(model, settings_from_os_environ())
-    return score_parquet(scorer, data, out, keep_columns=keep)
+    return score_parquet(scorer, data, out, keep_columns=keep, on_batch=on_batch)
 
 
 def score(ctx: Context, ref: RunRef) -> str:
@@ -124,14 +124,21 @@ def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, i
     held_out = _read_columns(data, keep)
     if held_out is not None:
         check_held_out(held_out, manifest)
-    scored = _score_one(ctx, candidate, data, work / "candidate.parquet", keep)
+    binary = model_tasks.task_of(manifest) == model_tasks.BINARY
+    # Without a champion the scores are summarised as they are scored, not read back.
+    inline = _Summary(manifest) if binary and run.champion_version_id is None else None
+    scored = _score_one(ctx, candidate, data, work / "candidate.parquet", keep,
+                        inline.add if inline is not None else None)
     champion_path = champion_threshold = None
     if run.champion_version_id is not None:
         champion = model_row(ctx, run.champion_version_id)
         champion_path = _score_one(ctx, champion, data, work / "champion.parquet", []).output_path
         champion_threshold = champion.manifest.threshold
     statistics, group_scores = None, ()  # multiclass and regression keep the scored columns
-    if model_tasks.task_of(manifest) == model_tasks.BINARY:
+    if inline is not None:
+        os.replace(scored.output_path, work / "scores.parquet")
+        statistics, group_scores = inline.result()
+    elif binary:
         statistics, group_scores = _summarise(scored.output_path, champion_path, manifest,
                                               champion_threshold, work / "scores.parquet")
     else:
@@ -156,18 +163,67 @@ def _read_columns(data: Path, columns: list[str]) -> pa.Table | None:
         return None
 
 
+class _Summary:
+    """Mergeable statistics of one partition's scores and, per sensitive feature, its group
+    score table (per-group ROC AUC), summarised :data:`STATS_BATCH_ROWS` rows at a time.
+
+    :meth:`add` takes the scores in row order in tables of any size (``score_parquet``'s
+    ``on_batch``) and cuts them into the batches reading the scores file back would give, so
+    the statistics are the same either way.
+    """
+
+    def __init__(self, manifest: Manifest, champion_threshold: float | None = None) -> None:
+        self.manifest, self.champion_threshold = manifest, champion_threshold
+        self.parts: list[Any] = []
+        self.group_scores: list[tuple[Any, ...]] = []
+        self._pending: list[pa.Table] = []
+        self._rows = 0
+
+    def add(self, table: pa.Table) -> None:
+        """The next rows' scores (with the label and sensitive columns)."""
+        self._pending.append(table)
+        self._rows += table.num_rows
+        while self._rows >= STATS_BATCH_ROWS:
+            whole = pa.concat_tables(self._pending)
+            self.collect(whole.slice(0, STATS_BATCH_ROWS))
+            rest = whole.slice(STATS_BATCH_ROWS)
+            self._pending, self._rows = [rest], rest.num_rows
+
+    def collect(self, table: pa.Table, champion_score: Any = None) -> None:
+        """Summarise one batch (with the champion's scores of the same rows, if any)."""
+        from modelgate.evaluation import sufficient
+        from modelgate.fairness.group_scores import group_score_table_from_codes
+
+        manifest = self.manifest
+        groups = {f: _group_codes(table.column(f)) for f in manifest.sensitive_features}
+        y, score = labels_from_scores(table, manifest), table.column("score").to_numpy()
+        self.parts.append(sufficient.collect(
+            y, score, threshold=manifest.threshold, champion_score=champion_score,
+            champion_threshold=self.champion_threshold, groups=groups))
+        self.group_scores.append(tuple(group_score_table_from_codes(f, y, score, labels, codes)
+                                       for f, (labels, codes) in groups.items()))
+        if len(self.parts) >= 16:
+            self.parts = [sufficient.merge(self.parts)]
+        if len(self.group_scores) >= 16:
+            self.group_scores = [_merge_group_scores(self.group_scores)]
+
+    def result(self) -> tuple[Any, tuple[Any, ...]]:
+        """The merged statistics and group score tables of every row added or collected."""
+        from modelgate.evaluation import sufficient
+
+        if self._rows:
+            self.collect(pa.concat_tables(self._pending))
+            self._pending, self._rows = [], 0
+        return sufficient.merge(self.parts), _merge_group_scores(self.group_scores)
+
+
 def _summarise(candidate_path: Path, champion_path: Path | None, manifest: Manifest,
                champion_threshold: float | None, out: Path) -> Any:
-    """Mergeable statistics of one partition's scores, a batch at a time, and per sensitive
-    feature its group score table (per-group ROC AUC); the scores (with the champion's beside
-    the candidate's) end up in ``out``."""
-    from modelgate.evaluation import sufficient
-    from modelgate.fairness.group_scores import group_score_table_from_codes
-
+    """:class:`_Summary` of one partition's scores read back from ``candidate_path``; the
+    scores (with the champion's beside the candidate's) end up in ``out``."""
     champion = (pq.ParquetFile(champion_path).iter_batches(STATS_BATCH_ROWS, columns=["score", "prediction"])
                 if champion_path is not None else None)
-    parts: list[Any] = []
-    group_scores: list[tuple[Any, ...]] = []
+    summary = _Summary(manifest, champion_threshold)
     writer: pq.ParquetWriter | None = None
     try:
         for batch in pq.ParquetFile(candidate_path).iter_batches(STATS_BATCH_ROWS):
@@ -178,16 +234,7 @@ def _summarise(candidate_path: Path, champion_path: Path | None, manifest: Manif
                 table = table.append_column("champion_score", other.column(0))
                 table = table.append_column("champion_prediction", other.column(1))
                 champion_score = other.column(0).to_numpy()
-            groups = {f: _group_codes(table.column(f)) for f in manifest.sensitive_features}
-            y, score = labels_from_scores(table, manifest), table.column("score").to_numpy()
-            parts.append(sufficient.collect(
-                y, score, threshold=manifest.threshold, champion_score=champion_score,
-                champion_threshold=champion_threshold, groups=groups))
-            group_scores.append(tuple(group_score_table_from_codes(f, y, score, labels, codes)
-                                      for f, (labels, codes) in groups.items()))
-            parts = parts if len(parts) < 16 else [sufficient.merge(parts)]
-            group_scores = group_scores if len(group_scores) < 16 else [
-                _merge_group_scores(group_scores)]
+            summary.collect(table, champion_score)
             if champion is not None:  # the champion's columns join the candidate's scores
                 writer = writer or pq.ParquetWriter(out, table.schema)
                 writer.write_table(table)
@@ -196,7 +243,7 @@ def _summarise(candidate_path: Path, champion_path: Path | None, manifest: Manif
             writer.close()
     if champion is None:
         os.replace(candidate_path, out)
-    return sufficient.merge(parts), _merge_group_scores(group_scores)
+    return summary.result()
 
 
 def _group_codes(column: pa.ChunkedArray) -> tuple[tuple[str, ...], Any]:

@@ -175,7 +175,7 @@ def _check(y_true: npt.ArrayLike, proba: npt.ArrayLike) -> tuple[npt.NDArray[np.
     p = np.asarray(proba, dtype=np.float64)
     if p.ndim != 2 or p.shape[1] < 2 or p.shape[0] == 0:
         raise ValueError(f"proba must be a non-empty [N, C] array with C >= 2; got shape {p.shape}")
-    if not np.all((p >= 0.0) & (p <= 1.0)):
+    if not (p.min() >= 0.0 and p.max() <= 1.0):  # NaN fails both; no [N, C] temporaries
         raise ValueError("proba must be probabilities in [0, 1]; found values outside or NaN")
     y = np.asarray(y_true)
     if y.shape != (p.shape[0],) or y.dtype.kind not in "iu":
@@ -200,9 +200,29 @@ class _RowStatistics:
 def _row_statistics(y: npt.NDArray[np.int64], p: _FloatArray) -> _RowStatistics:
     n = len(y)
     eps = np.finfo(np.float64).eps
-    predicted = p.argmax(axis=1)
+    predicted = _argmax_rows(p)
     return _RowStatistics(y, predicted, predicted == y,
                           -np.log(np.clip(p[np.arange(n), y], eps, 1.0 - eps)))
+
+
+def _argmax_rows(p: _FloatArray) -> npt.NDArray[np.int64]:
+    """``p.argmax(axis=1)`` (the first on ties); a column-major ``p`` a column at a time, as
+    numpy's argmax along a non-contiguous axis copies the whole matrix first.
+
+    Examples
+    --------
+    >>> _argmax_rows(np.asfortranarray([[0.2, 0.5, 0.5], [0.7, 0.1, 0.2]])).tolist()
+    [1, 0]
+    """
+    if not p.flags.f_contiguous or p.flags.c_contiguous:
+        return p.argmax(axis=1)
+    best, where = p[:, 0].copy(), np.zeros(p.shape[0], dtype=np.int64)
+    for k in range(1, p.shape[1]):
+        column = p[:, k]
+        higher = column > best  # strictly: the first of tied maxima stays
+        best[higher] = column[higher]
+        where[higher] = k
+    return where
 
 
 def _class_sums(w: _FloatArray, index: npt.NDArray[np.int64], n_classes: int) -> _FloatArray:

@@ -61,11 +61,17 @@ def _compute_task_metrics(ctx: Context, ref: RunRef, manifest: Manifest, *,
     scored = load_statistics(ctx, ref).partitions
     model_tasks.check_memory(manifest, sum(p[2] for p in scored), champion=champion,
                                 n_bootstrap=N_BOOTSTRAP, limit_mb=ctx.settings.eval_memory_limit_mb)
+    probabilities = None
     with ctx.attempt_scratch("evaluation", ref.run_key, "metrics") as work:
-        table = model_tasks.read_scores(ctx, scored, model_tasks.score_columns(manifest, champion),
-                                           work)
+        if task == model_tasks.MULTICLASS:
+            table, probabilities = model_tasks.read_multiclass_scores(ctx, scored, manifest,
+                                                                      champion, work)
+        else:
+            table = model_tasks.read_scores(
+                ctx, scored, model_tasks.score_columns(manifest, champion), work)
     candidate, champion_report, comparison = model_tasks.compute_metrics(
-        table, manifest, champion=champion, n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED)
+        table, manifest, champion=champion, n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED,
+        probabilities=probabilities)
     log.info("%s metrics on %d rows with %d bootstrap resamples%s", task, table.num_rows,
              N_BOOTSTRAP, " (paired with the champion)" if champion else "")
     result = MetricsResult(candidate, champion_report, comparison, task=task)

@@ -210,6 +210,41 @@ def read_scores(ctx: Context, partitions: Sequence[tuple[str, str, int, str]],
     return pa.concat_tables(parts)
 
 
+# probability columns read from a scores file at a time: 64 x 8 bytes a row, not all C
+_COLUMNS_A_READ = 64
+
+
+def read_multiclass_scores(ctx: Context, partitions: Sequence[tuple[str, str, int, str]],
+                           manifest: Manifest, champion: bool, work: Path
+                           ) -> tuple[pa.Table, list[npt.NDArray[np.float64]]]:
+    """The label column of every partition's scores and each model's ``[N, C]`` float64
+    probabilities, column-major (as :func:`_proba` builds them), filled a few columns at a
+    time: the ``N x C`` scored columns are held once, not also as a table (at 1000 classes
+    on 100k rows, 800 MB)."""
+    label = manifest.label.column
+    c = len(classes_of(manifest))
+    paths = [ctx.store.download(key, work / f"scores-{i:05d}.parquet")
+             for i, (_, _, _, key) in enumerate(partitions)]
+    files = [pq.ParquetFile(path) for path in paths]
+    n = sum(f.metadata.num_rows for f in files)
+    prefixes = ["", *([CHAMPION_PREFIX] if champion else [])]
+    out = [np.empty((c, n)) for _ in prefixes]
+    offset, labels = 0, []
+    for f in files:
+        rows = f.metadata.num_rows
+        labels.append(f.read(columns=[label]))
+        for prefix, matrix in zip(prefixes, out, strict=True):
+            for start in range(0, c, _COLUMNS_A_READ):
+                names = [f"{prefix}proba_{k}" for k in range(start, min(c, start + _COLUMNS_A_READ))]
+                part = f.read(columns=names)
+                for k, name in enumerate(names, start):
+                    matrix[k, offset:offset + rows] = part.column(name).to_numpy()
+        offset += rows
+    for path in paths:
+        path.unlink()
+    return pa.concat_tables(labels), [m.T for m in out]
+
+
 def _proba(table: pa.Table, n_classes: int, prefix: str = "") -> npt.NDArray[np.float64]:
     """The ``[N, C]`` float64 probabilities in column-major order: each class's column, read
     one at a time, is contiguous (the metrics sort each class's column; a row-major matrix
@@ -227,8 +262,12 @@ def score_columns(manifest: Manifest, champion: bool) -> list[str]:
 
 
 def compute_metrics(table: pa.Table, manifest: Manifest, *, champion: bool,
-                    n_bootstrap: int, seed: int) -> tuple[Any, Any | None, Any | None]:
-    """The candidate's report, the champion's and the paired comparison (None without one)."""
+                    n_bootstrap: int, seed: int,
+                    probabilities: Sequence[npt.NDArray[np.float64]] | None = None
+                    ) -> tuple[Any, Any | None, Any | None]:
+    """The candidate's report, the champion's and the paired comparison (None without one);
+    a multiclass model's probabilities from ``probabilities`` (candidate's, champion's) when
+    given (:func:`read_multiclass_scores`), else from the table's columns."""
     from modelgate.evaluation.multiclass import compare_multiclass, evaluate_multiclass
     from modelgate.evaluation.regression import compare_regression, evaluate_regression
 
@@ -242,10 +281,11 @@ def compute_metrics(table: pa.Table, manifest: Manifest, *, champion: bool,
         return (evaluate_regression(y, new, **options), evaluate_regression(y, old, **options),
                 compare_regression(y, new, old, **options))
     classes = classes_of(manifest)
-    new = _proba(table, len(classes))
+    new = _proba(table, len(classes)) if probabilities is None else probabilities[0]
     if not champion:
         return evaluate_multiclass(y, new, classes=classes, **options), None, None
-    old = _proba(table, len(classes), CHAMPION_PREFIX)
+    old = (_proba(table, len(classes), CHAMPION_PREFIX) if probabilities is None else
+           probabilities[1])
     return (evaluate_multiclass(y, new, classes=classes, **options),
             evaluate_multiclass(y, old, classes=classes, **options),
             compare_multiclass(y, new, old, classes=classes, **options))

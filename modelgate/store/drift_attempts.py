@@ -1,8 +1,9 @@
-"""Attempts of drift runs, and which one is the interval's current result (migration 0038).
+"""Attempts of drift runs, and which one is the interval's current result (migrations 0038, 0040).
 
 Every start of a drift run (one per model version and interval) is an attempt. When an
 attempt ends, trigger ``drift_attempt_recorded_trigger`` copies its status, verdict, counts,
-reasons and report into ``drift_attempt``, a row that never changes, and makes it the run
+reasons, report and scored sample (``scores_uri``, how it was scored) into ``drift_attempt``,
+a row that never changes, and makes it the run
 row's ``current_attempt``. One exception, applied here: an attempt that ends with less
 evidence (``no_data`` or ``insufficient_data``) than the current attempt, whose verdict was
 made on data (``ok`` or ``drift``, degraded or not), is recorded beside it; the run row, its
@@ -28,9 +29,11 @@ ON_DATA = ("ok", "drift")
 #: Verdicts that decide nothing about the data.
 LESS_EVIDENCE = ("no_data", "insufficient_data")
 
+# what put_back restores: the attempt's result and its scored sample (migration 0040)
 _RESULT = ("status, verdict, failure_reason, degraded_reason, evidence_reason, provider, "
            "rows_available, rows_sampled, rows_labelled, rows_set_aside, n_features_breached, "
-           "report_key, report_uri, started_at, finished_at")
+           "report_key, report_uri, started_at, finished_at, scores_uri, provider_reason, "
+           "tf32_allowed, set_aside_reason")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +80,9 @@ def data_verdict_stands(cur: Any, run_id: int) -> bool:
 
 
 def put_back(cur: Any, run_id: int, attempt: int) -> None:
-    """Show ``attempt``'s recorded result in the run row again (after a later attempt with
-    less evidence ended; that attempt stays recorded beside it)."""
+    """Show ``attempt``'s recorded result in the run row again, its scored sample
+    (``scores_uri``) included (after a later attempt with less evidence ended; that attempt
+    stays recorded beside it)."""
     cur.execute(
         f"""UPDATE drift_run dr SET ({_RESULT}, current_attempt)
                 = (SELECT {_RESULT}, attempt FROM drift_attempt da

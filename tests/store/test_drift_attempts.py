@@ -51,9 +51,11 @@ def _attempt(url: str, version_id: int, *, verdict: str, rows: int, ctx: Context
     with ``ctx``, its scored sample written to the object store under the attempt's key."""
     run_id = drift_runs.start_drift_run(url, model_version_id=version_id, interval_start=START,
                                         interval_end=END)
-    drift_runs.record_sample(url, run_id, provider="CPUExecutionProvider" if rows else None,
-                             rows_available=rows, rows_sampled=rows, scores_uri=None)
     attempt = drift_runs.get_drift_run(url, run_id).attempt
+    drift_runs.record_sample(url, run_id, provider="CPUExecutionProvider" if rows else None,
+                             rows_available=rows, rows_sampled=rows, scores_uri=_sample_uri(attempt, rows),
+                             provider_reason=f"attempt {attempt}" if rows else None,
+                             set_aside_reason=f"x: {attempt} missing" if rows else None)
     scores = None
     if ctx is not None and rows:
         key = feature_steps.DriftRef(run_id, version_id, "m", "1", START.isoformat(),
@@ -72,6 +74,19 @@ def _attempt(url: str, version_id: int, *, verdict: str, rows: int, ctx: Context
         report_key=f"reports/m/1/drift-attempt{attempt}.html",
         report_uri=f"s3://b/reports/m/1/drift-attempt{attempt}.html", scores=scores)
     return run_id
+
+
+def _sample_uri(attempt: int, rows: int) -> str | None:
+    return f"s3://b/drift/m/1/attempt{attempt}/scored-sample.parquet" if rows else None
+
+
+def _sample_of_row(url: str) -> tuple[Any, ...]:
+    """The scored sample the run row names, and how it was scored."""
+    (row,) = fetch_all(url, "SELECT scores_uri, provider_reason, set_aside_reason FROM drift_run")
+    return row
+
+
+ATTEMPT_1_SAMPLE = (_sample_uri(1, 1), "attempt 1", "x: 1 missing")
 
 
 def _version(url: str) -> int:
@@ -110,9 +125,14 @@ def test_a_rerun_with_less_evidence_is_kept_beside_the_verdict_made_on_data(
     assert _attempts(url) == [DRIFT_ON_DATA]
     assert _current(url) == ("drift", "drift", 3907, 1, 1, 1, True, ["drift"])
 
+    assert _sample_of_row(url) == ATTEMPT_1_SAMPLE
     assert _attempt(url, version_id, verdict=verdict, rows=rows) == run_id
     second = (2, False, verdict, verdict, None, reason, rows, rows, 0, 0,
               "s3://b/reports/m/1/drift-attempt2.html")
+    # the thin attempt's own sample (none, or its 3 rows) is on its record; the row names attempt 1's
+    assert fetch_all(url, "SELECT attempt, scores_uri FROM drift_attempt ORDER BY attempt") == [
+        (1, ATTEMPT_1_SAMPLE[0]), (2, _sample_uri(2, rows))]
+    assert _sample_of_row(url) == ATTEMPT_1_SAMPLE
     assert _attempts(url) == [DRIFT_ON_DATA, second]  # the first attempt exactly as it was
     # the interval's current verdict is still the first attempt's, with its feature rows
     assert _current(url) == ("drift", "drift", 3907, 1, 2, 1, True, ["drift"])
@@ -142,6 +162,7 @@ def test_a_rerun_with_data_replaces_the_current_verdict_and_keeps_the_earlier_at
                                                (3, True, "ok", "ok")]
     assert _attempts(url)[0] == (1, False, *DRIFT_ON_DATA[2:])
     assert _current(url) == ("ok", "ok", 4000, 0, 3, 3, False, ["ok"])
+    assert _sample_of_row(url) == (_sample_uri(3, 1), "attempt 3", "x: 3 missing")  # its own
     assert drift_attempts.kept_beside(url, run_id) is None
 
     # no data after that keeps the ok verdict, and leaves is_drifting as the ok attempt set it
@@ -184,6 +205,7 @@ def test_less_evidence_after_a_failed_rerun_puts_the_verdict_on_data_back(
     assert _current(url) == ("drift", "drift", 3907, 1, 3, 1, True, ["drift"])
     assert drift_attempts.kept_beside(url, run_id) == (3, verdict, 1)
     assert _scored_interval(url) == (f"{SAMPLES}/scored-sample.parquet", 3907)
+    assert _sample_of_row(url) == ATTEMPT_1_SAMPLE
 
 
 def test_a_failed_first_attempt_clears_its_partial_rows(clean_db: str) -> None:

@@ -2,7 +2,7 @@
 
 verify -> partitions -> score (one mapped task per held-out parquet file, candidate and
 champion) -> merge -> metrics, fairness, explain -> decide -> report -> store -> gate
--> promote. The order is ``modelgate.pipelines.evaluation.runner.EVALUATION``'s (the same
+-> reference_sketch -> promote. The order is ``modelgate.pipelines.evaluation.runner.EVALUATION``'s (the same
 steps ``modelgate evaluate`` runs in one process); each task calls one step (a function of a
 step module in ``modelgate.pipelines.evaluation``) and passes the run's id and key through
 XCom, never data.
@@ -69,9 +69,7 @@ def _ctx() -> Any:
 
 
 def _run_step(run: RunRefDict, step: Callable[..., Any], *args: Any) -> Any:
-    from modelgate.pipelines.evaluation import (
-        run_refs,
-    )
+    from modelgate.pipelines.evaluation import run_refs
     from modelgate.pipelines.tasks import run_step
 
     return run_step(run_refs.RunRef(**run), run_refs.fail, step, *args, beat=run_refs.beat)
@@ -142,9 +140,7 @@ def model_evaluation() -> None:
         A refusal (no model, unknown version, bad dataset or policy) is final: no retry."""
         from airflow.sdk.exceptions import AirflowFailException
 
-        from modelgate.pipelines.evaluation import (
-            prepare_step,
-        )
+        from modelgate.pipelines.evaluation import prepare_step
         from modelgate.pipelines.evaluation.runner import require_model_name
         from modelgate.pipelines.tasks import refusals_are_final
 
@@ -183,50 +179,38 @@ def model_evaluation() -> None:
     @task
     def merge(run: RunRefDict, scored: list[str]) -> str:
         """Merge the partitions' statistics in partition order and record the scoring."""
-        from modelgate.pipelines.evaluation import (
-            score_step,
-        )
+        from modelgate.pipelines.evaluation import score_step
 
         return str(_run_step(run, score_step.merge_partitions, list(scored)))
 
     @task
     def metrics(run: RunRefDict) -> str:
-        from modelgate.pipelines.evaluation import (
-            metrics_step,
-        )
+        from modelgate.pipelines.evaluation import metrics_step
 
         return str(_run_step(run, metrics_step.compute_metrics))
 
     @task
     def fairness(run: RunRefDict) -> str:
-        from modelgate.pipelines.evaluation import (
-            fairness_step,
-        )
+        from modelgate.pipelines.evaluation import fairness_step
 
         return str(_run_step(run, fairness_step.compute_fairness))
 
     @task
     def explain(run: RunRefDict) -> str:
-        from modelgate.pipelines.evaluation import (
-            explain_step,
-        )
+        from modelgate.pipelines.evaluation import explain_step
 
         return str(_run_step(run, explain_step.explain))
 
     @task
     def decide(run: RunRefDict) -> str:
         """Apply the policy the verify task checked and stored with the run."""
-        from modelgate.pipelines.evaluation import (
-            gate_step,
-        )
+        from modelgate.pipelines.evaluation import gate_step
 
         return str(_run_step(run, gate_step.decide))
 
     @task
     def report(run: RunRefDict) -> str:
-        from modelgate.pipelines.evaluation import (
-            report_step,
-        )
+        from modelgate.pipelines.evaluation import report_step
 
         link = str(_run_step(run, report_step.render_report))
         print(f"evaluation report: {link_for_log(link)} (signed link: Report button / XCom)")
@@ -235,9 +219,7 @@ def model_evaluation() -> None:
 
     @task
     def store(run: RunRefDict) -> str:
-        from modelgate.pipelines.evaluation import (
-            store_step,
-        )
+        from modelgate.pipelines.evaluation import store_step
 
         return str(_run_step(run, store_step.store_results))
 
@@ -257,12 +239,18 @@ def model_evaluation() -> None:
             raise AirflowFailException(str(exc)) from exc
 
     @task
-    def promote(run: RunRefDict) -> str:
-        from modelgate.pipelines.evaluation import (
-            promote_step,
-        )
+    def reference_sketch(run: RunRefDict) -> str | None:
+        """The drift reference sketch of a monitored model's candidate, before its promotion."""
+        from modelgate.pipelines.evaluation import reference_sketch_step
 
-        return str(_run_step(run, promote_step.promote))
+        key: str | None = _run_step(run, reference_sketch_step.reference_sketch)
+        return key
+
+    @task
+    def promote(run: RunRefDict, sketch_key: str | None) -> str:
+        from modelgate.pipelines.evaluation import promote_step
+
+        return str(_run_step(run, promote_step.promote, sketch_key))
 
     # Every task gets the run from verify; the order between them is EVALUATION's.
     run = verify()
@@ -277,7 +265,8 @@ def model_evaluation() -> None:
         "report": lambda done: report(run),
         "store": lambda done: store(run),
         "gate": lambda done: gate(run),
-        "promote": lambda done: promote(run),
+        "reference_sketch": lambda done: reference_sketch(run),
+        "promote": lambda done: promote(run, done["reference_sketch"]),
     }
     tasks = wire(EVALUATION, build, {EVALUATION.root.name: run})
     tasks["report"].operator.operator_extra_links = (ReportLink(),)

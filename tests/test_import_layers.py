@@ -157,26 +157,74 @@ def test_adapters_import_no_pipeline_and_no_edge() -> None:
 
 
 #: The pipelines, a folder each; the plumbing they share sits beside them in ``modelgate.pipelines``.
-PIPELINES = ("modelgate.pipelines.evaluation", "modelgate.pipelines.drift")
-#: The one import from one pipeline into the other: promotion builds the drift reference sketch.
-CROSS_PIPELINE = {("modelgate.pipelines.evaluation.promote_step", "modelgate.pipelines.drift.monitor")}
+EVALUATION_PIPELINE, DRIFT_PIPELINE = "modelgate.pipelines.evaluation", "modelgate.pipelines.drift"
+#: The one way from one pipeline into the other: the evaluation graph's ``reference_sketch``
+#: step builds the drift reference sketch of a candidate before it is promoted.
+DECLARED_STEP = "modelgate.pipelines.evaluation.reference_sketch_step"
 
 
 def pipeline_of(module: str) -> str | None:
-    return next((p for p in PIPELINES if module == p or module.startswith(p + ".")), None)
+    return next((p for p in (EVALUATION_PIPELINE, DRIFT_PIPELINE)
+                 if module == p or module.startswith(p + ".")), None)
 
 
-def test_each_pipeline_stands_alone() -> None:
-    """A pipeline's modules import the other pipeline's only where :data:`CROSS_PIPELINE` says;
-    the shared plumbing (the task wrapper, the step-graph machinery, ...) imports neither
-    pipeline (their callers pass the pipeline's ``fail``)."""
-    crossing = {(m, t) for m, targets in GRAPH.items() for t in targets
-                if pipeline_of(m) and pipeline_of(t) and pipeline_of(m) != pipeline_of(t)}
-    assert crossing == CROSS_PIPELINE, sorted(crossing)
-    shared = [m for m in GRAPH if m.startswith("modelgate.pipelines.") and pipeline_of(m) is None]
-    assert "modelgate.pipelines.tasks" in shared and "modelgate.pipelines.steps" in shared
-    for module in ("modelgate.pipelines.tasks", "modelgate.pipelines.steps", "modelgate.pipelines.context"):
-        assert not [t for t in GRAPH[module] if pipeline_of(t)], (module, sorted(GRAPH[module]))
+def reach(graph: Mapping[str, set[str]], start: set[str], *, around: str | None = None) -> set[str]:
+    """Every module ``start`` imports, directly or through others (imports inside functions
+    included: the graph has them), never passing through ``around``."""
+    seen: set[str] = set()
+    todo = [m for m in start if m != around]
+    while todo:
+        for target in graph[todo.pop()]:
+            if target not in seen and target != around:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def _modules_of(pipeline: str) -> set[str]:
+    return {m for m in GRAPH if pipeline_of(m) == pipeline}
+
+
+def test_the_drift_pipeline_reaches_no_evaluation_module() -> None:
+    reached = reach(GRAPH, _modules_of(DRIFT_PIPELINE))
+    assert not {m for m in reached if pipeline_of(m) == EVALUATION_PIPELINE}, sorted(reached)
+
+
+def test_the_evaluation_pipeline_reaches_drift_only_through_its_declared_step() -> None:
+    """Pipelines stand alone: the evaluation modules, their shared helpers and whatever those
+    import reach no drift module except through the ``reference_sketch`` step, which the
+    runner wires into the declared graph and nothing else imports."""
+    reached = reach(GRAPH, _modules_of(EVALUATION_PIPELINE), around=DECLARED_STEP)
+    assert not {m for m in reached if pipeline_of(m) == DRIFT_PIPELINE}, sorted(
+        (m, sorted(t for t in GRAPH[m] if pipeline_of(t) == DRIFT_PIPELINE))
+        for m in reached | _modules_of(EVALUATION_PIPELINE) if GRAPH[m] & _modules_of(DRIFT_PIPELINE))
+    assert {m for m, targets in GRAPH.items() if DECLARED_STEP in targets} == {
+        "modelgate.pipelines.evaluation.runner"}
+    from modelgate.pipelines.evaluation.runner import EVALUATION
+
+    assert "reference_sketch" in {s.name for s in EVALUATION}
+    assert EVALUATION["promote"].after == ("reference_sketch",)  # the sketch first
+
+
+def test_shared_plumbing_imports_neither_pipeline() -> None:
+    """What both pipelines use (the task wrapper, the step-graph machinery, the refusals, the
+    context ...) reaches neither: their callers pass the pipeline's ``fail``."""
+    shared = {m for m in reach(GRAPH, _modules_of(EVALUATION_PIPELINE) | _modules_of(DRIFT_PIPELINE),
+                               around=DECLARED_STEP) if m.startswith("modelgate.pipelines.")
+              and pipeline_of(m) is None}
+    assert {f"modelgate.pipelines.{m}" for m in ("tasks", "steps", "refusals", "context")} <= shared
+    leaks = {m: sorted(t for t in reach(GRAPH, {m}) if pipeline_of(t)) for m in shared}
+    assert not any(leaks.values()), {m: t for m, t in leaks.items() if t}
+
+
+def test_reach_sees_a_lazy_import_two_modules_away() -> None:
+    """The reach check can fail: an import inside a function, through a shared module, is found;
+    going around the declared step leaves its own imports out."""
+    graph = {"ev.a": {"shared"}, "shared": {"dr.x"}, "ev.step": {"dr.y"}, "ev.runner": {"ev.step"},
+             "dr.x": set(), "dr.y": set()}
+    assert reach(graph, {"ev.a"}) == {"shared", "dr.x"}
+    assert reach(graph, {"ev.runner", "ev.step"}, around="ev.step") == set()
+    assert reach(graph, {"ev.runner"}) == {"ev.step", "dr.y"}
 
 
 def test_the_checker_finds_a_cycle_it_is_shown(tmp_path: Path) -> None:

@@ -23,27 +23,27 @@ if TYPE_CHECKING:
 
 
 class InputRefused(ValueError):
-    """A run's input (dataset, param) cannot work; the message names it and what came."""
+    """A run's input (dataset, param) cannot work; the message names it and what came.
+
+    The pipelines' own refusals derive from it (a promotion under a looser policy without
+    leave, a monitoring location that cannot work, a dataset too large for the memory
+    limit), so this module names neither pipeline."""
 
 
 def refusal_types() -> tuple[type[BaseException], ...]:
     """The errors that refuse a run's input rather than fail while working on it.
 
     The model registry's (unknown model or version, a stage that cannot be evaluated), a
-    malformed policy, setting or JSON option, a promotion under a looser policy without
-    leave, a monitoring location that cannot work, a dataset too large for the memory
-    limit, and :class:`InputRefused`.
+    malformed policy, setting or JSON option, and :class:`InputRefused` with the pipelines'
+    refusals derived from it (a promotion under a looser policy without leave, a monitoring
+    location that cannot work, a dataset too large for the memory limit).
     """
     from modelgate.config import ConfigError
     from modelgate.evaluation.policy import PolicyError
     from modelgate.json_input import JsonInputError
-    from modelgate.pipelines.drift.monitor_checks import MonitorConfigError
-    from modelgate.pipelines.evaluation.model_tasks import EvaluationTooLarge
-    from modelgate.pipelines.evaluation.policy_provenance import LooserPolicyRefused
     from modelgate.store.models import RegistryError
 
-    return (InputRefused, RegistryError, PolicyError, ConfigError, JsonInputError,
-            LooserPolicyRefused, MonitorConfigError, EvaluationTooLarge)
+    return (InputRefused, RegistryError, PolicyError, ConfigError, JsonInputError)
 
 
 def check_dataset_uri(dataset_uri: object, *, name: str = "dataset") -> str:

@@ -163,3 +163,17 @@ def test_a_policy_param_naming_no_file_fails_the_run_once(ctx: Context, in_airfl
         prepare_step.prepare(ctx, model_name="tiny", version="1", dataset_uri=str(data),
                          run_key="model_evaluation__r3", policy_path="/nowhere/p.yaml")
     assert fetch_all(ctx.db_url, "SELECT status FROM evaluation_run") == [("failed",)]
+
+
+def test_the_pipelines_own_refusals_are_refusals() -> None:
+    """A looser policy without leave, a monitoring location that cannot work and a dataset too
+    large are refusals (no retry) through :class:`InputRefused`, so ``refusal_types`` names
+    neither pipeline; ``ValueError`` they stay, as callers catch."""
+    from modelgate.pipelines.evaluation.model_tasks import EvaluationTooLarge
+    from modelgate.pipelines.evaluation.policy_provenance import LooserPolicyRefused
+    from modelgate.pipelines.refusals import refusal_types
+
+    for refused in (LooserPolicyRefused("p.yaml", ["auc >= 0.8"]), MonitorConfigError("--live: no"),
+                    EvaluationTooLarge("9 GiB")):
+        assert isinstance(refused, refusal_types()) and isinstance(refused, ValueError)
+    assert not isinstance(RuntimeError("working, then failed"), refusal_types())

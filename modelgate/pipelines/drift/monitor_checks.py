@@ -23,11 +23,12 @@ import pyarrow.parquet as pq
 
 from modelgate.pipelines.context import Context
 from modelgate.pipelines.dataset_files import PARQUET_SUFFIX, hidden, s3_parquet, walk_parquet
+from modelgate.pipelines.refusals import InputRefused
 
 _PARTITION = re.compile(r"dt=(\d{4}-\d{2}-\d{2})")
 
 
-class MonitorConfigError(ValueError):
+class MonitorConfigError(InputRefused):
     """A monitoring location that cannot work; the message names the option and the value."""
 
 

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from modelgate.onnx.manifest import Manifest
 from modelgate.pipelines.context import Context
+from modelgate.pipelines.refusals import InputRefused
 
 BINARY = "binary_classification"
 MULTICLASS = "multiclass_classification"
@@ -146,7 +147,7 @@ def join_champion(candidate_path: Path, champion_path: Path | None, out: Path) -
         os.replace(candidate_path, out)
 
 
-class EvaluationTooLarge(ValueError):
+class EvaluationTooLarge(InputRefused):
     """The metrics step would hold more memory than ``MODELGATE_EVAL_MEMORY_LIMIT_MB``."""
 
 

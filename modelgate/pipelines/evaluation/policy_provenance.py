@@ -21,6 +21,7 @@ from typing import Any
 from modelgate.evaluation.policy import Policy
 from modelgate.evaluation.policy_diff import PolicyChange, diff_policies
 from modelgate.evaluation.policy_text import policy_text
+from modelgate.pipelines.refusals import InputRefused
 from modelgate.store.runs import PolicyProvenance
 
 ALLOW_HINT = "--allow-looser-policy (DAG param allow_looser_policy)"
@@ -29,7 +30,7 @@ ALLOW_HINT = "--allow-looser-policy (DAG param allow_looser_policy)"
 MODEL_OWN = "the model's own policy"
 
 
-class LooserPolicyRefused(ValueError):
+class LooserPolicyRefused(InputRefused):
     """Promotion was asked for under a policy looser than the model's own (or than the
     policy of the version's previous decided attempt, ``against``), without the explicit
     allowance; ``checks`` are the looser checks, as text."""

@@ -11,7 +11,11 @@ They import those modules and look their functions up when called: DAG files imp
 module at parse time, and a test may replace a step.
 
     verify -> partitions -> score (mapped) -> merge -> metrics, fairness, explain
-    metrics, fairness -> decide; decide, explain -> report -> store -> gate -> promote
+    metrics, fairness -> decide; decide, explain -> report -> store -> gate
+    gate -> reference_sketch -> promote
+
+``reference_sketch`` (:mod:`.reference_sketch_step`) is the one step that reaches the drift
+pipeline: a candidate of a monitored model gets its drift reference sketch before it is promoted.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ def _step_module(name: str) -> ModuleType:
         metrics_step,
         prepare_step,
         promote_step,
+        reference_sketch_step,
         report_step,
         run_refs,
         score_step,
@@ -45,7 +50,7 @@ def _step_module(name: str) -> ModuleType:
     )
 
     modules = (explain_step, fairness_step, gate_step, metrics_step, prepare_step, promote_step,
-               report_step, run_refs, score_step, store_step)
+               reference_sketch_step, report_step, run_refs, score_step, store_step)
     return {m.__name__.rpartition(".")[2]: m for m in modules}[name]
 
 
@@ -102,8 +107,14 @@ def _gate(ctx: Context, ref: RunRef, done: dict[str, Any]) -> bool:
     return True
 
 
+def _reference_sketch(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str | None:
+    return _step_module("reference_sketch_step").reference_sketch(ctx, ref) if done["gate"] else None
+
+
 def _promote(ctx: Context, ref: RunRef, done: dict[str, Any]) -> str | None:
-    return _step_module("promote_step").promote(ctx, ref) if done["gate"] else None
+    if not done["gate"]:
+        return None
+    return _step_module("promote_step").promote(ctx, ref, done["reference_sketch"])
 
 
 EVALUATION = StepGraph((
@@ -118,7 +129,8 @@ EVALUATION = StepGraph((
     Step("report", _run_only("report_step", "render_report"), after=("decide", "explain")),
     Step("store", _run_only("store_step", "store_results"), after=("report",)),
     Step("gate", _gate, after=("store",), verdict=True),
-    Step("promote", _promote, after=("gate",)),
+    Step("reference_sketch", _reference_sketch, after=("gate",)),
+    Step("promote", _promote, after=("reference_sketch",)),
 ))
 
 

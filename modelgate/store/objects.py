@@ -38,6 +38,15 @@ class ObjectStore(Protocol):
 
     def get_bytes(self, key: str) -> bytes: ...
 
+    def size(self, key: str) -> int:
+        """The object's length in bytes."""
+        ...
+
+    def get_range(self, key: str, offset: int, length: int) -> bytes:
+        """``length`` bytes of the object from ``offset`` (fewer at its end): one ranged read,
+        so a reader of a parquet footer and a few row groups never fetches the whole object."""
+        ...
+
     def download(self, key: str, path: Path) -> Path: ...
 
     def exists(self, key: str) -> bool: ...
@@ -95,6 +104,20 @@ class LocalObjectStore:
     def get_bytes(self, key: str) -> bytes:
         try:
             return self._path(key).read_bytes()
+        except FileNotFoundError:
+            raise ObjectStoreError(f"object {key!r} does not exist in {self.root}") from None
+
+    def size(self, key: str) -> int:
+        try:
+            return self._path(key).stat().st_size
+        except FileNotFoundError:
+            raise ObjectStoreError(f"object {key!r} does not exist in {self.root}") from None
+
+    def get_range(self, key: str, offset: int, length: int) -> bytes:
+        try:
+            with self._path(key).open("rb") as f:
+                f.seek(offset)
+                return f.read(length)
         except FileNotFoundError:
             raise ObjectStoreError(f"object {key!r} does not exist in {self.root}") from None
 
@@ -215,6 +238,27 @@ class S3ObjectStore:
         validate_key(key)
         try:
             response = self.client.get_object(self.bucket, key)
+            try:
+                return response.read()
+            finally:
+                response.close()
+                response.release_conn()
+        except Exception as exc:
+            raise self._error("read", key, exc) from exc
+
+    def size(self, key: str) -> int:
+        validate_key(key)
+        try:
+            return int(self.client.stat_object(self.bucket, key).size or 0)
+        except Exception as exc:
+            raise self._error("look up", key, exc) from exc
+
+    def get_range(self, key: str, offset: int, length: int) -> bytes:
+        validate_key(key)
+        if length <= 0:
+            return b""
+        try:
+            response = self.client.get_object(self.bucket, key, offset=offset, length=length)
             try:
                 return response.read()
             finally:

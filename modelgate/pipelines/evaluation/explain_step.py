@@ -4,22 +4,17 @@ algorithm the model's graph allows (:mod:`modelgate.pipelines.shap_trees`)."""
 from __future__ import annotations
 
 import logging
-import shutil
-from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from modelgate.onnx.manifest import Manifest
 from modelgate.onnx.scoring import open_session, settings_from_os_environ
 from modelgate.pipelines.context import Context, load_registered_model
-from modelgate.pipelines.evaluation import model_tasks, partitions
+from modelgate.pipelines.evaluation import model_tasks, partitions, row_sample
 from modelgate.pipelines.evaluation.run_refs import RunRef, candidate_row, put_pickle
 from modelgate.pipelines.evaluation.score_step import (
-    MergedStatistics,
     labels_from_scores,
     load_statistics,
 )
@@ -80,20 +75,33 @@ def explain(ctx: Context, ref: RunRef) -> str:
     with ctx.attempt_scratch("explain", ref.run_key) as work:
         loaded = load_registered_model(ctx, row, work)
         scorer = open_session(loaded, settings_from_os_environ())
-        features = list(scorer.feature_names)
-        data, table, names = _sample_rows(ctx, load_statistics(ctx, ref), features, label, work,
-                                          id_column=row.manifest.id_column,
-                                          columns=[c for c in dict.fromkeys([*columns, *sensitive])
-                                                   if c != label])
+    features = list(scorer.feature_names)
+    # the seeded sample's scores first; the features only of the rows explained, read from the
+    # row groups that hold them
+    parts = load_statistics(ctx, ref).partitions
+    offsets = partitions.sample_positions([rows for _, _, rows, _ in parts], SHAP_SAMPLE_ROWS, SHAP_SEED)
+    table = row_sample.sample_scores(ctx.store, parts, offsets, [label, *(
+        c for c in dict.fromkeys([*columns, *sensitive]) if c != label)])
     rng = np.random.default_rng(SHAP_SEED)
-    in_background = np.sort(rng.choice(len(data), min(100, len(data)), replace=False))
-    background = data.iloc[in_background]
-    in_sample = np.sort(rng.choice(len(data), min(SHAP_GLOBAL_ROWS, len(data)), replace=False))
-    sample = data.iloc[in_sample]
+    in_background = np.sort(rng.choice(table.num_rows, min(100, table.num_rows), replace=False))
+    in_sample = np.sort(rng.choice(table.num_rows, min(SHAP_GLOBAL_ROWS, table.num_rows), replace=False))
+    if task == model_tasks.BINARY:
+        y = labels_from_scores(table, row.manifest)
+        scores, preds = table.column("score").to_numpy(), table.column("prediction").to_numpy()
+        chosen = select_rows(scores, y, preds, seed=SHAP_SEED)
+        described = [f"(score {scores[i]:.3f}, label {int(y[i])})" for i in chosen.indices]
+    else:
+        chosen, described = _chosen_rows(table, row.manifest)
+    needed = np.union1d(np.union1d(in_background, in_sample), np.asarray(chosen.indices, dtype=np.int64))
+    feature_rows, names = row_sample.sample_features(ctx.store, parts, offsets, needed, features,
+                                                     id_column=row.manifest.id_column)
+    data = feature_rows.to_pandas().set_axis(needed)  # indexed by position in the sample
+    background = data.loc[in_background]
+    sample = data.loc[in_sample]
     # exact from the trees when the graph is a tree ensemble whose output they reproduce
     # on every row of the sample and the background
     route = shap_trees.tree_route(loaded.onnx_bytes, scorer,
-                                  data.iloc[np.union1d(in_sample, in_background)][features])
+                                  data.loc[np.union1d(in_sample, in_background)][features])
     explainer = _explainer(scorer, task, features, route)
     overall = _explain_with_progress(explainer, sample, background)
     explained = None  # multiclass: each row explains its predicted class; one summary per class
@@ -103,15 +111,9 @@ def explain(ctx: Context, ref: RunRef) -> str:
     summaries = shap_report.summarise(
         overall, {s: table.column(s).take(in_sample).to_pylist() for s in sensitive},
         explained_class=explained)
-    if task == model_tasks.BINARY:
-        y = labels_from_scores(table, row.manifest)
-        scores, preds = table.column("score").to_numpy(), table.column("prediction").to_numpy()
-        chosen = select_rows(scores, y, preds, seed=SHAP_SEED)
-        labels = [f"{names[i]} (score {scores[i]:.3f}, label {int(y[i])})" for i in chosen.indices]
-    else:
-        chosen, labels = _chosen_rows(table, row.manifest, names)
+    labels = [f"{names[i]} {words}" for i, words in zip(chosen.indices, described, strict=True)]
     # the waterfalls' rows are computed the way the global importance was
-    picked = _explain_with_progress(explainer, data.iloc[chosen.indices], background,
+    picked = _explain_with_progress(explainer, data.loc[list(chosen.indices)], background,
                                     algorithm=overall.algorithm)
     titles = [f"{names[i]}: {', '.join(reasons)}" for i, reasons in zip(chosen.indices, chosen.reasons,
                                                                         strict=True)]
@@ -164,9 +166,9 @@ def _explainer(scorer: Any, task: str, features: list[str], route: Any = None) -
     return explainer
 
 
-def _chosen_rows(table: pa.Table, manifest: Manifest, names: list[str]) -> tuple[Any, list[str]]:
+def _chosen_rows(table: pa.Table, manifest: Manifest) -> tuple[Any, list[str]]:
     """Rows of a multiclass or regression model worth a waterfall (largest and smallest
-    error, random), and how each is labelled; the error is ``1 - p(true class)`` or
+    error, random), and how each is described after its name; the error is ``1 - p(true class)`` or
     ``|prediction - label|``."""
     import numpy as np
 
@@ -176,46 +178,14 @@ def _chosen_rows(table: pa.Table, manifest: Manifest, names: list[str]) -> tuple
     pred = table.column("prediction").to_numpy()
     if model_tasks.task_of(manifest) == model_tasks.REGRESSION:
         chosen = select_error_rows(np.abs(pred - y), seed=SHAP_SEED)
-        return chosen, [f"{names[i]} (prediction {pred[i]:.4g}, label {y[i]:.4g})"
+        return chosen, [f"(prediction {pred[i]:.4g}, label {y[i]:.4g})"
                         for i in chosen.indices]
     classes = model_tasks.classes_of(manifest)
     proba = np.column_stack([table.column(f"proba_{k}").to_numpy() for k in range(len(classes))])
     chosen = select_error_rows(1.0 - proba[np.arange(len(y)), y], seed=SHAP_SEED)
     score = table.column("score").to_numpy()
-    return chosen, [f"{names[i]} (explained: predicted class {classes[pred[i]]!s} p={score[i]:.3f}, "
+    return chosen, [f"(explained: predicted class {classes[pred[i]]!s} p={score[i]:.3f}, "
                     f"label {classes[y[i]]!s})" for i in chosen.indices]
-
-
-def _sample_rows(ctx: Context, merged: MergedStatistics, features: list[str], label: str,
-                 work: Path, *, id_column: str | None = None,
-                 columns: Sequence[str] = ("score", "prediction")) -> tuple[Any, pa.Table, list[str]]:
-    """Features (a data frame) and scores (``label`` and ``columns`` of the scores) of a
-    seeded sample of rows across partitions.
-
-    Also returns how a report names each row: by the manifest's ``id_column`` when the data
-    has it (``row_id 8812``), else by its position (``row 17``; ``row <partition>:17`` when
-    there are several partitions).
-    """
-    import pyarrow as pa
-
-    counts = [rows for _, _, rows, _ in merged.partitions]
-    offsets = partitions.sample_positions(counts, SHAP_SAMPLE_ROWS, SHAP_SEED)
-    frames, scored, names = [], [], []
-    for i, ((name, uri, _, scores_key), where) in enumerate(zip(merged.partitions, offsets, strict=True)):
-        if not len(where):
-            continue
-        part = work / f"part-{i:05d}"
-        dataset = partitions.fetch_partition(ctx, uri, part)
-        frames.append(partitions.read_rows(dataset, features, where))
-        scores_path = ctx.store.download(scores_key, part / "scores.parquet")
-        scored.append(partitions.read_rows(scores_path, [label, *columns], where))
-        if id_column and id_column in pq.read_schema(dataset).names:
-            ids = partitions.read_rows(dataset, [id_column], where).column(id_column).to_pylist()
-            names += [f"{id_column} {v}" for v in ids]
-        else:
-            names += [f"row {o}" if len(counts) == 1 else f"row {name}:{o}" for o in where]
-        shutil.rmtree(part, ignore_errors=True)
-    return pa.concat_tables(frames).to_pandas(), pa.concat_tables(scored), names
 
 
 SHAP_CHUNK_ROWS = 10

@@ -355,18 +355,3 @@ def sample_positions(row_counts: Sequence[int], size: int, seed: int) -> list[np
     return [chosen[(chosen >= starts[i]) & (chosen < starts[i + 1])] - starts[i]
             for i in range(len(row_counts))]
 
-
-def read_rows(path: Path, columns: Sequence[str], offsets: np.ndarray,
-              batch_rows: int = 1 << 20) -> pa.Table:
-    """The rows at sorted ``offsets`` of a parquet file, read a batch at a time."""
-    pf = pq.ParquetFile(path)
-    parts, start = [], 0
-    for batch in pf.iter_batches(batch_size=batch_rows, columns=list(columns)):
-        inside = offsets[(offsets >= start) & (offsets < start + batch.num_rows)] - start
-        if len(inside):
-            parts.append(pa.Table.from_batches([batch]).take(pa.array(inside)))
-        start += batch.num_rows
-    schema = pf.schema_arrow
-    if not parts:
-        return pa.Table.from_pylist([], schema=pa.schema([schema.field(c) for c in columns]))
-    return pa.concat_tables(parts)

@@ -3,6 +3,9 @@
 Run from the repository root::
 
     .venv/bin/python -m bench.interval_candidates --scenario confident --n 200 --simulations 1000
+    .venv/bin/python -m bench.interval_candidates --scenario auc98 --n 200 --simulations 1000 --quick
+
+``--quick`` runs only the paired ROC AUC, recall and accuracy delta candidates.
 
 The population is that of :mod:`bench.bench_coverage`.  Every method here works on the
 rows (numpy and scipy only, a row bootstrap with this script's own generator), so it
@@ -28,7 +31,7 @@ from bench.bench_coverage import P_B, PI, SCENARIOS, THRESHOLD, Scenario, _truth
 Z = float(norm.ppf(0.975))
 EPS = np.finfo(np.float64).eps
 CAP = 1e6
-QUICK = False  # --quick: the delta AUC candidates only
+QUICK = False  # --quick: the paired AUC, recall and accuracy delta candidates only
 
 
 def _auc_parts(w: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -111,6 +114,7 @@ def _one(sc: Scenario, n: int, rng: np.random.Generator, resamples: int) -> dict
                     "loss": loss, "correct": ((s >= THRESHOLD) == y).astype(float)}
     c, h = res["c"], res["h"]
     out: dict[str, tuple[float, float]] = {}
+    _paired_rate_candidates(scores, y, w, out)
     _paired_auc_candidates(scores, y, w, c["A"] - h["A"], out)
     a, v = c["A"], c["V"]
     out["auc percentile"] = _pct(c["Ab"])
@@ -155,6 +159,46 @@ def _one(sc: Scenario, n: int, rng: np.random.Generator, resamples: int) -> dict
     _mean_methods(c["correct"] - h["correct"], w, out, "delta accuracy")
     _mover_candidates(c, h, y, w, out)
     return out
+
+
+def _bonett_price(only_1: float, only_2: float, n: float) -> tuple[float, float]:
+    """Bonett and Price (2012) adjusted Wald interval of a paired difference of proportions
+    (``only_1``, ``only_2``: the discordant counts of ``n`` pairs), held to the point."""
+    p12, p21 = (only_1 + 1) / (n + 2), (only_2 + 1) / (n + 2)
+    d = p12 - p21
+    half = Z * np.sqrt(max(p12 + p21 - d * d, 0.0) / (n + 2))
+    point = (only_1 - only_2) / n
+    return min(d - half, point), max(d + half, point)
+
+
+def _paired_rate_candidates(scores: dict, y: np.ndarray, w: np.ndarray, out: dict) -> None:
+    """Recall and accuracy deltas: MOVER of the Wilson intervals (resampled r for the recall,
+    phi for both), Bonett-Price."""
+    fc, fh = scores["c"] >= THRESHOLD, scores["h"] >= THRESHOLD
+    for name, rows, hit_c, hit_h in (("recall", y == 1, fc, fh),
+                                     ("accuracy", np.ones(len(y), bool), fc == (y == 1),
+                                      fh == (y == 1))):
+        a, b = hit_c[rows], hit_h[rows]
+        m = int(rows.sum())
+        both, only_1 = float(np.sum(a & b)), float(np.sum(a & ~b))
+        only_2, neither = float(np.sum(~a & b)), float(np.sum(~a & ~b))
+        p1, p2 = (both + only_1) / m, (both + only_2) / m
+        den = np.sqrt((both + only_1) * (only_2 + neither) * (both + only_2) * (only_1 + neither))
+        phi = (both * neither - only_1 * only_2) / den if den > 0 else 0.0
+        if only_1 == 0 and only_2 == 0:
+            point = (p1 - p2, p1 - p2)
+            out[f"delta {name} MOVER Wilson phi"] = out[f"delta {name} Bonett-Price"] = point
+            out[f"delta {name} MOVER Wilson resampled r"] = point
+            continue
+        e1, e2 = _wilson(p1, m), _wilson(p2, m)
+        out[f"delta {name} MOVER Wilson phi"] = _mover(p1, e1, p2, e2, phi)
+        out[f"delta {name} Bonett-Price"] = _bonett_price(only_1, only_2, m)
+        wr = w[:, rows]
+        with np.errstate(all="ignore"):
+            r1, r2 = wr @ a / wr.sum(1), wr @ b / wr.sum(1)
+        ok = np.isfinite(r1) & np.isfinite(r2)
+        r = float(np.corrcoef(r1[ok], r2[ok])[0, 1]) if np.std(r1[ok]) > 0 and np.std(r2[ok]) > 0 else 0.0
+        out[f"delta {name} MOVER Wilson resampled r"] = _mover(p1, e1, p2, e2, r)
 
 
 def _row_placements(s: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -354,7 +398,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--tau", type=float, default=None,
                         help="the champion's latent noise instead of the scenario's (0.05: a near copy)")
-    parser.add_argument("--quick", action="store_true", help="the delta AUC candidates only")
+    parser.add_argument("--quick", action="store_true",
+                        help="the paired AUC, recall and accuracy delta candidates only")
     args = parser.parse_args()
     global QUICK
     QUICK = args.quick
@@ -365,7 +410,8 @@ def main() -> None:
     truth = {"auc": cand["roc_auc"], "log_loss": cand["log_loss"], "accuracy": cand["accuracy"],
              "delta auc": cand["roc_auc"] - champ["roc_auc"],
              "delta log_loss": cand["log_loss"] - champ["log_loss"],
-             "delta accuracy": cand["accuracy"] - champ["accuracy"]}
+             "delta accuracy": cand["accuracy"] - champ["accuracy"],
+             "delta recall": cand["recall"] - champ["recall"]}
     rng = np.random.default_rng([args.seed, args.n])
     rows: dict[str, list[tuple[float, float]]] = {}
     for _ in range(args.simulations):

@@ -75,52 +75,59 @@ def estimates_json(model: Path, reference: Path, current: Path, *,
 
 def _binary(scorer: Any, ref: Any, cur: Any, label: str, manifest: Any,
             confidence: float) -> dict[str, Any]:
-    from modelgate.drift.performance_estimation import estimate_binary, fit_isotonic
+    from modelgate.drift.estimators import ModelOutputs, estimate, fit_estimator
     from modelgate.evaluation.labels import binary_labels
 
+    task = "binary_classification"
     y = binary_labels(ref[label].to_numpy(), column=label, positive=manifest.label.positive,
                       negative=manifest.label.negative)
     ref_scores, cur_scores = scorer.predict_proba(ref), scorer.predict_proba(cur)
-    calibrator = fit_isotonic(ref_scores, y)
+    calibrator = fit_estimator(task, y, ModelOutputs(scores=ref_scores))
     threshold = float(manifest.threshold)
     return {"method": "cbpe_isotonic", "threshold": threshold,
-            "reference": estimate_binary(calibrator, ref_scores, threshold=threshold,
-                                         confidence=confidence).to_record(),
+            "reference": estimate(task, calibrator, ModelOutputs(scores=ref_scores), threshold=threshold,
+                                  confidence=confidence).to_record(),
             "reference_realised": _realised(y, ref_scores, ref_scores >= threshold),
-            "current": estimate_binary(calibrator, cur_scores, threshold=threshold,
-                                       confidence=confidence).to_record()}
+            "current": estimate(task, calibrator, ModelOutputs(scores=cur_scores), threshold=threshold,
+                                confidence=confidence).to_record()}
 
 
 def _multiclass(scorer: Any, ref: Any, cur: Any, label: str, manifest: Any,
                 confidence: float) -> dict[str, Any]:
-    from modelgate.drift.performance_estimation import estimate_multiclass, fit_multiclass
+    from modelgate.drift.estimators import ModelOutputs, estimate, fit_estimator
     from modelgate.evaluation.labels import class_indices
 
+    task = "multiclass_classification"
     classes = tuple(manifest.output.classes or ())
     y = class_indices(ref[label].to_numpy(), classes, column=label)
-    reference = fit_multiclass(scorer.predict_class_proba(ref), y, tuple(str(c) for c in classes))
+    reference = fit_estimator(task, y, ModelOutputs(probabilities=scorer.predict_class_proba(ref)),
+                              classes=tuple(str(c) for c in classes))
     return {"method": "cbpe_isotonic_one_vs_rest",
-            "current": estimate_multiclass(reference, scorer.predict_class_proba(cur),
-                                           confidence=confidence).to_record()}
+            "current": estimate(task, reference, ModelOutputs(probabilities=scorer.predict_class_proba(cur)),
+                                confidence=confidence).to_record()}
 
 
 def _regression(scorer: Any, ref: Any, cur: Any, label: str, features: list[str],
                 categorical: list[str], confidence: float) -> dict[str, Any]:
-    from modelgate.drift.regression_estimation import estimate_regression, fit_nanny_model
+    from modelgate.drift.estimators import ModelOutputs, estimate, fit_estimator
+    from modelgate.drift.regression_estimation import NannyErrorModel
 
+    task = "regression"
     ref_pred = scorer.predict_value(ref)
     y = ref[label].to_numpy(dtype=np.float64)
-    model = fit_nanny_model(ref[features], ref_pred, y, categorical=categorical)
+    model = fit_estimator(task, y, ModelOutputs(predictions=ref_pred, features=ref[features]),
+                          categorical=categorical)
+    assert isinstance(model, NannyErrorModel)
     err = y - ref_pred
     present = [f for f in features if f in cur.columns]
     if present != features:
         raise ValueError(f"current file lacks feature column(s) "
                          f"{[f for f in features if f not in cur.columns]}")
+    current = ModelOutputs(predictions=scorer.predict_value(cur), features=cur[features])
     return {"method": "nanny_error_model", "n_reference_held_back": model.n_holdout,
             "reference_realised": {"mae": float(np.mean(np.abs(err))),
                                    "rmse": float(np.sqrt(np.mean(err * err)))},
-            "current": estimate_regression(model, scorer.predict_value(cur), features=cur[features],
-                                           confidence=confidence).to_record()}
+            "current": estimate(task, model, current, confidence=confidence).to_record()}
 
 
 def _realised(y: np.ndarray, scores: np.ndarray, predicted: np.ndarray) -> dict[str, float | None]:

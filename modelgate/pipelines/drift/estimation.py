@@ -226,8 +226,7 @@ def _skipped_reason(manifest: Manifest, data: Any) -> str:
 def _fit(ctx: Context, row: models.ModelVersionRow, data: Any, work: Any,
          schema: tuple[Any, ...], features: pd.DataFrame) -> tuple[EstimationReference, str | None]:
     """The version's estimation reference, and why it has no estimator (None: it has one)."""
-    from modelgate.drift.performance_estimation import fit_isotonic, fit_multiclass
-    from modelgate.drift.regression_estimation import fit_nanny_model
+    from modelgate.drift.estimators import ModelOutputs, fit_estimator
 
     manifest = row.manifest
     task = task_of(manifest)
@@ -243,15 +242,17 @@ def _fit(ctx: Context, row: models.ModelVersionRow, data: Any, work: Any,
     refused = _refusal(task, labels, frame, classes)
     if refused is not None:  # no estimator: nothing estimated from it (issue #39.4)
         return EstimationReference(task, None, threshold, classes, None, schema, {}), refused
+    kinds = _kinds(manifest)
     if task == "regression":
-        kinds = _kinds(manifest)
-        estimator: Any = fit_nanny_model(
-            features[list(kinds)], frame["__prediction__"].to_numpy(np.float64),
-            labels.astype(np.float64), categorical=[f for f, k in kinds.items() if k == "categorical"])
+        outputs = ModelOutputs(predictions=frame["__prediction__"].to_numpy(np.float64),
+                               features=features[list(kinds)])
+        labels = labels.astype(np.float64)
     elif task == "multiclass_classification":
-        estimator = fit_multiclass(_probabilities(frame, classes), labels, classes)
+        outputs = ModelOutputs(probabilities=_probabilities(frame, classes))
     else:
-        estimator = fit_isotonic(frame["__score__"].to_numpy(np.float64), labels)
+        outputs = ModelOutputs(scores=frame["__score__"].to_numpy(np.float64))
+    estimator = fit_estimator(task, labels, outputs, classes=classes,
+                              categorical=[f for f, k in kinds.items() if k == "categorical"])
     return EstimationReference(task, METHODS[task], threshold, classes, estimator, schema,
                                realised_metrics(task, labels, frame)), None
 
@@ -404,24 +405,22 @@ def estimate_interval(ctx: Context, ref: Any, sample: LiveSample,
 
 def _estimate(reference: EstimationReference, frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
     """Each metric's record (estimate, standard_error, lower, upper) on the interval's scores."""
-    from modelgate.drift.performance_estimation import estimate_binary, estimate_multiclass
-    from modelgate.drift.regression_estimation import NannyErrorModel, estimate_regression
+    from modelgate.drift.estimators import ModelOutputs, estimate
+    from modelgate.drift.performance_estimation import ClassificationEstimate
 
+    assert reference.estimator is not None
     if reference.task == "regression":
-        est = reference.estimator
-        r = estimate_regression(est, frame["__score__"].to_numpy(np.float64),
-                                features=frame[list(est.features)]
-                                if isinstance(est, NannyErrorModel) else None,
-                                confidence=CONFIDENCE).to_record()
+        outputs = ModelOutputs(predictions=frame["__score__"].to_numpy(np.float64), features=frame)
+    elif reference.task == "multiclass_classification":
+        outputs = ModelOutputs(probabilities=_probabilities(frame, reference.classes))
+    else:
+        outputs = ModelOutputs(scores=frame["__score__"].to_numpy(np.float64))
+    est = estimate(reference.task, reference.estimator, outputs, threshold=reference.threshold,
+                   confidence=CONFIDENCE)
+    if not isinstance(est, ClassificationEstimate):
+        r = est.to_record()
         return {m: {"estimate": r[m], "standard_error": r[f"{m}_standard_error"],
                     "lower": r[f"{m}_lower"], "upper": r[f"{m}_upper"]} for m in REGRESSION_METRICS}
-    if reference.task == "multiclass_classification":
-        est = estimate_multiclass(reference.estimator, _probabilities(frame, reference.classes),
-                                  confidence=CONFIDENCE)
-    else:
-        assert reference.threshold is not None
-        est = estimate_binary(reference.estimator, frame["__score__"].to_numpy(np.float64),
-                              threshold=reference.threshold, confidence=CONFIDENCE)
     return {m.metric: m.to_record() for m in est.metrics}
 
 

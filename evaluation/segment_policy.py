@@ -31,7 +31,9 @@ Examples
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from itertools import combinations
 from typing import Any
 
 from modelgate.input_limits import BIGINT_MAX, shown
@@ -39,7 +41,8 @@ from modelgate.input_limits import BIGINT_MAX, shown
 from .multiple_testing import CORRECTIONS, Correction
 from .policy_yaml import PolicyError
 
-__all__ = ["SEGMENT_METRICS", "SegmentPolicy", "SegmentThreshold", "segment_policy"]
+__all__ = ["SEGMENT_METRICS", "SegmentPolicy", "SegmentThreshold", "segment_policy",
+           "with_segment_columns"]
 
 #: Metrics a segment threshold may name (binary classification).
 SEGMENT_METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1", "log_loss", "brier")
@@ -85,6 +88,34 @@ class SegmentPolicy:
             ("limit", t.limit), ("margin", t.margin), ("severity", t.severity),
             ("on_inconclusive", t.on_inconclusive)) if v is not None} for t in self.thresholds}
         return document
+
+
+def with_segment_columns(section: SegmentPolicy | None, columns: Sequence[str],
+                         pairs: bool = False) -> SegmentPolicy | None:
+    """The section with ``columns`` evaluated too (``pairs``: every pair of all its columns).
+
+    What ``evaluate --segments`` and the DAG's ``segments`` parameter do to the run's policy:
+    columns are added after the policy's own, never removed; thresholds are unchanged.
+
+    Examples
+    --------
+    >>> s = with_segment_columns(SegmentPolicy(("a",)), ["b", "a"], pairs=True)
+    >>> s.columns, s.pairs
+    (('a', 'b'), (('a', 'b'),))
+    >>> with_segment_columns(None, []) is None
+    True
+    """
+    for name in columns:
+        if not isinstance(name, str) or not name.strip():
+            raise PolicyError(f"segment columns: expected column names; got {shown(name)}")
+    if not columns and not pairs:
+        return section
+    base = section or SegmentPolicy()
+    merged = tuple(dict.fromkeys([*base.columns, *columns]))
+    new_pairs = list(base.pairs)
+    if pairs:
+        new_pairs += [p for p in combinations(merged, 2) if p not in new_pairs]
+    return replace(base, columns=merged, pairs=tuple(new_pairs))
 
 
 def segment_policy(spec: object) -> SegmentPolicy:

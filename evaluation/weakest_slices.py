@@ -55,7 +55,8 @@ from modelgate.records import finite_or_none
 
 from .multiple_testing import CORRECTIONS, adjusted_p_values
 
-__all__ = ["SEARCH_METRICS", "WeakSlice", "WeakSlices", "find_weakest_slices", "wilson_ends"]
+__all__ = ["SEARCH_METRICS", "SliceCounts", "WeakSlice", "WeakSlices", "count_slices",
+           "find_weakest_slices", "merge_slice_counts", "search_slices", "wilson_ends"]
 
 #: The metrics the search compares (each from a slice's confusion counts).
 SEARCH_METRICS = ("accuracy", "precision", "recall", "f1")
@@ -200,6 +201,88 @@ def find_weakest_slices(
     ValueError
         On codes of the wrong length or outside the labels, or options out of range.
     """
+    return search_slices(count_slices(y_true, score, threshold=threshold, columns=columns,
+                                      pairs=pairs),
+                         min_rows=min_rows, max_candidates=max_candidates, correction=correction,
+                         level=level, confidence_level=confidence_level)
+
+
+@dataclass(frozen=True, slots=True)
+class SliceCounts:
+    """Confusion counts ``tn, fp, fn, tp`` of every slice of one column or one pair of columns.
+
+    Mergeable (:func:`merge_slice_counts`): a partition's counts add up to the whole's.
+    """
+
+    columns: tuple[str, ...]
+    labels: tuple[tuple[str, ...], ...]
+    counts: npt.NDArray[np.int64]
+
+
+def count_slices(y_true: npt.ArrayLike, score: npt.ArrayLike, *, threshold: float,
+                 columns: Mapping[str, tuple[Sequence[str], npt.ArrayLike]],
+                 pairs: bool = True) -> tuple[SliceCounts, ...]:
+    """Every slice's confusion counts: each column's values, then (``pairs``) each pair's.
+
+    Examples
+    --------
+    >>> t = count_slices([0, 1, 1], [0.2, 0.9, 0.1], threshold=0.5,
+    ...                  columns={"a": (("x", "y"), [0, 1, 1])}, pairs=False)[0]
+    >>> t.labels, t.counts.tolist()
+    ((('x',), ('y',)), [[1, 0, 0, 0], [0, 0, 1, 1]])
+    """
+    y = np.asarray(y_true).astype(np.int64)
+    predicted = (np.asarray(score, dtype=np.float64) >= threshold).astype(np.int64)
+    cell = 2 * y + predicted  # tn, fp, fn, tp
+    coded = {name: _codes(name, labels, codes, len(y)) for name, (labels, codes) in columns.items()}
+    out = []
+    for name, (labels, codes) in coded.items():
+        out.append(SliceCounts((name,), tuple((v,) for v in labels),
+                               _slice_counts(codes, len(labels), cell)))
+    for first, second in combinations(coded, 2) if pairs else ():
+        (la, ca), (lb, cb) = coded[first], coded[second]
+        present, joint = np.unique(ca * len(lb) + cb, return_inverse=True)
+        out.append(SliceCounts((first, second),
+                               tuple((la[int(k) // len(lb)], lb[int(k) % len(lb)]) for k in present),
+                               _slice_counts(joint.astype(np.int64), len(present), cell)))
+    return tuple(out)
+
+
+def merge_slice_counts(parts: Sequence[Sequence[SliceCounts]]) -> tuple[SliceCounts, ...]:
+    """Add the slice counts of several partitions, slice by slice (labels sorted).
+
+    Examples
+    --------
+    >>> a = SliceCounts(("c",), (("x",),), np.array([[1, 0, 0, 2]]))
+    >>> b = SliceCounts(("c",), (("y",), ("x",)), np.array([[0, 1, 0, 0], [1, 1, 1, 1]]))
+    >>> m = merge_slice_counts([[a], [b]])[0]
+    >>> m.labels, m.counts.tolist()
+    ((('x',), ('y',)), [[2, 1, 1, 3], [0, 1, 0, 0]])
+    """
+    if not parts:
+        raise ValueError("merge_slice_counts needs at least one partition's counts; got none")
+    layout = [t.columns for t in parts[0]]
+    if any([t.columns for t in p] != layout for p in parts):
+        raise ValueError(f"every partition must count the slices of {layout!r}")
+    merged = []
+    for i, names in enumerate(layout):
+        total: dict[tuple[str, ...], npt.NDArray[np.int64]] = {}
+        for p in parts:
+            for label, row in zip(p[i].labels, p[i].counts, strict=True):
+                total[label] = total.get(label, np.zeros(4, dtype=np.int64)) + row
+        labels = tuple(sorted(total))
+        merged.append(SliceCounts(names, labels,
+                                  np.array([total[v] for v in labels], dtype=np.int64).reshape(-1, 4)))
+    return tuple(merged)
+
+
+def search_slices(tables: Sequence[SliceCounts], *, min_rows: int = 100,
+                  max_candidates: int = DEFAULT_MAX_CANDIDATES, correction: str = "bh",
+                  level: float = 0.05, confidence_level: float = 0.95) -> WeakSlices:
+    """:func:`find_weakest_slices` on counted slices (single columns first, then pairs).
+
+    Options as there; the total is the first table's (a column's slices cover every row).
+    """
     if isinstance(min_rows, bool) or not isinstance(min_rows, int) or min_rows < 2:
         raise ValueError(f"min_rows must be an integer >= 2; got {min_rows!r}")
     if isinstance(max_candidates, bool) or not isinstance(max_candidates, int) or max_candidates < 1:
@@ -209,33 +292,20 @@ def find_weakest_slices(
     if not 0 < level < 1 or not 0 < confidence_level < 1:
         raise ValueError(f"level and confidence_level must lie in (0, 1); got {level!r}, "
                          f"{confidence_level!r}")
-    y = np.asarray(y_true).astype(np.int64)
-    predicted = (np.asarray(score, dtype=np.float64) >= threshold).astype(np.int64)
-    cell = 2 * y + predicted  # tn, fp, fn, tp
-    total = np.bincount(cell, minlength=4).astype(np.int64)
-    coded = {name: _codes(name, labels, codes, len(y)) for name, (labels, codes) in columns.items()}
-
+    total = tables[0].counts.sum(axis=0) if tables else np.zeros(4, dtype=np.int64)
     found: list[tuple[tuple[str, ...], list[tuple[str, ...]], npt.NDArray[np.int64]]] = []
     count = 0
-    for name, (labels, codes) in coded.items():
-        counts = _slice_counts(codes, len(labels), cell)
-        keep = _big_enough(counts, total, min_rows)
-        found.append(((name,), [(labels[i],) for i in np.flatnonzero(keep)], counts[keep]))
-        count += int(keep.sum())
     searched: list[tuple[str, str]] = []
     left_out: list[tuple[str, str]] = []
-    for first, second in combinations(coded, 2) if pairs else ():
-        (la, ca), (lb, cb) = coded[first], coded[second]
-        present, joint = np.unique(ca * len(lb) + cb, return_inverse=True)
-        counts = _slice_counts(joint.astype(np.int64), len(present), cell)
-        keep = _big_enough(counts, total, min_rows)
-        if left_out or count + int(keep.sum()) > max_candidates:
-            left_out.append((first, second))
-            continue
-        pair_labels: list[tuple[str, ...]] = [(la[int(k) // len(lb)], lb[int(k) % len(lb)])
-                                              for k in present[keep]]
-        found.append(((first, second), pair_labels, counts[keep]))
-        searched.append((first, second))
+    for t in sorted(tables, key=lambda t: len(t.columns)):
+        keep = _big_enough(t.counts, total, min_rows)
+        if len(t.columns) == 2:
+            pair = (t.columns[0], t.columns[1])
+            if left_out or count + int(keep.sum()) > max_candidates:
+                left_out.append(pair)
+                continue
+            searched.append(pair)
+        found.append((t.columns, [t.labels[i] for i in np.flatnonzero(keep)], t.counts[keep]))
         count += int(keep.sum())
     if count > max_candidates:  # the single columns alone pass the bound
         raise ValueError(f"the single columns have {count:,} slices of at least {min_rows:,} rows, "

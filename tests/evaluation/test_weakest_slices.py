@@ -120,3 +120,18 @@ def test_candidates_are_bounded_and_pairs_left_out_named() -> None:
         find_weakest_slices(y, s, threshold=0.5, columns=columns, min_rows=60, max_candidates=9)
     with pytest.raises(ValueError, match="slice column 'a': codes must have the length"):
         find_weakest_slices(y, s, threshold=0.5, columns={"a": (("0",), [0])})
+
+
+def test_counts_merged_over_partitions_give_the_one_process_search() -> None:
+    from modelgate.evaluation.weakest_slices import count_slices, merge_slice_counts, search_slices
+
+    y, s, raw = _data()
+
+    def counted(rows: slice):
+        return count_slices(y[rows], s[rows], threshold=0.5,
+                            columns={k: encode_groups(v[rows]) for k, v in raw.items()})
+
+    whole = search_slices(counted(slice(None)), min_rows=60)
+    mapped = search_slices(merge_slice_counts([counted(slice(0, 1000)), counted(slice(1000, None))]),
+                           min_rows=60)
+    assert whole == mapped and whole.slices

@@ -129,6 +129,11 @@ def _record_lost_run(context: Any) -> None:
         "allow_looser_policy": Param(False, type="boolean",
                                      description="promote even when the policy is looser than the "
                                                  "model's own on a blocking check (recorded)"),
+        "segments": Param("", type="string", pattern=TEXT_PATTERN,
+                          description="segment columns, comma-separated (beside the policy's "
+                                      "segments.columns; empty: the policy's only)"),
+        "segment_pairs": Param(False, type="boolean",
+                               description="every pair of the segment columns is a segment too"),
     },
 )
 def model_evaluation() -> None:
@@ -158,6 +163,9 @@ def model_evaluation() -> None:
                 dataset_uri=params["dataset"], run_key=run_key,
                 policy_path=params["policy"] or None, promote=True,  # the DAG promotes a pass
                 allow_looser_policy=bool(params.get("allow_looser_policy", False)),
+                segments=tuple(c.strip() for c in str(params.get("segments") or "").split(",")
+                               if c.strip()),
+                segment_pairs=bool(params.get("segment_pairs", False)),
             )
         return ref.as_dict()
 

@@ -42,7 +42,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     try:
         outcome = run_evaluation_locally(Path(args.model), args.data,
                                          args.policy and Path(args.policy), promote=args.promote,
-                                         allow_looser_policy=args.allow_looser_policy)
+                                         allow_looser_policy=args.allow_looser_policy,
+                                         segments=args.segments, segment_pairs=args.segment_pairs)
     except LooserPolicyRefused as exc:  # a usage error; the run row says failed, with this reason
         # printed here, not raised as modelgate.cli.UsageError (kept from when
         # `python -m modelgate.cli` ran that module as __main__, where a second import's
@@ -53,6 +54,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     _emit(outcome.payload, args.format, outcome.text)
     return EXIT_OK if outcome.payload["gate"]["passed"] else EXIT_BLOCKED
+
+
+def segment_columns(text: str) -> tuple[str, ...]:
+    """``--segments a,b``: the column names, each once, none empty.
+
+    >>> segment_columns("region, device")
+    ('region', 'device')
+    """
+    names = tuple(dict.fromkeys(part.strip() for part in text.split(",")))
+    if not names or any(not n for n in names):
+        raise argparse.ArgumentTypeError(f"expected column names separated by commas; got {text!r}")
+    return names
 
 
 def _check_policy_argument(path: str) -> None:
@@ -243,6 +256,12 @@ def add_commands(sub: Any) -> None:
                    help="with --promote: promote even when the policy is looser than the model's "
                         "own or than the version's previous decided attempt's on a blocking check "
                         "(recorded with the run)")
+    p.add_argument("--segments", type=segment_columns, default=(), metavar="COL[,COL...]",
+                   help="evaluate every metric per value of these columns (beside the policy's "
+                        "segments.columns), each compared with the rest of the data, false "
+                        "discoveries controlled; the weakest slices of them and their pairs searched")
+    p.add_argument("--segment-pairs", action="store_true",
+                   help="with --segments: every pair of the segment columns is a segment too")
     p.add_argument("--format", choices=("json", "text"), default="text")
     p.set_defaults(handler=cmd_evaluate)
 

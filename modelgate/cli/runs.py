@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from modelgate.logsafe import escape_for_log
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.evaluation import explain_step, gate_step, metrics_step, partitions, run_refs
+from modelgate.pipelines.evaluation import (
+    explain_step,
+    gate_step,
+    metrics_step,
+    partitions,
+    run_refs,
+    segments_step,
+)
 from modelgate.pipelines.evaluation.policy_provenance import policy_json, policy_line
 from modelgate.pipelines.evaluation.runner import run_evaluation
 from modelgate.pipelines.json_records import deltas_json, fairness_json, gate_json, metrics_json
@@ -23,8 +31,9 @@ class EvaluationOutcome:
 
 
 def run_evaluation_locally(model: Path, data: str | Path, policy: Path | None, *,
-                           promote: bool = False,
-                           allow_looser_policy: bool = False) -> EvaluationOutcome:
+                           promote: bool = False, allow_looser_policy: bool = False,
+                           segments: Sequence[str] = (),
+                           segment_pairs: bool = False) -> EvaluationOutcome:
     """Register (if needed) and evaluate ``model`` on ``data``; deterministic run key.
 
     ``data`` is a parquet file, a directory of them or an ``s3://bucket/prefix`` in the
@@ -56,10 +65,14 @@ def run_evaluation_locally(model: Path, data: str | Path, policy: Path | None, *
         fingerprint = partitions.dataset_sha256(ctx.store, uri, work)
     allowed = "-looser-allowed" if allow_looser_policy else ""
     run_key = f"cli__{fingerprint[:12]}__{policy_sha}{allowed}"
+    if segments or segment_pairs:  # other segments are another run
+        named = ",".join(segments) + ("*" if segment_pairs else "")
+        run_key += f"__seg-{hashlib.sha256(named.encode()).hexdigest()[:8]}"
     done = run_evaluation(ctx, model_name=row.model_name, version=row.version,
                           dataset_uri=uri, run_key=run_key,
                           policy_path=str(policy) if policy else None, promote=promote,
-                          allow_looser_policy=allow_looser_policy)
+                          allow_looser_policy=allow_looser_policy, segments=segments,
+                          segment_pairs=segment_pairs)
     assert done.status is not None and done.report_link is not None  # ran through "store"
     return _outcome(ctx, done.ref, done.status, done.report_link, done.promoted)
 
@@ -86,6 +99,7 @@ def _outcome(ctx: Context, ref: run_refs.RunRef, status: str, link: str,
         "gate": gate_json(d.to_record(), (c.to_record() for c in d.checks)),
         "policy": policy_json(policy),
         "shap": _shap_json(ctx, ref),
+        "segments": segments_step.segments_json(segments_step.load_segments(ctx, ref)),
     }
     text = (f"evaluation run {run.evaluation_run_id}: {status.upper()} "
             f"({run.rows_scored} rows on {run.provider}, {run.scoring_rows_per_s or 0:,.0f} rows/s)\n"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from modelgate.pipelines.context import Context
+from modelgate.pipelines.evaluation import segments_step
 from modelgate.pipelines.evaluation.metrics_step import MetricsResult
 from modelgate.pipelines.evaluation.policy_loading import load_checked_policy
 from modelgate.pipelines.evaluation.run_refs import (
@@ -44,8 +45,9 @@ def decide(ctx: Context, ref: RunRef) -> str:
     fairness_reports = get_pickle(ctx, f"{ref.prefix()}/fairness.pkl")
     champion = metrics_result.champion.by_name() if metrics_result.champion else None
     deltas = metrics_result.comparison.by_name() if metrics_result.comparison else None
+    found = segments_step.load_segments(ctx, ref)
     decision = gate_decide(metrics_result.candidate.by_name(), champion, fairness_reports,
-                           policy, deltas=deltas)
+                           policy, deltas=deltas, segments=None if found is None else found.report)
     # each blocking or warning check's line: "blocked: breached" reads apart from
     # "blocked: inconclusive at n = 228", with the interval and the group counts
     log.info("gate decision for run %d: %s", ref.evaluation_run_id, decision.summary)

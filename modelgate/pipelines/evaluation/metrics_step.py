@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 from modelgate.onnx.manifest import Manifest
 from modelgate.pipelines.context import Context
-from modelgate.pipelines.evaluation import model_tasks
+from modelgate.pipelines.evaluation import model_tasks, segments_step
+from modelgate.pipelines.evaluation.policy_loading import load_checked_policy
 from modelgate.pipelines.evaluation.run_refs import RunRef, candidate_row, put_pickle
 from modelgate.pipelines.evaluation.score_step import BOOTSTRAP_SEED, N_BOOTSTRAP, load_statistics
 from modelgate.store import runs
@@ -41,7 +42,8 @@ def compute_metrics(ctx: Context, ref: RunRef) -> str:
     manifest = candidate_row(ctx, run).manifest  # pinned archive
     if model_tasks.task_of(manifest) != model_tasks.BINARY:
         return _compute_task_metrics(ctx, ref, manifest, champion=run.champion_version_id is not None)
-    statistics = load_statistics(ctx, ref).statistics
+    merged = load_statistics(ctx, ref)
+    statistics = merged.statistics
     assert statistics is not None  # a binary run's partitions always carry their statistics
     summary = performance.performance_from_statistics(statistics, n_bootstrap=N_BOOTSTRAP,
                                                       seed=BOOTSTRAP_SEED)
@@ -51,6 +53,10 @@ def compute_metrics(ctx: Context, ref: RunRef) -> str:
              f"within {summary.auc_error_bound:.2e} (scores on a grid)")
     result = MetricsResult(summary.candidate, summary.champion, summary.comparison,
                            summary.distinct_scores, summary.auc_error_bound)
+    # the segments' metrics and the weakest slices, beside the whole's (segments.pkl)
+    segments_step.compute_segments(ctx, ref, getattr(merged, "segments", None),
+                                   load_checked_policy(ctx, ref).policy.segments,
+                                   n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED)
     return put_pickle(ctx, f"{ref.prefix()}/metrics.pkl", result)
 
 

@@ -4,6 +4,7 @@ opened, the policy checked and stored with the run."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from modelgate.logsafe import one_line
 from modelgate.pipelines import refusals
@@ -43,8 +44,13 @@ def _candidate(ctx: Context, *, model_name: str, version: str, dataset_uri: str,
 
 def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, run_key: str,
             policy_path: str | None = None, promote: bool = False,
-            allow_looser_policy: bool = False) -> RunRef:
+            allow_looser_policy: bool = False, segments: Sequence[str] = (),
+            segment_pairs: bool = False) -> RunRef:
     """Look the candidate (and the production champion) up and open the run row.
+
+    ``segments`` (and, with ``segment_pairs``, every pair of the segment columns) are added to
+    the policy's ``segments.columns`` before it is checked and stored
+    (:func:`modelgate.evaluation.segment_policy.with_segment_columns`).
 
     ``run_key`` is the caller's key (the DAG run, or the CLI's data and policy hashes); the
     run's key adds the model's identity (:func:`evaluation_run_key`) and the row pins the
@@ -95,6 +101,13 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
             model_tasks.check_champion(candidate.manifest, champion.manifest)  # type: ignore[union-attr]
         task = model_tasks.task_of(candidate.manifest)
         policy, policy_sha = load_policy_for_run(policy_path, model_name, task=task)
+        if segments or segment_pairs:
+            from dataclasses import replace
+
+            from modelgate.evaluation.segment_policy import with_segment_columns
+
+            policy = replace(policy, segments=with_segment_columns(policy.segments, segments,
+                                                                   segment_pairs))
         model_tasks.check_policy_classes(policy, candidate.manifest)
         _record_policy(ctx, ref, policy, policy_path, model_name, task, promote=promote,
                        allow_looser=allow_looser_policy, sha256=policy_sha,

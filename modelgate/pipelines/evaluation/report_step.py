@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from modelgate.pipelines.context import Context
-from modelgate.pipelines.evaluation import model_tasks, policy_provenance
+from modelgate.pipelines.evaluation import model_tasks, policy_provenance, segments_step
 from modelgate.pipelines.evaluation.explain_step import ExplainResult
 from modelgate.pipelines.evaluation.fairness_records import driving_text, fairness_records
 from modelgate.pipelines.evaluation.gate_step import DecisionResult
 from modelgate.pipelines.evaluation.metrics_step import MetricsResult
+from modelgate.pipelines.evaluation.policy_loading import load_checked_policy
 from modelgate.pipelines.evaluation.run_refs import RunRef, candidate_row, get_pickle, model_row
 from modelgate.pipelines.report_keys import evaluation_report_key
 from modelgate.store import models, runs
@@ -146,6 +147,8 @@ def render_report(ctx: Context, ref: RunRef) -> str:
                           else model_row(ctx, run.champion_version_id).version),
         **shap_report.report_views(getattr(shap, "summaries", None)),
         shap_output_space=getattr(shap, "output", ""),  # "" on a result pickled before it was kept
+        **segments_step.report_parts(segments_step.load_segments(ctx, ref),
+                                     load_checked_policy(ctx, ref).policy.segments),
     )
     key = report_key(row, run)
     ctx.store.put_bytes(key, render_evaluation_report(view).encode(), content_type="text/html")

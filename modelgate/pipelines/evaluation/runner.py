@@ -20,7 +20,7 @@ pipeline: a candidate of a monitored model gets its drift reference sketch befor
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -163,7 +163,8 @@ class EvaluationRun:
 
 def run_evaluation(ctx: Context, *, model_name: str, version: str, dataset_uri: str, run_key: str,
                    policy_path: str | None = None, promote: bool = False,
-                   allow_looser_policy: bool = False, through: str | None = None) -> EvaluationRun:
+                   allow_looser_policy: bool = False, through: str | None = None,
+                   segments: Sequence[str] = (), segment_pairs: bool = False) -> EvaluationRun:
     """Open an evaluation run and run its steps in this process, in ``EVALUATION`` order.
 
     Partitions are scored one after the other (the DAG maps them over tasks). The run's
@@ -195,6 +196,10 @@ def run_evaluation(ctx: Context, *, model_name: str, version: str, dataset_uri: 
         Allow promotion under such a policy; stored with the run.
     through : str, optional
         Stop after this step instead (tests that stop a run part-way).
+    segments : sequence of str, optional
+        Segment columns evaluated beside the policy's own (``segments.columns``).
+    segment_pairs : bool
+        Evaluate every pair of the segment columns too.
 
     Returns
     -------
@@ -203,7 +208,8 @@ def run_evaluation(ctx: Context, *, model_name: str, version: str, dataset_uri: 
     run_refs = _step_module("run_refs")
     ref = _prepare(ctx, model_name=model_name, version=version, dataset_uri=dataset_uri,
                    run_key=run_key, policy_path=policy_path, promote=promote,
-                   allow_looser_policy=allow_looser_policy)
+                   allow_looser_policy=allow_looser_policy, segments=tuple(segments),
+                   segment_pairs=segment_pairs)
     seconds: dict[str, float] = {}
     done = run_in_process(EVALUATION, ctx, ref, {EVALUATION.root.name: ref}, fail=run_refs.fail,
                           beat=run_refs.beat, through=through or ("promote" if promote else "store"),

@@ -20,13 +20,15 @@ import pyarrow.parquet as pq
 from modelgate.onnx.manifest import Manifest
 from modelgate.onnx.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.pipelines.context import Context, load_registered_model
-from modelgate.pipelines.evaluation import model_tasks, partitions
+from modelgate.pipelines.evaluation import model_tasks, partitions, segments_step
+from modelgate.pipelines.evaluation.policy_loading import load_checked_policy
 from modelgate.pipelines.evaluation.run_refs import RunRef, candidate_row, get_pickle, model_row, put_pickle
 from modelgate.store import models, runs
 
 if TYPE_CHECKING:  # annotations only: the steps import the cores where they compute
     from modelgate.evaluation.sufficient import EvaluationStatistics
     from modelgate.fairness.group_scores import GroupScoreTable
+    from modelgate.pipelines.evaluation.segments_step import SegmentParts
 
 log = logging.getLogger("modelgate.evaluate")
 
@@ -78,6 +80,7 @@ class PartitionResult:
     tf32_allowed: bool = False
     group_scores: tuple[GroupScoreTable, ...] = ()  # one per sensitive feature
     files: tuple[tuple[str, str], ...] = ()  # a batch of small files: (name, sha256) of each
+    segments: SegmentParts | None = None  # the policy's segment columns (binary), else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,7 @@ class MergedStatistics:
     statistics: EvaluationStatistics | None  # None unless binary
     partitions: tuple[tuple[str, str, int, str], ...]  # (name, uri, rows, scores key)
     group_scores: tuple[GroupScoreTable, ...] = ()  # one per sensitive feature
+    segments: SegmentParts | None = None  # merged segment statistics and slice counts
 
 
 # Rows summarised at once when a partition's scores are turned into statistics.
@@ -120,13 +124,19 @@ def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, i
     data = fetched.path
     candidate = candidate_row(ctx, run)
     manifest = candidate.manifest
-    keep = list(dict.fromkeys([manifest.label.column, *manifest.sensitive_features]))
+    section = load_checked_policy(ctx, ref).policy.segments
+    binary = model_tasks.task_of(manifest) == model_tasks.BINARY
+    if section is not None and section.columns and not binary:
+        log.warning("segments are evaluated for binary classification models only; the segment "
+                    "columns %s are not", list(section.columns))
+    keep = list(dict.fromkeys([manifest.label.column, *manifest.sensitive_features,
+                               *(segments_step.columns_of(section) if binary else ())]))
     held_out = _read_columns(data, keep)
     if held_out is not None:
         check_held_out(held_out, manifest)
-    binary = model_tasks.task_of(manifest) == model_tasks.BINARY
     # Without a champion the scores are summarised as they are scored, not read back.
-    inline = _Summary(manifest) if binary and run.champion_version_id is None else None
+    inline = (_Summary(manifest, section=section) if binary and run.champion_version_id is None
+              else None)
     scored = _score_one(ctx, candidate, data, work / "candidate.parquet", keep,
                         inline.add if inline is not None else None)
     champion_path = champion_threshold = None
@@ -134,13 +144,14 @@ def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, i
         champion = model_row(ctx, run.champion_version_id)
         champion_path = _score_one(ctx, champion, data, work / "champion.parquet", []).output_path
         champion_threshold = champion.manifest.threshold
-    statistics, group_scores = None, ()  # multiclass and regression keep the scored columns
+    statistics, group_scores, segments = None, (), None  # multiclass and regression keep the scores
     if inline is not None:
         os.replace(scored.output_path, work / "scores.parquet")
-        statistics, group_scores = inline.result()
+        statistics, group_scores, segments = inline.result()
     elif binary:
-        statistics, group_scores = _summarise(scored.output_path, champion_path, manifest,
-                                              champion_threshold, work / "scores.parquet")
+        statistics, group_scores, segments = _summarise(scored.output_path, champion_path, manifest,
+                                                        champion_threshold, work / "scores.parquet",
+                                                        section)
     else:
         model_tasks.join_champion(scored.output_path, champion_path, work / "scores.parquet")
     scores_key = f"{ref.prefix()}/scores/part-{index:05d}.parquet"
@@ -149,7 +160,7 @@ def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, i
                            partition_uri, scored.rows, scored.seconds, scored.provider,
                            scored.input_fingerprint, scores_key, statistics,
                            scored.provider_reason, scored.tf32_allowed, group_scores,
-                           partitions.member_fingerprints(run.dataset_uri, fetched))
+                           partitions.member_fingerprints(run.dataset_uri, fetched), segments)
 
 
 def _read_columns(data: Path, columns: list[str]) -> pa.Table | None:
@@ -172,10 +183,13 @@ class _Summary:
     the statistics are the same either way.
     """
 
-    def __init__(self, manifest: Manifest, champion_threshold: float | None = None) -> None:
+    def __init__(self, manifest: Manifest, champion_threshold: float | None = None, *,
+                 section: Any = None) -> None:
         self.manifest, self.champion_threshold = manifest, champion_threshold
+        self.section = section  # the policy's segments: section (its columns are summarised)
         self.parts: list[Any] = []
         self.group_scores: list[tuple[Any, ...]] = []
+        self.segments: list[Any] = []
         self._pending: list[pa.Table] = []
         self._rows = 0
 
@@ -202,28 +216,33 @@ class _Summary:
             champion_threshold=self.champion_threshold, groups=groups))
         self.group_scores.append(tuple(group_score_table_from_codes(f, y, score, labels, codes)
                                        for f, (labels, codes) in groups.items()))
+        self.segments.append(segments_step.collect_batch(table, y, score, manifest.threshold,
+                                                         self.section))
+        if len(self.segments) >= 16:
+            self.segments = [segments_step.merge_parts(self.segments)]
         if len(self.parts) >= 16:
             self.parts = [sufficient.merge(self.parts)]
         if len(self.group_scores) >= 16:
             self.group_scores = [_merge_group_scores(self.group_scores)]
 
-    def result(self) -> tuple[Any, tuple[Any, ...]]:
+    def result(self) -> tuple[Any, tuple[Any, ...], Any]:
         """The merged statistics and group score tables of every row added or collected."""
         from modelgate.evaluation import sufficient
 
         if self._rows:
             self.collect(pa.concat_tables(self._pending))
             self._pending, self._rows = [], 0
-        return sufficient.merge(self.parts), _merge_group_scores(self.group_scores)
+        return (sufficient.merge(self.parts), _merge_group_scores(self.group_scores),
+                segments_step.merge_parts(self.segments))
 
 
 def _summarise(candidate_path: Path, champion_path: Path | None, manifest: Manifest,
-               champion_threshold: float | None, out: Path) -> Any:
+               champion_threshold: float | None, out: Path, section: Any = None) -> Any:
     """:class:`_Summary` of one partition's scores read back from ``candidate_path``; the
     scores (with the champion's beside the candidate's) end up in ``out``."""
     champion = (pq.ParquetFile(champion_path).iter_batches(STATS_BATCH_ROWS, columns=["score", "prediction"])
                 if champion_path is not None else None)
-    summary = _Summary(manifest, champion_threshold)
+    summary = _Summary(manifest, champion_threshold, section=section)
     writer: pq.ParquetWriter | None = None
     try:
         for batch in pq.ParquetFile(candidate_path).iter_batches(STATS_BATCH_ROWS):
@@ -276,6 +295,8 @@ def merge_partitions(ctx: Context, ref: RunRef, keys: list[str]) -> str:
     binary = all(r.statistics is not None for r in results)
     statistics = sufficient.merge([r.statistics for r in results]) if binary else None
     group_scores = _merge_group_scores([r.group_scores for r in results]) if binary else ()
+    # partitions pickled before segments existed have no such attribute
+    segments = segments_step.merge_parts([getattr(r, "segments", None) for r in results])
     rows = statistics.n if statistics is not None else sum(r.rows for r in results)
     fingerprint = partitions.dataset_fingerprint(  # a batch counts as its files
         [pair for r in results for pair in (r.files or ((r.name, r.sha256),))])
@@ -290,7 +311,7 @@ def merge_partitions(ctx: Context, ref: RunRef, keys: list[str]) -> str:
     log.info("evaluation run %d: merged %d partition(s), %d rows, dataset sha256 %s",
              ref.evaluation_run_id, len(results), rows, fingerprint[:16])
     merged = MergedStatistics(statistics, tuple((r.name, r.uri, r.rows, r.scores_key) for r in results),
-                              group_scores)
+                              group_scores, segments)
     return put_pickle(ctx, f"{ref.prefix()}/statistics.pkl", merged)
 
 

@@ -6,11 +6,12 @@ import logging
 from typing import Any
 
 from modelgate.pipelines.context import Context
-from modelgate.pipelines.evaluation import attempts, model_tasks
+from modelgate.pipelines.evaluation import attempts, model_tasks, segments_step
 from modelgate.pipelines.evaluation.explain_step import ExplainResult
 from modelgate.pipelines.evaluation.fairness_records import fairness_records
 from modelgate.pipelines.evaluation.gate_step import DecisionResult
 from modelgate.pipelines.evaluation.metrics_step import MetricsResult
+from modelgate.pipelines.evaluation.policy_loading import load_checked_policy
 from modelgate.pipelines.evaluation.report_step import report_key
 from modelgate.pipelines.evaluation.run_refs import RunRef, candidate_row, get_pickle
 from modelgate.store import runs
@@ -19,7 +20,8 @@ log = logging.getLogger("modelgate.evaluate")
 
 
 def _rows_for_store(result: MetricsResult, fairness_reports: dict[str, Any], shap: ExplainResult,
-                    decided: DecisionResult) -> runs.EvaluationRows:
+                    decided: DecisionResult,
+                    segments: dict[str, Any] | None = None) -> runs.EvaluationRows:
     """Every result's record, with what the result itself does not know beside it."""
     metrics: list[dict[str, Any]] = []
     for role, report in (("candidate", result.candidate), ("champion", result.champion)):
@@ -50,6 +52,7 @@ def _rows_for_store(result: MetricsResult, fairness_reports: dict[str, Any], sha
         gate_checks=[c.to_record() for c in d.checks],
         gate={**d.to_record(), "policy_sha256": decided.policy_sha256,
               "had_champion": decided.had_champion},
+        **(segments or {}),
     )
 
 
@@ -63,7 +66,9 @@ def store_results(ctx: Context, ref: RunRef) -> str:
     decided: DecisionResult = get_pickle(ctx, f"{ref.prefix()}/decision.pkl")
     rows = _rows_for_store(get_pickle(ctx, f"{ref.prefix()}/metrics.pkl"),
                            get_pickle(ctx, f"{ref.prefix()}/fairness.pkl"),
-                           get_pickle(ctx, f"{ref.prefix()}/explain.pkl"), decided)
+                           get_pickle(ctx, f"{ref.prefix()}/explain.pkl"), decided,
+                           segments_step.store_rows(segments_step.load_segments(ctx, ref),
+                                                    load_checked_policy(ctx, ref).policy.segments))
     key = report_key(row, run)
     if not ctx.store.exists(key):
         raise FileNotFoundError(f"report {key!r} is missing; run the report step first")

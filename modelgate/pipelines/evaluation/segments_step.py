@@ -1,0 +1,199 @@
+"""Segments in the evaluation run (issue #43): statistics per slice while scoring, the
+segments' metrics and the weakest slices after the merge, and their records for the gate,
+the store, the JSON result and the report.
+
+The segment columns are the run's policy's ``segments.columns`` (``evaluate --segments`` and
+the DAG's ``segments`` parameter add theirs to the policy the ``prepare`` step checks and
+stores: :func:`modelgate.evaluation.segment_policy.with_segment_columns`). Each partition's
+scoring summarises every segment's rows (:func:`modelgate.evaluation.segment_statistics.collect_segments`)
+and counts every slice of the columns and their pairs for the weakest-slice search
+(:func:`modelgate.evaluation.weakest_slices.count_slices`); both merge like the run's own
+statistics, so a mapped run and a one-process run find the same. Binary classification
+models only: for the other tasks the columns are logged and skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from modelgate.pipelines.context import Context
+from modelgate.pipelines.evaluation.run_refs import RunRef, get_pickle, put_pickle
+
+if TYPE_CHECKING:  # annotations only: the step imports the cores where it computes
+    import pyarrow as pa
+
+    from modelgate.evaluation.segment_policy import SegmentPolicy
+    from modelgate.evaluation.segment_statistics import SegmentStatistics
+    from modelgate.evaluation.segments import SegmentReport
+    from modelgate.evaluation.weakest_slices import SliceCounts, WeakSlices
+
+log = logging.getLogger("modelgate.evaluate")
+
+#: The metrics the report draws a forest plot of when the policy judges none.
+REPORTED_METRICS = ("roc_auc", "accuracy")
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentParts:
+    """One partition's (or several merged) segment statistics and slice counts."""
+
+    segments: tuple[SegmentStatistics, ...]
+    slices: tuple[SliceCounts, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentsResult:
+    """The run's segments evaluated, and the weakest slices found (None: no search)."""
+
+    report: SegmentReport
+    weakest: WeakSlices | None
+
+
+def columns_of(section: SegmentPolicy | None) -> tuple[str, ...]:
+    """The columns a run's scoring must keep for its segments (pairs name columns listed)."""
+    if section is None:
+        return ()
+    return tuple(dict.fromkeys([*section.columns, *(c for p in section.pairs for c in p)]))
+
+
+def collect_batch(table: pa.Table, y: Any, score: Any, threshold: float | None,
+                  section: SegmentPolicy | None) -> SegmentParts | None:
+    """One batch of scored rows summarised per segment and counted per slice."""
+    from modelgate.evaluation.segment_statistics import collect_segments
+    from modelgate.evaluation.weakest_slices import count_slices
+    from modelgate.fairness.disaggregate import encode_groups
+
+    names = columns_of(section)
+    if section is None or not names or threshold is None:
+        return None
+    encoded = {c: encode_groups(table.column(c).to_pandas().to_numpy(dtype=object)) for c in names}
+    singles = {c: encoded[c] for c in section.columns}
+    return SegmentParts(collect_segments(y, score, threshold=threshold, columns=singles,
+                                         pairs=section.pairs),
+                        count_slices(y, score, threshold=threshold, columns=encoded, pairs=True))
+
+
+def merge_parts(parts: Sequence[SegmentParts | None]) -> SegmentParts | None:
+    """The parts added up (None when no part has segments)."""
+    from modelgate.evaluation.segment_statistics import merge_segments
+    from modelgate.evaluation.weakest_slices import merge_slice_counts
+
+    present = [p for p in parts if p is not None]
+    if not present:
+        return None
+    return SegmentParts(merge_segments([p.segments for p in present]),
+                        merge_slice_counts([p.slices for p in present]))
+
+
+def _key(ref: RunRef) -> str:
+    return f"{ref.prefix()}/segments.pkl"
+
+
+def compute_segments(ctx: Context, ref: RunRef, merged: SegmentParts | None,
+                     section: SegmentPolicy | None, *, n_bootstrap: int, seed: int) -> str | None:
+    """Evaluate every segment and search the weakest slices; pickled beside the metrics."""
+    from modelgate.evaluation.segments import DEFAULT_MIN_ROWS, evaluate_segments
+    from modelgate.evaluation.weakest_slices import search_slices
+
+    if merged is None or section is None:
+        return None
+    min_rows = section.min_rows or DEFAULT_MIN_ROWS
+    report = evaluate_segments(merged.segments, min_rows=min_rows, n_bootstrap=n_bootstrap,
+                               seed=seed, correction=section.correction)
+    weakest = None
+    if merged.slices:
+        try:
+            weakest = search_slices(merged.slices, min_rows=min_rows,
+                                    correction=section.correction, level=section.level)
+        except ValueError as exc:  # more single-column slices than the search takes
+            log.warning("weakest-slice search skipped: %s", exc)
+    log.info("segments: %d segment(s) of %s, %d judged; %s", len(report.segments),
+             ", ".join(" x ".join(s.columns) for s in merged.segments),
+             sum(s.judged for s in report.segments),
+             "no weakest-slice search" if weakest is None else
+             f"weakest-slice search: {len(weakest.slices)} slice(s) of {weakest.candidates} found")
+    return put_pickle(ctx, _key(ref), SegmentsResult(report, weakest))
+
+
+def load_segments(ctx: Context, ref: RunRef) -> SegmentsResult | None:
+    """The run's segments result, or None when the run evaluated no segment."""
+    key = _key(ref)
+    return get_pickle(ctx, key) if ctx.store.exists(key) else None
+
+
+def store_rows(result: SegmentsResult | None, section: SegmentPolicy | None) -> dict[str, Any]:
+    """The ``segment_metrics`` and ``segment_gate_checks`` records of the run's rows."""
+    from modelgate.evaluation.segment_gate import segment_verdicts
+
+    if result is None:
+        return {}
+    verdicts = segment_verdicts(section, result.report) if section is not None else ()
+    return {"segment_metrics": result.report.to_rows(),
+            "segment_gate_checks": [v.to_record() for v in verdicts]}
+
+
+def segments_json(result: SegmentsResult | None) -> dict[str, Any] | None:
+    """The JSON result's ``segments`` key: one record per segment, and the family of tests."""
+    if result is None:
+        return None
+    r = result.report
+    return {"min_rows": r.min_rows, "correction": r.correction, "family": r.family,
+            "confidence_level": r.confidence_level,
+            "records": [s.to_record() for s in r.segments],
+            "weakest_slices": None if result.weakest is None else result.weakest.to_record()}
+
+
+def report_parts(result: SegmentsResult | None, section: SegmentPolicy | None) -> dict[str, Any]:
+    """The report view's ``segments``, ``weakest_slices`` and ``weakest_slices_note``."""
+    import math
+
+    from modelgate.evaluation.segment_gate import segment_verdicts
+    from modelgate.reports.segment_views import SegmentRow, SegmentSection, WeakSliceRow
+
+    if result is None:
+        return {}
+    verdicts = segment_verdicts(section, result.report) if section is not None else ()
+    judged_metrics = [t.metric for t in section.thresholds] if section is not None else []
+    shown = list(dict.fromkeys(judged_metrics or REPORTED_METRICS))
+    sections = []
+    for metric in shown:
+        worst: dict[str, str] = {}
+        for v in verdicts:
+            if v.metric == metric and v.verdict in ("breach", "inconclusive", "pass"):
+                rank = {"breach": 2, "inconclusive": 1, "pass": 0}[v.verdict]
+                if rank >= {"breach": 2, "inconclusive": 1, "pass": 0}.get(worst.get(v.segment, ""), -1):
+                    worst[v.segment] = v.verdict
+        rows = []
+        for seg in result.report.segments:
+            m = {x.name: x for x in seg.metrics}[metric]
+
+            def shown_number(x: float, judged: bool = seg.judged) -> float | None:
+                return x if judged else None
+            rows.append(SegmentRow(seg.name, seg.n, m.value, m.ci_lower, m.ci_upper,
+                                   shown_number(m.rest_value), shown_number(m.difference),
+                                   shown_number(m.difference_ci_lower),
+                                   shown_number(m.difference_ci_upper), shown_number(m.p_value),
+                                   shown_number(m.q_value), worst.get(seg.name, ""),
+                                   seg.reason or m.undefined_reason or ""))
+        rows.sort(key=lambda r: (r.q_value is None or math.isnan(r.q_value),
+                                 r.q_value if r.q_value is not None else 1.0, r.segment))
+        higher = next(x.higher_is_better for x in result.report.segments[0].metrics
+                      if x.name == metric) if result.report.segments else True
+        sections.append(SegmentSection(metric, higher, tuple(rows), result.report.family))
+    out: dict[str, Any] = {"segments": tuple(sections)}
+    weak = result.weakest
+    if weak is not None:
+        out["weakest_slices"] = tuple(
+            WeakSliceRow(s.name, s.metric, s.n, s.value, s.rest_value, s.difference,
+                         s.difference_ci_lower, s.difference_ci_upper, s.q_value)
+            for s in weak.slices)
+        left = (f"; pairs not searched (over {weak.max_candidates:,} candidates): "
+                + ", ".join(" x ".join(p) for p in weak.pairs_left_out)) if weak.pairs_left_out else ""
+        out["weakest_slices_note"] = (
+            f"{weak.candidates:,} candidate slices of at least {weak.min_rows:,} rows (the segment "
+            f"columns and their pairs), {weak.tests:,} one-sided tests of accuracy, precision, "
+            f"recall and F1 against the rest, {weak.correction.upper()} at {weak.level:g}{left}.")
+    return out

@@ -1,0 +1,182 @@
+"""Drift core: reference sketches, per-feature and joint drift, data quality, performance
+estimation without labels and the concept-drift detector; numpy in, frozen dataclasses out.
+
+This is the core's public surface: what the pipelines, the CLI, the DAGs and the benchmarks use,
+imported from here (``from modelgate.drift import ...``; tests/test_import_layers.py fails on an
+inner module imported from outside the core). A name is imported from its module on first use (PEP
+562), so importing the package or one inner module loads no other (POT, matplotlib, jinja2 and ONNX
+are slow to import); a name its module shares (``threshold_multiple``) is bound at import, since the
+submodule, once imported, would otherwise take the attribute.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .threshold_multiple import threshold_multiple
+
+if TYPE_CHECKING:
+    from .adwin import AdwinDetector
+    from .attribution import (
+        AttributionDrift,
+        AttributionReference,
+        attribution_drift,
+        build_attribution_reference,
+    )
+    from .data_drift import (
+        DriftThresholds,
+        FeatureDrift,
+        categorical_drift_from_counts,
+        numeric_drift,
+        numeric_drift_sorted,
+        summarise,
+    )
+    from .error_stream import bounded_absolute_errors, classification_errors
+    from .estimators import ModelOutputs, estimate, fit_estimator
+    from .evidence import MIN_ESTIMATE_ROWS, MIN_EXPECTED_PER_CLASS, estimate_evidence, estimator_refusal
+    from .multivariate import (
+        MultivariateDrift,
+        MultivariateReference,
+        build_multivariate_reference,
+        multivariate_drift,
+    )
+    from .performance_estimation import (
+        BINARY_METRICS,
+        ClassificationEstimate,
+        IsotonicCalibrator,
+        MulticlassReference,
+        estimate_binary,
+        estimate_multiclass,
+        expected_roc_auc,
+        fit_isotonic,
+        fit_multiclass,
+    )
+    from .quality import FeatureSchema, QualityPolicy, check_quality, decide_quality, infer_schema
+    from .reference import (
+        MISSING,
+        CategoricalReference,
+        NumericReference,
+        build_categorical_reference_from_counts,
+        build_numeric_reference,
+    )
+    from .regression_estimation import BinnedErrorModel, NannyErrorModel, estimate_regression, fit_nanny_model
+    from .threshold_multiple import worst_first
+
+#: Public name -> (module, name in the module), imported on first use.
+_LAZY = {
+    "AdwinDetector": ("adwin", "AdwinDetector"),
+    "AttributionDrift": ("attribution", "AttributionDrift"),
+    "AttributionReference": ("attribution", "AttributionReference"),
+    "attribution_drift": ("attribution", "attribution_drift"),
+    "build_attribution_reference": ("attribution", "build_attribution_reference"),
+    "DriftThresholds": ("data_drift", "DriftThresholds"),
+    "FeatureDrift": ("data_drift", "FeatureDrift"),
+    "categorical_drift_from_counts": ("data_drift", "categorical_drift_from_counts"),
+    "numeric_drift": ("data_drift", "numeric_drift"),
+    "numeric_drift_sorted": ("data_drift", "numeric_drift_sorted"),
+    "summarise": ("data_drift", "summarise"),
+    "bounded_absolute_errors": ("error_stream", "bounded_absolute_errors"),
+    "classification_errors": ("error_stream", "classification_errors"),
+    "ModelOutputs": ("estimators", "ModelOutputs"),
+    "estimate": ("estimators", "estimate"),
+    "fit_estimator": ("estimators", "fit_estimator"),
+    "MIN_ESTIMATE_ROWS": ("evidence", "MIN_ESTIMATE_ROWS"),
+    "MIN_EXPECTED_PER_CLASS": ("evidence", "MIN_EXPECTED_PER_CLASS"),
+    "estimate_evidence": ("evidence", "estimate_evidence"),
+    "estimator_refusal": ("evidence", "estimator_refusal"),
+    "MultivariateDrift": ("multivariate", "MultivariateDrift"),
+    "MultivariateReference": ("multivariate", "MultivariateReference"),
+    "build_multivariate_reference": ("multivariate", "build_multivariate_reference"),
+    "multivariate_drift": ("multivariate", "multivariate_drift"),
+    "BINARY_METRICS": ("performance_estimation", "BINARY_METRICS"),
+    "ClassificationEstimate": ("performance_estimation", "ClassificationEstimate"),
+    "IsotonicCalibrator": ("performance_estimation", "IsotonicCalibrator"),
+    "MulticlassReference": ("performance_estimation", "MulticlassReference"),
+    "estimate_binary": ("performance_estimation", "estimate_binary"),
+    "estimate_multiclass": ("performance_estimation", "estimate_multiclass"),
+    "expected_roc_auc": ("performance_estimation", "expected_roc_auc"),
+    "fit_isotonic": ("performance_estimation", "fit_isotonic"),
+    "fit_multiclass": ("performance_estimation", "fit_multiclass"),
+    "FeatureSchema": ("quality", "FeatureSchema"),
+    "QualityPolicy": ("quality", "QualityPolicy"),
+    "check_quality": ("quality", "check_quality"),
+    "decide_quality": ("quality", "decide_quality"),
+    "infer_schema": ("quality", "infer_schema"),
+    "CategoricalReference": ("reference", "CategoricalReference"),
+    "MISSING": ("reference", "MISSING"),
+    "NumericReference": ("reference", "NumericReference"),
+    "build_categorical_reference_from_counts": ("reference", "build_categorical_reference_from_counts"),
+    "build_numeric_reference": ("reference", "build_numeric_reference"),
+    "BinnedErrorModel": ("regression_estimation", "BinnedErrorModel"),
+    "NannyErrorModel": ("regression_estimation", "NannyErrorModel"),
+    "estimate_regression": ("regression_estimation", "estimate_regression"),
+    "fit_nanny_model": ("regression_estimation", "fit_nanny_model"),
+    "worst_first": ("threshold_multiple", "worst_first"),
+}
+
+__all__ = [
+    "AdwinDetector",
+    "AttributionDrift",
+    "AttributionReference",
+    "BINARY_METRICS",
+    "BinnedErrorModel",
+    "CategoricalReference",
+    "ClassificationEstimate",
+    "DriftThresholds",
+    "FeatureDrift",
+    "FeatureSchema",
+    "IsotonicCalibrator",
+    "MIN_ESTIMATE_ROWS",
+    "MIN_EXPECTED_PER_CLASS",
+    "MISSING",
+    "ModelOutputs",
+    "MulticlassReference",
+    "MultivariateDrift",
+    "MultivariateReference",
+    "NannyErrorModel",
+    "NumericReference",
+    "QualityPolicy",
+    "attribution_drift",
+    "bounded_absolute_errors",
+    "build_attribution_reference",
+    "build_categorical_reference_from_counts",
+    "build_multivariate_reference",
+    "build_numeric_reference",
+    "categorical_drift_from_counts",
+    "check_quality",
+    "classification_errors",
+    "decide_quality",
+    "estimate",
+    "estimate_binary",
+    "estimate_evidence",
+    "estimate_multiclass",
+    "estimate_regression",
+    "estimator_refusal",
+    "expected_roc_auc",
+    "fit_estimator",
+    "fit_isotonic",
+    "fit_multiclass",
+    "fit_nanny_model",
+    "infer_schema",
+    "multivariate_drift",
+    "numeric_drift",
+    "numeric_drift_sorted",
+    "summarise",
+    "threshold_multiple",
+    "worst_first",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use and keep it here."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,0 +1,208 @@
+"""Reports core: SHAP explanations, their summaries, the report views and the HTML and
+chart renderers; plain views in, HTML and images out.
+
+This is the core's public surface: what the pipelines, the CLI, the DAGs and the benchmarks use,
+imported from here (``from modelgate.reports import ...``; tests/test_import_layers.py fails on an
+inner module imported from outside the core). A name is imported from its module on first use (PEP
+562), so importing the package or one inner module loads no other (POT, matplotlib, jinja2 and ONNX
+are slow to import); a name its module shares (``explain``, ``explain_trees``, ``shap_summary``) is
+bound at import, since the submodule, once imported, would otherwise take the attribute.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .explain import explain
+from .explain_trees import explain_trees
+from .shap_summary import shap_summary
+
+if TYPE_CHECKING:
+    from .explain import (
+        DEFAULT_N_PERMUTATIONS,
+        Explanation,
+        choose_algorithm,
+        explain_class,
+        global_importance,
+        importance_standard_errors,
+        select_error_rows,
+        select_rows,
+    )
+    from .explain_errors import interval_quantile, interval_words, pooled_standard_errors
+    from .explain_estimators import exact_values, permutation_values
+    from .explain_masking import MaskedEvaluator
+    from .explain_trees import GraphModel, check_trees
+    from .html import render_drift_report, render_evaluation_report, render_model_index
+    from .onnx_linear import read_linear_model
+    from .onnx_trees import UnsupportedGraph, read_tree_ensemble
+    from .segment_views import SegmentRow, SegmentSection, WeakSliceRow
+    from .shap_summary import GroupShap, ShapSummary, shap_by_group
+    from .summary_views import (
+        EstimateRow,
+        GroupShapSection,
+        LabelledPerformance,
+        QualityRow,
+        ShapClassSection,
+        ShapSwarmRow,
+    )
+    from .tree_shap import interventional_tree_shap
+    from .views import (
+        AttributionShareRow,
+        CalibrationRow,
+        ChangePointRow,
+        DriftReportView,
+        ErrorGroupRow,
+        EvaluationReportView,
+        FairnessSection,
+        FeatureDriftRow,
+        GapRow,
+        GateCheckRow,
+        GateView,
+        GroupRow,
+        HistogramView,
+        IndexRow,
+        IndexVerdict,
+        JointDriftRow,
+        MetricRow,
+        ModelIndexView,
+        QuarantineRow,
+        WaterfallImage,
+    )
+    from .waterfall import waterfall_png
+
+#: Public name -> (module, name in the module), imported on first use.
+_LAZY = {
+    "DEFAULT_N_PERMUTATIONS": ("explain", "DEFAULT_N_PERMUTATIONS"),
+    "Explanation": ("explain", "Explanation"),
+    "choose_algorithm": ("explain", "choose_algorithm"),
+    "explain_class": ("explain", "explain_class"),
+    "global_importance": ("explain", "global_importance"),
+    "importance_standard_errors": ("explain", "importance_standard_errors"),
+    "select_error_rows": ("explain", "select_error_rows"),
+    "select_rows": ("explain", "select_rows"),
+    "interval_quantile": ("explain_errors", "interval_quantile"),
+    "interval_words": ("explain_errors", "interval_words"),
+    "pooled_standard_errors": ("explain_errors", "pooled_standard_errors"),
+    "exact_values": ("explain_estimators", "exact_values"),
+    "permutation_values": ("explain_estimators", "permutation_values"),
+    "MaskedEvaluator": ("explain_masking", "MaskedEvaluator"),
+    "GraphModel": ("explain_trees", "GraphModel"),
+    "check_trees": ("explain_trees", "check_trees"),
+    "render_drift_report": ("html", "render_drift_report"),
+    "render_evaluation_report": ("html", "render_evaluation_report"),
+    "render_model_index": ("html", "render_model_index"),
+    "read_linear_model": ("onnx_linear", "read_linear_model"),
+    "UnsupportedGraph": ("onnx_trees", "UnsupportedGraph"),
+    "read_tree_ensemble": ("onnx_trees", "read_tree_ensemble"),
+    "SegmentRow": ("segment_views", "SegmentRow"),
+    "SegmentSection": ("segment_views", "SegmentSection"),
+    "WeakSliceRow": ("segment_views", "WeakSliceRow"),
+    "GroupShap": ("shap_summary", "GroupShap"),
+    "ShapSummary": ("shap_summary", "ShapSummary"),
+    "shap_by_group": ("shap_summary", "shap_by_group"),
+    "EstimateRow": ("summary_views", "EstimateRow"),
+    "GroupShapSection": ("summary_views", "GroupShapSection"),
+    "LabelledPerformance": ("summary_views", "LabelledPerformance"),
+    "QualityRow": ("summary_views", "QualityRow"),
+    "ShapClassSection": ("summary_views", "ShapClassSection"),
+    "ShapSwarmRow": ("summary_views", "ShapSwarmRow"),
+    "interventional_tree_shap": ("tree_shap", "interventional_tree_shap"),
+    "AttributionShareRow": ("views", "AttributionShareRow"),
+    "CalibrationRow": ("views", "CalibrationRow"),
+    "ChangePointRow": ("views", "ChangePointRow"),
+    "DriftReportView": ("views", "DriftReportView"),
+    "ErrorGroupRow": ("views", "ErrorGroupRow"),
+    "EvaluationReportView": ("views", "EvaluationReportView"),
+    "FairnessSection": ("views", "FairnessSection"),
+    "FeatureDriftRow": ("views", "FeatureDriftRow"),
+    "GapRow": ("views", "GapRow"),
+    "GateCheckRow": ("views", "GateCheckRow"),
+    "GateView": ("views", "GateView"),
+    "GroupRow": ("views", "GroupRow"),
+    "HistogramView": ("views", "HistogramView"),
+    "IndexRow": ("views", "IndexRow"),
+    "IndexVerdict": ("views", "IndexVerdict"),
+    "JointDriftRow": ("views", "JointDriftRow"),
+    "MetricRow": ("views", "MetricRow"),
+    "ModelIndexView": ("views", "ModelIndexView"),
+    "QuarantineRow": ("views", "QuarantineRow"),
+    "WaterfallImage": ("views", "WaterfallImage"),
+    "waterfall_png": ("waterfall", "waterfall_png"),
+}
+
+__all__ = [
+    "AttributionShareRow",
+    "CalibrationRow",
+    "ChangePointRow",
+    "DEFAULT_N_PERMUTATIONS",
+    "DriftReportView",
+    "ErrorGroupRow",
+    "EstimateRow",
+    "EvaluationReportView",
+    "Explanation",
+    "FairnessSection",
+    "FeatureDriftRow",
+    "GapRow",
+    "GateCheckRow",
+    "GateView",
+    "GraphModel",
+    "GroupRow",
+    "GroupShap",
+    "GroupShapSection",
+    "HistogramView",
+    "IndexRow",
+    "IndexVerdict",
+    "JointDriftRow",
+    "LabelledPerformance",
+    "MaskedEvaluator",
+    "MetricRow",
+    "ModelIndexView",
+    "QualityRow",
+    "QuarantineRow",
+    "SegmentRow",
+    "SegmentSection",
+    "ShapClassSection",
+    "ShapSummary",
+    "ShapSwarmRow",
+    "UnsupportedGraph",
+    "WaterfallImage",
+    "WeakSliceRow",
+    "check_trees",
+    "choose_algorithm",
+    "exact_values",
+    "explain",
+    "explain_class",
+    "explain_trees",
+    "global_importance",
+    "importance_standard_errors",
+    "interval_quantile",
+    "interval_words",
+    "interventional_tree_shap",
+    "permutation_values",
+    "pooled_standard_errors",
+    "read_linear_model",
+    "read_tree_ensemble",
+    "render_drift_report",
+    "render_evaluation_report",
+    "render_model_index",
+    "select_error_rows",
+    "select_rows",
+    "shap_by_group",
+    "shap_summary",
+    "waterfall_png",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use and keep it here."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import jinja2
 from markupsafe import Markup
-from modelgate.drift.threshold_multiple import threshold_multiple, worst_first
+from modelgate.drift import threshold_multiple, worst_first
 from modelgate.reports.charts import (
     Bar,
     Interval,

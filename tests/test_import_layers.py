@@ -274,3 +274,74 @@ def test_the_demo_says_which_extra_it_needs(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setitem(sys.modules, "skl2onnx", None)
     with pytest.raises(ModuleNotFoundError, match=r"skl2onnx .*modelgate\[demo\]"):
         require_demo_extra()
+
+
+#: The cores with a public surface (``__all__`` in their ``__init__.py``): from outside the core,
+#: pipelines, CLI, DAGs and the other cores included, only the package is imported, never an inner
+#: module. tests/ and bench/ may import inner modules (they test and time them).
+SURFACED_CORES = ("modelgate.drift", "modelgate.evaluation", "modelgate.reports")
+
+
+def _public_names(core: str) -> set[str]:
+    """The names a core's ``__init__.py`` lists in ``__all__`` (read from the source)."""
+    for node in ast.parse(FILES[core].read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def inner_imports(files: Mapping[str, Path], public: Mapping[str, set[str]]) -> dict[str, list[str]]:
+    """Module -> the inner modules of a surfaced core it imports from outside that core: an
+    import from ``<core>.<module>``, or of a module through the package (a name of the
+    package that is a module and not in its ``__all__``: ``from modelgate.reports import
+    explain`` is the public function, not the module of the same name)."""
+    found: dict[str, list[str]] = {}
+    for name, path in files.items():
+        here = unit(name)
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(a.name for a in node.names
+                               if unit(a.name) in public and a.name != unit(a.name))
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                if unit(node.module) in public and node.module != unit(node.module):
+                    targets.add(node.module)
+                elif node.module in public:
+                    modules = {f"{node.module}.{a.name}" for a in node.names
+                               if a.name not in public[node.module]}
+                    targets.update(modules & set(FILES))
+        inner = sorted(t for t in targets if unit(t) != here)
+        if inner:
+            found[name] = inner
+    return found
+
+
+def test_cores_are_imported_through_their_surface_only() -> None:
+    files = {**FILES, **module_files(REPO, {"dags": "modelgate.dags"})}
+    found = inner_imports(files, {core: _public_names(core) for core in SURFACED_CORES})
+    assert not found, ("import these from the core's package (its __init__ lists them in "
+                       f"__all__): {found}")
+
+
+def test_the_surface_check_finds_an_inner_import_it_is_shown(tmp_path: Path) -> None:
+    (tmp_path / "x.py").write_text("from modelgate.evaluation.gate import decide\n"
+                                   "from modelgate.evaluation import Policy, sufficient\n"
+                                   "from modelgate.reports import explain\n")
+    (tmp_path / "y.py").write_text("from modelgate.evaluation import decide\n")
+    files = {"modelgate.pipelines.x": tmp_path / "x.py", "modelgate.pipelines.y": tmp_path / "y.py"}
+    public = {"modelgate.evaluation": {"decide", "Policy"}, "modelgate.reports": {"explain"}}
+    assert inner_imports(files, public) == {
+        "modelgate.pipelines.x": ["modelgate.evaluation.gate", "modelgate.evaluation.sufficient"]}
+
+
+@pytest.mark.parametrize("core", SURFACED_CORES, ids=str)
+def test_a_core_surface_gives_what_it_lists(core: str) -> None:
+    """Every name in ``__all__`` resolves (imported on first use), and the names the package
+    imports (those under TYPE_CHECKING, which mypy reads, included) are exactly those listed."""
+    package = importlib.import_module(core)
+    imported = {alias.asname or alias.name
+                for node in ast.walk(ast.parse(FILES[core].read_text()))
+                if isinstance(node, ast.ImportFrom) and node.level == 1 for alias in node.names}
+    assert imported == set(package.__all__)
+    for name in package.__all__:
+        assert not isinstance(getattr(package, name), type(ast)), name  # an object, not a module

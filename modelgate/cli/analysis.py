@@ -71,7 +71,7 @@ def segment_columns(text: str) -> tuple[str, ...]:
 def _check_policy_argument(path: str) -> None:
     """A ``--policy`` file that is missing or malformed is a usage error (exit 2) naming it,
     raised before any work."""
-    from modelgate.evaluation.policy import load_policy
+    from modelgate.evaluation import load_policy
 
     try:
         load_policy(Path(path))
@@ -147,7 +147,7 @@ def _explain_for_task(scorer: Any, onnx_bytes: bytes, rows: Any, background: Any
     ``--class``); regression: the predicted value. A tree-ensemble graph is explained
     exactly from its trees (in margin space); the note says which space, or why not."""
     from modelgate.pipelines.shap_trees import explain_with_trees, tree_route
-    from modelgate.reports.explain import explain, explain_class
+    from modelgate.reports import explain, explain_class
 
     options = {"seed": args.seed, "max_rows": max(args.rows, 1), "background_size": args.background}
     task, manifest = scorer.manifest.task, scorer.manifest

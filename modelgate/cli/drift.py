@@ -95,7 +95,7 @@ def _adwin(path: Path, label: str, prediction: str, delta: float) -> list[dict[s
     import numpy as np
     import pyarrow.parquet as pq
 
-    from modelgate.drift.adwin import AdwinDetector
+    from modelgate.drift import AdwinDetector
 
     table = pq.read_table(path, columns=[label, prediction]).to_pandas()
     for column in (label, prediction):
@@ -106,7 +106,7 @@ def _adwin(path: Path, label: str, prediction: str, delta: float) -> list[dict[s
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
-    from modelgate.drift.data_drift import summarise
+    from modelgate.drift import summarise
     from modelgate.pipelines.drift.columns import build_references_from_parquet, drift_from_parquet
 
     if (args.label is None) != (args.prediction is None):
@@ -148,7 +148,7 @@ def _add_estimates_and_quality(args: argparse.Namespace, kinds: dict[str, Any],
 
     payload["quality"] = quality_json(args.reference, args.current, kinds)
     if args.model is not None:
-        from modelgate.evaluation.labels import LabelError
+        from modelgate.evaluation import LabelError
         from modelgate.onnx.scoring import ScoringError
 
         try:

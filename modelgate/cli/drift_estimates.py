@@ -29,7 +29,7 @@ def _read(path: Path, columns: list[str]) -> Any:
 
 def quality_json(reference: Path, current: Path, kinds: dict[str, Any]) -> dict[str, Any]:
     """The ``quality`` section: per-feature counts and the default policy's verdict."""
-    from modelgate.drift.quality import QualityPolicy, check_quality, decide_quality, infer_schema
+    from modelgate.drift import QualityPolicy, check_quality, decide_quality, infer_schema
 
     ref, cur = _read(reference, list(kinds)), _read(current, list(kinds))
     missing = [f for f in kinds if f not in ref.columns]
@@ -75,8 +75,8 @@ def estimates_json(model: Path, reference: Path, current: Path, *,
 
 def _binary(scorer: Any, ref: Any, cur: Any, label: str, manifest: Any,
             confidence: float) -> dict[str, Any]:
-    from modelgate.drift.estimators import ModelOutputs, estimate, fit_estimator
-    from modelgate.evaluation.labels import binary_labels
+    from modelgate.drift import ModelOutputs, estimate, fit_estimator
+    from modelgate.evaluation import binary_labels
 
     task = "binary_classification"
     y = binary_labels(ref[label].to_numpy(), column=label, positive=manifest.label.positive,
@@ -94,8 +94,8 @@ def _binary(scorer: Any, ref: Any, cur: Any, label: str, manifest: Any,
 
 def _multiclass(scorer: Any, ref: Any, cur: Any, label: str, manifest: Any,
                 confidence: float) -> dict[str, Any]:
-    from modelgate.drift.estimators import ModelOutputs, estimate, fit_estimator
-    from modelgate.evaluation.labels import class_indices
+    from modelgate.drift import ModelOutputs, estimate, fit_estimator
+    from modelgate.evaluation import class_indices
 
     task = "multiclass_classification"
     classes = tuple(manifest.output.classes or ())
@@ -109,8 +109,7 @@ def _multiclass(scorer: Any, ref: Any, cur: Any, label: str, manifest: Any,
 
 def _regression(scorer: Any, ref: Any, cur: Any, label: str, features: list[str],
                 categorical: list[str], confidence: float) -> dict[str, Any]:
-    from modelgate.drift.estimators import ModelOutputs, estimate, fit_estimator
-    from modelgate.drift.regression_estimation import NannyErrorModel
+    from modelgate.drift import ModelOutputs, NannyErrorModel, estimate, fit_estimator
 
     task = "regression"
     ref_pred = scorer.predict_value(ref)
@@ -132,7 +131,7 @@ def _regression(scorer: Any, ref: Any, cur: Any, label: str, features: list[str]
 
 def _realised(y: np.ndarray, scores: np.ndarray, predicted: np.ndarray) -> dict[str, float | None]:
     """The reference's own metrics (it has labels), the baseline the estimates are read against."""
-    from modelgate.drift.performance_estimation import expected_roc_auc
+    from modelgate.drift import expected_roc_auc
 
     tp = float(np.sum(predicted & (y == 1)))
     fp, fn = float(np.sum(predicted & (y == 0))), float(np.sum(~predicted & (y == 1)))

@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from modelgate.pipelines.context import safe_key_part
-from modelgate.reports.views import IndexRow, IndexVerdict, ModelIndexView
+from modelgate.reports import IndexRow, IndexVerdict, ModelIndexView
 from modelgate.store.summaries import ListedRun, listed_runs
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ def write_model_index(ctx: Context, model_name: str) -> str:
     str
         The object key of the index page (see :func:`index_key`).
     """
-    from modelgate.reports.html import render_model_index
+    from modelgate.reports import render_model_index
 
     view = build_index_view(model_name, read_runs(ctx.db_url, model_name))
     key = index_key(model_name)

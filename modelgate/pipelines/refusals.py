@@ -39,7 +39,7 @@ def refusal_types() -> tuple[type[BaseException], ...]:
     location that cannot work, a dataset too large for the memory limit).
     """
     from modelgate.config import ConfigError
-    from modelgate.evaluation.policy import PolicyError
+    from modelgate.evaluation import PolicyError
     from modelgate.json_input import JsonInputError
     from modelgate.store.models import RegistryError
 

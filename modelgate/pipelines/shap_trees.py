@@ -19,10 +19,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from modelgate.reports.explain import Explanation
-from modelgate.reports.explain_trees import GraphModel, check_trees, explain_trees
-from modelgate.reports.onnx_linear import read_linear_model
-from modelgate.reports.onnx_trees import UnsupportedGraph, read_tree_ensemble
+from modelgate.reports import (
+    Explanation,
+    GraphModel,
+    UnsupportedGraph,
+    check_trees,
+    explain_trees,
+    read_linear_model,
+    read_tree_ensemble,
+)
 
 __all__ = ["TreeRoute", "explain_with_trees", "tree_route"]
 

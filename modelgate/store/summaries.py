@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Literal
 
-from modelgate.drift.threshold_multiple import threshold_multiple, worst_first
+from modelgate.drift import threshold_multiple, worst_first
 from modelgate.store.db import transaction
 
 #: A query the demo shows analysts (the documented views are in sql/README.md).

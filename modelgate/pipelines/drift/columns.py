@@ -25,18 +25,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from modelgate.drift.data_drift import (
-    DriftThresholds,
-    FeatureDrift,
-    categorical_drift_from_counts,
-    numeric_drift_sorted,
-)
-from modelgate.drift.reference import (
+from modelgate.drift import (
     MISSING,
     CategoricalReference,
+    DriftThresholds,
+    FeatureDrift,
     NumericReference,
     build_categorical_reference_from_counts,
     build_numeric_reference,
+    categorical_drift_from_counts,
+    numeric_drift_sorted,
 )
 
 __all__ = ["FeatureKind", "build_references_from_parquet", "drift_from_parquet"]

@@ -94,7 +94,7 @@ def _error_stream(ctx: Context, ref: DriftRef, manifest: Manifest, labels: Any,
                   predicted: Any) -> Any:
     """What ADWIN watches, per task (see :mod:`modelgate.drift.error_stream`), from labels
     already encoded by ``model_labels`` (0/1, class index, or value)."""
-    from modelgate.drift.error_stream import bounded_absolute_errors, classification_errors
+    from modelgate.drift import bounded_absolute_errors, classification_errors
 
     if manifest.task == "regression":
         scale = load_references(ctx, ref)[SCORE_FEATURE].scale  # std of reference predictions
@@ -104,7 +104,7 @@ def _error_stream(ctx: Context, ref: DriftRef, manifest: Manifest, labels: Any,
 
 def concept_drift(ctx: Context, ref: DriftRef, labels_uri: str, delta: float = 0.002) -> str:
     """Feed every newly labelled interval (oldest first) to the persisted ADWIN detector."""
-    from modelgate.drift.adwin import AdwinDetector
+    from modelgate.drift import AdwinDetector
 
     manifest = models.get_by_id(ctx.db_url, ref.model_version_id).manifest
     state, seen = drift_runs.load_detector(ctx.db_url, ref.model_version_id)

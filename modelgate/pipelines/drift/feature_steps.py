@@ -275,7 +275,7 @@ def _build_reference_sketch(ctx: Context, row: models.ModelVersionRow, reference
 
 
 def load_references(ctx: Context, ref: DriftRef) -> dict[str, Any]:
-    from modelgate.drift.reference import CategoricalReference, NumericReference
+    from modelgate.drift import CategoricalReference, NumericReference
 
     key = drift_runs.get_reference(ctx.db_url, ref.model_version_id)
     if key is None:
@@ -430,7 +430,7 @@ def parse_thresholds(spec: dict[str, Any] | None) -> Any:
     >>> parse_thresholds({"features": {"age": {"relative": 3.0}}}).for_feature("age").relative
     3.0
     """
-    from modelgate.drift.data_drift import DriftThresholds
+    from modelgate.drift import DriftThresholds
 
     spec, _ = drift_joint.split_thresholds(spec)  # "multivariate"/"attribution" are checked there
     spec, _ = drift_estimation.split_thresholds(spec)  # so are "performance"/"quality"
@@ -509,7 +509,7 @@ def degraded_reason(quarantined: list[monitors.Quarantine]) -> str | None:
 def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: list[str],
                   report: str) -> str:
     """Feature rows, change points, detector state, verdict and link in one transaction."""
-    from modelgate.drift.data_drift import summarise
+    from modelgate.drift import summarise
 
     summary = summarise(collect_features(ctx, ref, features))
     concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a concept.ConceptResult

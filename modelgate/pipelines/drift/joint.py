@@ -33,8 +33,7 @@ from modelgate.pipelines.payloads import LiveSample
 from modelgate.store import drift_joint, models
 
 if TYPE_CHECKING:  # annotations only: drift.multivariate loads POT, imported where a step measures
-    from modelgate.drift.attribution import AttributionDrift
-    from modelgate.drift.multivariate import MultivariateDrift
+    from modelgate.drift import AttributionDrift, MultivariateDrift
 
 log = logging.getLogger("modelgate.drift")
 
@@ -99,7 +98,7 @@ def ensure_references(ctx: Context, row: models.ModelVersionRow, reference_uri: 
 
 
 def _build_multivariate(ctx: Context, row: models.ModelVersionRow, data: Any) -> None:
-    from modelgate.drift.multivariate import build_multivariate_reference
+    from modelgate.drift import build_multivariate_reference
 
     features = _numeric(row.manifest)
     table = pq.read_table(data, columns=features)
@@ -123,7 +122,7 @@ def _shap_values(scorer: Any, rows: Any, background: Any, features: list[str],
     exact and in the model's margin space when ``route`` (shap_trees.TreeRoute) has trees or
     a linear model."""
     from modelgate.pipelines import shap_trees
-    from modelgate.reports.explain import explain, explain_class
+    from modelgate.reports import explain, explain_class
 
     options: dict[str, Any] = {"features": features, "seed": SHAP_SEED,
                                "max_rows": ATTRIBUTION_LIVE_ROWS}
@@ -155,7 +154,7 @@ def _route(loaded: Any, scorer: Any, rows: Any, background: Any, features: list[
 
 
 def _build_attribution(ctx: Context, row: models.ModelVersionRow, data: Any, work: Any) -> None:
-    from modelgate.drift.attribution import build_attribution_reference
+    from modelgate.drift import build_attribution_reference
 
     loaded = load_registered_model(ctx, row, work)
     scorer = open_session(loaded, settings_from_os_environ())
@@ -206,7 +205,7 @@ def joint_drift(ctx: Context, ref: Any, sample: LiveSample,
 
 
 def _multivariate(ctx: Context, ref: Any, frame: Any, limits: dict[str, float], seed: int) -> Any:
-    from modelgate.drift.multivariate import MultivariateReference, multivariate_drift
+    from modelgate.drift import MultivariateReference, multivariate_drift
 
     row = drift_joint.get_multivariate_reference(ctx.db_url, ref.model_version_id)
     if row is None:
@@ -217,7 +216,7 @@ def _multivariate(ctx: Context, ref: Any, frame: Any, limits: dict[str, float], 
 
 
 def _attribution(ctx: Context, ref: Any, frame: Any, limits: dict[str, float], seed: int) -> Any:
-    from modelgate.drift.attribution import AttributionReference, attribution_drift
+    from modelgate.drift import AttributionReference, attribution_drift
 
     stored = drift_joint.get_attribution_reference(ctx.db_url, ref.model_version_id)
     if stored is None:
@@ -276,7 +275,7 @@ def breaches(result: JointResult) -> list[str]:
 
 def report_rows(result: JointResult) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """(JointDriftRow, ...) and (AttributionShareRow, ...) for the drift report."""
-    from modelgate.reports.views import AttributionShareRow, JointDriftRow
+    from modelgate.reports import AttributionShareRow, JointDriftRow
 
     def verdict(v: str) -> str:
         return {"ok": "ok", "drift": "drift", "no_data": "warn"}[v]

@@ -181,7 +181,7 @@ def labels_frame(files: list[Path], partition: str, uri: str, manifest: Manifest
         A file that cannot be read, the id or label column missing, ids of another kind than
         the live ids, repeated ids (counted, not shown), or labels the model does not have.
     """
-    from modelgate.evaluation.labels import model_labels
+    from modelgate.evaluation import model_labels
 
     id_column, label = manifest.id_column, manifest.label.column
     if id_column is None:

@@ -33,7 +33,7 @@ def view_verdict(verdict: str) -> str:
 
 
 def _histogram(ref_sketch: Any, values: Any) -> tuple[tuple[str, ...], tuple[float, ...], tuple[float, ...]]:
-    from modelgate.drift.reference import NumericReference
+    from modelgate.drift import NumericReference
 
     if isinstance(ref_sketch, NumericReference):
         edges = ref_sketch.edges
@@ -53,7 +53,7 @@ def _histogram(ref_sketch: Any, values: Any) -> tuple[tuple[str, ...], tuple[flo
 
 def _labelled_performance(ctx: Context, ref: DriftRef, concept: Any) -> Any:
     """The report's performance on the newly labelled rows: the mean of ADWIN's error stream."""
-    from modelgate.reports.summary_views import LabelledPerformance
+    from modelgate.reports import LabelledPerformance
 
     if not concept.rows_labelled:
         return None
@@ -65,15 +65,15 @@ def _labelled_performance(ctx: Context, ref: DriftRef, concept: Any) -> Any:
 
 
 def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: list[str]) -> str:
-    from modelgate.drift.data_drift import summarise
+    from modelgate.drift import summarise
     from modelgate.pipelines.drift.realised import with_realised
-    from modelgate.reports.html import render_drift_report
-    from modelgate.reports.views import (
+    from modelgate.reports import (
         ChangePointRow,
         DriftReportView,
         FeatureDriftRow,
         HistogramView,
         QuarantineRow,
+        render_drift_report,
     )
 
     summary = summarise(collect_features(ctx, ref, features))

@@ -63,8 +63,7 @@ def explain(ctx: Context, ref: RunRef) -> str:
 
     from modelgate.pipelines import shap_trees
     from modelgate.pipelines.evaluation import shap_report
-    from modelgate.reports.explain import global_importance, importance_standard_errors, select_rows
-    from modelgate.reports.waterfall import waterfall_png
+    from modelgate.reports import global_importance, importance_standard_errors, select_rows, waterfall_png
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     row = candidate_row(ctx, run)
@@ -149,8 +148,8 @@ def _explainer(scorer: Any, task: str, features: list[str], route: Any = None) -
     probability (multiclass) or the predicted value (regression); exact tree values (in
     the trees' margin space) when ``route`` has trees."""
     from modelgate.pipelines import shap_trees
-    from modelgate.reports.explain import explain as shap_explain
-    from modelgate.reports.explain import explain_class
+    from modelgate.reports import explain as shap_explain
+    from modelgate.reports import explain_class
 
     def explainer(rows: Any, background: Any, seed: int, algorithm: str = "auto") -> Any:
         if route is not None and route.trees is not None and algorithm in (
@@ -172,7 +171,7 @@ def _chosen_rows(table: pa.Table, manifest: Manifest) -> tuple[Any, list[str]]:
     ``|prediction - label|``."""
     import numpy as np
 
-    from modelgate.reports.explain import select_error_rows
+    from modelgate.reports import select_error_rows
 
     y = model_tasks.targets(table, manifest)
     pred = table.column("prediction").to_numpy()

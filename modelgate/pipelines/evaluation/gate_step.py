@@ -21,7 +21,7 @@ from modelgate.pipelines.evaluation.run_refs import (
 from modelgate.store import runs
 
 if TYPE_CHECKING:  # annotations only: the steps import the cores where they compute
-    from modelgate.evaluation.gate import GateDecision
+    from modelgate.evaluation import GateDecision
 
 log = logging.getLogger("modelgate.evaluate")
 
@@ -36,7 +36,7 @@ class DecisionResult:
 def decide(ctx: Context, ref: RunRef) -> str:
     """Apply the promotion policy ``prepare`` checked to the results (pure decision; nothing
     is promoted here)."""
-    from modelgate.evaluation.gate import decide as gate_decide
+    from modelgate.evaluation import decide as gate_decide
 
     candidate_row(ctx, runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id))  # pinned archive
     checked = load_checked_policy(ctx, ref)

@@ -16,9 +16,13 @@ from modelgate.pipelines.evaluation.score_step import BOOTSTRAP_SEED, N_BOOTSTRA
 from modelgate.store import runs
 
 if TYPE_CHECKING:  # annotations only: the steps import the cores where they compute
-    from modelgate.evaluation.metric_results import ComparisonReport, PairedComparison, PerformanceReport
-    from modelgate.evaluation.multiclass import MulticlassReport
-    from modelgate.evaluation.regression import RegressionReport
+    from modelgate.evaluation import (
+        ComparisonReport,
+        MulticlassReport,
+        PairedComparison,
+        PerformanceReport,
+        RegressionReport,
+    )
 
 log = logging.getLogger("modelgate.evaluate")
 
@@ -36,7 +40,7 @@ class MetricsResult:
 def compute_metrics(ctx: Context, ref: RunRef) -> str:
     """Performance metrics of the candidate (and champion, paired) with bootstrap intervals,
     from the merged statistics (exact point metrics; multinomial bootstrap over the counts)."""
-    from modelgate.evaluation import performance
+    from modelgate.evaluation import performance_from_statistics
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     manifest = candidate_row(ctx, run).manifest  # pinned archive
@@ -45,8 +49,7 @@ def compute_metrics(ctx: Context, ref: RunRef) -> str:
     merged = load_statistics(ctx, ref)
     statistics = merged.statistics
     assert statistics is not None  # a binary run's partitions always carry their statistics
-    summary = performance.performance_from_statistics(statistics, n_bootstrap=N_BOOTSTRAP,
-                                                      seed=BOOTSTRAP_SEED)
+    summary = performance_from_statistics(statistics, n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED)
     log.info("metrics on %d rows with %d bootstrap resamples over %d count cells; %d distinct "
              "scores, AUC %s", statistics.n, N_BOOTSTRAP, len(statistics.bootstrap.cells),
              summary.distinct_scores, "exact" if summary.auc_error_bound == 0 else

@@ -76,7 +76,7 @@ def targets(table: pa.Table, manifest: Manifest) -> npt.NDArray[Any]:
         Naming the label column: missing values, labels that are not among the classes, or
         regression labels that are not finite numbers.
     """
-    from modelgate.evaluation.labels import model_labels
+    from modelgate.evaluation import model_labels
 
     values = label_values(table, manifest)
     if task_of(manifest) == MULTICLASS:
@@ -167,7 +167,7 @@ def metrics_memory_bytes(manifest: Manifest, n_rows: int, *, champion: bool,
     >>> round(metrics_memory_bytes(m, 100_000, champion=False, n_bootstrap=1000) / 2**30, 2)
     2.14
     """
-    from modelgate.evaluation.multiclass import multiclass_memory_bytes
+    from modelgate.evaluation import multiclass_memory_bytes
 
     models = 2 if champion else 1
     task = task_of(manifest)
@@ -269,8 +269,12 @@ def compute_metrics(table: pa.Table, manifest: Manifest, *, champion: bool,
     """The candidate's report, the champion's and the paired comparison (None without one);
     a multiclass model's probabilities from ``probabilities`` (candidate's, champion's) when
     given (:func:`read_multiclass_scores`), else from the table's columns."""
-    from modelgate.evaluation.multiclass import compare_multiclass, evaluate_multiclass
-    from modelgate.evaluation.regression import compare_regression, evaluate_regression
+    from modelgate.evaluation import (
+        compare_multiclass,
+        compare_regression,
+        evaluate_multiclass,
+        evaluate_regression,
+    )
 
     y = targets(table, manifest)
     options = {"n_bootstrap": n_bootstrap, "seed": seed}

@@ -15,7 +15,7 @@ from modelgate.pipelines.evaluation.run_refs import RunRef, get_pickle
 from modelgate.store import runs
 
 if TYPE_CHECKING:  # annotations only: the steps import the cores where they compute
-    from modelgate.evaluation.policy import Policy
+    from modelgate.evaluation import Policy
 
 log = logging.getLogger("modelgate.evaluate")
 
@@ -25,7 +25,7 @@ def _record_policy(ctx: Context, ref: RunRef, policy: Any, policy_path: str | No
                    sha256: str, model_version_id: int) -> None:
     """Store the attempt's policy provenance; refuse a promotion under a policy looser than
     the model's own or than the version's previous decided attempt's."""
-    from modelgate.evaluation.policy import default_policy_path
+    from modelgate.evaluation import default_policy_path
 
     own = load_policy_for_run(None, model_name, task=task)[0] if policy_path else policy
     before = attempts.changes_from_previous(ctx, model_version_id, ref.evaluation_run_id, policy)
@@ -91,7 +91,7 @@ def load_policy_for_run(policy_path: str | None, model_name: str, *,
     """
     import hashlib
 
-    from modelgate.evaluation.policy import (
+    from modelgate.evaluation import (
         PolicyError,
         check_policy_for_task,
         default_policy,

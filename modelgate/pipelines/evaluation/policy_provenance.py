@@ -18,9 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from modelgate.evaluation.policy import Policy
-from modelgate.evaluation.policy_diff import PolicyChange, diff_policies
-from modelgate.evaluation.policy_text import policy_text
+from modelgate.evaluation import Policy, PolicyChange, diff_policies, policy_text
 from modelgate.pipelines.refusals import InputRefused
 from modelgate.store.runs import PolicyProvenance
 

@@ -104,7 +104,7 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
         if segments or segment_pairs:
             from dataclasses import replace
 
-            from modelgate.evaluation.segment_policy import with_segment_columns
+            from modelgate.evaluation import with_segment_columns
 
             policy = replace(policy, segments=with_segment_columns(policy.segments, segments,
                                                                    segment_pairs))

@@ -29,7 +29,7 @@ def report_key(row: models.ModelVersionRow, run: runs.EvaluationRunRow) -> str:
 
 def _metric_rows(result: MetricsResult) -> tuple[Any, ...]:
     """The candidate's metrics beside the champion's and the paired deltas, from their records."""
-    from modelgate.reports.views import MetricRow
+    from modelgate.reports import MetricRow
 
     deltas = {} if result.comparison is None else {
         r["metric_name"]: r for r in (d.to_record() for d in result.comparison.deltas)}
@@ -67,7 +67,7 @@ def _fairness_sections(reports: dict[str, Any], checks: Sequence[dict[str, Any]]
 
     ``checks`` are the gate's check records: a gap shows its fairness check's limit and verdict
     (``skipped`` when no check judged it)."""
-    from modelgate.reports.views import ErrorGroupRow, FairnessSection, GapRow, GroupRow
+    from modelgate.reports import ErrorGroupRow, FairnessSection, GapRow, GroupRow
 
     judged = {(c["sensitive_feature"], c["metric_name"]): c for c in checks if c["kind"] == "fairness"}
     nan = _nan_if_none
@@ -98,7 +98,7 @@ def _fairness_sections(reports: dict[str, Any], checks: Sequence[dict[str, Any]]
 
 def _gate_view(decision: dict[str, Any], checks: Sequence[dict[str, Any]]) -> Any:
     """The gate's decision and checks, from their records."""
-    from modelgate.reports.views import GateCheckRow, GateView
+    from modelgate.reports import GateCheckRow, GateView
 
     rows = tuple(GateCheckRow(c["kind"], c["metric_name"], c["sensitive_feature"], c["threshold_text"],
                               c["observed"], c["ci_lower"], c["ci_upper"], c["n"], shown_verdict(c),
@@ -109,8 +109,12 @@ def _gate_view(decision: dict[str, Any], checks: Sequence[dict[str, Any]]) -> An
 def render_report(ctx: Context, ref: RunRef) -> str:
     """Render the self-contained HTML report, store it, return a link for people."""
     from modelgate.pipelines.evaluation import shap_report
-    from modelgate.reports.html import render_evaluation_report
-    from modelgate.reports.views import CalibrationRow, EvaluationReportView, WaterfallImage
+    from modelgate.reports import (
+        CalibrationRow,
+        EvaluationReportView,
+        WaterfallImage,
+        render_evaluation_report,
+    )
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     row = candidate_row(ctx, run)
@@ -173,8 +177,7 @@ def _shap_error_note(shap: ExplainResult) -> str:
     worst = max(zip(shap.importance_se, shap.importance, strict=True), default=None)
     top = (f"; largest on the importance of {worst[1][0]}: mean |SHAP| {worst[1][1]:.4f} "
            f"+/- {worst[0]:.4f}") if worst else ""
-    from modelgate.reports.explain import DEFAULT_N_PERMUTATIONS
-    from modelgate.reports.explain_errors import interval_words
+    from modelgate.reports import DEFAULT_N_PERMUTATIONS, interval_words
 
     return (f"values estimated: largest standard error of a value {shap.max_standard_error:.1e} "
             f"(waterfalls show +/- 1 standard error and hatch values whose "

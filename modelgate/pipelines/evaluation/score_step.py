@@ -26,7 +26,7 @@ from modelgate.pipelines.evaluation.run_refs import RunRef, candidate_row, get_p
 from modelgate.store import models, runs
 
 if TYPE_CHECKING:  # annotations only: the steps import the cores where they compute
-    from modelgate.evaluation.sufficient import EvaluationStatistics
+    from modelgate.evaluation import EvaluationStatistics
     from modelgate.fairness.group_scores import GroupScoreTable
     from modelgate.pipelines.evaluation.segments_step import SegmentParts
 
@@ -205,13 +205,13 @@ class _Summary:
 
     def collect(self, table: pa.Table, champion_score: Any = None) -> None:
         """Summarise one batch (with the champion's scores of the same rows, if any)."""
-        from modelgate.evaluation import sufficient
+        from modelgate.evaluation import collect_statistics, merge_statistics
         from modelgate.fairness.group_scores import group_score_table_from_codes
 
         manifest = self.manifest
         groups = {f: _group_codes(table.column(f)) for f in manifest.sensitive_features}
         y, score = labels_from_scores(table, manifest), table.column("score").to_numpy()
-        self.parts.append(sufficient.collect(
+        self.parts.append(collect_statistics(
             y, score, threshold=manifest.threshold, champion_score=champion_score,
             champion_threshold=self.champion_threshold, groups=groups))
         self.group_scores.append(tuple(group_score_table_from_codes(f, y, score, labels, codes)
@@ -221,18 +221,18 @@ class _Summary:
         if len(self.segments) >= 16:
             self.segments = [segments_step.merge_parts(self.segments)]
         if len(self.parts) >= 16:
-            self.parts = [sufficient.merge(self.parts)]
+            self.parts = [merge_statistics(self.parts)]
         if len(self.group_scores) >= 16:
             self.group_scores = [_merge_group_scores(self.group_scores)]
 
     def result(self) -> tuple[Any, tuple[Any, ...], Any]:
         """The merged statistics and group score tables of every row added or collected."""
-        from modelgate.evaluation import sufficient
+        from modelgate.evaluation import merge_statistics
 
         if self._rows:
             self.collect(pa.concat_tables(self._pending))
             self._pending, self._rows = [], 0
-        return (sufficient.merge(self.parts), _merge_group_scores(self.group_scores),
+        return (merge_statistics(self.parts), _merge_group_scores(self.group_scores),
                 segments_step.merge_parts(self.segments))
 
 
@@ -286,14 +286,14 @@ def _merge_group_scores(parts: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
 
 def merge_partitions(ctx: Context, ref: RunRef, keys: list[str]) -> str:
     """Merge the partitions' statistics (in partition order) and record the scoring."""
-    from modelgate.evaluation import sufficient
+    from modelgate.evaluation import merge_statistics
 
     results: list[PartitionResult] = [get_pickle(ctx, k) for k in keys]
     if [r.index for r in results] != list(range(len(results))):
         raise ValueError(f"partition results must be 0..{len(results) - 1} in order; got "
                          f"{[r.index for r in results]!r}")
     binary = all(r.statistics is not None for r in results)
-    statistics = sufficient.merge([r.statistics for r in results]) if binary else None
+    statistics = merge_statistics([r.statistics for r in results]) if binary else None
     group_scores = _merge_group_scores([r.group_scores for r in results]) if binary else ()
     # partitions pickled before segments existed have no such attribute
     segments = segments_step.merge_parts([getattr(r, "segments", None) for r in results])
@@ -323,7 +323,7 @@ BOOTSTRAP_SEED = 0
 
 def labels_from_scores(table: pa.Table, manifest: Manifest) -> Any:
     """0/1 labels from the label column; a missing or non-binary label is an error naming it."""
-    from modelgate.evaluation.labels import model_labels
+    from modelgate.evaluation import model_labels
 
     return model_labels(model_tasks.label_values(table, manifest).to_numpy(), manifest.to_dict())
 

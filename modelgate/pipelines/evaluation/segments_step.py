@@ -25,10 +25,7 @@ from modelgate.pipelines.evaluation.run_refs import RunRef, get_pickle, put_pick
 if TYPE_CHECKING:  # annotations only: the step imports the cores where it computes
     import pyarrow as pa
 
-    from modelgate.evaluation.segment_policy import SegmentPolicy
-    from modelgate.evaluation.segment_statistics import SegmentStatistics
-    from modelgate.evaluation.segments import SegmentReport
-    from modelgate.evaluation.weakest_slices import SliceCounts, WeakSlices
+    from modelgate.evaluation import SegmentPolicy, SegmentReport, SegmentStatistics, SliceCounts, WeakSlices
 
 log = logging.getLogger("modelgate.evaluate")
 
@@ -62,8 +59,7 @@ def columns_of(section: SegmentPolicy | None) -> tuple[str, ...]:
 def collect_batch(table: pa.Table, y: Any, score: Any, threshold: float | None,
                   section: SegmentPolicy | None) -> SegmentParts | None:
     """One batch of scored rows summarised per segment and counted per slice."""
-    from modelgate.evaluation.segment_statistics import collect_segments
-    from modelgate.evaluation.weakest_slices import count_slices
+    from modelgate.evaluation import collect_segments, count_slices
     from modelgate.fairness.disaggregate import encode_groups
 
     names = columns_of(section)
@@ -78,8 +74,7 @@ def collect_batch(table: pa.Table, y: Any, score: Any, threshold: float | None,
 
 def merge_parts(parts: Sequence[SegmentParts | None]) -> SegmentParts | None:
     """The parts added up (None when no part has segments)."""
-    from modelgate.evaluation.segment_statistics import merge_segments
-    from modelgate.evaluation.weakest_slices import merge_slice_counts
+    from modelgate.evaluation import merge_segments, merge_slice_counts
 
     present = [p for p in parts if p is not None]
     if not present:
@@ -95,8 +90,7 @@ def _key(ref: RunRef) -> str:
 def compute_segments(ctx: Context, ref: RunRef, merged: SegmentParts | None,
                      section: SegmentPolicy | None, *, n_bootstrap: int, seed: int) -> str | None:
     """Evaluate every segment and search the weakest slices; pickled beside the metrics."""
-    from modelgate.evaluation.segments import DEFAULT_MIN_ROWS, evaluate_segments
-    from modelgate.evaluation.weakest_slices import search_slices
+    from modelgate.evaluation import DEFAULT_MIN_ROWS, evaluate_segments, search_slices
 
     if merged is None or section is None:
         return None
@@ -126,7 +120,7 @@ def load_segments(ctx: Context, ref: RunRef) -> SegmentsResult | None:
 
 def store_rows(result: SegmentsResult | None, section: SegmentPolicy | None) -> dict[str, Any]:
     """The ``segment_metrics`` and ``segment_gate_checks`` records of the run's rows."""
-    from modelgate.evaluation.segment_gate import segment_verdicts
+    from modelgate.evaluation import segment_verdicts
 
     if result is None:
         return {}
@@ -150,8 +144,8 @@ def report_parts(result: SegmentsResult | None, section: SegmentPolicy | None) -
     """The report view's ``segments``, ``weakest_slices`` and ``weakest_slices_note``."""
     import math
 
-    from modelgate.evaluation.segment_gate import segment_verdicts
-    from modelgate.reports.segment_views import SegmentRow, SegmentSection, WeakSliceRow
+    from modelgate.evaluation import segment_verdicts
+    from modelgate.reports import SegmentRow, SegmentSection, WeakSliceRow
 
     if result is None:
         return {}

@@ -13,8 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from modelgate.reports.shap_summary import GroupShap, ShapSummary, shap_by_group, shap_summary
-from modelgate.reports.summary_views import GroupShapSection, ShapClassSection, ShapSwarmRow
+from modelgate.reports import (
+    GroupShap,
+    GroupShapSection,
+    ShapClassSection,
+    ShapSummary,
+    ShapSwarmRow,
+    shap_by_group,
+    shap_summary,
+)
 
 #: Multiclass: summaries of at most this many classes, those with the most explained rows.
 MAX_CLASS_SUMMARIES = 3

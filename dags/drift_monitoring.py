@@ -183,9 +183,12 @@ def drift_monitoring() -> None:
         from modelgate.pipelines.tasks import refusals_are_final
 
         context = get_current_context()
-        start, end = _interval(context)  # a bad interval_start fails here, before any run row
-        print(f"data interval {start.isoformat()}..{end.isoformat()}")
-        with refusals_are_final():  # an override naming nothing: a retry is refused alike
+        # A bad interval_start, an override naming nothing, a model without a monitoring
+        # config: refused here, before any run row, and failed without retries (a retry
+        # would be refused alike).
+        with refusals_are_final():
+            start, end = _interval(context)
+            print(f"data interval {start.isoformat()}..{end.isoformat()}")
             return feature_steps.monitor_specs(_ctx(), dict(context["params"]))
 
     # A dict return annotation made TaskFlow infer multiple_outputs (each key is also an XCom

@@ -151,12 +151,13 @@ def monitor_specs(ctx: Context, params: dict[str, Any]) -> list[MonitorSpecDict]
     """One spec per production model with a monitoring config (or only ``params['model_name']``).
 
     Non-empty params override the stored config, so a manual run can point one model at
-    other data; a model with neither a config nor ``live`` and ``labels`` params is an error,
-    and so is an override location that does not exist
-    (:class:`~modelgate.pipelines.drift.monitor_checks.MonitorConfigError`, a refusal).
+    other data; a model with neither a config nor ``live`` and ``labels`` params is refused,
+    and so is an override location that does not exist or a ``thresholds`` param that cannot
+    work (:class:`~modelgate.pipelines.drift.monitor_checks.MonitorConfigError`, a refusal: a
+    DAG task fails without retries).
     """
     from modelgate.json_input import check_json_value
-    from modelgate.pipelines.drift.monitor_checks import check_exists
+    from modelgate.pipelines.drift.monitor_checks import MonitorConfigError, check_exists
     from modelgate.store import monitors
 
     for name in ("live", "labels", "reference"):  # an override naming nothing is refused now
@@ -169,18 +170,24 @@ def monitor_specs(ctx: Context, params: dict[str, Any]) -> list[MonitorSpecDict]
                else monitors.list_monitored_production(ctx.db_url))
     if wanted and configs[0] is None:
         if not (params.get("live") and params.get("labels")):
-            raise LookupError(f"model {wanted!r} has no monitoring config; run `modelgate monitor "
-                              "set` or pass params 'live' and 'labels'")
+            raise MonitorConfigError(f"model {wanted!r} has no monitoring config; run `modelgate "
+                                     "monitor set` or pass params 'live' and 'labels'")
         configs = [monitors.MonitorConfig(wanted, "", "", "", DEFAULT_SAMPLE_SIZE, {})]
     specs = []
     for c in configs:
         assert c is not None
         if params.get("thresholds"):  # the run's own: checked as `monitor set` checks its own
-            parse_thresholds(params["thresholds"])
             production = models.get_production(ctx.db_url, c.model_name)
-            if production is not None:
-                check_threshold_features(params["thresholds"], production.manifest, production.version,
-                                         where=f"drift_monitoring param 'thresholds' for {c.model_name!r}:")
+            try:
+                parse_thresholds(params["thresholds"])
+                if production is not None:
+                    check_threshold_features(
+                        params["thresholds"], production.manifest, production.version,
+                        where=f"drift_monitoring param 'thresholds' for {c.model_name!r}:")
+            except MonitorConfigError:
+                raise
+            except ValueError as exc:  # the param cannot work: refused, as a retry would be
+                raise MonitorConfigError(str(exc)) from None
         specs.append(MonitorSpec(
             c.model_name, params.get("live") or c.live_uri, params.get("labels") or c.labels_uri,
             params.get("reference") or "", int(params.get("sample_size") or c.sample_rows),

@@ -114,6 +114,14 @@ def run_interval(schedule: str, *, interval_start: str, data_interval: tuple[Any
     run_after : datetime or None
         When the run was due (``dag_run.run_after``).
 
+    Raises
+    ------
+    modelgate.pipelines.refusals.InputRefused
+        When ``interval_start`` is not an ISO 8601 start of an interval of ``schedule`` (a
+        refusal: a DAG task fails without retries).
+    ValueError
+        When there is no interval to read at all.
+
     Examples
     --------
     >>> at = dt.datetime(2024, 3, 9, 5, tzinfo=dt.UTC)
@@ -123,7 +131,12 @@ def run_interval(schedule: str, *, interval_start: str, data_interval: tuple[Any
     datetime.date(2024, 3, 1)
     """
     if interval_start:
-        return interval_starting(schedule, parse_interval_start(interval_start))
+        from modelgate.pipelines.refusals import InputRefused
+
+        try:
+            return interval_starting(schedule, parse_interval_start(interval_start))
+        except ValueError as exc:  # the param cannot work: a refusal, which no retry changes
+            raise InputRefused(str(exc)) from None
     if data_interval is not None and None not in data_interval:
         return _utc(data_interval[0]), _utc(data_interval[1])
     if run_after is None:

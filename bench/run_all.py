@@ -14,7 +14,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = ("bench_fairness", "bench_scoring", "bench_shap", "bench_tree_shap", "bench_adwin",
               "bench_drift", "bench_multivariate", "bench_evaluate_scale", "bench_score_stage",
-              "bench_plain_script",
+              "bench_plain_script", "bench_multiclass_evaluate",
               "bench_gate_verdicts",
               "bench_coverage", "bench_estimation", "bench_estimation_nannyml", "bench_drift_min_rows",
               "bench_js_null")

@@ -136,12 +136,15 @@ def multiclass_memory_bytes(n_rows: int, n_classes: int, *, n_models: int = 1,
     """Upper bound of the memory :func:`evaluate_multiclass` / :func:`compare_multiclass`
     hold, the ``[N, C]`` float64 probabilities they are given included.
 
-    Per model ``12 N C + 25 N + 16 B (5 + 2C)`` bytes (the probabilities; each class's
-    ranking, at most ``N`` int32 row numbers; true and predicted class, log loss; the
-    resampled metrics), plus one chunk of resamples, ``2^22`` counts held in at most 64
-    bytes each (the float64 counts, their byte copy, each class's int32 running sums and the
-    float64 sums gathered from them: about 45 to 55 bytes a count measured with a full
-    chunk). It grows as ``N x C``, never ``N x C^2``.
+    Per model ``12 N C + 25 N + 16 B (5 + 2C)`` bytes (the probabilities, 8 N C; each
+    class's ranking, at most ``N`` int32 row numbers, 4 N C, held only for the macro AUC's
+    percentile fallback when a class has under two rows a side, else one class's at a time;
+    true and predicted class, log loss; the resampled metrics), plus one chunk of resamples,
+    ``2^22`` counts held in at most 64 bytes each (the float64 counts, their byte copy, each
+    class's int32 running sums and the float64 sums gathered from them: about 45 to 55 bytes
+    a count measured with a full chunk; a chunk of cell counts holds less). It grows as
+    ``N x C``, never ``N x C^2``; whole-process peaks measured in ``bench/RESULTS.md``
+    ("Many-class models").
 
     Examples
     --------

@@ -156,16 +156,16 @@ def metrics_memory_bytes(manifest: Manifest, n_rows: int, *, champion: bool,
     """Upper bound of what the metrics step holds for ``n_rows`` rows; None for binary
     models (their count tables do not grow with the rows).
 
-    Multiclass: the scored probabilities as read (float64 at most) plus
-    :func:`~modelgate.evaluation.multiclass.multiclass_memory_bytes`, per model; regression:
-    ``8 x 15 x N`` per model.
+    Multiclass: :func:`~modelgate.evaluation.multiclass.multiclass_memory_bytes` (the
+    probabilities included) plus the columns read at a time (:func:`read_multiclass_scores`:
+    at most 64 float64 columns), per model; regression: ``8 x 15 x N`` per model.
 
     >>> from modelgate.onnx.manifest import LabelSpec, OutputSpec
     >>> m = Manifest(name="m", version="1", sha256="0" * 64, opset=None, features=(),
     ...              label=LabelSpec("y"), output=OutputSpec("p", classes=tuple(range(1000))),
     ...              threshold=None, sensitive_features=(), task="multiclass_classification")
     >>> round(metrics_memory_bytes(m, 100_000, champion=False, n_bootstrap=1000) / 2**30, 2)
-    2.14
+    1.45
     """
     from modelgate.evaluation import multiclass_memory_bytes
 
@@ -174,7 +174,7 @@ def metrics_memory_bytes(manifest: Manifest, n_rows: int, *, champion: bool,
     if task == MULTICLASS:
         c = len(classes_of(manifest))
         return (multiclass_memory_bytes(n_rows, c, n_models=models, n_bootstrap=n_bootstrap)
-                + 8 * n_rows * c * models)
+                + 8 * n_rows * min(c, _COLUMNS_A_READ) * models)
     if task == REGRESSION:
         return 8 * 15 * n_rows * models
     return None

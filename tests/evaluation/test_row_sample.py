@@ -117,3 +117,13 @@ def test_scores_and_features_from_s3_by_ranged_reads(s3_settings: S3Settings, tm
     # the 64 KiB footer read and two small column chunks, not the 200 KB file
     assert f.bytes_read < (64 << 10) + 4096 < path.stat().st_size / 2
     assert open_object(store, "held/d.parquet").metadata.num_row_groups == 10
+
+
+def test_a_wide_file_is_read_a_few_columns_at_a_time_into_the_same_rows(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    table = pa.table({f"proba_{k}": rng.random(500) for k in range(150)})
+    pq.write_table(table, tmp_path / "wide.parquet", row_group_size=200)
+    offsets = np.array([0, 3, 199, 200, 450, 499])
+    names = ["proba_149", *(f"proba_{k}" for k in range(140))]
+    got = read_positions(pq.ParquetFile(tmp_path / "wide.parquet"), names, offsets)
+    assert got.equals(table.select(names).take(pa.array(offsets)))

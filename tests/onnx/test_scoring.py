@@ -401,7 +401,7 @@ def test_cuda_listed_but_not_loading_is_detected(trained: tuple[Pipeline, Loaded
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     # The CPU wheel cannot load CUDA; pretending it is listed makes ONNX Runtime fall
     # back for real, which the scorer must notice through session.get_providers().
-    # (`auto` with CUDA listed: tests/test_devices.py, on a model `auto` sends to CUDA;
+    # (`auto` with CUDA listed: tests/onnx/test_devices.py, on a model `auto` sends to CUDA;
     # this logistic regression is all ai.onnx.ml operators, so `auto` keeps it on the CPU.)
     monkeypatch.setattr(ort, "get_available_providers",
                         lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])

@@ -139,7 +139,7 @@ def _add_estimates_and_quality(args: argparse.Namespace, kinds: dict[str, Any],
                                 payload: dict[str, Any]) -> None:
     """Data quality and estimated performance (labelled reference) with ``--model``; quality
     alone with ``--quality``. Without either, nothing here runs: they read the files with pandas,
-    which the plain drift run does without (see tests/test_cli_drift.py)."""
+    which the plain drift run does without (see tests/cli/test_cli_drift.py)."""
     payload["quality"], payload["estimated_performance"] = None, None
     payload["estimate_skipped"] = "no --model"
     if args.model is None and not args.quality:

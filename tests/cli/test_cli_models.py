@@ -214,7 +214,7 @@ def test_readme_registry_block_runs_as_written(settings_env: Settings, demo_buil
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[1]  # the README and every docs/ page
+    root = Path(__file__).resolve().parents[2]  # the README and every docs/ page
     readme = "\n".join(p.read_text() for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))])
     block = next(b for b in re.findall(r"```sh\n(.*?)```", readme, flags=re.S)
                  if b.startswith("modelgate model list\n"))

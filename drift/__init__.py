@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         attribution_drift,
         build_attribution_reference,
     )
+    from .by_segment import DEFAULT_MIN_SEGMENT_ROWS, SegmentDrift, SegmentDriftFamily, segment_drift
     from .data_drift import (
         DriftThresholds,
         FeatureDrift,
@@ -112,6 +113,10 @@ _LAZY = {
     "NannyErrorModel": ("regression_estimation", "NannyErrorModel"),
     "estimate_regression": ("regression_estimation", "estimate_regression"),
     "fit_nanny_model": ("regression_estimation", "fit_nanny_model"),
+    "DEFAULT_MIN_SEGMENT_ROWS": ("by_segment", "DEFAULT_MIN_SEGMENT_ROWS"),
+    "SegmentDrift": ("by_segment", "SegmentDrift"),
+    "SegmentDriftFamily": ("by_segment", "SegmentDriftFamily"),
+    "segment_drift": ("by_segment", "segment_drift"),
     "worst_first": ("threshold_multiple", "worst_first"),
 }
 
@@ -123,6 +128,7 @@ __all__ = [
     "BinnedErrorModel",
     "CategoricalReference",
     "ClassificationEstimate",
+    "DEFAULT_MIN_SEGMENT_ROWS",
     "DriftThresholds",
     "FeatureDrift",
     "FeatureSchema",
@@ -137,6 +143,8 @@ __all__ = [
     "NannyErrorModel",
     "NumericReference",
     "QualityPolicy",
+    "SegmentDrift",
+    "SegmentDriftFamily",
     "attribution_drift",
     "bounded_absolute_errors",
     "build_attribution_reference",
@@ -162,6 +170,7 @@ __all__ = [
     "multivariate_drift",
     "numeric_drift",
     "numeric_drift_sorted",
+    "segment_drift",
     "summarise",
     "threshold_multiple",
     "worst_first",

@@ -2,7 +2,7 @@
 
 Environment settings (``modelgate.config``) and JSON options (``modelgate.json_input``);
 the policy's own cases are in ``tests/evaluation/test_eval_policy.py``, the CLI's in
-``tests/reliability/test_hostile_cli.py``, the DAG params' in ``tests/test_dag_evaluation.py``.
+``tests/reliability/test_hostile_cli.py``, the DAG params' in ``tests/dags/test_dag_evaluation.py``.
 The limits are written out here (7 days of seconds, PostgreSQL's integer and bigint), not
 read from the code under test.
 """

@@ -3,7 +3,7 @@
 No S3 server and no Airflow: the context stores objects under the test's temp dir (the
 product's local object store) and rows in the test's PostgreSQL database. These are the
 fast-tier tests of each step's contract; the DAG and the CLI run the same steps end to end
-(``tests/test_dag_evaluation.py``, ``tests/reliability``).
+(``tests/dags/test_dag_evaluation.py``, ``tests/reliability``).
 """
 
 from __future__ import annotations

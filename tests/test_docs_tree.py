@@ -64,3 +64,21 @@ def test_bench_results_open_with_one_table_of_current_figures() -> None:
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert len(cells) == 6 and "`" in cells[4] and cells[5], row
+
+
+#: Test files directly in tests/ at most; the others sit in a folder named for the package they
+#: test (tests/onnx/, tests/cli/, tests/dags/, tests/store/, ...). Lowered as folders are made.
+MAX_TOP_LEVEL_TEST_FILES = 54
+#: Lines a product file may hold: past it, split by idea.
+MAX_PRODUCT_LINES = 700
+PRODUCT_DIRS = ("modelgate", "drift", "evaluation", "fairness", "reports", "dags")
+
+
+def test_the_tree_keeps_its_shape() -> None:
+    top = sorted(p.name for p in (REPO / "tests").glob("test_*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_TEST_FILES, (
+        f"{len(top)} test files directly in tests/ (at most {MAX_TOP_LEVEL_TEST_FILES}): put a new "
+        "one in the folder of the package it tests")
+    long = {str(p.relative_to(REPO)): n for folder in PRODUCT_DIRS for p in (REPO / folder).rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_PRODUCT_LINES}
+    assert not long, f"files over {MAX_PRODUCT_LINES} lines (split them by idea): {long}"

@@ -36,6 +36,7 @@ VIEWS = (
     "estimation_references",  # 0034
     "drift_attempts",  # 0038
     "segment_metrics", "segment_gate_checks",  # 0039
+    "segment_drift",  # 0041
 )
 SHA_1, SHA_2 = "1" * 64, "2" * 64
 
@@ -139,6 +140,16 @@ VALUES (1, 1, 'drift', 'drift', 'CPUExecutionProvider', 12000, 5000, 4000, 2, 'r
         's3://modelgate/reports/drift/1-attempt2.html', '2026-11-22T01:00Z', '2026-11-22T01:01Z');
 UPDATE drift_run SET attempt = 2, current_attempt = 1 WHERE drift_run_id = 1;
 
+-- migration 0041: drift per segment of the run's first attempt
+INSERT INTO segment_drift (drift_run_id, attempt, segment_column, segment_value, feature, kind, test,
+                           n_reference, n_current, statistic, p_value, q_value, status, correction,
+                           level, min_rows, family_size)
+VALUES (1, 1, 'region', 'south', 'income', 'numeric', 'ks', 4000, 1000, 0.12, 1e-6, 4e-6, 'drift',
+        'bh', 0.05, 30, 4),
+       (1, 1, 'region', 'north', 'income', 'numeric', 'ks', 16000, 4000, 0.01, 0.7, 0.7, 'no_drift',
+        'bh', 0.05, 30, 4),
+       (1, 1, 'region', 'west', 'income', 'numeric', 'ks', 12, 3, NULL, NULL, NULL,
+        'insufficient_data', 'bh', 0.05, 30, 4);
 INSERT INTO feature_drift (drift_run_id, feature, kind, drift_rank, wasserstein,
                            wasserstein_normalised, js_divergence_base2, statistic_name,
                            statistic_value, baseline, threshold, verdict, n_reference, n_current,

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 
+from modelgate.drift import AdwinDetector, bounded_absolute_errors, classification_errors
 from modelgate.onnx.manifest import Manifest
 from modelgate.pipelines.context import Context
 from modelgate.pipelines.drift.estimation import realised_metrics, task_of
@@ -94,8 +96,6 @@ def _error_stream(ctx: Context, ref: DriftRef, manifest: Manifest, labels: Any,
                   predicted: Any) -> Any:
     """What ADWIN watches, per task (see :mod:`modelgate.drift.error_stream`), from labels
     already encoded by ``model_labels`` (0/1, class index, or value)."""
-    from modelgate.drift import bounded_absolute_errors, classification_errors
-
     if manifest.task == "regression":
         scale = load_references(ctx, ref)[SCORE_FEATURE].scale  # std of reference predictions
         return bounded_absolute_errors(labels.astype(np.float64), predicted, scale=scale)
@@ -104,8 +104,6 @@ def _error_stream(ctx: Context, ref: DriftRef, manifest: Manifest, labels: Any,
 
 def concept_drift(ctx: Context, ref: DriftRef, labels_uri: str, delta: float = 0.002) -> str:
     """Feed every newly labelled interval (oldest first) to the persisted ADWIN detector."""
-    from modelgate.drift import AdwinDetector
-
     manifest = models.get_by_id(ctx.db_url, ref.model_version_id).manifest
     state, seen = drift_runs.load_detector(ctx.db_url, ref.model_version_id)
     detector = AdwinDetector.from_bytes(state) if state else AdwinDetector(delta=delta)
@@ -140,8 +138,6 @@ def concept_drift(ctx: Context, ref: DriftRef, labels_uri: str, delta: float = 0
 
 
 def _as_datetime(value: Any) -> dt.datetime:
-    import pandas as pd
-
     return pd.Timestamp(value).to_pydatetime()
 
 

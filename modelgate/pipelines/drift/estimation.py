@@ -39,6 +39,22 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from modelgate.drift import (
+    MIN_ESTIMATE_ROWS,
+    MIN_EXPECTED_PER_CLASS,
+    ClassificationEstimate,
+    ModelOutputs,
+    QualityPolicy,
+    check_quality,
+    decide_quality,
+    estimate,
+    estimate_evidence,
+    estimator_refusal,
+    expected_roc_auc,
+    fit_estimator,
+    infer_schema,
+)
+from modelgate.evaluation import LabelError, model_labels
 from modelgate.onnx.manifest import Manifest
 from modelgate.onnx.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.pipelines import stored_pickles
@@ -46,9 +62,10 @@ from modelgate.pipelines.context import Context, fetch_dataset, load_registered_
 from modelgate.pipelines.drift.sample import sample_path
 from modelgate.pipelines.drift.usable import scored_rows
 from modelgate.pipelines.payloads import LiveSample
+from modelgate.reports import EstimateRow, QualityRow
 from modelgate.store import estimation, models
 
-if TYPE_CHECKING:  # annotations only: the steps import the cores where they fit
+if TYPE_CHECKING:  # annotations only
     from modelgate.drift import (
         BinnedErrorModel,
         FeatureSchema,
@@ -138,8 +155,6 @@ def check_threshold_metrics(spec: dict[str, Any] | None, task: str, version: str
 
 
 def _policy(limits: dict[str, float]) -> Any:
-    from modelgate.drift import QualityPolicy
-
     return QualityPolicy(**{k: v for k, v in limits.items() if k in _POLICY_KEYS})
 
 
@@ -176,8 +191,6 @@ def reference_key(row: models.ModelVersionRow) -> str:
 
 def ensure_reference(ctx: Context, row: models.ModelVersionRow, reference_uri: str) -> None:
     """Fit and store the version's quality schema and performance estimator once."""
-    from modelgate.drift import infer_schema
-
     if estimation.get_reference(ctx.db_url, row.model_version_id) is not None:
         return
     if not reference_uri:
@@ -208,8 +221,6 @@ def ensure_reference(ctx: Context, row: models.ModelVersionRow, reference_uri: s
 
 def _reference_labels(manifest: Manifest, data: Any) -> Any | None:
     """The reference's labels encoded as the model compares them, or None when unusable."""
-    from modelgate.evaluation import LabelError, model_labels
-
     label = manifest.label.column
     if label not in pq.read_schema(data).names:
         return None
@@ -230,8 +241,6 @@ def _skipped_reason(manifest: Manifest, data: Any) -> str:
 def _fit(ctx: Context, row: models.ModelVersionRow, data: Any, work: Any,
          schema: tuple[Any, ...], features: pd.DataFrame) -> tuple[EstimationReference, str | None]:
     """The version's estimation reference, and why it has no estimator (None: it has one)."""
-    from modelgate.drift import ModelOutputs, fit_estimator
-
     manifest = row.manifest
     task = task_of(manifest)
     threshold = manifest.threshold if task == "binary_classification" else None
@@ -263,8 +272,6 @@ def _fit(ctx: Context, row: models.ModelVersionRow, data: Any, work: Any,
 
 def _refusal(task: str, labels: Any, frame: pd.DataFrame, classes: tuple[str, ...]) -> str | None:
     """Why no estimator may be fitted on this labelled reference (:mod:`modelgate.drift.evidence`)."""
-    from modelgate.drift import estimator_refusal
-
     if task == "regression":
         return estimator_refusal(task, labels, frame["__prediction__"].to_numpy(np.float64))
     if task == "multiclass_classification":
@@ -314,8 +321,6 @@ def realised_metrics(task: str, labels: Any, scored: pd.DataFrame) -> dict[str, 
 
 
 def _binary_realised(positive: Any, scores: Any, predicted: Any) -> dict[str, float]:
-    from modelgate.drift import expected_roc_auc
-
     tp = float(np.sum(predicted & positive))
     fp, fn = float(np.sum(predicted & ~positive)), float(np.sum(~predicted & positive))
     n = float(positive.size)
@@ -382,8 +387,6 @@ def result_key(prefix: str) -> str:
 def estimate_interval(ctx: Context, ref: Any, sample: LiveSample,
                       thresholds: dict[str, Any] | None = None) -> str:
     """Quality counts and estimated performance of the interval's scored sample (one step)."""
-    from modelgate.drift import QualityPolicy, check_quality, decide_quality
-
     _, limits = split_thresholds(thresholds)
     stored = estimation.get_reference(ctx.db_url, ref.model_version_id)
     result = EstimationResult()
@@ -409,8 +412,6 @@ def estimate_interval(ctx: Context, ref: Any, sample: LiveSample,
 
 def _estimate(reference: EstimationReference, frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
     """Each metric's record (estimate, standard_error, lower, upper) on the interval's scores."""
-    from modelgate.drift import ClassificationEstimate, ModelOutputs, estimate
-
     assert reference.estimator is not None
     if reference.task == "regression":
         outputs = ModelOutputs(predictions=frame["__score__"].to_numpy(np.float64), features=frame)
@@ -461,8 +462,6 @@ def _estimate_rows(reference: EstimationReference, frame: pd.DataFrame, limits: 
 def _undefined(reference: EstimationReference, frame: pd.DataFrame, evidence: dict[str, float]
                ) -> dict[str, str | None]:
     """Per metric, why it cannot be estimated on ``frame`` (None: it can)."""
-    from modelgate.drift import MIN_ESTIMATE_ROWS, MIN_EXPECTED_PER_CLASS, estimate_evidence
-
     positives = negatives = predicted = classes = None
     if reference.task == "binary_classification" and reference.estimator is not None:
         scores = frame["__score__"].to_numpy(np.float64)
@@ -495,8 +494,6 @@ def load_result(ctx: Context, prefix: str) -> EstimationResult:
 
 def report_rows(result: EstimationResult) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """(QualityRow, ...) and (EstimateRow, ...) for the drift report."""
-    from modelgate.reports import EstimateRow, QualityRow
-
     def verdict(v: str) -> str:
         return {"ok": "ok", "breach": "breach", "no_data": "warn", "insufficient_data": "warn"}[v]
 

@@ -22,8 +22,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from modelgate.drift import CategoricalReference, DriftThresholds, NumericReference, summarise
 from modelgate.gauges import emit as emit_metrics
 from modelgate.gauges import evidence_metrics
+from modelgate.json_input import check_json_value
 from modelgate.onnx.manifest import Manifest
 from modelgate.onnx.scoring import open_session, score_parquet, settings_from_os_environ
 from modelgate.pipelines import index_page, stored_pickles
@@ -33,6 +35,8 @@ from modelgate.pipelines.drift import joint as drift_joint
 from modelgate.pipelines.drift import usable as drift_usable
 from modelgate.pipelines.drift import verdict as drift_verdict
 from modelgate.pipelines.drift.attempts import unjudged_status
+from modelgate.pipelines.drift.columns import build_references_from_parquet, drift_from_parquet
+from modelgate.pipelines.drift.monitor_checks import MonitorConfigError, check_exists
 from modelgate.pipelines.drift.names import SCORE_FEATURE, shown_feature
 from modelgate.pipelines.drift.partitions import (
     BadPartition,
@@ -44,6 +48,7 @@ from modelgate.pipelines.drift.partitions import (
 from modelgate.pipelines.drift.sample import interval_seed, sample_path
 from modelgate.pipelines.drift.scratch import discard_run_scratch
 from modelgate.pipelines.payloads import DriftRefDict, LiveSample, MonitorSpecDict, PreparedRun
+from modelgate.pipelines.tasks import airflow_will_retry
 from modelgate.store import drift_runs, models, monitors
 
 log = logging.getLogger("modelgate.drift")
@@ -156,10 +161,6 @@ def monitor_specs(ctx: Context, params: dict[str, Any]) -> list[MonitorSpecDict]
     work (:class:`~modelgate.pipelines.drift.monitor_checks.MonitorConfigError`, a refusal: a
     DAG task fails without retries).
     """
-    from modelgate.json_input import check_json_value
-    from modelgate.pipelines.drift.monitor_checks import MonitorConfigError, check_exists
-    from modelgate.store import monitors
-
     for name in ("live", "labels", "reference"):  # an override naming nothing is refused now
         if params.get(name):
             check_exists(ctx, f"drift_monitoring param {name!r}", str(params[name]))
@@ -257,8 +258,6 @@ def ensure_reference(ctx: Context, row: models.ModelVersionRow, reference_uri: s
 
 
 def _build_reference_sketch(ctx: Context, row: models.ModelVersionRow, reference_uri: str) -> str:
-    from modelgate.pipelines.drift.columns import build_references_from_parquet
-
     if not reference_uri:
         raise ValueError(f"no reference sketch stored for {row.model_name} v{row.version}; "
                          "pass the reference dataset (param 'reference') once")
@@ -282,8 +281,6 @@ def _build_reference_sketch(ctx: Context, row: models.ModelVersionRow, reference
 
 
 def load_references(ctx: Context, ref: DriftRef) -> dict[str, Any]:
-    from modelgate.drift import CategoricalReference, NumericReference
-
     key = drift_runs.get_reference(ctx.db_url, ref.model_version_id)
     if key is None:
         raise LookupError(f"no reference sketch for model version id {ref.model_version_id}")
@@ -372,8 +369,6 @@ def quarantine(ctx: Context, ref: DriftRef, bad: BadPartition, start: dt.datetim
     reads it back) and say so in the task log; the run goes on without it. A file that could
     not be read on an Airflow try that will be retried is raised instead: it may be
     half-written, and the next try reads it again."""
-    from modelgate.pipelines.tasks import airflow_will_retry
-
     if bad.transient and airflow_will_retry():
         raise bad
     reason = (f"{bad}; quarantined, fix it and run `modelgate monitor retry {ref.model_name} "
@@ -437,8 +432,6 @@ def parse_thresholds(spec: dict[str, Any] | None) -> Any:
     >>> parse_thresholds({"features": {"age": {"relative": 3.0}}}).for_feature("age").relative
     3.0
     """
-    from modelgate.drift import DriftThresholds
-
     spec, _ = drift_joint.split_thresholds(spec)  # "multivariate"/"attribution" are checked there
     spec, _ = drift_estimation.split_thresholds(spec)  # so are "performance"/"quality"
     features = spec.pop("features", {}) or {}
@@ -458,8 +451,6 @@ def parse_thresholds(spec: dict[str, Any] | None) -> Any:
 def feature_drift(ctx: Context, ref: DriftRef, sample: LiveSample, feature: str,
                   thresholds: dict[str, Any] | None = None) -> str:
     """Drift of one feature (one mapped task); the result is stored under a per-feature key."""
-    from modelgate.pipelines.drift.columns import drift_from_parquet
-
     references = load_references(ctx, ref)
     if feature not in references:
         raise KeyError(f"feature {feature!r} has no reference sketch")
@@ -475,8 +466,6 @@ def feature_drift(ctx: Context, ref: DriftRef, sample: LiveSample, feature: str,
 def all_feature_drift(ctx: Context, ref: DriftRef, sample: LiveSample,
                       thresholds: dict[str, Any] | None = None) -> list[Any]:
     """Every feature in one call (the single-task path the fan-out must agree with)."""
-    from modelgate.pipelines.drift.columns import drift_from_parquet
-
     if sample["key"] is None:
         return []
     return drift_from_parquet(sample_path(ctx, ref, sample["key"]), load_references(ctx, ref),
@@ -516,8 +505,6 @@ def degraded_reason(quarantined: list[monitors.Quarantine]) -> str | None:
 def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: list[str],
                   report: str) -> str:
     """Feature rows, change points, detector state, verdict and link in one transaction."""
-    from modelgate.drift import summarise
-
     summary = summarise(collect_features(ctx, ref, features))
     concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a concept.ConceptResult
     joint = drift_joint.load_result(ctx, ref.prefix())

@@ -14,16 +14,27 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from modelgate.drift import NumericReference, summarise
 from modelgate.pipelines.context import Context
 from modelgate.pipelines.drift import estimation as drift_estimation
 from modelgate.pipelines.drift import joint as drift_joint
 from modelgate.pipelines.drift import verdict as drift_verdict
 from modelgate.pipelines.drift.feature_steps import DriftRef, _get, collect_features, load_references
 from modelgate.pipelines.drift.names import SCORE_FEATURE, shown_feature
+from modelgate.pipelines.drift.realised import with_realised
 from modelgate.pipelines.drift.sample import sample_path
 from modelgate.pipelines.payloads import LiveSample
 from modelgate.pipelines.report_keys import drift_report_key
-from modelgate.store import drift_runs, models, monitors
+from modelgate.reports import (
+    ChangePointRow,
+    DriftReportView,
+    FeatureDriftRow,
+    HistogramView,
+    LabelledPerformance,
+    QuarantineRow,
+    render_drift_report,
+)
+from modelgate.store import drift_runs, estimation, models, monitors
 
 TOP_HISTOGRAMS = 4
 
@@ -33,8 +44,6 @@ def view_verdict(verdict: str) -> str:
 
 
 def _histogram(ref_sketch: Any, values: Any) -> tuple[tuple[str, ...], tuple[float, ...], tuple[float, ...]]:
-    from modelgate.drift import NumericReference
-
     if isinstance(ref_sketch, NumericReference):
         edges = ref_sketch.edges
         finite = values[np.isfinite(values)].astype(np.float64)
@@ -53,8 +62,6 @@ def _histogram(ref_sketch: Any, values: Any) -> tuple[tuple[str, ...], tuple[flo
 
 def _labelled_performance(ctx: Context, ref: DriftRef, concept: Any) -> Any:
     """The report's performance on the newly labelled rows: the mean of ADWIN's error stream."""
-    from modelgate.reports import LabelledPerformance
-
     if not concept.rows_labelled:
         return None
     regression = models.get_by_id(ctx.db_url, ref.model_version_id).manifest.task == "regression"
@@ -65,17 +72,6 @@ def _labelled_performance(ctx: Context, ref: DriftRef, concept: Any) -> Any:
 
 
 def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: list[str]) -> str:
-    from modelgate.drift import summarise
-    from modelgate.pipelines.drift.realised import with_realised
-    from modelgate.reports import (
-        ChangePointRow,
-        DriftReportView,
-        FeatureDriftRow,
-        HistogramView,
-        QuarantineRow,
-        render_drift_report,
-    )
-
     summary = summarise(collect_features(ctx, ref, features))
     concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a concept.ConceptResult
     rows = tuple(FeatureDriftRow(
@@ -133,8 +129,6 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
 
 def _evidence_headline(ctx: Context, ref: DriftRef, sample: LiveSample, features: Any) -> str:
     """Too few values, rows set aside unscored, no estimator (:func:`.verdict.headline`)."""
-    from modelgate.store import estimation
-
     stored = estimation.get_reference(ctx.db_url, ref.model_version_id)
     return drift_verdict.headline(sample["rows"], features,
                                   set_aside=drift_runs.set_aside(ctx.db_url, ref.drift_run_id)[1],

@@ -3,20 +3,32 @@ algorithm the model's graph allows (:mod:`modelgate.pipelines.shap_trees`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from modelgate.onnx.manifest import Manifest
 from modelgate.onnx.scoring import open_session, settings_from_os_environ
+from modelgate.pipelines import shap_trees
 from modelgate.pipelines.context import Context, load_registered_model
-from modelgate.pipelines.evaluation import model_tasks, partitions, row_sample
+from modelgate.pipelines.evaluation import model_tasks, partitions, row_sample, shap_report
 from modelgate.pipelines.evaluation.run_refs import RunRef, candidate_row, put_pickle
 from modelgate.pipelines.evaluation.score_step import (
     labels_from_scores,
     load_statistics,
+)
+from modelgate.reports import explain as shap_explain
+from modelgate.reports import (
+    explain_class,
+    global_importance,
+    importance_standard_errors,
+    select_error_rows,
+    select_rows,
 )
 from modelgate.store import runs
 
@@ -59,11 +71,9 @@ class ExplainResult:
 
 def explain(ctx: Context, ref: RunRef) -> str:
     """SHAP values through batched ONNX Runtime calls: global importance and waterfalls."""
-    import numpy as np
-
-    from modelgate.pipelines import shap_trees
-    from modelgate.pipelines.evaluation import shap_report
-    from modelgate.reports import global_importance, importance_standard_errors, select_rows, waterfall_png
+    # matplotlib, for the waterfalls, loads when a run explains: ``modelgate evaluate`` imports
+    # this module at start for ExplainResult
+    from modelgate.reports import waterfall_png
 
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     row = candidate_row(ctx, run)
@@ -147,10 +157,6 @@ def _explainer(scorer: Any, task: str, features: list[str], route: Any = None) -
     task: the positive class's probability (binary), each row's predicted class's
     probability (multiclass) or the predicted value (regression); exact tree values (in
     the trees' margin space) when ``route`` has trees."""
-    from modelgate.pipelines import shap_trees
-    from modelgate.reports import explain as shap_explain
-    from modelgate.reports import explain_class
-
     def explainer(rows: Any, background: Any, seed: int, algorithm: str = "auto") -> Any:
         if route is not None and route.trees is not None and algorithm in (
                 "auto", "tree_interventional", "linear_interventional"):
@@ -169,9 +175,6 @@ def _chosen_rows(table: pa.Table, manifest: Manifest) -> tuple[Any, list[str]]:
     """Rows of a multiclass or regression model worth a waterfall (largest and smallest
     error, random), and how each is described after its name; the error is ``1 - p(true class)`` or
     ``|prediction - label|``."""
-    import numpy as np
-
-    from modelgate.reports import select_error_rows
 
     y = model_tasks.targets(table, manifest)
     pred = table.column("prediction").to_numpy()
@@ -194,10 +197,6 @@ def _explain_with_progress(explainer: Any, rows: Any, background: Any, algorithm
     """Explain ``rows`` a chunk at a time with ``explainer(rows, background, seed, algorithm)``,
     logging rows/s and an ETA; one merged Explanation. Every chunk runs the algorithm the first
     chose (a smaller last chunk could otherwise fit the exact budget when the others did not)."""
-    import dataclasses
-    import time
-
-    import numpy as np
 
     parts: list[Any] = []
     start = time.perf_counter()

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import logging
 
+from modelgate.fairness.disaggregate import table_from_counts
+from modelgate.fairness.group_scores import with_group_auc
+from modelgate.fairness.metrics import fairness_report_from_table
 from modelgate.onnx.manifest import Manifest
 from modelgate.pipelines.context import Context
 from modelgate.pipelines.evaluation import model_tasks
@@ -25,10 +28,6 @@ INCLUDE_SMALL_GROUPS_IN_GAPS = False
 def compute_fairness(ctx: Context, ref: RunRef) -> str:
     """One disaggregated table and the gaps per sensitive feature, with bootstrap intervals,
     from the partitions' merged group counts."""
-    from modelgate.fairness.disaggregate import table_from_counts
-    from modelgate.fairness.group_scores import with_group_auc
-    from modelgate.fairness.metrics import fairness_report_from_table
-
     manifest = candidate_row(ctx, runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)).manifest
     if model_tasks.task_of(manifest) != model_tasks.BINARY:
         return _compute_task_fairness(ctx, ref, manifest)

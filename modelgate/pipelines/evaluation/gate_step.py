@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from modelgate.evaluation import decide as gate_decide
 from modelgate.pipelines.context import Context
 from modelgate.pipelines.evaluation import segments_step
 from modelgate.pipelines.evaluation.metrics_step import MetricsResult
@@ -20,7 +21,7 @@ from modelgate.pipelines.evaluation.run_refs import (
 )
 from modelgate.store import runs
 
-if TYPE_CHECKING:  # annotations only: the steps import the cores where they compute
+if TYPE_CHECKING:  # annotations only
     from modelgate.evaluation import GateDecision
 
 log = logging.getLogger("modelgate.evaluate")
@@ -36,8 +37,6 @@ class DecisionResult:
 def decide(ctx: Context, ref: RunRef) -> str:
     """Apply the promotion policy ``prepare`` checked to the results (pure decision; nothing
     is promoted here)."""
-    from modelgate.evaluation import decide as gate_decide
-
     candidate_row(ctx, runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id))  # pinned archive
     checked = load_checked_policy(ctx, ref)
     policy, policy_sha = checked.policy, checked.sha256

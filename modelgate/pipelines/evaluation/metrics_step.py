@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from modelgate.evaluation import performance_from_statistics
 from modelgate.onnx.manifest import Manifest
 from modelgate.pipelines.context import Context
 from modelgate.pipelines.evaluation import model_tasks, segments_step
@@ -15,7 +16,7 @@ from modelgate.pipelines.evaluation.run_refs import RunRef, candidate_row, put_p
 from modelgate.pipelines.evaluation.score_step import BOOTSTRAP_SEED, N_BOOTSTRAP, load_statistics
 from modelgate.store import runs
 
-if TYPE_CHECKING:  # annotations only: the steps import the cores where they compute
+if TYPE_CHECKING:  # annotations only
     from modelgate.evaluation import (
         ComparisonReport,
         MulticlassReport,
@@ -40,8 +41,6 @@ class MetricsResult:
 def compute_metrics(ctx: Context, ref: RunRef) -> str:
     """Performance metrics of the candidate (and champion, paired) with bootstrap intervals,
     from the merged statistics (exact point metrics; multinomial bootstrap over the counts)."""
-    from modelgate.evaluation import performance_from_statistics
-
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     manifest = candidate_row(ctx, run).manifest  # pinned archive
     if model_tasks.task_of(manifest) != model_tasks.BINARY:

@@ -3,18 +3,28 @@ file), its hash, its provenance stored with the run, and the checked copy ``deci
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from modelgate.evaluation import (
+    PolicyError,
+    check_policy_for_task,
+    default_policy,
+    default_policy_path,
+    load_policy,
+    merge_policies,
+)
 from modelgate.pipelines.context import Context, safe_key_part
 from modelgate.pipelines.evaluation import attempts, policy_provenance
 from modelgate.pipelines.evaluation.run_refs import RunRef, get_pickle
+from modelgate.resources import shipped_dir
 from modelgate.store import runs
 
-if TYPE_CHECKING:  # annotations only: the steps import the cores where they compute
+if TYPE_CHECKING:  # annotations only
     from modelgate.evaluation import Policy
 
 log = logging.getLogger("modelgate.evaluate")
@@ -25,8 +35,6 @@ def _record_policy(ctx: Context, ref: RunRef, policy: Any, policy_path: str | No
                    sha256: str, model_version_id: int) -> None:
     """Store the attempt's policy provenance; refuse a promotion under a policy looser than
     the model's own or than the version's previous decided attempt's."""
-    from modelgate.evaluation import default_policy_path
-
     own = load_policy_for_run(None, model_name, task=task)[0] if policy_path else policy
     before = attempts.changes_from_previous(ctx, model_version_id, ref.evaluation_run_id, policy)
     stored = policy_provenance.provenance(
@@ -67,7 +75,6 @@ def policy_dir() -> Path:
     """Where per-model policy overrides live: ``MODELGATE_POLICY_DIR``, else the ``policies/``
     shipped with modelgate (installed or in the checkout)."""
 
-    from modelgate.resources import shipped_dir
 
     return Path(os.environ.get("MODELGATE_POLICY_DIR") or shipped_dir("policies"))
 
@@ -89,16 +96,6 @@ def load_policy_for_run(policy_path: str | None, model_name: str, *,
         When a policy file is missing, unreadable or malformed, or the merged policy names a
         metric or gap the task does not report.
     """
-    import hashlib
-
-    from modelgate.evaluation import (
-        PolicyError,
-        check_policy_for_task,
-        default_policy,
-        default_policy_path,
-        load_policy,
-        merge_policies,
-    )
 
     digest = hashlib.sha256()
     _hash_policy_source(digest, "default", default_policy_path(task).read_bytes())

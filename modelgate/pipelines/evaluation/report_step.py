@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from modelgate.pipelines.context import Context
-from modelgate.pipelines.evaluation import model_tasks, policy_provenance, segments_step
+from modelgate.pipelines.evaluation import model_tasks, policy_provenance, segments_step, shap_report
 from modelgate.pipelines.evaluation.explain_step import ExplainResult
 from modelgate.pipelines.evaluation.fairness_records import driving_text, fairness_records
 from modelgate.pipelines.evaluation.gate_step import DecisionResult
@@ -17,7 +17,23 @@ from modelgate.pipelines.evaluation.metrics_step import MetricsResult
 from modelgate.pipelines.evaluation.policy_loading import load_checked_policy
 from modelgate.pipelines.evaluation.run_refs import RunRef, candidate_row, get_pickle, model_row
 from modelgate.pipelines.report_keys import evaluation_report_key
+from modelgate.reports import (
+    DEFAULT_N_PERMUTATIONS,
+    CalibrationRow,
+    ErrorGroupRow,
+    EvaluationReportView,
+    FairnessSection,
+    GapRow,
+    GateCheckRow,
+    GateView,
+    GroupRow,
+    MetricRow,
+    WaterfallImage,
+    interval_words,
+    render_evaluation_report,
+)
 from modelgate.store import models, runs
+from modelgate.store.summaries import production_drift
 
 
 def report_key(row: models.ModelVersionRow, run: runs.EvaluationRunRow) -> str:
@@ -29,8 +45,6 @@ def report_key(row: models.ModelVersionRow, run: runs.EvaluationRunRow) -> str:
 
 def _metric_rows(result: MetricsResult) -> tuple[Any, ...]:
     """The candidate's metrics beside the champion's and the paired deltas, from their records."""
-    from modelgate.reports import MetricRow
-
     deltas = {} if result.comparison is None else {
         r["metric_name"]: r for r in (d.to_record() for d in result.comparison.deltas)}
     rows = []
@@ -67,8 +81,6 @@ def _fairness_sections(reports: dict[str, Any], checks: Sequence[dict[str, Any]]
 
     ``checks`` are the gate's check records: a gap shows its fairness check's limit and verdict
     (``skipped`` when no check judged it)."""
-    from modelgate.reports import ErrorGroupRow, FairnessSection, GapRow, GroupRow
-
     judged = {(c["sensitive_feature"], c["metric_name"]): c for c in checks if c["kind"] == "fairness"}
     nan = _nan_if_none
     sections = []
@@ -98,8 +110,6 @@ def _fairness_sections(reports: dict[str, Any], checks: Sequence[dict[str, Any]]
 
 def _gate_view(decision: dict[str, Any], checks: Sequence[dict[str, Any]]) -> Any:
     """The gate's decision and checks, from their records."""
-    from modelgate.reports import GateCheckRow, GateView
-
     rows = tuple(GateCheckRow(c["kind"], c["metric_name"], c["sensitive_feature"], c["threshold_text"],
                               c["observed"], c["ci_lower"], c["ci_upper"], c["n"], shown_verdict(c),
                               c["severity"], c["reason"]) for c in checks)
@@ -108,14 +118,6 @@ def _gate_view(decision: dict[str, Any], checks: Sequence[dict[str, Any]]) -> An
 
 def render_report(ctx: Context, ref: RunRef) -> str:
     """Render the self-contained HTML report, store it, return a link for people."""
-    from modelgate.pipelines.evaluation import shap_report
-    from modelgate.reports import (
-        CalibrationRow,
-        EvaluationReportView,
-        WaterfallImage,
-        render_evaluation_report,
-    )
-
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     row = candidate_row(ctx, run)
     metrics_result: MetricsResult = get_pickle(ctx, f"{ref.prefix()}/metrics.pkl")
@@ -177,7 +179,6 @@ def _shap_error_note(shap: ExplainResult) -> str:
     worst = max(zip(shap.importance_se, shap.importance, strict=True), default=None)
     top = (f"; largest on the importance of {worst[1][0]}: mean |SHAP| {worst[1][1]:.4f} "
            f"+/- {worst[0]:.4f}") if worst else ""
-    from modelgate.reports import DEFAULT_N_PERMUTATIONS, interval_words
 
     return (f"values estimated: largest standard error of a value {shap.max_standard_error:.1e} "
             f"(waterfalls show +/- 1 standard error and hatch values whose "
@@ -199,8 +200,6 @@ def _metrics_note(result: MetricsResult) -> str:
 
 def _drift_context(ctx: Context, model_name: str) -> str | None:
     """The production model's latest drift status, shown beside a candidate's evaluation."""
-    from modelgate.store.summaries import production_drift
-
     record = production_drift(ctx.db_url, model_name)
     if record is None:
         return None

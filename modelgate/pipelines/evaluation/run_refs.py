@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import pickle
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from modelgate.pipelines import index_page, stored_pickles
 from modelgate.pipelines.context import Context, safe_key_part
 from modelgate.pipelines.payloads import RunRefDict
 from modelgate.store import models, runs
+from modelgate.store.db import DatabaseError
 
 log = logging.getLogger("modelgate.evaluate")
 
@@ -99,9 +101,6 @@ def fail(ctx: Context, ref: RunRef, exc: BaseException) -> None:
     row stays ``running`` and the next run of the model marks it ``abandoned``. The model's
     index page is rebuilt so it no longer lists the run.
     """
-    import time
-
-    from modelgate.store.db import DatabaseError
 
     reason = failure_reason(exc)
     log.error("evaluation run %d failed: %s", ref.evaluation_run_id, reason)

@@ -17,6 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from modelgate.evaluation import collect_statistics, merge_statistics, model_labels
+from modelgate.fairness.disaggregate import encode_groups, encode_groups_from_codes
+from modelgate.fairness.group_scores import group_score_table_from_codes, merge_group_scores
 from modelgate.onnx.manifest import Manifest
 from modelgate.onnx.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.pipelines.context import Context, load_registered_model
@@ -25,7 +28,7 @@ from modelgate.pipelines.evaluation.policy_loading import load_checked_policy
 from modelgate.pipelines.evaluation.run_refs import RunRef, candidate_row, get_pickle, model_row, put_pickle
 from modelgate.store import models, runs
 
-if TYPE_CHECKING:  # annotations only: the steps import the cores where they compute
+if TYPE_CHECKING:  # annotations only
     from modelgate.evaluation import EvaluationStatistics
     from modelgate.fairness.group_scores import GroupScoreTable
     from modelgate.pipelines.evaluation.segments_step import SegmentParts
@@ -205,9 +208,6 @@ class _Summary:
 
     def collect(self, table: pa.Table, champion_score: Any = None) -> None:
         """Summarise one batch (with the champion's scores of the same rows, if any)."""
-        from modelgate.evaluation import collect_statistics, merge_statistics
-        from modelgate.fairness.group_scores import group_score_table_from_codes
-
         manifest = self.manifest
         groups = {f: _group_codes(table.column(f)) for f in manifest.sensitive_features}
         y, score = labels_from_scores(table, manifest), table.column("score").to_numpy()
@@ -227,8 +227,6 @@ class _Summary:
 
     def result(self) -> tuple[Any, tuple[Any, ...], Any]:
         """The merged statistics and group score tables of every row added or collected."""
-        from modelgate.evaluation import merge_statistics
-
         if self._rows:
             self.collect(pa.concat_tables(self._pending))
             self._pending, self._rows = [], 0
@@ -268,8 +266,6 @@ def _summarise(candidate_path: Path, champion_path: Path | None, manifest: Manif
 def _group_codes(column: pa.ChunkedArray) -> tuple[tuple[str, ...], Any]:
     """A sensitive column's group labels and per-row codes (``encode_groups``): a string column
     through its arrow dictionary, one label per distinct value, not one Python object per row."""
-    from modelgate.fairness.disaggregate import encode_groups, encode_groups_from_codes
-
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         encoded = pc.dictionary_encode(column.combine_chunks())  # the rows' own values only
         return encode_groups_from_codes(encoded.dictionary.to_numpy(zero_copy_only=False),
@@ -279,15 +275,11 @@ def _group_codes(column: pa.ChunkedArray) -> tuple[tuple[str, ...], Any]:
 
 def _merge_group_scores(parts: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
     """Merge each sensitive feature's group score tables over the parts (partitions, batches)."""
-    from modelgate.fairness.group_scores import merge_group_scores
-
     return tuple(merge_group_scores(tables) for tables in zip(*parts, strict=True))
 
 
 def merge_partitions(ctx: Context, ref: RunRef, keys: list[str]) -> str:
     """Merge the partitions' statistics (in partition order) and record the scoring."""
-    from modelgate.evaluation import merge_statistics
-
     results: list[PartitionResult] = [get_pickle(ctx, k) for k in keys]
     if [r.index for r in results] != list(range(len(results))):
         raise ValueError(f"partition results must be 0..{len(results) - 1} in order; got "
@@ -323,8 +315,6 @@ BOOTSTRAP_SEED = 0
 
 def labels_from_scores(table: pa.Table, manifest: Manifest) -> Any:
     """0/1 labels from the label column; a missing or non-binary label is an error naming it."""
-    from modelgate.evaluation import model_labels
-
     return model_labels(model_tasks.label_values(table, manifest).to_numpy(), manifest.to_dict())
 
 

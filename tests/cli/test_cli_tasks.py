@@ -1,5 +1,5 @@
 """The CLI on every task: score and explain per task, and evaluate on a ZipMap model with string
-classes (multiclass and regression evaluation: tests/test_evaluate_tasks.py)."""
+classes (multiclass and regression evaluation: tests/pipelines/evaluation/test_evaluate_tasks.py)."""
 
 from __future__ import annotations
 

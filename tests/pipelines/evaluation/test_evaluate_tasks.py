@@ -345,7 +345,7 @@ def test_readme_json_section_names_every_task_metric() -> None:
     from modelgate.evaluation.regression import REGRESSION_METRIC_NAMES
     from modelgate.fairness.regression import REGRESSION_FAIRNESS_NAMES
 
-    root = Path(__file__).resolve().parents[1]  # the README and every docs/ page
+    root = Path(__file__).resolve().parents[3]  # the README and every docs/ page
     readme = "\n".join(p.read_text() for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))])
     entry = re.search(r"^- `evaluate`: (.*?)^- `explain`", readme, flags=re.S | re.M)
     assert entry is not None

@@ -21,7 +21,13 @@ if TYPE_CHECKING:
     from .labels import LabelError, binary_labels, class_indices, model_labels
     from .metric_results import METRIC_NAMES, ComparisonReport, PairedComparison, PerformanceReport
     from .metrics import compare, evaluate
-    from .multiclass import MulticlassReport, compare_multiclass, evaluate_multiclass, multiclass_memory_bytes
+    from .multiclass import (
+        MulticlassReport,
+        compare_multiclass,
+        evaluate_and_compare_multiclass,
+        evaluate_multiclass,
+        multiclass_memory_bytes,
+    )
     from .multiple_testing import adjusted_p_values
     from .performance import performance_from_statistics
     from .policy import (
@@ -67,6 +73,7 @@ _LAZY = {
     "evaluate": ("metrics", "evaluate"),
     "MulticlassReport": ("multiclass", "MulticlassReport"),
     "compare_multiclass": ("multiclass", "compare_multiclass"),
+    "evaluate_and_compare_multiclass": ("multiclass", "evaluate_and_compare_multiclass"),
     "evaluate_multiclass": ("multiclass", "evaluate_multiclass"),
     "multiclass_memory_bytes": ("multiclass", "multiclass_memory_bytes"),
     "adjusted_p_values": ("multiple_testing", "adjusted_p_values"),
@@ -138,6 +145,7 @@ __all__ = [
     "default_policy_path",
     "diff_policies",
     "evaluate",
+    "evaluate_and_compare_multiclass",
     "evaluate_multiclass",
     "evaluate_regression",
     "evaluate_segments",

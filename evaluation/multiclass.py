@@ -96,8 +96,9 @@ from modelgate.intervals import (
     wilson_interval,
 )
 
-__all__ = ["MulticlassReport", "class_indices", "compare_multiclass", "evaluate_multiclass",
-           "multiclass_memory_bytes", "multiclass_metric_names"]
+__all__ = ["MulticlassReport", "class_indices", "compare_multiclass",
+           "evaluate_and_compare_multiclass", "evaluate_multiclass", "multiclass_memory_bytes",
+           "multiclass_metric_names"]
 
 _FloatArray = npt.NDArray[np.float64]
 _SUMMARY = ("accuracy", "macro_f1", "weighted_f1", "roc_auc_ovr_macro", "log_loss")
@@ -411,12 +412,22 @@ def evaluate_multiclass(
     (0.75, 0.5, 0.5)
     """
     y, p = _check(y_true, proba)
-    labels = tuple(str(c) for c in (range(p.shape[1]) if classes is None else classes))
-    if len(labels) != p.shape[1]:
-        raise ValueError(f"classes must name the {p.shape[1]} probability columns; got {len(labels)}")
+    labels = _labels(classes, p.shape[1])
     check_confidence_level(confidence_level)
+    return _report(y, p, _point(y, p), labels, n_bootstrap, confidence_level, seed)
+
+
+def _labels(classes: Sequence[object] | None, n_classes: int) -> tuple[str, ...]:
+    labels = tuple(str(c) for c in (range(n_classes) if classes is None else classes))
+    if len(labels) != n_classes:
+        raise ValueError(f"classes must name the {n_classes} probability columns; got {len(labels)}")
+    return labels
+
+
+def _report(y: npt.NDArray[np.int64], p: _FloatArray, at_data: _Point, labels: tuple[str, ...],
+            n_bootstrap: int, confidence_level: float, seed: int) -> MulticlassReport:
+    """:func:`evaluate_multiclass` from the model's points on the data."""
     names = multiclass_metric_names(labels)
-    at_data = _point(y, p)
     point = at_data.values
     reasons = _reasons(point, names)
     delong = reasons["roc_auc_ovr_macro"] is None and at_data.deviations is not None
@@ -486,16 +497,59 @@ def compare_multiclass(
     >>> d.candidate, d.champion, d.delta
     (1.0, 0.75, 0.25)
     """
+    y, new, old, labels = _pair(y_true, candidate_proba, champion_proba, classes,
+                                confidence_level)
+    return _compare(y, new, old, (_point(y, new), _point(y, old)), labels, n_bootstrap,
+                    confidence_level, seed)
+
+
+def evaluate_and_compare_multiclass(
+    y_true: npt.ArrayLike,
+    candidate_proba: npt.ArrayLike,
+    champion_proba: npt.ArrayLike,
+    *,
+    classes: Sequence[object] | None = None,
+    n_bootstrap: int = 1000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> tuple[MulticlassReport, MulticlassReport, PairedComparison]:
+    """:func:`evaluate_multiclass` of each model and :func:`compare_multiclass`, equal to the
+    three calls, each model's points on the data (its per-class sorts and DeLong
+    deviations) computed once for both. Parameters as :func:`compare_multiclass`.
+
+    Examples
+    --------
+    >>> y = [0, 1, 2, 1]
+    >>> new = [[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], [0.3, 0.6, 0.1]]
+    >>> old = [[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], [0.5, 0.4, 0.1]]
+    >>> a, b, d = evaluate_and_compare_multiclass(y, new, old, n_bootstrap=0)
+    >>> a.by_name()["accuracy"].value, b.by_name()["accuracy"].value
+    (1.0, 0.75)
+    """
+    y, new, old, labels = _pair(y_true, candidate_proba, champion_proba, classes,
+                                confidence_level)
+    points = (_point(y, new), _point(y, old))
+    return (_report(y, new, points[0], labels, n_bootstrap, confidence_level, seed),
+            _report(y, old, points[1], labels, n_bootstrap, confidence_level, seed),
+            _compare(y, new, old, points, labels, n_bootstrap, confidence_level, seed))
+
+
+def _pair(y_true: npt.ArrayLike, candidate_proba: npt.ArrayLike, champion_proba: npt.ArrayLike,
+          classes: Sequence[object] | None, confidence_level: float
+          ) -> tuple[npt.NDArray[np.int64], _FloatArray, _FloatArray, tuple[str, ...]]:
     y, new = _check(y_true, candidate_proba)
     _, old = _check(y, champion_proba)
     if new.shape != old.shape:
         raise ValueError(f"champion_proba must have the candidate's shape {new.shape}; got "
                          f"{old.shape}")
     check_confidence_level(confidence_level)
-    labels = tuple(str(c) for c in (range(new.shape[1]) if classes is None else classes))
-    if len(labels) != new.shape[1]:
-        raise ValueError(f"classes must name the {new.shape[1]} probability columns; got {len(labels)}")
-    points = (_point(y, new), _point(y, old))
+    return y, new, old, _labels(classes, new.shape[1])
+
+
+def _compare(y: npt.NDArray[np.int64], new: _FloatArray, old: _FloatArray,
+             points: tuple[_Point, _Point], labels: tuple[str, ...], n_bootstrap: int,
+             confidence_level: float, seed: int) -> PairedComparison:
+    """:func:`compare_multiclass` from the two models' points on the data."""
     d_new, d_old = points[0].deviations, points[1].deviations
     defined = all(np.isfinite(p.values[3]) for p in points)
     delong = defined and d_new is not None and d_old is not None

@@ -114,3 +114,20 @@ def test_log_loss_delta_is_close_to_a_studentized_bootstrap_written_here() -> No
     lo_t, hi_t = np.quantile(t, [0.025, 0.975])
     assert d.delta == pytest.approx(mean, abs=1e-12)
     assert (d.ci_lower, d.ci_upper) == pytest.approx((mean - hi_t * se, mean - lo_t * se), abs=0.004)
+
+
+def test_evaluate_and_compare_equals_the_three_calls_each_model_scored_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from modelgate.evaluation import multiclass
+
+    y, new, old = _pair(7, n=240)
+    options = {"classes": ["a", "b", "c"], "n_bootstrap": 60, "seed": 3}
+    apart = (multiclass.evaluate_multiclass(y, new, **options),
+             multiclass.evaluate_multiclass(y, old, **options),
+             multiclass.compare_multiclass(y, new, old, **options))
+    calls: list[int] = []
+    point = multiclass._point
+    monkeypatch.setattr(multiclass, "_point", lambda *a: calls.append(1) or point(*a))
+    together = multiclass.evaluate_and_compare_multiclass(y, new, old, **options)
+    assert len(calls) == 2  # once per model, not once per model per call
+    assert together == apart

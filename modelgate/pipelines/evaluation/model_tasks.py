@@ -270,8 +270,8 @@ def compute_metrics(table: pa.Table, manifest: Manifest, *, champion: bool,
     a multiclass model's probabilities from ``probabilities`` (candidate's, champion's) when
     given (:func:`read_multiclass_scores`), else from the table's columns."""
     from modelgate.evaluation import (
-        compare_multiclass,
         compare_regression,
+        evaluate_and_compare_multiclass,
         evaluate_multiclass,
         evaluate_regression,
     )
@@ -291,9 +291,7 @@ def compute_metrics(table: pa.Table, manifest: Manifest, *, champion: bool,
         return evaluate_multiclass(y, new, classes=classes, **options), None, None
     old = (_proba(table, len(classes), CHAMPION_PREFIX) if probabilities is None else
            probabilities[1])
-    return (evaluate_multiclass(y, new, classes=classes, **options),
-            evaluate_multiclass(y, old, classes=classes, **options),
-            compare_multiclass(y, new, old, classes=classes, **options))
+    return evaluate_and_compare_multiclass(y, new, old, classes=classes, **options)
 
 
 def compute_fairness(table: pa.Table, manifest: Manifest, *, min_group_size: int,

@@ -239,7 +239,7 @@ def test_readme_airflow_without_docker_names_what_the_scheduler_tests_set(tmp_pa
 
     from airflow_deployment import deployment_env
 
-    root = Path(__file__).resolve().parents[1]  # the README and every docs/ page
+    root = Path(__file__).resolve().parents[3]  # the README and every docs/ page
     readme = "\n".join(p.read_text() for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))])
     section = readme.split("### Airflow without Docker", 1)[1].split("\n## ", 1)[0]
     block = re.search(r"```sh\n(.*?)```", section, flags=re.S).group(1)  # type: ignore[union-attr]

@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 
 import numpy as np
+from modelgate.evaluation.paired_rates import tango_interval
 from scipy.special import expit, logit
 from scipy.stats import norm
 from scipy.stats import t as student_t
@@ -185,6 +186,7 @@ def _paired_rate_candidates(scores: dict, y: np.ndarray, w: np.ndarray, out: dic
         p1, p2 = (both + only_1) / m, (both + only_2) / m
         den = np.sqrt((both + only_1) * (only_2 + neither) * (both + only_2) * (only_1 + neither))
         phi = (both * neither - only_1 * only_2) / den if den > 0 else 0.0
+        out[f"delta {name} Tango score"] = tango_interval(int(only_1), int(only_2), m, 0.95)
         if only_1 == 0 and only_2 == 0:
             point = (p1 - p2, p1 - p2)
             out[f"delta {name} MOVER Wilson phi"] = out[f"delta {name} Bonett-Price"] = point

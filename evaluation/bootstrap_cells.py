@@ -278,10 +278,12 @@ def delong_variance(neg: npt.ArrayLike, pos: npt.ArrayLike) -> float:
     return float(s10 / n_pos + s01 / n_neg)
 
 
-def correct_pairs(table: BootstrapTable) -> tuple[int, int, int, int]:
+def correct_pairs(table: BootstrapTable, *, positives_only: bool = False) -> tuple[int, int, int, int]:
     """Rows both models classify correctly, only the candidate, only the champion, neither.
 
     A code's lowest bit is its predicted label, so every cell falls in one of the four.
+    ``positives_only``: of the positive rows only (both models find it, only the
+    candidate, only the champion, neither: the paired table of the recall).
 
     Examples
     --------
@@ -291,11 +293,13 @@ def correct_pairs(table: BootstrapTable) -> tuple[int, int, int, int]:
     ...                     np.zeros((3, 4)), max_cells=16)
     >>> correct_pairs(t)
     (1, 1, 1, 0)
+    >>> correct_pairs(t, positives_only=True)
+    (1, 0, 1, 0)
     """
     one = np.uint64(1)
     label = table.label.astype(np.uint64)
     new, old = (table.candidate & one) == label, (table.champion & one) == label
-    c = table.counts
+    c = table.counts if not positives_only else np.where(label == one, table.counts, 0)
     return (int(c[new & old].sum()), int(c[new & ~old].sum()), int(c[~new & old].sum()),
             int(c[~new & ~old].sum()))
 

@@ -296,6 +296,9 @@ def compare(
     new_right, old_right = (s_new >= threshold) == y, (s_old >= old_threshold) == y
     correct = (int(np.sum(new_right & old_right)), int(np.sum(new_right & ~old_right)),
                int(np.sum(~new_right & old_right)), int(np.sum(~new_right & ~old_right)))
+    pos, new_found, old_found = y == 1, s_new >= threshold, s_old >= old_threshold
+    found = (int(np.sum(pos & new_found & old_found)), int(np.sum(pos & new_found & ~old_found)),
+             int(np.sum(pos & ~new_found & old_found)), int(np.sum(pos & ~new_found & ~old_found)))
     deltas = []
     for name in METRIC_NAMES:
         reason = r_new[name] and f"candidate: {r_new[name]}"
@@ -305,7 +308,8 @@ def compare(
                                        (boot_new[name], boot_old[name]), correct,
                                        log_loss_delta=loss_delta["log_loss"],
                                        brier_delta=loss_delta["brier"],
-                                       auc_delta=loss_delta.get("roc_auc"))
+                                       auc_delta=loss_delta.get("roc_auc"), found=found,
+                                       confidence_level=confidence_level)
         diff = _holding(_estimate(
             name, p_new[name] - p_old[name], reason, boot_new[name] - boot_old[name],
             confidence_level, len(y), paired,

@@ -180,7 +180,9 @@ def performance_from_statistics(
                       if interval == "per_metric" else None for name in _DIFFERENCE_COLUMNS}
         if interval == "per_metric" and n_bootstrap > 0:
             loss_delta["roc_auc"] = _auc_delta(stats, points, confidence_level)
-        comparison = _comparison(points, resampled, jack, own, correct_pairs(stats.bootstrap),
+        pairs = (correct_pairs(stats.bootstrap),
+                 correct_pairs(stats.bootstrap, positives_only=True))
+        comparison = _comparison(points, resampled, jack, own, pairs,
                                  loss_delta, ends, stats.n, stats.candidate.threshold,
                                  n_bootstrap, seed)
     bound = max(_auc_error_bound(m.scores) for m in models)
@@ -376,7 +378,7 @@ def _calibration(m: ModelStatistics) -> CalibrationTable:
 def _comparison(points: list[tuple[dict[str, float], dict[str, str | None]]],
                 resampled: list[dict[str, _FloatArray]], jack: list[dict[str, _FloatArray]],
                 own: list[dict[str, tuple[float, float] | None]],
-                correct: tuple[int, int, int, int],
+                pairs: tuple[tuple[int, int, int, int], tuple[int, int, int, int]],
                 loss_delta: Mapping[str, tuple[float, float] | None] | None,
                 ends: _Ends, n: int, threshold: float, n_bootstrap: int,
                 seed: int) -> ComparisonReport:
@@ -394,10 +396,11 @@ def _comparison(points: list[tuple[dict[str, float], dict[str, str | None]]],
         if ends.method == "per_metric":
             paired = paired_delta_interval(name, (p_new[name], p_old[name]),
                                            (own[0].get(name), own[1].get(name)),
-                                           (resampled[0][name], resampled[1][name]), correct,
+                                           (resampled[0][name], resampled[1][name]), pairs[0],
                                            log_loss_delta=(loss_delta or {}).get("log_loss"),
                                            brier_delta=(loss_delta or {}).get("brier"),
-                                           auc_delta=(loss_delta or {}).get("roc_auc"))
+                                           auc_delta=(loss_delta or {}).get("roc_auc"),
+                                           found=pairs[1], confidence_level=ends.confidence_level)
         lower, upper = (ends.of(delta, resampled[0][name] - resampled[1][name],
                                 jack[0][name] - jack[1][name],
                                 tie_tolerance=_tie_tolerance(name, abs(p_new[name]) + abs(p_old[name])))

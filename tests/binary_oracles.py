@@ -9,6 +9,7 @@ resamples the caller draws, and MOVER over the two parts of a mean difference.
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import brentq, minimize_scalar
 from scipy.stats import norm
 
 Z = norm.ppf(0.975)
@@ -31,6 +32,32 @@ def newcombe_method_10(new: np.ndarray, old: np.ndarray) -> tuple[float, float, 
     lower = p1 - p2 - np.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
     upper = p1 - p2 + np.sqrt((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2)
     return p1 - p2, lower, upper
+
+
+def tango(new: np.ndarray, old: np.ndarray) -> tuple[float, float, float]:
+    """``(p1 - p2, lower, upper)`` of Tango's (1998) 95 % score interval of the paired
+    difference of two success rates (boolean arrays ``new``, ``old``): the ``delta`` whose
+    score statistic ``(b - c - n delta) / sqrt(n (2 p21 + delta (1 - delta)))`` lies within
+    the normal quantile, ``p21`` maximising the multinomial likelihood of the 2 x 2 table
+    under ``delta`` numerically (not by the closed form), the ends by root finding."""
+    n, b, c = len(new), float(np.sum(new & ~old)), float(np.sum(~new & old))
+    z = float(norm.ppf(0.975))
+
+    def score(delta: float) -> float:
+        def minus_log_likelihood(p21: float) -> float:
+            rest = max(1.0 - 2.0 * p21 - delta, 1e-300)
+            return -(b * np.log(max(p21 + delta, 1e-300)) + c * np.log(max(p21, 1e-300))
+                     + (n - b - c) * np.log(rest))
+
+        bounds = (max(0.0, -delta), (1.0 - delta) / 2.0)
+        p21 = minimize_scalar(minus_log_likelihood, bounds=bounds, method="bounded",
+                              options={"xatol": 1e-14}).x
+        return (b - c - n * delta) / np.sqrt(n * (2.0 * p21 + delta * (1.0 - delta)))
+
+    point, edge = (b - c) / n, 1.0 - 1e-9
+    lower = brentq(lambda d: score(d) - z, -edge, point - 1e-12, xtol=1e-13)
+    upper = brentq(lambda d: score(d) + z, point + 1e-12, edge, xtol=1e-13)
+    return point, float(lower), float(upper)
 
 
 def row_log_losses(y: np.ndarray, s: np.ndarray) -> np.ndarray:

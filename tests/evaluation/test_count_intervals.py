@@ -144,8 +144,8 @@ def test_mapped_and_one_process_intervals_are_equal() -> None:
 
 def test_a_recall_delta_of_two_models_that_find_every_positive_is_not_the_point_zero() -> None:
     """Both models find all 30 positives: every resample's recall difference is 0, and the
-    percentile interval was [0, 0]. MOVER of the two Wilson intervals (Zou and Donner 2008),
-    the resampled recalls constant (correlation 0): ``-+ (1 - l)`` with ``l = n / (n + z^2)``."""
+    percentile interval was [0, 0]. Tango's score interval with no discordant positive:
+    ``(b - c - n d)^2 = z^2 n d (1 - d)`` at ``b = c = 0`` gives ``d = -+ z^2 / (n + z^2)``."""
     rng = np.random.default_rng(12)
     y = np.r_[np.ones(30, int), np.zeros(90, int)]
     s = np.r_[rng.uniform(0.6, 1.0, 30), rng.uniform(0.0, 0.7, 90)]
@@ -154,9 +154,9 @@ def test_a_recall_delta_of_two_models_that_find_every_positive_is_not_the_point_
     comparison = performance_from_statistics(stats, n_bootstrap=300).comparison
     assert comparison is not None
     delta = comparison.by_name()["recall"]
-    low = 30 / (30 + Z * Z)
+    end = Z * Z / (30 + Z * Z)
     assert delta.delta == 0.0
-    assert (delta.ci_lower, delta.ci_upper) == pytest.approx((-(1 - low), 1 - low), abs=1e-12)
+    assert (delta.ci_lower, delta.ci_upper) == pytest.approx((-end, end), abs=1e-12)
 
 
 @pytest.mark.parametrize("rows", ["one-process", "row-level"])

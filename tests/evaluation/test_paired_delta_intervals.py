@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from binary_oracles import newcombe_method_10, parts_mover, row_log_losses
+from binary_oracles import newcombe_method_10, parts_mover, row_log_losses, tango
 from modelgate.evaluation.performance import performance_from_statistics
 from modelgate.evaluation.sufficient import collect, merge
 from row_bootstrap import row_resamples
@@ -85,6 +85,36 @@ def test_accuracy_delta_is_newcombe_s_method_10(confident: bool) -> None:
     assert delta.delta == pytest.approx(difference, abs=1e-12)
     assert (delta.ci_lower, delta.ci_upper) == pytest.approx((lower, upper), abs=1e-12)
     assert -1.0 <= delta.ci_lower <= delta.delta <= delta.ci_upper <= 1.0
+
+
+@pytest.mark.parametrize("confident", [True, False], ids=["confident", "moderate"])
+def test_recall_delta_is_tango_s_score_interval_of_the_positives(confident: bool) -> None:
+    """The recall delta against Tango's interval solved here (numerical likelihood, root
+    finding) on the positives each model finds, mapped over 3 parts and in one process."""
+    y, s, h = _pair(11, 240, confident=confident)
+    pos = y == 1
+    difference, lower, upper = tango(s[pos] >= 0.5, h[pos] >= 0.5)
+    assert np.sum((s[pos] >= 0.5) != (h[pos] >= 0.5)) > 0
+    for parts in (1, 3):
+        delta = _summary(y, s, h, resamples=50, parts=parts).comparison.by_name()["recall"]
+        assert delta.delta == pytest.approx(difference, abs=1e-12)
+        assert (delta.ci_lower, delta.ci_upper) == pytest.approx((lower, upper), abs=1e-9)
+
+
+def test_tango_interval_matches_the_oracle_on_small_tables() -> None:
+    """Tiny and lopsided tables, including one discordant pair and all pairs discordant."""
+    from modelgate.evaluation.paired_rates import tango_interval
+
+    for b, c, n in [(12, 2, 50), (1, 0, 1), (0, 3, 7), (5, 5, 10), (20, 9, 2000)]:
+        new = np.r_[np.ones(b, bool), np.zeros(c, bool), np.ones(n - b - c, bool)]
+        old = np.r_[np.zeros(b, bool), np.ones(c, bool), np.ones(n - b - c, bool)]
+        if b == 1 and n == 1:  # the upper end is the edge: the oracle's bracket is open there
+            assert tango_interval(b, c, n, 0.95)[1] == 1.0
+            continue
+        _, lower, upper = tango(new, old)
+        assert tango_interval(b, c, n, 0.95) == pytest.approx((lower, upper), abs=1e-6)
+    with pytest.raises(ValueError, match="only_1"):
+        tango_interval(3, 2, 4, 0.95)
 
 
 def _auc_delta_oracle(y: np.ndarray, s: np.ndarray, h: np.ndarray) -> tuple[float, float]:

@@ -9,8 +9,10 @@ probabilities the exact posterior ``softmax(log prior_k + mu_k . x - |mu_k|^2 / 
 (a calibrated model), predicted class the most probable.  ``moderate`` (r = 0.7):
 macro one-vs-rest AUC 0.78, accuracy 0.63; ``confident`` (r = 1.8): AUC 0.98, accuracy
 0.90.  Population metrics by
-Monte Carlo on 10^6 rows of a fixed seed (standard error of a per-class recall about
-0.001, a tenth of the narrowest interval's half-width at n = 2,000).
+Monte Carlo on 2 x 10^7 rows of a fixed seed, the mean of twenty 10^6-row slices' values
+(the truth's standard error about a twentieth of a 50,000-row set's; on 10^6 rows it was
+a fifth, and the one draw's error of +0.0013 in the confident log loss, 0.6 of a
+50,000-row set's standard error, read as under-coverage at that size).
 
 Regression population: ``x ~ N(0, 1)``, ``y = x + sigma t`` with ``t`` Student t of 5
 degrees of freedom scaled to unit variance (errors of real models are heavy-tailed);
@@ -88,11 +90,21 @@ def simulate_multiclass_deltas(scenario: str, n: int, rng: np.random.Generator, 
     return {f"delta {d.name}": (d.delta, d.ci_lower, d.ci_upper) for d in report.deltas}
 
 
+TRUTH_SLICES = 20
+
+
 @cache
 def multiclass_truth(scenario: str) -> dict[str, float]:
-    """Every multiclass metric on 10^6 rows of the population (seed 12345)."""
-    y, p = _multiclass_rows(RADIUS[scenario], 1_000_000, np.random.default_rng(12345))
-    return {m.name: m.value for m in evaluate_multiclass(y, p, n_bootstrap=0).metrics}
+    """Every multiclass metric on the population: the mean of its values on
+    :data:`TRUTH_SLICES` slices of 10^6 rows (seed 12345; exact means for the accuracy and
+    the log loss, within O(10^-6) of the population for the ratios and the AUC)."""
+    rng = np.random.default_rng(12345)
+    total: dict[str, float] = {}
+    for _ in range(TRUTH_SLICES):
+        y, p = _multiclass_rows(RADIUS[scenario], 1_000_000, rng)
+        for m in evaluate_multiclass(y, p, n_bootstrap=0).metrics:
+            total[m.name] = total.get(m.name, 0.0) + m.value / TRUTH_SLICES
+    return total
 
 
 def simulate_multiclass(scenario: str, n: int, rng: np.random.Generator, resamples: int,

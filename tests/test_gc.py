@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from modelgate import cli
+from modelgate.cli.retention import collect_runs
 from modelgate.config import Settings
 from modelgate.pipelines.context import Context, register_archive, safe_key_part
-from modelgate.pipelines.retention import collect_runs
 from modelgate.store import runs
 from modelgate.store.objects import LocalObjectStore
 

@@ -183,7 +183,7 @@ def test_the_sketch_is_made_sure_of_before_the_stages_change(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """As at promotion: the target's drift reference comes first (a monitored model's sketch,
     kept from its first promotion or built now), while production is still unchanged."""
-    from modelgate.pipelines.drift import monitor
+    from modelgate.cli import rollback
 
     url, name = registry["url"], registry["name"]
     seen = []
@@ -192,7 +192,7 @@ def test_the_sketch_is_made_sure_of_before_the_stages_change(
         seen.append((row.version, _stages(url, name)[row.version]))
         return "drift/reference/key"
 
-    monkeypatch.setattr(monitor, "reference_on_promotion", sketch)
+    monkeypatch.setattr(rollback, "reference_on_promotion", sketch)
     code, out, _ = _run(capsys, "model", "rollback", name, "--to", "2", "--reason", "r")
     assert code == 0 and out.rstrip().endswith("its drift reference sketch is in place")
     assert seen == [("2", "archived")]
@@ -203,7 +203,7 @@ def test_a_rollback_racing_a_promotion_leaves_one_production_version(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """v4 passes and is promoted against v3 after the rollback to v2 was checked but before its
     transaction (at the sketch step): the rollback, planned from v3, is refused; v4 stays."""
-    from modelgate.pipelines.drift import monitor
+    from modelgate.cli import rollback
 
     url, name, rows, ids = registry["url"], registry["name"], registry["rows"], registry["ids"]
 
@@ -211,7 +211,7 @@ def test_a_rollback_racing_a_promotion_leaves_one_production_version(
         run_id = _passed_run(url, rows["4"], "k4-passed", ids["3"])
         models.promote(url, ids["4"], expected_champion_id=ids["3"], evaluation_run_id=run_id)
 
-    monkeypatch.setattr(monitor, "reference_on_promotion", promote_meanwhile)
+    monkeypatch.setattr(rollback, "reference_on_promotion", promote_meanwhile)
     code, _, err = _run(capsys, "model", "rollback", name, "--to", "2", "--reason", "r")
     assert code == 1 and "production changed since the rollback was planned" in err
     stages = _stages(url, name)

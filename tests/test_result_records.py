@@ -25,8 +25,8 @@ from modelgate.fairness.regression import RegressionGroup
 from scipy.stats import norm
 from tiny_graphs import manifest_of
 
+from modelgate.cli.json_records import fairness_json
 from modelgate.pipelines.evaluation.fairness_records import fairness_records
-from modelgate.pipelines.json_records import fairness_json
 from modelgate.store import models, runs
 from modelgate.store.db import transaction
 

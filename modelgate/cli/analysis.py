@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from modelgate.cli.args import DATA_HELP, UsageError, bounded_int, data_source
+from modelgate.cli.json_records import fairness_json
 from modelgate.logsafe import escape_for_log as shown
-from modelgate.pipelines.json_records import fairness_json
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BLOCKED = 0, 1, 2, 3
 #: Most bootstrap resamples ``fairness --bootstrap`` takes: each is a table per group, drawn

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from modelgate.cli.args import UsageError, bounded_int, open_interval
+from modelgate.cli.json_records import change_points_json, feature_drift_json
 from modelgate.logsafe import escape_for_log
 from modelgate.logsafe import escape_for_log as shown
-from modelgate.pipelines.json_records import change_points_json, feature_drift_json
 
 EXIT_OK, EXIT_DRIFT = 0, 3
 

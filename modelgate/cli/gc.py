@@ -16,9 +16,9 @@ MAX_DAYS = 36_500
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
+    from modelgate.cli.retention import collect_runs
     from modelgate.pipelines.context import Context
     from modelgate.pipelines.evaluation.attempts import Retried, retry_pending
-    from modelgate.pipelines.retention import collect_runs
 
     ctx = Context.open()
     done = collect_runs(ctx, retention=dt.timedelta(days=args.older_than_days), dry_run=args.dry_run)

@@ -187,7 +187,7 @@ def cmd_model_retire(args: argparse.Namespace) -> int:
 # --- model rollback -------------------------------------------------------------------
 
 def cmd_model_rollback(args: argparse.Namespace) -> int:
-    from modelgate.pipelines.rollback import RollbackRefused, roll_back
+    from modelgate.cli.rollback import RollbackRefused, roll_back
 
     by = args.by if args.by is not None else _os_user()
     if not args.reason.strip() or not by.strip():

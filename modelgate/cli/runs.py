@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from modelgate.cli.json_records import deltas_json, fairness_json, gate_json, metrics_json
 from modelgate.logsafe import escape_for_log
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.evaluation import (
@@ -20,7 +21,6 @@ from modelgate.pipelines.evaluation import (
 )
 from modelgate.pipelines.evaluation.policy_provenance import policy_json, policy_line
 from modelgate.pipelines.evaluation.runner import run_evaluation
-from modelgate.pipelines.json_records import deltas_json, fairness_json, gate_json, metrics_json
 from modelgate.store import runs
 
 

@@ -5,8 +5,8 @@ The JSON keeps its documented names where they differ from the stored columns (`
 for ``metric_name``, ``group`` for ``group_label``, ``delta`` for a delta's ``value``...):
 each form below lists its keys and the record key each is read from.
 
-They sit in the pipelines layer so the in-process evaluation runner (``modelgate.cli.runs``) and the
-other CLI commands share them, and the pipelines never import the CLI.
+Only the CLI prints them (the pipelines store records, not this JSON), so they sit at the edge,
+shared by the in-process evaluation runner (``modelgate.cli.runs``) and the other commands.
 """
 
 from __future__ import annotations

@@ -26,7 +26,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from modelgate.pipelines import index_page
 from modelgate.pipelines.context import Context
+from modelgate.pipelines.drift.monitor import reference_on_promotion
 from modelgate.store import models, rollbacks
 
 log = logging.getLogger("modelgate.rollback")
@@ -92,9 +94,6 @@ def roll_back(ctx: Context, model_name: str, to_version: str, *, by: str,
         When the version is not registered, or production changed since the checks (a
         promotion or another rollback at the same moment): nothing changed then.
     """
-    from modelgate.pipelines import index_page
-    from modelgate.pipelines.drift.monitor import reference_on_promotion
-
     target, current, run_id = check_rollback(ctx, model_name, to_version, by=by, reason=reason)
     # the sketch first, as at promotion: a version that cannot be monitored is not put back
     sketched = reference_on_promotion(ctx, target) is not None

@@ -14,7 +14,7 @@ test controls: it can hold a partition's download open (the response trickles on
 second, so no client timeout fires) until the test releases it. Faults are caused on
 events seen there or in the metadata database, never after a fixed sleep.
 
-The process helpers are copied from tests/test_e2e_scheduler.py rather than imported:
+The process helpers are copied from tests/e2e/test_e2e_scheduler.py rather than imported:
 that module's helpers are being changed in parallel and importing it would also collect
 its test.
 """

@@ -3,7 +3,7 @@ reason naming it, the interval goes on with the rest, the run ends ``degraded`` 
 set the partition aside, and rows_labelled stays what ADWIN was fed across re-runs.
 
 Through the in-process runner (``run_drift``), like ``modelgate monitor retry``; the same on
-the real scheduler is in ``test_e2e_scheduler_bad_data.py``."""
+the real scheduler is in ``tests/e2e/test_e2e_scheduler_bad_data.py``."""
 
 from __future__ import annotations
 

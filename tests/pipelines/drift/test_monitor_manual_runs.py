@@ -3,7 +3,7 @@ first interval, `monitor set` refusing locations that can never work, runs lost 
 Airflow DAG run, and reference datasets given as directories or prefixes (issue #21).
 
 The scheduler side of the same (manual triggers, SIGTERM and SIGKILL) is in
-``test_e2e_manual_and_killed_runs.py``.
+``tests/e2e/test_e2e_manual_and_killed_runs.py``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ six groups, a categorical feature (grey dots), a drift report with many unseen c
 (and statistics of two scales drawn as multiples of their thresholds, estimates beside their
 realised values, a change point before the first plotted error rate), an
 index page with failed, abandoned and blocked runs. At 1400 px nothing may be cut off and every
-chart must have its accessible name (the same probe as ``tests/test_reports_browser.py``);
+chart must have its accessible name (the same probe as ``tests/e2e/test_reports_browser.py``);
 screenshots of the new sections go to ``tests/out/browser/summaries/``.
 """
 

@@ -27,7 +27,7 @@ from packaging.specifiers import SpecifierSet
 
 from modelgate.config import ENV_VARS, Settings
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker-compose.yml"
 ENV_EXAMPLE = REPO / "docker" / ".env.example"
 PG_INIT = REPO / "docker" / "postgres" / "init-databases.sh"

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from celery_deployment import CELERY_ENV, celery_env
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -56,7 +56,7 @@ from modelgate.reports.views import RunKind
 
 from modelgate.pipelines.index_page import RunRecord, build_index_view, index_key
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "tests" / "out" / "browser"
 # conftest.py removes MODELGATE_* variables other than MODELGATE_TEST_*, hence the name.
 CHROMIUM = Path(os.environ.get("MODELGATE_TEST_CHROMIUM", "/usr/bin/chromium"))
@@ -412,7 +412,7 @@ def _write_sizes(sizes: list[tuple[str, int]]) -> None:
     version = subprocess.run([str(CHROMIUM), "--version"], capture_output=True, text=True).stdout
     lines = ["# Demo report sizes", "",
              f"Date: {dt.datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Command: `.venv/bin/pytest -q -p "
-             "no:cacheprovider tests/test_reports_browser.py` (runs `modelgate demo` into a temp "
+             "no:cacheprovider tests/e2e/test_reports_browser.py` (runs `modelgate demo` into a temp "
              f"MODELGATE_HOME). Browser: {version.strip()}. Limit: {MAX_REPORT_BYTES:,} bytes.",
              "", "| report | bytes |", "|---|---:|"]
     lines += [f"| `{rel}` | {size:,} |" for rel, size in sizes]

@@ -71,7 +71,7 @@ def test_soak_in_a_fresh_process() -> None:
         [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
          f"{__file__}::test_soak_no_growth"],
         env={**os.environ, "MODELGATE_TEST_SOAK_CHILD": "1"}, capture_output=True, text=True,
-        timeout=900, cwd=Path(__file__).resolve().parents[1])
+        timeout=900, cwd=Path(__file__).resolve().parents[2])
     print(child.stdout[-3000:])
     assert child.returncode == 0, child.stdout[-4000:] + child.stderr[-2000:]
     assert "soak:" in child.stdout and " passed" in child.stdout

@@ -77,13 +77,18 @@ __all__ = [
 Statistic = Literal["wasserstein_normalised", "js_divergence"]
 Verdict = Literal["ok", "drift", "no_data", "insufficient_data"]
 
-#: Fewest non-missing current values a feature's verdict needs (``DriftThresholds.min_values``):
-#: below it the statistics are still computed and stored but the verdict is
-#: ``"insufficient_data"``, never ``"drift"`` or ``"ok"``. Chosen by simulation
-#: (``bench/bench_drift_min_rows.py``, figures in bench/RESULTS.md): the smallest size at which,
-#: under the default thresholds, unshifted data alarms in at most 10 % of intervals and a modest
-#: shift (0.5 standard deviations; 0.15 of a category's mass) is found in at least half.
+#: Fewest non-missing current values a feature's verdict needs (``DriftThresholds.min_values``)
+#: when normalised W1 (the default numeric statistic) or categorical JS decides: below it the
+#: statistics are still computed and stored but the verdict is ``"insufficient_data"``, never
+#: ``"drift"`` or ``"ok"``. Chosen by simulation (``bench/bench_drift_min_rows.py``, figures in
+#: bench/RESULTS.md) under the size-aware null: false alarms stay near 1 % at every size, so the
+#: minimum is where a modest shift (0.5 standard deviations) is found at least half the time
+#: (W1: from 40 values; 50 keeps a margin).
 DEFAULT_MIN_VALUES = 50
+#: The same for a numeric feature decided by binned JS (``numeric_statistic="js_divergence"``):
+#: 10 equal-mass bins find the 0.5-standard-deviation shift in under half of the intervals below
+#: 100 values on normal data (29 % at 50, 47 % at 75, 78 % at 100).
+DEFAULT_MIN_VALUES_BINNED_JS = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +105,10 @@ class DriftThresholds:
         Absolute floor for base-2 JS divergence.
     numeric_statistic : {"wasserstein_normalised", "js_divergence"}
         Statistic that decides numeric verdicts (categorical ones always use JS).
-    min_values : int, default :data:`DEFAULT_MIN_VALUES`
+    min_values : int or None, default None
         Fewest non-missing current values for a verdict; fewer give ``"insufficient_data"``.
+        None: :data:`DEFAULT_MIN_VALUES` (50), or :data:`DEFAULT_MIN_VALUES_BINNED_JS` (100)
+        for a numeric feature decided by binned JS.
     null_level : float or None, default 0.99
         The threshold is at least this quantile of the statistic under no change at the
         sizes compared (:mod:`~modelgate.drift.js_null`, :mod:`~modelgate.drift.w1_null`);
@@ -120,7 +127,7 @@ class DriftThresholds:
     wasserstein_floor: float = 0.1
     js_floor: float = 0.01
     numeric_statistic: Statistic = "wasserstein_normalised"
-    min_values: int = DEFAULT_MIN_VALUES
+    min_values: int | None = None
     null_level: float | None = DEFAULT_NULL_LEVEL
     overrides: Mapping[str, DriftThresholds] = field(default_factory=dict)
 
@@ -134,9 +141,10 @@ class DriftThresholds:
                 "numeric_statistic must be 'wasserstein_normalised' or 'js_divergence', "
                 f"got {self.numeric_statistic!r}"
             )
-        if isinstance(self.min_values, bool) or not isinstance(self.min_values, int) \
-                or self.min_values < 1:
-            raise ValueError(f"min_values must be an integer >= 1, got {self.min_values!r}")
+        if self.min_values is not None and (
+                isinstance(self.min_values, bool) or not isinstance(self.min_values, int)
+                or self.min_values < 1):
+            raise ValueError(f"min_values must be None or an integer >= 1, got {self.min_values!r}")
         if self.null_level is not None and not (
                 isinstance(self.null_level, int | float) and not isinstance(self.null_level, bool)
                 and 0.0 < self.null_level < 1.0):
@@ -149,6 +157,24 @@ class DriftThresholds:
     def for_feature(self, feature: str) -> DriftThresholds:
         """Thresholds that apply to ``feature``."""
         return self.overrides.get(feature, self)
+
+    def minimum(self, *, categorical: bool = False) -> int:
+        """Fewest non-missing current values a verdict needs: ``min_values`` when set, else the
+        default for what decides (binned JS on a numeric feature needs more values than W1 or
+        categorical JS to find the same shift; bench/bench_drift_min_rows.py).
+
+        >>> DriftThresholds().minimum(), DriftThresholds(numeric_statistic="js_divergence").minimum()
+        (50, 100)
+        >>> DriftThresholds(numeric_statistic="js_divergence").minimum(categorical=True)
+        50
+        >>> DriftThresholds(min_values=30, numeric_statistic="js_divergence").minimum()
+        30
+        """
+        if self.min_values is not None:
+            return self.min_values
+        if not categorical and self.numeric_statistic == "js_divergence":
+            return DEFAULT_MIN_VALUES_BINNED_JS
+        return DEFAULT_MIN_VALUES
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +345,7 @@ def numeric_drift_sorted(
             bins = np.rint(reference.probabilities * reference.n).astype(np.int64)
             null = js_null_quantile(bins, int(cur.size), level=t.null_level)
     threshold, verdict = _verdict(score, baseline, floor, t.relative, n_values=int(cur.size),
-                                  min_values=t.min_values, null=null)
+                                  min_values=t.minimum(), null=null)
     return replace(
         nodata,
         wasserstein=w,
@@ -423,7 +449,7 @@ def categorical_drift_from_counts(
     null = 0.0 if t.null_level is None else js_null_quantile(reference.counts, m, level=t.null_level)
     threshold, verdict = _verdict(res.js_divergence, baseline, t.js_floor, t.relative,
                                   n_values=m - int(current_counts.get(MISSING, 0)),
-                                  min_values=t.min_values, null=null)
+                                  min_values=t.minimum(categorical=True), null=null)
     return replace(
         nodata,
         js_divergence=res.js_divergence,

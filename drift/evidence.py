@@ -26,11 +26,12 @@ A verdict needs evidence. Two checks, both exact (counts, no estimation):
   handful; with constant scores (or predictions) there is no ranking to calibrate. The
   estimator is then not fitted and the reason is stored instead.
 
-The defaults: ``MIN_ESTIMATE_ROWS`` = 50 scored rows (the per-feature drift minimum, chosen by
-simulation in ``bench/bench_drift_min_rows.py``); ``MIN_EXPECTED_PER_CLASS`` = 5 expected rows
-of each class (the usual rule of thumb for a normal approximation to a count, which is what
-the Hanley-McNeil interval of the AUC is); ``MIN_REFERENCE_PER_CLASS`` = 20 labelled reference
-rows of each class for a calibrator (isotonic blocks of at least a few rows at both ends).
+The defaults: ``MIN_ESTIMATE_ROWS`` = 50 scored rows (the per-feature drift minimum of the
+default statistic, chosen by simulation in ``bench/bench_drift_min_rows.py``);
+``MIN_EXPECTED_PER_CLASS`` = 5 expected rows of each class (the usual rule of thumb for a
+normal approximation to a count, which is what the Hanley-McNeil interval of the AUC is);
+``MIN_REFERENCE_PER_CLASS`` = 20 labelled reference rows of each class for a calibrator
+(isotonic blocks of at least a few rows at both ends).
 
 References
 ----------

@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEPLOYING = (REPO / "docs" / "deploying.md").read_text()
 SECTION = DEPLOYING.split("### The results database and the first runs", 1)[1].split("\n## ", 1)[0]
 

@@ -18,7 +18,7 @@ import scipy.stats
 
 from modelgate.config import Settings
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: the README and every docs/ page: a block moved from the README to docs/ still runs
 DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 README = "\n".join(p.read_text() for p in DOC_FILES)

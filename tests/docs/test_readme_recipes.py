@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: the README and every docs/ page (the recipes live in docs/model-archives.md)
 README = "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
 BLOCKS = dict(re.findall(r"```python\n# recipe: ([\w-]+)\n(.*?)```", README, flags=re.S))

@@ -3,7 +3,8 @@
 Per data interval, for every production model with a monitoring config (``modelgate monitor
 set``): plan -> prepare (mapped over models) -> sample_and_score (mapped over models) ->
 feature_drift (mapped over every model's features) -> per model: concept_drift + joint_drift
-(multivariate and attribution drift) -> report -> store -> decide: the order of
+(multivariate and attribution drift) + estimate + segment_drift (per segment, when configured)
+-> report -> store -> decide: the order of
 ``modelgate.pipelines.drift.runner.DRIFT``, which ``modelgate monitor retry`` runs in one
 process. Each run reads its own data
 interval, never the clock, so catch-up and back-fills read each interval once and a re-run of an
@@ -250,6 +251,13 @@ def drift_monitoring() -> None:
 
             return str(_step(sampled["run"], runner.estimate, sampled))
 
+        @task
+        def segment_drift(sampled: ScoredModel) -> str:
+            """Drift of every feature within every segment the monitoring config names (BH over all)."""
+            from modelgate.pipelines.drift import runner
+
+            return str(_step(sampled["run"], runner.segment_drift, sampled))
+
         @task(trigger_rule="all_done")  # runs when another model's feature task failed
         def report(sampled: ScoredModel) -> str:
             from modelgate.pipelines.drift import feature_steps, runner
@@ -285,6 +293,7 @@ def drift_monitoring() -> None:
             "concept_drift": lambda done: concept_drift(sampled),
             "joint_drift": lambda done: joint_drift(sampled),
             "estimate": lambda done: estimate(sampled),
+            "segment_drift": lambda done: segment_drift(sampled),
             "report": lambda done: report(sampled),
             "store": lambda done: store(sampled, done["report"]),
             "decide": lambda done: decide(sampled),

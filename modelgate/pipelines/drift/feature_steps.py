@@ -32,6 +32,7 @@ from modelgate.pipelines import index_page, stored_pickles
 from modelgate.pipelines.context import Context, fetch_dataset, load_registered_model, safe_key_part
 from modelgate.pipelines.drift import estimation as drift_estimation
 from modelgate.pipelines.drift import joint as drift_joint
+from modelgate.pipelines.drift import segments as drift_segments
 from modelgate.pipelines.drift import usable as drift_usable
 from modelgate.pipelines.drift import verdict as drift_verdict
 from modelgate.pipelines.drift.attempts import unjudged_status
@@ -423,6 +424,8 @@ def check_threshold_features(spec: dict[str, Any] | None, manifest: Manifest, ve
         raise ValueError(f"{where} name feature(s) {unknown} that v{version} does not have "
                          f"(features: {known})")
     drift_estimation.check_threshold_metrics(spec, manifest.task, version, where=where)
+    drift_segments.check_segment_columns(drift_segments.split_thresholds(spec)[1], manifest, version,
+                                         where=where)
 
 
 def parse_thresholds(spec: dict[str, Any] | None) -> Any:
@@ -434,6 +437,7 @@ def parse_thresholds(spec: dict[str, Any] | None) -> Any:
     """
     spec, _ = drift_joint.split_thresholds(spec)  # "multivariate"/"attribution" are checked there
     spec, _ = drift_estimation.split_thresholds(spec)  # so are "performance"/"quality"
+    spec, _ = drift_segments.split_thresholds(spec)  # and "segments"
     features = spec.pop("features", {}) or {}
     unknown = sorted(set(spec) - set(_THRESHOLD_KEYS))
     if unknown or not isinstance(features, dict):
@@ -509,7 +513,8 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a concept.ConceptResult
     joint = drift_joint.load_result(ctx, ref.prefix())
     estimated = drift_estimation.load_result(ctx, ref.prefix())
-    drifting = bool(summary.n_breached or drift_joint.breaches(joint) or estimated.breaches())
+    drifting = bool(summary.n_breached or drift_joint.breaches(joint) or estimated.breaches()
+                    or drift_segments.breach_lines(ctx, ref.drift_run_id))
     verdict, evidence = drift_verdict.interval_verdict(sample["rows"], summary.features, drifting=drifting)
     n_set_aside, set_aside = drift_runs.set_aside(ctx.db_url, ref.drift_run_id)
     degraded = " | ".join(r for r in (degraded_reason(monitors.quarantined_by_run(
@@ -554,13 +559,14 @@ def decide(ctx: Context, ref: DriftRef) -> str:
         log.warning("drift run %d left out %s partition %s: %s", ref.drift_run_id, q.source,
                     q.partition, q.reason)
     joint_lines = (drift_joint.breaches(drift_joint.load_result(ctx, ref.prefix()))
-                   + drift_estimation.load_result(ctx, ref.prefix()).breaches())
+                   + drift_estimation.load_result(ctx, ref.prefix()).breaches()
+                   + drift_segments.breach_lines(ctx, ref.drift_run_id))
     if breaches or joint_lines:
         lines = [f"{shown_feature(b.feature)}: {b.statistic_name} = {b.statistic_value:.4f} "
                  f"> threshold {b.threshold:.4f}" for b in breaches] + joint_lines
         raise DriftBreached(f"{ref.model_name} v{ref.version}: drift in {len(breaches)} feature(s)"
-                            + (f" and {len(joint_lines)} other check(s) (joint, performance, quality)"
-                               if joint_lines else "")
+                            + (f" and {len(joint_lines)} other check(s) (joint, performance, quality, "
+                               "segments)" if joint_lines else "")
                             + f" over {ref.interval_start}..{ref.interval_end}\n" + "\n".join(lines))
     return str(status)
 

@@ -6,7 +6,7 @@ whole DAG orders the steps as declared), and :func:`run_drift` runs the same ste
 after the other for ``modelgate monitor retry`` and the tests::
 
     prepare -> sample_and_score -> feature_drift (mapped over features)
-    feature_drift -> concept_drift, joint_drift, estimate -> report -> store -> decide
+    feature_drift -> concept_drift, joint_drift, estimate, segment_drift -> report -> store -> decide
 
 Each step has one body, which the DAG's task and :func:`run_drift` both call. The bodies
 below take what the step before passed on (:mod:`~modelgate.pipelines.payloads`: a
@@ -87,6 +87,15 @@ def estimate(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
     return estimation.estimate_interval(ctx, ref, scored["sample"], scored["spec"]["thresholds"])
 
 
+def segment_drift(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
+    """Drift of every feature within every segment the config names, stored; how many flagged
+    (:mod:`modelgate.pipelines.drift.segments`)."""
+    from modelgate.pipelines.drift import segments
+
+    spec = scored["spec"]
+    return str(segments.segment_drift(ctx, ref, scored["sample"], spec["thresholds"], spec["reference"]))
+
+
 def report(ctx: Context, ref: DriftRef, scored: ScoredModel) -> str:
     """Render the run's HTML report; its object key (:mod:`~modelgate.pipelines.drift.report`)."""
     from modelgate.pipelines.drift.report import render_report
@@ -146,7 +155,9 @@ DRIFT = StepGraph((
     Step("concept_drift", _given_scored(concept_drift), after=("feature_drift",)),
     Step("joint_drift", _given_scored(joint_drift), after=("feature_drift",)),
     Step("estimate", _given_scored(estimate), after=("feature_drift",)),
-    Step("report", _given_scored(report), after=("concept_drift", "joint_drift", "estimate")),
+    Step("segment_drift", _given_scored(segment_drift), after=("feature_drift",)),
+    Step("report", _given_scored(report),
+         after=("concept_drift", "joint_drift", "estimate", "segment_drift")),
     Step("store", _store, after=("report",)),
     Step("decide", _decide, after=("store",), verdict=True),
 ))

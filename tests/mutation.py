@@ -84,7 +84,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "fairness/gap_intervals.py": (
         "tests/fairness/test_fairness_gap_intervals.py",  # first: textbook formulas, small cases
         "tests/fairness/test_fairness_metrics.py",
-        "tests/test_interval_coverage.py",
+        "tests/intervals/test_interval_coverage.py",
     ),
     "fairness/metrics.py": (
         "tests/fairness/test_fairness_gaps_by_hand.py",  # first: its small cases kill soonest
@@ -92,7 +92,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/fairness/test_fairness_metrics.py",
         "tests/fairness/test_fairness_counts.py",
         "tests/evaluation/test_eval_sufficient.py",
-        "tests/test_interval_coverage.py",
+        "tests/intervals/test_interval_coverage.py",
     ),
     "fairness/multiclass.py": (
         "tests/fairness/test_fairness_tasks.py",
@@ -102,7 +102,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/fairness/test_fairness_regression.py",  # first: its small cases kill soonest
         "tests/fairness/test_fairness_tasks.py",
         "tests/evaluation/test_eval_policy_tasks.py",
-        "tests/test_interval_coverage.py",
+        "tests/intervals/test_interval_coverage.py",
     ),
     "evaluation/bootstrap_cells.py": (
         "tests/evaluation/test_bootstrap_cells_survivors.py",  # first: its small cases kill soonest
@@ -145,12 +145,12 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_multiclass_many_classes.py",
         "tests/evaluation/test_eval_compare_tasks.py",
         "tests/evaluation/test_eval_policy_tasks.py",
-        "tests/test_interval_coverage.py",
+        "tests/intervals/test_interval_coverage.py",
     ),
     "evaluation/ovr_auc.py": (
         "tests/evaluation/test_ovr_auc_interval.py",
         "tests/evaluation/test_eval_multiclass.py",
-        "tests/test_interval_coverage.py",
+        "tests/intervals/test_interval_coverage.py",
     ),
     "evaluation/policy.py": (
         "tests/evaluation/test_eval_policy.py",
@@ -165,7 +165,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_regression_delta_intervals.py",
         "tests/evaluation/test_eval_compare_tasks.py",
         "tests/evaluation/test_eval_policy_tasks.py",
-        "tests/test_interval_coverage.py",
+        "tests/intervals/test_interval_coverage.py",
     ),
     "evaluation/sample_size.py": (
         "tests/evaluation/test_sample_size.py",
@@ -189,8 +189,8 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_paired_delta_intervals.py",
     ),
     "modelgate/intervals.py": (
-        "tests/test_intervals.py",
-        "tests/test_interval_methods.py",
+        "tests/intervals/test_intervals.py",
+        "tests/intervals/test_interval_methods.py",
         "tests/evaluation/test_bca_cells.py",
         "tests/evaluation/test_per_metric_intervals.py",
         "tests/evaluation/test_paired_delta_intervals.py",

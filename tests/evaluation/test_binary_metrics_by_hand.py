@@ -30,7 +30,7 @@ def test_log_loss_interval_is_the_bootstrap_t_of_the_row_losses(case: str) -> No
     """The log loss's interval is the textbook bootstrap-t of the mean row loss
     (``binary_oracles.bootstrap_t``, each resample's standard error ``std(ddof=1) / sqrt(n)``
     from its rows). The resamples are those of ``bootstrap_indices`` for the seed, so the
-    comparison is exact; the resampler itself is tested in tests/test_intervals.py."""
+    comparison is exact; the resampler itself is tested in tests/intervals/test_intervals.py."""
     y, s = map(np.asarray, LOSS_CASES[case])
     loss = row_log_losses(y, s)
     if case == "extreme-loss":

@@ -134,7 +134,7 @@ def test_a_confident_model_at_n200_is_covered_in_93_to_97_percent() -> None:
     """Seeded simulation (a minute or two): 400 sets of 200 rows, AUC 0.997. The percentile
     interval covers the AUC in about 83 % of such sets (bench/RESULTS.md); the per-metric
     intervals must be consistent with 93-97 % for AUC and accuracy (2.5 Monte Carlo
-    standard errors, 2.7 points, as tests/test_interval_coverage.py), and the log loss with
+    standard errors, 2.7 points, as tests/intervals/test_interval_coverage.py), and the log loss with
     at least 90 % (92.7 % in the bench's 1,000 sets)."""
     truth, rng, sets = _confident_population_truth(), np.random.default_rng(2027), 400
     hits = {name: 0 for name in truth}

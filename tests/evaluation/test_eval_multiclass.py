@@ -11,7 +11,7 @@ from modelgate.evaluation.multiclass import (
     evaluate_multiclass,
     multiclass_metric_names,
 )
-from row_bootstrap import interval_agrees, row_resamples
+from row_bootstrap import agrees, interval_agrees, row_resamples
 from scipy import stats
 from sklearn import metrics as skm
 
@@ -223,3 +223,29 @@ def test_every_interval_is_in_range_and_holds_its_estimate(seed: int, n: int, c:
     for m in evaluate_multiclass(y, proba, n_bootstrap=40, seed=seed % 1000).metrics:
         if m.undefined_reason is None and np.isfinite(m.ci_lower):
             assert _in_range(m.name, m.ci_lower, m.value, m.ci_upper), m
+
+
+def test_log_loss_interval_is_a_bootstrap_t_of_the_row_losses_written_here() -> None:
+    """Skewed losses (a few confidently wrong rows): the interval is the studentized
+    bootstrap of the mean row loss (Efron and Tibshirani 1993, ch. 12), its ends' t
+    quantiles within the noise of 4,000 row resamples' ones; a percentile interval's upper
+    end lies well below it."""
+    rng = np.random.default_rng(11)
+    n = 400
+    y = rng.integers(0, 3, size=n)
+    proba = np.full((n, 3), 0.01)
+    proba[np.arange(n), y] = 0.98
+    wrong = rng.choice(n, size=12, replace=False)
+    proba[wrong] = np.roll(np.eye(3)[y[wrong]] * 0.998 + 0.001, 1, axis=1)  # loss -log 0.001
+    proba /= proba.sum(axis=1, keepdims=True)
+    report = evaluate_multiclass(y, proba, n_bootstrap=2000, seed=3).by_name()["log_loss"]
+    loss = -np.log(np.clip(proba[np.arange(n), y], 1e-15, 1))
+    mean, se = loss.mean(), loss.std() / np.sqrt(n)
+    assert report.value == pytest.approx(skm.log_loss(y, proba), rel=1e-12)
+    drawn = loss[rng.integers(0, n, size=(4000, n))]
+    t = (drawn.mean(axis=1) - mean) / (drawn.std(axis=1) / np.sqrt(n))
+    # the code's ends read as t quantiles: lower = mean - t_0.975 se, upper = mean - t_0.025 se
+    assert agrees((mean - report.ci_lower) / se, t, 0.975, n_core=2000)
+    assert agrees((mean - report.ci_upper) / se, t, 0.025, n_core=2000)
+    percentile_upper = np.quantile(drawn.mean(axis=1), 0.975)
+    assert report.ci_upper > percentile_upper + 0.25 * se

@@ -4,10 +4,12 @@ For every segment of :mod:`.segment_statistics` (one value of a column, or one p
 values of two columns) :func:`evaluate_segments` reports:
 
 * ``n`` and every binary metric of :data:`~.metrics.METRIC_NAMES` on the segment's rows,
-  with the interval :func:`~.performance.performance_from_statistics` gives the whole
-  data (Wilson, logit-scale Wald with DeLong's variance, studentized bootstrap: methods
-  chosen for their coverage at small sizes, :mod:`.metric_intervals`);
-* the same on the *rest* (every other row: the merge of the column's other segments);
+  with a closed-form interval (:mod:`.segment_intervals`: Wilson, logit-scale Wald with
+  DeLong's variance as for the whole data, Hall's skewness-corrected interval of a mean
+  for the log loss and Brier score in place of the whole data's studentized bootstrap),
+  so a segment costs O(its cells), no resample;
+* the same on the *rest* (every other row: the column's total, one merge of its
+  segments, minus the segment's statistics, as every statistic is a sum over rows);
 * the difference ``segment - rest`` with its MOVER interval (Zou and Donner 2008) from
   the two intervals and correlation 0: the segment and its rest share no row, so the two
   estimates are independent; with Wilson intervals this is Newcombe's (1998) method 10
@@ -51,7 +53,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -61,10 +63,10 @@ from modelgate.records import finite_or_none
 
 from .metrics import METRIC_NAMES, MetricEstimate
 from .multiple_testing import CORRECTIONS, adjusted_p_values
-from .performance import performance_from_statistics
 from .policy import HIGHER_IS_BETTER
+from .segment_intervals import closed_form_estimates, loss_power_sums, rest_of
 from .segment_statistics import SegmentStatistics
-from .sufficient import EvaluationStatistics, merge
+from .sufficient import ModelStatistics, merge
 
 __all__ = ["DEFAULT_MIN_ROWS", "SegmentMetric", "SegmentReport", "SegmentResult",
            "evaluate_segments", "worse_p_value"]
@@ -252,8 +254,14 @@ def evaluate_segments(stats: Sequence[SegmentStatistics], *, min_rows: int = DEF
         :func:`~.segment_statistics.merge_segments`.
     min_rows : int, default :data:`DEFAULT_MIN_ROWS`
         Fewest rows a segment and its rest need to be judged (>= 2).
-    n_bootstrap, confidence_level, seed
-        As for :func:`~.performance.performance_from_statistics` (per segment and rest).
+    n_bootstrap : int, default 1000
+        The run's resamples, recorded in the report; the segment intervals are closed-form
+        (:mod:`.segment_intervals`) and draw none, and 0, as for the whole data, gives
+        NaN intervals (no segment judged).
+    confidence_level : float, default 0.95
+        Coverage of every interval.
+    seed : int, default 0
+        The run's seed, recorded in the report.
     correction : {"bh", "by", "holm"}, default "bh"
         How the p-values of the family are adjusted.
 
@@ -271,41 +279,31 @@ def evaluate_segments(stats: Sequence[SegmentStatistics], *, min_rows: int = DEF
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}; got {correction!r}")
 
-    def summary(part: EvaluationStatistics) -> Mapping[str, MetricEstimate]:
-        return performance_from_statistics(part, n_bootstrap=n_bootstrap, seed=seed,
-                                           confidence_level=confidence_level).candidate.by_name()
+    def summary(part: ModelStatistics, sums: np.ndarray) -> Mapping[str, MetricEstimate]:
+        found = closed_form_estimates(part, sums, confidence_level)
+        if n_bootstrap == 0:  # no intervals asked for, as for the whole data
+            nan = float("nan")
+            return {k: replace(e, ci_lower=nan, ci_upper=nan) for k, e in found.items()}
+        return found
 
     results: list[SegmentResult] = []
     for column in stats:
-        rests = _rests(column.parts)
-        for value, part, rest in zip(column.values, column.parts, rests, strict=True):
-            own = summary(part)
-            reason = _not_judged(part.n, None if rest is None else rest.n, min_rows)
-            other = (None if reason is not None or rest is None
-                     else summary(rest))
+        # each rest is the column's total minus the segment (no second pass, no merge per rest)
+        total = merge(column.parts).candidate
+        sums = [loss_power_sums(part) for part in column.parts]
+        total_sums = np.sum(sums, axis=0)
+        for value, part, own_sums in zip(column.values, column.parts, sums, strict=True):
+            own = summary(part.candidate, own_sums)
+            rest_n = total.n - part.n
+            reason = _not_judged(part.n, rest_n if rest_n > 0 else None, min_rows)
+            other = (None if reason is not None
+                     else summary(rest_of(total, part.candidate), total_sums - own_sums))
             metrics = tuple(_compare(own[name], None if other is None else other[name],
                                      confidence_level) for name in METRIC_NAMES)
             results.append(SegmentResult(column.columns, value, part.n, part.candidate.n_pos,
                                          reason is None, reason, metrics))
     return _with_q_values(results, SegmentReport((), min_rows, correction, confidence_level,
                                                  n_bootstrap, seed, 0))
-
-
-def _rests(parts: Sequence[EvaluationStatistics]) -> list[EvaluationStatistics | None]:
-    """Each part's complement: the merge of the others, in their order (3 k merges, not k**2)."""
-    k = len(parts)
-    prefix: list[EvaluationStatistics | None] = [None]
-    for p in parts[:-1]:
-        prefix.append(p if prefix[-1] is None else merge([prefix[-1], p]))
-    suffix: list[EvaluationStatistics | None] = [None]
-    for p in reversed(parts[1:]):
-        suffix.append(p if suffix[-1] is None else merge([p, suffix[-1]]))
-    suffix.reverse()
-    out: list[EvaluationStatistics | None] = []
-    for i in range(k):
-        pieces = [x for x in (prefix[i], suffix[i]) if x is not None]
-        out.append(None if not pieces else pieces[0] if len(pieces) == 1 else merge(pieces))
-    return out
 
 
 def _not_judged(n: int, rest_n: int | None, min_rows: int) -> str | None:
@@ -343,8 +341,6 @@ def _compare(own: MetricEstimate, rest: MetricEstimate | None,
 
 
 def _with_q_values(results: list[SegmentResult], template: SegmentReport) -> SegmentReport:
-    from dataclasses import replace
-
     p = np.array([m.p_value for r in results for m in r.metrics], dtype=np.float64)
     q = adjusted_p_values(p, template.correction) if p.size else p
     flat = iter(q.tolist())

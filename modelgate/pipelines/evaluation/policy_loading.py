@@ -4,9 +4,11 @@ file), its hash, its provenance stored with the run, and the checked copy ``deci
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +19,7 @@ from modelgate.evaluation import (
     default_policy_path,
     load_policy,
     merge_policies,
+    with_segment_columns,
 )
 from modelgate.pipelines.context import Context, safe_key_part
 from modelgate.pipelines.evaluation import attempts, policy_provenance
@@ -85,10 +88,18 @@ def model_policy_path(model_name: str) -> Path:
 
 
 def load_policy_for_run(policy_path: str | None, model_name: str, *,
-                        task: str = "binary_classification") -> tuple[Any, str]:
+                        task: str = "binary_classification", segments: Sequence[str] = (),
+                        segment_pairs: bool = False) -> tuple[Any, str]:
     """The task's default policy, then ``<policy dir>/<model name>.yaml``, then
-    ``policy_path``, each merged over the previous one; returns the policy and a sha256 of
-    all its sources.
+    ``policy_path``, each merged over the previous one, then the segment columns given as a
+    parameter (``evaluate --segments``, the DAG's ``segments`` and ``segment_pairs``:
+    :func:`modelgate.evaluation.segment_policy.with_segment_columns`); returns the policy and
+    a sha256 of all its sources.
+
+    Each source enters the hash framed (:func:`_hash_policy_source`): ``default``,
+    ``model_file``, ``ad_hoc``, then, when segment columns or pairs are given,
+    ``segments_param`` (:func:`segments_param_source`), so attempts that differ only in
+    them have different hashes. A run given none hashes as before the parameter existed.
 
     Raises
     ------
@@ -115,7 +126,20 @@ def load_policy_for_run(policy_path: str | None, model_name: str, *,
             policy = merge_policies(policy, layer)
             log.info("policy override %s applied", path)
     check_policy_for_task(policy, task)
+    if segments or segment_pairs:
+        _hash_policy_source(digest, "segments_param", segments_param_source(segments, segment_pairs))
+        policy = replace(policy, segments=with_segment_columns(policy.segments, segments,
+                                                               segment_pairs))
     return policy, digest.hexdigest()
+
+
+def segments_param_source(segments: Sequence[str], pairs: bool) -> bytes:
+    """The segment parameters as a policy source: JSON of the columns as given and ``pairs``.
+
+    >>> segments_param_source(["region", "device"], True)
+    b'{"columns": ["region", "device"], "pairs": true}'
+    """
+    return json.dumps({"columns": list(segments), "pairs": bool(pairs)}).encode()
 
 
 def _hash_policy_source(digest: Any, role: str, content: bytes) -> None:

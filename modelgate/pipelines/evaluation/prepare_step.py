@@ -50,7 +50,9 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
 
     ``segments`` (and, with ``segment_pairs``, every pair of the segment columns) are added to
     the policy's ``segments.columns`` before it is checked and stored
-    (:func:`modelgate.evaluation.segment_policy.with_segment_columns`).
+    (:func:`modelgate.evaluation.segment_policy.with_segment_columns`), and enter the policy's
+    sha256 as its ``segments_param`` source
+    (:func:`~modelgate.pipelines.evaluation.policy_loading.load_policy_for_run`).
 
     ``run_key`` is the caller's key (the DAG run, or the CLI's data and policy hashes); the
     run's key adds the model's identity (:func:`evaluation_run_key`) and the row pins the
@@ -100,14 +102,8 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
         if champion_id is not None:  # compared on the same terms only (task, classes)
             model_tasks.check_champion(candidate.manifest, champion.manifest)  # type: ignore[union-attr]
         task = model_tasks.task_of(candidate.manifest)
-        policy, policy_sha = load_policy_for_run(policy_path, model_name, task=task)
-        if segments or segment_pairs:
-            from dataclasses import replace
-
-            from modelgate.evaluation import with_segment_columns
-
-            policy = replace(policy, segments=with_segment_columns(policy.segments, segments,
-                                                                   segment_pairs))
+        policy, policy_sha = load_policy_for_run(policy_path, model_name, task=task,
+                                                 segments=segments, segment_pairs=segment_pairs)
         model_tasks.check_policy_classes(policy, candidate.manifest)
         _record_policy(ctx, ref, policy, policy_path, model_name, task, promote=promote,
                        allow_looser=allow_looser_policy, sha256=policy_sha,

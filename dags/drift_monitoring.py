@@ -18,7 +18,7 @@ feature_drift) are written out, not generated: each maps over the models the ste
 carried on (``carry_on`` drops a model whose step failed, ``features_of`` turns models into
 (model, feature) pairs) and each is mapped differently, so their order is the data they pass,
 and the direct edges ``wire`` would add (prepare >> sample_and_score) would make one model's
-failure fail every model's next step. ``tests/test_step_graphs.py`` checks the whole DAG
+failure fail every model's next step. ``tests/pipelines/test_step_graphs.py`` checks the whole DAG
 orders the steps as ``DRIFT`` declares.
 """
 

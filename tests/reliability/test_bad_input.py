@@ -145,7 +145,7 @@ def test_extra_column_is_ignored(env: Settings, demo_builds: dict[str, Any], tmp
     first = run_evaluation_locally(demo_builds["1"].archive_path, plain, None).payload
     second = run_evaluation_locally(demo_builds["1"].archive_path, extra, None).payload
     # SMALL_ROWS rows under the default policy: blocked on the equalized-odds gap by age group,
-    # about 0.45 on these rows (fairlearn, tests/test_pipeline_steps.py) against 0.03
+    # about 0.45 on these rows (fairlearn, tests/pipelines/test_pipeline_steps.py) against 0.03
     assert second["status"] == "blocked"
     assert second["rows_scored"] == len(frame)
     # the extra columns change nothing: the same metrics and verdicts as without them

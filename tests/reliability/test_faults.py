@@ -74,7 +74,7 @@ def _assert_one_complete_run(url: str, run_key: str) -> tuple[Any, ...]:
     """Exactly one run row, finished, and exactly one set of results for it."""
     (run_id, key, status, reason, report_key), = _runs(url)
     # SMALL_ROWS rows under the default policy: blocked on the equalized-odds gap by age group,
-    # about 0.45 on these rows (fairlearn, tests/test_pipeline_steps.py) against 0.03
+    # about 0.45 on these rows (fairlearn, tests/pipelines/test_pipeline_steps.py) against 0.03
     assert key == run_key and status == "blocked" and reason is None
     assert report_key == _expected_report_key(url, run_id)
     counts = _counts(url, run_id)

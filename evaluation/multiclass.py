@@ -30,9 +30,9 @@ Conventions
   percentile interval when some class has fewer than two rows or fewer than two others).
 * ``log_loss`` gets the binary log loss's studentized bootstrap (bootstrap-t,
   :func:`modelgate.intervals.studentized_interval`), each resample's mean and standard
-  error from cells of nearby per-row losses (their means and mean squares): the percentile
-  interval covered 93.5-94.0 % at n = 200, the bootstrap-t 95.0 % on the same sets
-  (``bench/multiclass_loss_coverage.py``).
+  error from cells of nearby per-row losses (their means and mean squares): at n = 200 the
+  percentile interval covered 93.5-94.0 % (86.5 % for a confident 10-class model), the
+  bootstrap-t 95.0-97.0 % on the same sets (``bench/multiclass_loss_coverage.py``).
 * The other metrics get percentile bootstrap intervals, the resamples drawn over cells of
   rows (:mod:`~modelgate.evaluation.multiclass_cells`: ``(true, predicted class)`` cells for
   the count metrics, the row bootstrap's law); resamples where a metric is undefined are

@@ -120,7 +120,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "evaluation/labels.py": ("tests/evaluation/test_labels.py",),
     "evaluation/metric_results.py": (
         "tests/evaluation/test_metric_results.py",  # first: its small cases kill soonest
-        "tests/test_result_records.py",
+        "tests/cli/test_result_records.py",
         "tests/evaluation/test_eval_metrics.py",
     ),
     "evaluation/metric_intervals.py": (

@@ -24,7 +24,7 @@ from modelgate.onnx.artifact import package
 from modelgate.store import models, rollbacks, runs
 from modelgate.store.db import fetch_all, transaction
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: the README and every docs/ page, as the README was before its sections moved to docs/
 README = "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
 

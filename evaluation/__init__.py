@@ -2,7 +2,7 @@
 mergeable statistics they are computed from, the promotion policy and the gate.
 
 This is the core's public surface: what the pipelines, the CLI, the DAGs and the benchmarks use,
-imported from here (``from modelgate.evaluation import ...``; tests/test_import_layers.py fails on
+imported from here (``from modelgate.evaluation import ...``; tests/layers/test_import_layers.py fails on
 an inner module imported from outside the core). A name is imported from its module on first use
 (PEP 562), so importing the package or one inner module loads no other (POT, matplotlib, jinja2 and
 ONNX are slow to import); a name its module shares (``policy_text``) is bound at import, since the

@@ -4,7 +4,7 @@
 parses the arguments in :mod:`modelgate.cli.commands`; each family of commands has its own
 module here (``models``, ``analysis``, ``drift``, ``monitor``, ``gc``...), and ``runs`` holds
 the in-process evaluation run the ``evaluate`` command and the tests share. Nothing below
-this package imports it (tests/test_import_layers.py).
+this package imports it (tests/layers/test_import_layers.py).
 """
 
 from __future__ import annotations

@@ -4,5 +4,5 @@ import sys
 
 from modelgate.cli import main
 
-if __name__ == "__main__":  # importing the module (tests/test_import_layers.py) runs nothing
+if __name__ == "__main__":  # importing the module (tests/layers/test_import_layers.py) runs nothing
     sys.exit(main())

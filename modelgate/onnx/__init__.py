@@ -7,5 +7,5 @@ public surface of the scoring modules: :mod:`~modelgate.onnx.settings` (session 
 :mod:`~modelgate.onnx.feeds` (frame validation), :mod:`~modelgate.onnx.scorer` (sessions and
 runs), :mod:`~modelgate.onnx.devices` (CPU or GPU), :mod:`~modelgate.onnx.layouts` (output layouts) and
 :mod:`~modelgate.onnx.codes` (string inputs as codes). They import neither the pipelines nor the
-CLI (tests/test_import_layers.py).
+CLI (tests/layers/test_import_layers.py).
 """

@@ -6,7 +6,7 @@ The sketch comes first so that a version that cannot be monitored is not promote
 sketch itself is the drift pipeline's (:func:`modelgate.pipelines.drift.monitor.reference_on_promotion`).
 This module is the evaluation pipeline's one way into the drift pipeline: a step of the
 declared graph (:mod:`modelgate.pipelines.evaluation.runner`), which the runner and the DAG
-wire before ``promote``; ``tests/test_import_layers.py`` checks that no other evaluation module
+wire before ``promote``; ``tests/layers/test_import_layers.py`` checks that no other evaluation module
 reaches the drift pipeline.
 """
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: Source folder -> the package it is installed as (pyproject.toml, [tool.setuptools]).
 PACKAGE_DIRS = {"modelgate": "modelgate", "drift": "modelgate.drift", "fairness": "modelgate.fairness",
                 "evaluation": "modelgate.evaluation", "reports": "modelgate.reports"}

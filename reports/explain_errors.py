@@ -75,7 +75,6 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-import scipy.stats
 
 __all__ = ["PRIOR_DF", "interval_quantile", "interval_words", "pooled_standard_errors"]
 
@@ -166,6 +165,10 @@ def interval_quantile(n_permutations: int, level: float = 0.95) -> float:
         raise ValueError(f"n_permutations must be an integer >= 2; got {n_permutations!r}")
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1); got {level!r}")
+    # scipy.stats here, not at the top: ``modelgate.reports`` imports this module, every
+    # pipeline task imports that package, and scipy.stats takes seconds to import
+    import scipy.stats
+
     return float(scipy.stats.t.ppf((1 + level) / 2, n_permutations - 1))
 
 

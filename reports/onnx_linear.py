@@ -21,11 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import onnx
-from onnx import helper, numpy_helper
+
+if TYPE_CHECKING:
+    # onnx is imported by the functions that read a graph: this module is reached from
+    # ``modelgate.reports`` (so from every pipeline task) and onnx takes seconds to import
+    import onnx
 
 from .onnx_trees import PostTransform, UnsupportedGraph, raw_input_columns
 from .tree_shap import TreeShap
@@ -96,6 +100,9 @@ def read_linear_model(
     >>> linear_shap(lin, [[1.0, 1.0]], [[0.0, 0.0], [1.0, 3.0]]).values[:, :, 0].tolist()  # w (x - mean)
     [[1.0, 0.5]]
     """
+    import onnx
+    from onnx import helper
+
     proto = model if isinstance(model, onnx.ModelProto) else onnx.load_from_string(model)
     graph = proto.graph
     nodes = [n for n in graph.node if n.op_type in _LINEAR_OPS]
@@ -156,6 +163,9 @@ def _read_gemm(graph: onnx.GraphProto, features: list[str], input_tensor: str | 
     then an optional Sigmoid or Softmax."""
     if n_linear:
         raise UnsupportedGraph(f"the graph holds {n_linear} linear model nodes; exactly one is read")
+    import onnx
+    from onnx import helper, numpy_helper
+
     numeric = (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16)
     consts = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in graph.initializer
               if i.data_type in numeric}

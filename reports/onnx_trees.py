@@ -22,12 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
-import onnx
-from onnx import helper, numpy_helper
+
+if TYPE_CHECKING:
+    # onnx is imported by the functions that read a graph: this module is reached from
+    # ``modelgate.reports`` (so from every pipeline task) and onnx takes seconds to import
+    import onnx
+
 
 __all__ = ["MODES", "TreeEnsemble", "UnsupportedGraph", "raw_input_columns", "read_tree_ensemble",
            "tree_scores"]
@@ -142,6 +146,9 @@ def read_tree_ensemble(
     >>> tree_scores(trees, np.array([[0.0], [1.0]])).ravel().tolist()
     [1.0, 3.0]
     """
+    import onnx
+    from onnx import helper
+
     proto = model if isinstance(model, onnx.ModelProto) else onnx.load_from_string(model)
     graph = proto.graph
     nodes = [n for n in graph.node if n.op_type in _TREE_OPS]
@@ -219,6 +226,8 @@ def raw_input_columns(graph: onnx.GraphProto, name: str, features: list[str],
             return (0,)
         raise UnsupportedGraph(f"the model node reads graph input {seen!r}, which is not the model's "
                                "feature tensor")
+    from onnx import helper
+
     concat = _producer(graph, seen)
     if concat is not None and concat.op_type == "Concat":
         axis = next((helper.get_attribute_value(a) for a in concat.attribute if a.name == "axis"), None)
@@ -244,6 +253,9 @@ def _through(graph: onnx.GraphProto, name: str) -> str:
 def _floats(attrs: dict[str, object], name: str) -> npt.NDArray[np.float64] | None:
     if name in attrs:
         return np.asarray(attrs[name], dtype=np.float64)
+    import onnx
+    from onnx import numpy_helper
+
     tensor = attrs.get(f"{name}_as_tensor")
     if isinstance(tensor, onnx.TensorProto):
         return numpy_helper.to_array(tensor).astype(np.float64).ravel()

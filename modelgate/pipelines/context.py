@@ -11,14 +11,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from modelgate.config import Settings
 from modelgate.logsafe import escape_for_log
-from modelgate.onnx.artifact import LoadedModel, archive_sha256, verify
 from modelgate.pipelines.dataset_files import s3_parquet, walk_parquet
 from modelgate.store import models
 from modelgate.store.db import resolve_database_url, upgrade
 from modelgate.store.objects import ObjectStore, open_object_store, put_once, validate_key
+
+if TYPE_CHECKING:
+    from modelgate.onnx.artifact import LoadedModel
 
 log = logging.getLogger("modelgate.pipeline")
 
@@ -179,6 +182,8 @@ def register_archive(ctx: Context, archive_path: Path) -> tuple[models.ModelVers
     (name, version) raises :class:`~modelgate.store.models.RegistryError` naming both
     archive sha256s, before any byte is written.
     """
+    from modelgate.onnx.artifact import verify  # onnx: seconds to import, see load_registered_model
+
     model = verify(archive_path)
     manifest = model.manifest
     existing = models.find(ctx.db_url, manifest.name, manifest.version)
@@ -220,6 +225,10 @@ def load_registered_model(ctx: Context, row: models.ModelVersionRow, workdir: Pa
     Every read is checked, so an archive object replaced behind the registry's back (another
     manifest, another graph) is refused instead of scored.
     """
+    # The archive reader (onnx, pandas) is imported here, not at the top: every pipeline task
+    # opens a Context, and most never read a model; onnx alone takes seconds to import.
+    from modelgate.onnx.artifact import archive_sha256, verify
+
     # Named by its sha256, not the archive's own name: a 200-byte version there plus the
     # object store's temporary suffixes would pass the 255-byte limit on file names.
     path = ctx.store.download(row.archive_key, workdir / f"model-{row.archive_sha256[:16]}.tar.gz")

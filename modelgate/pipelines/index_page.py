@@ -35,11 +35,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from modelgate.pipelines.context import safe_key_part
-from modelgate.reports import IndexRow, IndexVerdict, ModelIndexView
 from modelgate.store.summaries import ListedRun, listed_runs
 
 if TYPE_CHECKING:
     from modelgate.pipelines.context import Context
+    from modelgate.reports import IndexVerdict, ModelIndexView
 
 log = logging.getLogger("modelgate.index_page")
 
@@ -98,6 +98,11 @@ def build_index_view(model_name: str, records: Iterable[RunRecord]) -> ModelInde
     >>> row.verdict, row.href, row.when
     ('warn', '1/drift-2024-01-02-run4.html', '2024-01-02T00:00:00Z')
     """
+    # The report views are imported here, not at the top: every evaluation task imports this
+    # module (through run_refs), and ``modelgate.reports`` binds its SHAP estimator at import
+    # (pandas, scipy.stats: seconds), which a task that writes no page never needs.
+    from modelgate.reports import IndexRow, ModelIndexView
+
     folder = posixpath.dirname(index_key(model_name))
     ordered = sorted(records, key=lambda r: (r.kind, -r.run_id, -r.attempt))
     ordered.sort(key=lambda r: _utc(r).timestamp(), reverse=True)

@@ -13,7 +13,6 @@ import numpy as np
 import pyarrow as pa
 
 from modelgate.onnx.manifest import Manifest
-from modelgate.onnx.scoring import open_session, settings_from_os_environ
 from modelgate.pipelines import shap_trees
 from modelgate.pipelines.context import Context, load_registered_model
 from modelgate.pipelines.evaluation import model_tasks, partitions, row_sample, shap_report
@@ -81,6 +80,10 @@ def explain(ctx: Context, ref: RunRef) -> str:
     columns = (["score", "prediction"] if task == model_tasks.BINARY
                else model_tasks.prediction_columns(row.manifest))
     sensitive, label = list(row.manifest.sensitive_features), row.manifest.label.column
+    # The scoring engine (onnx, onnxruntime: seconds) is imported where the session opens: the
+    # report and store tasks import this module (explain.pkl's class) and never score.
+    from modelgate.onnx.scoring import open_session, settings_from_os_environ
+
     with ctx.attempt_scratch("explain", ref.run_key) as work:
         loaded = load_registered_model(ctx, row, work)
         scorer = open_session(loaded, settings_from_os_environ())

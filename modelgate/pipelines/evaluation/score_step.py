@@ -21,7 +21,6 @@ from modelgate.evaluation import collect_statistics, merge_statistics, model_lab
 from modelgate.fairness.disaggregate import encode_groups, encode_groups_from_codes
 from modelgate.fairness.group_scores import group_score_table_from_codes, merge_group_scores
 from modelgate.onnx.manifest import Manifest
-from modelgate.onnx.scoring import ScoringRun, open_session, score_parquet, settings_from_os_environ
 from modelgate.pipelines.context import Context, load_registered_model
 from modelgate.pipelines.evaluation import model_tasks, partitions, segments_step
 from modelgate.pipelines.evaluation.policy_loading import load_checked_policy
@@ -31,6 +30,7 @@ from modelgate.store import models, runs
 if TYPE_CHECKING:  # annotations only
     from modelgate.evaluation import EvaluationStatistics
     from modelgate.fairness.group_scores import GroupScoreTable
+    from modelgate.onnx.scoring import ScoringRun
     from modelgate.pipelines.evaluation.segments_step import SegmentParts
 
 log = logging.getLogger("modelgate.evaluate")
@@ -38,6 +38,11 @@ log = logging.getLogger("modelgate.evaluate")
 
 def _score_one(ctx: Context, row: models.ModelVersionRow, data: Path, out: Path,
                keep: list[str], on_batch: Callable[[pa.Table], None] | None = None) -> ScoringRun:
+    # The scoring engine (onnx, onnxruntime: seconds) is imported where a model is scored: the
+    # merge task and every later step import this module (metrics.pkl's class needs it) and
+    # never run a session.
+    from modelgate.onnx.scoring import open_session, score_parquet, settings_from_os_environ
+
     model = load_registered_model(ctx, row, out.parent)
     scorer = open_session(model, settings_from_os_environ())
     return score_parquet(scorer, data, out, keep_columns=keep, on_batch=on_batch)

@@ -156,6 +156,30 @@ def test_adapters_import_no_pipeline_and_no_edge() -> None:
     assert not any(upward.values()), {m: t for m, t in upward.items() if t}
 
 
+def _dag_imports(dags: Path) -> set[str]:
+    """The modules the DAG files import (``from a import b``: ``a`` and ``a.b``)."""
+    found: set[str] = set()
+    for path in sorted(dags.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module)
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_code_only_the_cli_uses_lives_in_the_cli() -> None:
+    """Each module of ``modelgate.pipelines`` is imported by the pipelines, the Airflow runner or
+    a DAG file; one only the CLI (or nothing) imports belongs in ``modelgate.cli``."""
+    used = _dag_imports(REPO / "dags")
+    used.update(t for m, targets in GRAPH.items()
+                if m.startswith(("modelgate.pipelines.", "modelgate.airflow_runner")) for t in targets)
+    stray = sorted(m for m, path in FILES.items() if m.startswith("modelgate.pipelines.")
+                   and path.name != "__init__.py" and m not in used)
+    assert not stray, f"only the CLI (or nothing) imports {stray}: move them to modelgate/cli/"
+
+
 #: The pipelines, a folder each; the plumbing they share sits beside them in ``modelgate.pipelines``.
 EVALUATION_PIPELINE, DRIFT_PIPELINE = "modelgate.pipelines.evaluation", "modelgate.pipelines.drift"
 #: The one way from one pipeline into the other: the evaluation graph's ``reference_sketch``

@@ -12,7 +12,7 @@ bootstrap tables small, ties are handled exactly); threshold 0.5.  A segment col
 segment truly differs), ``rows_per_segment`` rows per segment on average.
 
 *Null*: each run draws a data set, evaluates every segment
-(:func:`modelgate.evaluation.segments.evaluate_segments`, 200 resamples, 95 % intervals)
+(:func:`modelgate.evaluation.segments.evaluate_segments`, closed-form 95 % intervals)
 and judges it with the gate's segment thresholds
 (:func:`modelgate.evaluation.segment_gate.segment_verdicts`): ``margin: 0`` on all seven
 binary metrics (the strictest margin: any segment worse than its rest) at level 0.05.

@@ -1,6 +1,6 @@
 """Wall time of the model_evaluation DAG on the CeleryExecutor with 2 workers, then 1.
 
-Starts the distributed test tier's deployment (tests/celery_deployment.py: Airflow
+Starts the distributed test tier's deployment (tests/support/celery_deployment.py: Airflow
 api-server, dag-processor, scheduler, a private Redis broker, Celery workers with their
 own homes; executor settings from docker/celery.env, except the scheduler's
 ``task_queued_timeout``, see :func:`_deployment_class`) against a fresh results database on
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
     sys.path.insert(0, str(REPO / "tests"))
     import conftest  # sets AIRFLOW_* for this process; the deployment gets its own
-    from celery_deployment import Deployment
+    from support.celery_deployment import Deployment
 
     from bench.bench_evaluate_scale import _generate
     from modelgate.config import S3Settings, Settings

@@ -1,6 +1,6 @@
 """A small evaluation as a DAG run against one process, back to back, with each task's cost.
 
-Starts the e2e tier's real Airflow deployment (tests/airflow_deployment.py: LocalExecutor,
+Starts the e2e tier's real Airflow deployment (tests/support/airflow_deployment.py: LocalExecutor,
 api-server, dag-processor, scheduler, a PostgreSQL metadata database of its own) against a
 fresh results database and moto's S3 server (``.venv-moto``). The demo model (baseline) is
 evaluated on ``--files`` parquet files of ``--rows-per-file`` rows resampled from its held-out
@@ -53,7 +53,7 @@ def _one_process(env: dict[str, str], archive: Path, dataset: str, policy: Path)
 
 def _dag_run(env: dict[str, str], meta: str, conf: dict[str, Any], procs: list[Any], logs: Path
              ) -> dict[str, Any]:
-    from airflow_deployment import finished_state, meta_rows, trigger, wait_for
+    from support.airflow_deployment import finished_state, meta_rows, trigger, wait_for
 
     run_id = f"small-{uuid.uuid4().hex[:6]}"
     load = os.getloadavg()[0]
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
     sys.path.insert(0, str(REPO / "tests"))
     import conftest  # sets AIRFLOW_* for this process; the deployment gets its own
-    from airflow_deployment import deployment_env, meta_rows, metadata_database, running, wait_for
+    from support.airflow_deployment import deployment_env, meta_rows, metadata_database, running, wait_for
 
     from bench.bench_evaluate_scale import _generate
     from modelgate.config import S3Settings, Settings

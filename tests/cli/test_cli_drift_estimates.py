@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from model_zoo import build, frame
 from sklearn.metrics import accuracy_score, mean_absolute_error
+from support.model_zoo import build, frame
 
 from modelgate.cli import main
 from modelgate.onnx.artifact import package

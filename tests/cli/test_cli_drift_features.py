@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from model_zoo import build
+from support.model_zoo import build
 
 from modelgate.cli import main
 from modelgate.onnx.artifact import package

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from model_zoo import build
+from support.model_zoo import build
 
 from modelgate.onnx.artifact import package
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg2
 import pytest
-from model_zoo import build
+from support.model_zoo import build
 
 from modelgate.cli import main
 from modelgate.config import Settings

@@ -11,7 +11,6 @@ import math
 from typing import Any
 
 import pytest
-from gap_oracles import wilson
 from modelgate.drift.adwin import ChangePoint
 from modelgate.drift.data_drift import FeatureDrift
 from modelgate.drift.performance_estimation import EstimatedMetric
@@ -23,7 +22,8 @@ from modelgate.fairness.disaggregate import GroupStats
 from modelgate.fairness.metrics import FairnessEstimate, fairness_report
 from modelgate.fairness.regression import RegressionGroup
 from scipy.stats import norm
-from tiny_graphs import manifest_of
+from support.gap_oracles import wilson
+from support.tiny_graphs import manifest_of
 
 from modelgate.cli.json_records import fairness_json
 from modelgate.pipelines.evaluation.fairness_records import fairness_records
@@ -91,7 +91,7 @@ def _binary_report() -> Any:
 
 def _wilson_ends(**counts: tuple[int, int]) -> dict[str, Any]:
     """``<rate>_ci_lower`` and ``_upper`` of each rate from (successes, trials), textbook Wilson
-    at 95 % (tests/gap_oracles.py); None without trials."""
+    at 95 % (tests/support/gap_oracles.py); None without trials."""
     z = float(norm.ppf(0.975))
     out: dict[str, Any] = {}
     for rate, (x, n) in counts.items():

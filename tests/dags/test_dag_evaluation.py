@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from modelgate.evaluation.policy import PolicyError
-from statsd_lines import gauges, received
+from support.statsd_lines import gauges, received
 
 from modelgate.config import ConfigError, Settings
 from modelgate.json_input import JsonInputError

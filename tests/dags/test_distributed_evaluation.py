@@ -1,6 +1,6 @@
 """model_evaluation on a real CeleryExecutor deployment with two workers, faults included.
 
-One deployment (tests/celery_deployment.py) serves every test of this module, in order:
+One deployment (tests/support/celery_deployment.py) serves every test of this module, in order:
 a clean run, a worker killed (kill -9) in the middle of a ``score`` task, a broker restart
 during a run, and a worker that cannot reach the object store. The held-out set is the
 demo's, cut into 8 parquet files under an ``s3://`` prefix; every run's stored numbers are
@@ -21,8 +21,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from celery_deployment import Deployment, wait_for
 from conftest import _free_port, _truncate_all
+from support.celery_deployment import Deployment, wait_for
 from test_dag_evaluation_partitions import _results
 
 from modelgate.config import S3Settings, Settings

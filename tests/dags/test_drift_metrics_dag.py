@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from statsd_lines import gauges as _gauges
-from statsd_lines import received as _received
+from support.statsd_lines import gauges as _gauges
+from support.statsd_lines import received as _received
 
 from modelgate.config import Settings
 from modelgate.pipelines.context import Context, register_archive

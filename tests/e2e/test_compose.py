@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from celery_deployment import read_env_file
 from packaging.specifiers import SpecifierSet
+from support.celery_deployment import read_env_file
 
 from modelgate.config import ENV_VARS, Settings
 

@@ -1,7 +1,7 @@
 """docker-compose.yml and the distributed test tier run one set of executor settings.
 
 The settings live in docker/celery.env only: every Airflow service of the compose file
-loads it and overrides none of its keys, and tests/celery_deployment.py starts its
+loads it and overrides none of its keys, and tests/support/celery_deployment.py starts its
 deployment from the same file.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from celery_deployment import CELERY_ENV, celery_env
+from support.celery_deployment import CELERY_ENV, celery_env
 
 REPO = Path(__file__).resolve().parents[2]
 

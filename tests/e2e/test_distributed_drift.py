@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from celery_deployment import Deployment, wait_for
 from conftest import _admin, database_url, pg_admin_url
+from support.celery_deployment import Deployment, wait_for
 from test_e2e_scheduler import _renamed_archive
 
 from modelgate.config import S3Settings, Settings

@@ -29,7 +29,7 @@ from typing import Any
 
 import psutil
 import pytest
-from airflow_deployment import (
+from support.airflow_deployment import (
     AIRFLOW,
     deployment_env,
     finished_state,
@@ -40,7 +40,7 @@ from airflow_deployment import (
     trigger,
     wait_for,
 )
-from celery_deployment import S3Gate
+from support.celery_deployment import S3Gate
 
 from modelgate.config import Settings
 from modelgate.pipelines.context import Context, register_archive

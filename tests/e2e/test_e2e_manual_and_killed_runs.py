@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 import psutil
 import psycopg2
 import pytest
-from airflow_deployment import (
+from support.airflow_deployment import (
     deployment_env,
     finished_state,
     log_tails,

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from airflow_deployment import airflow_env, run_scheduler
+from support.airflow_deployment import airflow_env, run_scheduler
 
 from modelgate.config import Settings
 from modelgate.pipelines.context import Context, register_archive

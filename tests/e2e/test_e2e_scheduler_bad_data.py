@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from airflow_deployment import airflow_env, run_scheduler
+from support.airflow_deployment import airflow_env, run_scheduler
 
 from modelgate.cli import main
 from modelgate.config import Settings

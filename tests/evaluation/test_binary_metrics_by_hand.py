@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from binary_oracles import bootstrap_t, newcombe_method_10, row_log_losses
 from modelgate.evaluation import metrics
 from modelgate.evaluation.metrics import calibration_table, compare, evaluate
 from sklearn import metrics as skm
+from support.binary_oracles import bootstrap_t, newcombe_method_10, row_log_losses
 
 from modelgate.intervals import bootstrap_indices
 

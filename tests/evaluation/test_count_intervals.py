@@ -2,7 +2,7 @@
 
 Oracles written here: the textbook Wilson score interval, scipy's
 ``binomtest(...).proportion_ci(method="wilson")``, and a studentized bootstrap over the
-test's own row resamples (``tests/row_bootstrap.py``).
+test's own row resamples (``tests/support/row_bootstrap.py``).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 from modelgate.evaluation.metrics import evaluate
 from modelgate.evaluation.performance import performance_from_statistics
 from modelgate.evaluation.sufficient import collect, merge
-from row_bootstrap import row_resamples
 from scipy.special import expit
 from scipy.stats import binomtest, norm
+from support.row_bootstrap import row_resamples
 
 Z = norm.ppf(0.975)
 
@@ -161,11 +161,11 @@ def test_a_recall_delta_of_two_models_that_find_every_positive_is_not_the_point_
 
 @pytest.mark.parametrize("rows", ["one-process", "row-level"])
 def test_brier_delta_is_mover_over_the_parts_of_the_squared_error_differences(rows: str) -> None:
-    """Against the oracle of the log-loss delta (tests/binary_oracles.py) on the per-row
+    """Against the oracle of the log-loss delta (tests/support/binary_oracles.py) on the per-row
     squared-error differences, with this test's own resamples: equal within resampling
     noise (an eighth of the width, 3,000 resamples each)."""
-    from binary_oracles import parts_mover
     from modelgate.evaluation.metrics import compare
+    from support.binary_oracles import parts_mover
 
     y, s = _data(13, 300)
     h = np.clip(s + np.random.default_rng(14).normal(0.0, 0.15, len(y)), 0.0, 1.0)

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from model_zoo import build
 from modelgate.evaluation.gate import decide
 from modelgate.evaluation.metrics import MetricDelta, MetricEstimate
 from modelgate.evaluation.policy import Policy, load_policy, merge_policies
 from modelgate.fairness import fairness_report
+from support.model_zoo import build
 
 from modelgate.config import Settings
 from modelgate.onnx.artifact import package

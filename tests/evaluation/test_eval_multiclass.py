@@ -11,9 +11,9 @@ from modelgate.evaluation.multiclass import (
     evaluate_multiclass,
     multiclass_metric_names,
 )
-from row_bootstrap import agrees, interval_agrees, row_resamples
 from scipy import stats
 from sklearn import metrics as skm
+from support.row_bootstrap import agrees, interval_agrees, row_resamples
 
 
 def _data(seed: int, n: int = 400, c: int = 3, ties: bool = False) -> tuple[np.ndarray, np.ndarray]:

@@ -11,9 +11,9 @@ from modelgate.evaluation.regression import (
     compare_regression,
     evaluate_regression,
 )
-from row_bootstrap import agrees, interval_agrees, row_resamples
 from scipy import stats
 from sklearn import metrics as skm
+from support.row_bootstrap import agrees, interval_agrees, row_resamples
 
 
 def _data(seed: int, n: int = 500, offset: float = 0.0) -> tuple[np.ndarray, np.ndarray]:

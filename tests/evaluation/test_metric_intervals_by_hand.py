@@ -8,14 +8,14 @@ import warnings
 
 import numpy as np
 import pytest
-from binary_oracles import bootstrap_t, wilson
 from modelgate.evaluation.metric_intervals import (
     difference_part_moments,
     log_loss_delta_interval,
     paired_delta_interval,
     per_metric_interval,
 )
-from row_bootstrap import row_resamples
+from support.binary_oracles import bootstrap_t, wilson
+from support.row_bootstrap import row_resamples
 
 # Accuracy 0.9 vs 0.8 on 100 rows, 75 right by both (the docstring's case): Wilson intervals
 # rounded, phi of (75, 15, 5, 5) = (75 * 5 - 15 * 5) / sqrt(90 * 10 * 80 * 20) = 0.25

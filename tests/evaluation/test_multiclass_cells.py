@@ -19,9 +19,9 @@ from modelgate.evaluation.multiclass_cells import (
     resampled_counts,
     value_cells,
 )
-from row_bootstrap import interval_agrees, row_resamples
 from scipy.stats import rankdata
 from sklearn import metrics as skm
+from support.row_bootstrap import interval_agrees, row_resamples
 
 
 def test_class_cells_are_the_distinct_label_prediction_triples() -> None:

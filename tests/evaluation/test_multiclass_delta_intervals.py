@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from modelgate.evaluation.multiclass import compare_multiclass
-from row_bootstrap import row_resamples
 from scipy import stats
+from support.row_bootstrap import row_resamples
 
 Z = stats.norm.ppf(0.975)
 

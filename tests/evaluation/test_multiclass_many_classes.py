@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from modelgate.evaluation.multiclass import evaluate_multiclass, multiclass_memory_bytes
 from sklearn import metrics as skm
-from tiny_graphs import manifest_of
+from support.tiny_graphs import manifest_of
 
 from modelgate.pipelines.evaluation import model_tasks
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from modelgate.evaluation.multiclass import compare_multiclass, evaluate_multiclass
 from modelgate.evaluation.ovr_auc import macro_ovr_auc_interval, macro_ovr_auc_variance
-from row_bootstrap import row_resamples
 from scipy import special, stats
 from sklearn.metrics import roc_auc_score
+from support.row_bootstrap import row_resamples
 
 from modelgate.intervals import satterthwaite_df
 

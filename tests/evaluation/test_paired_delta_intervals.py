@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from binary_oracles import newcombe_method_10, parts_mover, row_log_losses, tango
 from modelgate.evaluation.performance import performance_from_statistics
 from modelgate.evaluation.sufficient import collect, merge
-from row_bootstrap import row_resamples
 from scipy.special import expit, logit
 from scipy.stats import norm
 from scipy.stats import t as student_t
+from support.binary_oracles import newcombe_method_10, parts_mover, row_log_losses, tango
+from support.row_bootstrap import row_resamples
 
 from modelgate.intervals import mover_difference, phi_correlation
 

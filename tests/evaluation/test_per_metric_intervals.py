@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from modelgate.evaluation.performance import performance_from_statistics
 from modelgate.evaluation.sufficient import collect, merge
-from row_bootstrap import row_resamples
 from scipy.special import expit, logit
 from scipy.stats import norm
 from scipy.stats import t as student_t
+from support.row_bootstrap import row_resamples
 
 Z = norm.ppf(0.975)
 

@@ -24,11 +24,11 @@ import math
 
 import numpy as np
 import pytest
-from binary_oracles import newcombe_method_10, parts_mover, row_log_losses, wilson
 from modelgate.evaluation.performance import performance_from_statistics
 from modelgate.evaluation.sufficient import collect
 from scipy.stats import norm
 from sklearn import metrics as skm
+from support.binary_oracles import newcombe_method_10, parts_mover, row_log_losses, wilson
 
 GRID = 2**20  # the score table's fallback grid (sufficient.FALLBACK_GRID)
 METRICS = ("roc_auc", "accuracy", "log_loss", "brier")

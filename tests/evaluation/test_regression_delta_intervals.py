@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from modelgate.evaluation.regression import compare_regression
-from row_bootstrap import row_resamples
 from scipy import stats
 from sklearn import metrics as skm
+from support.row_bootstrap import row_resamples
 
 
 def _rows(seed: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

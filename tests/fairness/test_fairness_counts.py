@@ -223,7 +223,7 @@ def test_an_evaluation_over_two_files_stores_counts_auc_and_the_driving_rate(
     """A skl2onnx binary model evaluated on two parquet files, the second without group 'c':
     the stored groups equal MetricFrame on the run's own scored rows, and each gap's stored
     driving rate and groups are the larger of the TPR and FPR gaps found by brute force."""
-    from model_zoo import build
+    from support.model_zoo import build
 
     from modelgate.cli.runs import run_evaluation_locally
     from modelgate.onnx.artifact import package

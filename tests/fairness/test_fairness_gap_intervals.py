@@ -13,14 +13,6 @@ import math
 
 import numpy as np
 import pytest
-from gap_oracles import (
-    agresti_coull_se,
-    newcombe,
-    selected_z_by_monte_carlo,
-    tukey,
-    two_step_gap,
-    wilson,
-)
 from modelgate.fairness.disaggregate import GroupStats, table_from_counts
 from modelgate.fairness.gap_intervals import (
     SELECTION_SLACK,
@@ -38,6 +30,14 @@ from modelgate.fairness.metrics import (
 from scipy import integrate, optimize
 from scipy.special import ndtr
 from scipy.stats import binom, binomtest, norm, studentized_range
+from support.gap_oracles import (
+    agresti_coull_se,
+    newcombe,
+    selected_z_by_monte_carlo,
+    tukey,
+    two_step_gap,
+    wilson,
+)
 
 QMC = 0.03  # the module's 4,096 quasi-random draws (error up to about 0.02) against an exact point
 

@@ -12,7 +12,6 @@ from fairlearn.metrics import (
     false_positive_rate,
     true_positive_rate,
 )
-from gap_oracles import selected_z_by_monte_carlo, two_step_gap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from modelgate.fairness import (
@@ -23,6 +22,7 @@ from modelgate.fairness import (
 from modelgate.fairness import equalized_odds_difference as our_eod
 from modelgate.fairness.gap_intervals import SELECTION_SLACK
 from sklearn.metrics import precision_score
+from support.gap_oracles import selected_z_by_monte_carlo, two_step_gap
 
 
 def _data(seed: int, n: int, n_groups: int, missing: bool) -> tuple[np.ndarray, ...]:
@@ -157,7 +157,7 @@ def _groups_of(table_labels: tuple[str, ...], counts: np.ndarray) -> tuple[np.nd
 
 def test_gaps_equal_fairlearn_and_intervals_are_newcombe_pairs_written_out() -> None:
     """Point gaps against fairlearn (undefined rates as 0, as fairlearn has them); the ends
-    against the pairwise Newcombe intervals of tests/gap_oracles.py on the test's own counts."""
+    against the pairwise Newcombe intervals of tests/support/gap_oracles.py on the test's own counts."""
     y, pred, sensitive = _data(5, 400, 3, True)
     report = fairness_report(y, pred, sensitive, sensitive_feature="s", confidence_level=0.9,
                              undefined_rates="zero")

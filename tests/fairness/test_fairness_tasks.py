@@ -7,12 +7,12 @@ import dataclasses
 import numpy as np
 import pytest
 from fairlearn.metrics import MetricFrame, false_positive_rate, selection_rate, true_positive_rate
-from gap_oracles import selected_z_by_monte_carlo, two_step_gap
 from modelgate.fairness.gap_intervals import SELECTION_SLACK
 from modelgate.fairness.multiclass import multiclass_fairness_report
 from modelgate.fairness.regression import regression_fairness_report
-from row_bootstrap import interval_agrees, row_resamples
 from sklearn.metrics import mean_absolute_error, root_mean_squared_error
+from support.gap_oracles import selected_z_by_monte_carlo, two_step_gap
+from support.row_bootstrap import interval_agrees, row_resamples
 
 
 def _groups(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -134,7 +134,7 @@ def test_the_last_row_takes_part_in_regression_gap_resamples() -> None:
 
 def test_multiclass_gap_intervals_are_newcombe_pairs_of_each_class_written_out() -> None:
     """One-vs-rest TPR and FPR gaps of each class: the two-step pairwise Newcombe intervals of
-    tests/gap_oracles.py on the test's own one-vs-rest counts."""
+    tests/support/gap_oracles.py on the test's own one-vs-rest counts."""
     rng = np.random.default_rng(12)
     n = 600
     y = rng.integers(0, 3, n)

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from onnx import TensorProto, helper
-from tiny_graphs import archive, binary_graph
+from support.tiny_graphs import archive, binary_graph
 
 from modelgate import cli
 from modelgate.config import Settings

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.special import expit
-from tiny_graphs import SCALE, archive, binary_graph
+from support.tiny_graphs import SCALE, archive, binary_graph
 
 from modelgate import cli
 from modelgate.onnx.artifact import LoadedModel

@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from model_zoo import BUILDERS, build
+from support.model_zoo import BUILDERS, build
 
 from modelgate.onnx.artifact import ArtifactError, package, verify
 from modelgate.onnx.graph_checks import class_labels

@@ -19,7 +19,7 @@ import pytest
 from modelgate.evaluation.labels import LabelError, binary_labels, class_indices
 from scipy.special import expit
 from sklearn.metrics import roc_auc_score
-from tiny_graphs import SCALE, archive, binary_graph, three_class_graph
+from support.tiny_graphs import SCALE, archive, binary_graph, three_class_graph
 
 from modelgate import cli
 from modelgate.cli.runs import run_evaluation_locally

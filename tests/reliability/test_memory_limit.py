@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from model_zoo import build
+from support.model_zoo import build
 
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tiny_graphs import archive, binary_graph
+from support.tiny_graphs import archive, binary_graph
 
 from modelgate.config import ConfigError, Settings
 from modelgate.pipelines.context import Context, register_archive

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from modelgate.drift.attribution import build_attribution_reference
-from tiny_graphs import manifest_of
+from support.tiny_graphs import manifest_of
 
 from modelgate.store import drift_joint, models
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import psycopg2
 import pytest
-from tiny_graphs import manifest_of
+from support.tiny_graphs import manifest_of
 
 from modelgate.store import db, models
 

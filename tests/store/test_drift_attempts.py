@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg2.errors
 import pytest
-from tiny_graphs import manifest_of
+from support.tiny_graphs import manifest_of
 
 from modelgate.cli.monitor import _print_verdict
 from modelgate.config import Settings

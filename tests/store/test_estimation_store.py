@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg2
 import psycopg2.errors
 import pytest
-from tiny_graphs import manifest_of
+from support.tiny_graphs import manifest_of
 
 from modelgate.store import estimation, models
 

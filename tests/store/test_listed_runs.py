@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from tiny_graphs import manifest_of
+from support.tiny_graphs import manifest_of
 
 from modelgate.store import drift_runs, models, runs
 from modelgate.store.summaries import listed_runs

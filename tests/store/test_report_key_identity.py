@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from tiny_graphs import manifest_of
+from support.tiny_graphs import manifest_of
 
 from modelgate.pipelines.report_keys import drift_report_key, evaluation_report_key
 from modelgate.store import drift_runs, models, runs

@@ -9,7 +9,7 @@ import numpy as np
 import psycopg2.errors
 import pytest
 from modelgate.drift import segment_drift
-from tiny_graphs import manifest_of
+from support.tiny_graphs import manifest_of
 
 from modelgate.store import drift_runs, models
 from modelgate.store import segment_drift as store

@@ -12,7 +12,7 @@ from modelgate.evaluation.segment_gate import segment_verdicts
 from modelgate.evaluation.segment_statistics import collect_segments
 from modelgate.evaluation.segments import evaluate_segments
 from modelgate.fairness.disaggregate import encode_groups
-from tiny_graphs import manifest_of
+from support.tiny_graphs import manifest_of
 
 from modelgate.store import models, runs
 from modelgate.store.db import transaction

@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from model_zoo import FEATURES, build
-from model_zoo import frame as zoo_frame
 from scipy.stats import wasserstein_distance
 from sklearn.isotonic import IsotonicRegression
+from support.model_zoo import FEATURES, build
+from support.model_zoo import frame as zoo_frame
 
 from modelgate.config import Settings
 from modelgate.onnx.artifact import package, verify

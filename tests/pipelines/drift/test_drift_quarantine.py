@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from tiny_graphs import manifest_of
+from support.tiny_graphs import manifest_of
 
 from modelgate.config import Settings
 from modelgate.pipelines.context import Context, register_archive

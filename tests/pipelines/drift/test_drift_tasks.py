@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from model_zoo import FEATURES, build
 from river.drift import ADWIN
+from support.model_zoo import FEATURES, build
 
 from modelgate.config import Settings
 from modelgate.onnx.artifact import package, verify

@@ -237,7 +237,7 @@ def test_readme_airflow_without_docker_names_what_the_scheduler_tests_set(tmp_pa
     """The README's process list and settings are the ones the real-scheduler tests run with."""
     import re
 
-    from airflow_deployment import deployment_env
+    from support.airflow_deployment import deployment_env
 
     root = Path(__file__).resolve().parents[3]  # the README and every docs/ page
     readme = "\n".join(p.read_text() for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))])

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from model_zoo import FEATURES, build
-from model_zoo import frame as zoo_frame
+from support.model_zoo import FEATURES, build
+from support.model_zoo import frame as zoo_frame
 
 from modelgate.config import Settings
 from modelgate.onnx.artifact import package

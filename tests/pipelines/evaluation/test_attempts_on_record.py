@@ -22,9 +22,9 @@ from typing import Any
 
 import psycopg2
 import pytest
-from model_zoo import build
 from modelgate.evaluation.gate import GateCheck, GateDecision
 from modelgate.evaluation.policy import default_policy_path
+from support.model_zoo import build
 
 from modelgate import cli
 from modelgate.config import Settings

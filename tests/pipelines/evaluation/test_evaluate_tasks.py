@@ -24,9 +24,9 @@ from fairlearn.metrics import (
     selection_rate,
     true_positive_rate,
 )
-from model_zoo import FEATURES, Zoo, build
 from sklearn import metrics as skm
-from tiny_graphs import manifest_of
+from support.model_zoo import FEATURES, Zoo, build
+from support.tiny_graphs import manifest_of
 
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings

@@ -10,9 +10,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from model_zoo import build
 from modelgate.evaluation.gate import GateCheck, GateDecision
-from tiny_graphs import manifest_of
+from support.model_zoo import build
+from support.tiny_graphs import manifest_of
 
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings

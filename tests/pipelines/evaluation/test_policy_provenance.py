@@ -18,8 +18,8 @@ from typing import Any
 
 import psycopg2
 import pytest
-from model_zoo import build
 from modelgate.evaluation.policy import default_policy_path
+from support.model_zoo import build
 
 from modelgate.config import Settings
 from modelgate.onnx.artifact import package

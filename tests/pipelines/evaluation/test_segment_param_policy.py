@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from model_zoo import build
 from modelgate.evaluation.gate import GateDecision
 from modelgate.evaluation.policy import default_policy_path
+from support.model_zoo import build
 
 from modelgate.config import Settings
 from modelgate.onnx.artifact import package

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from model_zoo import build
+from support.model_zoo import build
 
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings

@@ -4,7 +4,7 @@ What runs: a Redis of its own (``/usr/bin/redis-server`` on a free port, no pers
 so a test may restart it; the machine's shared Redis on 6379 is never touched), a fresh
 PostgreSQL metadata database (also Celery's result backend), ``airflow api-server``,
 ``dag-processor``, ``scheduler`` and Celery workers, each with its own hostname (as
-``task_instance.hostname`` records it, see ``tests/worker_hostname.py``), its own
+``task_instance.hostname`` records it, see ``tests/support/worker_hostname.py``), its own
 ``MODELGATE_HOME`` and its own log folder: workers share nothing but PostgreSQL and the
 object store. The executor settings are read from ``docker/celery.env``, the file
 docker-compose.yml loads, so the test and the compose deployment run alike.
@@ -356,7 +356,7 @@ class Deployment:
         return {**self.env,
                 "MODELGATE_HOME": str(home / "modelgate"),
                 "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
-                "AIRFLOW__CORE__HOSTNAME_CALLABLE": "worker_hostname.hostname",
+                "AIRFLOW__CORE__HOSTNAME_CALLABLE": "support.worker_hostname.hostname",
                 "MODELGATE_TEST_WORKER_HOSTNAME": worker,
                 "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "tests"),
                                                             self.env.get("PYTHONPATH")])),

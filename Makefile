@@ -58,10 +58,10 @@ bench: venv
 # `make mutation-retest MODULE=...` re-runs only the last session's survivors against the current tests.
 MODULE ?= drift/data_drift.py
 mutation: venv
-	$(BIN)/python tests/mutation.py $(MODULE)
+	$(BIN)/python tests/support/mutation.py $(MODULE)
 
 mutation-retest: venv
-	$(BIN)/python tests/mutation.py --retest $(MODULE)
+	$(BIN)/python tests/support/mutation.py --retest $(MODULE)
 
 clean:
 	rm -rf $(VENV) $(MOTO_VENV) .modelgate

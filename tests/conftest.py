@@ -40,7 +40,7 @@ os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
 # not to: caching the rewritten test modules saves each worker about 6 s of collection, and the
 # CLI and Airflow processes the tests start import faster. Mutation runs keep it off, since a
 # mutant the size of its original, written within the same second, would be read from a stale
-# cache (tests/mutation.py).
+# cache (tests/support/mutation.py).
 if not os.environ.get("MODELGATE_TEST_NO_BYTECODE"):
     sys.dont_write_bytecode = False
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)

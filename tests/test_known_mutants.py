@@ -1,7 +1,7 @@
 """Two mutants of the drift threshold rule that once passed every drift test must now fail them.
 
 Each mutant is applied to a copy of the packages laid out as the installed wheel (the same
-staging as ``tests/mutation.py``, put first on ``PYTHONPATH``, so the checkout is never
+staging as ``tests/support/mutation.py``, put first on ``PYTHONPATH``, so the checkout is never
 changed), and ``tests/drift`` is run against it in a fresh interpreter: it must report failing
 tests (pytest's exit code 1, not a collection or usage error).
 """
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+# The driver, tests/support/mutation.py, runs as a script too: imported by its own name.
+sys.path.insert(0, str(Path(__file__).parent / "support"))
 import mutation  # noqa: E402
 
 # two fresh pytest runs of tests/drift (about 9 s each): the full tier

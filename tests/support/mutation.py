@@ -1,4 +1,4 @@
-"""Mutation testing of one numeric core with cosmic-ray: ``python tests/mutation.py drift/data_drift.py``.
+"""Mutation testing of one numeric core: ``python tests/support/mutation.py drift/data_drift.py``.
 
 cosmic-ray, not mutmut 3: mutmut 3 runs the tests against a copy of the sources under
 ``mutants/`` found through ``sys.path``, which the editable install's package-dir mapping
@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / ".modelgate" / "mutation"
 
 # The unit tests that exercise each core module (its doctests are added); a mutant survives

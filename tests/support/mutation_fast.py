@@ -1,5 +1,5 @@
 """Run one mutant's tests fast: only the tests that execute the mutated statement, in a forked,
-pre-imported process.  Used by ``tests/mutation.py``; see tests/MUTATION.md.
+pre-imported process.  Used by ``tests/support/mutation.py``; see tests/MUTATION.md.
 
 A plain ``pytest`` per mutant spends most of its seconds importing numpy, scipy, pandas,
 scikit-learn and pytest, then runs every test of the module, though most mutants touch a line

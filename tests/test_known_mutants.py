@@ -1,4 +1,4 @@
-"""Two mutants of the drift threshold rule that once passed every drift test must now fail them.
+"""Mutants of the drift threshold rule (one of which once passed every drift test) must fail them.
 
 Each mutant is applied to a copy of the packages laid out as the installed wheel (the same
 staging as ``tests/support/mutation.py``, put first on ``PYTHONPATH``, so the checkout is never
@@ -19,15 +19,19 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "support"))
 import mutation  # noqa: E402
 
-# two fresh pytest runs of tests/drift (about 9 s each): the full tier
+# three fresh pytest runs of tests/drift (about 9 s each): the full tier
 pytestmark = pytest.mark.e2e
 
 MODULE = "drift/data_drift.py"
 # (what the mutant drops, original line, mutated line)
 MUTANTS = {
     "threshold-is-the-floor": (
-        "    threshold = max(floor, relative * baseline)\n",
+        "    threshold = max(floor, relative * baseline, null)\n",
         "    threshold = floor\n",
+    ),
+    "no-size-aware-null": (
+        "    threshold = max(floor, relative * baseline, null)\n",
+        "    threshold = max(floor, relative * baseline)\n",
     ),
     "no-sample-size-rescaling": (
         "    return (1 / n + 1 / m) / (1 / halves[0] + 1 / halves[1])\n",

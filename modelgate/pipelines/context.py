@@ -138,6 +138,7 @@ def fetch_dataset(ctx: Context, dataset_uri: str, workdir: Path) -> Path:
 
 def _concatenated(files: list[Path], out: Path) -> Path:
     """``files`` written one after the other into ``out``, a batch at a time (same schema)."""
+    # imported here: every task's wrapper loads this module (tests/pipelines/test_task_imports.py)
     import pyarrow.parquet as pq
 
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -177,6 +177,7 @@ def write_model_index(ctx: Context, model_name: str) -> str:
     str
         The object key of the index page (see :func:`index_key`).
     """
+    # imported here: run_refs loads this module in every task; the report views load jinja2 and pandas
     from modelgate.reports import render_model_index
 
     view = build_index_view(model_name, read_runs(ctx.db_url, model_name))

@@ -38,6 +38,8 @@ def refusal_types() -> tuple[type[BaseException], ...]:
     refusals derived from it (a promotion under a looser policy without leave, a monitoring
     location that cannot work, a dataset too large for the memory limit).
     """
+    # imported here: every task's wrapper loads this module; the error types' layers are
+    # not for start-up
     from modelgate.config import ConfigError
     from modelgate.evaluation import PolicyError
     from modelgate.json_input import JsonInputError
@@ -82,6 +84,7 @@ def check_evaluation_inputs(ctx: Context, *, model_name: str, version: str, data
     """Refuse an evaluation whose dataset cannot be one or whose ONNX Runtime settings
     (``MODELGATE_ORT_*``) are malformed, before any run row or scoring; the refusal is
     recorded (``analytics.evaluation_refusals``) and :class:`InputRefused` raised."""
+    # imported here: the task wrappers load this module; ONNX Runtime's settings only matter before scoring
     from modelgate.logsafe import one_line
     from modelgate.onnx.scoring import ScoringError, settings_from_os_environ
     from modelgate.store import runs

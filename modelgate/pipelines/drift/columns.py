@@ -169,6 +169,7 @@ def _counts(col: pa.ChunkedArray) -> dict[str, int]:
             _add_count(out, True, true)
             _add_count(out, False, len(chunk) - chunk.null_count - true)
         else:
+            # imported here: only boolean columns need it, and it costs more than this module
             import pyarrow.compute as pc
 
             for row in pc.value_counts(chunk.drop_null()).to_pylist():

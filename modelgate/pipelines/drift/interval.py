@@ -25,6 +25,7 @@ from typing import Any
 
 def _pendulum(when: dt.datetime) -> Any:
     """Airflow's timetables take pendulum's datetimes (they call its ``in_timezone``)."""
+    # imported here (and below): the CLI loads this module, Airflow's timetables only when a schedule is read
     import pendulum
 
     return pendulum.instance(_utc(when))

@@ -98,6 +98,8 @@ def ensure_references(ctx: Context, row: models.ModelVersionRow, reference_uri: 
 
 
 def _build_multivariate(ctx: Context, row: models.ModelVersionRow, data: Any) -> None:
+    # imported here (and below): only the joint steps need POT and SHAP; the report,
+    # store and decide tasks load this module for load_result
     from modelgate.drift import build_multivariate_reference
 
     features = _numeric(row.manifest)

@@ -10,6 +10,12 @@ import logging
 from typing import Any
 
 from modelgate.pipelines.context import Context
+from modelgate.pipelines.drift.feature_steps import (
+    check_threshold_features,
+    ensure_reference,
+    parse_thresholds,
+)
+from modelgate.pipelines.drift.monitor_checks import MonitorConfigError, check_dataset, check_partitioned
 from modelgate.store import models, monitors
 
 log = logging.getLogger("modelgate.monitor")
@@ -31,7 +37,6 @@ def set_monitor(ctx: Context, model_name: str, *, live: str, labels: str,
     changed ``reference`` applies to versions promoted later. Returns the config and
     whether it was new.
     """
-    from modelgate.pipelines.drift.feature_steps import ensure_reference
 
     production = check_monitor_args(ctx, model_name, live=live, labels=labels,
                                     reference=reference, sample_rows=sample_rows,
@@ -62,7 +67,6 @@ def check_monitor_args(ctx: Context, model_name: str, *, live: str, labels: str,
     column, and thresholds may only name known keys and, once a version is in production,
     its features (or the score): a threshold for a feature the model lacks would never apply.
     """
-    from modelgate.pipelines.drift.feature_steps import check_threshold_features, parse_thresholds
 
     texts = {"name": model_name, "--live": live, "--labels": labels, "--reference": reference or ""}
     for field, value in texts.items():
@@ -87,7 +91,6 @@ def check_monitor_args(ctx: Context, model_name: str, *, live: str, labels: str,
 
 def reference_on_promotion(ctx: Context, row: models.ModelVersionRow) -> str | None:
     """Build the sketch of a newly promoted version of a monitored model (None if unmonitored)."""
-    from modelgate.pipelines.drift.feature_steps import ensure_reference
 
     config = monitors.get(ctx.db_url, row.model_name)
     return None if config is None else ensure_reference(ctx, row, config.reference_uri)
@@ -98,7 +101,6 @@ def check_locations(ctx: Context, model_name: str, production: models.ModelVersi
     """Refuse locations that can never work (see :mod:`~modelgate.pipelines.drift.monitor_checks`);
     log a warning for partitioned locations with no partition yet. Columns are checked
     against the production version's manifest (not when no version is in production)."""
-    from modelgate.pipelines.drift.monitor_checks import MonitorConfigError, check_dataset, check_partitioned
 
     reference_columns: list[str] = []
     live_columns: list[str] = []

@@ -30,7 +30,10 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from modelgate.evaluation import model_labels
 from modelgate.onnx.manifest import Manifest
+from modelgate.pipelines.dataset_files import s3_parquet, walk_parquet
+from modelgate.pipelines.drift.columns import check_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,7 +88,6 @@ def partition_files(ctx: Context, root_uri: str, day: dt.date, work: Path) -> li
     """The parquet files of partition ``dt=<day>`` under a directory or ``s3://`` prefix, as
     every dataset is listed (:mod:`~modelgate.pipelines.dataset_files`: nested folders
     read, ``_``/``.`` names left out)."""
-    from modelgate.pipelines.dataset_files import s3_parquet, walk_parquet
 
     part = partition_name(day)
     if root_uri.startswith("s3://"):
@@ -141,7 +143,6 @@ def live_table(files: list[Path], partition: str, uri: str, features: Mapping[st
     BadPartition
         Naming the partition, the file or column and the problem.
     """
-    from modelgate.pipelines.drift.columns import check_columns
 
     bad = BadPartition("live", partition, uri, "")
     table = _read(files, bad, None)
@@ -181,7 +182,6 @@ def labels_frame(files: list[Path], partition: str, uri: str, manifest: Manifest
         A file that cannot be read, the id or label column missing, ids of another kind than
         the live ids, repeated ids (counted, not shown), or labels the model does not have.
     """
-    from modelgate.evaluation import model_labels
 
     id_column, label = manifest.id_column, manifest.label.column
     if id_column is None:

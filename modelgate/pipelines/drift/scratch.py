@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Protocol
 
+from modelgate.pipelines.context import safe_key_part
+
 if TYPE_CHECKING:
     from modelgate.pipelines.context import Context
 
@@ -54,7 +56,6 @@ def discard_run_scratch(ctx: Context, ref: RunScratch) -> None:
     ref : RunScratch
         The run (a ``DriftRef``): its model, version, interval and id name its files.
     """
-    from modelgate.pipelines.context import safe_key_part
 
     for folder in INTERVAL_SCRATCH:
         ctx.discard_scratch(folder, ref.model_name, ref.version, ref.interval_start)

@@ -17,6 +17,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from modelgate.drift import segment_drift as test_segments
+from modelgate.evaluation import adjusted_p_values
 from modelgate.onnx.manifest import Manifest
 from modelgate.pipelines.context import Context, fetch_dataset
 from modelgate.pipelines.drift.sample import sample_path
@@ -51,7 +53,6 @@ def split_thresholds(spec: dict[str, Any] | None) -> tuple[dict[str, Any], Segme
     ...
     ValueError: drift thresholds['segments']: unknown key(s) ['cols']; expected ['columns', ...]
     """
-    from modelgate.evaluation import adjusted_p_values
 
     rest = dict(spec or {})
     part = rest.pop("segments", None)
@@ -98,7 +99,6 @@ def segment_drift(ctx: Context, ref: Any, sample: LiveSample, thresholds: dict[s
                   reference_uri: str) -> int:
     """Test every feature within every segment and store the rows; the number flagged (0, with
     nothing stored, when the config names no segment or the interval has no sample)."""
-    from modelgate.drift import segment_drift as test_segments
 
     _, spec = split_thresholds(thresholds)
     if spec is None or sample["key"] is None:

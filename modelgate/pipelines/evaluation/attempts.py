@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from modelgate.evaluation import PolicyChange, PolicyError, diff_policies, load_policy
 from modelgate.gauges import emit as emit_metrics
 from modelgate.gauges import gate_metrics
 from modelgate.logsafe import one_line
@@ -48,7 +49,6 @@ def changes_from_previous(ctx: Context, model_version_id: int, run_id: int,
     """Compare ``policy`` (an :class:`~modelgate.evaluation.policy.Policy`) with the policy of
     the version's previous decided attempt. A stored policy the loader no longer reads is one
     unordered change of a blocking check: looser, so promoting needs the explicit allowance."""
-    from modelgate.evaluation import PolicyChange, PolicyError, diff_policies, load_policy
 
     previous = attempts.previous_policy(ctx.db_url, model_version_id, run_id=run_id)
     if previous is None:

@@ -90,6 +90,7 @@ def local_files(store: ObjectStore | None, dataset_uri: str, work: Path
 def dataset_sha256(store: ObjectStore | None, dataset_uri: str, work: Path) -> str:
     """:func:`dataset_fingerprint` of any dataset (names relative to it); ``s3://``
     partitions are downloaded to be hashed, one at a time."""
+    # imported here (and below): the merge tasks load this module and must not load ONNX Runtime
     from modelgate.onnx.scoring import file_sha256
 
     if not dataset_uri.startswith("s3://"):

@@ -59,6 +59,7 @@ def columns_of(section: SegmentPolicy | None) -> tuple[str, ...]:
 def collect_batch(table: pa.Table, y: Any, score: Any, threshold: float | None,
                   section: SegmentPolicy | None) -> SegmentParts | None:
     """One batch of scored rows summarised per segment and counted per slice."""
+    # the cores are imported where they compute (here and below): the gate and store tasks load this module
     from modelgate.evaluation import collect_segments, count_slices
     from modelgate.fairness.disaggregate import encode_groups
 

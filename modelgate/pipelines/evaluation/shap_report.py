@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from modelgate.reports import (
     GroupShap,
     GroupShapSection,
@@ -62,7 +64,6 @@ def class_summaries(explanation: Any, explained_class: Sequence[Any], *,
     >>> [(c, n, s.mean_abs.tolist()) for c, n, s in class_summaries(e, ["b", "a", "b"])]
     [('b', 2, [2.0]), ('a', 1, [2.0])]
     """
-    import numpy as np
 
     names = [str(c) for c in explained_class]
     if len(names) != len(explanation.values):

@@ -24,10 +24,10 @@ from support.tiny_graphs import SCALE, archive, binary_graph, three_class_graph
 from modelgate import cli
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
+from modelgate.onnx import scoring as onnx_scoring
 from modelgate.onnx.artifact import ArtifactError, LoadedModel
 from modelgate.onnx.scoring import ScoringError
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.evaluation import score_step
 from modelgate.store import models
 from modelgate.store.db import fetch_all
 
@@ -241,7 +241,7 @@ def test_two_identical_evaluations_at_once_do_not_share_scratch(
     data = tmp_path / "heldout.parquet"
     _frame(300).to_parquet(data, index=False)
     model = _binary(tmp_path, sensitive_features=["group"]).path
-    real, nested, started = score_step.score_parquet, [], []
+    real, nested, started = onnx_scoring.score_parquet, [], []
 
     def score_then_run_the_twin(scorer: Any, src: Any, out: Any, **kw: Any) -> Any:
         done = real(scorer, src, out, **kw)
@@ -251,7 +251,7 @@ def test_two_identical_evaluations_at_once_do_not_share_scratch(
             assert Path(out).exists()  # the twin neither emptied nor removed this attempt's files
         return done
 
-    monkeypatch.setattr(score_step, "score_parquet", score_then_run_the_twin)
+    monkeypatch.setattr(onnx_scoring, "score_parquet", score_then_run_the_twin)
     first = run_evaluation_locally(model, data, None)
     assert nested and first.payload["run_key"] == nested[0].payload["run_key"]
     assert not started[0].exists()
@@ -272,7 +272,7 @@ def test_scratch_is_removed_after_a_failed_attempt(settings_env: Settings, tmp_p
         assert Path(out).parent.is_dir()
         raise ScoringError("injected")
 
-    monkeypatch.setattr(score_step, "score_parquet", fail_in_scratch)
+    monkeypatch.setattr(onnx_scoring, "score_parquet", fail_in_scratch)
     with pytest.raises(ScoringError, match="injected"):
         run_evaluation_locally(model, data, None)
     assert seen and not seen[0].exists() and _leftovers(settings_env) == []

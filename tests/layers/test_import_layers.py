@@ -25,7 +25,8 @@ PACKAGE_DIRS = {"modelgate": "modelgate", "drift": "modelgate.drift", "fairness"
 #: intervals, record values, the limits of configuration inputs) and the report renderers
 #: (plain views in, HTML out); they may import only one another.
 CORES = {"modelgate.drift", "modelgate.fairness", "modelgate.evaluation", "modelgate.intervals",
-         "modelgate.input_limits", "modelgate.records", "modelgate.reports", "modelgate.display_text"}
+         "modelgate.input_limits", "modelgate.records", "modelgate.reports", "modelgate.display_text",
+         "modelgate.lazy_exports"}
 #: The adapters, a folder each: ONNX archives and sessions, the results store (all SQL). Above
 #: the cores, below the pipelines: they import neither the pipelines nor the edge.
 ADAPTERS = ("modelgate.onnx", "modelgate.store")

@@ -20,6 +20,15 @@ from .explain_trees import explain_trees
 from .shap_summary import shap_summary
 
 if TYPE_CHECKING:
+    from .drift_views import (
+        AttributionShareRow,
+        ChangePointRow,
+        DriftReportView,
+        FeatureDriftRow,
+        HistogramView,
+        JointDriftRow,
+        QuarantineRow,
+    )
     from .explain import (
         DEFAULT_N_PERMUTATIONS,
         Explanation,
@@ -35,6 +44,7 @@ if TYPE_CHECKING:
     from .explain_masking import MaskedEvaluator
     from .explain_trees import GraphModel, check_trees
     from .html import render_drift_report, render_evaluation_report, render_model_index
+    from .index_views import IndexRow, IndexVerdict, ModelIndexView
     from .onnx_linear import read_linear_model
     from .onnx_trees import UnsupportedGraph, read_tree_ensemble
     from .segment_views import SegmentRow, SegmentSection, WeakSliceRow
@@ -49,25 +59,15 @@ if TYPE_CHECKING:
     )
     from .tree_shap import interventional_tree_shap
     from .views import (
-        AttributionShareRow,
         CalibrationRow,
-        ChangePointRow,
-        DriftReportView,
         ErrorGroupRow,
         EvaluationReportView,
         FairnessSection,
-        FeatureDriftRow,
         GapRow,
         GateCheckRow,
         GateView,
         GroupRow,
-        HistogramView,
-        IndexRow,
-        IndexVerdict,
-        JointDriftRow,
         MetricRow,
-        ModelIndexView,
-        QuarantineRow,
         WaterfallImage,
     )
     from .waterfall import waterfall_png
@@ -109,25 +109,25 @@ _LAZY = {
     "ShapClassSection": ("summary_views", "ShapClassSection"),
     "ShapSwarmRow": ("summary_views", "ShapSwarmRow"),
     "interventional_tree_shap": ("tree_shap", "interventional_tree_shap"),
-    "AttributionShareRow": ("views", "AttributionShareRow"),
+    "AttributionShareRow": ("drift_views", "AttributionShareRow"),
     "CalibrationRow": ("views", "CalibrationRow"),
-    "ChangePointRow": ("views", "ChangePointRow"),
-    "DriftReportView": ("views", "DriftReportView"),
+    "ChangePointRow": ("drift_views", "ChangePointRow"),
+    "DriftReportView": ("drift_views", "DriftReportView"),
     "ErrorGroupRow": ("views", "ErrorGroupRow"),
     "EvaluationReportView": ("views", "EvaluationReportView"),
     "FairnessSection": ("views", "FairnessSection"),
-    "FeatureDriftRow": ("views", "FeatureDriftRow"),
+    "FeatureDriftRow": ("drift_views", "FeatureDriftRow"),
     "GapRow": ("views", "GapRow"),
     "GateCheckRow": ("views", "GateCheckRow"),
     "GateView": ("views", "GateView"),
     "GroupRow": ("views", "GroupRow"),
-    "HistogramView": ("views", "HistogramView"),
-    "IndexRow": ("views", "IndexRow"),
-    "IndexVerdict": ("views", "IndexVerdict"),
-    "JointDriftRow": ("views", "JointDriftRow"),
+    "HistogramView": ("drift_views", "HistogramView"),
+    "IndexRow": ("index_views", "IndexRow"),
+    "IndexVerdict": ("index_views", "IndexVerdict"),
+    "JointDriftRow": ("drift_views", "JointDriftRow"),
     "MetricRow": ("views", "MetricRow"),
-    "ModelIndexView": ("views", "ModelIndexView"),
-    "QuarantineRow": ("views", "QuarantineRow"),
+    "ModelIndexView": ("index_views", "ModelIndexView"),
+    "QuarantineRow": ("drift_views", "QuarantineRow"),
     "WaterfallImage": ("views", "WaterfallImage"),
     "waterfall_png": ("waterfall", "waterfall_png"),
 }

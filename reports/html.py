@@ -32,6 +32,8 @@ from modelgate.reports.charts import (
     line_chart,
     reliability_chart,
 )
+from modelgate.reports.drift_views import AttributionShareRow, DriftReportView, FeatureDriftRow
+from modelgate.reports.index_views import ModelIndexView
 from modelgate.reports.segment_views import SegmentSection
 from modelgate.reports.shap_charts import (
     MAX_GROUPS_DRAWN,
@@ -41,15 +43,7 @@ from modelgate.reports.shap_charts import (
     space_axis_label,
 )
 from modelgate.reports.summary_views import GroupShapSection, ShapSwarmRow
-from modelgate.reports.views import (
-    AttributionShareRow,
-    DriftReportView,
-    EvaluationReportView,
-    FairnessSection,
-    FeatureDriftRow,
-    GateView,
-    ModelIndexView,
-)
+from modelgate.reports.views import EvaluationReportView, FairnessSection, GateView
 
 MAX_BARS = 30
 """Most bars drawn in one bar chart; the tables list every row."""
@@ -375,7 +369,7 @@ def render_model_index(view: ModelIndexView) -> str:
 
     Examples
     --------
-    >>> from modelgate.reports.views import IndexRow
+    >>> from modelgate.reports.index_views import IndexRow
     >>> row = IndexRow("drift", "d1", "7", "2026-11-29", "drift", "d1.html")
     >>> page = render_model_index(ModelIndexView("churn", runs=(row,)))
     >>> page.count("<tr>")  # header row + one run

@@ -1,4 +1,4 @@
-"""Plain input views for the reports' summary sections (see :mod:`modelgate.reports.views`).
+"""Plain input views for the reports' summary sections (see :mod:`.views`).
 
 The SHAP summary (beeswarm) and SHAP by sensitive group of the evaluation report, and the
 labelled performance of the drift report. Like every view, each validates itself on

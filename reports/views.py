@@ -1,4 +1,6 @@
-"""Plain input views for the HTML reports.
+"""Plain input views for the HTML reports: the evaluation report's here; the drift report's in
+:mod:`.drift_views`, the model index's in :mod:`.index_views`, the summary and segment sections'
+in :mod:`.summary_views` and :mod:`.segment_views`; the checks they share in :mod:`.view_checks`.
 
 The report renderers in :mod:`modelgate.reports.html` never see the numeric cores' result
 objects. The pipeline copies what a page shows into these frozen, slotted dataclasses made
@@ -23,74 +25,27 @@ Conventions
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
-from typing import Literal, get_args
-from urllib.parse import urlsplit
+from typing import Literal
 
 from .segment_views import SegmentSection, WeakSliceRow
-from .summary_views import (
-    EstimateRow,
-    GroupShapSection,
-    LabelledPerformance,
-    QualityRow,
-    ShapClassSection,
-    ShapSwarmRow,
+from .summary_views import GroupShapSection, ShapClassSection, ShapSwarmRow
+from .view_checks import (
+    check_choice,
+    check_count,
+    check_finite,
+    check_interval,
+    check_optional_finite,
+    check_rate,
+    check_sha256,
 )
 
 CheckVerdict = Literal["pass", "warn", "breach", "fail", "inconclusive", "skipped"]
 """Outcome of one gate check or one fairness gap (``fail``: could not be computed)."""
 Severity = Literal["block", "warn", "info"]
 """What a failing check does to the gate: block promotion, warn, or inform only."""
-DriftVerdict = Literal["ok", "warn", "drift"]
-"""Outcome of a drift check, per feature or for a whole run."""
-#: "model output": the drift of the model's own score, shown beside the features' (#23)
-FeatureKind = Literal["numeric", "categorical", "model output"]
-DriftStatistic = Literal["js", "wasserstein_normalised"]
-"""The statistic a feature's drift threshold is compared with."""
-RunKind = Literal["evaluation", "drift"]
-IndexVerdict = Literal["passed", "warn", "blocked", "ok", "drift", "failed", "abandoned"]
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
-_HREF_SCHEMES = ("", "http", "https")
-
-
-def _check_choice(name: str, value: object, allowed: object) -> None:
-    options = get_args(allowed)
-    if value not in options:
-        raise ValueError(f"{name} must be one of {options!r}, got {value!r}")
-
-
-def _check_finite(name: str, value: float) -> None:
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-
-
-def _check_optional_finite(name: str, value: float | None) -> None:
-    if value is not None:
-        _check_finite(name, value)
-
-
-def _check_rate(name: str, value: float) -> None:
-    """A proportion in [0, 1], or NaN when undefined."""
-    if not (math.isnan(value) or 0.0 <= value <= 1.0):
-        raise ValueError(f"{name} must be in [0, 1] or nan, got {value!r}")
-
-
-def _check_count(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be a non-negative int, got {value!r}")
-
-
-def _check_sha256(name: str, value: str) -> None:
-    if not _SHA256.fullmatch(value):
-        raise ValueError(f"{name} must be 64 hexadecimal characters (a sha256), got {value!r}")
-
-
-def _check_interval(name: str, lower: float | None, upper: float | None) -> None:
-    if lower is not None and upper is not None and lower > upper:
-        raise ValueError(f"{name}: lower bound {lower!r} is above upper bound {upper!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,12 +73,12 @@ class MetricRow:
 
     def __post_init__(self) -> None:
         for field in ("candidate", "ci_lower", "ci_upper"):
-            _check_finite(f"MetricRow.{field}", getattr(self, field))
+            check_finite(f"MetricRow.{field}", getattr(self, field))
         for field in ("champion", "delta", "delta_ci_lower", "delta_ci_upper"):
-            _check_optional_finite(f"MetricRow.{field}", getattr(self, field))
-        _check_interval("MetricRow.ci", self.ci_lower, self.ci_upper)
-        _check_interval("MetricRow.delta_ci", self.delta_ci_lower, self.delta_ci_upper)
-        _check_count("MetricRow.n", self.n)
+            check_optional_finite(f"MetricRow.{field}", getattr(self, field))
+        check_interval("MetricRow.ci", self.ci_lower, self.ci_upper)
+        check_interval("MetricRow.delta_ci", self.delta_ci_lower, self.delta_ci_upper)
+        check_count("MetricRow.n", self.n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,9 +99,9 @@ class CalibrationRow:
 
     def __post_init__(self) -> None:
         for field in ("bin_lower", "bin_upper", "mean_predicted", "observed_rate"):
-            _check_rate(f"CalibrationRow.{field}", getattr(self, field))
-        _check_interval("CalibrationRow.bin", self.bin_lower, self.bin_upper)
-        _check_count("CalibrationRow.n", self.n)
+            check_rate(f"CalibrationRow.{field}", getattr(self, field))
+        check_interval("CalibrationRow.bin", self.bin_lower, self.bin_upper)
+        check_count("CalibrationRow.n", self.n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,15 +139,15 @@ class GroupRow:
     fpr_ci_upper: float | None = None
 
     def __post_init__(self) -> None:
-        _check_count("GroupRow.n", self.n)
-        _check_interval("GroupRow.tpr_ci", self.tpr_ci_lower, self.tpr_ci_upper)
-        _check_interval("GroupRow.fpr_ci", self.fpr_ci_lower, self.fpr_ci_upper)
+        check_count("GroupRow.n", self.n)
+        check_interval("GroupRow.tpr_ci", self.tpr_ci_lower, self.tpr_ci_upper)
+        check_interval("GroupRow.fpr_ci", self.fpr_ci_lower, self.fpr_ci_upper)
         for field in ("positives", "negatives", "predicted_positives"):
             if getattr(self, field) is not None:
-                _check_count(f"GroupRow.{field}", getattr(self, field))
+                check_count(f"GroupRow.{field}", getattr(self, field))
         for field in ("base_rate", "selection_rate", "tpr", "fpr", "ppv", "fnr", "accuracy",
                       "roc_auc"):
-            _check_rate(f"GroupRow.{field}", getattr(self, field))
+            check_rate(f"GroupRow.{field}", getattr(self, field))
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +169,7 @@ class ErrorGroupRow:
     small_group: bool
 
     def __post_init__(self) -> None:
-        _check_count("ErrorGroupRow.n", self.n)
+        check_count("ErrorGroupRow.n", self.n)
         for field in ("mae", "rmse"):
             value = getattr(self, field)
             if not (math.isnan(value) or value >= 0.0):
@@ -244,10 +199,10 @@ class GapRow:
     driven_by: str = ""
 
     def __post_init__(self) -> None:
-        _check_optional_finite("GapRow.threshold", self.threshold)
-        _check_choice("GapRow.verdict", self.verdict, CheckVerdict)
+        check_optional_finite("GapRow.threshold", self.threshold)
+        check_choice("GapRow.verdict", self.verdict, CheckVerdict)
         if not (math.isnan(self.ci_lower) or math.isnan(self.ci_upper)):
-            _check_interval("GapRow.ci", self.ci_lower, self.ci_upper)
+            check_interval("GapRow.ci", self.ci_lower, self.ci_upper)
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,10 +275,10 @@ class GateCheckRow:
     reason: str
 
     def __post_init__(self) -> None:
-        _check_choice("GateCheckRow.verdict", self.verdict, CheckVerdict)
-        _check_choice("GateCheckRow.severity", self.severity, Severity)
+        check_choice("GateCheckRow.verdict", self.verdict, CheckVerdict)
+        check_choice("GateCheckRow.severity", self.severity, Severity)
         if self.n is not None:
-            _check_count("GateCheckRow.n", self.n)
+            check_count("GateCheckRow.n", self.n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,12 +353,12 @@ class EvaluationReportView:
     weakest_slices_note: str = ""  # how large the search was; "" when none was run
 
     def __post_init__(self) -> None:
-        _check_sha256("EvaluationReportView.model_sha256", self.model_sha256)
+        check_sha256("EvaluationReportView.model_sha256", self.model_sha256)
         if self.shap_output_space not in ("", "probability", "logit", "margin", "value"):
             raise ValueError("EvaluationReportView.shap_output_space must be 'probability', 'logit', "
                              f"'margin', 'value' or '', got {self.shap_output_space!r}")
-        _check_sha256("EvaluationReportView.data_fingerprint", self.data_fingerprint)
-        _check_count("EvaluationReportView.rows_scored", self.rows_scored)
+        check_sha256("EvaluationReportView.data_fingerprint", self.data_fingerprint)
+        check_count("EvaluationReportView.rows_scored", self.rows_scored)
         for feature, value in self.shap_importance:
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(
@@ -411,278 +366,3 @@ class EvaluationReportView:
                     f"number >= 0, got {value!r}"
                 )
 
-
-@dataclass(frozen=True, slots=True)
-class FeatureDriftRow:
-    """Drift of one feature between the reference and the current interval.
-
-    ``threshold`` applies to ``statistic``: base-2 Jensen-Shannon distance (``"js"``, in 0..1)
-    or the normalised Wasserstein distance (numeric features only). ``wasserstein*`` are
-    ``None`` for categorical features. ``unseen_categories`` lists categories of the current
-    data missing from the reference.
-
-    Examples
-    --------
-    >>> FeatureDriftRow("age", "numeric", 1.2, 0.08, 0.11, 0.1, "drift", 990, 10, ()).verdict
-    'drift'
-    """
-
-    feature: str
-    kind: FeatureKind
-    wasserstein: float | None
-    wasserstein_normalised: float | None
-    js: float
-    threshold: float
-    verdict: DriftVerdict
-    n_current: int
-    n_missing: int
-    unseen_categories: tuple[str, ...]
-    statistic: DriftStatistic = "js"
-
-    def __post_init__(self) -> None:
-        _check_choice("FeatureDriftRow.kind", self.kind, FeatureKind)
-        _check_choice("FeatureDriftRow.verdict", self.verdict, DriftVerdict)
-        _check_choice("FeatureDriftRow.statistic", self.statistic, DriftStatistic)
-        _check_finite("FeatureDriftRow.js", self.js)
-        _check_rate("FeatureDriftRow.js", self.js)
-        for field in ("threshold", "wasserstein", "wasserstein_normalised"):
-            value = getattr(self, field)
-            if value is not None and not (math.isfinite(value) and value >= 0.0):
-                raise ValueError(
-                    f"FeatureDriftRow.{field} must be a finite number >= 0, got {value!r} "
-                    f"for feature {self.feature!r}"
-                )
-        if self.statistic == "wasserstein_normalised" and self.wasserstein_normalised is None:
-            raise ValueError(
-                "FeatureDriftRow.statistic is 'wasserstein_normalised' but "
-                f"wasserstein_normalised is None for feature {self.feature!r}"
-            )
-        _check_count("FeatureDriftRow.n_current", self.n_current)
-        _check_count("FeatureDriftRow.n_missing", self.n_missing)
-
-    @property
-    def score(self) -> float:
-        """The value compared with ``threshold``.
-
-        Examples
-        --------
-        >>> FeatureDriftRow("c", "categorical", None, None, 0.2, 0.1, "drift", 5, 0, ()).score
-        0.2
-        """
-        if self.statistic == "wasserstein_normalised" and self.wasserstein_normalised is not None:
-            return self.wasserstein_normalised
-        return self.js
-
-
-@dataclass(frozen=True, slots=True)
-class HistogramView:
-    """Reference and current bin probabilities of one feature, over the same bins.
-
-    Examples
-    --------
-    >>> HistogramView("age", ("<30", "30-50", ">50"), (0.3, 0.5, 0.2), (0.2, 0.5, 0.3)).feature
-    'age'
-    """
-
-    feature: str
-    bin_labels: tuple[str, ...]
-    reference: tuple[float, ...]
-    current: tuple[float, ...]
-
-    def __post_init__(self) -> None:
-        n = len(self.bin_labels)
-        for field in ("reference", "current"):
-            values = getattr(self, field)
-            if len(values) != n:
-                raise ValueError(
-                    f"HistogramView.{field} must have one value per bin label ({n}), "
-                    f"got {len(values)} for feature {self.feature!r}"
-                )
-            for value in values:
-                _check_rate(f"HistogramView.{field}", value)
-                if math.isnan(value):
-                    raise ValueError(f"HistogramView.{field} must not contain nan")
-
-
-@dataclass(frozen=True, slots=True)
-class ChangePointRow:
-    """A change point detected on the error-rate stream (``position`` indexes the stream).
-
-    Examples
-    --------
-    >>> ChangePointRow(1200, "2026-11-29T10:00:00Z", 0.08, 0.15).rate_after
-    0.15
-    """
-
-    position: int
-    event_time: str
-    rate_before: float
-    rate_after: float
-
-    def __post_init__(self) -> None:
-        _check_count("ChangePointRow.position", self.position)
-        _check_rate("ChangePointRow.rate_before", self.rate_before)
-        _check_rate("ChangePointRow.rate_after", self.rate_after)
-
-
-@dataclass(frozen=True, slots=True)
-class QuarantineRow:
-    """A live or labels partition the run could not use and left out, with the reason.
-
-    Examples
-    --------
-    >>> QuarantineRow("labels", "dt=2026-11-28", "3 rows share their 'row_id' value").source
-    'labels'
-    """
-
-    source: Literal["live", "labels"]
-    partition: str
-    reason: str
-
-    def __post_init__(self) -> None:
-        _check_choice("QuarantineRow.source", self.source, Literal["live", "labels"])
-
-
-@dataclass(frozen=True, slots=True)
-class JointDriftRow:
-    """A drift statistic over several features at once (multivariate or attribution drift).
-
-    Examples
-    --------
-    >>> JointDriftRow("multivariate", "sliced Wasserstein-2", 0.3, 0.05, 0.02, "drift", "3 features").verdict
-    'drift'
-    """
-
-    check: str
-    statistic: str
-    value: float | None
-    threshold: float | None
-    baseline: float | None
-    verdict: DriftVerdict
-    note: str
-
-    def __post_init__(self) -> None:
-        _check_choice("JointDriftRow.verdict", self.verdict, DriftVerdict)
-        for name in ("value", "threshold", "baseline"):
-            _check_optional_finite(f"JointDriftRow.{name}", getattr(self, name))
-
-
-@dataclass(frozen=True, slots=True)
-class AttributionShareRow:
-    """Share of one feature in the mean |SHAP| of the reference and of the live rows.
-
-    Examples
-    --------
-    >>> AttributionShareRow("age", 0.5, 0.25).current
-    0.25
-    """
-
-    feature: str
-    reference: float
-    current: float
-
-    def __post_init__(self) -> None:
-        _check_rate("AttributionShareRow.reference", self.reference)
-        _check_rate("AttributionShareRow.current", self.current)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DriftReportView:
-    """Everything the drift report shows (keyword-only).
-
-    ``histograms`` holds the top drifted features only. ``error_rate`` holds
-    ``(position, error rate)`` points in increasing position. ``labelled`` is the model's
-    performance on the rows whose labels arrived (None: none did).
-
-    Examples
-    --------
-    >>> view = DriftReportView(
-    ...     model_name="churn", model_version="7", interval_start="2026-11-28T00:00:00Z",
-    ...     interval_end="2026-11-29T00:00:00Z", run_id="drift-1", rows_sampled=5000,
-    ...     features=(), histograms=(), error_rate=(), change_points=(),
-    ...     summary="no drift", verdict="ok")
-    >>> view.verdict
-    'ok'
-    """
-
-    model_name: str
-    model_version: str
-    interval_start: str
-    interval_end: str
-    run_id: str
-    rows_sampled: int
-    features: tuple[FeatureDriftRow, ...]
-    histograms: tuple[HistogramView, ...]
-    error_rate: tuple[tuple[int, float], ...]
-    change_points: tuple[ChangePointRow, ...]
-    summary: str
-    verdict: DriftVerdict
-    joint: tuple[JointDriftRow, ...] = ()
-    attribution_shares: tuple[AttributionShareRow, ...] = ()
-    labelled: LabelledPerformance | None = None
-    quarantined: tuple[QuarantineRow, ...] = ()  # partitions left out (the run is degraded)
-    quality: tuple[QualityRow, ...] = ()  # data quality against the reference schema (shown first)
-    estimates: tuple[EstimateRow, ...] = ()  # performance estimated before labels
-
-    def __post_init__(self) -> None:
-        _check_count("DriftReportView.rows_sampled", self.rows_sampled)
-        _check_choice("DriftReportView.verdict", self.verdict, DriftVerdict)
-        previous = -1
-        for position, rate in self.error_rate:
-            if position <= previous:
-                raise ValueError(
-                    "DriftReportView.error_rate positions must increase strictly, "
-                    f"got {position!r} after {previous!r}"
-                )
-            _check_rate("DriftReportView.error_rate", rate)
-            previous = position
-
-
-@dataclass(frozen=True, slots=True)
-class IndexRow:
-    """One run listed on a model's index page.
-
-    ``href`` is a relative link or an ``http(s)`` URL (other schemes, such as
-    ``javascript:``, are refused), or empty when the run has no report (a failed run).
-    ``stage`` is the version's stage now (``candidate``, ``production``, ``archived``...);
-    ``note`` says why a run failed or was blocked (one line).
-
-    Examples
-    --------
-    >>> IndexRow("drift", "drift-1", "7", "2026-11-29T00:00:00Z", "ok", "drift-1.html").kind
-    'drift'
-    """
-
-    kind: RunKind
-    run_id: str
-    version: str
-    when: str
-    verdict: IndexVerdict
-    href: str
-    stage: str = ""
-    note: str = ""
-
-    def __post_init__(self) -> None:
-        _check_choice("IndexRow.kind", self.kind, RunKind)
-        _check_choice("IndexRow.verdict", self.verdict, IndexVerdict)
-        if any(ch.isspace() or ord(ch) < 32 for ch in self.href):
-            raise ValueError(f"IndexRow.href must not contain whitespace, got {self.href!r}")
-        scheme = urlsplit(self.href).scheme.lower()
-        if scheme not in _HREF_SCHEMES:
-            raise ValueError(
-                f"IndexRow.href scheme must be one of {_HREF_SCHEMES!r}, got {scheme!r}"
-            )
-
-
-@dataclass(frozen=True, slots=True)
-class ModelIndexView:
-    """The list of a model's evaluation and drift runs, in the order given.
-
-    Examples
-    --------
-    >>> ModelIndexView("churn", runs=()).model_name
-    'churn'
-    """
-
-    model_name: str
-    runs: tuple[IndexRow, ...]

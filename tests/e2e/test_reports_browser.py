@@ -52,7 +52,7 @@ from typing import Any
 
 import pytest
 from modelgate.reports.html import render_model_index
-from modelgate.reports.views import RunKind
+from modelgate.reports.index_views import RunKind
 
 from modelgate.pipelines.index_page import RunRecord, build_index_view, index_key
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from modelgate.reports.drift_views import ChangePointRow, DriftReportView, FeatureDriftRow
 from modelgate.reports.html import render_drift_report, render_evaluation_report, render_model_index
 from modelgate.reports.summary_views import (
     EstimateRow,
@@ -25,13 +26,7 @@ from modelgate.reports.summary_views import (
     LabelledPerformance,
     ShapSwarmRow,
 )
-from modelgate.reports.views import (
-    ChangePointRow,
-    DriftReportView,
-    EvaluationReportView,
-    FeatureDriftRow,
-    GateView,
-)
+from modelgate.reports.views import EvaluationReportView, GateView
 from test_reports_browser import OUT, DevTools, browser, layout_problems  # noqa: F401 (fixture)
 
 from modelgate.pipelines.index_page import RunRecord, build_index_view

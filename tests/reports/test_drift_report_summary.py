@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from modelgate.reports.drift_views import DriftReportView, FeatureDriftRow
 from modelgate.reports.html import render_drift_report
 from modelgate.reports.summary_views import LabelledPerformance
-from modelgate.reports.views import DriftReportView, FeatureDriftRow
 
 
 def _view(**changes: object) -> DriftReportView:

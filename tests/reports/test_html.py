@@ -20,26 +20,27 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from modelgate.reports.drift_views import (
+    ChangePointRow,
+    DriftReportView,
+    FeatureDriftRow,
+    HistogramView,
+)
 from modelgate.reports.html import (
     render_drift_report,
     render_evaluation_report,
     render_model_index,
 )
+from modelgate.reports.index_views import IndexRow, ModelIndexView
 from modelgate.reports.views import (
     CalibrationRow,
-    ChangePointRow,
-    DriftReportView,
     EvaluationReportView,
     FairnessSection,
-    FeatureDriftRow,
     GapRow,
     GateCheckRow,
     GateView,
     GroupRow,
-    HistogramView,
-    IndexRow,
     MetricRow,
-    ModelIndexView,
     WaterfallImage,
 )
 

@@ -10,9 +10,11 @@ categoricals, the SHAP masker's coalitions), so paying for strings is waste.
 ``i`` stands for ``cats_strings[i]`` of its encoder and ``-1`` for any other string. The
 encoder gets ``cats_int64s = 0 .. k-1`` and keeps its ``zeros`` attribute, so an unknown
 string still gives an all-zero row (``zeros=1``) or an error (``zeros=0``): the rewritten
-graph computes the same function. Only inputs whose every consumer is a ``OneHotEncoder``
-with the same categories are rewritten; any other use (a ``LabelEncoder``, a string op,
-a subgraph, a graph output) leaves that input as strings.
+graph computes the same function. Inputs whose every consumer is a ``OneHotEncoder``
+with the same categories are rewritten; so are inputs that reach their encoder through
+skl2onnx's string imputer nodes, folded by :mod:`modelgate.onnx.encoder_cones`. Any other
+use (an ordinal ``LabelEncoder``, a string op, a subgraph, a graph output) leaves that input
+as strings.
 
 Hand-written because neither ONNX nor ONNX Runtime offers this transformation.
 """
@@ -20,11 +22,13 @@ Hand-written because neither ONNX nor ONNX Runtime offers this transformation.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import onnx
 from onnx import TensorProto, helper
+
+from modelgate.onnx.encoder_cones import fold_encoder_cones
 
 __all__ = ["CodedGraph", "code_string_inputs"]
 
@@ -43,11 +47,16 @@ class CodedGraph:
         For each rewritten input, the string each code stands for (code = position).
     unknown_is_error : frozenset of str
         Rewritten inputs whose encoder rejects unknown strings (``zeros=0``).
+    aliases : mapping of str to mapping of str to int
+        For inputs whose string nodes were folded (:mod:`modelgate.onnx.encoder_cones`), the
+        strings coded other than by their position in ``categories`` (``""`` as the imputer's
+        fill value); every other string not among the categories is code ``-1``.
     """
 
     onnx_bytes: bytes
     categories: Mapping[str, tuple[str, ...]]
     unknown_is_error: frozenset[str]
+    aliases: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
 def code_string_inputs(onnx_bytes: bytes) -> CodedGraph:
@@ -101,8 +110,13 @@ def code_string_inputs(onnx_bytes: bytes) -> CodedGraph:
         categories[name] = labels
         if zeros == {0}:
             strict.add(name)
+    strings = {v.name for v in graph.input if v.type.tensor_type.elem_type == TensorProto.STRING}
+    folded = fold_encoder_cones(model, strings - elsewhere - set(categories))
+    categories.update({name: table.labels for name, table in folded.items()})
+    aliases = {name: MappingProxyType(dict(t.aliases)) for name, t in folded.items() if t.aliases}
     data = model.SerializeToString() if categories else onnx_bytes
-    return CodedGraph(data, MappingProxyType(categories), frozenset(strict))
+    return CodedGraph(data, MappingProxyType(categories), frozenset(strict),
+                      MappingProxyType(aliases))
 
 
 def _encoder_categories(node: onnx.NodeProto, name: str) -> tuple[str, ...] | None:

@@ -17,6 +17,8 @@ position), never other values of the row.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -202,9 +204,16 @@ def _category_strings(categories: pd.Index) -> np.ndarray:
     return np.append(_as_strings(categories.to_numpy(dtype=object, copy=True)), "")
 
 
-def _label_codes(labels: pd.Index, strings: np.ndarray) -> np.ndarray:
-    """Position of each string in ``labels`` (-1: not a label), int64."""
-    return labels.get_indexer(pd.Index(strings, dtype=object)).astype(np.int64)
+def _label_codes(labels: pd.Index, strings: np.ndarray,
+                 aliases: Mapping[str, int]) -> np.ndarray:
+    """Code of each string: its ``aliases`` entry, else its position in ``labels`` (-1: not a
+    label), int64."""
+    codes = labels.get_indexer(pd.Index(strings, dtype=object)).astype(np.int64)
+    for i, value in enumerate(strings):  # once per distinct value, not per row
+        code = aliases.get(value) if aliases and isinstance(value, str) else None
+        if code is not None:
+            codes[i] = code
+    return codes
 
 
 def _categorical_feed(feature: Feature, series: pd.Series) -> np.ndarray:
@@ -212,8 +221,11 @@ def _categorical_feed(feature: Feature, series: pd.Series) -> np.ndarray:
 
 
 def code_feed(feature: Feature, series: pd.Series, labels: pd.Index, strict: bool,
-               cache: dict[str, tuple[pd.Index, np.ndarray]]) -> np.ndarray:
-    """The column as int64 codes into ``labels`` (``-1``: not a label), shape ``[N, 1]``.
+               cache: dict[str, tuple[pd.Index, np.ndarray]],
+               aliases: Mapping[str, int] = MappingProxyType({})) -> np.ndarray:
+    """The column as int64 codes into ``labels`` (``-1``: not a label), shape ``[N, 1]``;
+    a string in ``aliases`` takes its code there (``""``, a missing value, as the code of the
+    graph's fill value, :mod:`modelgate.onnx.encoder_cones`).
 
     Codes are computed once per distinct value (a categorical's categories, remembered in
     ``cache`` while the same categories come back, or the factorized strings), so the
@@ -227,7 +239,7 @@ def code_feed(feature: Feature, series: pd.Series, labels: pd.Index, strict: boo
         if hit is not None and hit[0] is categories:
             code_of = hit[1]
         else:
-            code_of = _label_codes(labels, _category_strings(categories))
+            code_of = _label_codes(labels, _category_strings(categories), aliases)
             cache[feature.name] = (categories, code_of)
     else:
         codes, distinct = pd.factorize(series)  # missing values get code -1
@@ -236,7 +248,7 @@ def code_feed(feature: Feature, series: pd.Series, labels: pd.Index, strict: boo
             strings = np.append(distinct.to_numpy(dtype=object), "")  # code -1 -> ""
         else:  # mixed types: 1 and 1.0 are one value to factorize, not to str()
             codes, strings = pd.factorize(_categorical_strings(feature, series))
-        code_of = _label_codes(labels, strings)
+        code_of = _label_codes(labels, strings, aliases)
     fed = code_of.take(codes)  # code -1 takes the last entry: the code of ""
     if strict and code_of.size and code_of.min() < 0 and (fed < 0).any():
         raise refused(

@@ -71,6 +71,8 @@ class ModelScorer:
     gpu_slices: devices.SliceBudget | None = None
     #: Categorical features the session takes as int64 codes: the labels, by code.
     coded: Mapping[str, pd.Index] = dataclasses.field(default_factory=dict)
+    #: Coded features' strings coded other than by their label's position (by feature).
+    aliases: Mapping[str, Mapping[str, int]] = dataclasses.field(default_factory=dict)
     #: Coded features whose encoder rejects unknown values.
     strict: frozenset[str] = frozenset()
     #: Concurrent ``run`` calls one prediction is split over (see SessionSettings).
@@ -106,7 +108,7 @@ class ModelScorer:
                                        for f in self.manifest.features])}
         return {
             f.name: (code_feed(f, frame[f.name], self.coded[f.name], f.name in self.strict,
-                                self._codes_cache)
+                                self._codes_cache, self.aliases.get(f.name, {}))
                      if f.name in self.coded else frame_feed(f, frame[f.name],
                                                               self.input_dtypes.get(f.name)))
             for f in self.manifest.features
@@ -323,7 +325,8 @@ def open_session(model: LoadedModel, settings: SessionSettings | None = None) ->
     return ModelScorer(manifest=model.manifest, session=session, provider=actual,
                        settings=settings, provider_reason=reason,
                        tf32_allowed=on_cuda and settings.allow_tf32, gpu_slices=slices,
-                       coded=labels, strict=coded.unknown_is_error, parallel_runs=runs,
+                       coded=labels, aliases=coded.aliases, strict=coded.unknown_is_error,
+                       parallel_runs=runs,
                        input_dtypes=_numeric_input_dtypes(session))
 
 

@@ -45,6 +45,12 @@ CUDA = devices.CUDA
 #: Rows per parquet batch when none is given: larger on CUDA, where a ``run`` call's fixed
 #: cost (launches, copies) is spread over more rows.
 DEFAULT_BATCH_ROWS = {CPU: 65536, CUDA: 262144}
+#: Output values (rows x output columns) a default batch holds at most. A batch's output is held
+#: two or three times over (the engine's float32 array, the float64 columns, the writer's
+#: buffers), so a wide output (a 1000-class model) takes fewer rows a batch: 4,194 rows of
+#: 1,000 classes is about 32 MB a copy, where 65,536 rows would be 524 MB.
+BATCH_OUTPUT_VALUES = 1 << 22
+_MIN_DEFAULT_BATCH_ROWS = 1024
 PROGRESS_EVERY_S = 5.0
 _CHUNK = 1 << 20
 
@@ -218,6 +224,26 @@ def _output_columns(scorer: ModelScorer, feeds: dict[str, np.ndarray], n: int
     return columns
 
 
+def default_batch_rows(scorer: ModelScorer) -> int:
+    """Rows a batch takes when the caller sets none: the provider's default, fewer for wide
+    outputs (at most :data:`BATCH_OUTPUT_VALUES` output values, at least 1,024 rows).
+
+    The width is the graph's declared last output dimension; an undeclared one counts as 1.
+    """
+    rows = DEFAULT_BATCH_ROWS.get(scorer.provider, DEFAULT_BATCH_ROWS[CPU])
+    width = _declared_output_width(scorer)
+    return max(_MIN_DEFAULT_BATCH_ROWS, min(rows, BATCH_OUTPUT_VALUES // width))
+
+
+def _declared_output_width(scorer: ModelScorer) -> int:
+    for output in scorer.session.get_outputs():
+        if output.name == scorer.manifest.output.name:
+            shape = output.shape or []
+            last = shape[-1] if len(shape) >= 2 else 1
+            return last if isinstance(last, int) and last > 0 else 1
+    return 1
+
+
 def _as_in_file(column: pa.Array, field: pa.Field) -> pa.Array:
     """Undo the dictionary encoding used for reading categorical features."""
     return column if column.type == field.type else column.cast(field.type)
@@ -246,7 +272,7 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
     parquet_path, out_path
         Input and output parquet files.
     batch_rows
-        Rows per batch (>= 1; None: :data:`DEFAULT_BATCH_ROWS` for the scorer's provider).
+        Rows per batch (>= 1; None: :func:`default_batch_rows`).
     id_column
         Input column copied to the output first (None: none).
     keep_columns
@@ -269,7 +295,7 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
         Unreadable/corrupt parquet (names the file), no rows, missing or invalid columns.
     """
     if batch_rows is None:
-        batch_rows = DEFAULT_BATCH_ROWS.get(scorer.provider, DEFAULT_BATCH_ROWS[CPU])
+        batch_rows = default_batch_rows(scorer)
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise ScoringError(f"batch_rows: expected a positive integer, got {batch_rows!r}")
     src, out = Path(parquet_path), Path(out_path)

@@ -3,7 +3,8 @@
 ``binary(elem)``: one input ``x`` of ONNX type ``elem`` -> p = logistic(x / 1000), output
 ``probabilities`` ``[1 - p, p]``. ``three_class()``: x (FLOAT) -> softmax([x, 0, -x]) over
 classes 0, 1, 2. The expected scores are therefore ``scipy.special.expit`` and
-``scipy.special.softmax`` of the inputs, independent of the scorer.
+``scipy.special.softmax`` of the inputs, independent of the scorer. ``wide_class_graph(width)``:
+x (FLOAT) -> softmax(x * w) with ``w = linspace(-1, 1, width)``, a declared ``[None, width]`` output.
 """
 
 from __future__ import annotations
@@ -50,6 +51,14 @@ def three_class_graph() -> bytes:
              helper.make_node("Concat", ["x", "o", "n"], ["logits"], axis=1),
              helper.make_node("Softmax", ["logits"], ["probabilities"], axis=1)]
     return _model(nodes, x, 3, [helper.make_tensor("zero", TensorProto.FLOAT, [1, 1], [0.0])])
+
+
+def wide_class_graph(width: int) -> bytes:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 1])
+    weights = [-1.0 + 2.0 * k / (width - 1) for k in range(width)]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["logits"]),
+             helper.make_node("Softmax", ["logits"], ["probabilities"], axis=1)]
+    return _model(nodes, x, width, [helper.make_tensor("w", TensorProto.FLOAT, [1, width], weights)])
 
 
 def archive(where: Path, onnx_bytes: bytes, **manifest: Any) -> LoadedModel:

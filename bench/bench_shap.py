@@ -1,4 +1,4 @@
-"""Benchmark: batched permutation SHAP (modelgate.reports.explain) vs shap's explainers.
+"""Benchmark: batched permutation SHAP (modelgate.reports.explanation) vs shap's explainers.
 
 One ONNX model (scikit-learn MLP pipeline on 6 numeric + 3 categorical raw columns,
 converted with skl2onnx, scored by onnxruntime), one background of 100 rows, one budget
@@ -41,7 +41,7 @@ import onnx
 import onnxruntime as ort
 import pandas as pd
 import shap
-from modelgate.reports.explain import explain
+from modelgate.reports.explanation import explain
 from skl2onnx import convert_sklearn
 from skl2onnx.common.data_types import FloatTensorType, StringTensorType
 from sklearn.compose import ColumnTransformer

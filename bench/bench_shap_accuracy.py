@@ -53,10 +53,10 @@ import numpy as np
 import onnxruntime as ort
 import pandas as pd
 import shap
-from modelgate.reports.explain import choose_algorithm, explain
 from modelgate.reports.explain_errors import interval_quantile, pooled_standard_errors
 from modelgate.reports.explain_estimators import exact_values, permutation_values
 from modelgate.reports.explain_masking import MaskedEvaluator
+from modelgate.reports.explanation import choose_algorithm, explain
 from skl2onnx import convert_sklearn
 from skl2onnx.common.data_types import FloatTensorType
 from sklearn.exceptions import ConvergenceWarning

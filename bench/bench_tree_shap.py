@@ -9,7 +9,7 @@ against a background of 100 rows. Side by side:
   with and without reading the graph;
 * shap: ``shap.TreeExplainer(model, data=background, feature_perturbation="interventional")``
   on the ORIGINAL LightGBM model (exact, margin space; the oracle);
-* permutation: :func:`modelgate.reports.explain.explain` with ``algorithm="permutation"``
+* permutation: :func:`modelgate.reports.explanation.explain` with ``algorithm="permutation"``
   (10 antithetic pairs, what ``auto`` picks at 37 features) on the ONNX Runtime session, in
   ``output="logit"`` (log-odds averaged over the background: the same quantity as the
   margin-space values, so its error against the exact values is measured directly).
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 import pandas as pd
-from modelgate.reports.explain import explain
+from modelgate.reports.explanation import explain
 from modelgate.reports.onnx_trees import read_tree_ensemble
 from modelgate.reports.tree_shap import interventional_tree_shap
 

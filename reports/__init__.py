@@ -4,9 +4,10 @@ chart renderers; plain views in, HTML and images out.
 This is the core's public surface: what the pipelines, the CLI, the DAGs and the benchmarks use,
 imported from here (``from modelgate.reports import ...``; tests/layers/test_import_layers.py fails on an
 inner module imported from outside the core). A name is imported from its module on first use (PEP
-562), so importing the package or one inner module loads no other (POT, matplotlib, jinja2 and ONNX
-are slow to import); a name its module shares (``explain``, ``explain_trees``, ``shap_summary``) is
-bound at import, since the submodule, once imported, would otherwise take the attribute.
+562), so importing the package or one inner module loads no other (pandas, scipy, POT, matplotlib,
+jinja2 and ONNX are slow to import, and every Airflow task process that imports the package would
+pay for them). No module is named like a public name (``explain`` lives in ``explanation``), since
+a submodule, once imported, would take the package attribute of its name.
 """
 
 from __future__ import annotations
@@ -14,10 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from modelgate.lazy_exports import lazy_exports
-
-from .explain import explain
-from .explain_trees import explain_trees
-from .shap_summary import shap_summary
 
 if TYPE_CHECKING:
     from .drift_views import (
@@ -29,26 +26,27 @@ if TYPE_CHECKING:
         JointDriftRow,
         QuarantineRow,
     )
-    from .explain import (
+    from .exact_explanation import GraphModel, check_trees, explain_trees
+    from .explain_errors import interval_quantile, interval_words, pooled_standard_errors
+    from .explain_estimators import exact_values, permutation_values
+    from .explain_masking import MaskedEvaluator
+    from .explanation import (
         DEFAULT_N_PERMUTATIONS,
         Explanation,
         choose_algorithm,
+        explain,
         explain_class,
         global_importance,
         importance_standard_errors,
         select_error_rows,
         select_rows,
     )
-    from .explain_errors import interval_quantile, interval_words, pooled_standard_errors
-    from .explain_estimators import exact_values, permutation_values
-    from .explain_masking import MaskedEvaluator
-    from .explain_trees import GraphModel, check_trees
     from .html import render_drift_report, render_evaluation_report, render_model_index
     from .index_views import IndexRow, IndexVerdict, ModelIndexView
     from .onnx_linear import read_linear_model
     from .onnx_trees import UnsupportedGraph, read_tree_ensemble
     from .segment_views import SegmentRow, SegmentSection, WeakSliceRow
-    from .shap_summary import GroupShap, ShapSummary, shap_by_group
+    from .shap_summaries import GroupShap, ShapSummary, shap_by_group, shap_summary
     from .summary_views import (
         EstimateRow,
         GroupShapSection,
@@ -74,22 +72,24 @@ if TYPE_CHECKING:
 
 #: Public name -> (module, name in the module), imported on first use.
 _LAZY = {
-    "DEFAULT_N_PERMUTATIONS": ("explain", "DEFAULT_N_PERMUTATIONS"),
-    "Explanation": ("explain", "Explanation"),
-    "choose_algorithm": ("explain", "choose_algorithm"),
-    "explain_class": ("explain", "explain_class"),
-    "global_importance": ("explain", "global_importance"),
-    "importance_standard_errors": ("explain", "importance_standard_errors"),
-    "select_error_rows": ("explain", "select_error_rows"),
-    "select_rows": ("explain", "select_rows"),
+    "DEFAULT_N_PERMUTATIONS": ("explanation", "DEFAULT_N_PERMUTATIONS"),
+    "Explanation": ("explanation", "Explanation"),
+    "choose_algorithm": ("explanation", "choose_algorithm"),
+    "explain": ("explanation", "explain"),
+    "explain_class": ("explanation", "explain_class"),
+    "global_importance": ("explanation", "global_importance"),
+    "importance_standard_errors": ("explanation", "importance_standard_errors"),
+    "select_error_rows": ("explanation", "select_error_rows"),
+    "select_rows": ("explanation", "select_rows"),
     "interval_quantile": ("explain_errors", "interval_quantile"),
     "interval_words": ("explain_errors", "interval_words"),
     "pooled_standard_errors": ("explain_errors", "pooled_standard_errors"),
     "exact_values": ("explain_estimators", "exact_values"),
     "permutation_values": ("explain_estimators", "permutation_values"),
     "MaskedEvaluator": ("explain_masking", "MaskedEvaluator"),
-    "GraphModel": ("explain_trees", "GraphModel"),
-    "check_trees": ("explain_trees", "check_trees"),
+    "GraphModel": ("exact_explanation", "GraphModel"),
+    "check_trees": ("exact_explanation", "check_trees"),
+    "explain_trees": ("exact_explanation", "explain_trees"),
     "render_drift_report": ("html", "render_drift_report"),
     "render_evaluation_report": ("html", "render_evaluation_report"),
     "render_model_index": ("html", "render_model_index"),
@@ -99,9 +99,10 @@ _LAZY = {
     "SegmentRow": ("segment_views", "SegmentRow"),
     "SegmentSection": ("segment_views", "SegmentSection"),
     "WeakSliceRow": ("segment_views", "WeakSliceRow"),
-    "GroupShap": ("shap_summary", "GroupShap"),
-    "ShapSummary": ("shap_summary", "ShapSummary"),
-    "shap_by_group": ("shap_summary", "shap_by_group"),
+    "GroupShap": ("shap_summaries", "GroupShap"),
+    "ShapSummary": ("shap_summaries", "ShapSummary"),
+    "shap_by_group": ("shap_summaries", "shap_by_group"),
+    "shap_summary": ("shap_summaries", "shap_summary"),
     "EstimateRow": ("summary_views", "EstimateRow"),
     "GroupShapSection": ("summary_views", "GroupShapSection"),
     "LabelledPerformance": ("summary_views", "LabelledPerformance"),

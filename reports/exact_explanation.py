@@ -17,7 +17,7 @@ the model's margin, not always the probability:
       explained (the softmax's input), not its probability.
     * ``"value"``: a regressor.
 
-The background is subsampled as :func:`modelgate.reports.explain.explain` does (same seed,
+The background is subsampled as :func:`modelgate.reports.explanation.explain` does (same seed,
 same rows). Before any value is trusted, the trees' own output (margin columns through
 the graph's transform) is checked against the graph's output on every explained and
 background row: a graph whose output is not the trees' (post-processing after them) raises
@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from .explain import (
+from .explanation import (
     ADDITIVITY_TOLERANCE,
     DEFAULT_BACKGROUND_SIZE,
     DEFAULT_MAX_ROWS,
@@ -117,7 +117,7 @@ def explain_trees(
     regression : bool, default False
         Whether the graph is a regressor (its space is ``"value"``).
     seed, background_size, max_rows
-        As for :func:`~modelgate.reports.explain.explain` (the same background subsample).
+        As for :func:`~modelgate.reports.explanation.explain` (the same background subsample).
 
     Returns
     -------
@@ -215,7 +215,7 @@ def _numeric(frame: pd.DataFrame, feats: tuple[str, ...], name: str) -> npt.NDAr
 
 
 def _subsample(background: pd.DataFrame, size: int, rng: np.random.Generator) -> pd.DataFrame:
-    """As :func:`modelgate.reports.explain.explain` subsamples (the same rows for a seed)."""
+    """As :func:`modelgate.reports.explanation.explain` subsamples (the same rows for a seed)."""
     if len(background) <= size:
         return background
     return background.iloc[np.sort(rng.choice(len(background), size=size, replace=False))]

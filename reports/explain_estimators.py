@@ -1,4 +1,4 @@
-"""The two SHAP estimators behind :func:`modelgate.reports.explain.explain`.
+"""The two SHAP estimators behind :func:`modelgate.reports.explanation.explain`.
 
 ``exact_values``
     Exact Shapley values: every one of the ``2**M`` coalitions of every row is evaluated

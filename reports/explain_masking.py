@@ -8,7 +8,7 @@ once and counted with its multiplicity, which gives the same values with fewer m
 whether that pays is decided from a sample of the inputs (it does not change the values).
 Inputs are identical when every float column has the same bits and every other column
 compares equal. With ``output="logit"`` each model output is turned into log-odds BEFORE
-averaging (see :mod:`modelgate.reports.explain`).
+averaging (see :mod:`modelgate.reports.explanation`).
 
 Exact: the means are the plain means over every (row, coalition, background row) input.
 """

@@ -55,7 +55,7 @@ from .explain_rows import Reason, RowSelection, select_error_rows, select_rows
 
 Algorithm = Literal["permutation", "exact", "auto"]
 #: ``"tree_interventional"`` / ``"linear_interventional"``: exact values read from a
-#: tree-ensemble or linear graph (:mod:`modelgate.reports.explain_trees`), never chosen by
+#: tree-ensemble or linear graph (:mod:`modelgate.reports.exact_explanation`), never chosen by
 #: :func:`choose_algorithm`.
 Chosen = Literal["permutation", "exact", "tree_interventional", "linear_interventional"]
 #: The space an Explanation's values are in: the masker's outputs, or a tree ensemble's
@@ -150,7 +150,7 @@ class Explanation:
         Raw feature values of the explained rows (for display).
     output : {"probability", "logit", "value", "margin"}
         Space in which the model output was explained (``"margin"``: a multiclass tree
-        ensemble's raw class score, see :mod:`modelgate.reports.explain_trees`).
+        ensemble's raw class score, see :mod:`modelgate.reports.exact_explanation`).
     algorithm : {"exact", "permutation", "tree_interventional", "linear_interventional"}
         Algorithm actually used: exact values (all coalitions, or read from the trees or
         the linear model), or an estimate.

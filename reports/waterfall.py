@@ -27,8 +27,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-from .explain import Explanation
 from .explain_errors import interval_quantile, interval_words
+from .explanation import Explanation
 
 __all__ = ["uncertain_sign", "waterfall_png"]
 
@@ -49,7 +49,7 @@ def waterfall_png(
     Parameters
     ----------
     explanation : Explanation
-        Result of :func:`modelgate.reports.explain.explain`.
+        Result of :func:`modelgate.reports.explanation.explain`.
     row_index : int
         Row of ``explanation`` to draw (0-based, negative counts from the end).
     max_display : int, default 10
@@ -71,7 +71,7 @@ def waterfall_png(
     Examples
     --------
     >>> import numpy as np, pandas as pd
-    >>> from modelgate.reports.explain import explain
+    >>> from modelgate.reports.explanation import explain
     >>> predict = lambda f: 1 / (1 + np.exp(-(f["a"] + 2 * f["b"]).to_numpy()))
     >>> bg = pd.DataFrame({"a": [0.0, 1.0], "b": [0.0, 1.0]})
     >>> png = waterfall_png(explain(predict, bg, bg, features=["a", "b"]), 1)

@@ -3,10 +3,10 @@ its graph allows, else the masker's.
 
 A graph that is one tree ensemble (or one linear model) on the raw features, whose output
 is that model node's own on the rows at hand, is explained exactly from it
-(:func:`modelgate.reports.explain_trees.explain_trees`, ``algorithm="tree_interventional"``
+(:func:`modelgate.reports.exact_explanation.explain_trees`, ``algorithm="tree_interventional"``
 or ``"linear_interventional"``).
-Any other graph goes to :func:`modelgate.reports.explain.explain` /
-:func:`~modelgate.reports.explain.explain_class` as before, and :class:`TreeRoute` keeps the
+Any other graph goes to :func:`modelgate.reports.explanation.explain` /
+:func:`~modelgate.reports.explanation.explain_class` as before, and :class:`TreeRoute` keeps the
 reason, which the CLI's JSON (``algorithm_note``) and the report show. The CLI's
 ``explain`` and the evaluation pipeline's explain step both decide here.
 """

@@ -31,6 +31,10 @@ MOVED_MODULES = {
     "modelgate.pipelines.evaluation_runner": f"{_EVALUATION}.runner",
     **{f"modelgate.pipelines.{name}": f"{_EVALUATION}.{name}" for name in (
         "attempts", "fairness_records", "partitions", "policy_provenance", "run_keys", "shap_report")},
+    # renamed so that no reports module shares a public function's name (Explanation, ShapSummary)
+    "modelgate.reports.explain": "modelgate.reports.explanation",
+    "modelgate.reports.explain_trees": "modelgate.reports.exact_explanation",
+    "modelgate.reports.shap_summary": "modelgate.reports.shap_summaries",
 }
 
 #: The classes of the former ``evaluate`` module (split by idea) -> the module each lives in now.

@@ -14,7 +14,7 @@ from modelgate.drift.attribution import (
     attribution_shares,
     build_attribution_reference,
 )
-from modelgate.reports.explain import explain
+from modelgate.reports.explanation import explain
 
 WEIGHTS = {"income": 3.0, "age": 1.0, "tenure": 0.5}
 

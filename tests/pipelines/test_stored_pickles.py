@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from modelgate.reports.explanation import ExplanationBudget
 
 from modelgate.pipelines import stored_pickles
 from modelgate.pipelines.drift.estimation import EstimationReference
@@ -28,7 +29,8 @@ def stored_under(obj: object, former_module: str) -> bytes:
     (RunRef(7, "dag__run"), "modelgate.pipelines.evaluate"),
     (CheckedPolicy(None, "ab" * 32), "modelgate.pipelines.evaluate"),
     (CheckedPolicy(None, "cd" * 32), "modelgate.pipelines.evaluation.evaluate"),
-], ids=["estimation-reference", "run-ref", "checked-policy", "checked-policy-2"])
+    (ExplanationBudget(24, 2, 100, 2000), "modelgate.reports.explain"),
+], ids=["estimation-reference", "run-ref", "checked-policy", "checked-policy-2", "explanation-budget"])
 def test_a_class_stored_under_its_former_module_loads_from_where_it_is_now(obj: object, former: str) -> None:
     data = stored_under(obj, former)
     with pytest.raises(ModuleNotFoundError, match=former.replace(".", r"\.")):

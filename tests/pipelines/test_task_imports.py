@@ -50,6 +50,12 @@ def test_the_dag_file_and_the_task_wrapper_import_nothing_heavy() -> None:
     assert loaded_by(WRAPPER, HEAVY) == []
 
 
+def test_the_reports_package_imports_nothing_heavy() -> None:
+    """Its public names load on first use (issue #42 item 3): a task that imports the package for
+    one view pays for no data frames, statistics, engine or charts."""
+    assert loaded_by(("modelgate.reports",), HEAVY) == []
+
+
 @pytest.mark.e2e  # pandas and scipy load: about 1-2 s of CPU, kept out of the fast tier
 def test_the_tasks_that_run_no_model_import_no_scoring_engine_or_charts() -> None:
     steps = tuple(f"modelgate.pipelines.evaluation.{m}" for m in RESULT_STEPS)

@@ -1,4 +1,4 @@
-"""Tests for modelgate.reports.explain and modelgate.reports.waterfall.
+"""Tests for modelgate.reports.explanation and modelgate.reports.waterfall.
 
 Expected values come from shap's own explainers (ExactExplainer, PermutationExplainer) and
 from the closed form of a logistic regression in log-odds space; the model is a real
@@ -18,7 +18,7 @@ import pytest
 import shap
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from modelgate.reports.explain import (
+from modelgate.reports.explanation import (
     AdditivityError,
     Explanation,
     _check_additivity,
@@ -364,7 +364,7 @@ def test_auto_is_exact_within_the_evaluation_budget(
 ) -> None:
     """Exact for M <= 10, and for M <= 16 while 2**M x background x rows <= 2**25; by hand:
     2**15 * 100 * 10 = 32,768,000 <= 33,554,432 < 2**15 * 100 * 11; 2**16 * 16 * 32 = 2**25."""
-    from modelgate.reports.explain import choose_algorithm
+    from modelgate.reports.explanation import choose_algorithm
 
     assert choose_algorithm(m, n_background, n_rows) == expected
     if expected == "permutation":
@@ -628,7 +628,7 @@ def test_additivity_error_names_worst_row() -> None:
 
 def _hand_explanation(values: list[list[float]], raw: list[list[object]]) -> Explanation:
     v = np.array(values, dtype=np.float64)
-    from modelgate.reports.explain import ExplanationBudget
+    from modelgate.reports.explanation import ExplanationBudget
 
     return Explanation(
         features=tuple(f"f{i}" for i in range(v.shape[1])),

@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats
-from modelgate.reports.explain import explain
 from modelgate.reports.explain_errors import (
     PRIOR_DF,
     interval_quantile,
@@ -23,6 +22,7 @@ from modelgate.reports.explain_errors import (
 )
 from modelgate.reports.explain_estimators import permutation_values
 from modelgate.reports.explain_masking import MaskedEvaluator
+from modelgate.reports.explanation import explain
 
 
 def test_a_value_whose_pairs_agree_keeps_a_share_of_the_pooled_variance() -> None:

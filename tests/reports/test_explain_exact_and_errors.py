@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 import scipy.stats
 import shap
-from modelgate.reports.explain import choose_algorithm, explain, explain_class, importance_standard_errors
 from modelgate.reports.explain_errors import interval_quantile
+from modelgate.reports.explanation import choose_algorithm, explain, explain_class, importance_standard_errors
 from modelgate.reports.waterfall import _draw, uncertain_sign
 from skl2onnx import convert_sklearn
 from skl2onnx.common.data_types import FloatTensorType

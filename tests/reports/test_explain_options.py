@@ -1,4 +1,4 @@
-"""Options of ``reports/explain.py`` at and just past their limits, on a two-feature toy model
+"""Options of ``reports/explanation.py`` at and just past their limits, on a two-feature toy model
 whose exact SHAP values are known in closed form (the module's mutation survivors,
 tests/MUTATION.md)."""
 
@@ -9,7 +9,7 @@ import inspect
 import numpy as np
 import pandas as pd
 import pytest
-from modelgate.reports.explain import explain, explain_class
+from modelgate.reports.explanation import explain, explain_class
 
 BG = pd.DataFrame({"a": [0.0, 1.0], "b": [0.0, 1.0]})
 
@@ -61,7 +61,7 @@ def test_the_explanation_s_arrays_are_read_only() -> None:
 
 
 def test_up_to_10_features_are_exact_whatever_the_budget() -> None:
-    from modelgate.reports.explain import choose_algorithm
+    from modelgate.reports.explanation import choose_algorithm
 
     # 2**3 * 1000 * 50 = 400,000 evaluations, far above a budget of 1: exact all the same
     assert choose_algorithm(3, 1000, 50, exact_budget=1) == "exact"
@@ -83,7 +83,7 @@ def test_explain_class_refuses_a_class_past_the_last() -> None:
 def test_choose_algorithm_refuses_an_unknown_name(algorithm: object) -> None:
     # a bug, fixed: choose_algorithm took any name, and for a model too large for exact values
     # an unknown one came back "permutation"
-    from modelgate.reports.explain import choose_algorithm
+    from modelgate.reports.explanation import choose_algorithm
 
     for size in ((3, 10, 10), (14, 100, 50)):
         with pytest.raises(ValueError) as caught:

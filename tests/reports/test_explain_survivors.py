@@ -1,4 +1,4 @@
-"""Cases for the mutation survivors of ``reports/explain.py`` (its full session; the partial
+"""Cases for the mutation survivors of ``reports/explanation.py`` (its full session; the partial
 one's are in test_explain_options.py). Oracles: closed-form SHAP values of linear log-odds
 models (``SHAP_i = w_i (x_i - mean_background(x_i))``), brute force over every coalition,
 and hand-worked sets and counts."""
@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from modelgate.reports.explain import (
+from modelgate.reports.explanation import (
     AdditivityError,
     Explanation,
     ExplanationBudget,
@@ -21,7 +21,7 @@ from modelgate.reports.explain import (
     explain_class,
     importance_standard_errors,
 )
-from modelgate.reports.explain import _check_additivity as check_additivity
+from modelgate.reports.explanation import _check_additivity as check_additivity
 
 BG = pd.DataFrame({"a": [0.0, 1.0], "b": [0.0, 1.0]})
 

@@ -11,7 +11,7 @@ import pytest
 import shap
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/support/model_zoo.py
-from modelgate.reports.explain import explain, explain_class  # noqa: E402
+from modelgate.reports.explanation import explain, explain_class  # noqa: E402
 from support.model_zoo import FEATURES, build  # noqa: E402
 
 from modelgate.onnx.artifact import package, verify  # noqa: E402

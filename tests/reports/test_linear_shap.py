@@ -11,7 +11,7 @@ import numpy as np
 import onnxruntime as ort
 import pandas as pd
 import pytest
-from modelgate.reports.explain_trees import explain_trees
+from modelgate.reports.exact_explanation import explain_trees
 from modelgate.reports.onnx_linear import linear_shap, read_linear_model
 from modelgate.reports.onnx_trees import UnsupportedGraph
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from modelgate.reports import waterfall
-from modelgate.reports.explain import explain
+from modelgate.reports.explanation import explain
 from modelgate.reports.html import render_evaluation_report
 from modelgate.reports.shap_charts import space_axis_label
 from modelgate.reports.views import EvaluationReportView, GateView

@@ -50,7 +50,7 @@ def test_explain_reads_trees_and_linear_models_exactly_and_says_why_not(
 def test_attribution_drift_explains_a_tree_model_exactly_in_log_odds(tmp_path: Path) -> None:
     """The drift pipeline's SHAP values of a LightGBM graph come from its trees; the oracle is
     brute force over all 2**3 coalitions in log-odds (the masker's exact algorithm)."""
-    from modelgate.reports.explain import explain
+    from modelgate.reports.explanation import explain
 
     from modelgate.onnx.artifact import verify
     from modelgate.onnx.scoring import open_session

@@ -13,9 +13,9 @@ from html import unescape
 import numpy as np
 import pandas as pd
 import pytest
-from modelgate.reports.explain import explain
+from modelgate.reports.explanation import explain
 from modelgate.reports.html import render_evaluation_report
-from modelgate.reports.shap_summary import shap_by_group, shap_summary
+from modelgate.reports.shap_summaries import shap_by_group, shap_summary
 from modelgate.reports.views import EvaluationReportView, GateView
 from scipy import stats
 

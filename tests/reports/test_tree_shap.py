@@ -16,7 +16,7 @@ import numpy as np
 import onnxruntime as ort
 import pandas as pd
 import pytest
-from modelgate.reports.explain_trees import explain_trees
+from modelgate.reports.exact_explanation import explain_trees
 from modelgate.reports.onnx_trees import UnsupportedGraph, read_tree_ensemble, tree_scores
 from modelgate.reports.tree_shap import interventional_tree_shap
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from modelgate.reports.explain import Explanation, explain
+from modelgate.reports.explanation import Explanation, explain
 from modelgate.reports.waterfall import _draw, waterfall_png
 
 

@@ -196,7 +196,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_paired_delta_intervals.py",
         "tests/evaluation/test_ovr_auc_interval.py",
     ),
-    "reports/explain.py": (
+    "reports/explanation.py": (
         "tests/reports/test_explain_options.py",  # first: its small cases kill soonest
         "tests/reports/test_explain_survivors.py",
         "tests/reports/test_explain.py",
@@ -228,7 +228,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "reports/tree_shap.py": ("tests/reports/test_tree_shap.py",),
     "reports/onnx_trees.py": ("tests/reports/test_tree_shap.py", "tests/reports/test_linear_shap.py"),
     "reports/onnx_linear.py": ("tests/reports/test_linear_shap.py",),
-    "reports/explain_trees.py": ("tests/reports/test_tree_shap.py", "tests/reports/test_linear_shap.py"),
+    "reports/exact_explanation.py": ("tests/reports/test_tree_shap.py", "tests/reports/test_linear_shap.py"),
 }
 # A mutant that makes the tests loop is killed after this many seconds.
 TIMEOUT_S = 120

@@ -1,9 +1,9 @@
 """The evaluation report's SHAP summaries: computed in the explain step, shown by the report step.
 
 The summaries describe the rows explained for the global importance (the same seeded sample):
-the beeswarm data (:func:`modelgate.reports.shap_summary.shap_summary`) and, per sensitive
+the beeswarm data (:func:`modelgate.reports.shap_summaries.shap_summary`) and, per sensitive
 feature, mean SHAP and mean ``|SHAP|`` per group
-(:func:`modelgate.reports.shap_summary.shap_by_group`). The group of each row is read from the
+(:func:`modelgate.reports.shap_summaries.shap_by_group`). The group of each row is read from the
 scores file, which keeps every sensitive column whether or not the model reads it.
 """
 

@@ -28,19 +28,35 @@ References
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from modelgate.intervals import interval_holding, logit_wald_interval
 
-from .bootstrap_cells import delong_variance
 from .metric_intervals import _t_over_z, constant_mean_interval
-from .metrics import METRIC_NAMES, MetricEstimate
-from .performance import _point_metrics
-from .sufficient import FALLBACK_GRID, EvaluationStatistics, ModelStatistics, ScoreTable
+from .metrics import METRIC_NAMES, MetricEstimate, undefined_reasons
+from .rest_sums import (
+    RocSums,
+    TotalTable,
+    delong_from_sums,
+    rest_roc_sums,
+    table_roc_sums,
+    total_table,
+)
+from .sufficient import (
+    FALLBACK_GRID,
+    MAX_DISTINCT,
+    EvaluationStatistics,
+    ModelStatistics,
+    ScoreTable,
+    _merge_models,
+)
 from .weakest_slices import wilson_ends
 
-__all__ = ["closed_form_estimates", "hall_mean_interval", "loss_power_sums", "rest_of"]
+__all__ = ["ColumnTotal", "closed_form_estimates", "column_total", "hall_mean_interval",
+           "loss_power_sums", "rest_estimates", "rest_of"]
 
 
 def hall_mean_interval(n: float, s1: float, s2: float, s3: float,
@@ -116,8 +132,10 @@ def loss_power_sums(stats: EvaluationStatistics) -> np.ndarray:
         sums = table.loss_sums[:, column]
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = np.where(counts > 0, sums / counts, 0.0)
-        out[column] = (counts.sum(), sums.sum(), float(np.dot(sums, mean)),
-                       float(np.dot(sums, mean * mean)))
+        # elementwise products summed, not np.dot: BLAS threads a dot of this length and,
+        # on a loaded machine, waits milliseconds for them (most of a segment's cost)
+        out[column] = (counts.sum(), sums.sum(), float((sums * mean).sum()),
+                       float((sums * mean * mean).sum()))
     return out
 
 
@@ -128,7 +146,8 @@ def closed_form_estimates(stats: ModelStatistics, power_sums: np.ndarray,
     Parameters
     ----------
     stats : ModelStatistics
-        The candidate's statistics of one segment (or rest: :func:`rest_of`).
+        The candidate's statistics of one segment (or rest: :func:`rest_of`, or
+        :func:`rest_estimates` without building the rest's table).
     power_sums : ndarray of shape (2, 4)
         :func:`loss_power_sums` of the same rows (a rest's: the total's minus the
         segment's).
@@ -150,8 +169,119 @@ def closed_form_estimates(stats: ModelStatistics, power_sums: np.ndarray,
     >>> round(e.value, 4), round(e.ci_lower, 4), round(e.ci_upper, 4)  # Wilson, 100 of 120
     (0.8333, 0.7565, 0.8894)
     """
-    m = stats
-    values, reasons = _point_metrics(m)
+    return _estimates(stats, table_roc_sums(stats.scores.neg, stats.scores.pos), power_sums,
+                      confidence_level)
+
+
+#: The score table of a rest built by :func:`rest_estimates` (its ROC sums come
+#: separately) and of the counts merged by :func:`column_total`.
+_NO_TABLE = ScoreTable(np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnTotal:
+    """A segment column's total (every row) with what each segment's rest is read from."""
+
+    stats: ModelStatistics
+    table: TotalTable
+    power_sums: np.ndarray
+
+
+def column_total(parts: Sequence[EvaluationStatistics],
+                 same_rows: ColumnTotal | None = None) -> ColumnTotal:
+    """The total of a column's segments: the candidate's statistics merged, prefix sums and
+    loss power sums (the segments partition the rows, so this is every row's).
+
+    ``same_rows``: the total of another column over the same rows (every column of one
+    :func:`~.segment_statistics.collect_segments` or ``merge_segments``), whose score
+    table and prefix sums are this column's too (counts add exactly in any order), so only
+    the float sums are merged again, in this column's order.  Taken when both tables are
+    exact, or both on the fallback grid because some segment's table is (the merge of the
+    same rows' tables then gives the same table); otherwise this column's is merged.
+
+    Examples
+    --------
+    >>> from modelgate.evaluation.sufficient import collect
+    >>> t = column_total([collect([0, 1], [0.2, 0.9], threshold=0.5),
+    ...                   collect([1, 0], [0.4, 0.7], threshold=0.5)])
+    >>> t.stats.n, t.table.sums.twice_u, float(t.power_sums[1, 0])
+    (4, 6, 4.0)
+    """
+    sums = np.sum([loss_power_sums(p) for p in parts], axis=0)
+    # the candidate's statistics only: the rests need no bootstrap table
+    on_grid = any(p.candidate.scores.grid for p in parts)
+    if same_rows is None or bool(same_rows.stats.scores.grid) != on_grid:
+        stats = _merge_models([p.candidate for p in parts], MAX_DISTINCT)
+        return ColumnTotal(stats, total_table(stats.scores.keys, stats.scores.neg,
+                                              stats.scores.pos), sums)
+    counts = _merge_models([replace(p.candidate, scores=_NO_TABLE) for p in parts], MAX_DISTINCT)
+    shared = same_rows.stats
+    if (counts.n, counts.n_pos, counts.tp, counts.fp) != (shared.n, shared.n_pos, shared.tp, shared.fp):
+        raise ValueError(f"segment columns over different rows: {counts.n:,} rows, {counts.n_pos:,} "
+                         f"positives against {shared.n:,} and {shared.n_pos:,}")
+    return ColumnTotal(replace(counts, scores=shared.scores), same_rows.table, sums)
+
+
+def rest_estimates(total: ColumnTotal, part: ModelStatistics, part_sums: np.ndarray,
+                   confidence_level: float) -> dict[str, MetricEstimate]:
+    """:func:`closed_form_estimates` of the rows of ``total`` not in ``part``, in O(part's keys).
+
+    Equal to ``closed_form_estimates(rest_of(total.stats, part), total.power_sums -
+    part_sums, confidence_level)`` (the AUC bit for bit, DeLong's variance to rounding)
+    without building the rest's score table: :func:`~.rest_sums.rest_roc_sums`.
+
+    Examples
+    --------
+    >>> from modelgate.evaluation.sufficient import collect
+    >>> a = collect([0, 1, 1, 0], [0.2, 0.9, 0.4, 0.3], threshold=0.5)
+    >>> b = collect([1, 0, 1, 0], [0.4, 0.7, 0.8, 0.1], threshold=0.5)
+    >>> t = column_total([a, b])
+    >>> rest_estimates(t, a.candidate, loss_power_sums(a), 0.95)["roc_auc"].value  # b's
+    0.75
+    """
+    scores = part.scores
+    at = np.searchsorted(total.table.keys, scores.keys)
+    neg, pos = scores.neg, scores.pos
+    if total.stats.scores.grid and not scores.grid:  # the part's scores pooled as the total's
+        cell = np.minimum(np.floor(scores.keys * FALLBACK_GRID), FALLBACK_GRID - 1)
+        cells, inverse = np.unique(np.searchsorted(total.table.keys, cell), return_inverse=True)
+        at = cells
+        neg = np.bincount(inverse, weights=scores.neg, minlength=cells.size).astype(np.int64)
+        pos = np.bincount(inverse, weights=scores.pos, minlength=cells.size).astype(np.int64)
+    t = total.stats
+    rest = ModelStatistics(
+        threshold=t.threshold, n=t.n - part.n, n_pos=t.n_pos - part.n_pos, tp=t.tp - part.tp,
+        fp=t.fp - part.fp, log_loss_sum=t.log_loss_sum - part.log_loss_sum,
+        squared_error_sum=t.squared_error_sum - part.squared_error_sum,
+        scores=_NO_TABLE, calibration_n=t.calibration_n - part.calibration_n,
+        calibration_score_sum=t.calibration_score_sum - part.calibration_score_sum,
+        calibration_label_sum=t.calibration_label_sum - part.calibration_label_sum)
+    return _estimates(rest, rest_roc_sums(total.table, at, neg, pos),
+                      total.power_sums - part_sums, confidence_level)
+
+
+def _point_values(m: ModelStatistics, twice_u: int) -> tuple[dict[str, float], dict[str, str | None]]:
+    """The point metrics as :func:`~.performance._point_metrics` computes them, the AUC from ``2 U``."""
+    n, n_pos, tp, fp = m.n, m.n_pos, m.tp, m.fp
+
+    def ratio(num: float, den: float) -> float:
+        return num / den if den else float("nan")
+
+    values = {
+        "roc_auc": ratio(twice_u, 2 * n_pos * (n - n_pos)),
+        "accuracy": ratio(n - n_pos - fp + tp, n),
+        "precision": ratio(tp, tp + fp),
+        "recall": ratio(tp, n_pos),
+        "f1": ratio(2 * tp, tp + fp + n_pos),
+        "log_loss": m.log_loss_sum / n,
+        "brier": m.squared_error_sum / n,
+    }
+    return values, undefined_reasons(n, n_pos, tp, fp)
+
+
+def _estimates(m: ModelStatistics, roc: RocSums, power_sums: np.ndarray,
+               confidence_level: float) -> dict[str, MetricEstimate]:
+    values, reasons = _point_values(m, roc.twice_u)
     n, n_pos, tp, fp = m.n, m.n_pos, m.tp, m.fp
     # the Wilson intervals of metric_intervals, all four at once (scipy's binomtest takes
     # one proportion per call, a few ms each: most of a segment's cost)
@@ -170,7 +300,7 @@ def closed_form_estimates(stats: ModelStatistics, power_sums: np.ndarray,
             if name == "f1":  # Wilson of J = tp / (tp + fp + fn), mapped to 2 J / (1 + J)
                 ends = (2.0 * ends[0] / (1.0 + ends[0]), 2.0 * ends[1] / (1.0 + ends[1]))
         elif name == "roc_auc":
-            variance = delong_variance(m.scores.neg, m.scores.pos)
+            variance = delong_from_sums(roc)
             stretch = _t_over_z(min(n_pos, n - n_pos), confidence_level) ** 2
             ends = ((float("nan"), float("nan")) if math.isnan(variance)
                     else logit_wald_interval(value, variance * stretch, n_pos, n - n_pos,

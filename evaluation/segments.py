@@ -64,9 +64,15 @@ from modelgate.records import finite_or_none
 from .metrics import METRIC_NAMES, MetricEstimate
 from .multiple_testing import CORRECTIONS, adjusted_p_values
 from .policy import HIGHER_IS_BETTER
-from .segment_intervals import closed_form_estimates, loss_power_sums, rest_of
+from .segment_intervals import (
+    ColumnTotal,
+    closed_form_estimates,
+    column_total,
+    loss_power_sums,
+    rest_estimates,
+)
 from .segment_statistics import SegmentStatistics
-from .sufficient import ModelStatistics, merge
+from .sufficient import ModelStatistics
 
 __all__ = ["DEFAULT_MIN_ROWS", "SegmentMetric", "SegmentReport", "SegmentResult",
            "evaluate_segments", "worse_p_value"]
@@ -286,18 +292,29 @@ def evaluate_segments(stats: Sequence[SegmentStatistics], *, min_rows: int = DEF
             return {k: replace(e, ci_lower=nan, ci_upper=nan) for k, e in found.items()}
         return found
 
+    def rest_summary(total: ColumnTotal, part: ModelStatistics,
+                     sums: np.ndarray) -> Mapping[str, MetricEstimate]:
+        found = rest_estimates(total, part, sums, confidence_level)
+        if n_bootstrap == 0:
+            nan = float("nan")
+            return {k: replace(e, ci_lower=nan, ci_upper=nan) for k, e in found.items()}
+        return found
+
     results: list[SegmentResult] = []
+    first: ColumnTotal | None = None
     for column in stats:
-        # each rest is the column's total minus the segment (no second pass, no merge per rest)
-        total = merge(column.parts).candidate
-        sums = [loss_power_sums(part) for part in column.parts]
-        total_sums = np.sum(sums, axis=0)
-        for value, part, own_sums in zip(column.values, column.parts, sums, strict=True):
+        # each rest is the column's total minus the segment, read off the total's prefix
+        # sums at the segment's keys (no second pass, no merge or table per rest); every
+        # column covers the same rows, so the first column's score table serves them all
+        total = column_total(column.parts, first)
+        first = first or total
+        for value, part in zip(column.values, column.parts, strict=True):
+            own_sums = loss_power_sums(part)
             own = summary(part.candidate, own_sums)
-            rest_n = total.n - part.n
+            rest_n = total.stats.n - part.n
             reason = _not_judged(part.n, rest_n if rest_n > 0 else None, min_rows)
             other = (None if reason is not None
-                     else summary(rest_of(total, part.candidate), total_sums - own_sums))
+                     else rest_summary(total, part.candidate, own_sums))
             metrics = tuple(_compare(own[name], None if other is None else other[name],
                                      confidence_level) for name in METRIC_NAMES)
             results.append(SegmentResult(column.columns, value, part.n, part.candidate.n_pos,

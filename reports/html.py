@@ -3,8 +3,11 @@
 Each renderer takes a view from :mod:`modelgate.reports.views` and returns one HTML5
 document as a string, rendered from the Jinja2 templates in ``reports/templates`` (shipped
 in the package) with autoescaping on: CSS inlined, charts as inline SVG, SHAP waterfalls as
-base64 ``data:`` URIs, no JavaScript, fonts or external resources (a Content-Security-Policy
-meta tag forbids them, as a second line of defence behind escaping). Every value a template
+base64 ``data:`` URIs, no fonts or external resources, and no JavaScript but one fixed script
+on the evaluation report that makes its tables sortable (``templates/sortable.js``). A
+Content-Security-Policy meta tag forbids everything else, as a second line of defence behind
+escaping: it allows that script by the sha256 of its text, computed as the page is rendered,
+so no other script, inline handler or ``javascript:`` link can run. Every value a template
 prints is escaped the way :func:`~modelgate.reports.charts.esc` escapes chart labels
 (``html.escape(quote=True)``); the only markup passed in is the SVG the chart functions
 build, already escaped. Output is deterministic: the same view gives the same bytes (no
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 from collections.abc import Sequence
 
 import jinja2
@@ -98,8 +102,30 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def _render(template: str, page_title: str, **context: object) -> str:
-    return _environment().get_template(template).render(csp=_CSP, page_title=page_title, **context)
+@functools.cache
+def _sortable_script() -> str:
+    """The script that makes ``data-sortable`` tables sortable, exactly as the page carries it."""
+    env = _environment()
+    assert env.loader is not None
+    return env.loader.get_source(env, "sortable.js")[0]
+
+
+def script_source(script: str) -> str:
+    """The Content-Security-Policy source that allows one inline script: its text's sha256.
+
+    Examples
+    --------
+    >>> script_source("")  # sha256 of nothing, base64
+    "'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='"
+    """
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
+
+
+def _render(template: str, page_title: str, *, script: str = "", **context: object) -> str:
+    csp = f"{_CSP}; script-src {script_source(script)}" if script else _CSP
+    return _environment().get_template(template).render(
+        csp=csp, page_title=page_title, script=Markup(script), **context)
 
 
 def _gate_banner(gate: GateView) -> tuple[str, Tone]:
@@ -217,6 +243,7 @@ def render_evaluation_report(view: EvaluationReportView) -> str:
         reliability = Markup(reliability_chart(points, title="Reliability diagram"))
     return _render(
         "evaluation.html.j2", f"{view.title} — {view.model_name} {view.model_version}",
+        script=_sortable_script(),
         view=view, banner_word=word, banner_tone=tone, reliability=reliability,
         gap_charts=[_gap_chart(section) for section in view.fairness],
         segment_charts=[_segment_chart(section) for section in view.segments],

@@ -39,7 +39,7 @@ def test_a_wheel_ships_and_finds_its_data(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for shipped in ("modelgate/policies/gss-high-income.yaml", "modelgate/dags/model_evaluation.py",
                     "modelgate/dags/drift_monitoring.py", "modelgate/reports/templates/base.html.j2",
-                    "modelgate/reports/templates/report.css",
+                    "modelgate/reports/templates/report.css", "modelgate/reports/templates/sortable.js",
                     "modelgate/sql/migrations/0001_model_and_evaluation.sql"):
         assert shipped in names, shipped
     site = tmp_path / "site"

@@ -8,9 +8,11 @@ own homes; executor settings from docker/celery.env, except the scheduler's
 ``--files`` parquet files of ``--rows-per-file`` rows resampled from its held-out set,
 under an ``s3://`` prefix, with a policy that blocks it (so both runs evaluate the same
 candidate, no champion; each run ends ``failed`` at its ``gate`` task, after ``store``).
-The first run has two workers; one worker is then stopped and the same evaluation runs
-again. Times come from the metadata database: the DAG run's start to end, the span of the
-``score`` tasks (first start to last end), and per task the sum of try durations.
+``modelgate evaluate`` on the same prefix runs in one process before the deployment starts and
+again after it stops (the side the DAG runs are compared with: the ratio uses the faster). The
+first DAG run has two workers; one worker is then stopped and the same evaluation runs again
+(``--no-one-worker`` skips it). Times come from the metadata database: the DAG run's start to
+end, the span of the ``score`` tasks (first start to last end), and per task the sum of try durations.
 
 Run: ``.venv/bin/python -m bench.bench_celery --rows-per-file 250000 --files 8``
 (100M rows: ``--rows-per-file 5000000 --files 20 --timeout-s 3000``).
@@ -21,12 +23,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -39,17 +38,15 @@ def _task_seconds(deployment: Any, run_id: str) -> dict[str, float]:
     return {str(task): round(float(s or 0.0), 1) for task, s in rows}
 
 
-def _say(message: str) -> None:
-    print(f"{time.strftime('%H:%M:%S', time.gmtime())} UTC {message}", file=sys.stderr, flush=True)
-
-
 def _run(deployment: Any, conf: dict[str, Any], workers: int, timeout_s: float) -> dict[str, Any]:
+    from bench.deployment_data import say
+
     load_before = os.getloadavg()
     run_id = deployment.trigger("model_evaluation", conf)
     started = time.monotonic()
-    _say(f"run {run_id} with {workers} worker(s) triggered")
+    say(f"run {run_id} with {workers} worker(s) triggered")
     state = deployment.wait_run(run_id, timeout_s=timeout_s)
-    _say(f"run {run_id} {state} after {time.monotonic() - started:.0f} s")
+    say(f"run {run_id} {state} after {time.monotonic() - started:.0f} s")
     (span,) = deployment.query("SELECT extract(epoch FROM end_date - start_date) FROM dag_run "
                                "WHERE run_id = %s", (run_id,))
     hosts = deployment.query("SELECT DISTINCT hostname FROM task_instance WHERE run_id = %s "
@@ -94,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="longest wait for one DAG run, in seconds")
     parser.add_argument("--queued-timeout-s", type=int, default=21600,
                         help="the scheduler's task_queued_timeout for this run (see below)")
+    parser.add_argument("--no-one-worker", action="store_true",
+                        help="skip the run with one worker")
     args = parser.parse_args(argv)
     # SIGTERM (and SIGINT, which a shell ignores in background jobs) stops the deployment
     # through the ``finally`` below: its services run in sessions of their own, so killing
@@ -101,76 +100,43 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
     sys.path.insert(0, str(REPO / "tests"))
-    import conftest  # sets AIRFLOW_* for this process; the deployment gets its own
+    import conftest  # noqa: F401  (sets AIRFLOW_* for this process; the deployment gets its own)
     from support.celery_deployment import Deployment
 
-    from bench.bench_evaluate_scale import _generate
-    from modelgate.config import S3Settings, Settings
-    from modelgate.demo.data import build_demo
-    from modelgate.pipelines.context import Context, register_archive
-    from modelgate.store import db
+    from bench.deployment_data import bench_data, one_process, say
 
-    root = Path(tempfile.mkdtemp(prefix="bench-celery-"))
-    name = f"bench_celery_{uuid.uuid4().hex[:8]}"
-    conftest._admin(f"CREATE DATABASE {name}")
-    url = conftest.database_url(conftest.pg_admin_url(), name)
-    db.upgrade(url)
-    s3_server = conftest.S3Server()
-    s3_server.start()
-    s3 = S3Settings(endpoint=s3_server.endpoint, access_key="bench", secret_key="bench-secret",
-                    bucket=f"bench-{uuid.uuid4().hex[:8]}")
-    deployment = None
-    finished = False
-    try:
-        build = build_demo(root / "demo", version="1", variant="baseline")
-        ctx = Context.open(Settings(home=root / "home", database_url=url, db_conn_id="-", s3=s3,
-                                    s3_conn_id="-", presign_expiry_s=600))
-        row, _ = register_archive(ctx, build.archive_path)
-        data = root / "data"
-        data.mkdir()
-        start = time.monotonic()
-        files = _generate(build.heldout_path, data, args.rows_per_file * args.files,
-                          args.rows_per_file, seed=0)
-        generated_s = time.monotonic() - start
-        parquet_bytes = 0
-        for path in sorted(data.glob("*.parquet")):
-            parquet_bytes += path.stat().st_size
-            ctx.store.put_file(f"datasets/bench/{path.name}", path,
-                               content_type="application/vnd.apache.parquet")
-            path.unlink()  # the object store holds it now; only the workers' downloads remain
-        uploaded_s = time.monotonic() - start - generated_s
-        _say(f"{files} files, {parquet_bytes / 2**20:.0f} MiB: generated in {generated_s:.0f} s, "
-             f"uploaded in {uploaded_s:.0f} s")
-        policy = root / "block.yaml"
-        policy.write_text("fairness:\n  default:\n    equalized_odds_difference: {upper: 0.0001}\n")
-        (root / "no-overrides").mkdir()
-        env = {**os.environ, "MODELGATE_DATABASE_URL": url,
-               "MODELGATE_S3_ACCESS_KEY": s3.access_key, "MODELGATE_S3_SECRET_KEY": s3.secret_key,
-               "MODELGATE_S3_BUCKET": s3.bucket, "MODELGATE_POLICY_DIR": str(root / "no-overrides"),
-               "MODELGATE_DAG_RETRIES": "0"}
-        deployment = _deployment_class(Deployment, args.queued_timeout_s)(
-            root / "deployment", ("model_evaluation.py",), env, s3.endpoint)
-        deployment.start()
-        _say("deployment started")
-        conf = {"model_name": row.model_name, "model_version": "1", "policy": str(policy),
-                "dataset": f"s3://{s3.bucket}/datasets/bench/"}
-        results = [_run(deployment, conf, 2, args.timeout_s)]
-        deployment.workers["worker-b"].stop()
-        results.append(_run(deployment, conf, 1, args.timeout_s))
-        print(json.dumps({"rows": args.rows_per_file * args.files, "files": files,
-                          "parquet_mib": round(parquet_bytes / 2**20),
-                          "generated_s": round(generated_s, 1), "uploaded_s": round(uploaded_s, 1),
-                          "runs": results}, indent=1))
-        finished = True
-    finally:
-        if deployment is not None:
+    rows = args.rows_per_file * args.files
+    with bench_data("bench-celery", rows, args.rows_per_file, keep_on_error=True) as data:
+        # the deployment routes each worker's S3 traffic itself and gives each its own home
+        env = {**os.environ, **{k: v for k, v in data.env.items()
+                                if k not in ("MODELGATE_S3_ENDPOINT", "MODELGATE_HOME")}}
+        deployment = None
+        try:
+            before = one_process(data, args.timeout_s)
+            say(f"one process {before['seconds']} s")
+            deployment = _deployment_class(Deployment, args.queued_timeout_s)(
+                data.root / "deployment", ("model_evaluation.py",), env,
+                data.env["MODELGATE_S3_ENDPOINT"])
+            deployment.start()
+            say("deployment started")
+            results = [_run(deployment, data.conf(), 2, args.timeout_s)]
+            if not args.no_one_worker:
+                deployment.workers["worker-b"].stop()
+                results.append(_run(deployment, data.conf(), 1, args.timeout_s))
             deployment.stop()
-        s3_server.stop()
-        conftest._admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        if finished:
-            shutil.rmtree(root, ignore_errors=True)
-        else:
-            _say(f"kept {root} (deployment logs under deployment/logs and the workers' homes)")
+            deployment = None
+            after = one_process(data, args.timeout_s)
+            say(f"one process {after['seconds']} s")
+        finally:
+            if deployment is not None:
+                deployment.stop()
+        fastest = min(before["seconds"], after["seconds"])
+        print(json.dumps({"rows": rows, "files": data.files,
+                          "parquet_mib": round(data.parquet_bytes / 2**20),
+                          "generated_s": data.generated_s, "uploaded_s": data.uploaded_s,
+                          "one_process": [before, after], "runs": results,
+                          "ratio_to_one_process": {str(r["workers"]): round(r["dag_run_s"] / fastest, 2)
+                                                   for r in results}}, indent=1))
     return 0
 
 

@@ -137,8 +137,12 @@ def score_codes(score: _FloatArray, threshold: float, level: int) -> _Codes:
 
 
 def table_from_rows(y: npt.NDArray[np.int8], candidate: _Codes, champion: _Codes,
-                    losses: _FloatArray, *, max_cells: int) -> BootstrapTable:
+                    losses: _FloatArray, *, max_cells: int,
+                    candidate_cells: tuple[_IntArray, _Codes] | None = None) -> BootstrapTable:
     """Count rows per cell at the exact level (codes from ``score_codes(..., 52)``), then fit.
+
+    ``candidate_cells`` is ``candidate`` already factorized, when the caller has it: each
+    row's index into distinct codes, and those codes (then ``candidate`` is not hashed again).
 
     Examples
     --------
@@ -148,12 +152,13 @@ def table_from_rows(y: npt.NDArray[np.int8], candidate: _Codes, champion: _Codes
     >>> t.counts.tolist(), t.level
     ([1, 2], 52)
     """
-    table = _aggregate_rows(y.astype(np.int8), candidate, champion, losses)
+    table = _aggregate_rows(y.astype(np.int8), candidate, champion, losses, candidate_cells)
     return _fit(table, max_cells)
 
 
 def _aggregate_rows(label: npt.NDArray[np.int8], cand: _Codes, champ: _Codes,
-                    sums: _FloatArray) -> BootstrapTable:
+                    sums: _FloatArray,
+                    cand_cells: tuple[_IntArray, _Codes] | None = None) -> BootstrapTable:
     """:func:`_aggregate` of single rows at the exact level, by hashing instead of sorting.
 
     Scores repeat (a model's scores take a few hundred to a few hundred thousand values per
@@ -163,7 +168,7 @@ def _aggregate_rows(label: npt.NDArray[np.int8], cand: _Codes, champ: _Codes,
     (the same sums to the last bit). More than 2**16 possible cells (continuous scores) fall
     back to the sort.
     """
-    codes_c, distinct_c = pd.factorize(cand)
+    codes_c, distinct_c = cand_cells if cand_cells is not None else pd.factorize(cand)
     codes_h, distinct_h = pd.factorize(champ)
     kc, kh = len(distinct_c), len(distinct_h)
     if len(label) == 0 or label.min() < 0 or label.max() > 1 or 2 * kc * kh > 1 << 16:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from modelgate.fairness.group_scores import ScoreRanks
 
 from .bootstrap_cells import (
     EXACT_LEVEL,
@@ -126,6 +127,7 @@ def collect(
     groups: Mapping[str, tuple[tuple[str, ...], npt.ArrayLike]] | None = None,
     max_cells: int = MAX_CELLS,
     max_distinct: int = MAX_DISTINCT,
+    ranks: ScoreRanks | None = None,
 ) -> EvaluationStatistics:
     """Summarise one partition of scored rows.
 
@@ -150,6 +152,10 @@ def collect(
     max_distinct : int, default 2**22
         Most distinct scores kept before falling back to the grid (whose table has at
         most 2**20 rows whatever ``max_distinct`` is).
+    ranks : ScoreRanks, optional
+        :func:`modelgate.fairness.group_scores.rank_scores` of ``score``, when the caller
+        has it (it serves the group score tables too): the candidate's rows are then
+        counted per distinct score instead of sorted. The same statistics either way.
 
     Returns
     -------
@@ -171,7 +177,9 @@ def collect(
     y, s = _check_labels_scores(y_true, score, "score")
     _check_options(threshold, 0, 0.5, 0)
     _check_sizes(max_cells, max_distinct)
-    cand = _model_statistics(y, s, threshold)
+    if ranks is not None and ranks.rank.shape != s.shape:
+        raise ValueError(f"ranks must have one rank per score ({len(s)}); got {ranks.rank.size}")
+    cand = _model_statistics(y, s, threshold, ranks)
     champ = None
     champ_code = np.zeros(len(y), dtype=np.uint64)
     losses = [_row_losses(y, s)]
@@ -185,8 +193,13 @@ def collect(
         losses.append(_row_losses(y, h))
     else:
         losses.append(np.zeros((len(y), 2)))
-    table = table_from_rows(y, score_codes(s, threshold, EXACT_LEVEL), champ_code,
-                            np.hstack(losses), max_cells=max_cells)
+    if ranks is None:
+        table = table_from_rows(y, score_codes(s, threshold, EXACT_LEVEL), champ_code,
+                                np.hstack(losses), max_cells=max_cells)
+    else:  # codes of the distinct scores, each distinct (level 52 keeps scores apart)
+        cells = score_codes(ranks.keys, threshold, EXACT_LEVEL)
+        table = table_from_rows(y, cells[ranks.rank], champ_code, np.hstack(losses),
+                                max_cells=max_cells, candidate_cells=(ranks.rank, cells))
     counted = tuple(_group_counts(name, labels, codes, y, s >= threshold)
                     for name, (labels, codes) in (groups or {}).items())
     stats = EvaluationStatistics(len(y), cand, champ, table, counted)
@@ -247,8 +260,10 @@ def _row_losses(y: npt.NDArray[np.int8], s: _FloatArray) -> _FloatArray:
     return np.column_stack([-np.log(p), (y - s) ** 2])
 
 
-def _model_statistics(y: npt.NDArray[np.int8], s: _FloatArray, threshold: float) -> ModelStatistics:
-    keys, inverse = np.unique(s, return_inverse=True)
+def _model_statistics(y: npt.NDArray[np.int8], s: _FloatArray, threshold: float,
+                      ranks: ScoreRanks | None = None) -> ModelStatistics:
+    keys, inverse = (np.unique(s, return_inverse=True) if ranks is None
+                     else (ranks.keys, ranks.rank))
     pos = np.bincount(inverse, weights=y, minlength=len(keys)).astype(np.int64)
     neg = np.bincount(inverse, minlength=len(keys)).astype(np.int64) - pos
     predicted = s >= threshold

@@ -43,19 +43,23 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
 from .disaggregate import MISSING_LABEL, DisaggregatedTable, encode_groups
 
 __all__ = [
     "GroupAuc",
     "GroupScoreTable",
+    "ScoreRanks",
     "group_roc_auc",
     "group_score_table",
     "group_score_table_from_codes",
     "merge_group_scores",
+    "rank_scores",
     "with_group_auc",
 ]
 
@@ -90,6 +94,62 @@ class GroupScoreTable:
     neg: _IntArray
     pos: _IntArray
     grid: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreRanks:
+    """A batch's distinct scores, ascending, and each row's index into them.
+
+    Computed once per batch by :func:`rank_scores` and shared by everything that counts rows
+    per distinct score (the group score tables here, the evaluation's score and bootstrap
+    tables), so no one sorts the rows.
+
+    Attributes
+    ----------
+    keys : ndarray of float64
+        The distinct scores, ascending (``-0.0`` as ``0.0``).
+    rank : ndarray of int64
+        Per row, the index of its score in ``keys``.
+    """
+
+    keys: _FloatArray
+    rank: _IntArray
+
+
+def rank_scores(score: npt.ArrayLike) -> ScoreRanks:
+    """The distinct scores and each row's rank among them: a hash of the rows, then a sort of
+    the distinct values only (scores of tabular models repeat: thousands per million rows).
+
+    Parameters
+    ----------
+    score : array_like of shape (n,)
+        Scores without NaN.
+
+    Returns
+    -------
+    ScoreRanks
+
+    Raises
+    ------
+    ValueError
+        If ``score`` is not 1-D or holds NaN.
+
+    Examples
+    --------
+    >>> r = rank_scores([0.7, 0.2, 0.7, 0.5])
+    >>> r.keys.tolist(), r.rank.tolist()
+    ([0.2, 0.5, 0.7], [2, 0, 2, 1])
+    """
+    s = np.asarray(score, dtype=np.float64)
+    if s.ndim != 1:
+        raise ValueError(f"score must be 1-D; got shape {s.shape}")
+    codes, distinct = pd.factorize(s + 0.0)  # one cell for -0.0 and 0.0, as np.unique
+    if len(codes) and codes.min() < 0:
+        raise ValueError("score must not hold NaN")
+    order = np.argsort(distinct)
+    rank_of = np.empty(len(order), dtype=np.int64)
+    rank_of[order] = np.arange(len(order), dtype=np.int64)
+    return ScoreRanks(np.asarray(distinct, dtype=np.float64)[order], rank_of[codes])
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +226,11 @@ def group_score_table_from_codes(
     codes: npt.ArrayLike,
     *,
     max_distinct: int = MAX_DISTINCT,
+    ranks: ScoreRanks | None = None,
 ) -> GroupScoreTable:
-    """:func:`group_score_table` from group labels and codes already encoded.
+    """:func:`group_score_table` from group labels and codes already encoded; with ``ranks``
+    (:func:`rank_scores` of ``score``) the rows are counted into ``(group, score)`` cells
+    instead of sorted, the same table.
 
     Examples
     --------
@@ -190,8 +253,28 @@ def group_score_table_from_codes(
     if c.size and (c.min() < 0 or c.max() >= len(labels)):
         raise ValueError(f"codes must be in 0..{len(labels) - 1}; got {c.min()}..{c.max()}")
     _check_max_distinct(max_distinct)
+    if ranks is not None:
+        if ranks.rank.shape != y.shape:
+            raise ValueError(f"ranks of {feature!r} must have the length of y_true ({len(y)}); "
+                             f"got {ranks.rank.size}")
+        # a cell per (group, distinct score): counting beats sorting while the cells are few
+        if len(labels) * len(ranks.keys) <= max(len(y), 1 << 16):
+            return _bounded(_counted(feature, tuple(labels), c, y, ranks), max_distinct)
     pos = y.astype(np.int64)
     return _bounded(_collapse(feature, tuple(labels), c, s, 1 - pos, pos, grid=0), max_distinct)
+
+
+def _counted(feature: str, labels: tuple[str, ...], group: _IntArray, y: npt.NDArray[Any],
+             ranks: ScoreRanks) -> GroupScoreTable:
+    """:func:`_collapse` of single rows, counted per ``(group, score rank)`` cell."""
+    k = len(ranks.keys)
+    cell = group * k + ranks.rank
+    total = np.bincount(cell, minlength=len(labels) * k)
+    pos = np.bincount(cell, weights=y, minlength=len(labels) * k).astype(np.int64)
+    present = np.flatnonzero(total)
+    return GroupScoreTable(feature, labels, (present // k).astype(np.int64),
+                           ranks.keys[present % k] + 0.0, (total - pos)[present].astype(np.int64),
+                           pos[present], 0)
 
 
 def merge_group_scores(

@@ -19,7 +19,12 @@ import pyarrow.parquet as pq
 
 from modelgate.evaluation import collect_statistics, merge_statistics, model_labels
 from modelgate.fairness.disaggregate import encode_groups, encode_groups_from_codes
-from modelgate.fairness.group_scores import group_score_table_from_codes, merge_group_scores
+from modelgate.fairness.group_scores import (
+    ScoreRanks,
+    group_score_table_from_codes,
+    merge_group_scores,
+    rank_scores,
+)
 from modelgate.onnx.manifest import Manifest
 from modelgate.pipelines.context import Context, load_registered_model
 from modelgate.pipelines.evaluation import model_tasks, partitions, segments_step
@@ -216,10 +221,12 @@ class _Summary:
         manifest = self.manifest
         groups = {f: _group_codes(table.column(f)) for f in manifest.sensitive_features}
         y, score = labels_from_scores(table, manifest), table.column("score").to_numpy()
+        ranks = _ranks(score)  # one hash of the scores serves every table below
         self.parts.append(collect_statistics(
             y, score, threshold=manifest.threshold, champion_score=champion_score,
-            champion_threshold=self.champion_threshold, groups=groups))
-        self.group_scores.append(tuple(group_score_table_from_codes(f, y, score, labels, codes)
+            champion_threshold=self.champion_threshold, groups=groups, ranks=ranks))
+        self.group_scores.append(tuple(group_score_table_from_codes(f, y, score, labels, codes,
+                                                                    ranks=ranks)
                                        for f, (labels, codes) in groups.items()))
         self.segments.append(segments_step.collect_batch(table, y, score, manifest.threshold,
                                                          self.section))
@@ -237,6 +244,14 @@ class _Summary:
             self._pending, self._rows = [], 0
         return (merge_statistics(self.parts), _merge_group_scores(self.group_scores),
                 segments_step.merge_parts(self.segments))
+
+
+def _ranks(score: Any) -> ScoreRanks | None:
+    """The scores' ranks, or None when they hold NaN (the statistics then refuse them)."""
+    try:
+        return rank_scores(score)
+    except ValueError:
+        return None
 
 
 def _summarise(candidate_path: Path, champion_path: Path | None, manifest: Manifest,

@@ -489,9 +489,8 @@ def check_policy_for_task(policy: Policy, task: str) -> None:
             raise PolicyError(f"policy metric {metric!r} is not reported for task {task} (it "
                               f"reports {', '.join(TASK_METRICS[task])}"
                               f"{', recall[<class>], precision[<class>]' if multiclass else ''})")
-    if policy.segments is not None and policy.segments.thresholds and task != "binary_classification":
-        raise PolicyError(f"policy key 'segments.metrics': segment thresholds are for binary "
-                          f"classification models; task {task} has none")
+    if policy.segments is not None:
+        _check_segment_metrics(policy.segments, task)
     gaps = [t.metric for t in policy.fairness_default] + [
         t.metric for _, block in policy.fairness_features for t in block]
     for gap in gaps:
@@ -584,3 +583,17 @@ def _on_inconclusive(body: Mapping[str, Any], path: str) -> Severity | None:
         where = f"{path}.on_inconclusive" if path else "on_inconclusive"
         raise PolicyError(f"policy key {where!r}: expected 'block' or 'warn'; got {shown(value)}")
     return None if value is None else "block" if value == "block" else "warn"
+
+
+def _check_segment_metrics(section: SegmentPolicy, task: str) -> None:
+    """Refuse a segment threshold on a metric the task's segments do not report."""
+    from .segment_policy import SEGMENT_METRICS_BY_TASK, segment_metric_base
+
+    reported = SEGMENT_METRICS_BY_TASK[task]
+    multiclass = task == "multiclass_classification"
+    for t in section.thresholds:
+        base = segment_metric_base(t.metric) if multiclass else t.metric
+        if base not in reported or (multiclass and base == t.metric and base in _PER_CLASS):
+            names = [f"{m}[<class>]" if multiclass and m in _PER_CLASS else m for m in reported]
+            raise PolicyError(f"policy key 'segments.metrics.{t.metric}': not reported for the "
+                              f"segments of task {task} (they report {', '.join(names)})")

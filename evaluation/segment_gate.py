@@ -43,7 +43,7 @@ from modelgate.records import finite_or_none
 from .gate_check import GateCheck, Verdict
 from .multiple_testing import CORRECTIONS, adjusted_p_values
 from .policy import Severity
-from .segment_policy import SegmentPolicy, SegmentThreshold
+from .segment_policy import SegmentPolicy, SegmentThreshold, segment_higher_is_better
 from .segments import SegmentMetric, SegmentReport, SegmentResult, worse_p_value
 
 __all__ = ["SegmentVerdict", "segment_checks", "segment_verdicts"]
@@ -115,8 +115,9 @@ def segment_verdicts(policy: SegmentPolicy, report: SegmentReport) -> tuple[Segm
             for seg in report.segments:
                 if not seg.judged:
                     continue
-                m = {x.name: x for x in seg.metrics}[t.metric]
-                if m.undefined_reason is not None or not math.isfinite(m.difference_ci_lower):
+                # a class absent from the model's classes: no segment reports it
+                m = next((x for x in seg.metrics if x.name == t.metric), None)
+                if m is None or m.undefined_reason is not None or not math.isfinite(m.difference_ci_lower):
                     continue
                 tests.append((t, kind, seg, m, bound))
     p = np.array([_p_value(kind, m, bound, report.confidence_level)
@@ -188,9 +189,7 @@ def _family(policy: SegmentPolicy, size: int) -> str:
 
 def _check(t: SegmentThreshold, kind: Kind, bound: float, verdicts: list[SegmentVerdict],
            report: SegmentReport | None, family: str, on_inconclusive: str) -> GateCheck:
-    from .policy import HIGHER_IS_BETTER
-
-    higher = HIGHER_IS_BETTER[t.metric]
+    higher = segment_higher_is_better(t.metric)
     if kind == "limit":
         lower, upper = (bound, None) if higher else (None, bound)
         what = f"{t.metric} {'>=' if higher else '<='} {bound:g} in every segment"

@@ -8,8 +8,8 @@
       min_rows: 100                  # optional: fewer rows (in a segment or its rest): not judged
       correction: bh                 # optional: bh (default), by or holm
       level: 0.05                    # optional: false-discovery level (family-wise for holm)
-      metrics:                       # binary metrics: roc_auc accuracy precision recall f1
-        roc_auc:                     #   log_loss brier
+      metrics:                       # per task: SEGMENT_METRICS_BY_TASK (binary shown)
+        roc_auc:
           limit: 0.70                # no segment worse than this value
           margin: 0.05               # no segment worse than its rest by more than this
           severity: block            # block (default) or warn
@@ -41,11 +41,53 @@ from modelgate.input_limits import BIGINT_MAX, shown
 from .multiple_testing import CORRECTIONS, Correction
 from .policy_yaml import PolicyError
 
-__all__ = ["SEGMENT_METRICS", "SegmentPolicy", "SegmentThreshold", "segment_policy",
+__all__ = ["SEGMENT_METRICS", "SEGMENT_METRICS_BY_TASK", "SegmentPolicy", "SegmentThreshold",
+           "segment_higher_is_better", "segment_metric_base", "segment_policy",
            "with_segment_columns"]
 
 #: Metrics a segment threshold may name (binary classification).
 SEGMENT_METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1", "log_loss", "brier")
+
+#: Per task, the metrics its segments report and a threshold may name, with their direction.
+#: Multiclass ``recall`` and ``precision`` are per class, named ``recall[<class>]``;
+#: regression's ``mean_error`` (the bias) has no worse side, so segments do not judge it.
+SEGMENT_METRICS_BY_TASK: dict[str, dict[str, bool]] = {
+    "binary_classification": {"roc_auc": True, "accuracy": True, "precision": True,
+                              "recall": True, "f1": True, "log_loss": False, "brier": False},
+    "multiclass_classification": {"accuracy": True, "macro_f1": True, "weighted_f1": True,
+                                  "roc_auc_ovr_macro": True, "log_loss": False,
+                                  "recall": True, "precision": True},
+    "regression": {"rmse": False, "mae": False, "r2": True},
+}
+_PER_CLASS = ("recall", "precision")
+
+
+def segment_metric_base(metric: str) -> str:
+    """``recall[cat]`` -> ``recall`` (a per-class multiclass metric); any other name unchanged.
+
+    >>> segment_metric_base("precision[b]"), segment_metric_base("rmse")
+    ('precision', 'rmse')
+    """
+    base, bracket, rest = metric.partition("[")
+    return base if bracket and base in _PER_CLASS and rest.endswith("]") and len(rest) > 1 else metric
+
+
+def segment_higher_is_better(metric: str) -> bool:
+    """Whether a larger value of a segment metric (of any task) is better.
+
+    Raises
+    ------
+    KeyError
+        For a name no task's segments report.
+
+    >>> segment_higher_is_better("recall[b]"), segment_higher_is_better("rmse")
+    (True, False)
+    """
+    base = segment_metric_base(metric)
+    for directions in SEGMENT_METRICS_BY_TASK.values():
+        if base in directions:
+            return directions[base]
+    raise KeyError(metric)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,13 +137,14 @@ def with_segment_columns(section: SegmentPolicy | None, columns: Sequence[str],
     """The section with ``columns`` evaluated too (``pairs``: every pair of all its columns).
 
     What ``evaluate --segments`` and the DAG's ``segments`` parameter do to the run's policy:
-    columns are added after the policy's own, never removed; thresholds are unchanged.
+    columns are added after the policy's own, sorted and each once (the same set of columns
+    in any order is the same run), never removed; thresholds are unchanged.
 
     Examples
     --------
-    >>> s = with_segment_columns(SegmentPolicy(("a",)), ["b", "a"], pairs=True)
+    >>> s = with_segment_columns(SegmentPolicy(("a",)), ["c", "b", "a", "c"], pairs=True)
     >>> s.columns, s.pairs
-    (('a', 'b'), (('a', 'b'),))
+    (('a', 'b', 'c'), (('a', 'b'), ('a', 'c'), ('b', 'c')))
     >>> with_segment_columns(None, []) is None
     True
     """
@@ -111,7 +154,7 @@ def with_segment_columns(section: SegmentPolicy | None, columns: Sequence[str],
     if not columns and not pairs:
         return section
     base = section or SegmentPolicy()
-    merged = tuple(dict.fromkeys([*base.columns, *columns]))
+    merged = tuple(dict.fromkeys([*base.columns, *sorted(set(columns))]))
     new_pairs = list(base.pairs)
     if pairs:
         new_pairs += [p for p in combinations(merged, 2) if p not in new_pairs]
@@ -163,9 +206,10 @@ def segment_policy(spec: object) -> SegmentPolicy:
 
 def _threshold(metric: str, spec: object) -> SegmentThreshold:
     path = f"segments.metrics.{metric}"
-    if metric not in SEGMENT_METRICS:
-        raise PolicyError(f"policy key {path!r}: expected one of {', '.join(sorted(SEGMENT_METRICS))}; "
-                          f"got {shown(metric)}")
+    known = sorted({m for d in SEGMENT_METRICS_BY_TASK.values() for m in d if m not in _PER_CLASS})
+    if segment_metric_base(metric) not in {m for d in SEGMENT_METRICS_BY_TASK.values() for m in d}:
+        raise PolicyError(f"policy key {path!r}: expected one of {', '.join(known)}, "
+                          f"recall[<class>], precision[<class>]; got {shown(metric)}")
     body = _mapping(spec, path, {"limit", "margin", "severity", "on_inconclusive"})
     limit, margin = _number(body, "limit", path), _number(body, "margin", path)
     if limit is None and margin is None:

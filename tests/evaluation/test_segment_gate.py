@@ -48,7 +48,8 @@ def test_policy_section_parses_and_round_trips() -> None:
     assert merge_policies(policy, load_policy("{}")).segments == seg
     changes = diff_policies(looser, policy).changes
     assert [(c.place, c.key) for c in changes] == [("policy", "segments")]
-    with pytest.raises(PolicyError, match="segment thresholds are for binary classification"):
+    with pytest.raises(PolicyError, match=r"segments\.metrics\.accuracy': not reported for the "
+                                          r"segments of task regression \(they report rmse, mae, r2\)"):
         check_policy_for_task(policy, "regression")
 
 

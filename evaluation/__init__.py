@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .regression import RegressionReport, compare_regression, evaluate_regression
     from .segment_gate import segment_checks, segment_verdicts
     from .segment_policy import SegmentPolicy, with_segment_columns
+    from .segment_rows import evaluate_multiclass_segments, evaluate_regression_segments
     from .segment_statistics import SegmentStatistics, collect_segments, merge_segments
     from .segments import DEFAULT_MIN_ROWS, SegmentReport, evaluate_segments
     from .sufficient import EvaluationStatistics
@@ -95,6 +96,8 @@ _LAZY = {
     "segment_verdicts": ("segment_gate", "segment_verdicts"),
     "SegmentPolicy": ("segment_policy", "SegmentPolicy"),
     "with_segment_columns": ("segment_policy", "with_segment_columns"),
+    "evaluate_multiclass_segments": ("segment_rows", "evaluate_multiclass_segments"),
+    "evaluate_regression_segments": ("segment_rows", "evaluate_regression_segments"),
     "SegmentStatistics": ("segment_statistics", "SegmentStatistics"),
     "collect_segments": ("segment_statistics", "collect_segments"),
     "merge_segments": ("segment_statistics", "merge_segments"),
@@ -147,8 +150,10 @@ __all__ = [
     "diff_policies",
     "evaluate",
     "evaluate_and_compare_multiclass",
+    "evaluate_multiclass_segments",
     "evaluate_multiclass",
     "evaluate_regression",
+    "evaluate_regression_segments",
     "evaluate_segments",
     "find_weakest_slices",
     "load_policy",

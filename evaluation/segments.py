@@ -126,13 +126,14 @@ class SegmentResult:
     """One segment: its column(s), value(s), size, and every metric.
 
     ``judged`` is False for a segment (or rest) below the minimum size; ``reason`` then
-    says which and how many rows it has.
+    says which and how many rows it has.  ``n_pos`` (label positives) is None for the
+    multiclass and regression segments (:mod:`.segment_rows`).
     """
 
     columns: tuple[str, ...]
     values: tuple[str, ...]
     n: int
-    n_pos: int
+    n_pos: int | None
     judged: bool
     reason: str | None
     metrics: tuple[SegmentMetric, ...]

@@ -1,0 +1,255 @@
+"""Segments of multiclass and regression models: each slice's metrics from its own rows.
+
+Binary models summarise each segment into mergeable counts while they are scored
+(:mod:`.segment_statistics`).  A multiclass or regression evaluation keeps its scored rows
+and computes its metrics from them (:mod:`.multiclass`, :mod:`.regression`), so its
+segments do the same: each segment's rows and its rest's (every other row) are evaluated
+with the task's own definitions, and compared as the binary segments are
+(:mod:`.segments`): the difference ``segment - rest`` with its MOVER interval
+(correlation 0: the two share no row), a one-sided p-value that the segment is worse
+(:func:`~.segments.worse_p_value`), and q-values adjusted over every judged (segment,
+metric) of the report.  The result is a :class:`~.segments.SegmentReport`, so the gate
+(:mod:`.segment_gate`), the store and the report take it unchanged.  The rows come in the
+run's partition order, so a mapped run and a one-process run see the same rows and agree.
+
+* Multiclass (:func:`evaluate_multiclass_segments`): every metric of
+  :func:`~.multiclass.evaluate_multiclass` (accuracy, macro and weighted F1, macro
+  one-vs-rest ROC AUC, log loss, recall and precision per class) with its intervals:
+  Wilson for the proportions, logit Wald with DeLong's variance for the macro AUC, the
+  studentized bootstrap for the log loss and percentile bootstraps over confusion cells
+  for the F1s (their resamples cost cells, not rows).  A class absent from a segment
+  leaves its recall, and the macro AUC, undefined there (not judged).
+* Regression (:func:`evaluate_regression_segments`): MAE, RMSE and R^2 with the
+  closed-form intervals of :mod:`.segment_regression`.
+
+Cost: one evaluation of each segment and of each rest, ``O(segments x rows)`` (times the
+classes' sort for the macro AUC).
+
+Examples
+--------
+>>> from modelgate.fairness.disaggregate import encode_groups
+>>> rng = np.random.default_rng(0)
+>>> y = rng.normal(size=400)
+>>> region = np.array(["n", "s"])[rng.integers(0, 2, 400)]
+>>> report = evaluate_regression_segments(y, y + rng.normal(size=400),
+...                                       columns={"region": encode_groups(region)})
+>>> [(s.name, s.n, s.judged) for s in report.segments], report.family_size
+([('region=n', 193, True), ('region=s', 207, True)], 6)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+import numpy.typing as npt
+
+from modelgate.intervals import check_confidence_level, mover_difference
+
+from .metrics import MetricEstimate
+from .multiple_testing import CORRECTIONS, adjusted_p_values
+from .segment_policy import segment_higher_is_better
+from .segment_regression import regression_estimates
+from .segment_statistics import pair_codes
+from .segments import DEFAULT_MIN_ROWS, SegmentMetric, SegmentReport, SegmentResult, worse_p_value
+
+__all__ = ["evaluate_multiclass_segments", "evaluate_regression_segments", "segment_rows"]
+
+_IntArray = npt.NDArray[np.intp]
+#: Rows (as indices into the data) -> metric name -> estimate, in report order.
+Estimator = Callable[[_IntArray], Mapping[str, MetricEstimate]]
+Encoded = Mapping[str, tuple[Sequence[str], npt.ArrayLike]]
+
+
+def evaluate_multiclass_segments(
+    y_true: npt.ArrayLike, proba: npt.ArrayLike, *, classes: Sequence[object],
+    columns: Encoded, pairs: Sequence[tuple[str, str]] = (), min_rows: int = DEFAULT_MIN_ROWS,
+    n_bootstrap: int = 1000, confidence_level: float = 0.95, seed: int = 0,
+    correction: str = "bh",
+) -> SegmentReport:
+    """Every multiclass metric per segment, with intervals and the comparison with the rest.
+
+    Parameters
+    ----------
+    y_true : array_like of int, shape (N,)
+        Class indices into ``classes``.
+    proba : array_like, shape (N, C)
+        The candidate's probabilities.
+    classes : sequence
+        The model's classes, naming the per-class metrics.
+    columns, pairs, min_rows, n_bootstrap, confidence_level, seed, correction
+        As for :func:`segment_rows` (``n_bootstrap`` and ``seed``: each slice's
+        :func:`~.multiclass.evaluate_multiclass`).
+
+    Returns
+    -------
+    SegmentReport
+        ``n_pos`` of every segment is None (no positive class).
+    """
+    from .multiclass import evaluate_multiclass
+
+    y = np.asarray(y_true)
+    p = np.asarray(proba, dtype=np.float64)
+
+    def estimate(rows: _IntArray) -> Mapping[str, MetricEstimate]:
+        return evaluate_multiclass(y[rows], p[rows], classes=classes, n_bootstrap=n_bootstrap,
+                                   confidence_level=confidence_level, seed=seed).by_name()
+
+    return segment_rows(estimate, y.shape[0], columns=columns, pairs=pairs, min_rows=min_rows,
+                        n_bootstrap=n_bootstrap, confidence_level=confidence_level, seed=seed,
+                        correction=correction)
+
+
+def evaluate_regression_segments(
+    y_true: npt.ArrayLike, prediction: npt.ArrayLike, *, columns: Encoded,
+    pairs: Sequence[tuple[str, str]] = (), min_rows: int = DEFAULT_MIN_ROWS,
+    n_bootstrap: int = 1000, confidence_level: float = 0.95, seed: int = 0,
+    correction: str = "bh",
+) -> SegmentReport:
+    """MAE, RMSE and R^2 per segment (:mod:`.segment_regression`), compared with the rest.
+
+    Parameters are those of :func:`segment_rows`; ``y_true`` and ``prediction`` are the
+    finite labels and predictions.  ``n_bootstrap`` 0 gives NaN intervals (as for the
+    whole data); otherwise the intervals are closed-form and draw no resample.
+    """
+    y = np.asarray(y_true, dtype=np.float64)
+    pred = np.asarray(prediction, dtype=np.float64)
+
+    def estimate(rows: _IntArray) -> Mapping[str, MetricEstimate]:
+        return regression_estimates(y[rows], pred[rows], confidence_level=confidence_level,
+                                    intervals=n_bootstrap > 0)
+
+    return segment_rows(estimate, y.shape[0], columns=columns, pairs=pairs, min_rows=min_rows,
+                        n_bootstrap=n_bootstrap, confidence_level=confidence_level, seed=seed,
+                        correction=correction)
+
+
+def segment_rows(estimate: Estimator, n_rows: int, *, columns: Encoded,
+                 pairs: Sequence[tuple[str, str]] = (), min_rows: int = DEFAULT_MIN_ROWS,
+                 n_bootstrap: int = 1000, confidence_level: float = 0.95, seed: int = 0,
+                 correction: str = "bh") -> SegmentReport:
+    """Each segment of each column (then each pair) estimated on its rows and on its rest's.
+
+    Parameters
+    ----------
+    estimate : callable
+        Row indices -> metric name -> :class:`~.metrics.MetricEstimate` (every metric a
+        segment metric of :data:`~.segment_policy.SEGMENT_METRICS_BY_TASK`).
+    n_rows : int
+        Rows of the data.
+    columns : mapping
+        Segment column -> ``(labels, codes)`` as from
+        :func:`modelgate.fairness.disaggregate.encode_groups`, one code per row.
+    pairs : sequence of (str, str), optional
+        Pairs of names of ``columns`` whose joint values are segments too.
+    min_rows : int, default :data:`~.segments.DEFAULT_MIN_ROWS`
+        Fewest rows a segment and its rest need to be judged (>= 2).
+    n_bootstrap, seed : int
+        Recorded in the report (and used by ``estimate``).
+    confidence_level : float
+        Coverage of every interval.
+    correction : {"bh", "by", "holm"}
+        How the family's p-values are adjusted.
+
+    Returns
+    -------
+    SegmentReport
+
+    Raises
+    ------
+    ValueError
+        On a ``min_rows`` below 2, an unknown correction, codes of another length, or a
+        pair naming a column not in ``columns``.
+    """
+    if isinstance(min_rows, bool) or not isinstance(min_rows, int) or min_rows < 2:
+        raise ValueError(f"min_rows must be an integer >= 2; got {min_rows!r}")
+    if correction not in CORRECTIONS:
+        raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}; got {correction!r}")
+    check_confidence_level(confidence_level)
+    results: list[SegmentResult] = []
+    for names, labels, codes in _segment_columns(n_rows, columns, pairs):
+        order = np.argsort(codes, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(labels)))])
+        present = [k for k in range(len(labels)) if bounds[k + 1] > bounds[k]]
+        for k in sorted(present, key=lambda k: _value_key(labels[k])):
+            rows = np.sort(order[bounds[k]:bounds[k + 1]])
+            own = estimate(rows)
+            reason = _not_judged(rows.size, n_rows - rows.size, min_rows)
+            rest = None if reason is not None else estimate(np.flatnonzero(codes != k))
+            metrics = tuple(_compare(own[name], None if rest is None else rest[name],
+                                     confidence_level) for name in own)
+            results.append(SegmentResult(names, labels[k], int(rows.size), None, reason is None,
+                                         reason, metrics))
+    p = np.array([m.p_value for r in results for m in r.metrics], dtype=np.float64)
+    q = iter((adjusted_p_values(p, correction) if p.size else p).tolist())
+    segments = tuple(replace(r, metrics=tuple(replace(m, q_value=next(q)) for m in r.metrics))
+                     for r in results)
+    return SegmentReport(segments, min_rows, correction, confidence_level, n_bootstrap, seed,
+                         int(np.count_nonzero(~np.isnan(p))))
+
+
+_Column = tuple[tuple[str, ...], tuple[tuple[str, ...], ...], _IntArray]
+
+
+def _segment_columns(n_rows: int, columns: Encoded,
+                     pairs: Sequence[tuple[str, str]]) -> list[_Column]:
+    """Per column, then per pair: its names, each code's value labels, and the rows' codes."""
+    out: list[_Column] = []
+    for name, (labels, codes) in columns.items():
+        c = np.asarray(codes, dtype=np.intp)
+        if c.shape != (n_rows,):
+            raise ValueError(f"segment column {name!r}: codes must have one per row ({n_rows}); "
+                             f"got {c.size}")
+        if c.size and (c.min() < 0 or c.max() >= len(labels)):
+            raise ValueError(f"segment column {name!r}: codes must lie in [0, {len(labels)}); "
+                             f"got {int(c.min())}..{int(c.max())}")
+        out.append(((name,), tuple((str(v),) for v in labels), c))
+    for first, second in pairs:
+        for name in (first, second):
+            if name not in columns:
+                raise ValueError(f"segment pair ({first!r}, {second!r}): {name!r} is not a "
+                                 f"segment column; expected one of {sorted(columns)!r}")
+        joint, joint_codes = pair_codes(columns[first], columns[second])
+        out.append(((first, second), joint, joint_codes))
+    return out
+
+
+def _value_key(values: tuple[str, ...]) -> tuple[tuple[bool, str], ...]:
+    """Segments in label order, the missing value after every other (as the binary segments)."""
+    from modelgate.fairness.disaggregate import MISSING_LABEL
+
+    return tuple((label == MISSING_LABEL, label) for label in values)
+
+
+def _not_judged(n: int, rest_n: int, min_rows: int) -> str | None:
+    if n < min_rows:
+        return f"segment has {n:,} rows, fewer than the minimum of {min_rows:,}"
+    if rest_n < min_rows:
+        return f"the rest of the data has {rest_n:,} rows, fewer than the minimum of {min_rows:,}"
+    return None
+
+
+def _compare(own: MetricEstimate, rest: MetricEstimate | None,
+             confidence_level: float) -> SegmentMetric:
+    """The segment's estimate against its rest's (``rest`` None: not judged)."""
+    nan = float("nan")
+    higher = segment_higher_is_better(own.name)
+    if rest is None:
+        return SegmentMetric(own.name, higher, own.value, own.ci_lower, own.ci_upper,
+                             nan, nan, nan, nan, nan, nan, nan, nan, own.undefined_reason)
+    reason = own.undefined_reason or (None if rest.undefined_reason is None
+                                      else f"on the rest: {rest.undefined_reason}")
+    ends = (own.ci_lower, own.ci_upper, rest.ci_lower, rest.ci_upper)
+    difference, interval, p = own.value - rest.value, (nan, nan), nan
+    if reason is None and all(math.isfinite(e) for e in (own.value, rest.value, *ends)):
+        # disjoint rows: independent estimates, correlation 0
+        interval = mover_difference(own.value, (own.ci_lower, own.ci_upper), rest.value,
+                                    (rest.ci_lower, rest.ci_upper), 0.0)
+        p = worse_p_value(difference, interval, higher, confidence_level)
+    elif reason is None:
+        reason = "no interval (no bootstrap resamples, or too few rows)"
+    return SegmentMetric(own.name, higher, own.value, own.ci_lower, own.ci_upper, rest.value,
+                         rest.ci_lower, rest.ci_upper, difference, interval[0], interval[1], p,
+                         nan, reason)

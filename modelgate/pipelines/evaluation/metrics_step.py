@@ -77,9 +77,13 @@ def _compute_task_metrics(ctx: Context, ref: RunRef, manifest: Manifest, *,
         else:
             table = model_tasks.read_scores(
                 ctx, scored, model_tasks.score_columns(manifest, champion), work)
-    candidate, champion_report, comparison = model_tasks.compute_metrics(
-        table, manifest, champion=champion, n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED,
-        probabilities=probabilities)
+        candidate, champion_report, comparison = model_tasks.compute_metrics(
+            table, manifest, champion=champion, n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED,
+            probabilities=probabilities)
+        # the segments' metrics from the same rows (segments.pkl)
+        segments_step.compute_task_segments(ctx, ref, load_checked_policy(ctx, ref).policy.segments,
+                                            manifest, table, probabilities, scored, work,
+                                            n_bootstrap=N_BOOTSTRAP, seed=BOOTSTRAP_SEED)
     log.info("%s metrics on %d rows with %d bootstrap resamples%s", task, table.num_rows,
              N_BOOTSTRAP, " (paired with the champion)" if champion else "")
     result = MetricsResult(candidate, champion_report, comparison, task=task)

@@ -93,7 +93,7 @@ class PartitionResult:
     tf32_allowed: bool = False
     group_scores: tuple[GroupScoreTable, ...] = ()  # one per sensitive feature
     files: tuple[tuple[str, str], ...] = ()  # a batch of small files: (name, sha256) of each
-    segments: SegmentParts | None = None  # the policy's segment columns (binary), else None
+    segments: SegmentParts | None = None  # binary: the segment columns summarised, else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +139,9 @@ def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, i
     manifest = candidate.manifest
     section = load_checked_policy(ctx, ref).policy.segments
     binary = model_tasks.task_of(manifest) == model_tasks.BINARY
-    if section is not None and section.columns and not binary:
-        log.warning("segments are evaluated for binary classification models only; the segment "
-                    "columns %s are not", list(section.columns))
+    # the other tasks' segments are evaluated from these kept columns (compute_task_segments)
     keep = list(dict.fromkeys([manifest.label.column, *manifest.sensitive_features,
-                               *(segments_step.columns_of(section) if binary else ())]))
+                               *segments_step.columns_of(section)]))
     held_out = _read_columns(data, keep)
     if held_out is not None:
         check_held_out(held_out, manifest)

@@ -8,8 +8,10 @@ stores: :func:`modelgate.evaluation.segment_policy.with_segment_columns`). Each 
 scoring summarises every segment's rows (:func:`modelgate.evaluation.segment_statistics.collect_segments`)
 and counts every slice of the columns and their pairs for the weakest-slice search
 (:func:`modelgate.evaluation.weakest_slices.count_slices`); both merge like the run's own
-statistics, so a mapped run and a one-process run find the same. Binary classification
-models only: for the other tasks the columns are logged and skipped.
+statistics, so a mapped run and a one-process run find the same. Multiclass and regression
+models keep their scored rows, segment columns included, and their segments are evaluated
+from those rows in the metrics step (:func:`compute_task_segments`,
+:mod:`modelgate.evaluation.segment_rows`); the weakest-slice search is binary only.
 """
 
 from __future__ import annotations
@@ -20,17 +22,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from modelgate.pipelines.context import Context
+from modelgate.pipelines.evaluation import model_tasks
 from modelgate.pipelines.evaluation.run_refs import RunRef, get_pickle, put_pickle
 
 if TYPE_CHECKING:  # annotations only: the step imports the cores where it computes
+    from pathlib import Path
+
     import pyarrow as pa
 
     from modelgate.evaluation import SegmentPolicy, SegmentReport, SegmentStatistics, SliceCounts, WeakSlices
+    from modelgate.onnx.manifest import Manifest
 
 log = logging.getLogger("modelgate.evaluate")
 
-#: The metrics the report draws a forest plot of when the policy judges none.
-REPORTED_METRICS = ("roc_auc", "accuracy")
+#: The metrics the report draws a forest plot of when the policy judges none: those of
+#: these the task's segments report (binary: roc_auc, accuracy; multiclass: accuracy,
+#: macro_f1; regression: rmse, r2).
+REPORTED_METRICS = ("roc_auc", "accuracy", "macro_f1", "rmse", "r2")
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +138,50 @@ def compute_segments(ctx: Context, ref: RunRef, merged: SegmentParts | None,
     return put_pickle(ctx, _key(ref), SegmentsResult(report, weakest))
 
 
+def compute_task_segments(ctx: Context, ref: RunRef, section: SegmentPolicy | None,
+                          manifest: Manifest, table: pa.Table, probabilities: Any,
+                          partitions: Sequence[tuple[str, str, int, str]], work: Path, *,
+                          n_bootstrap: int, seed: int) -> str | None:
+    """A multiclass or regression run's segments from its scored rows; pickled beside the metrics.
+
+    ``table`` holds the label (and, for regression, the ``prediction``) of every partition's
+    scores in partition order, ``probabilities`` the multiclass candidate's ``[N, C]`` (first
+    of the list); the segment columns are read from the same scores, in the same order.
+    """
+    from modelgate.evaluation import (
+        DEFAULT_MIN_ROWS,
+        evaluate_multiclass_segments,
+        evaluate_regression_segments,
+    )
+    from modelgate.fairness.disaggregate import encode_groups
+
+    names = columns_of(section)
+    if section is None or not names:
+        return None
+    segment_table = model_tasks.read_scores(ctx, partitions, names, work)
+    encoded = {c: encode_groups(segment_table.column(c).to_pandas().to_numpy(dtype=object))
+               for c in section.columns}
+    for first, second in section.pairs:  # a pair's column that is not a column of its own
+        for c in (first, second):
+            encoded.setdefault(c, encode_groups(segment_table.column(c).to_pandas()
+                                                .to_numpy(dtype=object)))
+    options: dict[str, Any] = {"columns": encoded, "pairs": section.pairs,
+                               "min_rows": section.min_rows or DEFAULT_MIN_ROWS,
+                               "n_bootstrap": n_bootstrap, "seed": seed,
+                               "correction": section.correction}
+    y = model_tasks.targets(table, manifest)
+    if model_tasks.task_of(manifest) == model_tasks.MULTICLASS:
+        report = evaluate_multiclass_segments(y, probabilities[0],
+                                              classes=model_tasks.classes_of(manifest), **options)
+    else:
+        report = evaluate_regression_segments(y, table.column("prediction").to_numpy(), **options)
+    log.info("segments: %d segment(s) of %s, %d judged; no weakest-slice search (binary only)",
+             len(report.segments), ", ".join(dict.fromkeys(" x ".join(s.columns)
+                                                          for s in report.segments)),
+             sum(s.judged for s in report.segments))
+    return put_pickle(ctx, _key(ref), SegmentsResult(report, None))
+
+
 def load_segments(ctx: Context, ref: RunRef) -> SegmentsResult | None:
     """The run's segments result, or None when the run evaluated no segment."""
     key = _key(ref)
@@ -169,7 +221,8 @@ def report_parts(result: SegmentsResult | None, section: SegmentPolicy | None) -
         return {}
     verdicts = segment_verdicts(section, result.report) if section is not None else ()
     judged_metrics = [t.metric for t in section.thresholds] if section is not None else []
-    shown = list(dict.fromkeys(judged_metrics or REPORTED_METRICS))
+    reported = [m.name for m in result.report.segments[0].metrics] if result.report.segments else []
+    shown = [m for m in dict.fromkeys(judged_metrics or REPORTED_METRICS) if m in reported]
     sections = []
     for metric in shown:
         worst: dict[str, str] = {}

@@ -19,6 +19,7 @@ from modelgate.pipelines.evaluation import (
     run_refs,
     segments_step,
 )
+from modelgate.pipelines.evaluation.policy_loading import segments_param_source
 from modelgate.pipelines.evaluation.policy_provenance import policy_json, policy_line
 from modelgate.pipelines.evaluation.runner import run_evaluation
 from modelgate.store import runs
@@ -65,9 +66,7 @@ def run_evaluation_locally(model: Path, data: str | Path, policy: Path | None, *
         fingerprint = partitions.dataset_sha256(ctx.store, uri, work)
     allowed = "-looser-allowed" if allow_looser_policy else ""
     run_key = f"cli__{fingerprint[:12]}__{policy_sha}{allowed}"
-    if segments or segment_pairs:  # other segments are another run
-        named = ",".join(segments) + ("*" if segment_pairs else "")
-        run_key += f"__seg-{hashlib.sha256(named.encode()).hexdigest()[:8]}"
+    run_key += segments_key_part(segments, segment_pairs)
     done = run_evaluation(ctx, model_name=row.model_name, version=row.version,
                           dataset_uri=uri, run_key=run_key,
                           policy_path=str(policy) if policy else None, promote=promote,
@@ -75,6 +74,20 @@ def run_evaluation_locally(model: Path, data: str | Path, policy: Path | None, *
                           segment_pairs=segment_pairs)
     assert done.status is not None and done.report_link is not None  # ran through "store"
     return _outcome(ctx, done.ref, done.status, done.report_link, done.promoted)
+
+
+def segments_key_part(segments: Sequence[str], pairs: bool) -> str:
+    """The run key's part for ``--segments`` (and ``--segment-pairs``): another set of columns
+    is another run, the same set in another order or with repeats the same run.
+
+    >>> segments_key_part(["b", "a"], False) == segments_key_part(["a", "b", "a"], False)
+    True
+    >>> segments_key_part([], False)
+    ''
+    """
+    if not segments and not pairs:
+        return ""
+    return f"__seg-{hashlib.sha256(segments_param_source(segments, pairs)).hexdigest()[:8]}"
 
 
 def _outcome(ctx: Context, ref: run_refs.RunRef, status: str, link: str,

@@ -134,12 +134,17 @@ def load_policy_for_run(policy_path: str | None, model_name: str, *,
 
 
 def segments_param_source(segments: Sequence[str], pairs: bool) -> bytes:
-    """The segment parameters as a policy source: JSON of the columns as given and ``pairs``.
+    """The segment parameters as a policy source: JSON of the set of columns and ``pairs``.
 
-    >>> segments_param_source(["region", "device"], True)
-    b'{"columns": ["region", "device"], "pairs": true}'
+    The columns are sorted and each kept once, as the run evaluates them
+    (:func:`~modelgate.evaluation.segment_policy.with_segment_columns`): the same set in any
+    order is the same source, and JSON keeps names apart that a joined string would not
+    (``["a,b"]`` and ``["a", "b"]``).
+
+    >>> segments_param_source(["region", "device", "region"], True)
+    b'{"columns": ["device", "region"], "pairs": true}'
     """
-    return json.dumps({"columns": list(segments), "pairs": bool(pairs)}).encode()
+    return json.dumps({"columns": sorted(set(segments)), "pairs": bool(pairs)}).encode()
 
 
 def _hash_policy_source(digest: Any, role: str, content: bytes) -> None:

@@ -109,3 +109,32 @@ def test_segment_columns_given_as_a_parameter_are_in_the_policy_hash_and_droppin
     assert (added["effect"], json.loads(added["effective"])["pairs"]) \
         == ("stricter", [["sex", "race"]])
     assert "race" in history[0][5] and "race" not in history[1][5]
+
+
+def test_the_same_segment_columns_in_another_order_are_the_same_policy_and_run_key(
+        tiny: dict[str, Any]) -> None:
+    from modelgate.cli.runs import segments_key_part
+    from modelgate.pipelines.evaluation.policy_loading import load_checked_policy
+
+    ctx, run, url = tiny["ctx"], tiny["run"], tiny["ctx"].db_url
+    for given in (("race", "group"), ("group", "race", "group")):
+        ref = prepare_step.prepare(ctx, run_key="k", segments=given, **run)
+        # the evaluated columns: the policy's, then the set given, sorted
+        section = load_checked_policy(ctx, ref).policy.segments
+        assert section is not None and section.columns == ("sex", "group", "race")
+    prepare_step.prepare(ctx, run_key="k", segments=("group",), **run)
+    prepare_step.prepare(ctx, run_key="k", segments=("group,race",), **run)
+    default = default_policy_path("binary_classification").read_bytes()
+    own = [("default", default), ("model_file", OWN.encode())]
+    both = _sha(*own, ("segments_param", b'{"columns": ["group", "race"], "pairs": false}'))
+    hashes = [h for (h,) in _rows(url, "SELECT policy_sha256 FROM analytics.evaluation_attempts "
+                                       "ORDER BY attempt")]
+    assert hashes[:2] == [both, both]
+    # another set is another identity, and a comma inside a name is not a separator
+    assert len(set(hashes)) == 3
+    assert hashes[3] == _sha(*own, ("segments_param", b'{"columns": ["group,race"], "pairs": false}'))
+    keys = {segments_key_part(c, p) for c, p in [(["a", "b"], False), (["b", "a", "b"], False)]}
+    assert len(keys) == 1
+    others = [segments_key_part(["a"], False), segments_key_part(["a", "b"], True),
+              segments_key_part(["a,b"], False), segments_key_part([], False)]
+    assert len({*keys, *others}) == 5 and others[-1] == ""

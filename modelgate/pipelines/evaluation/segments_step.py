@@ -153,19 +153,14 @@ def compute_task_segments(ctx: Context, ref: RunRef, section: SegmentPolicy | No
         evaluate_multiclass_segments,
         evaluate_regression_segments,
     )
-    from modelgate.fairness.disaggregate import encode_groups
-
     names = columns_of(section)
     if section is None or not names:
         return None
     segment_table = model_tasks.read_scores(ctx, partitions, names, work)
-    encoded = {c: encode_groups(segment_table.column(c).to_pandas().to_numpy(dtype=object))
-               for c in section.columns}
-    for first, second in section.pairs:  # a pair's column that is not a column of its own
-        for c in (first, second):
-            encoded.setdefault(c, encode_groups(segment_table.column(c).to_pandas()
-                                                .to_numpy(dtype=object)))
-    options: dict[str, Any] = {"columns": encoded, "pairs": section.pairs,
+    # every column a pair names is encoded; only the policy's columns are segments of their own
+    encoded = {c: _segment_codes(segment_table.column(c)) for c in names}
+    singles = {c: encoded[c] for c in section.columns}
+    options: dict[str, Any] = {"columns": singles, "pairs": section.pairs,
                                "min_rows": section.min_rows or DEFAULT_MIN_ROWS,
                                "n_bootstrap": n_bootstrap, "seed": seed,
                                "correction": section.correction}

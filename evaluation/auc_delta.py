@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["auc_difference_interval", "delong_deviations", "paired_auc_delta_interval"]
+__all__ = ["auc_difference_interval", "delong_deviations", "effective_df", "paired_auc_delta_interval"]
 
 _SOBOL_POINTS = 1 << 14  # quantile error about 1e-3 of the interval's probability
 
@@ -144,9 +144,17 @@ def delong_deviations(label: npt.ArrayLike, key: npt.ArrayLike, counts: npt.Arra
                     (v01[inverse] - auc) / np.sqrt(n_neg * (n_neg - 1.0)))
 
 
-def _effective_df(d: npt.NDArray[np.float64], counts: npt.NDArray[np.float64]) -> float:
+def effective_df(d: npt.NDArray[np.float64], counts: npt.NDArray[np.float64]) -> float:
     """Satterthwaite's ``2 V^2 / (sum c d^4 - V^2 / n)`` with ``V = sum c d^2``: the
-    weighted form of :func:`modelgate.intervals.satterthwaite_df` (inf when it is 0)."""
+    weighted form of :func:`modelgate.intervals.satterthwaite_df` (inf when it is 0):
+    ``d`` per unit, ``counts`` the rows of each unit.  Also the t quantile's degrees of
+    freedom of the precision and F1 deltas (:mod:`~.paired_ratios`).
+
+    Examples
+    --------
+    >>> round(effective_df(np.array([0.01, 1.0]), np.array([99.0, 1.0])), 2)  # one row dominates
+    2.06
+    """
     v = float(np.dot(counts, d * d))
     spread = float(np.dot(counts, d**4)) - v * v / float(counts.sum())
     return 2.0 * v * v / spread if spread > 1e-12 * v * v else float("inf")
@@ -172,7 +180,7 @@ def paired_auc_delta_interval(auc_1: float, auc_2: float, d_1: npt.NDArray[np.fl
     from scipy.stats import norm, t
 
     w = np.asarray(counts, dtype=np.float64)
-    df = max(min(m - 1.0, _effective_df(d_1 - d_2, w)), 1.0)
+    df = max(min(m - 1.0, effective_df(d_1 - d_2, w)), 1.0)
     level = 1.0 - 0.5 * (1.0 - confidence_level)
     factor = float(t.ppf(level, df) / norm.ppf(level)) ** 2
     return auc_difference_interval(auc_1, auc_2, factor * float(np.dot(w, d_1 * d_1)),

@@ -81,8 +81,14 @@ AUC 0.98 at n = 200 that of the recall held it in 83.5 % (issue #38).  With
   rows, so their correlation is ``-mean(up) mean(down) / (sd(up) sd(down)) <= 0`` and
   that failure cannot arise: a near copy's parts are both small, and so is the
   interval (``bench/RESULTS.md``, "The log-loss delta").
-* **Paired deltas of precision and F1**: MOVER from the two models' Wilson
-  intervals above and the correlation of the paired resampled values.
+* **Paired deltas of precision and F1** (:func:`~.paired_ratios.ratio_delta_interval`):
+  the delta method's standard error of the difference of the two ratios from the 8
+  counts of (label, candidate's prediction, champion's prediction), Student's t quantile
+  with Satterthwaite's degrees of freedom of the rows' contributions (as the ROC AUC
+  delta).  MOVER from the two Wilson intervals, the method before it, held the
+  precision delta of near-equal models in 97.5-98.2 % of sets at n = 200
+  (``bench/RESULTS.md``, "Paired precision, F1 and Brier deltas of near-equal models").
+  MOVER stays where the standard error is 0.
 * **Paired delta of recall**: Tango's score interval
   (:func:`~.paired_rates.tango_interval`) of the 2 x 2 table of positives each model
   finds (:func:`~.bootstrap_cells.correct_pairs` of the positives: exact counts,
@@ -94,8 +100,12 @@ AUC 0.98 at n = 200 that of the recall held it in 83.5 % (issue #38).  With
   none it is ``-+ z^2 / (m + z^2)`` of the ``m`` positives, never a point.  Near-equal
   models at n = 200 have a median of 2 discordant positives, so coverage there stays
   above 97 % (``bench/RESULTS.md``, "Paired rate deltas of near-equal models").
-* **Paired delta of the Brier score**: as that of the log loss, MOVER over the
-  positive and negative parts of the per-row squared-error difference.
+* **Paired delta of the Brier score** (:func:`~.paired_ratios.mean_delta_interval`):
+  the t interval of the mean per-row squared-error difference, Satterthwaite's degrees
+  of freedom.  MOVER over the difference's parts, the log loss's method and the Brier
+  delta's before, held 96.0-97.3 % of near-equal models' deltas at n = 200 with half as
+  much width again (``bench/RESULTS.md``, "Paired precision, F1 and Brier deltas of
+  near-equal models").
 
 All ends are widened to hold the point estimate
 (:func:`modelgate.intervals.interval_holding`) by the caller, and all use only the
@@ -106,6 +116,7 @@ merged table and the draws, so mapped and one-process runs still agree, at
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -120,6 +131,7 @@ from modelgate.intervals import (
 )
 
 from .paired_rates import tango_interval
+from .paired_ratios import paired_label_cells, ratio_delta_interval
 
 __all__ = ["DELTA_METHOD_BY_METRIC", "METHOD_BY_METRIC", "constant_mean_interval",
            "difference_part_moments", "f1_interval", "log_loss_delta_interval",
@@ -139,10 +151,11 @@ DELTA_METHOD_BY_METRIC = {
     "accuracy": "MOVER, Wilson intervals, phi correlation (Newcombe's method 10)",
     "log_loss": "MOVER over the positive and negative parts of the per-row loss difference, "
                 "studentized intervals",
-    "brier": "MOVER over the positive and negative parts of the per-row squared-error "
-             "difference, studentized intervals",
+    "brier": "t interval of the mean per-row squared-error difference, Satterthwaite's "
+             "degrees of freedom",
     "recall": "Tango's score interval of the paired table of positives found",
-    **{name: "MOVER, the metric's own intervals, correlation of the resampled values"
+    **{name: "delta method over the rows' contributions, t quantile with Satterthwaite's "
+             "degrees of freedom (MOVER where the standard error is 0)"
        for name in ("precision", "f1")}}
 
 
@@ -321,7 +334,9 @@ def paired_delta_interval(name: str, points: tuple[float, float],
 
     Recall: Tango's score interval (:func:`~.paired_rates.tango_interval`) of the
     2 x 2 table of positives each model finds (``found``; without it MOVER as below).
-    ROC AUC: ``auc_delta`` where given; else, and for accuracy, precision and F1: MOVER
+    Precision and F1: :func:`~.paired_ratios.ratio_delta_interval` of the 8 cells of
+    ``correct`` and ``found`` (without ``found``, or a standard error of 0: MOVER).
+    ROC AUC: ``auc_delta`` where given; else, and for accuracy: MOVER
     (:func:`modelgate.intervals.mover_difference`) from each
     model's own interval of the metric and the correlation of the two estimates: for the
     accuracy the phi coefficient of the 2 x 2 table of rows each model classifies
@@ -345,8 +360,9 @@ def paired_delta_interval(name: str, points: tuple[float, float],
         Rows both models classify correctly, only the candidate, only the champion,
         neither.
     log_loss_delta, brier_delta : tuple of float, optional
-        The log-loss and Brier deltas' intervals by :func:`log_loss_delta_interval` (of
-        the per-row log-loss and squared-error differences).
+        The log-loss delta's interval by :func:`log_loss_delta_interval` (of the per-row
+        log-loss differences), the Brier delta's by
+        :func:`~.paired_ratios.mean_delta_interval`.
     auc_delta : tuple of float, optional
         The ROC AUC delta's interval by :func:`~.auc_delta.paired_auc_delta_interval`
         (None: MOVER, as where an AUC is 0 or 1).
@@ -403,6 +419,11 @@ def paired_delta_interval(name: str, points: tuple[float, float],
                                                  min(brier_delta[1], 1.0))
     if name == "recall" and found is not None and sum(found) > 0:
         return tango_interval(found[1], found[2], sum(found), confidence_level)
+    if name in ("precision", "f1") and found is not None:
+        paired = ratio_delta_interval(cast(Literal["precision", "f1"], name),
+                                      paired_label_cells(correct, found), confidence_level)
+        if paired is not None:
+            return paired
     if name == "accuracy":
         r = phi_correlation(*(float(c) for c in correct))
     else:

@@ -74,6 +74,7 @@ from .metric_results import (
     PairedComparison,
     PerformanceReport,
 )
+from .paired_ratios import mean_delta_interval
 
 __all__ = [
     "METRIC_NAMES",
@@ -278,8 +279,7 @@ def compare(
     cells = (_cells(y, s_new, threshold), _cells(y, s_old, old_threshold))
     (p_new, r_new), (p_old, r_old) = _point_estimates(cells[0]), _point_estimates(cells[1])
     _check_interval(interval)
-    differences = {"log_loss": _row_log_loss(y, s_new) - _row_log_loss(y, s_old),
-                   "brier": (s_new - y) ** 2 - (s_old - y) ** 2}
+    differences = {"log_loss": _row_log_loss(y, s_new) - _row_log_loss(y, s_old)}
     boot_new, boot_old = _bootstrap(cells, len(y), n_bootstrap, seed, differences)
     own: tuple[Mapping[str, tuple[float, float] | None], ...] = ({}, {})
     loss_delta: dict[str, tuple[float, float] | None] = {"log_loss": None, "brier": None}
@@ -290,6 +290,8 @@ def compare(
             difference_part_moments(difference, np.ones((1, len(y)))),
             {key: boot_new[f"{name}_difference_{key}"] for key in _PART_KEYS}, len(y),
             confidence_level) for name, difference in differences.items()}
+        loss_delta["brier"] = mean_delta_interval((s_new - y) ** 2 - (s_old - y) ** 2,
+                                                  np.ones(len(y)), confidence_level)
         if n_bootstrap > 0:
             loss_delta["roc_auc"] = _auc_delta(y, s_new, s_old, p_new["roc_auc"],
                                                p_old["roc_auc"], confidence_level)

@@ -54,6 +54,7 @@ from modelgate.intervals import bca_interval, interval_holding
 
 from .auc_delta import delong_deviations, paired_auc_delta_interval
 from .bootstrap_cells import (
+    BootstrapTable,
     correct_pairs,
     delong_variance,
     jackknife_metrics,
@@ -78,6 +79,7 @@ from .metrics import (
     percentile_interval,
     undefined_reasons,
 )
+from .paired_ratios import mean_delta_interval
 from .sufficient import CALIBRATION_BINS, EvaluationStatistics, ModelStatistics, ScoreTable
 
 __all__ = ["PerformanceSummary", "performance_from_statistics"]
@@ -94,8 +96,10 @@ _CHUNK_ELEMENTS = 1 << 22
 _SUMMED_TIE = 1e-9
 _SUMMED = frozenset({"log_loss", "brier"})
 # Columns of BootstrapTable.loss_sums (candidate, champion) whose per-row difference gets the
-# parts' MOVER interval of its paired delta.
-_DIFFERENCE_COLUMNS = {"log_loss": (0, 2), "brier": (1, 3)}
+# parts' MOVER interval of its paired delta; the Brier score's difference gets a t interval
+# of its mean (evaluation/paired_ratios.py).
+_DIFFERENCE_COLUMNS = {"log_loss": (0, 2)}
+_BRIER_COLUMNS = (1, 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,10 +142,12 @@ def performance_from_statistics(
         ``"per_metric"``: every metric by its method of :mod:`~.metric_intervals`
         (logit-scale Wald with DeLong's variance, Wilson score of the counts,
         studentized bootstrap for the losses), the deltas of ROC AUC, accuracy,
-        precision, recall and F1 by MOVER from those, the log-loss delta by MOVER over
-        the parts of the per-row loss difference
-        (:func:`~.metric_intervals.log_loss_delta_interval`), the Brier delta
-        percentile.
+        recall and accuracy by score intervals of the paired tables, precision and F1 by
+        the delta method's t interval (:func:`~.paired_ratios.ratio_delta_interval`),
+        the log-loss delta by MOVER over the parts of the per-row loss difference
+        (:func:`~.metric_intervals.log_loss_delta_interval`), the Brier delta by the t
+        interval of the mean squared-error difference
+        (:func:`~.paired_ratios.mean_delta_interval`).
         ``"percentile"``: percentile intervals throughout (those of a row bootstrap with
         distinct-score cells).  ``"bca"``: bias-corrected and accelerated ends
         (:func:`modelgate.intervals.bca_interval`), the acceleration from the
@@ -178,6 +184,8 @@ def performance_from_statistics(
         loss_delta = {name: log_loss_delta_interval(_part(parts[0], name), _part(parts[1], name),
                                                     stats.n, confidence_level)
                       if interval == "per_metric" else None for name in _DIFFERENCE_COLUMNS}
+        if interval == "per_metric":
+            loss_delta["brier"] = _brier_delta(stats.bootstrap, confidence_level)
         if interval == "per_metric" and n_bootstrap > 0:
             loss_delta["roc_auc"] = _auc_delta(stats, points, confidence_level)
         pairs = (correct_pairs(stats.bootstrap),
@@ -257,10 +265,9 @@ def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n
                                    list[dict[str, _FloatArray]], list[dict[str, _FloatArray]]]:
     """Per model, per metric: the ``n_bootstrap`` replicates (the same draws for every model),
     the jackknife values per cell and the replicate statistics on the table itself; with a
-    champion also the moments of the parts of the per-row log-loss and squared-error
-    differences on the table and on the draws
-    (:func:`~.metric_intervals.difference_part_moments`, keys prefixed ``log_loss_`` and
-    ``brier_``), else ``[]``."""
+    champion also the moments of the parts of the per-row log-loss differences on the
+    table and on the draws (:func:`~.metric_intervals.difference_part_moments`, keys
+    prefixed ``log_loss_``), else ``[]``."""
     table = stats.bootstrap
     per_model = []
     for m, model in enumerate(models):
@@ -275,8 +282,7 @@ def _bootstrap(stats: EvaluationStatistics, models: Sequence[ModelStatistics], n
     own = table.counts[None, :].astype(np.float64)
     at_data = [replicate_metrics(own, table, m, *args) for m, args in enumerate(per_model)]
     resampled: list[list[dict[str, _FloatArray]]] = [[] for _ in models]
-    # the per-row log-loss and squared-error differences of each cell (their means over
-    # the cell's rows)
+    # the per-row log-loss differences of each cell (their means over the cell's rows)
     differences = {name: (table.loss_sums[:, new] - table.loss_sums[:, old]) / table.counts
                    for name, (new, old) in _DIFFERENCE_COLUMNS.items()}
     parts: list[list[dict[str, _FloatArray]]] = [[], []] if len(models) == 2 else []
@@ -312,6 +318,16 @@ def _auc_delta(stats: EvaluationStatistics,
     return paired_auc_delta_interval(points[0][0]["roc_auc"], points[1][0]["roc_auc"], d_new,
                                      d_old, table.counts, min(n_pos, stats.n - n_pos),
                                      confidence_level)
+
+
+def _brier_delta(table: BootstrapTable, confidence_level: float) -> tuple[float, float]:
+    """The Brier delta's interval (:func:`~.paired_ratios.mean_delta_interval`) over the
+    cells' mean squared-error differences."""
+    new, old = _BRIER_COLUMNS
+    with np.errstate(invalid="ignore", divide="ignore"):
+        difference = (table.loss_sums[:, new] - table.loss_sums[:, old]) / table.counts
+    return mean_delta_interval(np.where(table.counts > 0, difference, 0.0), table.counts,
+                               confidence_level)
 
 
 def _difference_moments(differences: Mapping[str, _FloatArray],

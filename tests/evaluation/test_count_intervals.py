@@ -157,28 +157,3 @@ def test_a_recall_delta_of_two_models_that_find_every_positive_is_not_the_point_
     end = Z * Z / (30 + Z * Z)
     assert delta.delta == 0.0
     assert (delta.ci_lower, delta.ci_upper) == pytest.approx((-end, end), abs=1e-12)
-
-
-@pytest.mark.parametrize("rows", ["one-process", "row-level"])
-def test_brier_delta_is_mover_over_the_parts_of_the_squared_error_differences(rows: str) -> None:
-    """Against the oracle of the log-loss delta (tests/support/binary_oracles.py) on the per-row
-    squared-error differences, with this test's own resamples: equal within resampling
-    noise (an eighth of the width, 3,000 resamples each)."""
-    from modelgate.evaluation.metrics import compare
-    from support.binary_oracles import parts_mover
-
-    y, s = _data(13, 300)
-    h = np.clip(s + np.random.default_rng(14).normal(0.0, 0.15, len(y)), 0.0, 1.0)
-    if rows == "one-process":
-        stats = collect(y, s, threshold=0.5, champion_score=h, champion_threshold=0.5)
-        comparison = performance_from_statistics(stats, n_bootstrap=3000, seed=4).comparison
-        assert comparison is not None
-        delta = comparison.by_name()["brier"]
-    else:
-        delta = compare(s, h, y, n_bootstrap=3000, seed=4).by_name()["brier"]
-    diff = (s - y) ** 2 - (h - y) ** 2
-    lower, upper = parts_mover(diff, row_resamples(len(y), 3000, seed=9))
-    assert delta.delta == pytest.approx(diff.mean(), abs=1e-12)
-    assert (delta.ci_lower, delta.ci_upper) == pytest.approx((lower, upper),
-                                                             abs=(upper - lower) / 8)
-    assert -1.0 <= delta.ci_lower <= delta.delta <= delta.ci_upper <= 1.0

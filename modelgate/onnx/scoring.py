@@ -188,6 +188,59 @@ class _ReadAhead:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+#: Scored tables queued for the writer thread at most: it falls behind while the caller's
+#: ``on_batch`` summarises (a million rows at once), and the engine keeps running meanwhile.
+WRITE_AHEAD = 8
+
+
+class _Sink:
+    """Scored tables written and handed to ``on_batch`` by one thread, in row order.
+
+    The engine's runs go on while a table is written and summarised; at most
+    :data:`WRITE_AHEAD` tables wait. After a failure nothing more is written or handed on,
+    and the error is raised by the next :meth:`put` or by :meth:`finish`.
+    """
+
+    def __init__(self, tmp: Path, keep_columns: Sequence[str],
+                 on_batch: Callable[[pa.Table], None] | None) -> None:
+        self._tmp, self._keep, self._on_batch = tmp, list(keep_columns), on_batch
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="modelgate-write")
+        self._queue: deque[Future[None]] = deque()
+        self._writer: pq.ParquetWriter | None = None
+        self._failed = False
+
+    def put(self, table: pa.Table) -> None:
+        while len(self._queue) >= WRITE_AHEAD:
+            self._queue.popleft().result()
+        self._queue.append(self._pool.submit(self._write, table))
+
+    def _write(self, table: pa.Table) -> None:
+        if self._failed:
+            return
+        try:
+            self._writer = self._writer or pq.ParquetWriter(self._tmp, table.schema,
+                                                            use_dictionary=self._keep)
+            self._writer.write_table(table)
+            if self._on_batch is not None:
+                self._on_batch(table)
+        except BaseException:
+            self._failed = True
+            raise
+
+    def finish(self) -> bool:
+        """Wait for every table; True when one was written (the file can be closed)."""
+        while self._queue:
+            self._queue.popleft().result()
+        return self._writer is not None
+
+    def close(self) -> None:
+        """Stop the thread (queued tables dropped after a failure) and close the file."""
+        self._failed = self._failed or bool(self._queue)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._writer is not None:
+            self._writer.close()
+
+
 def _score_batch(scorer: ModelScorer, prepared: Prepared, schema: pa.Schema,
                  id_column: str | None, keep_columns: Sequence[str]) -> pa.Table:
     batch, feeds, index = prepared
@@ -282,7 +335,9 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
     on_batch
         Called with each batch's output table, in row order, once it is written: a caller
         that summarises the scores does so while they are in memory instead of reading the
-        file back. An exception it raises fails the run as a bad batch does.
+        file back. It runs in the writer thread (one call at a time), overlapping the
+        engine's runs of later batches. An exception it raises fails the run as a bad batch
+        does.
 
     Returns
     -------
@@ -315,20 +370,16 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
     tmp = out.with_name(f".{out.name}.tmp")
     rows, start = 0, time.perf_counter()
     last = start
-    writer: pq.ParquetWriter | None = None
     batches = _batches(pf, src, batch_rows, columns)
-    # Batches read and checked ahead, in threads, while the current one is scored and
-    # written: parquet decoding and ONNX Runtime release the GIL, so the stages overlap.
+    # Batches read and checked ahead, in threads, while the current one is scored, and
+    # written and summarised behind it in another: parquet, ONNX Runtime and numpy release
+    # the GIL, so the stages overlap on the cores.
     ahead = _ReadAhead(scorer, batches, READ_AHEAD.get(scorer.provider, 1), names)
+    sink = _Sink(tmp, keep_columns, on_batch)
     try:
         while (item := next(ahead)) is not None:
             batch = item[0]
-            table = _score_batch(scorer, item, file_schema, id_column, keep_columns)
-            writer = writer or pq.ParquetWriter(tmp, table.schema,
-                                                use_dictionary=list(keep_columns))
-            writer.write_table(table)
-            if on_batch is not None:
-                on_batch(table)
+            sink.put(_score_batch(scorer, item, file_schema, id_column, keep_columns))
             rows += batch.num_rows
             if (now := time.perf_counter()) - last >= PROGRESS_EVERY_S:
                 rate = rows / (now - start)
@@ -336,15 +387,15 @@ def score_parquet(scorer: ModelScorer, parquet_path: str | os.PathLike[str],
                               100.0 * rows / total, rate, (total - rows) / rate,
                               extra={"progress": (rows, total, "rows")})
                 last = now
+        written = sink.finish()
     except BaseException:
-        if writer is not None:
-            writer.close()
+        sink.close()
         tmp.unlink(missing_ok=True)
         raise
     finally:
         ahead.close()
-    assert writer is not None  # total > 0 so at least one batch was written
-    writer.close()
+    sink.close()
+    assert written  # total > 0 so at least one batch was written
     os.replace(tmp, out)
     seconds = time.perf_counter() - start
     progress.info("scored %d rows in %.2f s (%.0f rows/s) on %s", rows, seconds,

@@ -225,6 +225,40 @@ def test_kept_feature_column_keeps_its_file_type(scorer: ModelScorer,
     assert out.column("c").to_pylist() == frame["c"].tolist()
 
 
+def test_on_batch_gets_the_written_tables_in_order_off_the_callers_thread(
+        scorer: ModelScorer, parquet_in: tuple[Path, pd.DataFrame], tmp_path: Path) -> None:
+    import threading
+
+    seen: list[pa.Table] = []
+    threads: set[int] = set()
+
+    def on_batch(table: pa.Table) -> None:
+        threads.add(threading.get_ident())
+        seen.append(table)
+
+    run = score_parquet(scorer, parquet_in[0], tmp_path / "s.parquet", batch_rows=700,
+                        id_column="row_id", keep_columns=("group",), on_batch=on_batch)
+    assert len(seen) > 7 and sum(t.num_rows for t in seen) == 5000  # batches end at row groups too
+    assert pa.concat_tables(seen).equals(pq.read_table(run.output_path))
+    assert threads and threading.get_ident() not in threads  # the writer thread calls it
+
+
+def test_a_failing_on_batch_fails_the_run_and_leaves_no_output(
+        scorer: ModelScorer, parquet_in: tuple[Path, pd.DataFrame], tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def on_batch(table: pa.Table) -> None:
+        calls.append(table.num_rows)
+        if len(calls) == 2:
+            raise ValueError("summary refused the batch")
+
+    with pytest.raises(ValueError, match="summary refused the batch"):
+        score_parquet(scorer, parquet_in[0], tmp_path / "s.parquet", batch_rows=500,
+                      on_batch=on_batch)
+    assert len(calls) == 2  # nothing handed on after the failure
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 def test_without_id_column(scorer: ModelScorer, parquet_in: tuple[Path, pd.DataFrame],
                            tmp_path: Path) -> None:
     run = score_parquet(scorer, parquet_in[0], tmp_path / "s.parquet")

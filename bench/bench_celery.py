@@ -89,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--timeout-s", type=float, default=3600,
                         help="longest wait for one DAG run, in seconds")
+    parser.add_argument("--one-task-max-mb", type=int, default=0,
+                        help="the DAG's one_task_max_mb param (default 0: one score task per "
+                             "file, the scale-out this measures; the DAG's own default would run "
+                             "2M rows, about 17 MiB, in one task)")
     parser.add_argument("--queued-timeout-s", type=int, default=21600,
                         help="the scheduler's task_queued_timeout for this run (see below)")
     parser.add_argument("--no-one-worker", action="store_true",
@@ -119,10 +123,11 @@ def main(argv: list[str] | None = None) -> int:
                 data.env["MODELGATE_S3_ENDPOINT"])
             deployment.start()
             say("deployment started")
-            results = [_run(deployment, data.conf(), 2, args.timeout_s)]
+            conf = {**data.conf(), "one_task_max_mb": args.one_task_max_mb}
+            results = [_run(deployment, conf, 2, args.timeout_s)]
             if not args.no_one_worker:
                 deployment.workers["worker-b"].stop()
-                results.append(_run(deployment, data.conf(), 1, args.timeout_s))
+                results.append(_run(deployment, conf, 1, args.timeout_s))
             deployment.stop()
             deployment = None
             after = one_process(data, args.timeout_s)

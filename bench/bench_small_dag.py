@@ -5,16 +5,19 @@ api-server, dag-processor, scheduler, a PostgreSQL metadata database of its own)
 fresh results database and moto's S3 server (``.venv-moto``). The demo model (baseline) is
 evaluated on ``--files`` parquet files of ``--rows-per-file`` rows resampled from its held-out
 set under an ``s3://`` prefix, with a policy that blocks it (so every run evaluates the same
-candidate with no champion, ending ``failed`` at ``gate`` after ``store``), first by
-``modelgate evaluate`` in one process, then as a ``model_evaluation`` DAG run, then again in
-one process (the two one-process figures bracket the load the DAG run met).
+candidate with no champion, ending ``failed`` at ``gate`` after ``store``, or at
+``evaluate_in_one_task``), first by ``modelgate evaluate`` in one process, then as a
+``model_evaluation`` DAG run with the DAG's defaults (held-out data this small takes the
+one-task path), then again in one process (the two one-process figures bracket the load the
+DAG run met); with ``--mapped-too``, then the DAG again on the mapped path
+(``one_task_max_mb`` 0).
 
 Per task instance, from the metadata database: the wait from queued to start (the scheduler
 and executor) and the run (task process start to end: the task's imports, DB connections, S3
 round trips and its work). Which tasks are serial follows from the DAG: every task but the
 mapped ``score`` ones.
 
-Run: ``.venv/bin/python -m bench.bench_small_dag --files 7 --rows-per-file 600``
+Run: ``.venv/bin/python -m bench.bench_small_dag --files 7 --rows-per-file 600 [--mapped-too]``
 """
 
 from __future__ import annotations
@@ -80,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows-per-file", type=int, default=600)
     parser.add_argument("--files", type=int, default=7)
+    parser.add_argument("--mapped-too", action="store_true",
+                        help="after the second one-process run, the DAG again with one_task_max_mb "
+                             "0 (the mapped path: one score task per file, a task per step)")
     args = parser.parse_args(argv)
     for sig in (signal.SIGTERM, signal.SIGINT):  # stop the deployment through ``finally``
         signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
@@ -142,8 +148,12 @@ def main(argv: list[str] | None = None) -> int:
                 _say(f"DAG run {dag['dag_run_s']} s")
                 after = _one_process(env, build.archive_path, dataset, policy)
                 _say(f"one process {after['seconds']} s")
+                mapped = None
+                if args.mapped_too:
+                    mapped = _dag_run(denv, meta, {**conf, "one_task_max_mb": 0}, procs, logs)
+                    _say(f"DAG run, mapped path {mapped['dag_run_s']} s")
         print(json.dumps({"rows": args.rows_per_file * args.files, "files": files,
-                          "one_process": [before, after], "dag": dag,
+                          "one_process": [before, after], "dag": dag, "dag_mapped": mapped,
                           "ratio": round(dag["dag_run_s"] / min(before["seconds"], after["seconds"]), 2),
                           "nproc": os.cpu_count()}, indent=1))
     finally:

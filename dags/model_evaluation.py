@@ -6,6 +6,13 @@ champion) -> merge -> metrics, fairness, explain -> decide -> report -> store ->
 steps ``modelgate evaluate`` runs in one process); each task calls one step (a function of a
 step module in ``modelgate.pipelines.evaluation``) and passes the run's id and key through
 XCom, never data.
+
+Small held-out data (``one_task_max_mb``, default ``runner.ONE_TASK_MAX_MB``) takes the short
+path instead: verify -> partitions -> evaluate_in_one_task, which runs every step after
+``partitions`` in one task process with the runner ``modelgate evaluate`` uses
+(``runner.run_after_partitions``), because each Airflow task costs seconds before it does any
+work. ``partitions`` then hands ``score`` no partition, so Airflow skips the mapped path;
+on the mapped path ``evaluate_in_one_task`` skips itself.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
 from modelgate.config import dag_retries
 from modelgate.input_limits import GIVEN_TEXT_PATTERN, TEXT_PATTERN
 from modelgate.logsafe import link_for_log
-from modelgate.pipelines.evaluation.runner import EVALUATION
+from modelgate.pipelines.evaluation.runner import EVALUATION, ONE_TASK_MAX_MB
 from modelgate.pipelines.payloads import Partition, RunRefDict
 from modelgate.pipelines.steps import wire
 
@@ -36,9 +43,11 @@ explains it with SHAP, and applies the promotion policy.
 **Green run**: every blocking check passed; the candidate is now `production` and the
 previous production version is `archived`.
 
-**Red run at task `gate`**: the policy blocked the candidate. The task log lists each breach
-(metric, threshold, observed value and interval). Nothing was promoted; the candidate stays
-`candidate`. The HTML report (link in the `report` task's log and in
+**Red run at task `gate`** (or at `evaluate_in_one_task`, which runs every step after
+`partitions` in one task when the held-out files add up to at most `one_task_max_mb` MiB):
+the policy blocked the candidate. The task log lists each breach (metric, threshold,
+observed value and interval). Nothing was promoted; the candidate stays `candidate`. The
+HTML report (link in the `report` or `evaluate_in_one_task` task's log and in
 `evaluation_run.report_uri`) shows the details; analysts can query `gate_check`.
 
 **Red run at any other task**: the evaluation itself failed (bad data, model archive that
@@ -60,6 +69,8 @@ created.
 """
 
 RETRIES = dag_retries()
+#: ``partitions``' XCom for ``evaluate_in_one_task``: the partitions it evaluates, or none.
+ONE_TASK_XCOM = "one_task"
 
 
 def _ctx() -> Any:
@@ -134,6 +145,9 @@ def _record_lost_run(context: Any) -> None:
                                       "segments.columns; empty: the policy's only)"),
         "segment_pairs": Param(False, type="boolean",
                                description="every pair of the segment columns is a segment too"),
+        "one_task_max_mb": Param(ONE_TASK_MAX_MB, type="integer", minimum=0,
+                                 description="held-out parquet up to this many MiB in all is "
+                                             "evaluated in one task (0: one score task per file)"),
     },
 )
 def model_evaluation() -> None:
@@ -171,11 +185,39 @@ def model_evaluation() -> None:
 
     @task
     def partitions(run: RunRefDict) -> list[Partition]:
-        """The held-out parquet files (one, a directory or an s3:// prefix), one mapped task each."""
+        """The held-out parquet files (one, a directory or an s3:// prefix), one mapped score
+        task each; none when they are small enough for ``evaluate_in_one_task``, which gets
+        them through the XCom ``one_task`` (an empty list on the mapped path)."""
         from modelgate.pipelines.evaluation import runner
 
-        found: list[Partition] = _run_step(run, runner.partitions)
-        return found
+        context = get_current_context()
+        max_mb = int(context["params"].get("one_task_max_mb", ONE_TASK_MAX_MB))
+        plan: runner.PartitionPlan = _run_step(run, runner.plan_partitions, max_mb)
+        print(f"{len(plan.partitions)} partition(s), {plan.total_bytes / 2**20:.1f} MiB: "
+              f"{'one task' if plan.one_task else 'one score task each'} (one_task_max_mb {max_mb})")
+        context["ti"].xcom_push(key=ONE_TASK_XCOM, value=plan.partitions if plan.one_task else [])
+        return [] if plan.one_task else plan.partitions
+
+    @task
+    def evaluate_in_one_task(run: RunRefDict, found: list[Partition]) -> str:
+        """Every step after partitions in this task, as ``modelgate evaluate`` runs them; fails
+        the DAG run, without retries, when the policy blocked the candidate (as ``gate`` does)."""
+        from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+        if not found:
+            raise AirflowSkipException("the held-out data takes the mapped path (score, merge, ...)")
+        from modelgate.pipelines.evaluation import gate_step, run_refs, runner
+
+        done = _run_step(run, runner.run_after_partitions, list(found))
+        link = str(done["report"])
+        print(f"evaluation report: {link_for_log(link)} (signed link: Report button / XCom)")
+        get_current_context()["ti"].xcom_push(key=REPORT_URL_XCOM, value=link)  # for ReportLink
+        if not done["gate"]:
+            try:
+                gate_step.enforce_gate(_ctx(), run_refs.RunRef(**run))
+            except run_refs.EvaluationBlocked as exc:
+                raise AirflowFailException(str(exc)) from exc
+        return link
 
     @task
     def score(run: RunRefDict, partition: Partition) -> str:
@@ -278,6 +320,8 @@ def model_evaluation() -> None:
     }
     tasks = wire(EVALUATION, build, {EVALUATION.root.name: run})
     tasks["report"].operator.operator_extra_links = (ReportLink(),)
+    one_task: Any = evaluate_in_one_task(run, tasks["partitions"][ONE_TASK_XCOM])
+    one_task.operator.operator_extra_links = (ReportLink(),)
 
 evaluation_dag = model_evaluation()
 

@@ -118,7 +118,9 @@ def run_in_process(graph: StepGraph, ctx: Context, ref: RefT, done: dict[str, An
                    beat: Callable[[Context, RefT], None],
                    through: str | None = None,
                    seconds: dict[str, float] | None = None) -> dict[str, Any]:
-    """Run the graph's steps after the root one after the other, in declared order.
+    """Run the graph's steps after the root one after the other, in declared order; a step
+    whose output ``done`` holds already (run elsewhere, e.g. by an earlier Airflow task) is
+    not run again.
 
     Parameters
     ----------
@@ -129,7 +131,8 @@ def run_in_process(graph: StepGraph, ctx: Context, ref: RefT, done: dict[str, An
     ref : RunRef or DriftRef
         The run the root step opened.
     done : dict
-        The root step's output under its name; every step's output is added under its name.
+        The root step's output under its name, and any later step's that ran already; every
+        step's output is added under its name.
     fail : callable
         The pipeline's ``fail(ctx, ref, exc)``: records the run as failed when a step
         (other than a verdict step) raises, Ctrl-C and SIGTERM included; the error is
@@ -154,12 +157,13 @@ def run_in_process(graph: StepGraph, ctx: Context, ref: RefT, done: dict[str, An
             graph[through]  # noqa: B018 - raises KeyError naming the steps
         with heartbeat(lambda: beat(ctx, ref)):
             for step in graph.steps[1:]:
-                current = step
-                started = time.perf_counter()
-                done[step.name] = step.fn(ctx, ref, done)
-                current = None
-                if seconds is not None:
-                    seconds[step.name] = time.perf_counter() - started
+                if step.name not in done:
+                    current = step
+                    started = time.perf_counter()
+                    done[step.name] = step.fn(ctx, ref, done)
+                    current = None
+                    if seconds is not None:
+                        seconds[step.name] = time.perf_counter() - started
                 if step.name == through:
                     break
     except BaseException as exc:

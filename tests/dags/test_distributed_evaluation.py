@@ -95,7 +95,8 @@ def stack(pg_url: str, s3_server: Any, demo_builds: dict[str, Any],
             deployment.start()
             yield Stack(deployment, ctx, {
                 "model_name": "gss-high-income", "model_version": "2", "policy": str(strict),
-                "dataset": f"s3://{s3.bucket}/datasets/heldout/"}, expected,
+                "dataset": f"s3://{s3.bucket}/datasets/heldout/",
+                "one_task_max_mb": 0}, expected,  # one score task per file, not one task in all
                 demo_builds["2"].n_heldout)
         finally:
             if deployment is not None:
@@ -111,6 +112,7 @@ def _check_run(stack: Stack, run_id: str) -> list[tuple[Any, ...]]:
         u[2] for u in tries if u[:2] == t[:2])}
     assert state == "failed" and final.pop(("gate", -1)) == "failed", (tries, stack.deployment.log_tails())
     assert final.pop(("reference_sketch", -1)) == final.pop(("promote", -1)) == "upstream_failed"
+    assert final.pop(("evaluate_in_one_task", -1)) == "skipped"  # the mapped path ran
     assert set(final.values()) == {"success"}, tries
     (row,) = fetch_all(stack.ctx.db_url, "SELECT evaluation_run_id, status, rows_scored FROM "
                                          "evaluation_run WHERE run_key LIKE %s",

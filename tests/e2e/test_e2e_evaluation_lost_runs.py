@@ -143,8 +143,8 @@ def test_a_run_without_a_model_and_a_killed_last_try_are_recorded(
     # 2. SIGKILL to both tries of score, each while it downloads its partition
     killed: list[int] = []
     gate.hold("/datasets/")
-    trigger(env, "model_evaluation", "sigkill",
-            {"model_name": NAME, "model_version": "2", "dataset": dataset})
+    trigger(env, "model_evaluation", "sigkill",  # the mapped path: score, a task of its own
+            {"model_name": NAME, "model_version": "2", "dataset": dataset, "one_task_max_mb": 0})
     for attempt in (1, 2):
         wait(lambda n=attempt: len(gate.held_paths) >= n, f"score's download, try {attempt}")
         (pid,) = wait(lambda: _gate_clients(gate, killed), f"the process of try {attempt}")

@@ -59,12 +59,20 @@ def drift_dag() -> Any:
     return load_dag("drift_monitoring")
 
 
+#: model_evaluation's task that runs every step after ``partitions`` for small held-out data.
+ONE_TASK = "evaluate_in_one_task"
+
+
 def test_evaluation_dag_is_the_declared_graph(evaluation_dag: Any) -> None:
     """Exactly: one task per step, named by it, each with the declared upstream steps plus
-    the first one (every task takes the run reference it opened)."""
+    the first one (every task takes the run reference it opened); beside them the short
+    path's one task, after partitions, with nothing after it."""
     root = EVALUATION.root.name
     expected = {s.name: set(s.after) | ({root} if s.name != root else set()) for s in EVALUATION}
-    assert _upstream(evaluation_dag) == expected
+    upstream = _upstream(evaluation_dag)
+    assert upstream.pop(ONE_TASK) == {root, "partitions"}
+    assert upstream == expected
+    assert not evaluation_dag.get_task(ONE_TASK).downstream_task_ids
 
 
 def test_evaluation_dag_keeps_its_task_settings(evaluation_dag: Any) -> None:
@@ -73,6 +81,8 @@ def test_evaluation_dag_keeps_its_task_settings(evaluation_dag: Any) -> None:
     assert mapped == {s.name for s in EVALUATION if s.mapped} == {"score"}
     assert tasks["gate"].retries == 0 and tasks["promote"].retries == tasks["verify"].retries
     assert [type(link).__name__ for link in tasks["report"].operator_extra_links] == ["ReportLink"]
+    assert [type(link).__name__ for link in tasks[ONE_TASK].operator_extra_links] == ["ReportLink"]
+    assert tasks[ONE_TASK].retries == tasks["verify"].retries and not tasks[ONE_TASK].is_mapped
 
 
 def test_drift_dag_orders_the_steps_as_declared(drift_dag: Any) -> None:
@@ -148,6 +158,19 @@ def test_runner_runs_steps_in_declared_order_with_earlier_outputs() -> None:
     assert rec.calls == ["b", "a", "check", "last"] and rec.failed == []
     assert done["check"] == "check after ['a', 'b', 'open']"
     assert sorted(seconds) == ["a", "b", "check", "last"] and min(seconds.values()) >= 0
+
+
+def test_runner_leaves_out_the_steps_done_elsewhere() -> None:
+    """What the evaluation DAG's one task does: the steps before it ran as tasks of their own."""
+    rec = _Recorder()
+    graph = _graph(rec)
+    stopped = run_in_process(graph, None, "ref", {"open": "ref", "b": "b in a task"},  # type: ignore[arg-type]
+                             fail=rec.fail, beat=lambda ctx, ref: None, through="b")
+    assert rec.calls == [] and stopped == {"open": "ref", "b": "b in a task"}  # through a done step
+    done = run_in_process(graph, None, "ref", {"open": "ref", "b": "b in a task"},  # type: ignore[arg-type]
+                          fail=rec.fail, beat=lambda ctx, ref: None)
+    assert rec.calls == ["a", "check", "last"] and done["check"] == "check after ['a', 'b', 'open']"
+    assert done["b"] == "b in a task"
 
 
 def test_runner_stops_after_through() -> None:

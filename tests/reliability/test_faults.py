@@ -252,9 +252,9 @@ def test_airflow_retry_of_a_failed_score_task_reaches_the_clean_state(
     landing = tmp_path / "landing"
     landing.mkdir()
     late = landing / "heldout.parquet"
-    original, misses = score_step.list_dataset, []
+    original, misses = score_step.list_files, []
 
-    def lands_once_the_first_listing_failed(ctx: Context, ref: run_refs.RunRef) -> list[str]:
+    def lands_once_the_first_listing_failed(ctx: Context, ref: run_refs.RunRef) -> list[tuple[str, int]]:
         try:
             return original(ctx, ref)
         except Exception as exc:
@@ -262,11 +262,13 @@ def test_airflow_retry_of_a_failed_score_task_reaches_the_clean_state(
             shutil.copyfile(data, late)
             raise
 
-    monkeypatch.setattr(score_step, "list_dataset", lands_once_the_first_listing_failed)
+    monkeypatch.setattr(score_step, "list_files", lands_once_the_first_listing_failed)
     retried = _dag_run(landing)
     tries = {ti.task_id: (ti.try_number, str(ti.state)) for ti in retried.get_task_instances()}
     assert len(misses) == 1, misses
-    assert tries["partitions"] == (2, "success") and tries["score"] == (1, "success")
+    # one small file: every step after partitions in one task (score and the rest skipped)
+    assert tries["partitions"] == (2, "success") and tries["evaluate_in_one_task"] == (1, "success")
+    assert tries["score"][1] == tries["merge"][1] == "skipped"
     assert str(retried.state) == str(clean.state)
     (first, *_), (second, *_) = _runs(ctx.db_url)
     clean_state, retried_state = _final_state(ctx.db_url, first), _final_state(ctx.db_url, second)

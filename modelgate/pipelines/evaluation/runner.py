@@ -16,10 +16,15 @@ module at parse time, and a test may replace a step.
 
 ``reference_sketch`` (:mod:`.reference_sketch_step`) is the one step that reaches the drift
 pipeline: a candidate of a monitored model gets its drift reference sketch before it is promoted.
+
+For small held-out data the DAG's ``partitions`` task (:func:`plan_partitions`) chooses one
+task for every later step (:func:`run_after_partitions`, the same in-process run) over the
+mapped path: below :data:`ONE_TASK_MAX_MB` the per-task cost outweighs the spread.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -31,6 +36,8 @@ if TYPE_CHECKING:
     from modelgate.pipelines.context import Context
     from modelgate.pipelines.evaluation.run_refs import RunRef
     from modelgate.pipelines.payloads import Partition
+
+log = logging.getLogger("modelgate.evaluate")
 
 
 def _step_module(name: str) -> ModuleType:
@@ -73,6 +80,84 @@ def partitions(ctx: Context, ref: RunRef) -> list[Partition]:
     from modelgate.pipelines.evaluation import score_step
 
     return [{"index": i, "uri": uri} for i, uri in enumerate(score_step.list_dataset(ctx, ref))]
+
+
+#: The DAG evaluates held-out data of at most this many MiB (its parquet files as listed, in
+#: all) in one task (:func:`run_after_partitions`) instead of one ``score`` task per file and
+#: a task per later step. Each Airflow task costs seconds before it does any work (a fresh
+#: process, the DAG parsed, imports, Execution API calls: 4-14 s each on the loaded 2-core
+#: test machine, bench/RESULTS.md), so below this size the 8-10 serial tasks cost more than
+#: scoring the files side by side saves; 32 MiB is about 3.5M rows of the demo model, about
+#: 25 s of scoring in one process there. The DAG param ``one_task_max_mb`` overrides it
+#: (0: always one task per file).
+ONE_TASK_MAX_MB = 32
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionPlan:
+    """How the DAG evaluates the held-out data: its partitions (one ``score`` task each on
+    the mapped path), their listed size in bytes, and whether one task runs it all."""
+
+    partitions: list[Partition]
+    total_bytes: int
+    one_task: bool
+
+
+def in_one_task(total_bytes: int, *, max_mb: int) -> bool:
+    """True when held-out data of ``total_bytes`` is evaluated in one task (at most ``max_mb`` MiB).
+
+    >>> in_one_task(32 << 20, max_mb=32), in_one_task((32 << 20) + 1, max_mb=32)
+    (True, False)
+    >>> in_one_task(1, max_mb=0)
+    False
+    """
+    if max_mb < 0:
+        raise ValueError(f"max_mb must be 0 or more (MiB), got {max_mb!r}")
+    return total_bytes <= max_mb << 20
+
+
+def plan_partitions(ctx: Context, ref: RunRef, max_mb: int) -> PartitionPlan:
+    """The DAG's ``partitions`` task: list the held-out files once (with their sizes) and
+    choose between one task for the whole evaluation and one ``score`` task per partition."""
+    from modelgate.pipelines.evaluation import partitions as dataset_partitions
+    from modelgate.pipelines.evaluation import score_step
+
+    files = score_step.list_files(ctx, ref)
+    found: list[Partition] = [{"index": i, "uri": uri}
+                              for i, uri in enumerate(dataset_partitions.batch_by_size(files))]
+    total = sum(size for _, size in files)
+    return PartitionPlan(found, total, in_one_task(total, max_mb=max_mb))
+
+
+def _recorded_by_the_task(ctx: Context, ref: RunRef, exc: BaseException) -> None:
+    """The task's wrapper (``pipelines.tasks.run_step``) records a failure, on Airflow's last
+    try only: a try Airflow retries is not the run's failure."""
+
+
+def _beaten_by_the_task(ctx: Context, ref: RunRef) -> None:
+    """The task's wrapper keeps the run's heartbeat while the steps work."""
+
+
+def run_after_partitions(ctx: Context, ref: RunRef, found: list[Partition]) -> dict[str, Any]:
+    """The DAG's one-task path: every step after ``partitions``, in this process and in
+    ``EVALUATION`` order, as :func:`run_evaluation` runs them for ``modelgate evaluate``
+    (``promote`` included: the DAG's runs promote a passed candidate). Same run, same rows,
+    same report and object keys as the mapped path; a step's error is raised to the task's
+    wrapper, which records it. A blocked candidate is an answer here (``gate`` is False and
+    nothing is promoted); the task then fails the DAG run as the ``gate`` task does.
+
+    Returns
+    -------
+    dict
+        Every step's output by step name.
+    """
+    seconds: dict[str, float] = {}
+    done = run_in_process(EVALUATION, ctx, ref, {EVALUATION.root.name: ref, "partitions": found},
+                          fail=_recorded_by_the_task, beat=_beaten_by_the_task, through="promote",
+                          seconds=seconds)
+    log.info("evaluation run %d in one task: %s", ref.evaluation_run_id,
+             ", ".join(f"{name} {s:.1f} s" for name, s in seconds.items()))
+    return done
 
 
 def score_partition(ctx: Context, ref: RunRef, partition: Partition) -> str:

@@ -66,6 +66,12 @@ def score(ctx: Context, ref: RunRef) -> str:
 
 def list_dataset(ctx: Context, ref: RunRef) -> list[str]:
     """The held-out dataset's partitions (parquet files), sorted; one mapped task each."""
+    return partitions.batch_by_size(list_files(ctx, ref))  # small files, local or s3://, scored together
+
+
+def list_files(ctx: Context, ref: RunRef) -> list[tuple[str, int]]:
+    """The held-out dataset's parquet files, sorted, with their sizes in bytes (one listing);
+    a local dataset too large to evaluate in memory is refused here, before anything is scored."""
     run = runs.get_evaluation_run(ctx.db_url, ref.evaluation_run_id)
     found = partitions.list_sized(ctx.store, run.dataset_uri)  # one listing, with sizes
     log.info("evaluation run %d: %d file(s)", ref.evaluation_run_id, len(found))
@@ -73,7 +79,7 @@ def list_dataset(ctx: Context, ref: RunRef) -> list[str]:
         model_tasks.check_memory(candidate_row(ctx, run).manifest, partitions.local_rows(dict(found)),
                                     champion=run.champion_version_id is not None,
                                     n_bootstrap=N_BOOTSTRAP, limit_mb=ctx.settings.eval_memory_limit_mb)
-    return partitions.batch_by_size(found)  # small files, local or s3://, scored together
+    return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Paired deltas of precision, F1 and the Brier score: t intervals over the rows' contributions.
+"""Paired deltas of precision, F1 and the Brier score: intervals over the rows' contributions.
 
 Two binary models judged on the same rows put every row in one of 8 cells: its label
 and each model's predicted label.  Precision, F1 (and recall and accuracy) of each model
@@ -7,22 +7,23 @@ are ratios ``sum(a) / sum(b)`` of per-row values fixed by the cell (precision: `
 the delta of two models' ratios and its delta-method variance need only the 8 counts:
 each row's contribution to the delta is ``(a_c - m_c b_c) / mean(b_c) - (a_h - m_h b_h)
 / mean(b_h)`` (its influence on the candidate's ratio minus that on the champion's),
-and the variance is the mean square of the contributions over ``n``.  As for the ROC AUC
-delta (:mod:`~.auc_delta`), the quantile is Student's t with Satterthwaite's effective
-degrees of freedom of the contributions: for two near-equal models only the few rows
-the models classify differently carry the variance, and a variance read off a handful
-of rows is itself uncertain.
+and the variance is the mean square of the contributions over ``n``.  For precision the
+quantile is Student's t with Satterthwaite's effective degrees of freedom of the
+contributions, as for the ROC AUC delta (:mod:`~.auc_delta`): for two near-equal models
+only the few rows predicted positive by one model carry the variance, and a variance read
+off a handful of rows is itself uncertain.  For F1 it is the normal quantile.
 
-Why this and not the method before it (MOVER of the two Wilson intervals with the
-correlation of the resampled values): on two near-equal models at n = 200 MOVER held
-the precision delta in 97.5-98.2 % of simulated sets (it reads each interval's
-asymmetry as spread), this interval in 96.3-96.5 %, and F1's in 96.9-97.1 % with a
-tenth less width; the plain normal quantile held precision in 91.8 % (too few
-discordant rows for the normal law), the bootstrap-t and percentile intervals 87-93 %
-(``bench/RESULTS.md``, "Paired precision, F1 and Brier deltas of near-equal models";
-``bench/paired_delta_candidates.py``).  The counts come from the merged cell table
-(:func:`~.bootstrap_cells.correct_pairs`), so mapped and one-process runs agree, and
-no resample is drawn.
+Chosen by simulation (``bench/paired_delta_candidates.py``; ``bench/RESULTS.md``,
+"Paired precision, F1 and Brier deltas of near-equal models"), two near-equal models at
+AUC 0.8, 0.98 and 0.997, n = 200 and 2,000: MOVER of the two Wilson intervals with the
+correlation of the resampled values, the method before, held the precision delta in
+97.6-98.2 % of sets at n = 200 (it reads each interval's asymmetry as spread), this
+interval in 95.4-96.8 % everywhere; the normal quantile held precision in 91.8 % at AUC
+0.98 (too few discordant rows for the normal law), the bootstrap-t and percentile
+intervals 87-93 %.  For F1 the normal quantile held 93.2-95.4 % everywhere with a fifth
+less width than MOVER (94.7-97.0 %), the t quantile 97.3 % on the AUC 0.997 model.  The
+counts come from the merged cell table (:func:`~.bootstrap_cells.correct_pairs`), so
+mapped and one-process runs agree, and no resample is drawn.
 
 The Brier delta is a plain mean of per-row differences ``d = (s_c - y)^2 - (s_h - y)^2``
 (:func:`mean_delta_interval`): its own t interval with Satterthwaite's degrees of freedom
@@ -38,6 +39,7 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
+from scipy.stats import norm
 from scipy.stats import t as student_t
 
 from .auc_delta import effective_df
@@ -91,9 +93,10 @@ def ratio_delta_interval(metric: Literal["precision", "f1"], cells: npt.ArrayLik
                          confidence_level: float) -> tuple[float, float] | None:
     """Interval of the candidate's minus the champion's precision or F1 from the 8 cells.
 
-    ``delta -+ t_(df) se``: ``se`` the delta method's standard error (the mean square of
-    each row's contribution over ``n``, module docstring), ``df`` Satterthwaite's
-    effective degrees of freedom of the contributions (at least 1); clipped to [-1, 1].
+    ``delta -+ q se``: ``se`` the delta method's standard error (the root of the sum of
+    squares of each row's contribution, over ``n``; module docstring), ``q`` for precision
+    Student's t quantile with Satterthwaite's effective degrees of freedom of the
+    contributions (at least 1), for F1 the normal quantile; clipped to [-1, 1].
 
     Parameters
     ----------
@@ -137,9 +140,12 @@ def ratio_delta_interval(metric: Literal["precision", "f1"], cells: npt.ArrayLik
     se = float(np.sqrt(counts @ contribution**2)) / n
     if not se > 0.0:
         return None
-    df = max(effective_df(contribution, counts), 1.0)
-    half = float(student_t.ppf(0.5 + confidence_level / 2.0, df)) * se
-    return max(delta - half, -1.0), min(delta + half, 1.0)
+    level = 0.5 + confidence_level / 2.0
+    if metric == "precision":
+        quantile = float(student_t.ppf(level, max(effective_df(contribution, counts), 1.0)))
+    else:
+        quantile = float(norm.ppf(level))
+    return max(delta - quantile * se, -1.0), min(delta + quantile * se, 1.0)
 
 
 def mean_delta_interval(difference: npt.ArrayLike, counts: npt.ArrayLike,

@@ -143,7 +143,7 @@ def performance_from_statistics(
         (logit-scale Wald with DeLong's variance, Wilson score of the counts,
         studentized bootstrap for the losses), the deltas of ROC AUC, accuracy,
         recall and accuracy by score intervals of the paired tables, precision and F1 by
-        the delta method's t interval (:func:`~.paired_ratios.ratio_delta_interval`),
+        the delta method's interval (:func:`~.paired_ratios.ratio_delta_interval`),
         the log-loss delta by MOVER over the parts of the per-row loss difference
         (:func:`~.metric_intervals.log_loss_delta_interval`), the Brier delta by the t
         interval of the mean squared-error difference

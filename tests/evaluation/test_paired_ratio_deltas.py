@@ -1,13 +1,14 @@
-"""The precision and F1 deltas of two models on the same rows, against oracles written here.
+"""The precision, F1 and Brier deltas of two models on the same rows, against oracles here.
 
 The oracle is the textbook delta method on the rows: each row's influence on a ratio of
 means ``sum(a) / sum(b)`` is ``(a_i - m b_i) / mean(b)``; the delta's variance is the mean
 square of the candidate's minus the champion's influence over ``n``; the quantile
 Student's t with Satterthwaite's (1946) ``2 V^2 / (sum d^4 - V^2 / n)`` degrees of
-freedom.  A brute-force row bootstrap (this test's own resamples) checks the standard
-error, and the 8 cell counts are counted from the rows.
+freedom for precision, the normal quantile for F1.  The Brier delta: the t interval of
+the mean per-row squared-error difference with the same degrees of freedom.  A
+brute-force row bootstrap (this test's own resamples) checks the standard error, and the
+8 cell counts are counted from the rows.
 """
-
 from __future__ import annotations
 
 import numpy as np
@@ -17,6 +18,7 @@ from modelgate.evaluation.paired_ratios import paired_label_cells, ratio_delta_i
 from modelgate.evaluation.performance import performance_from_statistics
 from modelgate.evaluation.sufficient import collect, merge
 from scipy.special import expit
+from scipy.stats import norm
 from scipy.stats import t as student_t
 from support.row_bootstrap import row_resamples
 
@@ -40,7 +42,8 @@ def _ratio_rows(metric: str, y: np.ndarray, predicted: np.ndarray) -> tuple[np.n
 
 def _oracle(metric: str, y: np.ndarray, new: np.ndarray,
             old: np.ndarray) -> tuple[float, float, float, float]:
-    """``(delta, lower, upper, se)`` by the delta method on the rows, t with Satterthwaite's df."""
+    """``(delta, lower, upper, se)`` by the delta method on the rows; precision with t of
+    Satterthwaite's df, F1 with the normal quantile."""
     n = len(y)
     influence, ratios = [], []
     for predicted in (new, old):
@@ -52,7 +55,7 @@ def _oracle(metric: str, y: np.ndarray, new: np.ndarray,
     v = np.sum(d**2)
     df = max(2 * v * v / (np.sum(d**4) - v * v / n), 1.0)
     se = np.sqrt(v) / n
-    half = student_t.ppf(0.975, df) * se
+    half = (student_t.ppf(0.975, df) if metric == "precision" else norm.ppf(0.975)) * se
     delta = ratios[0] - ratios[1]
     return delta, delta - half, delta + half, se
 

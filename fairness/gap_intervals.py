@@ -70,10 +70,19 @@ showed (coverage 97-100 % at small gaps for three to ten groups):
   bootstrap of the gap cannot reach 0 (issue #38).
 
 The cost is a jump: the lower end goes from 0 straight to a positive value when step one first
-leaves 0.  Coverage stays above 97 % where the groups' counts are too small for the normal
-approximation (a TPR of 0.977 on 6-30 positives per group); Wilson's intervals are then
-conservative.  Bonferroni over the pairs would be wider than Tukey's value (3.26 against 3.16
-for K = 10, 45 pairs).
+leaves 0.  With a handful of counts per group the interval over-covers (97-100 % at small gaps
+for ten groups of about six positives, or a TPR of 0.977 on 6-30 positives per group): with no
+gap step one then leaves 0 in 1-2 % of samples, not 4 %, because the pair intervals at Tukey's
+value can hardly leave 0 (for ten groups, two groups of six positives give a lower end of at
+most 0.10, at 6 of 6 against 0 of 6), and a lower end above a true gap of 0.1-0.2 would need
+such splits.  Tried on those cells (``bench/gap_candidates.py``, ``bench/RESULTS.md``): Jeffreys
+intervals in place of Wilson's (no better there, up to 5.2 % breaches elsewhere); step one
+calibrated on the counts' own discreteness (a parametric bootstrap at the pooled rate), or
+Tukey's value calibrated so that the pair intervals of such draws leave 0 in 4 % of them:
+about 95 % at a gap of 0.05 but still 98-100 % at 0.10-0.20, at 7 to 100 times the cost, so
+neither is shipped; one pair's point with no allowance for the 45 pairs breaches in 57 % of
+no-gap samples and still covers 97.5-98 % on the confident model's ten groups.  Bonferroni over
+the pairs would be wider than Tukey's value (3.26 against 3.16 for K = 10, 45 pairs).
 
 Exact or estimated
 ------------------

@@ -174,6 +174,22 @@ def test_a_tiny_two_group_case_by_hand() -> None:
     assert round(tpr.ci_lower, 4) == 0.2090
 
 
+def test_ten_groups_of_six_positives_cannot_leave_0_by_more_than_a_tenth() -> None:
+    """Why ten groups of about six positives over-cover (module docstring): at Tukey's value
+    for ten groups (two-sided 96 %), no split of two groups of six gives a pair interval farther
+    than 0.10 from 0; the largest, 6 of 6 against 0 of 6, is 1 - sqrt(2) (1 - 6 / (6 + z^2)) by
+    Wilson's formula at x = n and x = 0.  Brute force over all 49 splits, against the oracle."""
+    z = tukey(10, 0.96)
+    lowers = {(a, b): float(gap_interval([a, b], [6, 6], z, z)[0])
+              for a in range(7) for b in range(7)}
+    by_hand = {(a, b): max(0.0, newcombe(a, 6, b, 6, z)[0], -newcombe(a, 6, b, 6, z)[1])
+               for a, b in lowers}
+    assert lowers == pytest.approx(by_hand, abs=1e-12)
+    assert max(lowers, key=lowers.get) in ((6, 0), (0, 6))
+    assert max(lowers.values()) == pytest.approx(1 - math.sqrt(2) * (1 - 6 / (6 + z * z)), abs=1e-12)
+    assert 0.10 < max(lowers.values()) < 0.11
+
+
 def test_same_counts_same_interval_and_a_few_milliseconds() -> None:
     """Deterministic (fixed quasi-random draws): two calls on one table agree exactly."""
     x = [[30, 41, 25, 44, 38, 20, 47, 33, 29, 40], [9, 12, 4, 15, 8, 11, 6, 13, 7, 10]]

@@ -25,7 +25,13 @@ if TYPE_CHECKING:
         attribution_drift,
         build_attribution_reference,
     )
-    from .by_segment import DEFAULT_MIN_SEGMENT_ROWS, SegmentDrift, SegmentDriftFamily, segment_drift
+    from .by_segment import (
+        DEFAULT_MIN_SEGMENT_ROWS,
+        SegmentDrift,
+        SegmentDriftFamily,
+        segment_drift,
+        segment_labels,
+    )
     from .data_drift import (
         DriftThresholds,
         FeatureDrift,
@@ -63,6 +69,7 @@ if TYPE_CHECKING:
         build_numeric_reference,
     )
     from .regression_estimation import BinnedErrorModel, NannyErrorModel, estimate_regression, fit_nanny_model
+    from .segment_estimates import SegmentEstimate, SegmentMonitoring, segment_family, worsening_p_value
     from .threshold_multiple import worst_first
 
 #: Public name -> (module, name in the module), imported on first use.
@@ -118,6 +125,11 @@ _LAZY = {
     "SegmentDrift": ("by_segment", "SegmentDrift"),
     "SegmentDriftFamily": ("by_segment", "SegmentDriftFamily"),
     "segment_drift": ("by_segment", "segment_drift"),
+    "segment_labels": ("by_segment", "segment_labels"),
+    "SegmentEstimate": ("segment_estimates", "SegmentEstimate"),
+    "SegmentMonitoring": ("segment_estimates", "SegmentMonitoring"),
+    "segment_family": ("segment_estimates", "segment_family"),
+    "worsening_p_value": ("segment_estimates", "worsening_p_value"),
     "worst_first": ("threshold_multiple", "worst_first"),
 }
 
@@ -146,6 +158,8 @@ __all__ = [
     "QualityPolicy",
     "SegmentDrift",
     "SegmentDriftFamily",
+    "SegmentEstimate",
+    "SegmentMonitoring",
     "attribution_drift",
     "bounded_absolute_errors",
     "build_attribution_reference",
@@ -172,9 +186,12 @@ __all__ = [
     "numeric_drift",
     "numeric_drift_sorted",
     "segment_drift",
+    "segment_family",
+    "segment_labels",
     "summarise",
     "threshold_multiple",
     "worst_first",
+    "worsening_p_value",
 ]
 
 

@@ -36,7 +36,8 @@ from modelgate.evaluation import adjusted_p_values
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-__all__ = ["DEFAULT_MIN_SEGMENT_ROWS", "SegmentDrift", "SegmentDriftFamily", "segment_drift"]
+__all__ = ["DEFAULT_MIN_SEGMENT_ROWS", "SegmentDrift", "SegmentDriftFamily", "segment_drift",
+           "segment_labels"]
 
 #: Fewest rows a segment needs on each side (reference and current) to be tested.
 DEFAULT_MIN_SEGMENT_ROWS = 30
@@ -118,6 +119,15 @@ def _text(values: ArrayLike, name: str) -> NDArray[np.object_]:
         missing = v is None or (isinstance(v, float) and math.isnan(v))
         out[i] = None if missing else str(v)
     return out
+
+
+def segment_labels(values: ArrayLike, name: str) -> NDArray[np.object_]:
+    """A segment column's values as the segments name them: text, missing (None, NaN) as None.
+
+    >>> segment_labels([1, None, "a", float("nan")], "region").tolist()
+    ['1', None, 'a', None]
+    """
+    return _text(values, name)
 
 
 def _numbers(values: ArrayLike, name: str) -> NDArray[np.float64]:

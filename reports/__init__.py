@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from modelgate.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from .drift_segment_views import SegmentDriftRow, SegmentEstimateRow
     from .drift_views import (
         AttributionShareRow,
         ChangePointRow,
@@ -96,6 +97,8 @@ _LAZY = {
     "read_linear_model": ("onnx_linear", "read_linear_model"),
     "UnsupportedGraph": ("onnx_trees", "UnsupportedGraph"),
     "read_tree_ensemble": ("onnx_trees", "read_tree_ensemble"),
+    "SegmentDriftRow": ("drift_segment_views", "SegmentDriftRow"),
+    "SegmentEstimateRow": ("drift_segment_views", "SegmentEstimateRow"),
     "SegmentRow": ("segment_views", "SegmentRow"),
     "SegmentSection": ("segment_views", "SegmentSection"),
     "WeakSliceRow": ("segment_views", "WeakSliceRow"),
@@ -162,6 +165,8 @@ __all__ = [
     "ModelIndexView",
     "QualityRow",
     "QuarantineRow",
+    "SegmentDriftRow",
+    "SegmentEstimateRow",
     "SegmentRow",
     "SegmentSection",
     "ShapClassSection",

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from .drift_segment_views import SegmentDriftRow, SegmentEstimateRow
 from .summary_views import EstimateRow, LabelledPerformance, QualityRow
 from .view_checks import check_choice, check_count, check_finite, check_optional_finite, check_rate
 
@@ -230,6 +231,9 @@ class DriftReportView:
     quarantined: tuple[QuarantineRow, ...] = ()  # partitions left out (the run is degraded)
     quality: tuple[QualityRow, ...] = ()  # data quality against the reference schema (shown first)
     estimates: tuple[EstimateRow, ...] = ()  # performance estimated before labels
+    segment_drift: tuple[SegmentDriftRow, ...] = ()  # flagged first
+    segment_estimates: tuple[SegmentEstimateRow, ...] = ()  # weakest first
+    segment_family: str = ""  # how the segments' tests were adjusted, one sentence
 
     def __post_init__(self) -> None:
         check_count("DriftReportView.rows_sampled", self.rows_sampled)

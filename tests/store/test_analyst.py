@@ -37,6 +37,7 @@ VIEWS = (
     "drift_attempts",  # 0038
     "segment_metrics", "segment_gate_checks",  # 0039
     "segment_drift",  # 0041
+    "segment_estimates",  # 0042
 )
 SHA_1, SHA_2 = "1" * 64, "2" * 64
 
@@ -150,6 +151,18 @@ VALUES (1, 1, 'region', 'south', 'income', 'numeric', 'ks', 4000, 1000, 0.12, 1e
         'bh', 0.05, 30, 4),
        (1, 1, 'region', 'west', 'income', 'numeric', 'ks', 12, 3, NULL, NULL, NULL,
         'insufficient_data', 'bh', 0.05, 30, 4);
+-- migration 0042: estimated performance per segment, in the same family
+INSERT INTO segment_estimate (drift_run_id, attempt, segment_column, segment_value, metric, method,
+                              n_rows, estimate, standard_error, lower_bound, upper_bound, confidence,
+                              reference_value, max_worsening, p_value, q_value, status, reason,
+                              correction, level, family_size)
+VALUES (1, 1, 'region', 'south', 'roc_auc', 'cbpe_isotonic', 1000, 0.71, 0.015, 0.68, 0.74, 0.95,
+        0.82, 0.05, 1e-4, 4e-4, 'breach', NULL, 'bh', 0.05, 4),
+       (1, 1, 'region', 'north', 'roc_auc', 'cbpe_isotonic', 4000, 0.81, 0.008, 0.79, 0.83, 0.95,
+        0.82, 0.05, 0.99, 0.99, 'ok', NULL, 'bh', 0.05, 4),
+       (1, 1, 'region', 'west', 'roc_auc', 'cbpe_isotonic', 3, NULL, NULL, NULL, NULL, 0.95, 0.82,
+        0.05, NULL, NULL, 'insufficient_data',
+        'insufficient data: 3 scored row(s), fewer than the 50 an estimate needs', 'bh', 0.05, 4);
 INSERT INTO feature_drift (drift_run_id, feature, kind, drift_rank, wasserstein,
                            wasserstein_normalised, js_divergence_base2, statistic_name,
                            statistic_value, baseline, threshold, verdict, n_reference, n_current,
@@ -341,6 +354,11 @@ def test_which_slice_got_worse_since_the_last_version(seeded: str, analyst_url: 
     breaches = _fetch(analyst_url, dict(QUERIES)["segment_breaches"])
     assert [(r[1], r[2], r[3], r[8]) for r in breaches] == [
         ("1.1.0", "segment:roc_auc:margin", "region=south", "block")]
+
+
+def test_weakest_estimated_segments_breached_first(seeded: str, analyst_url: str) -> None:
+    rows = _fetch(analyst_url, dict(QUERIES)["weakest_estimated_segments"])
+    assert [(r[4], r[13], r[12]) for r in rows] == [("south", 4, "breach"), ("north", 4, "ok")]
 
 
 def test_run_durations_and_report_links(seeded: str, analyst_url: str) -> None:

@@ -399,7 +399,7 @@ def estimate_interval(ctx: Context, ref: Any, sample: LiveSample,
         result = EstimationResult(
             quality, decide_quality(quality, policy),
             limits["quality"].get("max_breached_features", 0.0) if limits["quality"] else None,
-            _estimate_rows(reference, scored_rows(frame), limits["performance"], stored.reference_metrics,
+            estimate_rows(reference, scored_rows(frame), limits["performance"], stored.reference_metrics,
                            evidence=limits["estimation"]),
             reference.method)
     key = result_key(ref.prefix())
@@ -428,7 +428,7 @@ def _estimate(reference: EstimationReference, frame: pd.DataFrame) -> dict[str, 
     return {m.metric: m.to_record() for m in est.metrics}
 
 
-def _estimate_rows(reference: EstimationReference, frame: pd.DataFrame, limits: dict[str, float],
+def estimate_rows(reference: EstimationReference, frame: pd.DataFrame, limits: dict[str, float],
                    baseline: dict[str, float | None], *, evidence: dict[str, float] | None = None
                    ) -> tuple[dict[str, Any], ...]:
     """One row per metric; below the evidence an estimate needs, its values are None and its

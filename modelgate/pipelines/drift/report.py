@@ -18,6 +18,7 @@ from modelgate.drift import NumericReference, summarise
 from modelgate.pipelines.context import Context
 from modelgate.pipelines.drift import estimation as drift_estimation
 from modelgate.pipelines.drift import joint as drift_joint
+from modelgate.pipelines.drift import segments as drift_segments
 from modelgate.pipelines.drift import verdict as drift_verdict
 from modelgate.pipelines.drift.feature_steps import DriftRef, _get, collect_features, load_references
 from modelgate.pipelines.drift.names import SCORE_FEATURE, shown_feature
@@ -93,7 +94,9 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
     estimated = drift_estimation.load_result(ctx, ref.prefix())
     quality_rows, estimate_rows = drift_estimation.report_rows(estimated)
     estimate_rows = with_realised(estimate_rows, getattr(concept, "realised", ()), ref.start())
-    joint_breaches = drift_joint.breaches(joint) + estimated.breaches()
+    segment_drift, segment_estimates, segment_family = drift_segments.report_section(ctx, ref.drift_run_id)
+    joint_breaches = (drift_joint.breaches(joint) + estimated.breaches()
+                      + drift_segments.breach_lines(ctx, ref.drift_run_id))
     quarantined = monitors.quarantined_by_run(ctx.db_url, ref.drift_run_id)
     judged = drift_verdict.interval_verdict(sample["rows"], summary.features, drifting=False)[0] == "ok"
     evidence = _evidence_headline(ctx, ref, sample, summary.features)
@@ -119,7 +122,8 @@ def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
         verdict=verdict, joint=joint_rows, attribution_shares=attribution_shares,
         labelled=_labelled_performance(ctx, ref, concept),
         quarantined=tuple(QuarantineRow(q.source, q.partition, q.reason) for q in quarantined),
-        quality=quality_rows, estimates=estimate_rows)
+        quality=quality_rows, estimates=estimate_rows, segment_drift=segment_drift,
+        segment_estimates=segment_estimates, segment_family=segment_family)
     run = drift_runs.get_drift_run(ctx.db_url, ref.drift_run_id)  # this attempt's row
     key = drift_report_key(ref.model_name, ref.version, run_id=run.drift_run_id, attempt=run.attempt,
                            interval_start=run.interval_start)

@@ -93,7 +93,7 @@ def test_regression_estimate_rows_from_pickled_nanny_and_older_binned_references
 
     from modelgate.drift.regression_estimation import fit_error_model, fit_nanny_model
 
-    from modelgate.pipelines.drift.estimation import METHODS, EstimationReference, _estimate_rows
+    from modelgate.pipelines.drift.estimation import METHODS, EstimationReference, estimate_rows
 
     rng = np.random.default_rng(5)
     feats = pd.DataFrame({"x": rng.normal(size=300), "c": rng.choice(["a", "b"], 300)})
@@ -104,7 +104,7 @@ def test_regression_estimate_rows_from_pickled_nanny_and_older_binned_references
                                                           fit_error_model(pred, pred - 1.5))):
         ref = pickle.loads(pickle.dumps(EstimationReference(  # noqa: S301 - our own bytes
             "regression", method, None, (), estimator, (), {"mae": 1.5, "rmse": 1.5}), protocol=5))
-        rows = {r["metric"]: r for r in _estimate_rows(ref, sample, {"mae": 0.1}, ref.reference_metrics)}
+        rows = {r["metric"]: r for r in estimate_rows(ref, sample, {"mae": 0.1}, ref.reference_metrics)}
         assert rows["mae"]["estimate"] == pytest.approx(1.5) and rows["mae"]["verdict"] == "ok"
         assert rows["rmse"]["estimate"] == pytest.approx(1.5) and rows["mae"]["method"] == method
     assert METHODS["regression"] == "nanny_error_model"

@@ -90,9 +90,16 @@ def test_multiclass_segments_equal_sklearn_on_each_slice_and_rest() -> None:
     assert [s.values for s in report.segments[:4]] == [("east",), ("north",), ("south",),
                                                       ("__missing__",)]
     assert not report.segments[3].judged  # about 45 rows, below 60
-    seen = _check_slices(report, _masks(region, device),
-                         lambda mask: _sklearn_multiclass(y[mask], proba[mask]))
+    masks = _masks(region, device)
+    seen = _check_slices(report, masks, lambda mask: _sklearn_multiclass(y[mask], proba[mask]))
     assert seen == report.family_size > 50
+    # the log loss's skew-corrected interval is about the Wald one, mean -/+ z sd / sqrt(n)
+    losses = -np.log(proba[np.arange(y.size), y])
+    for seg in report.segments:
+        rows = losses[masks[seg.columns](seg.values)]
+        m = next(x for x in seg.metrics if x.name == "log_loss")
+        wald = 2 * norm.ppf(0.975) * rows.std(ddof=1) / math.sqrt(rows.size)
+        assert m.ci_upper - m.ci_lower == pytest.approx(wald, rel=0.1)
 
 
 def test_regression_segments_equal_sklearn_on_each_slice_and_rest() -> None:

@@ -9,6 +9,7 @@ import json
 import math
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,10 @@ def test_evaluate_segments_of_a_multiclass_and_a_regression_model(
         cur.execute("SELECT count(*) FROM analytics.segment_gate_checks WHERE evaluation_run_id = %s",
                     (run_id,))
         assert cur.fetchone() == (3,)
+
+    with urllib.request.urlopen(payload["report"]) as page:  # the local S3 server's link
+        report = page.read().decode()
+    assert '<h2 id="segments">Segments</h2>' in report and "region=north" in report
 
     # the same rows as two partitions: scored one by one, merged in order, the same segments
     split = run_evaluation_locally(archive, parts, policy, segments=("region",))

@@ -23,13 +23,23 @@ accuracy ``A = right``, ``B = n``; recall ``A = tp``, ``B = positives``):
   values).
 - ``Wald``: the delta method's standard error of the paired difference of two ratios of
   means (each row's influence ``(a_i - m b_i) / mean(b)`` under both models, their
-  difference's variance), normal quantile.
+  difference's variance), normal quantile (adopted for F1).
+- ``Wald, t of Satterthwaite df``: Student's t with Satterthwaite's degrees of freedom of
+  the influence differences (adopted for precision).
+- ``Wald, +0.5 / +1 per discordant cell``: pseudo-rows in the 4 cells where the models
+  differ (Bonett and Price's adjustment), held to the point.
 - ``bootstrap-t``: the same statistic studentized on every resample.
 - ``percentile``.
+- Accuracy and recall also: Tango's score interval; accuracy Newcombe's method 10 (MOVER,
+  phi).
 
 Brier delta (mean of ``d_i = (s_c - y)^2 - (s_h - y)^2``): the production method before
 (MOVER of the positive and negative parts' bootstrap-t), Wald with the t quantile
-(``n - 1``), bootstrap-t of ``mean(d)``, percentile.
+(``n - 1``, or Satterthwaite's df: adopted), bootstrap-t of ``mean(d)``, percentile.
+
+The recall delta's table: coverage given the number ``k`` of discordant positives, and
+the share of sets whose ``k`` no valid conditional interval could exclude the truth after
+(``bench/RESULTS.md``, "Paired precision, F1 and Brier deltas of near-equal models").
 """
 
 from __future__ import annotations

@@ -104,8 +104,8 @@ AUC 0.98 at n = 200 that of the recall held it in 83.5 % (issue #38).  With
 * **Paired delta of the Brier score** (:func:`~.paired_ratios.mean_delta_interval`):
   the t interval of the mean per-row squared-error difference, Satterthwaite's degrees
   of freedom.  MOVER over the difference's parts, the log loss's method and the Brier
-  delta's before, held 96.0-97.3 % of near-equal models' deltas at n = 200 with half as
-  much width again (``bench/RESULTS.md``, "Paired precision, F1 and Brier deltas of
+  delta's before, held 96.1-97.2 % of near-equal models' deltas at n = 200 with up to
+  half as much width again (``bench/RESULTS.md``, "Paired precision, F1 and Brier deltas of
   near-equal models").
 
 All ends are widened to hold the point estimate

@@ -20,16 +20,16 @@ correlation of the resampled values, the method before, held the precision delta
 97.6-98.2 % of sets at n = 200 (it reads each interval's asymmetry as spread), this
 interval in 95.4-96.8 % everywhere; the normal quantile held precision in 91.8 % at AUC
 0.98 (too few discordant rows for the normal law), the bootstrap-t and percentile
-intervals 87-93 %.  For F1 the normal quantile held 93.2-95.4 % everywhere with a fifth
-less width than MOVER (94.7-97.0 %), the t quantile 97.3 % on the AUC 0.997 model.  The
+intervals 87-93 %.  For F1 the normal quantile held 93.2-95.4 % everywhere, 17-19 %
+narrower than MOVER (94.7-97.0 %), the t quantile 97.3 % on the AUC 0.997 model.  The
 counts come from the merged cell table (:func:`~.bootstrap_cells.correct_pairs`), so
 mapped and one-process runs agree, and no resample is drawn.
 
 The Brier delta is a plain mean of per-row differences ``d = (s_c - y)^2 - (s_h - y)^2``
 (:func:`mean_delta_interval`): its own t interval with Satterthwaite's degrees of freedom
-held 95.2-95.5 % of near-equal models' deltas at n = 200 where MOVER over the parts of
-``d`` (the method before, still the log loss's) held 96.0-97.3 % with half as much width
-again, and the t quantile with ``n - 1`` degrees of freedom 93.0 % on the confident model
+held 95.2-96.5 % of near-equal models' deltas at n = 200 where MOVER over the parts of
+``d`` (the method before, still the log loss's) held 96.1-97.2 % with up to half as much
+width again, and the t quantile with ``n - 1`` degrees of freedom 93.0 % on the confident model
 (its rare large differences make the variance uncertain).
 """
 

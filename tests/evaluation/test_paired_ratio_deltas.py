@@ -62,7 +62,7 @@ def _oracle(metric: str, y: np.ndarray, new: np.ndarray,
 
 @pytest.mark.parametrize("metric", ["precision", "f1"])
 @pytest.mark.parametrize("confident", [True, False], ids=["confident", "moderate"])
-def test_precision_and_f1_deltas_are_the_delta_method_t_interval(metric: str, confident: bool) -> None:
+def test_precision_and_f1_deltas_are_the_delta_method_interval(metric: str, confident: bool) -> None:
     """Mapped over 3 parts, in one process through the cell table, and row-level
     ``compare``: the same interval, the oracle's."""
     y, s, h = _pair(31, 240, confident=confident)

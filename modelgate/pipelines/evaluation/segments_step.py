@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from modelgate.pipelines.context import Context
 from modelgate.pipelines.evaluation import model_tasks
 from modelgate.pipelines.evaluation.run_refs import RunRef, get_pickle, put_pickle
+from modelgate.pipelines.refusals import InputRefused
 
 if TYPE_CHECKING:  # annotations only: the step imports the cores where it computes
     from pathlib import Path
@@ -39,6 +40,34 @@ log = logging.getLogger("modelgate.evaluate")
 #: these the task's segments report (binary: roc_auc, accuracy; multiclass: accuracy,
 #: macro_f1; regression: rmse, r2).
 REPORTED_METRICS = ("roc_auc", "accuracy", "macro_f1", "rmse", "r2")
+
+#: Most distinct values a segment column may hold. Every value is a slice reported, stored
+#: and drawn one by one: an id or a raw measurement given as a segment column makes thousands
+#: of one-row slices, none judged, at many times the run's cost (``bench/RESULTS.md``,
+#: "Acceptance on unseen data, issues #38 and #43").
+MAX_SEGMENT_VALUES = 1000
+
+
+class SegmentColumnRefused(InputRefused):
+    """A segment column with more distinct values than :data:`MAX_SEGMENT_VALUES`."""
+
+
+def _refuse_many_values(name: str, n_values: int) -> None:
+    if n_values > MAX_SEGMENT_VALUES:
+        raise SegmentColumnRefused(
+            f"segment column {name!r} has {n_values:,} distinct values, more than the "
+            f"{MAX_SEGMENT_VALUES:,} a segment column may have: segment by a column of "
+            "categories (a numeric column binned first, e.g. into deciles), not an id or a "
+            "raw measurement")
+
+
+def _encoded_columns(table: pa.Table, names: Sequence[str]) -> dict[str, Any]:
+    """Each segment column's labels and codes, refusing one with too many values."""
+    encoded = {}
+    for name in names:
+        encoded[name] = _segment_codes(table.column(name))
+        _refuse_many_values(name, len(encoded[name][0]))
+    return encoded
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +102,7 @@ def collect_batch(table: pa.Table, y: Any, score: Any, threshold: float | None,
     names = columns_of(section)
     if section is None or not names or threshold is None:
         return None
-    encoded = {c: _segment_codes(table.column(c)) for c in names}
+    encoded = _encoded_columns(table, names)
     singles = {c: encoded[c] for c in section.columns}
     return SegmentParts(collect_segments(y, score, threshold=threshold, columns=singles,
                                          pairs=section.pairs),
@@ -120,6 +149,9 @@ def compute_segments(ctx: Context, ref: RunRef, merged: SegmentParts | None,
 
     if merged is None or section is None:
         return None
+    for merged_column in merged.segments:  # partitions' values add up past the limit too
+        if len(merged_column.columns) == 1:
+            _refuse_many_values(merged_column.columns[0], len(merged_column.values))
     min_rows = section.min_rows or DEFAULT_MIN_ROWS
     report = evaluate_segments(merged.segments, min_rows=min_rows, n_bootstrap=n_bootstrap,
                                seed=seed, correction=section.correction)
@@ -158,7 +190,7 @@ def compute_task_segments(ctx: Context, ref: RunRef, section: SegmentPolicy | No
         return None
     segment_table = model_tasks.read_scores(ctx, partitions, names, work)
     # every column a pair names is encoded; only the policy's columns are segments of their own
-    encoded = {c: _segment_codes(segment_table.column(c)) for c in names}
+    encoded = _encoded_columns(segment_table, names)
     singles = {c: encoded[c] for c in section.columns}
     options: dict[str, Any] = {"columns": singles, "pairs": section.pairs,
                                "min_rows": section.min_rows or DEFAULT_MIN_ROWS,

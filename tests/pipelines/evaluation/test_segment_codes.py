@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from modelgate.fairness.disaggregate import encode_groups
+
 from modelgate.pipelines.evaluation.segments_step import _segment_codes
 
 

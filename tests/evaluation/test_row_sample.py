@@ -127,3 +127,18 @@ def test_a_wide_file_is_read_a_few_columns_at_a_time_into_the_same_rows(tmp_path
     names = ["proba_149", *(f"proba_{k}" for k in range(140))]
     got = read_positions(pq.ParquetFile(tmp_path / "wide.parquet"), names, offsets)
     assert got.equals(table.select(names).take(pa.array(offsets)))
+
+
+def test_rows_in_many_row_groups_are_read_a_few_groups_at_a_time_into_the_same_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _table(0, ROWS)
+    pq.write_table(table, tmp_path / "d.parquet", row_group_size=60)  # 50 row groups
+    offsets = np.unique(np.random.default_rng(3).integers(0, ROWS, 400))  # in nearly every group
+    pf = pq.ParquetFile(tmp_path / "d.parquet")
+    reads: list[int] = []
+    whole = pf.read_row_groups
+    monkeypatch.setattr(pf, "read_row_groups",
+                        lambda groups, **kw: reads.append(len(groups)) or whole(groups, **kw))
+    got = read_positions(pf, ["x", "row_id"], offsets)
+    assert got.equals(table.select(["x", "row_id"]).take(pa.array(offsets)))
+    assert sum(reads) == len(np.unique(offsets // 60)) and max(reads) <= 8

@@ -47,18 +47,35 @@ def groups_holding(group_rows: Sequence[int], offsets: np.ndarray) -> tuple[np.n
 _COLUMNS_A_READ = 64
 
 
+# row groups read at a time: a sample of 5,000 rows of a 10M-row scores file touches every one
+# of its row groups, and reading them all at once held the file's columns whole (~600 MB)
+_GROUPS_A_READ = 8
+
+
 def read_positions(pf: pq.ParquetFile, columns: Sequence[str], offsets: np.ndarray) -> pa.Table:
     """``columns`` of the rows at sorted ``offsets`` of a parquet file, reading only the row
-    groups that hold them, 64 columns at a time."""
+    groups that hold them, 8 row groups and 64 columns at a time."""
     meta = pf.metadata
-    used, at = groups_holding([meta.row_group(i).num_rows for i in range(meta.num_row_groups)], offsets)
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    used, at = groups_holding(sizes, offsets)
     if not len(used):
         schema = pf.schema_arrow
         return pa.Table.from_pylist([], schema=pa.schema([schema.field(c) for c in columns]))
-    names = list(columns)
+    before = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64)[used])])
+    pieces = []
+    for first in range(0, len(used), _GROUPS_A_READ):
+        last = min(first + _GROUPS_A_READ, len(used))
+        inside = at[(at >= before[first]) & (at < before[last])] - before[first]
+        pieces.append(_read_groups(pf, used[first:last], list(columns), inside))
+    return pa.concat_tables(pieces).combine_chunks()
+
+
+def _read_groups(pf: pq.ParquetFile, groups: np.ndarray, names: list[str],
+                 at: np.ndarray) -> pa.Table:
+    """Rows ``at`` of ``groups`` read together, 64 columns at a time."""
     out = None
     for start in range(0, max(len(names), 1), _COLUMNS_A_READ):  # no columns: one read
-        part = pf.read_row_groups(used.tolist(), columns=names[start:start + _COLUMNS_A_READ]
+        part = pf.read_row_groups(groups.tolist(), columns=names[start:start + _COLUMNS_A_READ]
                                   ).take(pa.array(at))
         out = part if out is None else pa.Table.from_arrays(
             [*out.columns, *part.columns], names=[*out.column_names, *part.column_names])

@@ -148,9 +148,11 @@ def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, i
     # the other tasks' segments are evaluated from these kept columns (compute_task_segments)
     keep = list(dict.fromkeys([manifest.label.column, *manifest.sensitive_features,
                                *segments_step.columns_of(section)]))
-    held_out = _read_columns(data, keep)
+    held_out = _read_columns(data, keep, dictionary=[f for f in manifest.sensitive_features
+                                                    if f != manifest.label.column])
     if held_out is not None:
         check_held_out(held_out, manifest)
+    del held_out  # the whole partition's columns: not kept while it is scored
     # Without a champion the scores are summarised as they are scored, not read back.
     inline = (_Summary(manifest, section=section) if binary and run.champion_version_id is None
               else None)
@@ -180,13 +182,17 @@ def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, i
                            partitions.member_fingerprints(run.dataset_uri, fetched), segments)
 
 
-def _read_columns(data: Path, columns: list[str]) -> pa.Table | None:
-    """The named columns of a parquet file, or None when it cannot be read or lacks one
+def _read_columns(data: Path, columns: list[str], dictionary: Sequence[str] = ()) -> pa.Table | None:
+    """The named columns of a parquet file (string columns among ``dictionary`` as dictionary
+    arrays: one copy of each distinct value), or None when it cannot be read or lacks one
     (scoring then names the problem with its own, file-specific message)."""
     try:
-        if not set(columns) <= set(pq.read_schema(data).names):
+        schema = pq.read_schema(data)
+        if not set(columns) <= set(schema.names):
             return None
-        return pq.read_table(data, columns=columns)
+        coded = [c for c in dictionary if c in columns and (
+            pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(schema.field(c).type))]
+        return pq.read_table(data, columns=columns, read_dictionary=coded or None)
     except (pa.ArrowException, OSError):
         return None
 

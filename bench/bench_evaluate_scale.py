@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -73,14 +74,37 @@ def _child(archive: Path, data: Path) -> dict[str, Any]:
         stages[name] = stages.get(name, 0.0) + time.perf_counter() - start
         return result
 
+    samples: list[tuple[float, int]] = []
+    sampling = threading.Event()
+
+    def sample() -> None:  # resident set every 20 ms, to tell which step holds the peak
+        while not sampling.wait(0.02):
+            samples.append((time.perf_counter(), _rss_mb()))
+
+    threading.Thread(target=sample, daemon=True).start()
     start = time.perf_counter()
     ctx = timed("open stores + migrate", Context.open)
     row, _ = timed("register archive", register_archive, ctx, archive)
     done = run_evaluation(ctx, model_name=row.model_name, version=row.version, dataset_uri=str(data),
                           run_key="bench-scale")
+    sampling.set()
     stages.update({STAGES.get(name, name): s for name, s in done.seconds.items()})
+    # the runner's steps run one after the other, in done.seconds' order, up to its return
+    peaks, edge = {}, time.perf_counter() - sum(done.seconds.values())
+    for name, seconds in done.seconds.items():
+        inside = [rss for t, rss in samples if edge <= t < edge + seconds]
+        peaks[STAGES.get(name, name)] = max(inside, default=0)
+        edge += seconds
     return {"stages": stages, "total_s": time.perf_counter() - start, "status": done.status,
-            "partitions": len(done.outputs["partitions"])}
+            "partitions": len(done.outputs["partitions"]), "rss_mb": peaks}
+
+
+def _rss_mb() -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
+    return 0
 
 
 def _database(pg: str, name: str, create: bool) -> str:
@@ -134,9 +158,9 @@ def main() -> None:
             _database(args.pg, db_name, create=False)
         result = json.loads(out.decode().strip().splitlines()[-1])
     print(f"rows {args.rows:,} in {files} partition(s) (generated in {generated:.1f} s, not counted)")
-    print("| stage | wall s |\n|---|---|")
+    print("| stage | wall s | most RSS sampled, MB |\n|---|---:|---:|")
     for name, seconds in result["stages"].items():
-        print(f"| {name} | {seconds:.2f} |")
+        print(f"| {name} | {seconds:.2f} | {result['rss_mb'].get(name, '')} |")
     print(f"| **end to end** | **{result['total_s']:.2f}** |")
     print(f"peak RSS {usage.ru_maxrss / 1024:.0f} MB; user {usage.ru_utime:.1f} s, "
           f"sys {usage.ru_stime:.1f} s; gate {result['status']}")

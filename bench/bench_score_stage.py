@@ -159,14 +159,18 @@ def main() -> None:
     load_after = os.getloadavg()
     print(f"rows {total:,} in {len(parts)} partition(s); {scorer.provider}, {scorer.parallel_runs} "
           f"parallel run(s); load average {load_before[0]:.1f} before, {load_after[0]:.1f} after\n")
-    print("| what | rows | wall s | CPU s | rows/s (wall) |\n|---|---:|---:|---:|---:|")
+    print("| what | rows | wall s | CPU s | rows/s (wall) | CPU-us a row |\n"
+          "|---|---:|---:|---:|---:|---:|")
     print(f"| bare engine: in-memory inputs, 1-thread sessions, {scorer.parallel_runs} thread(s), "
-          f"{SLICE}-row slices | {n_first:,} | {bare_w:.2f} | {bare_c:.2f} | {n_first / bare_w:,.0f} |")
+          f"{SLICE}-row slices | {n_first:,} | {bare_w:.2f} | {bare_c:.2f} | {n_first / bare_w:,.0f} "
+          f"| {1e6 * bare_c / n_first:.3f} |")
     print(f"| **score stage** (check, read, convert, run, write, summarise) | {total:,} | "
-          f"{stage_w:.2f} | {stage_c:.2f} | **{total / stage_w:,.0f}** |")
+          f"{stage_w:.2f} | {stage_c:.2f} | **{total / stage_w:,.0f}** | {1e6 * stage_c / total:.3f} |")
     for name, (w, c) in rows.items():
-        print(f"| part: {name} | {n_first:,} | {w:.2f} | {c:.2f} | {n_first / w:,.0f} |")
-    print(f"\nstage / bare engine (rows/s, wall): {total / stage_w / (n_first / bare_w):.2f}x")
+        print(f"| part: {name} | {n_first:,} | {w:.2f} | {c:.2f} | {n_first / w:,.0f} "
+              f"| {1e6 * c / n_first:.3f} |")
+    print(f"\nstage / bare engine (rows/s, wall): {total / stage_w / (n_first / bare_w):.2f}x; "
+          f"CPU a row: {stage_c / total / (bare_c / n_first):.1f}x the engine's")
 
 
 if __name__ == "__main__":

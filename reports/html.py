@@ -4,10 +4,11 @@ Each renderer takes a view from :mod:`modelgate.reports.views` and returns one H
 document as a string, rendered from the Jinja2 templates in ``reports/templates`` (shipped
 in the package) with autoescaping on: CSS inlined, charts as inline SVG, SHAP waterfalls as
 base64 ``data:`` URIs, no fonts or external resources, and no JavaScript but one fixed script
-on the evaluation report that makes its tables sortable (``templates/sortable.js``). A
-Content-Security-Policy meta tag forbids everything else, as a second line of defence behind
-escaping: it allows that script by the sha256 of its text, computed as the page is rendered,
-so no other script, inline handler or ``javascript:`` link can run. Every value a template
+on the evaluation report and on the drift report's ranked tables that makes them sortable
+(``templates/sortable.js``). A Content-Security-Policy meta tag forbids everything else, as a
+second line of defence behind escaping: it allows that script by the sha256 of its text,
+computed as the page is rendered, so no other script, inline handler or ``javascript:`` link
+can run. Every value a template
 prints is escaped the way :func:`~modelgate.reports.charts.esc` escapes chart labels
 (``html.escape(quote=True)``); the only markup passed in is the SVG the chart functions
 build, already escaped. Output is deterministic: the same view gives the same bytes (no
@@ -378,6 +379,8 @@ def render_drift_report(view: DriftReportView) -> str:
         change_points=list(enumerate(view.change_points, start=1)),
         headline=drift_headline(view.features),
         unseen=[(f, _unseen(f, MAX_UNSEEN_LISTED)) for f in ranked if f.unseen_categories],
+        # the sorter only where a sortable table has rows: a page without one allows no script
+        script=_sortable_script() if ranked or view.segment_drift or view.segment_estimates else "",
     )
 
 

@@ -1,4 +1,4 @@
-"""The evaluation report's sortable tables: one inline script, allowed by the sha256 of its text
+"""The evaluation and drift reports' sortable tables: one inline script, allowed by the sha256 of its text
 in the page's Content-Security-Policy, and nothing else that could run.
 
 The hash is computed here with hashlib from the script as the page carries it (not with the
@@ -15,7 +15,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from modelgate.reports.drift_views import DriftReportView
+from modelgate.reports.drift_segment_views import SegmentDriftRow, SegmentEstimateRow
+from modelgate.reports.drift_views import DriftReportView, FeatureDriftRow
 from modelgate.reports.html import render_drift_report, render_evaluation_report, render_model_index
 from modelgate.reports.index_views import IndexRow, ModelIndexView
 from modelgate.reports.segment_views import SegmentRow, SegmentSection, WeakSliceRow
@@ -126,6 +127,29 @@ def test_the_tables_a_reader_sorts_are_marked_and_rendered_weakest_first() -> No
     order = [table.index(name) for name in ("region=&lt;/script&gt;", "region=north", "region=__missing__")]
     assert order == sorted(order)
     assert "by-name" not in page  # one table, sorted in the browser, not a second copy
+
+
+def test_the_drift_reports_ranked_tables_are_sortable_by_the_same_one_script() -> None:
+    view = DriftReportView(
+        model_name="churn", model_version="7", interval_start="2026-11-28T00:00:00Z",
+        interval_end="2026-11-29T00:00:00Z", run_id="drift-1", rows_sampled=5000,
+        features=(FeatureDriftRow(HOSTILE, "numeric", 2.0, 0.15, 0.2, 0.1, "drift", 100, 0, ()),),
+        histograms=(), error_rate=(), change_points=(), summary="drift", verdict="drift",
+        segment_drift=(SegmentDriftRow("region=south", "age", "ks", 400, 380, 0.3, 1e-5, 4e-5,
+                                       "drift"),),
+        segment_estimates=(SegmentEstimateRow("region=south", "roc_auc", 380, 0.7, 0.65, 0.75, 0.9,
+                                              0.05, 0.001, "breach", ""),),
+        segment_family="One family of 2 tests.")
+    page = render_drift_report(view)
+    parsed = parse(page)
+    marked = [attrs["id"] for tag, attrs in parsed.tags if tag == "table" and "data-sortable" in attrs]
+    assert sorted(marked) == ["features", "segment-drift", "segment-estimates"]
+    [script] = parsed.scripts
+    assert script == SCRIPT_FILE.read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    assert parsed.csp()["script-src"] == [f"'sha256-{digest}'"]
+    assert len(re.findall(r"<script", page, re.I)) == 1
+    assert not [(tag, name) for tag, attrs in parsed.tags for name in attrs if name.startswith("on")]
 
 
 @pytest.mark.parametrize("render", [

@@ -1,10 +1,11 @@
 """Estimated performance per segment without servers: each segment's estimate is the estimator
 run on that slice alone, small slices are reported and not judged, the report rows are ordered
-weakest first and the drift report renders the segment section without scripts."""
+weakest first and the drift report renders the segment section with no script but the table sorter."""
 
 from __future__ import annotations
 
 from html import escape
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,7 @@ import pytest
 from modelgate.drift import estimate_binary, fit_isotonic, segment_family, segment_labels
 from modelgate.reports import DriftReportView, render_drift_report
 
+from modelgate import reports
 from modelgate.pipelines.drift.estimation import ERROR_METRICS, EstimationReference
 from modelgate.pipelines.drift.segment_estimates import estimate_by_segment
 from modelgate.pipelines.drift.segments import report_rows
@@ -93,7 +95,7 @@ def test_report_rows_are_weakest_first_and_the_family_is_stated() -> None:
     assert "Benjamini-Hochberg" in text
 
 
-def test_the_drift_report_renders_the_segment_section_without_scripts() -> None:
+def test_the_drift_report_renders_the_segment_section_with_no_script_but_its_sorter() -> None:
     drift_rows, estimate_rows, text = report_rows(
         [_stored_drift("c", 1e-6, 4e-6, "drift")], [_stored_estimate("c<script>", 0.78, "breach", 0.001)])
     view = DriftReportView(
@@ -102,8 +104,11 @@ def test_the_drift_report_renders_the_segment_section_without_scripts() -> None:
         histograms=(), error_rate=(), change_points=(), summary="drift", verdict="drift",
         segment_drift=drift_rows, segment_estimates=estimate_rows, segment_family=text)
     html = render_drift_report(view)
-    assert '<table id="segment-estimates">' in html and '<table id="segment-drift">' in html
-    assert "region=c&lt;script&gt;" in html and "<script" not in html
+    assert '<table id="segment-estimates" data-sortable>' in html
+    assert '<table id="segment-drift" data-sortable>' in html
+    assert "region=c&lt;script&gt;" in html
+    sorter = (Path(reports.__file__).parent / "templates" / "sortable.js").read_text()
+    assert html.count("<script") == 1 and f"<script>{sorter}</script>" in html  # the table sorter
     assert '<td class="num">[0.73, 0.83]</td>' in html  # the interval
     assert escape(text) in html
     empty = render_drift_report(DriftReportView(

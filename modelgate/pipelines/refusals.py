@@ -84,9 +84,11 @@ def check_evaluation_inputs(ctx: Context, *, model_name: str, version: str, data
     """Refuse an evaluation whose dataset cannot be one or whose ONNX Runtime settings
     (``MODELGATE_ORT_*``) are malformed, before any run row or scoring; the refusal is
     recorded (``analytics.evaluation_refusals``) and :class:`InputRefused` raised."""
-    # imported here: the task wrappers load this module; ONNX Runtime's settings only matter before scoring
+    # imported here: the task wrappers load this module; ONNX Runtime's settings only matter
+    # before scoring. From onnx.settings, not onnx.scoring, which adds pandas and the scoring
+    # engine (about 1 CPU-s) to the verify task's start-up.
     from modelgate.logsafe import one_line
-    from modelgate.onnx.scoring import ScoringError, settings_from_os_environ
+    from modelgate.onnx.settings import ScoringError, settings_from_os_environ
     from modelgate.store import runs
 
     try:

@@ -7,18 +7,20 @@ read off one pass over the slice's errors instead, with the whole data's definit
 (scikit-learn's ``mean_absolute_error``, ``root_mean_squared_error``, ``r2_score``) and
 the same idea behind each interval:
 
-* ``mae``: Hall's (1992) skewness-corrected interval of the mean of ``|e|``
-  (:func:`~.segment_intervals.hall_mean_interval`, as the segments' binary log loss);
-* ``rmse``: a Wald interval of ``log(mean(e^2))`` (standard error
-  ``sd(e^2) / (sqrt(n) mean(e^2))``, the scale the whole data's bootstrap-t works on),
-  with Student's t quantile at Satterthwaite's effective degrees of freedom of the
-  squared errors' deviations (a few large errors carrying the spread give few degrees of
-  freedom and a wider interval, as the whole data's ``t_df / z`` stretch); ends mapped
-  back through ``sqrt(exp(.))``;
-* ``r2``: the same on ``log(1 - r2) = log(mean(e^2)) - log(mean(q))``, ``q_i = (y_i -
-  mean(y))^2``, from each row's influence ``(e_i^2 - mean(e^2)) / mean(e^2) - (q_i -
-  mean(q)) / mean(q)`` (the delta method; the ends stay below 1 and the interval is
-  skewed as r2's sampling law is).  Undefined when the labels are constant.
+* ``mae`` and ``rmse``: Hall's (1992) skewness-corrected interval of the mean of ``|e|``
+  and of ``e^2`` (:func:`~.segment_intervals.hall_mean_interval`, as the segments' binary
+  log loss), its ends moved away from the mean by ``t_df / z``, Student's t quantile at
+  Satterthwaite's effective degrees of freedom of the values' deviations over the normal
+  one (a few large errors carrying the spread give few degrees of freedom, as the whole
+  data's rmse interval is stretched); the rmse's ends are the square roots.  With Student
+  t errors (5 degrees of freedom) at 100 rows, 4,000 simulated sets: rmse 92.1 % without
+  the stretch, 94.2 % with it (a Wald interval of ``log(mean(e^2))`` with the same t:
+  92.8 %); mae 93.9 % and 94.8 %;
+* ``r2``: a Wald interval of ``log(1 - r2) = log(mean(e^2)) - log(mean(q))``, ``q_i =
+  (y_i - mean(y))^2``, from each row's influence ``(e_i^2 - mean(e^2)) / mean(e^2) -
+  (q_i - mean(q)) / mean(q)`` (the delta method), with Student's t at Satterthwaite's
+  degrees of freedom of the influences; the ends stay below 1 and the interval is skewed
+  as r2's sampling law is.  Undefined when the labels are constant.
 
 ``mean_error`` (the bias) has no worse side and is not a segment metric.  Coverage at
 segment sizes: ``bench/bench_segment_task_coverage.py`` (``bench/RESULTS.md``).
@@ -93,15 +95,10 @@ def regression_estimates(y_true: _FloatArray, prediction: _FloatArray, *,
               "r2": 1.0 - mse / spread if spread > 0 else nan}
     ends: dict[str, tuple[float, float]] = {}
     if intervals and n >= 2:
-        lo, hi = hall_mean_interval(n, float(absolute.sum()), float(squared.sum()),
-                                    float(np.dot(squared, absolute)), confidence_level)
+        lo, hi = _stretched_hall(absolute, confidence_level)
         ends["mae"] = (max(lo, 0.0), hi)
-        if mse > 0:
-            d = squared / mse - 1.0
-            lo, hi = _log_wald(math.log(mse), d, confidence_level)
-            ends["rmse"] = (math.sqrt(math.exp(lo)), math.sqrt(math.exp(hi)))
-        else:  # every prediction exact: nothing to be uncertain about on these rows
-            ends["rmse"] = (0.0, 0.0)
+        lo, hi = _stretched_hall(squared, confidence_level)
+        ends["rmse"] = (math.sqrt(max(lo, 0.0)), math.sqrt(hi))
         if spread > 0 and mse > 0:
             influence = squared / mse - q / spread
             lo, hi = _log_wald(math.log(mse / spread), influence, confidence_level)
@@ -119,6 +116,22 @@ def regression_estimates(y_true: _FloatArray, prediction: _FloatArray, *,
             lower, upper = interval_holding(value, lower, upper)
         out[name] = MetricEstimate(name, value, float(lower), float(upper), n, None)
     return out
+
+
+def _stretched_hall(values: _FloatArray, confidence_level: float) -> tuple[float, float]:
+    """Hall's interval of the mean of ``values``, ends moved away from it by ``t_df / z``."""
+    from scipy.special import ndtri
+    from scipy.stats import t
+
+    n = values.size
+    squared = values * values
+    lo, hi = hall_mean_interval(n, float(values.sum()), float(squared.sum()),
+                                float(np.dot(squared, values)), confidence_level)
+    mean = float(values.mean())
+    df = min(satterthwaite_df(values - mean), n - 1.0)
+    level = 0.5 + 0.5 * confidence_level
+    stretch = float(t.ppf(level, df) / ndtri(level))
+    return mean - (mean - lo) * stretch, mean + (hi - mean) * stretch
 
 
 def _log_wald(center: float, influence: _FloatArray,

@@ -20,8 +20,9 @@ run's partition order, so a mapped run and a one-process run see the same rows a
   rows); the log loss takes Hall's skewness-corrected interval of a mean of the rows'
   losses, as the binary segments' (:func:`~.segment_intervals.hall_mean_interval`), in
   place of the whole data's studentized bootstrap: closed-form, with the same coverage in
-  simulation (``bench/RESULTS.md``, "Segments of multiclass and regression models").  A class absent from a segment
-  leaves its recall, and the macro AUC, undefined there (not judged).
+  simulation (``bench/RESULTS.md``, "Segments of multiclass and regression models").  A
+  class absent from a segment leaves its recall, and the macro AUC, undefined there (not
+  judged).
 * Regression (:func:`evaluate_regression_segments`): MAE, RMSE and R^2 with the
   closed-form intervals of :mod:`.segment_regression`.
 

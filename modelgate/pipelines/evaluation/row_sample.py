@@ -47,14 +47,15 @@ def groups_holding(group_rows: Sequence[int], offsets: np.ndarray) -> tuple[np.n
 _COLUMNS_A_READ = 64
 
 
-# row groups read at a time: a sample of 5,000 rows of a 10M-row scores file touches every one
-# of its row groups, and reading them all at once held the file's columns whole (~600 MB)
-_GROUPS_A_READ = 8
+# rows read at a time (whole row groups, at least one): a few hundred sampled rows of a 5M-row
+# file touch every row group, and reading them all at once held the file's columns whole
+# (~600 MB of a 10M-row evaluation's peak)
+_ROWS_A_READ = 1 << 20
 
 
 def read_positions(pf: pq.ParquetFile, columns: Sequence[str], offsets: np.ndarray) -> pa.Table:
     """``columns`` of the rows at sorted ``offsets`` of a parquet file, reading only the row
-    groups that hold them, 8 row groups and 64 columns at a time."""
+    groups that hold them, about a million rows and 64 columns at a time."""
     meta = pf.metadata
     sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
     used, at = groups_holding(sizes, offsets)
@@ -62,9 +63,13 @@ def read_positions(pf: pq.ParquetFile, columns: Sequence[str], offsets: np.ndarr
         schema = pf.schema_arrow
         return pa.Table.from_pylist([], schema=pa.schema([schema.field(c) for c in columns]))
     before = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64)[used])])
+    # each read: the groups up to the one that reaches _ROWS_A_READ rows
+    cuts = [0]
+    while cuts[-1] < len(used):
+        reach = int(np.searchsorted(before, before[cuts[-1]] + _ROWS_A_READ, side="right")) - 1
+        cuts.append(min(max(reach, cuts[-1] + 1), len(used)))
     pieces = []
-    for first in range(0, len(used), _GROUPS_A_READ):
-        last = min(first + _GROUPS_A_READ, len(used))
+    for first, last in zip(cuts[:-1], cuts[1:], strict=True):
         inside = at[(at >= before[first]) & (at < before[last])] - before[first]
         pieces.append(_read_groups(pf, used[first:last], list(columns), inside))
     return pa.concat_tables(pieces).combine_chunks()

@@ -11,6 +11,11 @@ generation happens before the child starts and is not counted.
 
 Run: ``.venv/bin/python -m bench.bench_evaluate_scale --rows 10000000``
 (needs PostgreSQL on ``--pg``, default ``postgresql://postgres@127.0.0.1:5432/postgres``).
+
+``--segment-values K`` adds two segment columns ``segment_a``, ``segment_b`` of ``K`` values
+each (drawn uniformly, independently of everything) to the rows and evaluates them twice, back
+to back in fresh child processes on the same files: without segments, then with
+``--segments segment_a,segment_b``; it prints both and what segments add (issue #43 item 6).
 """
 
 from __future__ import annotations
@@ -33,10 +38,15 @@ import pyarrow.parquet as pq
 WRITE_CHUNK = 1_000_000
 
 
-def _generate(heldout: Path, out_dir: Path, rows: int, partition_rows: int, seed: int) -> int:
+SEGMENT_COLUMNS = ("segment_a", "segment_b")
+
+
+def _generate(heldout: Path, out_dir: Path, rows: int, partition_rows: int, seed: int,
+              segment_values: int = 0) -> int:
     """Write ``rows`` resampled held-out rows as partitions; returns the number of files."""
     table = pq.read_table(heldout)
     rng = np.random.default_rng(seed)
+    labels = np.array([f"v{k:03d}" for k in range(segment_values)], dtype=object)
     files, done = 0, 0
     while done < rows:
         size = min(partition_rows, rows - done)
@@ -46,6 +56,10 @@ def _generate(heldout: Path, out_dir: Path, rows: int, partition_rows: int, seed
             n = min(WRITE_CHUNK, size - start)
             chunk = table.take(pa.array(rng.integers(0, table.num_rows, n)))
             chunk = chunk.set_column(0, "row_id", pa.array(np.arange(done + start, done + start + n)))
+            if segment_values:
+                for name in SEGMENT_COLUMNS:
+                    chunk = chunk.append_column(
+                        name, pa.array(labels[rng.integers(0, segment_values, n)], pa.string()))
             writer = writer or pq.ParquetWriter(path, chunk.schema)
             writer.write_table(chunk)
         assert writer is not None
@@ -61,7 +75,7 @@ STAGES = {"partitions": "list partitions", "score": "score + summarise partition
           "store": "store"}
 
 
-def _child(archive: Path, data: Path) -> dict[str, Any]:
+def _child(archive: Path, data: Path, segments: tuple[str, ...] = ()) -> dict[str, Any]:
     """The evaluation through the runner (as ``modelgate evaluate``), each step timed."""
     from modelgate.pipelines.context import Context, register_archive
     from modelgate.pipelines.evaluation.runner import run_evaluation
@@ -86,7 +100,7 @@ def _child(archive: Path, data: Path) -> dict[str, Any]:
     ctx = timed("open stores + migrate", Context.open)
     row, _ = timed("register archive", register_archive, ctx, archive)
     done = run_evaluation(ctx, model_name=row.model_name, version=row.version, dataset_uri=str(data),
-                          run_key="bench-scale")
+                          run_key="bench-scale", segments=segments)
     sampling.set()
     stages.update({STAGES.get(name, name): s for name, s in done.seconds.items()})
     # the runner's steps run one after the other, in done.seconds' order, up to its return
@@ -120,15 +134,41 @@ def _database(pg: str, name: str, create: bool) -> str:
     return pg.rsplit("/", 1)[0] + f"/{name}"
 
 
+def _run_child(args: argparse.Namespace, root: Path, archive: Path, data: Path,
+               segments: bool) -> tuple[dict[str, Any], Any]:
+    """One evaluation in a fresh child process against a database of its own."""
+    db_name = f"modelgate_bench_{os.getpid()}"
+    env = {**os.environ, "MODELGATE_HOME": str(root / ("home-segments" if segments else "home")),
+           "MODELGATE_DATABASE_URL": _database(args.pg, db_name, create=True)}
+    for key in ("MODELGATE_S3_ENDPOINT", "AIRFLOW_CONN_MODELGATE_S3"):
+        env.pop(key, None)
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "bench.bench_evaluate_scale", "--child", str(archive), str(data),
+             *(["--child-segments"] if segments else [])], env=env, stdout=subprocess.PIPE)
+        assert child.stdout is not None
+        out = child.stdout.read()
+        _, status, usage = os.wait4(child.pid, 0)
+        if status != 0:
+            raise SystemExit(f"child failed with status {status}")
+    finally:
+        _database(args.pg, db_name, create=False)
+    return json.loads(out.decode().strip().splitlines()[-1]), usage
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--partition-rows", type=int, default=5_000_000)
+    parser.add_argument("--segment-values", type=int, default=0,
+                        help="add two segment columns of this many values; evaluate without and with them")
     parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--child", nargs=2, metavar=("ARCHIVE", "DATA"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-segments", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(_child(Path(args.child[0]), Path(args.child[1]))))
+        segments = SEGMENT_COLUMNS if args.child_segments else ()
+        print(json.dumps(_child(Path(args.child[0]), Path(args.child[1]), segments)))
         return
     from modelgate.demo.data import build_demo
 
@@ -138,32 +178,30 @@ def main() -> None:
         data = root / "heldout"
         data.mkdir()
         start = time.perf_counter()
-        files = _generate(demo.heldout_path, data, args.rows, args.partition_rows, seed=0)
+        files = _generate(demo.heldout_path, data, args.rows, args.partition_rows, seed=0,
+                          segment_values=args.segment_values)
         generated = time.perf_counter() - start
-        db_name = f"modelgate_bench_{os.getpid()}"
-        env = {**os.environ, "MODELGATE_HOME": str(root / "home"),
-               "MODELGATE_DATABASE_URL": _database(args.pg, db_name, create=True)}
-        for key in ("MODELGATE_S3_ENDPOINT", "AIRFLOW_CONN_MODELGATE_S3"):
-            env.pop(key, None)
-        try:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "bench.bench_evaluate_scale", "--child",
-                 str(demo.archive_path), str(data)], env=env, stdout=subprocess.PIPE)
-            assert child.stdout is not None
-            out = child.stdout.read()
-            _, status, usage = os.wait4(child.pid, 0)
-            if status != 0:
-                raise SystemExit(f"child failed with status {status}")
-        finally:
-            _database(args.pg, db_name, create=False)
-        result = json.loads(out.decode().strip().splitlines()[-1])
+        runs = [False, True] if args.segment_values else [False]
+        done = [(_run_child(args, root, demo.archive_path, data, segments), os.getloadavg()[0])
+                for segments in runs]
     print(f"rows {args.rows:,} in {files} partition(s) (generated in {generated:.1f} s, not counted)")
-    print("| stage | wall s | most RSS sampled, MB |\n|---|---:|---:|")
-    for name, seconds in result["stages"].items():
-        print(f"| {name} | {seconds:.2f} | {result['rss_mb'].get(name, '')} |")
-    print(f"| **end to end** | **{result['total_s']:.2f}** |")
-    print(f"peak RSS {usage.ru_maxrss / 1024:.0f} MB; user {usage.ru_utime:.1f} s, "
-          f"sys {usage.ru_stime:.1f} s; gate {result['status']}")
+    names = ["without segments", f"with 2 x {args.segment_values} segments"][:len(done)]
+    print("| stage | " + " | ".join(f"{n}: wall s | most RSS sampled, MB" for n in names) + " |")
+    print("|---|" + "---:|---:|" * len(done))
+    for stage in done[0][0][0]["stages"]:
+        print(f"| {stage} | " + " | ".join(f"{r['stages'].get(stage, 0.0):.2f} | {r['rss_mb'].get(stage, '')}"
+                                           for (r, _), _ in done) + " |")
+    print("| **end to end** | " + " | ".join(f"**{r['total_s']:.2f}** | " for (r, _), _ in done) + " |")
+    for name, ((result, usage), load) in zip(names, done, strict=True):
+        print(f"{name}: peak RSS {usage.ru_maxrss / 1024:.0f} MB; user {usage.ru_utime:.1f} s, "
+              f"sys {usage.ru_stime:.1f} s; gate {result['status']}; 1-min load after {load:.1f}")
+    if len(done) == 2:
+        (base, base_usage), _ = done[0]
+        (seg, seg_usage), _ = done[1]
+        cpu = [u.ru_utime + u.ru_stime for u in (base_usage, seg_usage)]
+        print(f"segments add {cpu[1] - cpu[0]:.1f} CPU-s ({(cpu[1] - cpu[0]) / cpu[0]:+.1%} of "
+              f"{cpu[0]:.1f}) and {seg['total_s'] - base['total_s']:.1f} s wall "
+              f"({(seg['total_s'] - base['total_s']) / base['total_s']:+.1%})")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .bootstrap_cells import MAX_CELLS
-from .sufficient import MAX_DISTINCT, EvaluationStatistics, collect, merge
+from .segment_collect import batch_rows, collect_by_code
+from .sufficient import MAX_DISTINCT, EvaluationStatistics, merge
 
 __all__ = ["SegmentStatistics", "collect_segments", "merge_segments", "pair_codes"]
 
@@ -147,15 +148,16 @@ def collect_segments(
                                  f"segment column; expected one of {sorted(columns)!r}")
         joint, joint_codes = pair_codes(columns[first], columns[second])
         encoded.append(((first, second), joint, joint_codes))
+    # the rows checked, their losses and codes computed and their scores sorted once for
+    # every column; per column each segment is what ``collect`` gives on its rows
+    rows = (batch_rows(y, s, threshold, max_cells=max_cells, max_distinct=max_distinct)
+            if y.size else None)
     out = []
     for column_names, labels, segment_codes in encoded:
-        # rows grouped by code with one stable sort, each segment a contiguous slice
-        order = np.argsort(segment_codes, kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(segment_codes, minlength=len(labels)))])
-        found = {labels[k]: collect(y[order[bounds[k]:bounds[k + 1]]],
-                                    s[order[bounds[k]:bounds[k + 1]]], threshold=threshold,
-                                    max_cells=max_cells, max_distinct=max_distinct)
-                 for k in range(len(labels)) if bounds[k + 1] > bounds[k]}
+        by_code = ({} if rows is None else
+                   collect_by_code(rows, segment_codes, len(labels), max_cells=max_cells,
+                                   max_distinct=max_distinct))
+        found = {labels[k]: stats for k, stats in by_code.items()}
         kept = _value_order(found)
         out.append(SegmentStatistics(column_names, kept, tuple(found[v] for v in kept)))
     return tuple(out)

@@ -241,11 +241,24 @@ def count_slices(y_true: npt.ArrayLike, score: npt.ArrayLike, *, threshold: floa
                                _slice_counts(codes, len(labels), cell)))
     for first, second in combinations(coded, 2) if pairs else ():
         (la, ca), (lb, cb) = coded[first], coded[second]
-        present, joint = np.unique(ca * len(lb) + cb, return_inverse=True)
+        present, joint = _present_codes(ca * len(lb) + cb, len(la) * len(lb))
         out.append(SliceCounts((first, second),
                                tuple((la[int(k) // len(lb)], lb[int(k) % len(lb)]) for k in present),
                                _slice_counts(joint.astype(np.int64), len(present), cell)))
     return tuple(out)
+
+
+def _present_codes(codes: npt.NDArray[np.int64], size: int) -> tuple[npt.NDArray[np.int64],
+                                                                      npt.NDArray[np.int64]]:
+    """``np.unique(codes, return_inverse=True)`` of codes in ``[0, size)``: counted, not
+    sorted, where the codes' range is small."""
+    if size > 1 << 22:
+        present, inverse = np.unique(codes, return_inverse=True)
+        return present, inverse.astype(np.int64)
+    present = np.flatnonzero(np.bincount(codes, minlength=size))
+    lookup = np.zeros(size, dtype=np.int64)
+    lookup[present] = np.arange(present.size)
+    return present, lookup[codes]
 
 
 def merge_slice_counts(parts: Sequence[Sequence[SliceCounts]]) -> tuple[SliceCounts, ...]:

@@ -135,3 +135,19 @@ def test_counts_merged_over_partitions_give_the_one_process_search() -> None:
     mapped = search_slices(merge_slice_counts([counted(slice(0, 1000)), counted(slice(1000, None))]),
                            min_rows=60)
     assert whole == mapped and whole.slices
+
+
+def test_pair_counts_are_each_pairs_confusion_counts() -> None:
+    from modelgate.evaluation.weakest_slices import count_slices
+
+    rng = np.random.default_rng(3)
+    y, s = rng.integers(0, 2, 500), rng.random(500)
+    a, b = rng.integers(0, 4, 500), rng.integers(0, 3, 500)
+    b[a == 2] = 0  # pairs (2, 1) and (2, 2) never occur
+    pair = count_slices(y, s, threshold=0.5, columns={"a": encode_groups(a), "b": encode_groups(b)})[2]
+    expected = sorted({(str(i), str(j)) for i, j in zip(a, b, strict=True)})
+    assert list(pair.labels) == expected
+    for (i, j), row in zip(pair.labels, pair.counts, strict=True):
+        rows = (a == int(i)) & (b == int(j))
+        cell = 2 * y[rows] + (s[rows] >= 0.5)
+        assert row.tolist() == np.bincount(cell, minlength=4).tolist()

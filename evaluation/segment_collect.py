@@ -46,7 +46,7 @@ __all__ = ["COUNTED_BINS", "FEW_SCORES", "BatchRows", "batch_rows", "collect_by_
 
 #: Most distinct scores in a batch for which every segment's table is counted (one bin per
 #: segment, label and distinct score) instead of sorted.
-FEW_SCORES = 1 << 12
+FEW_SCORES = 1 << 16
 #: Most bins (segments x 2 labels x distinct scores) a column's counted tables may take.
 COUNTED_BINS = 1 << 22
 

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from psycopg2.extras import execute_batch
+
 from modelgate.store.db import transaction
 
 # Child tables of evaluation_run holding its results.
@@ -458,8 +460,8 @@ def write_evaluation_results(
             elif field in ("gate_checks", "segment_metrics", "segment_gate_checks"):
                 records = [{**r, "attempt": attempt} for r in records]
             values = _with_run(run_id, records)
-            if values:
-                cur.executemany(sql, values)
+            if values:  # pages of rows per round trip: a run stores hundreds of segment rows
+                execute_batch(cur, sql, values, page_size=500)
         if rows.shap_budget is not None:
             cur.execute(
                 """INSERT INTO shap_budget (evaluation_run_id, algorithm, rows_explained, background_rows,

@@ -9,6 +9,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from modelgate.evaluation import segment_collect
 from modelgate.evaluation.segment_collect import batch_rows, collect_by_code
 from modelgate.evaluation.sufficient import collect
 
@@ -28,9 +29,11 @@ def _same(a: object, b: object, name: str = "", rounded: bool = False) -> bool:
                          [(2, 1 << 15, 1 << 22), (None, 1 << 15, 1 << 22), (None, 64, 1 << 22),
                           (None, 1 << 15, 100), (3, 16, 50)])
 def test_each_segment_is_collect_on_its_rows(decimals: int | None, max_cells: int,
-                                             max_distinct: int) -> None:
+                                             max_distinct: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # continuous scores take the sorted tables: more distinct scores than FEW_SCORES
+    monkeypatch.setattr(segment_collect, "FEW_SCORES", 2000)
     rng = np.random.default_rng(7)
-    n = 6000  # continuous: more distinct scores than FEW_SCORES
+    n = 4000
     y = (rng.random(n) < 0.3).astype(np.int8)
     s = np.clip(rng.normal(0.35 + 0.3 * y, 0.2), 0, 1)
     s = s if decimals is None else np.round(s, decimals)

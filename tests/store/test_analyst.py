@@ -356,6 +356,28 @@ def test_which_slice_got_worse_since_the_last_version(seeded: str, analyst_url: 
         ("1.1.0", "segment:roc_auc:margin", "region=south", "block")]
 
 
+def test_which_slice_got_worse_orders_versions_by_registration_not_by_run(
+        seeded: str, analyst_url: str) -> None:
+    # the older version evaluated again after the newer one: still the previous version
+    with db.transaction(seeded) as cur:
+        cur.execute("""INSERT INTO evaluation_run (run_key, model_version_id, dataset_uri, status,
+                                                   started_at, finished_at)
+                       VALUES ('eval-credit_default-1.0.0-e5', 1, 's3://modelgate/data/x.parquet',
+                               'passed', '2026-12-01T10:00Z', '2026-12-01T10:02Z')
+                       RETURNING evaluation_run_id""")
+        (run_id,) = cur.fetchone()
+        cur.execute("""INSERT INTO segment_metric (evaluation_run_id, attempt, segment,
+                           segment_columns, segment_values, metric_name, n, positives, judged,
+                           higher_is_better, value, correction)
+                       VALUES (%(r)s, 1, 'region=south', '{region}', '{south}', 'roc_auc', 3000,
+                               600, true, true, 0.83, 'bh'),
+                              (%(r)s, 1, 'region=north', '{region}', '{north}', 'roc_auc', 17000,
+                               3400, true, true, 0.81, 'bh')""", {"r": run_id})
+    rows = _fetch(analyst_url, dict(QUERIES)["segment_worse_than_previous_version"])
+    assert [(r[1], r[2], r[3], round(r[6], 4)) for r in rows] == [
+        ("region=south", "1.0.0", "1.1.0", -0.11), ("region=north", "1.0.0", "1.1.0", 0.0)]
+
+
 def test_weakest_estimated_segments_breached_first(seeded: str, analyst_url: str) -> None:
     rows = _fetch(analyst_url, dict(QUERIES)["weakest_estimated_segments"])
     assert [(r[4], r[13], r[12]) for r in rows] == [("south", 4, "breach"), ("north", 4, "ok")]

@@ -138,11 +138,13 @@ def score_codes(score: _FloatArray, threshold: float, level: int) -> _Codes:
 
 def table_from_rows(y: npt.NDArray[np.int8], candidate: _Codes, champion: _Codes,
                     losses: _FloatArray, *, max_cells: int,
-                    candidate_cells: tuple[_IntArray, _Codes] | None = None) -> BootstrapTable:
+                    candidate_cells: tuple[_IntArray, _Codes] | None = None,
+                    champion_cells: tuple[_IntArray, _Codes] | None = None) -> BootstrapTable:
     """Count rows per cell at the exact level (codes from ``score_codes(..., 52)``), then fit.
 
     ``candidate_cells`` is ``candidate`` already factorized, when the caller has it: each
-    row's index into distinct codes, and those codes (then ``candidate`` is not hashed again).
+    row's index into distinct codes, and those codes (then ``candidate`` is not hashed again);
+    ``champion_cells`` likewise for ``champion``.
 
     Examples
     --------
@@ -152,13 +154,14 @@ def table_from_rows(y: npt.NDArray[np.int8], candidate: _Codes, champion: _Codes
     >>> t.counts.tolist(), t.level
     ([1, 2], 52)
     """
-    table = _aggregate_rows(y.astype(np.int8), candidate, champion, losses, candidate_cells)
+    table = _aggregate_rows(y.astype(np.int8), candidate, champion, losses, candidate_cells,
+                            champion_cells)
     return _fit(table, max_cells)
 
 
 def _aggregate_rows(label: npt.NDArray[np.int8], cand: _Codes, champ: _Codes,
-                    sums: _FloatArray,
-                    cand_cells: tuple[_IntArray, _Codes] | None = None) -> BootstrapTable:
+                    sums: _FloatArray, cand_cells: tuple[_IntArray, _Codes] | None = None,
+                    champ_cells: tuple[_IntArray, _Codes] | None = None) -> BootstrapTable:
     """:func:`_aggregate` of single rows at the exact level, by hashing instead of sorting.
 
     Scores repeat (a model's scores take a few hundred to a few hundred thousand values per
@@ -169,7 +172,7 @@ def _aggregate_rows(label: npt.NDArray[np.int8], cand: _Codes, champ: _Codes,
     back to the sort.
     """
     codes_c, distinct_c = cand_cells if cand_cells is not None else pd.factorize(cand)
-    codes_h, distinct_h = pd.factorize(champ)
+    codes_h, distinct_h = champ_cells if champ_cells is not None else pd.factorize(champ)
     kc, kh = len(distinct_c), len(distinct_h)
     if len(label) == 0 or label.min() < 0 or label.max() > 1 or 2 * kc * kh > 1 << 16:
         return _aggregate(label, cand, champ, np.ones(len(label), dtype=np.int64), sums, EXACT_LEVEL)

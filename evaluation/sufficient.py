@@ -198,8 +198,10 @@ def collect(
                                 np.hstack(losses), max_cells=max_cells)
     else:  # codes of the distinct scores, each distinct (level 52 keeps scores apart)
         cells = score_codes(ranks.keys, threshold, EXACT_LEVEL)
+        alone = (np.zeros(len(y), dtype=np.int64), np.zeros(1, dtype=np.uint64))  # all code 0
         table = table_from_rows(y, cells[ranks.rank], champ_code, np.hstack(losses),
-                                max_cells=max_cells, candidate_cells=(ranks.rank, cells))
+                                max_cells=max_cells, candidate_cells=(ranks.rank, cells),
+                                champion_cells=alone if champion_score is None else None)
     counted = tuple(_group_counts(name, labels, codes, y, s >= threshold)
                     for name, (labels, codes) in (groups or {}).items())
     stats = EvaluationStatistics(len(y), cand, champ, table, counted)

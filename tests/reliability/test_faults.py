@@ -21,7 +21,7 @@ import pytest
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
 from modelgate.pipelines.context import Context, register_archive
-from modelgate.pipelines.evaluation import report_step, run_refs, score_step, store_step
+from modelgate.pipelines.evaluation import explain_step, report_step, run_refs, score_step, store_step
 from modelgate.pipelines.evaluation.runner import run_evaluation
 from modelgate.store import runs
 from modelgate.store.db import fetch_all
@@ -276,3 +276,33 @@ def test_airflow_retry_of_a_failed_score_task_reaches_the_clean_state(
     assert retried_state == clean_state
     assert clean_state[0][0][0] == "blocked" and clean_state[0][0][1] is None  # see above
     assert clean_state[3]["evaluation_metric"] == 7 and clean_state[3]["gate_check"] > 0
+
+
+def test_airflow_retry_of_the_one_task_evaluation_reaches_the_clean_state(
+    env: Settings, airflow_db: Path, demo_builds: dict[str, Any], data: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Small data runs every step after partitions in ``evaluate_in_one_task``: a step failing
+    on its first try (after score, merge, metrics and fairness ran) is not the run's failure;
+    the retry runs the steps again and ends where a clean run ends."""
+    monkeypatch.setenv("MODELGATE_DAG_RETRIES", "1")
+    ctx = Context.open(env)
+    register_archive(ctx, demo_builds["1"].archive_path)
+    clean = _dag_run(data)
+    original, failures = explain_step.explain, []
+
+    def fails_on_the_first_try(ctx: Context, ref: run_refs.RunRef) -> str:
+        if not failures:
+            failures.append("explain")
+            raise ConnectionError("the object store went away while explaining")
+        return original(ctx, ref)
+
+    monkeypatch.setattr(explain_step, "explain", fails_on_the_first_try)
+    retried = _dag_run(data)
+    tries = {ti.task_id: (ti.try_number, str(ti.state)) for ti in retried.get_task_instances()}
+    # the retry got as far as the gate, which blocks the candidate (as in the clean run)
+    assert failures == ["explain"] and tries["evaluate_in_one_task"] == (2, "failed")
+    assert str(retried.state) == str(clean.state)
+    (first, *_), (second, *_) = _runs(ctx.db_url)
+    assert _final_state(ctx.db_url, second) == _final_state(ctx.db_url, first)
+    assert _final_state(ctx.db_url, first)[0][0][:2] == ("blocked", None)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from modelgate.fairness.disaggregate import table_from_counts
-from modelgate.fairness.gap_intervals import wilson_bounds
+from modelgate.fairness.gap_intervals import modified_wilson_bounds
 from modelgate.fairness.metrics import fairness_report_from_table
 from scipy.stats import norm
 
@@ -74,7 +74,7 @@ def population(model: Model, k: int, delta: float
 def simulate(model: Model, k: int, n: int, delta: float, simulations: int, seed: list[int]
              ) -> dict[str, dict[str, float]]:
     """Per gap: share of intervals breaching 0.03, holding 0, holding the truth, below it; and
-    under ``"group rates"`` the share of the groups' 95 % Wilson intervals (those of
+    under ``"group rates"`` the share of the groups' 95 % modified Wilson intervals (those of
     :meth:`~modelgate.fairness.disaggregate.GroupStats.rate_interval`) holding their group's
     rate, per rate (TPR, FPR, selection rate, PPV)."""
     cells, truth, rates = population(model, k, delta)
@@ -86,8 +86,9 @@ def simulate(model: Model, k: int, n: int, delta: float, simulations: int, seed:
     held, rated = np.zeros(4), np.zeros(4)
     for counts in draws:
         tn, fp, fn, tp = counts.T
-        lower, upper = wilson_bounds(np.stack([tp, fp, tp + fp, tp]),
-                                     np.stack([tp + fn, tn + fp, counts.sum(axis=1), tp + fp]), Z95)
+        lower, upper = modified_wilson_bounds(
+            np.stack([tp, fp, tp + fp, tp]), np.stack([tp + fn, tn + fp, counts.sum(axis=1), tp + fp]),
+            Z95)
         rated += np.isfinite(lower).sum(axis=1)
         held += ((lower <= rates) & (rates <= upper)).sum(axis=1)
         report = fairness_report_from_table(table_from_counts(labels, counts, min_group_size=1),
@@ -147,7 +148,7 @@ def _gap_table(models: list[Model], args: argparse.Namespace) -> None:
     print("\n### Small true gaps (group 0's TPR lowered by delta): coverage (truth below the "
           "interval)\n")
     print("| model | K | n | delta | samples | " + " | ".join(SHORT[g] for g in GAPS)
-          + " | group TPR / FPR / selection / PPV (Wilson) |")
+          + " | group TPR / FPR / selection / PPV (modified Wilson) |")
     print("|---|---|---|---|---|" + "---|" * (len(GAPS) + 1))
     for model, k, n, delta in ((m, k, n, d) for m in models for k in args.groups
                                for n in args.sizes for d in args.deltas):

@@ -110,6 +110,9 @@ References
 .. [5] Dunnett, C. W. (1955). A multiple comparison procedure for comparing several
    treatments with a control. Journal of the American Statistical Association 50(272),
    1096-1121.
+.. [6] Brown, L. D., Cai, T. T. and DasGupta, A. (2001). Interval estimation for a binomial
+   proportion. Statistical Science 16(2), 101-133 (section 4.1.1, the modified Wilson
+   interval).
 """
 
 from __future__ import annotations
@@ -119,10 +122,10 @@ from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import ndtri
+from scipy.special import chdtri, ndtr, ndtri
 
-__all__ = ["gap_interval", "gap_interval_of_families", "pairwise_critical_value",
-           "selected_critical_value", "wilson_bounds"]
+__all__ = ["gap_interval", "gap_interval_of_families", "modified_wilson_bounds",
+           "pairwise_critical_value", "selected_critical_value", "wilson_bounds"]
 
 _FloatArray = npt.NDArray[np.float64]
 
@@ -162,6 +165,48 @@ def wilson_bounds(successes: npt.ArrayLike, trials: npt.ArrayLike, z: float
         upper = np.where(x >= n, 1.0, np.clip(centre + half, 0.0, 1.0))
     empty = n <= 0
     return np.where(empty, np.nan, lower), np.where(empty, np.nan, upper)
+
+
+def modified_wilson_bounds(successes: npt.ArrayLike, trials: npt.ArrayLike, z: float
+                           ) -> tuple[_FloatArray, _FloatArray]:
+    """Wilson's interval with Brown, Cai and DasGupta's Poisson ends near 0 and ``trials``.
+
+    Wilson's lower end at 1 or 2 successes (1-3 for 51-100 trials) and its upper end at 1 or 2
+    failures lie too close to the rate: at 5 of 6 its 95 % upper end is 0.970, so a true rate of
+    0.977 (5 of 6 in 12 % of samples) is missed far more often than 2.5 %.  There the lower end
+    is ``chi2_alpha(2 x) / (2 n)`` and the upper ``1 - chi2_alpha(2 (n - x)) / (2 n)``, with
+    ``chi2_alpha(k)`` the ``alpha = 2 Phi(-z)`` quantile of the chi-square law of ``k`` degrees
+    of freedom [6]_; elsewhere, and from 101 trials, Wilson's ends (:func:`wilson_bounds`).
+
+    Parameters
+    ----------
+    successes, trials : array_like of int
+        Counts, ``0 <= successes <= trials``.
+    z : float
+        Critical value (1.96 for a 95 % interval).
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(lower, upper)``, each of the shape of ``trials``; NaN where ``trials`` is 0.
+
+    Examples
+    --------
+    >>> lo, hi = modified_wilson_bounds([5, 24, 1], [6, 24, 7], 1.959963984540054)
+    >>> [round(float(v), 4) for v in lo], [round(float(v), 4) for v in hi]
+    ([0.4365, 0.862, 0.0073], [0.9915, 1.0, 0.5131])
+    """
+    x = np.asarray(successes, dtype=np.float64)
+    n = np.asarray(trials, dtype=np.float64)
+    lower, upper = wilson_bounds(x, n, z)
+    near = np.where(n <= 50, 2.0, np.where(n <= 100, 3.0, 0.0))  # counts from a boundary
+    alpha = 2.0 * float(ndtr(-z))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        poisson_lower = chdtri(2.0 * np.maximum(x, 1.0), 1.0 - alpha) / (2.0 * n)
+        poisson_upper = 1.0 - chdtri(2.0 * np.maximum(n - x, 1.0), 1.0 - alpha) / (2.0 * n)
+    lower = np.where((x >= 1) & (x <= near), poisson_lower, lower)
+    upper = np.where((n - x >= 1) & (n - x <= near), poisson_upper, upper)
+    return lower, upper
 
 
 @lru_cache(maxsize=256)

@@ -47,7 +47,7 @@ every other result. Small groups left out of a gap and groups with an undefined 
 out of its interval as well (``undefined_rates="zero"``: such a group's rate is 0 with the
 interval ``[0, 0]``).
 
-Per-group rates get Wilson score intervals (:meth:`GroupStats.rate_interval
+Per-group rates get Wilson score intervals, modified near 0 and 1 (:meth:`GroupStats.rate_interval
 <modelgate.fairness.disaggregate.GroupStats.rate_interval>`).
 
 References

@@ -22,7 +22,7 @@ from modelgate.fairness.disaggregate import GroupStats
 from modelgate.fairness.metrics import FairnessEstimate, fairness_report
 from modelgate.fairness.regression import RegressionGroup
 from scipy.stats import norm
-from support.gap_oracles import wilson
+from support.gap_oracles import modified_wilson
 from support.tiny_graphs import manifest_of
 
 from modelgate.cli.json_records import fairness_json
@@ -90,12 +90,12 @@ def _binary_report() -> Any:
 
 
 def _wilson_ends(**counts: tuple[int, int]) -> dict[str, Any]:
-    """``<rate>_ci_lower`` and ``_upper`` of each rate from (successes, trials), textbook Wilson
-    at 95 % (tests/support/gap_oracles.py); None without trials."""
+    """``<rate>_ci_lower`` and ``_upper`` of each rate from (successes, trials), the modified
+    Wilson interval at 95 % (tests/support/gap_oracles.py); None without trials."""
     z = float(norm.ppf(0.975))
     out: dict[str, Any] = {}
     for rate, (x, n) in counts.items():
-        lo, hi = wilson(x, n, z) if n else (None, None)
+        lo, hi = modified_wilson(x, n, z) if n else (None, None)
         out[f"{rate}_ci_lower"], out[f"{rate}_ci_upper"] = lo, hi
     return out
 

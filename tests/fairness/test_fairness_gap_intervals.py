@@ -18,6 +18,7 @@ from modelgate.fairness.gap_intervals import (
     SELECTION_SLACK,
     gap_interval,
     gap_interval_of_families,
+    modified_wilson_bounds,
     pairwise_critical_value,
     selected_critical_value,
     wilson_bounds,
@@ -29,9 +30,10 @@ from modelgate.fairness.metrics import (
 )
 from scipy import integrate, optimize
 from scipy.special import ndtr
-from scipy.stats import binom, binomtest, norm, studentized_range
+from scipy.stats import binom, binomtest, chi2, norm, studentized_range
 from support.gap_oracles import (
     agresti_coull_se,
+    modified_wilson,
     newcombe,
     selected_z_by_monte_carlo,
     tukey,
@@ -238,6 +240,31 @@ def test_gap_interval_refuses_one_group_and_mismatched_shapes() -> None:
         gap_interval([1, 2], [2, 2, 2], 2.0, 2.0)
 
 
+@pytest.mark.parametrize("n", [2, 6, 60, 100, 101], ids=lambda n: f"n={n}")
+def test_modified_wilson_against_its_formula(n: int) -> None:
+    z = float(norm.ppf(0.975))
+    got = modified_wilson_bounds(np.arange(n + 1), np.full(n + 1, n), z)
+    expected = np.array([modified_wilson(x, n, z) for x in range(n + 1)])
+    assert np.column_stack(got) == pytest.approx(expected, abs=1e-12)
+    assert all(math.isnan(float(v)) for v in modified_wilson_bounds(0, 0, z))
+
+
+@pytest.mark.parametrize(("n", "rate"), [(6, 0.977), (10, 0.95), (6, 0.023)],
+                         ids=["5 of 6 likely", "n=10", "near 0"])
+def test_modified_wilson_covers_a_rate_near_1_where_wilson_does_not(n: int, rate: float) -> None:
+    """Exact coverage by enumerating the binomial law (scipy): a few trials at a rate near 0
+    or 1, where Wilson's 95 % interval misses the rate at one count from the boundary."""
+    z = float(norm.ppf(0.975))
+    pmf = binom.pmf(np.arange(n + 1), n, rate)
+
+    def coverage(ends: tuple[np.ndarray, np.ndarray]) -> float:
+        return float(pmf[(ends[0] <= rate) & (rate <= ends[1])].sum())
+
+    counts, trials = np.arange(n + 1), np.full(n + 1, n)
+    assert coverage(wilson_bounds(counts, trials, z)) < 0.92
+    assert coverage(modified_wilson_bounds(counts, trials, z)) >= 0.95
+
+
 def test_zero_convention_counts_an_undefined_rate_as_exactly_0() -> None:
     """undefined_rates="zero": group b has no positives, so its TPR is 0 with the interval
     [0, 0]; the TPR gap's ends are then those of a's Wilson interval: the upper at the upper
@@ -252,15 +279,19 @@ def test_zero_convention_counts_an_undefined_rate_as_exactly_0() -> None:
     assert (tpr.value, tpr.ci_lower, tpr.ci_upper) == (0.75, pytest.approx(lo), pytest.approx(hi))
 
 
-def test_group_records_carry_wilson_intervals_at_the_reports_level() -> None:
+def test_group_records_carry_modified_wilson_intervals_at_the_reports_level() -> None:
+    """24 of 24 and 25 of 30: Wilson's ends; 1 of 6 (one success) and 24 of 25 (one failure):
+    the modified interval's Poisson end on that side (tests/support/gap_oracles.py)."""
     g = GroupStats("F", 30, 24, 1, 5, 0, 0.8, 25 / 30, 1.0, 1 / 6, 0.96, 0.0, False)
     z90 = float(norm.ppf(0.95))
     record = g.to_record(0.9)
     assert (record["tpr_ci_lower"], record["tpr_ci_upper"]) == (pytest.approx(24 / (24 + z90**2)), 1.0)
-    assert (record["fpr_ci_lower"], record["fpr_ci_upper"]) == pytest.approx(wilson(1, 6, z90))
+    assert (record["fpr_ci_lower"], record["fpr_ci_upper"]) == pytest.approx(
+        (float(chi2.ppf(0.1, 2)) / 12, wilson(1, 6, z90)[1]))
     assert (record["selection_rate_ci_lower"], record["selection_rate_ci_upper"]) == pytest.approx(
         wilson(25, 30, z90))
-    assert (record["ppv_ci_lower"], record["ppv_ci_upper"]) == pytest.approx(wilson(24, 25, z90))
+    assert (record["ppv_ci_lower"], record["ppv_ci_upper"]) == pytest.approx(
+        (wilson(24, 25, z90)[0], 1 - float(chi2.ppf(0.1, 2)) / 50))
     empty = GroupStats("M", 3, 0, 0, 3, 0, 0.0, 0.0, float("nan"), 0.0, float("nan"),
                        float("nan"), True).to_record()
     assert (empty["tpr_ci_lower"], empty["ppv_ci_upper"]) == (None, None)

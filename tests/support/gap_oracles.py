@@ -1,5 +1,6 @@
 """Textbook interval formulas for the fairness gap tests, written out independently of
-fairness/gap_intervals.py: Wilson's score interval (Wilson 1927), Newcombe's hybrid score
+fairness/gap_intervals.py: Wilson's score interval (Wilson 1927) and its modification near 0
+and n (Brown, Cai and DasGupta 2001), Newcombe's hybrid score
 interval for a difference of independent proportions (Newcombe 1998, method 10), Tukey's
 critical value (scipy's studentized range) and a gap's ends over unordered pairs."""
 
@@ -9,7 +10,7 @@ import itertools
 import math
 
 import numpy as np
-from scipy.stats import norm, studentized_range
+from scipy.stats import chi2, norm, studentized_range
 
 
 def wilson(x: int, n: int, z: float) -> tuple[float, float]:
@@ -18,6 +19,20 @@ def wilson(x: int, n: int, z: float) -> tuple[float, float]:
     centre = p + z * z / (2 * n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     return (centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n)
+
+
+def modified_wilson(x: int, n: int, z: float) -> tuple[float, float]:
+    """Brown, Cai and DasGupta's (2001, section 4.1.1) modified Wilson interval: Wilson's ends,
+    except at x = 1, 2 (1-3 for 51 <= n <= 100) the lower end chi2.ppf(alpha, 2x) / (2n), and at
+    n - x = 1, 2 (1-3) the upper end 1 - chi2.ppf(alpha, 2(n - x)) / (2n), alpha = 2 Phi(-z)."""
+    lower, upper = wilson(x, n, z)
+    near = 2 if n <= 50 else 3 if n <= 100 else 0
+    alpha = 2 * float(norm.sf(z))
+    if 1 <= x <= near:
+        lower = float(chi2.ppf(alpha, 2 * x)) / (2 * n)
+    if 1 <= n - x <= near:
+        upper = 1 - float(chi2.ppf(alpha, 2 * (n - x))) / (2 * n)
+    return lower, upper
 
 
 def newcombe(x1: int, n1: int, x2: int, n2: int, z: float) -> tuple[float, float]:

@@ -97,7 +97,8 @@ def _breakdown(scorer: Any, single: Any, first: Path, manifest: Any, keep: list[
 
     _, w, c = _timed(summarise)
     rows["summarise"] = (w, c)
-    _, w, c = _timed(lambda: check_held_out(_read_columns(first, keep), manifest))
+    coded = manifest.sensitive_features  # read as dictionaries, as score_partition reads them
+    _, w, c = _timed(lambda: check_held_out(_read_columns(first, keep, dictionary=coded), manifest))
     rows["check held-out labels and groups"] = (w, c)
 
     # bare engine on the same in-memory inputs
@@ -147,7 +148,7 @@ def main() -> None:
         def stage() -> int:
             done = 0
             for i, part in enumerate(parts):
-                check_held_out(_read_columns(part, keep), manifest)
+                check_held_out(_read_columns(part, keep, dictionary=manifest.sensitive_features), manifest)
                 summary = _Summary(manifest)  # summarised as scored, as the pipeline does
                 run = score_parquet(scorer, part, root / f"scored-{i}.parquet", keep_columns=keep,
                                     on_batch=summary.add)

@@ -109,7 +109,7 @@ class GroupRow:
     """Disaggregated rates for one group of one sensitive feature (NaN when undefined), with the
     counts behind them (None when not known): ``positives`` for TPR and FNR, ``negatives`` for
     FPR, ``predicted_positives`` for PPV; the group's accuracy and ROC AUC (NaN when undefined),
-    and the AUC's error bound (0 when exact); the Wilson score intervals of TPR and FPR (None
+    and the AUC's error bound (0 when exact); the modified Wilson score intervals of TPR and FPR (None
     when the rate is undefined or the interval not known).
 
     Examples

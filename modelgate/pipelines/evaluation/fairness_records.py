@@ -33,7 +33,7 @@ class FairnessRecords:
     one_vs_rest : bool
         True for a multiclass model's sections.
     rate_groups : tuple of dict
-        Classifiers: ``GroupStats.to_record()`` per group (rates with their Wilson intervals
+        Classifiers: ``GroupStats.to_record()`` per group (rates with their modified Wilson intervals
         at the report's confidence level).
     error_groups : tuple of dict
         Regression models: ``RegressionGroup.to_record()`` per group.

@@ -59,6 +59,32 @@ def test_each_segment_is_the_estimator_on_its_slice_alone() -> None:
     assert {e.status for e in judged.estimates if e.segment_value == "tiny"} == {"insufficient_data"}
 
 
+def test_a_regression_segment_is_the_nanny_model_on_its_slice_and_breaches_upwards() -> None:
+    from modelgate.drift import estimate_regression, fit_nanny_model
+
+    rng = np.random.default_rng(6)
+    feats = pd.DataFrame({"x": rng.normal(size=600), "c": rng.choice(["a", "b"], 600)})
+    pred = 2.0 * feats["x"].to_numpy()
+    labels = pred + rng.normal(scale=np.where(feats["c"] == "b", 2.0, 0.5))  # errors larger where c = b
+    reference = EstimationReference("regression", "nanny_error_model", None, (),
+                                    fit_nanny_model(feats, pred, labels, categorical=["c"]), (),
+                                    {"mae": 0.8, "rmse": 1.0})
+    current = feats.assign(__score__=pred, __prediction__=pred)
+    records = estimate_by_segment(reference, current, {"c": segment_labels(current["c"].tolist(), "c")},
+                                  limits={"mae": 0.1}, baseline=reference.reference_metrics)
+    for value in ("a", "b"):
+        rows = current[current["c"] == value]
+        oracle = estimate_regression(reference.estimator, rows["__score__"],  # type: ignore[arg-type]
+                                     features=rows[["x", "c"]], confidence=0.95)
+        got = {r["metric"]: r for r in records if r["segment_value"] == value}
+        assert (got["mae"]["estimate"], got["mae"]["standard_error"]) == pytest.approx(
+            (oracle.mae, oracle.mae_standard_error))
+        assert got["rmse"]["estimate"] == pytest.approx(oracle.rmse)
+    judged = segment_family(records, lower_is_better=ERROR_METRICS)
+    status = {e.segment_value: e.status for e in judged.estimates if e.metric == "mae"}
+    assert status == {"a": "ok", "b": "breach"}  # mae about 0.4 and 1.6 against at most 0.8 + 0.1
+
+
 def test_labels_must_align_with_the_rows() -> None:
     rng = np.random.default_rng(3)
     frame, _ = _interval(rng)

@@ -179,18 +179,18 @@ def collect(
     _check_sizes(max_cells, max_distinct)
     if ranks is not None and ranks.rank.shape != s.shape:
         raise ValueError(f"ranks must have one rank per score ({len(s)}); got {ranks.rank.size}")
-    cand = _model_statistics(y, s, threshold, ranks)
+    losses = [_row_losses(y, s)]
+    cand = _model_statistics(y, s, threshold, ranks, losses[0])
     champ = None
     champ_code = np.zeros(len(y), dtype=np.uint64)
-    losses = [_row_losses(y, s)]
     if champion_score is not None:
         if champion_threshold is None:
             raise ValueError("champion_threshold is required with champion_score")
         _, h = _check_labels_scores(y, champion_score, "champion_score")
         _check_options(champion_threshold, 0, 0.5, 0)
-        champ = _model_statistics(y, h, champion_threshold)
-        champ_code = score_codes(h, champion_threshold, EXACT_LEVEL)
         losses.append(_row_losses(y, h))
+        champ = _model_statistics(y, h, champion_threshold, losses=losses[1])
+        champ_code = score_codes(h, champion_threshold, EXACT_LEVEL)
     else:
         losses.append(np.zeros((len(y), 2)))
     if ranks is None:
@@ -263,13 +263,14 @@ def _row_losses(y: npt.NDArray[np.int8], s: _FloatArray) -> _FloatArray:
 
 
 def _model_statistics(y: npt.NDArray[np.int8], s: _FloatArray, threshold: float,
-                      ranks: ScoreRanks | None = None) -> ModelStatistics:
+                      ranks: ScoreRanks | None = None,
+                      losses: _FloatArray | None = None) -> ModelStatistics:
     keys, inverse = (np.unique(s, return_inverse=True) if ranks is None
                      else (ranks.keys, ranks.rank))
     pos = np.bincount(inverse, weights=y, minlength=len(keys)).astype(np.int64)
     neg = np.bincount(inverse, minlength=len(keys)).astype(np.int64) - pos
     predicted = s >= threshold
-    losses = _row_losses(y, s)
+    losses = _row_losses(y, s) if losses is None else losses  # the caller's, when it has them
     edges = np.linspace(0.0, 1.0, CALIBRATION_BINS + 1)
     cal = np.searchsorted(edges[1:-1], s)
     return ModelStatistics(

@@ -268,13 +268,14 @@ def _code_tables(model: onnx.ModelProto, cone: list[onnx.NodeProto], sinks: list
     unknown = _unknown_strings(known)
     probes = np.array([*sorted(known), *unknown], dtype=object)
     inputs = sorted(set(feeding.values()))
+    read = {i for n in [*cone, *sinks] for i in n.input}  # the model's weights stay out
     # each input runs through every probe; the others rotated, which the columns say is moot
     feeds = {name: np.roll(probes, k).reshape(-1, 1) for k, name in enumerate(inputs)}
     graph = helper.make_graph(
         [*cone, *sinks], "encoder_cone",
         [helper.make_tensor_value_info(n, _STRING, [None, 1]) for n in inputs],
         [helper.make_tensor_value_info(s.output[0], TensorProto.FLOAT, None) for s in sinks],
-        initializer=list(model.graph.initializer))
+        initializer=[t for t in model.graph.initializer if t.name in read])
     probe = helper.make_model(graph, opset_imports=list(model.opset_import),
                               ir_version=model.ir_version)
     options = ort.SessionOptions()

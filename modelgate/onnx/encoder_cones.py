@@ -202,9 +202,11 @@ def _elementwise(node: onnx.NodeProto, attrs: Mapping[str, object],
     if node.op_type == "Cast":
         is_string = attrs.get("to") == _STRING
     elif node.op_type == "LabelEncoder":
-        is_string = "values_strings" in attrs
+        values = attrs.get("values_tensor")
+        is_string = "values_strings" in attrs or (
+            isinstance(values, onnx.TensorProto) and values.data_type == _STRING)
     elif node.op_type == "Where":
-        is_string = args[1][0]
+        is_string = args[1][0] or args[2][0]
     else:
         is_string = args[0][0]
     return (is_string, merged if any(cols is not None for _, cols in args) else None)

@@ -166,6 +166,9 @@ def _cone_graph(case: str) -> bytes:
     elif case == "string op":
         nodes.append(helper.make_node("StringNormalizer", ["col"], ["fed"],
                                       case_change_action="LOWER"))
+    elif case == "cast of strings":  # parses the strings: "1" and "1.0" would meet
+        nodes += [helper.make_node("Cast", ["col"], ["parsed"], to=TensorProto.FLOAT),
+                  helper.make_node("Cast", ["parsed"], ["fed"], to=TensorProto.STRING)]
     elif case == "output read elsewhere":
         nodes.append(helper.make_node("Identity", ["col"], ["fed"]))
         outputs.append(("col", TensorProto.STRING))
@@ -173,7 +176,7 @@ def _cone_graph(case: str) -> bytes:
         nodes.append(helper.make_node("Identity", ["col"], ["fed"]))
     nodes.append(helper.make_node("OneHotEncoder", ["fed"], ["onehot"], domain=ml,
                                   cats_strings=["p", "q"], zeros=1))
-    if case != "two inputs" and case != "string op":
+    if case not in ("two inputs", "string op", "cast of strings"):
         nodes.append(helper.make_node("OneHotEncoder", ["colb"], ["onehot_b"], domain=ml,
                                       cats_strings=["r"], zeros=1))
         nodes.insert(2, helper.make_node("ArrayFeatureExtractor", ["ab", "i1"], ["colb"],
@@ -190,7 +193,8 @@ def _cone_graph(case: str) -> bytes:
                              ).SerializeToString()
 
 
-@pytest.mark.parametrize("case", ["two inputs", "string op", "output read elsewhere"])
+@pytest.mark.parametrize("case", ["two inputs", "string op", "cast of strings",
+                                  "output read elsewhere"])
 def test_cones_that_are_left_alone(case: str) -> None:
     data = _cone_graph(case)
     coded = code_string_inputs(data)

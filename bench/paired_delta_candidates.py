@@ -23,11 +23,14 @@ accuracy ``A = right``, ``B = n``; recall ``A = tp``, ``B = positives``):
   values).
 - ``Wald``: the delta method's standard error of the paired difference of two ratios of
   means (each row's influence ``(a_i - m b_i) / mean(b)`` under both models, their
-  difference's variance), normal quantile (adopted for F1).
+  difference's variance), normal quantile (F1's before the pseudo-rows).
 - ``Wald, t of Satterthwaite df``: Student's t with Satterthwaite's degrees of freedom of
   the influence differences (adopted for precision).
-- ``Wald, +0.5 / +1 per discordant cell``: pseudo-rows in the 4 cells where the models
-  differ (Bonett and Price's adjustment), held to the point.
+- ``Wald, +0.125 / +0.5 / +1 per discordant cell``: pseudo-rows in the 4 cells where the
+  models differ (Bonett and Price's adjustment), held to the point.
+- ``Wald, +1/16 / +1/8 / +1/4 per cell``: half, one or two pseudo-rows spread evenly over
+  the 8 cells (Agresti and Min's matched-pairs adjustment, 0.5 per cell of a 2 x 2 table,
+  scaled), the normal quantile, held to the point; +1/8 adopted for F1.
 - ``bootstrap-t``: the same statistic studentized on every resample.
 - ``percentile``.
 - Accuracy and recall also: Tango's score interval; accuracy Newcombe's method 10 (MOVER,
@@ -139,8 +142,9 @@ def rate_candidates(metric: str, counts: np.ndarray, draws: np.ndarray, out: dic
                 else (p1 - p2, p1 - p2))
     if not se > 0:  # the same prediction on every row: production gives [d, d]
         for m in ("MOVER Wilson, resampled r", "Wald", "bootstrap-t", "percentile",
-                  "Wald, t of Satterthwaite df", "Wald, +0.5 per discordant cell",
-                  "Wald, +1 per discordant cell"):
+                  "Wald, t of Satterthwaite df", "Wald, +0.125 per discordant cell",
+                  "Wald, +0.5 per discordant cell", "Wald, +1 per discordant cell",
+                  "Wald, +0.0625 per cell", "Wald, +0.125 per cell", "Wald, +0.25 per cell"):
             out[f"{key} {m}"] = (point, point)
         return
     pc, ec = _own(metric, counts, PC)
@@ -159,12 +163,13 @@ def rate_candidates(metric: str, counts: np.ndarray, draws: np.ndarray, out: dic
     df = satterthwaite_df(np.repeat(dev, counts.astype(int)) / n)
     tq = float(student_t.ppf(0.975, max(df, 1.0))) if np.isfinite(df) else Z
     out[f"{key} Wald, t of Satterthwaite df"] = (point - tq * se, point + tq * se)
-    for add in (0.5, 1.0):
-        # pseudo-rows in the discordant cells (Bonett and Price's adjustment, per cell)
-        padded = counts + add * (PC != PH)
-        centre, se_a = (v[0] for v in delta_and_se(metric, padded[None, :]))
-        out[f"{key} Wald, +{add:g} per discordant cell"] = (
-            min(centre - Z * se_a, point), max(centre + Z * se_a, point))
+    pads = [(f"+{a:g} per discordant cell", a * (PC != PH)) for a in (0.125, 0.5, 1.0)]
+    pads += [(f"+{a:g} per cell", np.full(8, a)) for a in (0.0625, 0.125, 0.25)]
+    for label, pad in pads:
+        # pseudo-rows: in the discordant cells (Bonett and Price's adjustment, per cell) or
+        # spread over all 8 (Agresti and Min's matched-pairs adjustment, scaled)
+        centre, se_a = (v[0] for v in delta_and_se(metric, (counts + pad)[None, :]))
+        out[f"{key} Wald, {label}"] = (min(centre - Z * se_a, point), max(centre + Z * se_a, point))
     with np.errstate(all="ignore"):
         t = (star - point) / se_star
     t = np.where(se_star > 0, t, np.sign(star - point) * CAP)

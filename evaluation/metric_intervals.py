@@ -85,7 +85,8 @@ AUC 0.98 at n = 200 that of the recall held it in 83.5 % (issue #38).  With
   the delta method's standard error of the difference of the two ratios from the 8
   counts of (label, candidate's prediction, champion's prediction); for precision
   Student's t quantile with Satterthwaite's degrees of freedom of the rows'
-  contributions (as the ROC AUC delta), for F1 the normal quantile.  MOVER from the two
+  contributions (as the ROC AUC delta), for F1 the normal quantile on the counts plus
+  one pseudo-row spread over the 8 cells.  MOVER from the two
   Wilson intervals, the method before it, held the precision delta of near-equal models
   in 97.6-98.2 % of sets at n = 200
   (``bench/RESULTS.md``, "Paired precision, F1 and Brier deltas of near-equal models").

@@ -4,7 +4,8 @@ The oracle is the textbook delta method on the rows: each row's influence on a r
 means ``sum(a) / sum(b)`` is ``(a_i - m b_i) / mean(b)``; the delta's variance is the mean
 square of the candidate's minus the champion's influence over ``n``; the quantile
 Student's t with Satterthwaite's (1946) ``2 V^2 / (sum d^4 - V^2 / n)`` degrees of
-freedom for precision, the normal quantile for F1.  The Brier delta: the t interval of
+freedom for precision; for F1 the normal quantile, on the rows plus a pseudo-row of each
+of the 8 kinds weighted 1/8.  The Brier delta: the t interval of
 the mean per-row squared-error difference with the same degrees of freedom.  A
 brute-force row bootstrap (this test's own resamples) checks the standard error, and the
 8 cell counts are counted from the rows.
@@ -40,24 +41,38 @@ def _ratio_rows(metric: str, y: np.ndarray, predicted: np.ndarray) -> tuple[np.n
     return 2 * tp, (y + predicted).astype(float)  # f1 = 2 tp / (2 tp + fp + fn)
 
 
-def _oracle(metric: str, y: np.ndarray, new: np.ndarray,
-            old: np.ndarray) -> tuple[float, float, float, float]:
-    """``(delta, lower, upper, se)`` by the delta method on the rows; precision with t of
-    Satterthwaite's df, F1 with the normal quantile."""
-    n = len(y)
+def _delta_method(metric: str, y: np.ndarray, new: np.ndarray, old: np.ndarray,
+                  weight: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """Delta, standard error and each row's influence difference, rows weighted."""
+    n = weight.sum()
     influence, ratios = [], []
     for predicted in (new, old):
         a, b = _ratio_rows(metric, y, predicted)
-        m = a.sum() / b.sum()
+        m = (weight @ a) / (weight @ b)
         ratios.append(m)
-        influence.append((a - m * b) / b.mean())
+        influence.append((a - m * b) / ((weight @ b) / n))
     d = influence[0] - influence[1]
-    v = np.sum(d**2)
-    df = max(2 * v * v / (np.sum(d**4) - v * v / n), 1.0)
-    se = np.sqrt(v) / n
-    half = (student_t.ppf(0.975, df) if metric == "precision" else norm.ppf(0.975)) * se
-    delta = ratios[0] - ratios[1]
-    return delta, delta - half, delta + half, se
+    return ratios[0] - ratios[1], float(np.sqrt(weight @ d**2) / n), d
+
+
+def _oracle(metric: str, y: np.ndarray, new: np.ndarray,
+            old: np.ndarray) -> tuple[float, float, float, float]:
+    """``(delta, lower, upper, se)`` by the delta method on the rows; precision with t of
+    Satterthwaite's df; F1 with the normal quantile on the rows plus one pseudo-row of each
+    of the 8 (label, prediction, prediction) kinds weighted 1/8 (Agresti and Min's
+    matched-pairs adjustment, scaled), widened to hold the rows' own delta."""
+    n = len(y)
+    delta, se, d = _delta_method(metric, y, new, old, np.ones(n))
+    if metric == "precision":
+        v = np.sum(d**2)
+        half = student_t.ppf(0.975, max(2 * v * v / (np.sum(d**4) - v * v / n), 1.0)) * se
+        return delta, delta - half, delta + half, se
+    kinds = np.array([(k >> 2, (k >> 1) & 1, k & 1) for k in range(8)])
+    centre, padded_se, _ = _delta_method(
+        metric, np.r_[y, kinds[:, 0]], np.r_[new, kinds[:, 1]], np.r_[old, kinds[:, 2]],
+        np.r_[np.ones(n), np.full(8, 1 / 8)])
+    half = norm.ppf(0.975) * padded_se
+    return delta, min(centre - half, delta), max(centre + half, delta), se
 
 
 @pytest.mark.parametrize("metric", ["precision", "f1"])

@@ -38,9 +38,10 @@ Conventions
   the count metrics, the row bootstrap's law); resamples where a metric is undefined are
   left out of its interval.
   Paired deltas (:func:`compare_multiclass`) take the binary deltas' methods where the
-  percentile interval was short at n = 200: per-class recall and precision MOVER from the
-  two models' Wilson intervals (the recall's correlation the phi coefficient of the class's
-  rows found by each model, the precision's that of the paired resampled values), the log
+  percentile interval was short at n = 200: per-class recall MOVER from the two models'
+  Wilson intervals with the phi coefficient of the class's rows found by each model,
+  per-class precision the binary precision delta's interval from the class's one-vs-rest
+  8 cells (:func:`~.paired_ratios.ratio_delta_interval`), the log
   loss a studentized bootstrap of the per-row differences, the macro AUC MOVER from the
   logit Wald intervals; accuracy, F1 and the rest percentile.
   Every interval is widened to hold the point estimate if it does not; coverage by
@@ -89,6 +90,7 @@ from modelgate.evaluation.ovr_auc import (
     deviations_interval,
 )
 from modelgate.evaluation.ovr_auc_ranking import ovr_auc, ovr_auc_one, rank_class
+from modelgate.evaluation.paired_ratios import ratio_delta_interval
 from modelgate.fairness.gap_intervals import wilson_bounds
 from scipy.special import ndtri
 
@@ -610,12 +612,13 @@ def _class_count_deltas(deltas: tuple[MetricDelta, ...], y: npt.NDArray[np.int64
                         hit_new: npt.NDArray[np.int64], hit_old: npt.NDArray[np.int64],
                         boot: tuple[_FloatArray, _FloatArray], labels: Sequence[str],
                         confidence_level: float) -> tuple[MetricDelta, ...]:
-    """Per-class recall and precision deltas by MOVER, as the binary ones
-    (:func:`modelgate.evaluation.metric_intervals.paired_delta_interval`): each model's
-    Wilson interval and the correlation of the two estimates, for the recall the phi
+    """Per-class recall deltas by MOVER: each model's Wilson interval and the phi
     coefficient of the class's rows found by both, one or neither model (Newcombe's method
-    10), for the precision (two denominators) that of the paired resampled values. A class
-    whose rows both models call alike keeps the percentile interval (the exact ``[d, d]``)."""
+    10).  Per-class precision deltas as the binary one
+    (:func:`modelgate.evaluation.metric_intervals.paired_delta_interval`): the delta
+    method's t interval from the one-vs-rest 8 cells, MOVER with the correlation of the
+    paired resampled values where its standard error is 0.  A class whose rows both models
+    call alike keeps the percentile interval (the exact ``[d, d]``)."""
     c = len(labels)
     own = (_wilson_intervals(y, hit_new, labels, confidence_level),
            _wilson_intervals(y, hit_old, labels, confidence_level))
@@ -625,6 +628,7 @@ def _class_count_deltas(deltas: tuple[MetricDelta, ...], y: npt.NDArray[np.int64
             continue
         k = (j - 5) % c
         a, b = hit_new == k, hit_old == k
+        paired = None
         if d.name.startswith("recall["):
             rows = y == k
             a, b = a[rows], b[rows]
@@ -635,12 +639,15 @@ def _class_count_deltas(deltas: tuple[MetricDelta, ...], y: npt.NDArray[np.int64
         else:
             if not (a != b).any():
                 continue
+            cells = np.bincount(4 * (y == k) + 2 * a + b, minlength=8)
+            paired = ratio_delta_interval("precision", cells, confidence_level)
             x, z = boot[0][:, j], boot[1][:, j]
             ok = np.isfinite(x) & np.isfinite(z)
             r = 0.0
             if ok.sum() > 1 and np.std(x[ok]) > 0 and np.std(z[ok]) > 0:
                 r = float(np.corrcoef(x[ok], z[ok])[0, 1])
-        ends = mover_difference(d.candidate, own[0][d.name], d.champion, own[1][d.name], r)
+        ends = paired or mover_difference(d.candidate, own[0][d.name], d.champion,
+                                          own[1][d.name], r)
         lower, upper = interval_holding(d.delta, *ends)
         out[j] = replace(d, ci_lower=lower, ci_upper=upper)
     return tuple(out)

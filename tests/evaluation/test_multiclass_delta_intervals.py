@@ -1,6 +1,7 @@
-"""Multiclass paired deltas: the per-class recall and precision deltas are MOVER from the two
-models' Wilson intervals (Newcombe's method 10 for the recall), the log-loss delta a
-studentized bootstrap of the paired per-row differences; oracles written here."""
+"""Multiclass paired deltas: the per-class recall delta is MOVER from the two models' Wilson
+intervals (Newcombe's method 10), the per-class precision delta the delta method's t
+interval, the log-loss delta a studentized bootstrap of the paired per-row differences;
+oracles written here."""
 
 from __future__ import annotations
 
@@ -55,20 +56,30 @@ def test_recall_delta_is_newcombe_method_10_on_the_class_rows(k: int) -> None:
 
 
 @pytest.mark.parametrize("k", [0, 2])
-def test_precision_delta_is_mover_with_the_resampled_correlation(k: int) -> None:
+def test_precision_delta_is_the_delta_method_t_interval_of_the_class(k: int) -> None:
+    """Each row's influence on the class's precision ``sum(hit & called) / sum(called)``
+    under the candidate minus under the champion; the delta's standard error the root of
+    their sum of squares over ``n``; Student's t with Satterthwaite's (1946) ``2 V^2 /
+    (sum d^4 - V^2 / n)`` degrees of freedom.  The standard error is also this test's own
+    row bootstrap's."""
     y, new, old = _pair(8)
-    d = compare_multiclass(y, new, old, n_bootstrap=2000, seed=2).by_name()[f"precision[{k}]"]
+    d = compare_multiclass(y, new, old, n_bootstrap=200, seed=2).by_name()[f"precision[{k}]"]
     a, b = new.argmax(axis=1) == k, old.argmax(axis=1) == k
-    hit = y == k
-
-    def precision(called: np.ndarray, i: np.ndarray) -> float:
-        return float(hit[i][called[i]].mean())
-
-    draws = np.array([(precision(a, i), precision(b, i)) for i in row_resamples(len(y), 2000, 77)])
-    r = np.corrcoef(draws.T)[0, 1]  # this test's own row bootstrap
-    expected = _mover(precision(a, np.arange(len(y))), _wilson(int((a & hit).sum()), int(a.sum())),
-                      precision(b, np.arange(len(y))), _wilson(int((b & hit).sum()), int(b.sum())), r)
-    assert (d.ci_lower, d.ci_upper) == pytest.approx(expected, abs=0.005)
+    hit = (y == k).astype(float)
+    n = len(y)
+    influence = []
+    for called in (a.astype(float), b.astype(float)):
+        m = (hit * called).sum() / called.sum()
+        influence.append((hit * called - m * called) / called.mean())
+    dev = influence[0] - influence[1]
+    v = np.sum(dev**2)
+    se = np.sqrt(v) / n
+    half = stats.t.ppf(0.975, 2 * v * v / (np.sum(dev**4) - v * v / n)) * se
+    delta = hit[a].mean() - hit[b].mean()
+    assert d.delta == pytest.approx(delta, abs=1e-12)
+    assert (d.ci_lower, d.ci_upper) == pytest.approx((delta - half, delta + half), abs=1e-12)
+    draws = [hit[i][a[i]].mean() - hit[i][b[i]].mean() for i in row_resamples(n, 400, 77)]
+    assert se == pytest.approx(np.std(draws, ddof=1), rel=0.15)
 
 
 def test_a_shared_prediction_of_a_class_keeps_the_exact_zero_delta() -> None:

@@ -339,8 +339,12 @@ def _fairness_checks(fairness: Mapping[str, Any], policy: Policy) -> list[GateCh
     if not fairness:
         for t in policy.fairness_default:
             checks.append(_fairness_row(t, "*", None, _judging(t, policy), "fail",
-                                        "no fairness report was supplied, but the policy sets "
-                                        "fairness thresholds for every sensitive feature."))
+                                        "no fairness report was supplied (no sensitive feature "
+                                        "named: the model manifest's sensitive_features is "
+                                        "empty), but the policy sets fairness thresholds for "
+                                        "every sensitive feature: name the sensitive columns "
+                                        "in the manifest, or make these thresholds "
+                                        "severity: warn in the model's policy."))
     features = list(fairness) + [f for f, _ in policy.fairness_features if f not in fairness]
     for feature in features:
         report = fairness.get(feature)

@@ -248,6 +248,9 @@ fairness:
                    "fairness:race:equalized_odds_difference", "fairness:race:tpr_gap"]
     assert all(c.verdict == "fail" and c.effect == "block" for c in nothing.checks)
     assert "no fairness report was supplied" in nothing.checks[0].reason
+    # a new user's model without sensitive features is told why and what to do
+    assert "sensitive_features is empty" in nothing.checks[0].reason
+    assert "severity: warn" in nothing.checks[0].reason
     assert "fairness report for sensitive feature 'race' missing" in nothing.checks[1].reason
     sex_only = decide({}, None, {"sex": fair("sex", equalized_odds_difference=(0.0, 0.0, 0.0))},
                       policy)

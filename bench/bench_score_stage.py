@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -41,6 +42,49 @@ import pyarrow.parquet as pq
 from bench.bench_evaluate_scale import _generate
 
 SLICE = 4096
+
+
+class _ThreadCpu:
+    """CPU seconds of each of this process's threads over a block, from /proc/self/task sampled
+    every 0.1 s (a thread that ends between samples loses at most its last 0.1 s)."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[int, float] = {}
+        self._start: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _now() -> dict[int, float]:
+        out = {}
+        tick = os.sysconf("SC_CLK_TCK")
+        for task in Path("/proc/self/task").iterdir():
+            try:
+                fields = (task / "stat").read_text().rpartition(")")[2].split()
+            except OSError:  # ended meanwhile
+                continue
+            out[int(task.name)] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+        return out
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            self._sample()
+
+    def _sample(self) -> None:
+        for tid, cpu in self._now().items():
+            self.cpu[tid] = cpu - self._start.get(tid, 0.0)
+
+    def __enter__(self) -> _ThreadCpu:
+        self._start = self._now()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        self.cpu.pop(self._thread.native_id or -1, None)  # the sampler's own: not the stage's
+        self.cpu = {t: c for t, c in self.cpu.items() if c > 0}
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
@@ -156,7 +200,8 @@ def main() -> None:
                 done += run.rows
             return done
 
-        total, stage_w, stage_c = _timed(stage)
+        with _ThreadCpu() as threads:
+            total, stage_w, stage_c = _timed(stage)
     load_after = os.getloadavg()
     print(f"rows {total:,} in {len(parts)} partition(s); {scorer.provider}, {scorer.parallel_runs} "
           f"parallel run(s); load average {load_before[0]:.1f} before, {load_after[0]:.1f} after\n")
@@ -170,7 +215,11 @@ def main() -> None:
     for name, (w, c) in rows.items():
         print(f"| part: {name} | {n_first:,} | {w:.2f} | {c:.2f} | {n_first / w:,.0f} "
               f"| {1e6 * c / n_first:.3f} |")
-    print(f"\nstage / bare engine (rows/s, wall): {total / stage_w / (n_first / bare_w):.2f}x; "
+    busiest = max(threads.cpu.values(), default=0.0)
+    print(f"\nstage's threads (sampled every 0.1 s): busiest {busiest:.2f} CPU-s of "
+          f"{sum(threads.cpu.values()):.2f}; on 2 idle cores its wall is at least "
+          f"{max(busiest, sum(threads.cpu.values()) / 2):.2f} s")
+    print(f"stage / bare engine (rows/s, wall): {total / stage_w / (n_first / bare_w):.2f}x; "
           f"CPU a row: {stage_c / total / (bare_c / n_first):.1f}x the engine's")
 
 

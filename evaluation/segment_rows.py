@@ -26,8 +26,9 @@ run's partition order, so a mapped run and a one-process run see the same rows a
 * Regression (:func:`evaluate_regression_segments`): MAE, RMSE and R^2 with the
   closed-form intervals of :mod:`.segment_regression`.
 
-Cost: one evaluation of each segment and of each rest, ``O(segments x rows)`` (times the
-classes' sort for the macro AUC).
+Cost: one evaluation of each segment and of each rest, ``O(segments x rows)``; a multiclass
+rest is read off the whole data's totals (:mod:`.segment_multiclass`), with no sort of its
+rows and no resample the segments do not use.
 
 Examples
 --------
@@ -50,11 +51,10 @@ from dataclasses import replace
 import numpy as np
 import numpy.typing as npt
 
-from modelgate.intervals import check_confidence_level, interval_holding, mover_difference
+from modelgate.intervals import check_confidence_level, mover_difference
 
 from .metrics import MetricEstimate
 from .multiple_testing import CORRECTIONS, adjusted_p_values
-from .segment_intervals import hall_mean_interval
 from .segment_policy import segment_higher_is_better
 from .segment_regression import regression_estimates
 from .segment_statistics import pair_codes
@@ -93,27 +93,14 @@ def evaluate_multiclass_segments(
     SegmentReport
         ``n_pos`` of every segment is None (no positive class).
     """
-    from .multiclass import evaluate_multiclass
+    from .segment_multiclass import multiclass_segment_estimators
 
     y = np.asarray(y_true)
-    p = np.asarray(proba, dtype=np.float64)
-    eps = np.finfo(np.float64).eps
-    # each row's log loss, clipped as evaluate_multiclass clips it
-    losses = -np.log(np.clip(p[np.arange(y.shape[0]), y], eps, 1.0 - eps)) if y.size else y
-
-    def estimate(rows: _IntArray) -> Mapping[str, MetricEstimate]:
-        found = dict(evaluate_multiclass(y[rows], p[rows], classes=classes,
-                                         n_bootstrap=n_bootstrap, confidence_level=confidence_level,
-                                         seed=seed).by_name())
-        loss = found["log_loss"]
-        if n_bootstrap > 0 and loss.undefined_reason is None and rows.size >= 2:
-            found["log_loss"] = replace(loss, **_hall_ends(loss.value, losses[rows],
-                                                           confidence_level))
-        return found
-
-    return segment_rows(estimate, y.shape[0], columns=columns, pairs=pairs, min_rows=min_rows,
+    own, rest = multiclass_segment_estimators(y, proba, classes=classes, n_bootstrap=n_bootstrap,
+                                              confidence_level=confidence_level, seed=seed)
+    return segment_rows(own, y.shape[0], columns=columns, pairs=pairs, min_rows=min_rows,
                         n_bootstrap=n_bootstrap, confidence_level=confidence_level, seed=seed,
-                        correction=correction)
+                        correction=correction, rest_estimate=rest)
 
 
 def evaluate_regression_segments(
@@ -140,20 +127,10 @@ def evaluate_regression_segments(
                         correction=correction)
 
 
-def _hall_ends(value: float, losses: npt.NDArray[np.float64],
-               confidence_level: float) -> dict[str, float]:
-    """Hall's interval of a mean log loss (as the binary segments'), holding ``value``."""
-    squared = losses * losses
-    lower, upper = hall_mean_interval(losses.size, float(losses.sum()), float(squared.sum()),
-                                      float(np.dot(squared, losses)), confidence_level)
-    lower, upper = interval_holding(value, max(lower, 0.0), upper)
-    return {"ci_lower": float(lower), "ci_upper": float(upper)}
-
-
 def segment_rows(estimate: Estimator, n_rows: int, *, columns: Encoded,
                  pairs: Sequence[tuple[str, str]] = (), min_rows: int = DEFAULT_MIN_ROWS,
                  n_bootstrap: int = 1000, confidence_level: float = 0.95, seed: int = 0,
-                 correction: str = "bh") -> SegmentReport:
+                 correction: str = "bh", rest_estimate: Estimator | None = None) -> SegmentReport:
     """Each segment of each column (then each pair) estimated on its rows and on its rest's.
 
     Parameters
@@ -176,6 +153,9 @@ def segment_rows(estimate: Estimator, n_rows: int, *, columns: Encoded,
         Coverage of every interval.
     correction : {"bh", "by", "holm"}
         How the family's p-values are adjusted.
+    rest_estimate : callable, optional
+        A segment's row indices -> its rest's estimates, for a task that reads the rest off
+        the whole data's totals; default ``estimate`` of the rest's rows.
 
     Returns
     -------
@@ -201,7 +181,9 @@ def segment_rows(estimate: Estimator, n_rows: int, *, columns: Encoded,
             rows = np.sort(order[bounds[k]:bounds[k + 1]])
             own = estimate(rows)
             reason = _not_judged(rows.size, n_rows - rows.size, min_rows)
-            rest = None if reason is not None else estimate(np.flatnonzero(codes != k))
+            rest = (None if reason is not None
+                    else estimate(np.flatnonzero(codes != k)) if rest_estimate is None
+                    else rest_estimate(rows))
             metrics = tuple(_compare(own[name], None if rest is None else rest[name],
                                      confidence_level) for name in own)
             results.append(SegmentResult(names, labels[k], int(rows.size), None, reason is None,

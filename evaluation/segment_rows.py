@@ -44,21 +44,26 @@ Examples
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
 
-from modelgate.intervals import check_confidence_level, mover_difference
+from modelgate.intervals import check_confidence_level
 
 from .metrics import MetricEstimate
-from .multiple_testing import CORRECTIONS, adjusted_p_values
+from .multiple_testing import CORRECTIONS
 from .segment_policy import segment_higher_is_better
 from .segment_regression import regression_estimates
 from .segment_statistics import pair_codes
-from .segments import DEFAULT_MIN_ROWS, SegmentMetric, SegmentReport, SegmentResult, worse_p_value
+from .segments import (
+    DEFAULT_MIN_ROWS,
+    SegmentReport,
+    SegmentResult,
+    compare_with_rest,
+    not_judged,
+    with_q_values,
+)
 
 __all__ = ["evaluate_multiclass_segments", "evaluate_regression_segments", "segment_rows"]
 
@@ -180,20 +185,17 @@ def segment_rows(estimate: Estimator, n_rows: int, *, columns: Encoded,
         for k in sorted(present, key=lambda k: _value_key(labels[k])):
             rows = np.sort(order[bounds[k]:bounds[k + 1]])
             own = estimate(rows)
-            reason = _not_judged(rows.size, n_rows - rows.size, min_rows)
+            reason = not_judged(rows.size, n_rows - rows.size, min_rows)
             rest = (None if reason is not None
                     else estimate(np.flatnonzero(codes != k)) if rest_estimate is None
                     else rest_estimate(rows))
-            metrics = tuple(_compare(own[name], None if rest is None else rest[name],
-                                     confidence_level) for name in own)
+            metrics = tuple(compare_with_rest(own[name], None if rest is None else rest[name],
+                                              segment_higher_is_better(name), confidence_level)
+                            for name in own)
             results.append(SegmentResult(names, labels[k], int(rows.size), None, reason is None,
                                          reason, metrics))
-    p = np.array([m.p_value for r in results for m in r.metrics], dtype=np.float64)
-    q = iter((adjusted_p_values(p, correction) if p.size else p).tolist())
-    segments = tuple(replace(r, metrics=tuple(replace(m, q_value=next(q)) for m in r.metrics))
-                     for r in results)
-    return SegmentReport(segments, min_rows, correction, confidence_level, n_bootstrap, seed,
-                         int(np.count_nonzero(~np.isnan(p))))
+    return with_q_values(results, SegmentReport((), min_rows, correction, confidence_level,
+                                                n_bootstrap, seed, 0))
 
 
 _Column = tuple[tuple[str, ...], tuple[tuple[str, ...], ...], _IntArray]
@@ -227,35 +229,3 @@ def _value_key(values: tuple[str, ...]) -> tuple[tuple[bool, str], ...]:
     from modelgate.fairness.disaggregate import MISSING_LABEL
 
     return tuple((label == MISSING_LABEL, label) for label in values)
-
-
-def _not_judged(n: int, rest_n: int, min_rows: int) -> str | None:
-    if n < min_rows:
-        return f"segment has {n:,} rows, fewer than the minimum of {min_rows:,}"
-    if rest_n < min_rows:
-        return f"the rest of the data has {rest_n:,} rows, fewer than the minimum of {min_rows:,}"
-    return None
-
-
-def _compare(own: MetricEstimate, rest: MetricEstimate | None,
-             confidence_level: float) -> SegmentMetric:
-    """The segment's estimate against its rest's (``rest`` None: not judged)."""
-    nan = float("nan")
-    higher = segment_higher_is_better(own.name)
-    if rest is None:
-        return SegmentMetric(own.name, higher, own.value, own.ci_lower, own.ci_upper,
-                             nan, nan, nan, nan, nan, nan, nan, nan, own.undefined_reason)
-    reason = own.undefined_reason or (None if rest.undefined_reason is None
-                                      else f"on the rest: {rest.undefined_reason}")
-    ends = (own.ci_lower, own.ci_upper, rest.ci_lower, rest.ci_upper)
-    difference, interval, p = own.value - rest.value, (nan, nan), nan
-    if reason is None and all(math.isfinite(e) for e in (own.value, rest.value, *ends)):
-        # disjoint rows: independent estimates, correlation 0
-        interval = mover_difference(own.value, (own.ci_lower, own.ci_upper), rest.value,
-                                    (rest.ci_lower, rest.ci_upper), 0.0)
-        p = worse_p_value(difference, interval, higher, confidence_level)
-    elif reason is None:
-        reason = "no interval (no bootstrap resamples, or too few rows)"
-    return SegmentMetric(own.name, higher, own.value, own.ci_lower, own.ci_upper, rest.value,
-                         rest.ci_lower, rest.ci_upper, difference, interval[0], interval[1], p,
-                         nan, reason)

@@ -75,7 +75,8 @@ from .segment_statistics import SegmentStatistics
 from .sufficient import ModelStatistics
 
 __all__ = ["DEFAULT_MIN_ROWS", "SegmentMetric", "SegmentReport", "SegmentResult",
-           "evaluate_segments", "worse_p_value"]
+           "compare_with_rest", "evaluate_segments", "not_judged", "with_q_values",
+           "worse_p_value"]
 
 #: Fewest rows a segment (and its rest) needs to be judged.  At 100 rows the Wilson,
 #: logit-Wald and studentized intervals hold their level (``bench/RESULTS.md``,
@@ -313,18 +314,24 @@ def evaluate_segments(stats: Sequence[SegmentStatistics], *, min_rows: int = DEF
             own_sums = loss_power_sums(part)
             own = summary(part.candidate, own_sums)
             rest_n = total.stats.n - part.n
-            reason = _not_judged(part.n, rest_n if rest_n > 0 else None, min_rows)
+            reason = not_judged(part.n, rest_n if rest_n > 0 else None, min_rows)
             other = (None if reason is not None
                      else rest_summary(total, part.candidate, own_sums))
-            metrics = tuple(_compare(own[name], None if other is None else other[name],
-                                     confidence_level) for name in METRIC_NAMES)
+            metrics = tuple(compare_with_rest(own[name], None if other is None else other[name],
+                                              HIGHER_IS_BETTER[name], confidence_level)
+                            for name in METRIC_NAMES)
             results.append(SegmentResult(column.columns, value, part.n, part.candidate.n_pos,
                                          reason is None, reason, metrics))
-    return _with_q_values(results, SegmentReport((), min_rows, correction, confidence_level,
+    return with_q_values(results, SegmentReport((), min_rows, correction, confidence_level,
                                                  n_bootstrap, seed, 0))
 
 
-def _not_judged(n: int, rest_n: int | None, min_rows: int) -> str | None:
+def not_judged(n: int, rest_n: int | None, min_rows: int) -> str | None:
+    """Why a segment of ``n`` rows with a rest of ``rest_n`` is not judged (None: it is).
+
+    >>> not_judged(120, 30, 100)
+    'the rest of the data has 30 rows, fewer than the minimum of 100'
+    """
     if n < min_rows:
         return f"segment has {n:,} rows, fewer than the minimum of {min_rows:,}"
     if rest_n is None or rest_n < min_rows:
@@ -333,32 +340,51 @@ def _not_judged(n: int, rest_n: int | None, min_rows: int) -> str | None:
     return None
 
 
-def _compare(own: MetricEstimate, rest: MetricEstimate | None,
-             confidence_level: float) -> SegmentMetric:
+def compare_with_rest(own: MetricEstimate, rest: MetricEstimate | None, higher_is_better: bool,
+                      confidence_level: float) -> SegmentMetric:
+    """A segment's estimate against its rest's, for the segments of every task.
+
+    Parameters
+    ----------
+    own, rest : MetricEstimate
+        The metric on the segment's rows and on every other row (``rest`` None: the
+        segment is not judged, and only its own estimate is reported).
+    higher_is_better : bool
+        The metric's direction, which way "worse" is.
+    confidence_level : float
+        Coverage of the intervals, and the level the p-value is read at.
+
+    Returns
+    -------
+    SegmentMetric
+        The difference ``own - rest`` with its MOVER interval (correlation 0: the segment
+        and its rest share no row) and :func:`worse_p_value`; the q-value NaN (set over the
+        family by :func:`with_q_values`).  Not judged (NaN p-value, with the reason) where
+        either estimate is undefined or lacks an interval.
+    """
     nan = float("nan")
-    higher = HIGHER_IS_BETTER[own.name]
     if rest is None:
-        return SegmentMetric(own.name, higher, own.value, own.ci_lower, own.ci_upper,
+        return SegmentMetric(own.name, higher_is_better, own.value, own.ci_lower, own.ci_upper,
                              nan, nan, nan, nan, nan, nan, nan, nan, own.undefined_reason)
     reason = own.undefined_reason or (None if rest.undefined_reason is None
                                       else f"on the rest: {rest.undefined_reason}")
     ends = (own.ci_lower, own.ci_upper, rest.ci_lower, rest.ci_upper)
-    if reason is not None or not all(math.isfinite(e) for e in (own.value, rest.value, *ends)):
-        if reason is None:
-            reason = "no interval (no bootstrap resamples)"
-        difference, interval, p = own.value - rest.value, (nan, nan), nan
-    else:
-        difference = own.value - rest.value
+    difference, interval, p = own.value - rest.value, (nan, nan), nan
+    if reason is None and all(math.isfinite(e) for e in (own.value, rest.value, *ends)):
         # independent estimates (disjoint rows): correlation 0
         interval = mover_difference(own.value, (own.ci_lower, own.ci_upper), rest.value,
                                     (rest.ci_lower, rest.ci_upper), 0.0)
-        p = worse_p_value(difference, interval, higher, confidence_level)
-    return SegmentMetric(own.name, higher, own.value, own.ci_lower, own.ci_upper, rest.value,
-                         rest.ci_lower, rest.ci_upper, difference, interval[0], interval[1], p,
-                         nan, reason)
+        p = worse_p_value(difference, interval, higher_is_better, confidence_level)
+    elif reason is None:
+        reason = "no interval (no bootstrap resamples, or too few rows)"
+    return SegmentMetric(own.name, higher_is_better, own.value, own.ci_lower, own.ci_upper,
+                         rest.value, rest.ci_lower, rest.ci_upper, difference, interval[0],
+                         interval[1], p, nan, reason)
 
 
-def _with_q_values(results: list[SegmentResult], template: SegmentReport) -> SegmentReport:
+def with_q_values(results: list[SegmentResult], template: SegmentReport) -> SegmentReport:
+    """``template`` holding ``results``, each p-value's q-value adjusted over the family
+    (every judged segment metric) by the template's correction."""
     p = np.array([m.p_value for r in results for m in r.metrics], dtype=np.float64)
     q = adjusted_p_values(p, template.correction) if p.size else p
     flat = iter(q.tolist())

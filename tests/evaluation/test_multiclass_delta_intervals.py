@@ -142,3 +142,20 @@ def test_evaluate_and_compare_equals_the_three_calls_each_model_scored_once(
     together = multiclass.evaluate_and_compare_multiclass(y, new, old, **options)
     assert len(calls) == 2  # once per model, not once per model per call
     assert together == apart
+
+
+def test_precision_delta_without_spread_falls_back_to_mover_of_the_wilson_intervals() -> None:
+    """Class 2's predicted rows hold none of its rows under either model (both precisions 0),
+    so no row contributes to the delta method's variance: MOVER of the two Wilson intervals
+    (every resample's precisions are 0 too, so their correlation is taken as 0)."""
+    rng = np.random.default_rng(6)
+    y = np.r_[rng.integers(0, 2, size=60), np.full(6, 2)]
+    proba = np.full((66, 3), 0.1)
+    proba[np.arange(66), np.r_[y[:60], np.zeros(6, int)]] = 0.8
+    new, old = proba.copy(), proba.copy()
+    new[:5] = [0.1, 0.1, 0.8]  # the candidate calls rows 0-4 class 2, the champion rows 3-7
+    old[3:8] = [0.1, 0.1, 0.8]
+    d = compare_multiclass(y, new, old, n_bootstrap=100, seed=0).by_name()["precision[2]"]
+    assert d.delta == 0.0
+    expected = _mover(0.0, _wilson(0, 5), 0.0, _wilson(0, 5), 0.0)
+    assert (d.ci_lower, d.ci_upper) == pytest.approx(expected, abs=1e-12)

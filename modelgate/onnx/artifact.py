@@ -164,12 +164,15 @@ def package(onnx_path: str | os.PathLike[str], manifest_path: str | os.PathLike[
     Returns
     -------
     Path
-        ``out_dir / model-<sha256[:8]>-v<version>.tar.gz``.
+        ``out_dir / model-<sha256[:8]>-v<version>.tar.gz``. Packaging the same files again
+        rewrites the same bytes; a different manifest for the same model file and version
+        is refused (:class:`ArtifactError`) instead of replacing the archive.
 
     Raises
     ------
     ArtifactError
-        If the manifest is invalid or does not match the graph.
+        If the manifest is invalid or does not match the graph, or ``out_dir`` already holds
+        an archive of this model file and version with another manifest.
     """
     onnx_bytes = Path(onnx_path).read_bytes()
     draft = _read_manifest_file(Path(manifest_path))
@@ -183,6 +186,13 @@ def package(onnx_path: str | os.PathLike[str], manifest_path: str | os.PathLike[
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / archive_name(sha, manifest.version)
+    # The name covers the model file and the version only: a different manifest for them
+    # would silently take the place of an archive that may already be registered or shipped.
+    if path.exists() and path.read_bytes() != archive:
+        raise ArtifactError(
+            f"{str(path)!r} already holds an archive of this model file at version "
+            f"{manifest.version!r} with a different manifest; give the new one another version, "
+            f"package it into another folder, or remove the old file first")
     atomic_write(path, archive)
     logger.info("packaged model %s v%s (%d bytes) into %s",
                 manifest.name, manifest.version, len(archive), path)

@@ -103,6 +103,28 @@ def test_package_replaces_stale_sha(inputs: tuple[Path, Path], tmp_path: Path) -
     assert loaded.manifest.sha256 == hashlib.sha256(onnx_path.read_bytes()).hexdigest()
 
 
+def test_packaging_the_same_files_again_rewrites_the_same_archive(inputs: tuple[Path, Path],
+                                                                 tmp_path: Path) -> None:
+    onnx_path, manifest_path = inputs
+    first = package(onnx_path, manifest_path, tmp_path / "out")
+    before = first.read_bytes()
+    assert package(onnx_path, manifest_path, tmp_path / "out") == first
+    assert first.read_bytes() == before
+
+
+def test_another_manifest_for_the_same_model_and_version_is_refused(inputs: tuple[Path, Path],
+                                                                    tmp_path: Path) -> None:
+    onnx_path, manifest_path = inputs
+    first = package(onnx_path, manifest_path, tmp_path / "out")
+    before = first.read_bytes()
+    manifest_path.write_text(json.dumps(_manifest_dict(name="another-model")))
+    with pytest.raises(ArtifactError, match=r"already holds an archive of this model file at "
+                                            r"version '1' with a different manifest"):
+        package(onnx_path, manifest_path, tmp_path / "out")
+    assert first.read_bytes() == before  # the first archive is kept as it was
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [first.name]
+
+
 def test_archive_bytes_are_deterministic(inputs: tuple[Path, Path], tmp_path: Path) -> None:
     onnx_path, manifest_path = inputs
     first = package(onnx_path, manifest_path, tmp_path / "a").read_bytes()

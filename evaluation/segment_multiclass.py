@@ -230,29 +230,37 @@ class _TwicePlacements:
     def __init__(self, y: npt.NDArray[np.int64], p: _FloatArray) -> None:
         self.y, self.p = y, p
         self.twice = np.empty(p.shape, dtype=np.int64)
+        # each class's column in increasing order: a rest's rows are looked up in that
+        # order, so the binary searches walk the segment's sorted column forwards
+        self.order = np.empty(p.shape, dtype=np.intp)
+        self.sorted = np.empty(p.shape, dtype=np.float64)
         for k in range(p.shape[1]):
             column = np.ascontiguousarray(p[:, k])
+            self.order[:, k] = np.argsort(column)
+            self.sorted[:, k] = column[self.order[:, k]]
             is_pos = y == k
             self.twice[:, k] = _twice_placements(column, is_pos, np.sort(column[is_pos]),
                                                  np.sort(column[~is_pos]))
 
     def rest(self, at: _IntArray, others: _IntArray) -> tuple[_FloatArray, _FloatArray | None]:
         """Each class's AUC on the rows ``others`` (all but ``at``) and their per-row mean
-        DeLong deviations (None when some class has under two rows on a side)."""
-        c = self.p.shape[1]
-        y_rest = self.y[others]
+        DeLong deviations in the order of ``others`` (None when some class has under two
+        rows on a side)."""
+        n, c = self.p.shape
+        kept = np.ones(n, dtype=bool)
+        kept[at] = False
         aucs = np.full(c, np.nan)
-        total = np.zeros(others.size)
+        total = np.zeros(n)
         defined = True
         for k in range(c):
-            column = self.p[:, k]
-            seg_pos = self.y[at] == k
-            seg = column[at]
-            is_pos = y_rest == k
-            twice = self.twice[others, k] - _twice_placements(
-                column[others], is_pos, np.sort(seg[seg_pos]), np.sort(seg[~seg_pos]))
+            seg, seg_pos = self.p[at, k], self.y[at] == k
+            in_rest = kept[self.order[:, k]]
+            rows = self.order[in_rest, k]  # the rest's rows, by increasing score
+            is_pos = self.y[rows] == k
+            twice = self.twice[rows, k] - _twice_placements(
+                self.sorted[in_rest, k], is_pos, np.sort(seg[seg_pos]), np.sort(seg[~seg_pos]))
             n_pos = int(is_pos.sum())
-            n_neg = others.size - n_pos
+            n_neg = rows.size - n_pos
             if n_pos == 0 or n_neg == 0:
                 defined = False
                 continue
@@ -261,13 +269,13 @@ class _TwicePlacements:
                 defined = False
             if not defined:
                 continue
-            # class_deviations' scaled placement deviations, in the rest's row order
+            # class_deviations' scaled placement deviations
             v10 = twice[is_pos] / (2.0 * n_neg)
             auc = float(v10.mean())
-            total[is_pos] += (v10 - auc) / np.sqrt(n_pos * (n_pos - 1.0))
-            total[~is_pos] += (twice[~is_pos] / (2.0 * n_pos) - auc) / np.sqrt(
+            total[rows[is_pos]] += (v10 - auc) / np.sqrt(n_pos * (n_pos - 1.0))
+            total[rows[~is_pos]] += (twice[~is_pos] / (2.0 * n_pos) - auc) / np.sqrt(
                 n_neg * (n_neg - 1.0))
-        return aucs, (total / c if defined else None)
+        return aucs, (total[others] / c if defined else None)
 
 
 def _twice_placements(column: _FloatArray, is_pos: npt.NDArray[np.bool_], pos_sorted: _FloatArray,

@@ -30,7 +30,11 @@ def _data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # "site": its rest has no "c" (the macro AUC undefined there)
     region[(region == 3) & (y == 2)] = 1
     site = np.where(y == 2, 0, rng.integers(0, 3, n))
-    return y, proba, np.column_stack([region, site])
+    # the rest of lone=0 has a single row of class "c": its macro AUC is defined, but has no
+    # DeLong variance (the percentile interval, by evaluating the rows)
+    lone = np.where(y == 2, 0, rng.integers(0, 2, n))
+    lone[np.flatnonzero(y == 2)[0]] = 1
+    return y, proba, np.column_stack([region, site, lone])
 
 
 def _by_rows(y: np.ndarray, p: np.ndarray, rows: np.ndarray, n_bootstrap: int) -> dict:
@@ -54,12 +58,13 @@ def _triple(e: object) -> tuple[float, float, float]:
 @pytest.mark.parametrize("n_bootstrap", [200, 0])
 def test_each_segment_and_rest_equal_evaluating_their_rows(n_bootstrap: int) -> None:
     y, proba, codes = _data(1200, 3)
-    columns = {"region": encode_groups(codes[:, 0]), "site": encode_groups(codes[:, 1])}
+    names = ("region", "site", "lone")
+    columns = {name: encode_groups(codes[:, j]) for j, name in enumerate(names)}
     report = evaluate_multiclass_segments(y, proba, classes=CLASSES, columns=columns,
                                           min_rows=30, n_bootstrap=n_bootstrap)
-    undefined_rest_auc = 0
+    undefined_rest_auc, percentile_rest_auc = 0, 0
     for seg in report.segments:
-        column = codes[:, 0 if seg.columns == ("region",) else 1]
+        column = codes[:, names.index(seg.columns[0])]
         mask = column.astype(str) == seg.values[0]
         own, rest = (_by_rows(y, proba, np.flatnonzero(m), n_bootstrap) for m in (mask, ~mask))
         for m in seg.metrics:
@@ -70,6 +75,7 @@ def test_each_segment_and_rest_equal_evaluating_their_rows(n_bootstrap: int) -> 
                 want, rel=1e-9, nan_ok=True)
         auc = next(m for m in seg.metrics if m.name == "roc_auc_ovr_macro")
         undefined_rest_auc += bool(np.isnan(auc.rest_value))
+        percentile_rest_auc += int((y[~mask] == 2).sum()) == 1
         # and scikit-learn on the rest
         rest_y, rest_p = y[~mask], proba[~mask]
         values = {m.name: m.rest_value for m in seg.metrics}
@@ -83,3 +89,4 @@ def test_each_segment_and_rest_equal_evaluating_their_rows(n_bootstrap: int) -> 
             assert values["roc_auc_ovr_macro"] == pytest.approx(
                 skm.roc_auc_score(rest_y, rest_p, multi_class="ovr"), abs=1e-12)
     assert undefined_rest_auc == 1  # site=0 holds every row of class "c"
+    assert percentile_rest_auc == 1

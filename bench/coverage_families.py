@@ -33,7 +33,8 @@ from __future__ import annotations
 from functools import cache
 
 import numpy as np
-from modelgate.evaluation.multiclass import compare_multiclass, evaluate_multiclass
+from modelgate.evaluation.multiclass import evaluate_multiclass
+from modelgate.evaluation.multiclass_compare import compare_multiclass
 from modelgate.evaluation.regression import compare_regression, evaluate_regression
 from scipy import integrate
 from scipy.stats import norm

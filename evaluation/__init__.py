@@ -22,13 +22,8 @@ if TYPE_CHECKING:
     from .labels import LabelError, binary_labels, class_indices, model_labels
     from .metric_results import METRIC_NAMES, ComparisonReport, PairedComparison, PerformanceReport
     from .metrics import compare, evaluate
-    from .multiclass import (
-        MulticlassReport,
-        compare_multiclass,
-        evaluate_and_compare_multiclass,
-        evaluate_multiclass,
-        multiclass_memory_bytes,
-    )
+    from .multiclass import MulticlassReport, evaluate_multiclass, multiclass_memory_bytes
+    from .multiclass_compare import compare_multiclass, evaluate_and_compare_multiclass
     from .multiple_testing import adjusted_p_values
     from .performance import performance_from_statistics
     from .policy import (
@@ -74,8 +69,8 @@ _LAZY = {
     "compare": ("metrics", "compare"),
     "evaluate": ("metrics", "evaluate"),
     "MulticlassReport": ("multiclass", "MulticlassReport"),
-    "compare_multiclass": ("multiclass", "compare_multiclass"),
-    "evaluate_and_compare_multiclass": ("multiclass", "evaluate_and_compare_multiclass"),
+    "compare_multiclass": ("multiclass_compare", "compare_multiclass"),
+    "evaluate_and_compare_multiclass": ("multiclass_compare", "evaluate_and_compare_multiclass"),
     "evaluate_multiclass": ("multiclass", "evaluate_multiclass"),
     "multiclass_memory_bytes": ("multiclass", "multiclass_memory_bytes"),
     "adjusted_p_values": ("multiple_testing", "adjusted_p_values"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from modelgate.evaluation.multiclass import compare_multiclass
+from modelgate.evaluation.multiclass_compare import compare_multiclass
 from modelgate.evaluation.regression import compare_regression
 from sklearn import metrics as skm
 

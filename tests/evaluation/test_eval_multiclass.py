@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from modelgate.evaluation.multiclass import (
-    compare_multiclass,
     evaluate_multiclass,
     multiclass_metric_names,
 )
+from modelgate.evaluation.multiclass_compare import compare_multiclass
 from scipy import stats
 from sklearn import metrics as skm
 from support.row_bootstrap import agrees, interval_agrees, row_resamples

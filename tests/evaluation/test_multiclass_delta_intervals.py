@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from modelgate.evaluation.multiclass import compare_multiclass
+from modelgate.evaluation.multiclass_compare import compare_multiclass
 from scipy import stats
 from support.row_bootstrap import row_resamples
 
@@ -129,17 +129,17 @@ def test_log_loss_delta_is_close_to_a_studentized_bootstrap_written_here() -> No
 
 def test_evaluate_and_compare_equals_the_three_calls_each_model_scored_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from modelgate.evaluation import multiclass
+    from modelgate.evaluation import multiclass, multiclass_compare
 
     y, new, old = _pair(7, n=240)
     options = {"classes": ["a", "b", "c"], "n_bootstrap": 60, "seed": 3}
     apart = (multiclass.evaluate_multiclass(y, new, **options),
              multiclass.evaluate_multiclass(y, old, **options),
-             multiclass.compare_multiclass(y, new, old, **options))
+             multiclass_compare.compare_multiclass(y, new, old, **options))
     calls: list[int] = []
-    point = multiclass._point
-    monkeypatch.setattr(multiclass, "_point", lambda *a: calls.append(1) or point(*a))
-    together = multiclass.evaluate_and_compare_multiclass(y, new, old, **options)
+    point = multiclass_compare._point
+    monkeypatch.setattr(multiclass_compare, "_point", lambda *a: calls.append(1) or point(*a))
+    together = multiclass_compare.evaluate_and_compare_multiclass(y, new, old, **options)
     assert len(calls) == 2  # once per model, not once per model per call
     assert together == apart
 

@@ -12,10 +12,10 @@ import pytest
 from modelgate.evaluation.multiclass import (
     MulticlassReport,
     class_indices,
-    compare_multiclass,
     evaluate_multiclass,
     multiclass_memory_bytes,
 )
+from modelgate.evaluation.multiclass_compare import compare_multiclass
 from sklearn import metrics as skm
 
 # ``12 N C + 25 N + 16 B (5 + 2 C)`` bytes per model plus one chunk, ``64 * 2**22`` bytes,

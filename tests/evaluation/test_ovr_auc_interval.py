@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from modelgate.evaluation.multiclass import compare_multiclass, evaluate_multiclass
+from modelgate.evaluation.multiclass import evaluate_multiclass
+from modelgate.evaluation.multiclass_compare import compare_multiclass
 from modelgate.evaluation.ovr_auc import macro_ovr_auc_interval, macro_ovr_auc_variance
 from scipy import special, stats
 from sklearn.metrics import roc_auc_score

@@ -9,17 +9,24 @@ batch's rows are validated and their losses and cell codes computed once
 (:class:`BatchRows`, shared by every column), and per column:
 
 * with few distinct scores (at most :data:`FEW_SCORES` in the batch: a tree model's),
-  the scores are hashed to their rank once and every segment's score table and bootstrap
-  cells counted with ``bincount`` per (segment, label, score), no sort;
-* else the scores are sorted once per batch and two stable radix sorts of the small
-  segment codes group the rows by segment (and label) in score order, every segment's
-  score table and bootstrap cells the runs of equal scores.
+  the scores are hashed to their rank once and every segment's score table counted with
+  ``bincount`` per (segment, label, score), no sort;
+* else the scores are sorted once per batch and a stable radix sort of the small segment
+  codes groups the rows by segment in score order, every segment's score table the runs
+  of equal scores.
+
+A segment keeps no bootstrap cell table: its intervals are closed-form
+(:mod:`.segment_intervals`) and read the loss moments off its score table, since a row's
+losses depend on its label and score only.  Only a segment whose score table falls back
+to the grid (more than ``max_distinct`` distinct scores), where the scores are no longer
+known, keeps cells: :func:`cells_from_scores` of its exact table before the fallback.
 
 The result is ``collect`` on each segment's rows, field for field and bit for bit (the
-float sums add the same rows in the same order: row order within a cell, a calibration
-bin, a segment), except the bootstrap cells' loss sums of the counted tables, which
-``bincount`` adds one by one where ``collect`` adds pairwise: equal to rounding.
-``tests/evaluation/test_segment_collect.py`` checks both against ``collect`` on the slices.
+float sums add the same rows in the same order: row order within a calibration bin, a
+segment), but for the bootstrap table: empty, or on the grid fallback the cells of
+:func:`cells_from_scores`, whose loss sums are ``count x loss`` where ``collect`` adds the
+rows' losses: equal to rounding.  ``tests/evaluation/test_segment_collect.py`` checks both
+against ``collect`` on the slices.
 """
 
 from __future__ import annotations
@@ -42,7 +49,8 @@ from .sufficient import (
     _to_grid,
 )
 
-__all__ = ["COUNTED_BINS", "FEW_SCORES", "BatchRows", "batch_rows", "collect_by_code"]
+__all__ = ["COUNTED_BINS", "FEW_SCORES", "NO_CELLS", "BatchRows", "batch_rows", "cells_from_scores",
+           "collect_by_code"]
 
 #: Most distinct scores in a batch for which every segment's table is counted (one bin per
 #: segment, label and distinct score) instead of sorted.
@@ -51,6 +59,12 @@ FEW_SCORES = 1 << 16
 COUNTED_BINS = 1 << 22
 
 _IntArray = npt.NDArray[np.int64]
+
+#: A segment's bootstrap table while its score table is exact: no cells (nothing resamples
+#: a segment; its loss moments come from its score table).
+NO_CELLS = BootstrapTable(np.zeros(0, dtype=np.int8), np.zeros(0, dtype=np.uint64),
+                          np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64),
+                          np.zeros((0, 4)), EXACT_LEVEL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +76,6 @@ class BatchRows:
     threshold: float
     log_loss: npt.NDArray[np.float64]
     squared_error: npt.NDArray[np.float64]
-    codes: npt.NDArray[np.uint64]
     calibration_bin: npt.NDArray[np.intp]
     #: Few distinct scores: the sorted distinct scores and each row's index among them;
     #: else None and ``by_score``, the rows in score order (ties in row order).
@@ -94,10 +107,8 @@ def batch_rows(y_true: npt.ArrayLike, score: npt.ArrayLike, threshold: float, *,
     else:
         by_score = np.argsort(s, kind="stable")
     return BatchRows(y, s, float(threshold), np.ascontiguousarray(losses[:, 0]),
-                     np.ascontiguousarray(losses[:, 1]),
-                     score_codes(s, threshold, EXACT_LEVEL),
-                     np.searchsorted(edges[1:-1], s), None if rank is None else distinct, rank,
-                     by_score)
+                     np.ascontiguousarray(losses[:, 1]), np.searchsorted(edges[1:-1], s),
+                     None if rank is None else distinct, rank, by_score)
 
 
 def _small(codes: npt.NDArray[np.integer], size: int) -> npt.NDArray[np.integer]:
@@ -118,7 +129,10 @@ def _runs(*keys: npt.NDArray[np.generic]) -> _IntArray:
 
 def collect_by_code(rows: BatchRows, codes: npt.NDArray[np.intp], n_codes: int, *,
                     max_cells: int, max_distinct: int) -> dict[int, EvaluationStatistics]:
-    """``collect`` of the rows of each code that occurs, keyed by the code.
+    """``collect`` of the rows of each code that occurs, keyed by the code, without cells.
+
+    Each segment's bootstrap table is :data:`NO_CELLS`, or on the grid fallback
+    :func:`cells_from_scores` of its exact score table, fitted to ``max_cells``.
 
     Parameters
     ----------
@@ -133,11 +147,10 @@ def collect_by_code(rows: BatchRows, codes: npt.NDArray[np.intp], n_codes: int, 
 
     Examples
     --------
-    >>> from modelgate.evaluation.sufficient import collect
     >>> rows = batch_rows([0, 1, 1, 0], [0.2, 0.9, 0.4, 0.4], 0.5, max_cells=64, max_distinct=64)
     >>> got = collect_by_code(rows, np.array([1, 0, 1, 1]), 2, max_cells=64, max_distinct=64)
     >>> sorted(got), got[1].candidate.scores.pos.tolist(), got[1].bootstrap.counts.tolist()
-    ([0, 1], [0, 1], [1, 1, 1])
+    ([0, 1], [0, 1], [])
     """
     y, s, threshold = rows.y, rows.score, rows.threshold
     seg = _small(np.asarray(codes), n_codes)
@@ -162,8 +175,9 @@ def collect_by_code(rows: BatchRows, codes: npt.NDArray[np.intp], n_codes: int, 
     out: dict[int, EvaluationStatistics] = {}
     for k in np.flatnonzero(sizes):
         lo, hi = bounds[k], bounds[k + 1]
-        table, cells = tables(int(k))
-        if table.keys.size > max_distinct:
+        table, cells = tables(int(k)), NO_CELLS
+        if table.keys.size > max_distinct:  # the scores are lost on the grid: keep cells
+            cells = _fit(cells_from_scores(table, threshold), max_cells)
             table = _to_grid(table)
         model = ModelStatistics(
             threshold=threshold, n=int(sizes[k]), n_pos=int(n_pos[k]), tp=int(tp[k]),
@@ -171,16 +185,47 @@ def collect_by_code(rows: BatchRows, codes: npt.NDArray[np.intp], n_codes: int, 
             squared_error_sum=float(squared_error[lo:hi].sum()), scores=table,
             calibration_n=cal_n[k], calibration_score_sum=cal_s[k],
             calibration_label_sum=cal_y[k])
-        out[int(k)] = EvaluationStatistics(int(sizes[k]), model, None, _fit(cells, max_cells), ())
+        out[int(k)] = EvaluationStatistics(int(sizes[k]), model, None, cells, ())
     return out
 
 
-_Tables = Callable[[int], tuple[ScoreTable, BootstrapTable]]
+def cells_from_scores(table: ScoreTable, threshold: float) -> BootstrapTable:
+    """The bootstrap cells (level 52, no champion) of the rows an exact score table counts.
+
+    Every row of a ``(label, score)`` cell has the same losses, so a cell's loss sums are
+    ``count x loss``: ``collect``'s cells of the same rows to rounding (it adds the rows).
+
+    Examples
+    --------
+    >>> from modelgate.evaluation.sufficient import collect
+    >>> s = collect([0, 1, 1, 0], [0.2, 0.9, 0.4, 0.4], threshold=0.5)
+    >>> c = cells_from_scores(s.candidate.scores, 0.5)
+    >>> c.counts.tolist() == s.bootstrap.counts.tolist()
+    True
+    >>> bool(np.allclose(c.loss_sums, s.bootstrap.loss_sums, rtol=1e-15, atol=0))
+    True
+    """
+    if table.grid:
+        raise ValueError("cells_from_scores needs an exact score table (grid 0); got one on "
+                         f"the grid of {table.grid:,} cells")
+    neg, pos = table.neg > 0, table.pos > 0
+    score = np.concatenate([table.keys[neg], table.keys[pos]])
+    label = np.repeat(np.array([0, 1], dtype=np.int8), [np.count_nonzero(neg),
+                                                        np.count_nonzero(pos)])
+    counts = np.concatenate([table.neg[neg], table.pos[pos]]).astype(np.int64)
+    losses = _row_losses(label, score)
+    sums = np.zeros((counts.size, 4))  # no champion: its two losses 0
+    sums[:, :2] = counts[:, None] * losses
+    return BootstrapTable(label, score_codes(score, threshold, EXACT_LEVEL),
+                          np.zeros(counts.size, dtype=np.uint64), counts, sums, EXACT_LEVEL)
+
+
+_Tables = Callable[[int], ScoreTable]
 
 
 def _sorted_tables(rows: BatchRows, seg: npt.NDArray[np.integer], n_codes: int) -> _Tables:
-    """Each segment's score table and bootstrap cells as runs of the rows sorted by segment,
-    (label,) score: continuous scores."""
+    """Each segment's score table as runs of the rows sorted by segment, score: continuous
+    scores."""
     y, s = rows.y, rows.score
     n = y.size
     in_order = rows.by_score if rows.by_score is not None else np.argsort(s, kind="stable")
@@ -191,59 +236,27 @@ def _sorted_tables(rows: BatchRows, seg: npt.NDArray[np.integer], n_codes: int) 
     run_pos = np.add.reduceat(y[by_score].astype(np.int64), start) if n else np.zeros(0, np.int64)
     run_n = np.diff(np.append(start, n)).astype(np.int64)
     run_edges = np.searchsorted(seg_s[start], np.arange(n_codes + 1), side="left")
-    # rows by segment, then label, in score order (ties in row order): the bootstrap cells,
-    # each cell's losses added in row order as ``collect`` adds them
-    cell_rows = by_score[np.argsort(_small(seg_s.astype(np.int64) * 2 + y[by_score], 2 * n_codes),
-                                    kind="stable")]
-    seg_c, label_c = seg[cell_rows], y[cell_rows]
-    cell_start = _runs(seg_c, label_c, s[cell_rows])
-    cell_sums = np.zeros((cell_start.size, 4))  # no champion: its two losses 0
-    if n:
-        cell_sums[:, 0] = np.add.reduceat(rows.log_loss[cell_rows], cell_start)
-        cell_sums[:, 1] = np.add.reduceat(rows.squared_error[cell_rows], cell_start)
-    cell_counts = np.diff(np.append(cell_start, n)).astype(np.int64)
-    cell_edges = np.searchsorted(seg_c[cell_start], np.arange(n_codes + 1), side="left")
-    cell_label = label_c[cell_start].astype(np.int8)
-    cell_code = rows.codes[cell_rows[cell_start]]
 
-    def tables(k: int) -> tuple[ScoreTable, BootstrapTable]:
+    def tables(k: int) -> ScoreTable:
         r0, r1 = run_edges[k], run_edges[k + 1]
         pos = run_pos[r0:r1].astype(np.int64)
-        c0, c1 = cell_edges[k], cell_edges[k + 1]
-        return (ScoreTable(score_s[start[r0:r1]], run_n[r0:r1] - pos, pos),
-                BootstrapTable(cell_label[c0:c1], cell_code[c0:c1],
-                               np.zeros(c1 - c0, dtype=np.uint64), cell_counts[c0:c1],
-                               cell_sums[c0:c1], EXACT_LEVEL))
+        return ScoreTable(score_s[start[r0:r1]], run_n[r0:r1] - pos, pos)
 
     return tables
 
 
 def _counted_tables(rows: BatchRows, seg: npt.NDArray[np.integer], n_codes: int) -> _Tables:
-    """Each segment's score table and bootstrap cells counted per (segment, label, distinct
-    score) with ``bincount``, no sort: few distinct scores.  ``bincount`` adds a cell's
-    losses one by one in row order where ``collect`` adds them pairwise, so the cells' loss
-    sums agree with its to rounding (every other field exactly)."""
+    """Each segment's score table counted per (segment, label, distinct score) with
+    ``bincount``, no sort: few distinct scores."""
     distinct = rows.distinct
     assert distinct is not None and rows.rank is not None
     width = distinct.size
     cell = (seg.astype(np.int64) * 2 + rows.y) * width + rows.rank
-    size = 2 * n_codes * width
-    counts = np.bincount(cell, minlength=size).reshape(n_codes, 2, width).astype(np.int64)
-    log_loss = np.bincount(cell, weights=rows.log_loss, minlength=size).reshape(n_codes, 2, width)
-    squared = np.bincount(cell, weights=rows.squared_error, minlength=size).reshape(n_codes, 2, width)
-    codes = score_codes(distinct, rows.threshold, EXACT_LEVEL)
+    counts = np.bincount(cell, minlength=2 * n_codes * width).reshape(n_codes, 2, width)
 
-    def tables(k: int) -> tuple[ScoreTable, BootstrapTable]:
-        neg, pos = counts[k]
+    def tables(k: int) -> ScoreTable:
+        neg, pos = counts[k].astype(np.int64)
         present = np.flatnonzero(neg + pos)
-        label = np.repeat(np.array([0, 1], dtype=np.int8), [np.count_nonzero(neg),
-                                                            np.count_nonzero(pos)])
-        at = np.concatenate([np.flatnonzero(neg), np.flatnonzero(pos)])
-        side = label.astype(np.intp)
-        sums = np.zeros((at.size, 4))  # no champion: its two losses 0
-        sums[:, 0], sums[:, 1] = log_loss[k][side, at], squared[k][side, at]
-        return (ScoreTable(distinct[present], neg[present], pos[present]),
-                BootstrapTable(label, codes[at], np.zeros(at.size, dtype=np.uint64),
-                               counts[k][side, at], sums, EXACT_LEVEL))
+        return ScoreTable(distinct[present], neg[present], pos[present])
 
     return tables

@@ -52,6 +52,7 @@ from .sufficient import (
     ModelStatistics,
     ScoreTable,
     _merge_models,
+    _row_losses,
 )
 from .weakest_slices import wilson_ends
 
@@ -114,8 +115,11 @@ def hall_mean_interval(n: float, s1: float, s2: float, s3: float,
 def loss_power_sums(stats: EvaluationStatistics) -> np.ndarray:
     """Per loss (candidate log loss, squared error), ``(n, sum, sum of squares, sum of cubes)``.
 
-    Read off the cell table: a cell's rows share its mean loss.  Additive over disjoint
-    rows, so the rest of a segment is the total minus the segment.
+    A row's losses depend on its label and score only, so the sums are exact (to rounding)
+    from the candidate's negatives and positives per distinct score.  On the grid fallback
+    the scores are lost and the sums are read off the bootstrap cells (a cell's rows taken
+    at its mean loss: exact while cells are distinct scores).  Additive over disjoint rows,
+    so the rest of a segment is the total minus the segment.
 
     Examples
     --------
@@ -125,17 +129,31 @@ def loss_power_sums(stats: EvaluationStatistics) -> np.ndarray:
     >>> sums.shape, float(sums[1, 0]), round(float(sums[1, 1]), 4)  # 0.04 + 0.01 + 0.36
     ((2, 4), 3.0, 0.41)
     """
-    table = stats.bootstrap
-    counts = table.counts.astype(np.float64)
-    out = np.empty((2, 4))
-    for column in (0, 1):
-        sums = table.loss_sums[:, column]
+    scores = stats.candidate.scores
+    if scores.grid:
+        table = stats.bootstrap
+        in_cell = table.counts.astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(counts > 0, sums / counts, 0.0)
+            means = np.where(in_cell[:, None] > 0, table.loss_sums[:, :2] / in_cell[:, None], 0.0).T
+        return _power_sums([in_cell], list(means))
+    keys = scores.keys
+    # the losses of a negative and of a positive at each score, as ``collect`` computes them
+    neg = _row_losses(np.zeros(keys.size, dtype=np.int8), keys)
+    pos = _row_losses(np.ones(keys.size, dtype=np.int8), keys)
+    counts = [scores.neg.astype(np.float64), scores.pos.astype(np.float64)]
+    return _power_sums(counts, [np.concatenate([neg[:, c], pos[:, c]]) for c in (0, 1)])
+
+
+def _power_sums(counts: list[np.ndarray], losses: list[np.ndarray]) -> np.ndarray:
+    """``(n, sum, sum of squares, sum of cubes)`` per loss of rows with ``losses`` x ``counts``."""
+    weight = np.concatenate(counts)
+    out = np.empty((2, 4))
+    for column, loss in enumerate(losses):
         # elementwise products summed, not np.dot: BLAS threads a dot of this length and,
         # on a loaded machine, waits milliseconds for them (most of a segment's cost)
-        out[column] = (counts.sum(), sums.sum(), float((sums * mean).sum()),
-                       float((sums * mean * mean).sum()))
+        sums = weight * loss
+        out[column] = (weight.sum(), sums.sum(), float((sums * loss).sum()),
+                       float((sums * loss * loss).sum()))
     return out
 
 

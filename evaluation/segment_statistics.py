@@ -3,10 +3,9 @@
 A *segment* is the set of rows with one value of a segment column (``region == "north"``),
 or with one pair of values of two columns (``region == "north"`` and ``device ==
 "ios"``).  Each segment keeps an :class:`~.sufficient.EvaluationStatistics` of its own
-rows, exactly what the whole evaluation keeps, so the segment's metrics and intervals
-are those of :func:`~.performance.performance_from_statistics` on the slice, and
-partitions add up by :func:`merge_segments` as the whole does by
-:func:`~.sufficient.merge` (mapped and one-process runs agree).
+rows, what the whole evaluation keeps but the bootstrap cells (nothing resamples a
+segment: :mod:`.segment_intervals`), and partitions add up by :func:`merge_segments` as the
+whole does by :func:`~.sufficient.merge` (mapped and one-process runs agree).
 
 The missing value is a segment of its own (label ``__missing__``, as for fairness groups,
 :func:`modelgate.fairness.disaggregate.encode_groups`), so the segments of a column
@@ -30,9 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .bootstrap_cells import MAX_CELLS
-from .segment_collect import batch_rows, collect_by_code
-from .sufficient import MAX_DISTINCT, EvaluationStatistics, merge
+from .bootstrap_cells import MAX_CELLS, _fit, merge_tables
+from .segment_collect import NO_CELLS, batch_rows, cells_from_scores, collect_by_code
+from .sufficient import MAX_DISTINCT, EvaluationStatistics, _merge_models
 
 __all__ = ["SegmentStatistics", "collect_segments", "merge_segments", "pair_codes"]
 
@@ -193,11 +192,25 @@ def merge_segments(parts: Sequence[Sequence[SegmentStatistics]], *,
         for p in parts:
             for value, stats in zip(p[i].values, p[i].parts, strict=True):
                 pieces.setdefault(value, []).append(stats)
-        found = {value: merge(stats, max_distinct=max_distinct, max_cells=max_cells)
+        found = {value: _merge_segment(stats, max_distinct, max_cells)
                  for value, stats in pieces.items()}
         kept = _value_order(found)
         merged.append(SegmentStatistics(names, kept, tuple(found[v] for v in kept)))
     return tuple(merged)
+
+
+def _merge_segment(parts: Sequence[EvaluationStatistics], max_distinct: int,
+                   max_cells: int) -> EvaluationStatistics:
+    """:func:`~.sufficient.merge` of one segment's partitions, without cells while its score
+    table stays exact; on the grid fallback the cells of every part (an exact part's rebuilt
+    from its score table, fitted as ``collect`` fits them), as ``merge`` would add them."""
+    candidate = _merge_models([p.candidate for p in parts], max_distinct)
+    cells = NO_CELLS
+    if candidate.scores.grid:
+        cells = merge_tables([p.bootstrap if p.candidate.scores.grid else
+                              _fit(cells_from_scores(p.candidate.scores, candidate.threshold),
+                                   max_cells) for p in parts], max_cells=max_cells)
+    return EvaluationStatistics(sum(p.n for p in parts), candidate, None, cells, ())
 
 
 def _value_order(found: Mapping[tuple[str, ...], object]) -> tuple[tuple[str, ...], ...]:

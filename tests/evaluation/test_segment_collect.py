@@ -1,17 +1,18 @@
 """Every segment collected in one pass equals ``collect`` on the segment's rows, field for field
-and bit for bit (ties, unused codes, the bootstrap table cut to fit, the grid fallback); with few
-distinct scores the cells' loss sums are added in row order one by one rather than pairwise,
-so they agree to rounding."""
+and bit for bit (ties, unused codes, the grid fallback), but for the bootstrap cells: none while
+the segment's score table is exact; on the grid fallback ``collect``'s cells (cut to fit), whose
+loss sums (``count x loss``, not the rows added) agree to rounding."""
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from modelgate.evaluation import segment_collect
-from modelgate.evaluation.segment_collect import batch_rows, collect_by_code
-from modelgate.evaluation.sufficient import collect
+from modelgate.evaluation.segment_collect import batch_rows, cells_from_scores, collect_by_code
+from modelgate.evaluation.sufficient import _to_grid, collect
 
 
 def _same(a: object, b: object, name: str = "", rounded: bool = False) -> bool:
@@ -20,7 +21,7 @@ def _same(a: object, b: object, name: str = "", rounded: bool = False) -> bool:
                                                 rounded) for f in dataclasses.fields(a))
     if isinstance(a, np.ndarray):
         if rounded and name == "loss_sums":
-            return isinstance(b, np.ndarray) and np.allclose(a, b, rtol=1e-12, atol=1e-13)
+            return isinstance(b, np.ndarray) and np.allclose(a, b, rtol=1e-12, atol=1e-12)
         return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
     return type(a) is type(b) and a == b
 
@@ -45,4 +46,20 @@ def test_each_segment_is_collect_on_its_rows(decimals: int | None, max_cells: in
     for k, stats in got.items():
         want = collect(y[codes == k], s[codes == k], threshold=0.5, max_cells=max_cells,
                        max_distinct=max_distinct)
-        assert _same(stats, want, rounded=decimals is not None), k
+        assert _same(replace(stats, bootstrap=want.bootstrap), want), k
+        if stats.candidate.scores.grid:  # the scores are lost: the cells stay
+            assert _same(stats.bootstrap, want.bootstrap, rounded=True), k
+        else:
+            assert stats.bootstrap.counts.size == 0, k
+
+
+def test_cells_from_scores_are_collects_cells() -> None:
+    rng = np.random.default_rng(11)
+    y = (rng.random(3000) < 0.4).astype(np.int8)
+    s = np.round(rng.beta(2, 3, 3000), 3)
+    s[:5] = [0.0, 1.0, 0.5, 1e-300, 1.0 - 1e-17]  # clipped log losses, the threshold itself
+    want = collect(y, s, threshold=0.5)
+    got = cells_from_scores(want.candidate.scores, 0.5)
+    assert _same(got, want.bootstrap, rounded=True)
+    with pytest.raises(ValueError, match="exact score table"):
+        cells_from_scores(_to_grid(want.candidate.scores), 0.5)

@@ -11,7 +11,9 @@ from modelgate.evaluation.segment_intervals import (
     loss_power_sums,
     rest_of,
 )
+from modelgate.evaluation.segment_statistics import collect_segments, merge_segments
 from modelgate.evaluation.sufficient import collect, merge
+from modelgate.fairness.disaggregate import encode_groups
 from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score
 
 
@@ -48,6 +50,33 @@ def test_loss_power_sums_are_the_rows_moments() -> None:
     got = loss_power_sums(parts[1])[1]
     expected = [row.size, row.sum(), (row ** 2).sum(), (row ** 3).sum()]
     assert got == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("max_distinct", [1 << 22, 300], ids=["exact", "grid"])
+def test_segment_loss_moments_are_the_rows_whatever_the_cells(max_distinct: int) -> None:
+    # continuous scores: a segment's moments come from its score table, exact where collect's
+    # bootstrap cells would be cut (64 cells for ~800 scores); on the grid fallback from the
+    # cells (one partition's rebuilt from its exact table), exact while they are distinct scores
+    rng = np.random.default_rng(5)
+    y = (rng.random(1600) < 0.4).astype(np.int8)
+    s = np.clip(rng.normal(0.35 + 0.3 * y, 0.25), 0.0, 1.0)
+    g = rng.integers(0, 2, 1600)
+    cells = 64 if max_distinct > 1000 else 1 << 15
+    parts = merge_segments([collect_segments(y[r], s[r], threshold=0.5, columns=_column(g, r),
+                                             max_cells=cells, max_distinct=max_distinct)
+                            for r in (slice(0, 500), slice(500, None))],
+                           max_cells=cells, max_distinct=max_distinct)[0].parts
+    assert [bool(p.candidate.scores.grid) for p in parts] == [max_distinct < 1000] * 2
+    for k, part in enumerate(parts):
+        yk, sk = y[g == k], s[g == k]
+        p = np.clip(np.where(yk == 1, sk, 1 - sk), np.finfo(float).eps, 1 - np.finfo(float).eps)
+        for column, row in enumerate((-np.log(p), (yk - sk) ** 2)):
+            expected = [row.size, row.sum(), (row ** 2).sum(), (row ** 3).sum()]
+            assert loss_power_sums(part)[column] == pytest.approx(expected, rel=1e-12)
+
+
+def _column(g: np.ndarray, rows: slice) -> dict:
+    return {"g": encode_groups(g[rows].astype(str))}
 
 
 def test_hall_interval_is_wald_without_skew_and_leans_with_it() -> None:

@@ -29,7 +29,10 @@ Rules
   from "blocked: inconclusive at n = 228".
 * An ``inconclusive`` check says about how many more rows (for a fairness gap, positives
   and negatives of its smallest group) would decide it at the observed effect
-  (:func:`.sample_size.rows_to_decide`), in its reason and its ``*_to_decide`` fields.
+  (:func:`.sample_size.rows_to_decide`), in its reason and its ``*_to_decide`` fields; a
+  fairness gap whose interval holds 0 also says how many would show it below its limit if the
+  groups' rates were equal (``*_to_decide_if_equal``): the observed gap of a fair model is
+  biased upwards and projects a breach that more rows do not bring.
 * Default fairness thresholds apply to every report in ``fairness``; thresholds for a
   named feature require that feature's report.  Default thresholds with no report at all
   fail: a gate must not pass silently because fairness was never computed.  A multiclass
@@ -59,6 +62,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from modelgate.fairness.equal_rates import scale_to_clear_if_equal
 from modelgate.fairness.metrics import FairnessEstimate, FairnessReport
 from modelgate.fairness.multiclass import MulticlassFairnessReport
 
@@ -181,7 +186,8 @@ def decide(
     for t in policy.changes:
         checks.extend(_change_checks(t, candidate, champion, deltas, _judging(t, policy)))
     checks.extend(_fairness_checks(fairness, policy))
-    checks = [_projected(c) if c.verdict == "inconclusive" else c for c in checks]
+    checks = [_projected(c) if c.verdict == "inconclusive" and c.kind != "fairness" else c
+              for c in checks]
     if policy.segments is not None:
         from .segment_gate import segment_checks  # it builds GateChecks: imported here
 
@@ -361,9 +367,26 @@ def _fairness_checks(fairness: Mapping[str, Any], policy: Policy) -> list[GateCh
                                             "missing."))
                 continue
             est = by_name.get(t.metric)
-            checks.append(_fairness_check(t, feature, est, _group_minima(report, t.metric, est),
-                                          how))
+            check = _fairness_check(t, feature, est, _group_minima(report, t.metric, est), how)
+            if check.verdict == "inconclusive":
+                check = _projected(check, _scale_if_equal(report, check))
+            checks.append(check)
     return checks
+
+
+def _scale_if_equal(report: Any, check: GateCheck) -> float | None:
+    """A binary classifier's gap whose interval holds 0 and straddles its limit: the factor on
+    the counts that would show it below the limit if the groups' rates were equal (simulated
+    on the report's counts, :mod:`modelgate.fairness.equal_rates`); None otherwise."""
+    if not (isinstance(report, FairnessReport) and check.upper is not None
+            and check.ci_lower is not None and check.ci_upper is not None
+            and check.ci_lower <= 0.0 < check.upper < check.ci_upper):
+        return None
+    small = np.array([g.small_group for g in report.table.groups], dtype=bool)
+    included = np.ones_like(small) if report.include_small_groups else ~small
+    return scale_to_clear_if_equal(report.table.counts(), included, check.metric, check.upper,
+                                   confidence_level=report.confidence_level,
+                                   zero=report.undefined_rates == "zero")
 
 
 def _uncovered(feature: str, report: Any, policy: Policy) -> GateCheck:
@@ -441,17 +464,22 @@ def _fairness_row(t: FairnessThreshold, feature: str, est: FairnessEstimate | No
                      *required)
 
 
-def _projected(check: GateCheck) -> GateCheck:
-    """An inconclusive check with about how many more rows would decide it."""
+def _projected(check: GateCheck, scale_if_equal: float | None = None) -> GateCheck:
+    """An inconclusive check with about how many more rows would decide it (a fairness gap's
+    ``scale_if_equal`` from :func:`_scale_if_equal`)."""
     nums = (check.observed, check.ci_lower, check.ci_upper)
     if check.n is None or check.n <= 0 or any(x is None or not math.isfinite(x) for x in nums):
         return check
     point, lo, hi = (float(x) for x in nums)  # type: ignore[arg-type]
     more = rows_to_decide(point, lo, hi, check.n, lower=check.lower, upper=check.upper,
                           group_counts=(check.min_group_positives, check.min_group_negatives),
-                          required_counts=(check.required_positives, check.required_negatives))
+                          required_counts=(check.required_positives, check.required_negatives),
+                          fairness_gap=check.kind == "fairness", scale_if_equal=scale_if_equal)
     return replace(check, rows_to_decide=more.rows, group_positives_to_decide=more.group_positives,
                    group_negatives_to_decide=more.group_negatives,
+                   rows_to_decide_if_equal=more.rows_if_equal,
+                   group_positives_to_decide_if_equal=more.group_positives_if_equal,
+                   group_negatives_to_decide_if_equal=more.group_negatives_if_equal,
                    reason=f"{check.reason} {more.reason[0].upper()}{more.reason[1:]}.")
 
 

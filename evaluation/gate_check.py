@@ -71,6 +71,12 @@ class GateCheck:
         gap, label positives and negatives in the group with the fewest) would make the
         interval clear the limit at the observed effect (:mod:`.sample_size`); None otherwise
         and when the point equals the limit (the reason says so).
+    rows_to_decide_if_equal : int or None
+        ``inconclusive`` fairness gaps whose interval holds 0: about how many more rows would
+        show the gap below its limit if the groups' rates were equal (:mod:`.sample_size`);
+        None otherwise.
+    group_positives_to_decide_if_equal, group_negatives_to_decide_if_equal : int or None
+        The same projection for the group with the fewest label positives and negatives.
     """
 
     check_id: str
@@ -95,6 +101,9 @@ class GateCheck:
     rows_to_decide: int | None = None
     group_positives_to_decide: int | None = None
     group_negatives_to_decide: int | None = None
+    rows_to_decide_if_equal: int | None = None
+    group_positives_to_decide_if_equal: int | None = None
+    group_negatives_to_decide_if_equal: int | None = None
 
     @property
     def effect(self) -> Effect:
@@ -149,8 +158,9 @@ class GateCheck:
             ``n``, ``verdict``, ``severity``, ``reason``, ``basis``, ``on_inconclusive``,
             ``effect``, ``min_group_positives``, ``min_group_negatives``,
             ``required_positives``, ``required_negatives``, ``rows_to_decide``,
-            ``group_positives_to_decide`` and ``group_negatives_to_decide``, then ``lower``
-            and ``upper``;
+            ``group_positives_to_decide``, ``group_negatives_to_decide``,
+            ``rows_to_decide_if_equal``, ``group_positives_to_decide_if_equal`` and
+            ``group_negatives_to_decide_if_equal``, then ``lower`` and ``upper``;
             numbers None where missing or not finite.
 
         Examples
@@ -174,6 +184,9 @@ class GateCheck:
                 "rows_to_decide": self.rows_to_decide,
                 "group_positives_to_decide": self.group_positives_to_decide,
                 "group_negatives_to_decide": self.group_negatives_to_decide,
+                "rows_to_decide_if_equal": self.rows_to_decide_if_equal,
+                "group_positives_to_decide_if_equal": self.group_positives_to_decide_if_equal,
+                "group_negatives_to_decide_if_equal": self.group_negatives_to_decide_if_equal,
                 "lower": finite_or_none(self.lower), "upper": finite_or_none(self.upper)}
 
 

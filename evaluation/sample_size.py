@@ -21,6 +21,21 @@ breach. A check held back by a policy minimum also needs ``k >= minimum / count`
 When the point equals a straddled limit (``d = 0``) no amount of data decides it at the
 observed effect: the counts are None and :attr:`RowsToDecide.reason` says why.
 
+A fairness gap whose interval holds 0 gets a second projection. The gap is the largest of
+the pairwise differences of group rates; with equal rates each difference is noise, and the
+largest of them is biased upwards, so the observed gap (0.04-0.29 on a fair model at
+n = 200 against a limit of 0.03, ``bench/RESULTS.md``, "Acceptance on unseen data") projects
+a breach that more rows do not bring. The data are consistent with equal rates, so the
+second projection asks when the interval would show the gap below the upper limit ``L`` if
+they were: with equal rates every term of the upper end ``U`` (each pair's observed
+difference and its score-interval half-width) is noise of order ``1 / sqrt(n)`` at fixed
+group shares, so ``U`` scales as ``sqrt(n / n')`` and reaches ``L`` at
+``n' = n (U / L)**2``. Scaled back by ``sqrt(n' / n)``, the upper end at ``n'`` is
+distributed as the present one, so it lies below ``L`` about half the time: the same
+"about" as the first projection (``tests/evaluation/test_sample_size.py`` draws fair
+three-group counts at n = 200 and again at the suggested size). The policy's group minimums
+apply to it as to the first.
+
 Output: an estimate. It assumes the point stays put and the interval narrows as
 ``1 / sqrt(n)``; the point moves by sampling error as the rows come in, so the suggested
 rows decide about half the time or more (two thirds of 400 seeded draws of a proportion in
@@ -55,6 +70,12 @@ class RowsToDecide:
         them (fairness checks of classifiers; None otherwise).
     reason : str
         The projection in words, to add to a check's reason.
+    scale_if_equal : float or None
+        A fairness gap whose interval holds 0 and straddles the upper limit: the factor on
+        every count that would show the gap below the limit if the groups' rates were equal
+        (the interval's upper end scaling as ``1 / sqrt(n)``); None otherwise.
+    rows_if_equal, group_positives_if_equal, group_negatives_if_equal : int or None
+        The same projection's more rows and group positives and negatives.
     """
 
     scale: float | None
@@ -62,6 +83,10 @@ class RowsToDecide:
     group_positives: int | None
     group_negatives: int | None
     reason: str
+    scale_if_equal: float | None = None
+    rows_if_equal: int | None = None
+    group_positives_if_equal: int | None = None
+    group_negatives_if_equal: int | None = None
 
 
 def rows_to_decide(
@@ -74,6 +99,8 @@ def rows_to_decide(
     upper: float | None = None,
     group_counts: tuple[int | None, int | None] = (None, None),
     required_counts: tuple[int | None, int | None] = (None, None),
+    fairness_gap: bool = False,
+    scale_if_equal: float | None = None,
 ) -> RowsToDecide:
     """About how many more rows would make ``[ci_lower, ci_upper]`` clear the limits.
 
@@ -89,6 +116,14 @@ def rows_to_decide(
         Fewest label positives and negatives of any group in a fairness gap.
     required_counts : (int or None, int or None), default (None, None)
         The policy's minimum positives and negatives per group that applied.
+    fairness_gap : bool, default False
+        The estimate is a fairness gap (0 when the groups' rates are equal): when its
+        interval holds 0 and straddles ``upper``, also project the rows that would show it
+        below ``upper`` if the rates were equal (the module docstring says why).
+    scale_if_equal : float, optional
+        That projection's factor on the counts when the caller simulated it
+        (:func:`modelgate.fairness.equal_rates.scale_to_clear_if_equal`); without it,
+        ``(ci_upper / upper)**2``.
 
     Returns
     -------
@@ -111,8 +146,32 @@ def rows_to_decide(
     about 2,565 more rows (12.2x the 228) would make the interval clear the limit at the observed effect
     >>> rows_to_decide(0.6, 0.55, 0.65, 228, lower=0.6).rows is None
     True
+
+    An equalized-odds gap 0.09 in [0, 0.36] on 200 rows against ``<= 0.03``: a breach
+    ``200 * (0.09 / 0.06)**2`` at the observed gap, a pass ``200 * (0.36 / 0.03)**2`` if the
+    groups' rates were equal.
+
+    >>> got = rows_to_decide(0.09, 0.0, 0.36, 200, upper=0.03, fairness_gap=True)
+    >>> got.rows, got.rows_if_equal
+    (250, 28600)
+    >>> print(got.reason)
+    at the observed gap 0.09 about 250 more rows (2.2x the 200) would confirm a breach; if the \
+groups' rates were equal, about 28,600 more rows (144.0x the 200) would show it below 0.03
     """
     _validate(point, ci_lower, ci_upper, n, lower, upper)
+    if_equal = _if_equal(ci_lower, ci_upper, n, upper, group_counts, required_counts,
+                         fairness_gap, scale_if_equal)
+    observed = _at_observed(point, ci_lower, ci_upper, n, lower, upper, group_counts,
+                            required_counts)
+    if if_equal is None:
+        return observed
+    return _with_if_equal(observed, if_equal, point, n, upper)
+
+
+def _at_observed(point: float, ci_lower: float, ci_upper: float, n: int, lower: float | None,
+                 upper: float | None, group_counts: tuple[int | None, int | None],
+                 required_counts: tuple[int | None, int | None]) -> RowsToDecide:
+    """The projection at the observed effect (the module docstring's method)."""
     straddled = [limit for limit, side in ((lower, "lower"), (upper, "upper"))
                  if limit is not None and _straddles(ci_lower, ci_upper, limit, side)]
     past = [limit for limit in straddled if (limit == lower and point < limit)
@@ -136,6 +195,43 @@ def rows_to_decide(
                         _wording(rows, n, scale, positives, negatives))
 
 
+def _if_equal(ci_lower: float, ci_upper: float, n: int, upper: float | None,
+              group_counts: tuple[int | None, int | None],
+              required_counts: tuple[int | None, int | None],
+              fairness_gap: bool, simulated: float | None) -> RowsToDecide | None:
+    """The projection for a gap whose interval holds 0 if the groups' rates were equal: the
+    caller's simulated factor, or the upper end scaling as ``sqrt(n / n')`` to meet ``upper``
+    at ``n (ci_upper / upper)**2``."""
+    if not (fairness_gap and upper is not None and upper > 0 and ci_lower <= 0.0
+            and _straddles(ci_lower, ci_upper, upper, "upper")):
+        return None
+    noise = (ci_upper / upper) ** 2 if simulated is None else simulated
+    scale = max([1.0, noise, *_count_scales(group_counts, required_counts)])
+    if math.isinf(scale):
+        return None
+    rows, positives, negatives = (_more(c, scale) for c in (n, *group_counts))
+    return RowsToDecide(scale, rows, positives, negatives, "")
+
+
+def _with_if_equal(observed: RowsToDecide, if_equal: RowsToDecide, point: float, n: int,
+                   upper: float | None) -> RowsToDecide:
+    """The observed-effect projection with the equal-rates one beside it, in one sentence."""
+    assert if_equal.rows is not None and if_equal.scale is not None and upper is not None
+    if observed.rows is None or observed.scale is None:
+        first = f"{observed.reason}; "
+    else:
+        outcome = "confirm a breach" if point > upper else f"show it below {upper:g}"
+        counts = _counts_text(observed.rows, n, observed.scale, observed.group_positives,
+                              observed.group_negatives)
+        first = f"at the observed gap {point:.2g} {counts} would {outcome}; "
+    counts = _counts_text(if_equal.rows, n, if_equal.scale, if_equal.group_positives,
+                          if_equal.group_negatives)
+    second = f"if the groups' rates were equal, {counts} would show it below {upper:g}"
+    return RowsToDecide(observed.scale, observed.rows, observed.group_positives,
+                        observed.group_negatives, first + second, if_equal.scale, if_equal.rows,
+                        if_equal.group_positives, if_equal.group_negatives)
+
+
 def _more(count: int | None, scale: float) -> int | None:
     """``ceil(count * scale) - count`` (a rounding error of 1e-9 is not a row)."""
     return None if count is None else math.ceil(count * scale - 1e-9) - count
@@ -156,12 +252,17 @@ def _count_scales(have: tuple[int | None, int | None],
             if have_c is not None and need_c is not None and have_c < need_c]
 
 
-def _wording(rows: int, n: int, scale: float, positives: int | None,
-             negatives: int | None) -> str:
+def _counts_text(rows: int, n: int, scale: float, positives: int | None,
+                 negatives: int | None) -> str:
     groups = "" if positives is None or negatives is None else (
         f", {positives:,} more positives and {negatives:,} more negatives in the group with "
         "the fewest")
-    return (f"about {rows:,} more rows ({scale:.1f}x the {n:,}){groups} would make the interval "
+    return f"about {rows:,} more rows ({scale:.1f}x the {n:,}){groups}"
+
+
+def _wording(rows: int, n: int, scale: float, positives: int | None,
+             negatives: int | None) -> str:
+    return (f"{_counts_text(rows, n, scale, positives, negatives)} would make the interval "
             "clear the limit at the observed effect")
 
 

@@ -38,7 +38,9 @@ _DELTA = ("candidate", "champion", "delta", "ci_lower", "ci_upper")
 _CHECK = ("check_id", "kind", "metric", "sensitive_feature", "threshold", "observed", "ci_lower",
           "ci_upper", "n", "verdict", "severity", "reason", "basis", "on_inconclusive", "effect",
           "min_group_positives", "min_group_negatives", "required_positives", "required_negatives",
-          "rows_to_decide", "group_positives_to_decide", "group_negatives_to_decide")
+          "rows_to_decide", "group_positives_to_decide", "group_negatives_to_decide",
+          "rows_to_decide_if_equal", "group_positives_to_decide_if_equal",
+          "group_negatives_to_decide_if_equal")
 _RATE_GROUP = ("group", "n", "base_rate", "selection_rate", "tpr", "fpr", "ppv", "fnr", "small_group",
                "positives", "negatives", "predicted_positives", "accuracy", "roc_auc",
                "roc_auc_error_bound", "tpr_ci_lower", "tpr_ci_upper", "fpr_ci_lower", "fpr_ci_upper",

@@ -8,13 +8,16 @@ simulation draws the suggested extra rows from the same population and recompute
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
 from modelgate.evaluation.gate import decide
 from modelgate.evaluation.metrics import MetricEstimate
-from modelgate.evaluation.policy import load_policy
+from modelgate.evaluation.policy import default_policy, load_policy
 from modelgate.evaluation.sample_size import rows_to_decide
+from modelgate.fairness.disaggregate import table_from_counts
+from modelgate.fairness.metrics import fairness_report_from_table
 
 CASES = [
     # point, lo, hi, n, limits, expected scale, expected more rows
@@ -106,3 +109,65 @@ def test_the_suggested_rows_decide_about_half_the_time_or_more() -> None:
         decided += lo2 >= 0.60 or hi2 < 0.60
         tried += 1
     assert 0.45 <= decided / tried <= 0.8, decided / tried
+
+
+def test_a_gap_holding_0_also_projects_the_rows_if_the_groups_rates_were_equal() -> None:
+    # 0.09 in [0, 0.36] against <= 0.03: a breach at 200 * (0.09 / 0.06)**2 rows, a pass at
+    # 200 * (0.36 / 0.03)**2 = 28,800 if the upper end shrinks as noise does
+    got = rows_to_decide(0.09, 0.0, 0.36, 200, upper=0.03, fairness_gap=True,
+                         group_counts=(20, 40))
+    assert (got.rows, got.group_positives, got.group_negatives) == (250, 25, 50)
+    assert (got.rows_if_equal, got.group_positives_if_equal, got.group_negatives_if_equal) == (
+        28600, 2860, 5720)
+    assert got.reason.startswith("at the observed gap 0.09 about 250 more rows")
+    assert "would confirm a breach; if the groups' rates were equal, about 28,600 more rows" in (
+        got.reason)
+    assert got.reason.endswith("would show it below 0.03")
+    # a caller's simulated factor replaces the extrapolation; the policy minimum still binds
+    got = rows_to_decide(0.09, 0.0, 0.36, 200, upper=0.03, fairness_gap=True, scale_if_equal=50.0,
+                         group_counts=(20, 40), required_counts=(1500, None))
+    assert (got.scale_if_equal, got.rows_if_equal) == (75.0, 14800)
+
+
+def test_no_second_projection_off_the_boundary_or_for_other_metrics() -> None:
+    # lower end above 0: the data say the rates differ
+    assert rows_to_decide(0.09, 0.01, 0.36, 200, upper=0.03, fairness_gap=True).rows_if_equal is None
+    # not a fairness gap
+    assert rows_to_decide(0.09, 0.0, 0.36, 200, upper=0.03).rows_if_equal is None
+    # the point on the limit: no projection at the observed gap, the equal-rates one stands
+    got = rows_to_decide(0.03, 0.0, 0.12, 100, upper=0.03, fairness_gap=True)
+    assert (got.rows, got.rows_if_equal) == (None, 1500)
+    assert got.reason.startswith("it cannot be decided at the observed effect")
+    assert got.reason.endswith("if the groups' rates were equal, about 1,500 more rows (16.0x the "
+                               "100) would show it below 0.03")
+
+
+def _fair_counts(rng: np.random.Generator, n: int) -> np.ndarray:
+    """``tn, fp, fn, tp`` of three equally likely groups with one base rate (0.24), TPR
+    (0.6) and FPR (0.08): the equalized-odds difference is 0."""
+    cell = np.array([0.76 * 0.92, 0.76 * 0.08, 0.24 * 0.4, 0.24 * 0.6])
+    return rng.multinomial(n, np.tile(cell / 3.0, 3)).reshape(3, 4)
+
+
+def _eod_check(counts: np.ndarray) -> Any:
+    report = fairness_report_from_table(table_from_counts(("a", "b", "c"), counts),
+                                        sensitive_feature="g")
+    decision = decide({}, None, {"g": report}, default_policy())
+    return next(c for c in decision.checks if c.metric == "equalized_odds_difference")
+
+
+def test_a_fair_model_at_the_rows_if_equal_passes_about_half_the_time() -> None:
+    """Fair three-group samples of 200 (the gap's interval holds 0, the point lies above
+    the limit 0.03): fresh samples of 200 plus the suggested rows if the rates were equal pass
+    in about half the draws (``bench/bench_rows_to_decide.py`` draws 400)."""
+    rng = np.random.default_rng(2038)
+    passed = tried = 0
+    while tried < 12:
+        check = _eod_check(_fair_counts(rng, 200))
+        if check.verdict != "inconclusive" or check.rows_to_decide_if_equal is None:
+            continue
+        assert check.ci_lower == 0.0
+        again = _eod_check(_fair_counts(rng, 200 + check.rows_to_decide_if_equal))
+        passed += again.verdict == "pass"
+        tried += 1
+    assert 0.3 <= passed / tried <= 0.8, passed / tried

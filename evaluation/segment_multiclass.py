@@ -29,7 +29,9 @@ resamples, a class with a single row on one side, fewer than 8 rows a confusion 
 segment of one row), the rows are evaluated as before.
 
 Cost per segment: ``O(rows x classes)`` array passes and ``O(rows x classes x log
-segment's rows)`` binary searches, plus the segment's own evaluation.
+segment's rows)`` binary searches, plus the segment's own evaluation.  Memory: each class's
+row order and each row's twice-placements, ``8 x rows x classes`` bytes (16 from 2^30 rows),
+besides the probabilities.
 """
 
 from __future__ import annotations
@@ -229,15 +231,15 @@ class _TwicePlacements:
 
     def __init__(self, y: npt.NDArray[np.int64], p: _FloatArray) -> None:
         self.y, self.p = y, p
-        self.twice = np.empty(p.shape, dtype=np.int64)
-        # each class's column in increasing order: a rest's rows are looked up in that
-        # order, so the binary searches walk the segment's sorted column forwards
-        self.order = np.empty(p.shape, dtype=np.intp)
-        self.sorted = np.empty(p.shape, dtype=np.float64)
+        # placements are below 2 x rows, and so are row numbers: 4 bytes each where they fit
+        small = np.int32 if 2 * y.size < 2**31 else np.int64
+        self.twice = np.empty(p.shape, dtype=small)
+        # each class's rows by increasing score: a rest's rows are looked up in that order,
+        # so the binary searches walk the segment's sorted column forwards
+        self.order = np.empty(p.shape, dtype=small)
         for k in range(p.shape[1]):
             column = np.ascontiguousarray(p[:, k])
             self.order[:, k] = np.argsort(column)
-            self.sorted[:, k] = column[self.order[:, k]]
             is_pos = y == k
             self.twice[:, k] = _twice_placements(column, is_pos, np.sort(column[is_pos]),
                                                  np.sort(column[~is_pos]))
@@ -258,7 +260,7 @@ class _TwicePlacements:
             rows = self.order[in_rest, k]  # the rest's rows, by increasing score
             is_pos = self.y[rows] == k
             twice = self.twice[rows, k] - _twice_placements(
-                self.sorted[in_rest, k], is_pos, np.sort(seg[seg_pos]), np.sort(seg[~seg_pos]))
+                self.p[rows, k], is_pos, np.sort(seg[seg_pos]), np.sort(seg[~seg_pos]))
             n_pos = int(is_pos.sum())
             n_neg = rows.size - n_pos
             if n_pos == 0 or n_neg == 0:

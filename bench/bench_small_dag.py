@@ -29,33 +29,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
-import subprocess
 import sys
-import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _say(message: str) -> None:
-    print(f"{time.strftime('%H:%M:%S', time.gmtime())} UTC {message}", file=sys.stderr, flush=True)
-
-
-def _one_process(env: dict[str, str], archive: Path, dataset: str, policy: Path) -> dict[str, Any]:
-    load = os.getloadavg()[0]
-    start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "modelgate.cli", "evaluate", "--model", str(archive),
-                           "--data", dataset, "--policy", str(policy), "--format", "json"],
-                          env=env, capture_output=True, text=True, timeout=1800)
-    seconds = time.monotonic() - start
-    if done.returncode != 3:  # 3: the policy blocks the candidate, by design
-        raise RuntimeError(f"modelgate evaluate failed ({done.returncode}): {done.stderr[-3000:]}")
-    return {"seconds": round(seconds, 1), "exit": done.returncode, "load1_before": round(load, 2)}
 
 
 def _dag_run(env: dict[str, str], meta: str, conf: dict[str, Any], procs: list[Any], logs: Path
@@ -94,79 +74,42 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):  # stop the deployment through ``finally``
         signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
     sys.path.insert(0, str(REPO / "tests"))
-    import conftest  # sets AIRFLOW_* for this process; the deployment gets its own
+    import conftest  # noqa: F401  (sets AIRFLOW_* for this process; the deployment gets its own)
     from support.airflow_deployment import deployment_env, meta_rows, metadata_database, running, wait_for
 
-    from bench.bench_evaluate_scale import _generate
-    from modelgate.config import S3Settings, Settings
-    from modelgate.demo.data import build_demo
-    from modelgate.pipelines.context import Context, register_archive
-    from modelgate.store import db
+    from bench.deployment_data import bench_data, one_process, say
 
-    root = Path(tempfile.mkdtemp(prefix="bench-small-dag-"))
-    name = f"bench_small_{uuid.uuid4().hex[:8]}"
-    conftest._admin(f"CREATE DATABASE {name}")
-    url = conftest.database_url(conftest.pg_admin_url(), name)
-    db.upgrade(url)
-    s3_server = conftest.S3Server()
-    s3_server.start()
-    s3 = S3Settings(endpoint=s3_server.endpoint, access_key="bench", secret_key="bench-secret",
-                    bucket=f"bench-{uuid.uuid4().hex[:8]}")
-    try:
-        build = build_demo(root / "demo", version="1", variant="baseline")
-        ctx = Context.open(Settings(home=root / "home", database_url=url, db_conn_id="-", s3=s3,
-                                    s3_conn_id="-", presign_expiry_s=600))
-        row, _ = register_archive(ctx, build.archive_path)
-        data = root / "data"
-        data.mkdir()
-        files = _generate(build.heldout_path, data, args.rows_per_file * args.files,
-                          args.rows_per_file, seed=0)
-        for path in sorted(data.glob("*.parquet")):
-            ctx.store.put_file(f"datasets/small/{path.name}", path,
-                               content_type="application/vnd.apache.parquet")
-        dataset = f"s3://{s3.bucket}/datasets/small/"
-        policy = root / "block.yaml"
-        policy.write_text("fairness:\n  default:\n    equalized_odds_difference: {upper: 0.0001}\n")
-        (root / "no-overrides").mkdir()
-        env = {**os.environ, "MODELGATE_DATABASE_URL": url, "MODELGATE_HOME": str(root / "cli-home"),
-               "MODELGATE_S3_ENDPOINT": s3.endpoint, "MODELGATE_S3_ACCESS_KEY": s3.access_key,
-               "MODELGATE_S3_SECRET_KEY": s3.secret_key, "MODELGATE_S3_BUCKET": s3.bucket,
-               "MODELGATE_POLICY_DIR": str(root / "no-overrides"), "MODELGATE_DAG_RETRIES": "0"}
-        conf = {"model_name": row.model_name, "model_version": "1", "policy": str(policy),
-                "dataset": dataset}
-        with metadata_database() as metadata:
-            # only the MODELGATE_* settings: this process's AIRFLOW_* (set by conftest) would
-            # replace the deployment's own
-            denv = deployment_env(root / "deploy", metadata, ["model_evaluation.py"],
-                                  {k: v for k, v in env.items() if k.startswith("MODELGATE_")})
-            logs = root / "logs"
-            with running(denv, logs) as procs:
-                meta = f"postgresql://{metadata}"
-                wait_for(lambda: meta_rows(meta, "SELECT count(*) FROM dag WHERE dag_id = "
-                                                 "'model_evaluation'")[0][0] == 1, "the DAG parsed",
-                         procs, logs)
-                _say("deployment up")
-                warm_up = _dag_run(denv, meta, {"dataset": dataset}, procs, logs)
-                _say(f"warm-up run {warm_up['dag_run_s']} s")
-                before = _one_process(env, build.archive_path, dataset, policy)
-                _say(f"one process {before['seconds']} s")
-                dag = _dag_run(denv, meta, conf, procs, logs)
-                _say(f"DAG run {dag['dag_run_s']} s")
-                after = _one_process(env, build.archive_path, dataset, policy)
-                _say(f"one process {after['seconds']} s")
-                mapped = None
-                if args.mapped_too:
-                    mapped = _dag_run(denv, meta, {**conf, "one_task_max_mb": 0}, procs, logs)
-                    _say(f"DAG run, mapped path {mapped['dag_run_s']} s")
-        print(json.dumps({"rows": args.rows_per_file * args.files, "files": files,
+    rows = args.rows_per_file * args.files
+    with bench_data("bench-small-dag", rows, args.rows_per_file) as data, \
+            metadata_database() as metadata:
+        conf = data.conf()
+        # only the MODELGATE_* settings: this process's AIRFLOW_* (set by conftest) would
+        # replace the deployment's own
+        denv = deployment_env(data.root / "deploy", metadata, ["model_evaluation.py"], data.env)
+        logs = data.root / "logs"
+        with running(denv, logs) as procs:
+            meta = f"postgresql://{metadata}"
+            wait_for(lambda: meta_rows(meta, "SELECT count(*) FROM dag WHERE dag_id = "
+                                             "'model_evaluation'")[0][0] == 1, "the DAG parsed",
+                     procs, logs)
+            say("deployment up")
+            warm_up = _dag_run(denv, meta, {"dataset": data.dataset}, procs, logs)
+            say(f"warm-up run {warm_up['dag_run_s']} s")
+            before = one_process(data)
+            say(f"one process {before['seconds']} s")
+            dag = _dag_run(denv, meta, conf, procs, logs)
+            say(f"DAG run {dag['dag_run_s']} s")
+            after = one_process(data)
+            say(f"one process {after['seconds']} s")
+            mapped = None
+            if args.mapped_too:
+                mapped = _dag_run(denv, meta, {**conf, "one_task_max_mb": 0}, procs, logs)
+                say(f"DAG run, mapped path {mapped['dag_run_s']} s")
+        print(json.dumps({"rows": rows, "files": data.files,
                           "warm_up": warm_up, "one_process": [before, after], "dag": dag,
                           "dag_mapped": mapped,
                           "ratio": round(dag["dag_run_s"] / min(before["seconds"], after["seconds"]), 2),
                           "nproc": os.cpu_count()}, indent=1))
-    finally:
-        s3_server.stop()
-        conftest._admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        shutil.rmtree(root, ignore_errors=True)
     return 0
 
 

@@ -10,7 +10,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from modelgate.evaluation.gate import GateCheck, GateDecision
+from modelgate.evaluation.gate import GateCheck, GateDecision, decide
+from modelgate.evaluation.policy import load_policy
+from modelgate.fairness.disaggregate import table_from_counts
+from modelgate.fairness.metrics import fairness_report_from_table
 from support.model_zoo import build
 from support.tiny_graphs import manifest_of
 
@@ -33,7 +36,8 @@ fairness:
 """
 COLUMNS = ("verdict", "effect", "basis", "ci_lower", "ci_upper", "n", "min_group_positives",
            "min_group_negatives", "required_positives", "required_negatives", "rows_to_decide",
-           "group_positives_to_decide", "group_negatives_to_decide")
+           "group_positives_to_decide", "group_negatives_to_decide", "rows_to_decide_if_equal",
+           "group_positives_to_decide_if_equal", "group_negatives_to_decide_if_equal")
 
 
 def _stored(url: str, run_id: int) -> dict[str, dict[str, Any]]:
@@ -115,3 +119,34 @@ def test_stored_effect_is_the_gates_for_every_verdict(clean_db: str) -> None:
         stored = {check_id: (effect, blocking) for check_id, effect, blocking in cur.fetchall()}
     assert stored == {c.check_id: (c.effect, c.effect == "block") for c in checks}
     assert {c.effect for c in checks} == {"block", "warn", "none"}
+
+
+def test_the_equal_rates_projection_is_stored(clean_db: str) -> None:
+    """A fair three-group gap of 200 rows, inconclusive with its interval holding 0: the rows
+    that would show it below the limit if the rates were equal reach ``analytics.gate_checks``."""
+    counts = [[44, 4, 7, 11], [43, 5, 6, 12], [45, 3, 8, 10]]
+    report = fairness_report_from_table(table_from_counts(("a", "b", "c"), counts),
+                                        sensitive_feature="g")
+    policy = load_policy("basis: interval\nfairness: {default: "
+                         "{equalized_odds_difference: {upper: 0.03}}}")
+    (check,) = decide({}, None, {"g": report}, policy).checks
+    assert (check.verdict, check.ci_lower) == ("inconclusive", 0.0)
+    assert check.rows_to_decide_if_equal is not None and check.rows_to_decide_if_equal > 0
+    row, _ = models.register(clean_db, model_name="m", version="1", sha256="1" * 64,
+                             archive_sha256="2" * 64, archive_key="k", archive_uri="s3://b/k",
+                             manifest=manifest_of())
+    run_id = runs.start_evaluation_run(clean_db, run_key="if-equal",
+                                       model_version_id=row.model_version_id,
+                                       champion_version_id=None, dataset_uri="d",
+                                       archive_sha256="2" * 64)
+    rows = runs.EvaluationRows(gate_checks=[check.to_record()], gate={
+        **GateDecision(False, (check,), (check,), (), "s").to_record(), "policy_sha256": "p",
+        "had_champion": False})
+    runs.write_evaluation_results(clean_db, run_id, rows, status="blocked", report_key=None,
+                                  report_uri=None)
+    names = ("rows_to_decide_if_equal", "group_positives_to_decide_if_equal",
+             "group_negatives_to_decide_if_equal")
+    with transaction(clean_db) as cur:
+        cur.execute(f"SELECT {', '.join(names)} FROM analytics.gate_checks "
+                    "WHERE evaluation_run_id = %s", (run_id,))
+        assert cur.fetchall() == [tuple(check.to_record()[k] for k in names)]

@@ -10,8 +10,8 @@ has an interval computed from the merged statistics alone:
 * ROC AUC: logit-scale Wald with DeLong's variance from the negatives and positives per
   distinct score, t-stretched, as for the whole data;
 * log loss and Brier score: Hall's (1992) transformation interval for a mean, from the
-  first three moments of the per-row losses (read off the cell table: every row of a cell
-  has the cell's mean loss, exactly so while cells are distinct scores).  The whole data's
+  first three moments of the per-row losses (read off the score table: a row's losses
+  depend on its label and score only; :func:`loss_power_sums`).  The whole data's
   studentized bootstrap corrects a standard error that moves with a skewed mean; Hall's
   cubic transformation of the t statistic removes the same first-order skewness term
   analytically (both are second-order accurate), so no resample is needed.  Written here

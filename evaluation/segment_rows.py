@@ -55,7 +55,7 @@ from .metrics import MetricEstimate
 from .multiple_testing import CORRECTIONS
 from .segment_policy import segment_higher_is_better
 from .segment_regression import regression_estimates
-from .segment_statistics import pair_codes
+from .segment_statistics import segment_columns
 from .segments import (
     DEFAULT_MIN_ROWS,
     SegmentReport,
@@ -178,7 +178,7 @@ def segment_rows(estimate: Estimator, n_rows: int, *, columns: Encoded,
         raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}; got {correction!r}")
     check_confidence_level(confidence_level)
     results: list[SegmentResult] = []
-    for names, labels, codes in _segment_columns(n_rows, columns, pairs):
+    for names, labels, codes in segment_columns(n_rows, columns, pairs):
         order = np.argsort(codes, kind="stable")
         bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(labels)))])
         present = [k for k in range(len(labels)) if bounds[k + 1] > bounds[k]]
@@ -196,32 +196,6 @@ def segment_rows(estimate: Estimator, n_rows: int, *, columns: Encoded,
                                          reason, metrics))
     return with_q_values(results, SegmentReport((), min_rows, correction, confidence_level,
                                                 n_bootstrap, seed, 0))
-
-
-_Column = tuple[tuple[str, ...], tuple[tuple[str, ...], ...], _IntArray]
-
-
-def _segment_columns(n_rows: int, columns: Encoded,
-                     pairs: Sequence[tuple[str, str]]) -> list[_Column]:
-    """Per column, then per pair: its names, each code's value labels, and the rows' codes."""
-    out: list[_Column] = []
-    for name, (labels, codes) in columns.items():
-        c = np.asarray(codes, dtype=np.intp)
-        if c.shape != (n_rows,):
-            raise ValueError(f"segment column {name!r}: codes must have one per row ({n_rows}); "
-                             f"got {c.size}")
-        if c.size and (c.min() < 0 or c.max() >= len(labels)):
-            raise ValueError(f"segment column {name!r}: codes must lie in [0, {len(labels)}); "
-                             f"got {int(c.min())}..{int(c.max())}")
-        out.append(((name,), tuple((str(v),) for v in labels), c))
-    for first, second in pairs:
-        for name in (first, second):
-            if name not in columns:
-                raise ValueError(f"segment pair ({first!r}, {second!r}): {name!r} is not a "
-                                 f"segment column; expected one of {sorted(columns)!r}")
-        joint, joint_codes = pair_codes(columns[first], columns[second])
-        out.append(((first, second), joint, joint_codes))
-    return out
 
 
 def _value_key(values: tuple[str, ...]) -> tuple[tuple[bool, str], ...]:

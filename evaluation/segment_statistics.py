@@ -33,7 +33,8 @@ from .bootstrap_cells import MAX_CELLS, _fit, merge_tables
 from .segment_collect import NO_CELLS, batch_rows, cells_from_scores, collect_by_code
 from .sufficient import MAX_DISTINCT, EvaluationStatistics, _merge_models
 
-__all__ = ["SegmentStatistics", "collect_segments", "merge_segments", "pair_codes"]
+__all__ = ["SegmentStatistics", "collect_segments", "merge_segments", "pair_codes",
+           "segment_columns"]
 
 _IntArray = npt.NDArray[np.intp]
 
@@ -90,6 +91,39 @@ def pair_codes(first: tuple[Sequence[str], npt.ArrayLike],
     return labels, codes.astype(np.intp)
 
 
+SegmentColumn = tuple[tuple[str, ...], tuple[tuple[str, ...], ...], _IntArray]
+
+
+def segment_columns(n_rows: int, columns: Mapping[str, tuple[Sequence[str], npt.ArrayLike]],
+                    pairs: Sequence[tuple[str, str]] = ()) -> list[SegmentColumn]:
+    """Per column, then per pair: its names, each code's value labels, and the rows' codes,
+    checked (one code per row, every code a label, every paired name a column).
+
+    Raises
+    ------
+    ValueError
+        Naming the column or pair and what was expected.
+    """
+    out: list[SegmentColumn] = []
+    for name, (names, codes) in columns.items():
+        c = np.asarray(codes, dtype=np.intp)
+        if c.shape != (n_rows,):
+            raise ValueError(f"segment column {name!r}: codes must have the length of y_true "
+                             f"({n_rows}); got {c.size}")
+        if c.size and (c.min() < 0 or c.max() >= len(names)):
+            raise ValueError(f"segment column {name!r}: codes must lie in [0, {len(names)}) "
+                             f"(one per label); got {int(c.min())}..{int(c.max())}")
+        out.append(((name,), tuple((str(v),) for v in names), c))
+    for first, second in pairs:
+        for name in (first, second):
+            if name not in columns:
+                raise ValueError(f"segment pair ({first!r}, {second!r}): {name!r} is not a "
+                                 f"segment column; expected one of {sorted(columns)!r}")
+        joint, joint_codes = pair_codes(columns[first], columns[second])
+        out.append(((first, second), joint, joint_codes))
+    return out
+
+
 def collect_segments(
     y_true: npt.ArrayLike,
     score: npt.ArrayLike,
@@ -130,23 +164,7 @@ def collect_segments(
     """
     y = np.asarray(y_true)
     s = np.asarray(score)
-    encoded: list[tuple[tuple[str, ...], tuple[tuple[str, ...], ...], _IntArray]] = []
-    for name, (names, codes) in columns.items():
-        c = np.asarray(codes, dtype=np.intp)
-        if c.shape != y.shape:
-            raise ValueError(f"segment column {name!r}: codes must have the length of y_true "
-                             f"({y.size}); got {c.size}")
-        if c.size and (c.min() < 0 or c.max() >= len(names)):
-            raise ValueError(f"segment column {name!r}: codes must lie in [0, {len(names)}) "
-                             f"(one per label); got {int(c.min())}..{int(c.max())}")
-        encoded.append(((name,), tuple((str(v),) for v in names), c))
-    for first, second in pairs:
-        for name in (first, second):
-            if name not in columns:
-                raise ValueError(f"segment pair ({first!r}, {second!r}): {name!r} is not a "
-                                 f"segment column; expected one of {sorted(columns)!r}")
-        joint, joint_codes = pair_codes(columns[first], columns[second])
-        encoded.append(((first, second), joint, joint_codes))
+    encoded = segment_columns(y.size, columns, pairs)
     # the rows checked, their losses and codes computed and their scores sorted once for
     # every column; per column each segment is what ``collect`` gives on its rows
     rows = (batch_rows(y, s, threshold, max_cells=max_cells, max_distinct=max_distinct)

@@ -25,6 +25,7 @@ import pytest
 from modelgate.evaluation.gate import GateCheck, GateDecision
 from modelgate.evaluation.policy import default_policy_path
 from support.model_zoo import build
+from support.sql_rows import sql_rows
 
 from modelgate import cli
 from modelgate.config import Settings
@@ -40,12 +41,6 @@ from modelgate.store.objects import ObjectStoreError
 EO = "fairness.default.equalized_odds_difference"
 STRICT = "fairness: {default: {equalized_odds_difference: {upper: 0.03, severity: block}}}\n"
 LOOSE = "fairness: {default: {equalized_odds_difference: {upper: 0.5, severity: block}}}\n"
-
-
-def _rows(url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    with transaction(url) as cur:
-        cur.execute(sql, args)
-        return [] if cur.description is None else list(cur.fetchall())
 
 
 @pytest.fixture()
@@ -88,9 +83,9 @@ def _decide(ctx: Context, ref: run_refs.RunRef, *, passed: bool) -> str:
 
 
 def _gate_record(url: str, run_id: int, attempt: int) -> list[tuple[Any, ...]]:
-    return (_rows(url, "SELECT passed, summary, decided_at FROM gate_decision "
+    return (sql_rows(url, "SELECT passed, summary, decided_at FROM gate_decision "
                        "WHERE evaluation_run_id = %s AND attempt = %s", run_id, attempt)
-            + _rows(url, "SELECT check_id, verdict, threshold_text, observed, reason FROM gate_check "
+            + sql_rows(url, "SELECT check_id, verdict, threshold_text, observed, reason FROM gate_check "
                          "WHERE evaluation_run_id = %s AND attempt = %s ORDER BY check_id",
                     run_id, attempt))
 
@@ -119,9 +114,9 @@ def test_a_loosened_model_policy_needs_the_flag_and_every_attempt_stays_on_recor
     # the first attempt's decision and checks are as they were
     assert _gate_record(url, first.evaluation_run_id, 1) == before
     with pytest.raises(psycopg2.errors.IntegrityConstraintViolation, match="never changed"):
-        _rows(url, "UPDATE gate_decision SET passed = true WHERE attempt = 1")
+        sql_rows(url, "UPDATE gate_decision SET passed = true WHERE attempt = 1")
     with pytest.raises(psycopg2.errors.IntegrityConstraintViolation, match="never changed"):
-        _rows(url, "UPDATE evaluation_attempt SET status = 'passed' WHERE attempt = 1")
+        sql_rows(url, "UPDATE evaluation_attempt SET status = 'passed' WHERE attempt = 1")
 
     # the history in the analyst views, each attempt with its own policy hash and changes
     default = default_policy_path("binary_classification").read_bytes()
@@ -130,7 +125,7 @@ def test_a_loosened_model_policy_needs_the_flag_and_every_attempt_stays_on_recor
                                 + STRICT.encode()).hexdigest()
     loose_sha = hashlib.sha256(b"".join(framed) + b"model_file\n%d\n" % len(LOOSE.encode())
                                + LOOSE.encode()).hexdigest()
-    history = _rows(url, """SELECT attempt, status, passed, policy_source, policy_sha256,
+    history = sql_rows(url, """SELECT attempt, status, passed, policy_source, policy_sha256,
                                    policy_looser_than_previous, looser_policy_allowed,
                                    previous_attempt, policy_changes, report_uri
                             FROM analytics.evaluation_attempts ORDER BY attempt""")
@@ -142,11 +137,11 @@ def test_a_loosened_model_policy_needs_the_flag_and_every_attempt_stays_on_recor
         (3, "passed", True, "model_file", loose_sha, True, True, 1, loosened)]
     assert (history[0][9], history[2][9]) == (ctx.store.uri(blocked_report),
                                                ctx.store.uri(passed_report))
-    assert _rows(url, "SELECT attempt, status, pending_step_failures FROM analytics.evaluation_runs") \
+    assert sql_rows(url, "SELECT attempt, status, pending_step_failures FROM analytics.evaluation_runs") \
         == [(3, "passed", 0)]
-    assert _rows(url, "SELECT attempt, verdict, is_latest_attempt FROM analytics.gate_checks "
+    assert sql_rows(url, "SELECT attempt, verdict, is_latest_attempt FROM analytics.gate_checks "
                       "ORDER BY attempt") == [(1, "breach", False), (3, "pass", True)]
-    assert _rows(url, "SELECT attempt, passed FROM analytics.latest_gate_decision") == [(3, True)]
+    assert sql_rows(url, "SELECT attempt, passed FROM analytics.latest_gate_decision") == [(3, True)]
 
     # model show: every attempt with its verdict, policy and report link
     assert cli.main(["model", "show", run["model_name"]]) == 0
@@ -203,19 +198,19 @@ def test_an_index_page_fault_after_the_decision_is_recorded_beside_it_and_retrie
 
     # a later failure of the run (its process killed, a step after the decision) changes nothing
     run_refs.fail(down, ref, RuntimeError("killed after store"))
-    assert _rows(url, "SELECT status, failure_reason FROM evaluation_run") == [("blocked", None)]
-    assert _rows(url, "SELECT status FROM evaluation_attempt") == [("blocked",)]
-    failures = _rows(url, """SELECT attempt, step, reason, retried_by
+    assert sql_rows(url, "SELECT status, failure_reason FROM evaluation_run") == [("blocked", None)]
+    assert sql_rows(url, "SELECT status FROM evaluation_attempt") == [("blocked",)]
+    failures = sql_rows(url, """SELECT attempt, step, reason, retried_by
                              FROM analytics.evaluation_step_failures ORDER BY failed_at, step""")
     assert [f[:2] for f in failures] == [(1, "index_page"), (1, "after_decision")]
     assert "object store unreachable" in failures[0][2] and failures[1][2] == (
         "RuntimeError: killed after store")
-    assert _rows(url, "SELECT pending_step_failures FROM analytics.evaluation_runs") == [(1,)]
+    assert sql_rows(url, "SELECT pending_step_failures FROM analytics.evaluation_runs") == [(1,)]
 
     # the next stored run of the model retries the page
     other = prepare_step.prepare(ctx, run_key="other", **run)
     _decide(ctx, other, passed=False)
-    assert _rows(url, "SELECT retried_by FROM evaluation_step_failure WHERE step = 'index_page'") \
+    assert sql_rows(url, "SELECT retried_by FROM evaluation_step_failure WHERE step = 'index_page'") \
         == [(f"evaluation run {other.evaluation_run_id}",)]
     assert report.removeprefix(f"reports/{run['model_name']}/") in ctx.store.get_bytes(index).decode()
 
@@ -225,14 +220,14 @@ def test_gc_retries_an_index_page_that_failed_after_a_decision(
     ctx, run, url = tiny["ctx"], tiny["run"], tiny["ctx"].db_url
     down = dataclasses.replace(ctx, store=_IndexPageDown(ctx.store))
     _decide(down, prepare_step.prepare(down, run_key="k", **run), passed=True)
-    assert _rows(url, "SELECT status FROM evaluation_run") == [("passed",)]
+    assert sql_rows(url, "SELECT status FROM evaluation_run") == [("passed",)]
     assert attempts.retry_pending(down).left == 1  # still down: stays pending
     assert cli.main(["gc", "--format", "json"]) == 0
     done = json.loads(capsys.readouterr().out)
     assert (done["step_failures_retried"], done["step_failures_left"]) == (1, 0)
-    assert _rows(url, "SELECT step, retried_by FROM evaluation_step_failure") == [("index_page", "gc")]
+    assert sql_rows(url, "SELECT step, retried_by FROM evaluation_step_failure") == [("index_page", "gc")]
     assert ctx.store.exists(index_page.index_key(run["model_name"]))
-    assert _rows(url, "SELECT status FROM evaluation_run") == [("passed",)]
+    assert sql_rows(url, "SELECT status FROM evaluation_run") == [("passed",)]
 
 
 @pytest.mark.e2e  # two whole pipeline runs through the CLI: seconds, kept out of the fast tier
@@ -263,7 +258,7 @@ def test_the_testers_report_blocked_then_loosened_model_file_then_promoted(
     assert allowed["status"] == "passed" and allowed["promoted"].startswith("promoted")
 
     assert _gate_record(url, first["evaluation_run_id"], 1) == before
-    assert _rows(url, "SELECT evaluation_run_id, attempt, status FROM analytics.evaluation_attempts "
+    assert sql_rows(url, "SELECT evaluation_run_id, attempt, status FROM analytics.evaluation_attempts "
                       "ORDER BY evaluation_run_id, attempt") == [
         (first["evaluation_run_id"], 1, "blocked"), (first["evaluation_run_id"], 2, "failed"),
         (allowed["evaluation_run_id"], 1, "passed")]

@@ -14,17 +14,16 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import psycopg2
 import pytest
 from modelgate.evaluation.policy import default_policy_path
 from support.model_zoo import build
+from support.sql_rows import sql_rows
 
 from modelgate.config import Settings
 from modelgate.onnx.artifact import package
 from modelgate.store import models
-from modelgate.store.db import transaction
 from modelgate.store.objects import open_object_store
 
 EO = "fairness.default.equalized_odds_difference"
@@ -33,12 +32,6 @@ EO = "fairness.default.equalized_odds_difference"
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "modelgate.cli", *args], capture_output=True,
                           text=True, timeout=600)
-
-
-def _rows(url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    with transaction(url) as cur:
-        cur.execute(sql, args)
-        return [] if cur.description is None else list(cur.fetchall())
 
 
 @pytest.fixture()
@@ -88,7 +81,7 @@ def test_a_looser_ad_hoc_policy_is_refused_for_promotion_and_recorded_when_allow
     assert "usage error" in refused.stderr and "--allow-looser-policy" in refused.stderr
     assert f"{EO}: upper 0.2 -> 0.5 (looser)" in refused.stderr
     assert "brier" not in refused.stderr  # a stricter warning is a difference, not a looser check
-    ((name,),) = _rows(url, "SELECT DISTINCT model_name FROM model_version")
+    ((name,),) = sql_rows(url, "SELECT DISTINCT model_name FROM model_version")
     assert models.get(url, name, "1").stage == "candidate"
 
     allowed = _cli(*common, "--policy", str(tiny["looser"]), "--promote", "--allow-looser-policy")
@@ -110,7 +103,7 @@ def test_a_looser_ad_hoc_policy_is_refused_for_promotion_and_recorded_when_allow
         "looser_than_previous": True, "changes_from_previous": differences}
 
     # the view: one row per run, the refused one kept as it was (its run key differs)
-    view = _rows(url, """SELECT status, policy_source, policy_looser_than_model, looser_policy_allowed,
+    view = sql_rows(url, """SELECT status, policy_source, policy_looser_than_model, looser_policy_allowed,
                                 policy_diff, policy_text, failure_reason
                          FROM analytics.evaluation_runs ORDER BY evaluation_run_id""")
     assert [r[:4] for r in view] == [
@@ -120,7 +113,7 @@ def test_a_looser_ad_hoc_policy_is_refused_for_promotion_and_recorded_when_allow
     assert "equalized_odds_difference: {upper: 0.5, severity: block}" in view[2][5]
     assert view[1][6].startswith("LooserPolicyRefused: ") and EO in view[1][6]
 
-    ((report_key,),) = _rows(url, "SELECT report_key FROM evaluation_run WHERE status = 'passed' "
+    ((report_key,),) = sql_rows(url, "SELECT report_key FROM evaluation_run WHERE status = 'passed' "
                                   "AND policy_source = 'ad_hoc'")
     html = open_object_store(settings_env).get_bytes(report_key).decode()
     assert 'id="policy-looser"' in html and "LOOSER POLICY" in html
@@ -128,7 +121,7 @@ def test_a_looser_ad_hoc_policy_is_refused_for_promotion_and_recorded_when_allow
 
     # what a finished run recorded about its policy cannot be changed afterwards
     with pytest.raises(psycopg2.errors.IntegrityConstraintViolation, match="keeps the policy"):
-        _rows(url, "UPDATE evaluation_run SET looser_policy_allowed = true WHERE status = 'failed'")
+        sql_rows(url, "UPDATE evaluation_run SET looser_policy_allowed = true WHERE status = 'failed'")
 
 
 def test_the_first_step_records_the_policy_and_refuses_a_looser_promotion(
@@ -153,15 +146,15 @@ def test_the_first_step_records_the_policy_and_refuses_a_looser_promotion(
     view = """SELECT split_part(run_key, '__', 1), status, policy_source, policy_looser_than_model,
                      looser_policy_allowed
               FROM analytics.evaluation_runs ORDER BY evaluation_run_id"""
-    assert _rows(ctx.db_url, view) == [("refused", "failed", "ad_hoc", True, False),
+    assert sql_rows(ctx.db_url, view) == [("refused", "failed", "ad_hoc", True, False),
                                        ("allowed", "running", "ad_hoc", True, True),
                                        ("shown", "running", "ad_hoc", True, False)]
 
-    _rows(ctx.db_url, "UPDATE evaluation_run SET status = 'passed' WHERE evaluation_run_id = %s",
+    sql_rows(ctx.db_url, "UPDATE evaluation_run SET status = 'passed' WHERE evaluation_run_id = %s",
           shown.evaluation_run_id)  # as if it had run through store; its policy is untouched
     with pytest.raises(LooserPolicyRefused):
         promote_step.promote(ctx, shown)
     assert models.get(ctx.db_url, row.model_name, row.version).stage == "candidate"
 
     prepare_step.prepare(ctx, run_key="shown", **run)  # re-run of the key: the model's own policy now
-    assert _rows(ctx.db_url, view)[2] == ("shown", "running", "model_file", False, False)
+    assert sql_rows(ctx.db_url, view)[2] == ("shown", "running", "model_file", False, False)

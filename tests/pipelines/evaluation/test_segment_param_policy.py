@@ -22,6 +22,7 @@ import pytest
 from modelgate.evaluation.gate import GateDecision
 from modelgate.evaluation.policy import default_policy_path
 from support.model_zoo import build
+from support.sql_rows import sql_rows
 
 from modelgate.config import Settings
 from modelgate.onnx.artifact import package
@@ -29,15 +30,8 @@ from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.evaluation import attempts, prepare_step, run_refs
 from modelgate.pipelines.evaluation.policy_provenance import LooserPolicyRefused
 from modelgate.store import runs
-from modelgate.store.db import transaction
 
 OWN = "segments: {columns: [sex], metrics: {accuracy: {margin: 0.05, severity: block}}}\n"
-
-
-def _rows(url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    with transaction(url) as cur:
-        cur.execute(sql, args)
-        return [] if cur.description is None else list(cur.fetchall())
 
 
 def _sha(*sources: tuple[str, bytes]) -> str:
@@ -92,7 +86,7 @@ def test_segment_columns_given_as_a_parameter_are_in_the_policy_hash_and_droppin
 
     default = default_policy_path("binary_classification").read_bytes()
     own = [("default", default), ("model_file", OWN.encode())]
-    history = _rows(url, """SELECT attempt, policy_sha256, policy_looser_than_previous,
+    history = sql_rows(url, """SELECT attempt, policy_sha256, policy_looser_than_previous,
                                    previous_attempt, policy_changes, policy_text
                             FROM analytics.evaluation_attempts ORDER BY attempt""")
     assert [h[:4] for h in history] == [
@@ -127,7 +121,7 @@ def test_the_same_segment_columns_in_another_order_are_the_same_policy_and_run_k
     default = default_policy_path("binary_classification").read_bytes()
     own = [("default", default), ("model_file", OWN.encode())]
     both = _sha(*own, ("segments_param", b'{"columns": ["group", "race"], "pairs": false}'))
-    hashes = [h for (h,) in _rows(url, "SELECT policy_sha256 FROM analytics.evaluation_attempts "
+    hashes = [h for (h,) in sql_rows(url, "SELECT policy_sha256 FROM analytics.evaluation_attempts "
                                        "ORDER BY attempt")]
     assert hashes[:2] == [both, both]
     # another set is another identity, and a comma inside a name is not a separator

@@ -218,13 +218,19 @@ def _auc_error_bound(table: ScoreTable) -> float:
 
 
 def _point_metrics(m: ModelStatistics) -> tuple[dict[str, float], dict[str, str | None]]:
+    return point_values(m, int(_auc_twice_u(m.scores.neg, m.scores.pos)))
+
+
+def point_values(m: ModelStatistics, twice_u: int
+                 ) -> tuple[dict[str, float], dict[str, str | None]]:
+    """Every point metric of ``m``'s counts and sums, the ROC AUC from ``twice_u`` (2 x the
+    Mann-Whitney U), with the reason each undefined one is undefined (NaN, None if defined)."""
     n, n_pos, tp, fp = m.n, m.n_pos, m.tp, m.fp
     reasons = undefined_reasons(n, n_pos, tp, fp)
 
     def ratio(num: float, den: float) -> float:
         return num / den if den else float("nan")
 
-    twice_u = int(_auc_twice_u(m.scores.neg, m.scores.pos))
     values = {
         "roc_auc": ratio(twice_u, 2 * n_pos * (n - n_pos)),
         "accuracy": ratio(n - n_pos - fp + tp, n),

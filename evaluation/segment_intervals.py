@@ -36,7 +36,8 @@ import numpy as np
 from modelgate.intervals import interval_holding, logit_wald_interval
 
 from .metric_intervals import _t_over_z, constant_mean_interval
-from .metrics import METRIC_NAMES, MetricEstimate, undefined_reasons
+from .metrics import METRIC_NAMES, MetricEstimate
+from .performance import point_values
 from .rest_sums import (
     RocSums,
     TotalTable,
@@ -278,28 +279,9 @@ def rest_estimates(total: ColumnTotal, part: ModelStatistics, part_sums: np.ndar
                       total.power_sums - part_sums, confidence_level)
 
 
-def _point_values(m: ModelStatistics, twice_u: int) -> tuple[dict[str, float], dict[str, str | None]]:
-    """The point metrics as :func:`~.performance._point_metrics` computes them, the AUC from ``2 U``."""
-    n, n_pos, tp, fp = m.n, m.n_pos, m.tp, m.fp
-
-    def ratio(num: float, den: float) -> float:
-        return num / den if den else float("nan")
-
-    values = {
-        "roc_auc": ratio(twice_u, 2 * n_pos * (n - n_pos)),
-        "accuracy": ratio(n - n_pos - fp + tp, n),
-        "precision": ratio(tp, tp + fp),
-        "recall": ratio(tp, n_pos),
-        "f1": ratio(2 * tp, tp + fp + n_pos),
-        "log_loss": m.log_loss_sum / n,
-        "brier": m.squared_error_sum / n,
-    }
-    return values, undefined_reasons(n, n_pos, tp, fp)
-
-
 def _estimates(m: ModelStatistics, roc: RocSums, power_sums: np.ndarray,
                confidence_level: float) -> dict[str, MetricEstimate]:
-    values, reasons = _point_values(m, roc.twice_u)
+    values, reasons = point_values(m, roc.twice_u)
     n, n_pos, tp, fp = m.n, m.n_pos, m.tp, m.fp
     # the Wilson intervals of metric_intervals, all four at once (scipy's binomtest takes
     # one proportion per call, a few ms each: most of a segment's cost)

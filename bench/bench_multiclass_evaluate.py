@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.bench_evaluate_scale import STAGES, _database
+from bench.bench_evaluate_scale import STAGES, _run_child
 
 FEATURES = tuple(f"x{i}" for i in range(1, 9))
 
@@ -104,25 +101,7 @@ def main() -> None:
         start = time.perf_counter()
         archive, data = build(root, args.rows, args.classes, args.seed)
         generated = time.perf_counter() - start
-        db_name = f"modelgate_bench_mc_{os.getpid()}"
-        env = {**os.environ, "MODELGATE_HOME": str(root / "home"),
-               "MODELGATE_DATABASE_URL": _database(args.pg, db_name, create=True)}
-        for key in ("MODELGATE_S3_ENDPOINT", "AIRFLOW_CONN_MODELGATE_S3"):
-            env.pop(key, None)
-        try:
-            child = subprocess.Popen(
-                [sys.executable, "-c", "import json, sys; from pathlib import Path; "
-                 "from bench.bench_evaluate_scale import _child; "
-                 "print(json.dumps(_child(Path(sys.argv[1]), Path(sys.argv[2]))))",
-                 str(archive), str(data)], env=env, stdout=subprocess.PIPE)
-            assert child.stdout is not None
-            out = child.stdout.read()
-            _, status, usage = os.wait4(child.pid, 0)
-            if status != 0:
-                raise SystemExit(f"child failed with status {status}")
-        finally:
-            _database(args.pg, db_name, create=False)
-        result = json.loads(out.decode().strip().splitlines()[-1])
+        result, usage = _run_child(args, root, archive, data, segments=False)
     print(f"{args.classes} classes x {args.rows:,} rows (generated in {generated:.1f} s, "
           f"not counted)")
     print("| stage | wall s |\n|---|---|")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from psycopg2.extras import execute_batch
+
 from modelgate.store.db import transaction
 
 _COLUMNS = ("segment_column", "segment_value", "feature", "kind", "test", "n_reference", "n_current",
@@ -19,11 +21,12 @@ def put_segment_drift(url: str, drift_run_id: int, attempt: int, family: Any) ->
              family.level, family.min_rows, family.family_size) for r in family.rows]
     if not rows:
         return 0
-    with transaction(url) as cur:
-        cur.executemany(
+    with transaction(url) as cur:  # pages of rows per round trip, as the evaluation's segments
+        execute_batch(
+            cur,
             f"""INSERT INTO segment_drift (drift_run_id, attempt, {", ".join(_COLUMNS)}, correction,
                                            level, min_rows, family_size)
-                VALUES ({", ".join(["%s"] * (len(_COLUMNS) + 6))})""", rows)
+                VALUES ({", ".join(["%s"] * (len(_COLUMNS) + 6))})""", rows, page_size=500)
     return len(rows)
 
 
@@ -57,10 +60,11 @@ def put_segment_estimates(url: str, drift_run_id: int, attempt: int, monitoring:
     if not rows:
         return 0
     with transaction(url) as cur:
-        cur.executemany(
+        execute_batch(
+            cur,
             f"""INSERT INTO segment_estimate (drift_run_id, attempt, {", ".join(_ESTIMATE_COLUMNS)},
                                               correction, level, family_size)
-                VALUES ({", ".join(["%s"] * (len(_ESTIMATE_COLUMNS) + 5))})""", rows)
+                VALUES ({", ".join(["%s"] * (len(_ESTIMATE_COLUMNS) + 5))})""", rows, page_size=500)
     return len(rows)
 
 

@@ -169,6 +169,7 @@ def test_bad_input_names_the_problem() -> None:
         merge([collect([0, 1], [0.1, 0.9], threshold=0.5), collect([0, 1], [0.1, 0.9], threshold=0.6)])
 
 
+@pytest.mark.e2e  # 400 simulated sets: 6-7 s, a coverage simulation for the slow tier
 def test_auc_interval_covers_a_known_auc_in_93_to_97_percent_of_400_simulations() -> None:
     """Binormal scores: negatives N(0, 1), positives N(d, 1), so AUC = Phi(d / sqrt(2))."""
     shift, n, repetitions = 1.0, 500, 400

@@ -26,6 +26,16 @@ from typing import Any
 BLOCKING_POLICY = "fairness:\n  default:\n    equalized_odds_difference: {upper: 0.0001}\n"
 
 
+def machine_cpu_s() -> float:
+    """CPU-seconds this machine's CPUs have been busy since boot, every process counted
+    (``/proc/stat``: user, nice, system, irq, softirq, steal). The difference over a run is its
+    whole cost on a quiet machine: the evaluation, moto's S3 server, PostgreSQL and, for a DAG
+    run, the scheduler, api-server, workers and their task processes."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def say(message: str) -> None:
     print(f"{time.strftime('%H:%M:%S', time.gmtime())} UTC {message}", file=sys.stderr, flush=True)
 
@@ -118,17 +128,18 @@ def bench_data(prefix: str, rows: int, rows_per_file: int, *, keep_on_error: boo
 def one_process(data: BenchData, timeout_s: float = 3600) -> dict[str, Any]:
     """``modelgate evaluate`` on the benchmark's prefix in a child process: wall and CPU seconds."""
     load = os.getloadavg()[0]
-    before = os.times()
+    before, machine_before = os.times(), machine_cpu_s()
     start = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "modelgate.cli", "evaluate", "--model",
                            str(data.archive), "--data", data.dataset, "--policy", str(data.policy),
                            "--format", "json"], env={**os.environ, **data.env},
                           capture_output=True, text=True, timeout=timeout_s)
     seconds = time.monotonic() - start
-    after = os.times()
+    after, machine = os.times(), machine_cpu_s() - machine_before
     if done.returncode != 3:  # 3: the policy blocks the candidate, by design
         raise RuntimeError(f"modelgate evaluate failed ({done.returncode}): {done.stderr[-3000:]}")
     cpu = (after.children_user - before.children_user) + (after.children_system
                                                           - before.children_system)
-    return {"seconds": round(seconds, 1), "cpu_s": round(cpu, 1), "exit": done.returncode,
+    return {"seconds": round(seconds, 1), "cpu_s": round(cpu, 1),
+            "machine_cpu_s": round(machine, 1), "exit": done.returncode,
             "load1_before": round(load, 2)}

@@ -1,18 +1,22 @@
 """Airflow DAG ``model_evaluation``: may this candidate model be promoted?
 
-verify -> partitions -> score (one mapped task per held-out parquet file, candidate and
-champion) -> merge -> metrics, fairness, explain -> decide -> report -> store -> gate
--> reference_sketch -> promote. The order is ``modelgate.pipelines.evaluation.runner.EVALUATION``'s (the same
-steps ``modelgate evaluate`` runs in one process); each task calls one step (a function of a
-step module in ``modelgate.pipelines.evaluation``) and passes the run's id and key through
-XCom, never data.
+verify (opens the run and plans its partitions) -> score (one mapped task per held-out
+parquet file, candidate and champion) -> merge -> metrics, fairness, explain -> decide ->
+report -> store -> gate -> reference_sketch -> promote. The order is
+``modelgate.pipelines.evaluation.runner.EVALUATION``'s (the same steps ``modelgate evaluate``
+runs in one process; its ``partitions`` step is the verify task's second half here, since
+each task costs seconds); each task calls one step (a function of a step module in
+``modelgate.pipelines.evaluation``) and passes the run's id and key through XCom, never data.
 
 Small held-out data (``one_task_max_mb``, default ``runner.ONE_TASK_MAX_MB``) takes the short
-path instead: verify -> partitions -> evaluate_in_one_task, which runs every step after
-``partitions`` in one task process with the runner ``modelgate evaluate`` uses
-(``runner.run_after_partitions``), because each Airflow task costs seconds before it does any
-work. ``partitions`` then hands ``score`` no partition, so Airflow skips the mapped path;
-on the mapped path ``evaluate_in_one_task`` skips itself.
+path instead: verify -> evaluate_in_one_task, which runs every step after ``partitions`` in
+one task process with the runner ``modelgate evaluate`` uses (``runner.run_after_partitions``),
+because each Airflow task costs seconds before it does any work. verify then hands ``score``
+no partition, so Airflow skips the mapped path; ``evaluate_in_one_task`` runs only when
+``score`` was skipped (trigger rule ``all_skipped``), so on the mapped path Airflow skips it
+too. Neither path starts a task process for the other. Airflow maps over a task's return
+value only (not over an XCom of another key), so verify returns ``score``'s partitions and
+pushes the run as its XCom ``run``.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pendulum
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import Param, TriggerRule, dag, get_current_context, task
 
 from modelgate.airflow_links import REPORT_URL_XCOM, ReportLink
 from modelgate.config import dag_retries
@@ -44,14 +48,15 @@ explains it with SHAP, and applies the promotion policy.
 previous production version is `archived`.
 
 **Red run at task `gate`** (or at `evaluate_in_one_task`, which runs every step after
-`partitions` in one task when the held-out files add up to at most `one_task_max_mb` MiB):
+`verify` in one task when the held-out files add up to at most `one_task_max_mb` MiB):
 the policy blocked the candidate. The task log lists each breach (metric, threshold,
 observed value and interval). Nothing was promoted; the candidate stays `candidate`. The
 HTML report (link in the `report` or `evaluate_in_one_task` task's log and in
 `evaluation_run.report_uri`) shows the details; analysts can query `gate_check`.
 
-**Red run at any other task**: the evaluation itself failed (bad data, model archive that
-does not verify, store unreachable). `evaluation_run.status = 'failed'` with
+**Red run at any other task** (or at `verify` once it opened the run: it also lists the
+held-out files): the evaluation itself failed (bad data, held-out files that cannot be
+listed, model archive that does not verify, store unreachable). `evaluation_run.status = 'failed'` with
 `failure_reason` says why. A last try whose process was killed before it could record
 anything (SIGKILL, out of memory) is recorded by the DAG's failure callback as soon as the
 run fails: `failed`, with a reason starting `lost:` that names the task and try. Fix the
@@ -69,7 +74,9 @@ created.
 """
 
 RETRIES = dag_retries()
-#: ``partitions``' XCom for ``evaluate_in_one_task``: the partitions it evaluates, or none.
+#: ``verify``'s XCom holding the run (:class:`RunRefDict`) every later task is given.
+RUN_XCOM = "run"
+#: ``verify``'s XCom for ``evaluate_in_one_task``: the partitions it evaluates, or none.
 ONE_TASK_XCOM = "one_task"
 
 
@@ -89,6 +96,20 @@ def _run_step(run: RunRefDict, step: Callable[..., Any], *args: Any) -> Any:
 def _dag_run_key(context: Any) -> str:
     """The key the DAG gives its evaluation run (the run's own key adds the model's identity)."""
     return f"{context['dag'].dag_id}__{context['run_id']}"
+
+
+def _plan(context: Any, run: RunRefDict) -> list[Partition]:
+    """``verify``'s second half: list the held-out files once and choose the path. Returns the
+    partitions ``score`` maps over (none on the short path) and pushes ``evaluate_in_one_task``'s
+    (none on the mapped path). A listing error is recorded as the run's failure."""
+    from modelgate.pipelines.evaluation import runner
+
+    max_mb = int(context["params"].get("one_task_max_mb", ONE_TASK_MAX_MB))
+    plan: runner.PartitionPlan = _run_step(run, runner.plan_partitions, max_mb)
+    print(f"{len(plan.partitions)} partition(s), {plan.total_bytes / 2**20:.1f} MiB: "
+          f"{'one task' if plan.one_task else 'one score task each'} (one_task_max_mb {max_mb})")
+    context["ti"].xcom_push(key=ONE_TASK_XCOM, value=plan.partitions if plan.one_task else [])
+    return [] if plan.one_task else plan.partitions
 
 
 def _record_lost_run(context: Any) -> None:
@@ -151,12 +172,12 @@ def _record_lost_run(context: Any) -> None:
     },
 )
 def model_evaluation() -> None:
-    # Its dict return made TaskFlow infer multiple_outputs (each key is also an XCom of its
-    # own); stated, so the XComs stay the same whatever the return annotation says.
-    @task(multiple_outputs=True)
-    def verify() -> RunRefDict:
-        """Open the run row for this candidate; the archive is verified when it is scored.
-        A refusal (no model, unknown version, bad dataset or policy) is final: no retry."""
+    @task
+    def verify() -> list[Partition]:
+        """Open the run row for this candidate (the archive is verified when it is scored) and
+        plan its held-out data. Returns the partitions ``score`` maps over (none on the short
+        path); the run and the short path's partitions are XComs of their own. A refusal (no
+        model, unknown version, bad dataset or policy) is final: no retry."""
         from airflow.sdk.exceptions import AirflowFailException
 
         from modelgate.pipelines.evaluation import prepare_step
@@ -181,37 +202,28 @@ def model_evaluation() -> None:
                                if c.strip()),
                 segment_pairs=bool(params.get("segment_pairs", False)),
             )
-        return ref.as_dict()
+        context["ti"].xcom_push(key=RUN_XCOM, value=ref.as_dict())
+        return _plan(context, ref.as_dict())
 
-    @task
-    def partitions(run: RunRefDict) -> list[Partition]:
-        """The held-out parquet files (one, a directory or an s3:// prefix), one mapped score
-        task each; none when they are small enough for ``evaluate_in_one_task``, which gets
-        them through the XCom ``one_task`` (an empty list on the mapped path)."""
-        from modelgate.pipelines.evaluation import runner
-
-        context = get_current_context()
-        max_mb = int(context["params"].get("one_task_max_mb", ONE_TASK_MAX_MB))
-        plan: runner.PartitionPlan = _run_step(run, runner.plan_partitions, max_mb)
-        print(f"{len(plan.partitions)} partition(s), {plan.total_bytes / 2**20:.1f} MiB: "
-              f"{'one task' if plan.one_task else 'one score task each'} (one_task_max_mb {max_mb})")
-        context["ti"].xcom_push(key=ONE_TASK_XCOM, value=plan.partitions if plan.one_task else [])
-        return [] if plan.one_task else plan.partitions
-
-    @task
-    def evaluate_in_one_task(run: RunRefDict, found: list[Partition]) -> str:
+    @task(trigger_rule=TriggerRule.ALL_SKIPPED)
+    def evaluate_in_one_task() -> str:
         """Every step after partitions in this task, as ``modelgate evaluate`` runs them; fails
-        the DAG run, without retries, when the policy blocked the candidate (as ``gate`` does)."""
-        from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+        the DAG run, without retries, when the policy blocked the candidate (as ``gate`` does).
+        It runs only when ``score`` was skipped (verify planned no partition for it); on the
+        mapped path Airflow skips it without starting a process."""
+        from airflow.sdk.exceptions import AirflowFailException
 
-        if not found:
-            raise AirflowSkipException("the held-out data takes the mapped path (score, merge, ...)")
         from modelgate.pipelines.evaluation import gate_step, run_refs, runner
 
+        ti = get_current_context()["ti"]
+        # pulled, not taken as arguments: an argument would set verify upstream, and the
+        # trigger rule must see score alone
+        run: RunRefDict = ti.xcom_pull(task_ids="verify", key=RUN_XCOM)
+        found: list[Partition] = ti.xcom_pull(task_ids="verify", key=ONE_TASK_XCOM)
         done = _run_step(run, runner.run_after_partitions, list(found))
         link = str(done["report"])
         print(f"evaluation report: {link_for_log(link)} (signed link: Report button / XCom)")
-        get_current_context()["ti"].xcom_push(key=REPORT_URL_XCOM, value=link)  # for ReportLink
+        ti.xcom_push(key=REPORT_URL_XCOM, value=link)  # for ReportLink
         if not done["gate"]:
             try:
                 gate_step.enforce_gate(_ctx(), run_refs.RunRef(**run))
@@ -302,10 +314,12 @@ def model_evaluation() -> None:
 
         return str(_run_step(run, promote_step.promote, sketch_key))
 
-    # Every task gets the run from verify; the order between them is EVALUATION's.
-    run = verify()
+    # Every task gets the run from verify; the order between them is EVALUATION's. verify
+    # also plans the partitions (its return value, which score maps over: Airflow maps over
+    # a task's return value only), so the graph's partitions step is no task of its own.
+    planned: Any = verify()
+    run = planned[RUN_XCOM]
     build: dict[str, Callable[[dict[str, Any]], Any]] = {
-        "partitions": lambda done: partitions(run),
         "score": lambda done: score.partial(run=run).expand(partition=done["partitions"]),
         "merge": lambda done: merge(run, done["score"]),
         "metrics": lambda done: metrics(run),
@@ -318,9 +332,10 @@ def model_evaluation() -> None:
         "reference_sketch": lambda done: reference_sketch(run),
         "promote": lambda done: promote(run, done["reference_sketch"]),
     }
-    tasks = wire(EVALUATION, build, {EVALUATION.root.name: run})
+    tasks = wire(EVALUATION, build, {EVALUATION.root.name: planned, "partitions": planned})
     tasks["report"].operator.operator_extra_links = (ReportLink(),)
-    one_task: Any = evaluate_in_one_task(run, tasks["partitions"][ONE_TASK_XCOM])
+    one_task: Any = evaluate_in_one_task()
+    tasks["score"] >> one_task  # its only upstream: it runs when score was skipped
     one_task.operator.operator_extra_links = (ReportLink(),)
 
 evaluation_dag = model_evaluation()

@@ -6,7 +6,7 @@ heavy imports: DAG files import it at parse time.
 
 Evaluation (``model_evaluation``, :mod:`~modelgate.pipelines.evaluation.runner`)::
 
-    verify -> RunRefDict (every later task)       partitions -> list[Partition] -> score
+    verify -> RunRefDict (XCom ``run``: every later task); list[Partition] (its return value) -> score
 
 Drift (``drift_monitoring``, :mod:`~modelgate.pipelines.drift.runner`)::
 

@@ -1,7 +1,7 @@
 """The ``model_evaluation`` DAG's two paths on a real Airflow 3.3 deployment (issue #42 item 3).
 
-Small held-out data (under the ``one_task_max_mb`` param) takes the short path: verify ->
-partitions -> evaluate_in_one_task, which runs every later step in one task process; the
+Small held-out data (under the ``one_task_max_mb`` param) takes the short path: verify (which
+plans the partitions) -> evaluate_in_one_task, which runs every later step in one task process; the
 same data with ``one_task_max_mb`` 0 takes the mapped path (one ``score`` task per file,
 then a task per step). Both runs evaluate the same candidate on the same three files under a
 blocking policy: each DAG run fails (at ``evaluate_in_one_task``, at ``gate``), nothing is
@@ -51,6 +51,14 @@ def _states(meta: str, run_id: str) -> dict[tuple[str, int], str]:
     return {(t, m): s for t, m, s in rows}
 
 
+def _started(meta: str, run_id: str) -> set[tuple[str, int]]:
+    """The run's task instances a worker ran a process for (it records its host; the
+    scheduler's skips and upstream failures leave none)."""
+    rows = meta_rows(meta, "SELECT task_id, map_index FROM task_instance WHERE run_id = %s "
+                           "AND coalesce(hostname, '') <> ''", (run_id,))
+    return {(t, m) for t, m in rows}
+
+
 def _evaluation(url: str, run_id: str) -> tuple[str, int, dict[str, list[tuple[Any, ...]]]]:
     ((run, status, rows),) = fetch_all(url, "SELECT evaluation_run_id, status, rows_scored FROM "
                                             "evaluation_run WHERE run_key LIKE %s",
@@ -90,15 +98,21 @@ def test_small_data_runs_in_one_task_and_the_mapped_path_gives_the_same_rows(
             trigger(env, "model_evaluation", "mapped", {**conf, "one_task_max_mb": 0})
             assert wait_for(lambda: finished_state(meta, "mapped"), "mapped", procs, logs) == "failed"
             small, mapped = _states(meta, "small"), _states(meta, "mapped")
-    # the short path: three tasks ran, the blocked candidate failed the one task; the mapped
+            started = {run: _started(meta, run) for run in ("small", "mapped")}
+    # the short path: two tasks ran, the blocked candidate failed the one task; the mapped
     # path's tasks were skipped without a process (score got no partition)
     ran = {k: s for k, s in small.items() if s != "skipped"}
-    assert ran == {("verify", -1): "success", ("partitions", -1): "success",
-                   ("evaluate_in_one_task", -1): "failed"}, (small, log_tails(logs))
+    assert ran == {("verify", -1): "success", ("evaluate_in_one_task", -1): "failed"}, (
+        small, log_tails(logs))
     assert small[("score", -1)] == "skipped"
-    # the mapped path: one score task per file, blocked at gate; the one task skipped itself
+    # the mapped path: one score task per file, blocked at gate; Airflow skipped the one task
     assert sorted(m for t, m in mapped if t == "score") == [0, 1, 2], mapped
     assert mapped[("gate", -1)] == "failed" and mapped[("evaluate_in_one_task", -1)] == "skipped"
+    # no task process for the path not taken (a task skipping itself would have had one):
+    # exactly the tasks that succeeded or failed were started by a worker
+    for run, states in (("small", small), ("mapped", mapped)):
+        assert started[run] == {k for k, s in states.items() if s in ("success", "failed")}, (
+            run, states, started[run])
     assert mapped[("promote", -1)] == "upstream_failed"
     assert models.get(ctx.db_url, NAME, "2").stage == "candidate"
     status, rows, results = _evaluation(ctx.db_url, "small")

@@ -61,17 +61,21 @@ def drift_dag() -> Any:
 
 #: model_evaluation's task that runs every step after ``partitions`` for small held-out data.
 ONE_TASK = "evaluate_in_one_task"
+#: The step the evaluation DAG's first task runs too (verify plans the partitions).
+IN_VERIFY = "partitions"
 
 
 def test_evaluation_dag_is_the_declared_graph(evaluation_dag: Any) -> None:
-    """Exactly: one task per step, named by it, each with the declared upstream steps plus
-    the first one (every task takes the run reference it opened); beside them the short
-    path's one task, after partitions, with nothing after it."""
+    """Exactly: one task per step but ``partitions`` (verify's), named by it, each with the
+    declared upstream steps plus the first one (every task takes the run reference it
+    opened); beside them the short path's one task, after score alone (it runs when score
+    was skipped), with nothing after it."""
     root = EVALUATION.root.name
-    expected = {s.name: set(s.after) | ({root} if s.name != root else set()) for s in EVALUATION}
+    expected = {s.name: {root if a == IN_VERIFY else a for a in s.after} | {root}
+                for s in EVALUATION if s.name not in (root, IN_VERIFY)}
     upstream = _upstream(evaluation_dag)
-    assert upstream.pop(ONE_TASK) == {root, "partitions"}
-    assert upstream == expected
+    assert upstream.pop(ONE_TASK) == {"score"}
+    assert upstream == {root: set(), **expected}
     assert not evaluation_dag.get_task(ONE_TASK).downstream_task_ids
 
 
@@ -83,6 +87,7 @@ def test_evaluation_dag_keeps_its_task_settings(evaluation_dag: Any) -> None:
     assert [type(link).__name__ for link in tasks["report"].operator_extra_links] == ["ReportLink"]
     assert [type(link).__name__ for link in tasks[ONE_TASK].operator_extra_links] == ["ReportLink"]
     assert tasks[ONE_TASK].retries == tasks["verify"].retries and not tasks[ONE_TASK].is_mapped
+    assert tasks[ONE_TASK].trigger_rule == "all_skipped"  # skipped by Airflow, no process
 
 
 def test_drift_dag_orders_the_steps_as_declared(drift_dag: Any) -> None:
@@ -100,7 +105,7 @@ def test_drift_dag_orders_the_steps_as_declared(drift_dag: Any) -> None:
 #: The tasks whose payload is also pushed key by key as XComs of their own (TaskFlow's
 #: multiple_outputs). TaskFlow infers it from a task's return annotation, so typing the
 #: payloads could change it silently; every other task pushes one XCom.
-SPLIT_XCOMS = {"model_evaluation": {"verify"}, "drift_monitoring": {"prepare", "sample_and_score"}}
+SPLIT_XCOMS = {"model_evaluation": set(), "drift_monitoring": {"prepare", "sample_and_score"}}
 
 
 @pytest.mark.parametrize("dag_fixture", ["evaluation_dag", "drift_dag"])

@@ -246,7 +246,7 @@ def test_airflow_retry_of_a_failed_score_task_reaches_the_clean_state(
     clean = _dag_run(data)
     # second run: the held-out folder exists (a dataset that does not exist at all is refused
     # for good by `verify`, never retried) but its file is not there yet, so the first try of
-    # `partitions` (the first task that reads the dataset: it lists the files to score) fails
+    # `verify` (which, once the run is open, lists the files to score) fails
     # for real; the file lands as that failure is raised (dag.test() runs tasks in this
     # process), so the retry finds it whatever the machine's speed
     landing = tmp_path / "landing"
@@ -266,9 +266,9 @@ def test_airflow_retry_of_a_failed_score_task_reaches_the_clean_state(
     retried = _dag_run(landing)
     tries = {ti.task_id: (ti.try_number, str(ti.state)) for ti in retried.get_task_instances()}
     assert len(misses) == 1, misses
-    # one small file: every step after partitions in one task (score and the rest skipped),
+    # one small file: every step after verify in one task (score and the rest skipped),
     # which fails once, without a retry, as the gate blocks the candidate (as in the clean run)
-    assert tries["partitions"] == (2, "success") and tries["evaluate_in_one_task"] == (1, "failed")
+    assert tries["verify"] == (2, "success") and tries["evaluate_in_one_task"] == (1, "failed")
     assert tries["score"][1] == tries["merge"][1] == "skipped"
     assert str(retried.state) == str(clean.state)
     (first, *_), (second, *_) = _runs(ctx.db_url)
@@ -282,7 +282,7 @@ def test_airflow_retry_of_the_one_task_evaluation_reaches_the_clean_state(
     env: Settings, airflow_db: Path, demo_builds: dict[str, Any], data: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Small data runs every step after partitions in ``evaluate_in_one_task``: a step failing
+    """Small data runs every step after verify in ``evaluate_in_one_task``: a step failing
     on its first try (after score, merge, metrics and fairness ran) is not the run's failure;
     the retry runs the steps again and ends where a clean run ends."""
     monkeypatch.setenv("MODELGATE_DAG_RETRIES", "1")

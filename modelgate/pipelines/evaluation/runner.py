@@ -5,7 +5,7 @@ builds its task dependencies from it (one task per step, ids = step names), and
 :func:`run_evaluation` runs the same steps one after the other for ``modelgate evaluate``,
 the tests and the benchmarks. The steps themselves are the functions of the step modules beside it
 (``prepare_step``, ``score_step``, ... ``promote_step``); the adapters below only say what each one is given
-(the DAG's tasks call :func:`partitions` and :func:`score_partition` too, so the fan-out's
+(the DAG's tasks call :func:`plan_partitions` and :func:`score_partition` too, so the fan-out's
 payload, :class:`~modelgate.pipelines.payloads.Partition`, is built in one place).
 They import those modules and look their functions up when called: DAG files import this
 module at parse time, and a test may replace a step.
@@ -17,9 +17,10 @@ module at parse time, and a test may replace a step.
 ``reference_sketch`` (:mod:`.reference_sketch_step`) is the one step that reaches the drift
 pipeline: a candidate of a monitored model gets its drift reference sketch before it is promoted.
 
-For small held-out data the DAG's ``partitions`` task (:func:`plan_partitions`) chooses one
-task for every later step (:func:`run_after_partitions`, the same in-process run) over the
-mapped path: below :data:`ONE_TASK_MAX_MB` the per-task cost outweighs the spread.
+The DAG has no ``partitions`` task: its ``verify`` task opens the run and plans the partitions
+(:func:`plan_partitions`), choosing, for small held-out data, one task for every later step
+(:func:`run_after_partitions`, the same in-process run) over the mapped path: below
+:data:`ONE_TASK_MAX_MB` the per-task cost outweighs the spread.
 """
 
 from __future__ import annotations
@@ -117,8 +118,8 @@ def in_one_task(total_bytes: int, *, max_mb: int) -> bool:
 
 
 def plan_partitions(ctx: Context, ref: RunRef, max_mb: int) -> PartitionPlan:
-    """The DAG's ``partitions`` task: list the held-out files once (with their sizes) and
-    choose between one task for the whole evaluation and one ``score`` task per partition."""
+    """The DAG's ``verify`` task, once the run is open: list the held-out files once (with their
+    sizes) and choose between one task for the whole evaluation and one ``score`` task per partition."""
     from modelgate.pipelines.evaluation import partitions as dataset_partitions
     from modelgate.pipelines.evaluation import score_step
 

@@ -38,7 +38,6 @@ References
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -49,14 +48,14 @@ import numpy.typing as npt
 # Shared with fairness/, so it lives below both cores.
 from modelgate.intervals import (
     bootstrap_indices,
-    check_confidence_level,
     interval_holding,
     percentile_interval,
 )
-from modelgate.intervals import check_int as _check_int
 
 from .auc_delta import delong_deviations, paired_auc_delta_interval
+from .binary_inputs import check_interval, check_labels_scores, check_options
 from .bootstrap_cells import delong_variance
+from .calibration import calibration_table
 from .metric_intervals import (
     difference_part_moments,
     log_loss_delta_interval,
@@ -86,7 +85,6 @@ __all__ = [
     "PairedComparison",
     "PerformanceReport",
     "bootstrap_indices",
-    "calibration_table",
     "compare",
     "evaluate",
     "paired_deltas",
@@ -199,11 +197,11 @@ def evaluate(
     >>> evaluate([1, 1], [0.2, 0.9], n_bootstrap=0).by_name()["roc_auc"].undefined_reason
     'label has one class only'
     """
-    y, s = _check_labels_scores(y_true, score, "score")
-    _check_options(threshold, n_bootstrap, confidence_level, seed)
+    y, s = check_labels_scores(y_true, score, "score")
+    check_options(threshold, n_bootstrap, confidence_level, seed)
     cells = _cells(y, s, threshold)
     point, reasons = _point_estimates(cells)
-    _check_interval(interval)
+    check_interval(interval)
     boot = _bootstrap((cells,), len(y), n_bootstrap, seed)
     own = _own_intervals(cells, point, boot[0], confidence_level) if interval == "per_metric" else {}
     metrics = tuple(
@@ -271,14 +269,14 @@ def compare(
     >>> round(d.candidate, 4), round(d.champion, 4), round(d.delta, 4)
     (1.0, 0.8889, 0.1111)
     """
-    y, s_new = _check_labels_scores(y_true, candidate_scores, "candidate_scores")
-    _, s_old = _check_labels_scores(y, champion_scores, "champion_scores")
-    _check_options(threshold, n_bootstrap, confidence_level, seed)
+    y, s_new = check_labels_scores(y_true, candidate_scores, "candidate_scores")
+    _, s_old = check_labels_scores(y, champion_scores, "champion_scores")
+    check_options(threshold, n_bootstrap, confidence_level, seed)
     old_threshold = threshold if champion_threshold is None else champion_threshold
-    _check_options(old_threshold, n_bootstrap, confidence_level, seed)
+    check_options(old_threshold, n_bootstrap, confidence_level, seed)
     cells = (_cells(y, s_new, threshold), _cells(y, s_old, old_threshold))
     (p_new, r_new), (p_old, r_old) = _point_estimates(cells[0]), _point_estimates(cells[1])
-    _check_interval(interval)
+    check_interval(interval)
     differences = {"log_loss": _row_log_loss(y, s_new) - _row_log_loss(y, s_old)}
     boot_new, boot_old = _bootstrap(cells, len(y), n_bootstrap, seed, differences)
     own: tuple[Mapping[str, tuple[float, float] | None], ...] = ({}, {})
@@ -323,67 +321,6 @@ def compare(
     return ComparisonReport(
         tuple(deltas), len(y), float(threshold), n_bootstrap, confidence_level, seed
     )
-
-
-def calibration_table(
-    y_true: npt.ArrayLike,
-    score: npt.ArrayLike,
-    *,
-    n_bins: int = 10,
-    strategy: CalibrationStrategy = "uniform",
-) -> CalibrationTable:
-    """Reliability table: per score bin, the count, mean score and observed positive rate.
-
-    Bin edges and bin membership follow ``sklearn.calibration.calibration_curve``:
-    ``"uniform"`` uses ``n_bins`` equal-width bins on [0, 1], ``"quantile"`` puts the
-    edges at score percentiles; a score equal to an inner edge goes to the lower bin.
-
-    Parameters
-    ----------
-    y_true : array_like of shape (n,)
-        True labels, 0 or 1.
-    score : array_like of shape (n,)
-        Predicted probability of label 1, in [0, 1].
-    n_bins : int, default 10
-        Number of bins, at least 1.
-    strategy : {"uniform", "quantile"}, default "uniform"
-        How bin edges are placed.
-
-    Returns
-    -------
-    CalibrationTable
-
-    Raises
-    ------
-    ValueError
-        If an input is invalid.
-
-    Examples
-    --------
-    >>> t = calibration_table([0, 1, 1, 0], [0.1, 0.8, 0.9, 0.7], n_bins=2)
-    >>> [(b.n, round(b.mean_predicted, 4), round(b.observed_rate, 4)) for b in t.bins]
-    [(1, 0.1, 0.0), (3, 0.8, 0.6667)]
-    """
-    y, s = _check_labels_scores(y_true, score, "score")
-    _check_int(n_bins, "n_bins", minimum=1)
-    if strategy == "uniform":
-        edges = np.linspace(0.0, 1.0, n_bins + 1)
-    elif strategy == "quantile":
-        edges = np.percentile(s, np.linspace(0.0, 1.0, n_bins + 1) * 100)
-    else:
-        raise ValueError(f"strategy must be 'uniform' or 'quantile'; got {strategy!r}")
-    bin_ids = np.searchsorted(edges[1:-1], s)
-    total = np.bincount(bin_ids, minlength=n_bins)
-    sum_score = np.bincount(bin_ids, weights=s, minlength=n_bins)
-    sum_label = np.bincount(bin_ids, weights=y.astype(np.float64), minlength=n_bins)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_score, rate = sum_score / total, sum_label / total
-    bins = tuple(
-        CalibrationBin(float(edges[i]), float(edges[i + 1]), int(total[i]),
-                       float(mean_score[i]), float(rate[i]))
-        for i in range(n_bins)
-    )
-    return CalibrationTable(bins, strategy, n_bins)
 
 
 # ----------------------------------------------------------------------------- internals
@@ -573,48 +510,3 @@ def _holding(estimate: MetricEstimate) -> MetricEstimate:
     lower, upper = interval_holding(estimate.value, estimate.ci_lower, estimate.ci_upper)
     return MetricEstimate(estimate.name, estimate.value, lower, upper, estimate.n,
                           estimate.undefined_reason)
-
-
-def _check_labels_scores(
-    y_true: npt.ArrayLike, score: npt.ArrayLike, score_name: str
-) -> tuple[npt.NDArray[np.int8], _FloatArray]:
-    y = _as_1d(y_true, "y_true")
-    if y.size == 0:
-        raise ValueError("y_true must have at least one row; got an empty array")
-    if y.dtype.kind not in "biuf" or not np.all((y == 0) | (y == 1)):
-        found = np.unique(y[~((y == 0) | (y == 1))])[:3] if y.dtype.kind in "biuf" else y.dtype
-        raise ValueError(f"y_true must contain only 0 and 1; found {found!r}")
-    raw = _as_1d(score, score_name)
-    if raw.dtype.kind not in "biuf":
-        raise ValueError(f"{score_name} must be numeric; got dtype {raw.dtype!r}")
-    s: _FloatArray = np.asarray(raw, dtype=np.float64)
-    if s.shape != y.shape:
-        raise ValueError(f"{score_name} must have the length of y_true ({y.size}); got {s.size}")
-    if not np.all((s >= 0.0) & (s <= 1.0)):
-        raise ValueError(f"{score_name} must be probabilities in [0, 1]; found values outside "
-                         f"(min {np.nanmin(s)!r}, max {np.nanmax(s)!r}, or NaN)")
-    return y.astype(np.int8), s
-
-
-def _as_1d(values: npt.ArrayLike, name: str) -> npt.NDArray[np.generic]:
-    arr = np.asarray(values)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape!r}")
-    return arr
-
-
-def _check_interval(interval: object) -> None:
-    if interval not in ("per_metric", "percentile"):
-        raise ValueError(f"interval must be 'per_metric' or 'percentile'; got {interval!r}")
-
-
-def _check_options(threshold: float, n_bootstrap: int, confidence_level: float, seed: int) -> None:
-    if not _is_real(threshold) or not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must be a number in [0, 1]; got {threshold!r}")
-    _check_int(n_bootstrap, "n_bootstrap", minimum=0)
-    _check_int(seed, "seed", minimum=0)
-    check_confidence_level(confidence_level)
-
-
-def _is_real(value: object) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)

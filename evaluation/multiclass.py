@@ -66,10 +66,7 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 from modelgate.evaluation.labels import class_indices as _class_indices
-from modelgate.evaluation.metrics import (
-    MetricEstimate,
-    percentile_interval,
-)
+from modelgate.evaluation.metrics import MetricEstimate
 from modelgate.evaluation.multiclass_cells import class_cells, resampled_counts, value_cells
 from modelgate.evaluation.ovr_auc import (
     class_deviations,
@@ -83,6 +80,7 @@ from modelgate.intervals import (
     bootstrap_counts,
     check_confidence_level,
     interval_holding,
+    percentile_interval,
     studentized_interval,
     wilson_interval,
 )

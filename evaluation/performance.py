@@ -50,7 +50,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from modelgate.intervals import bca_interval, interval_holding
+from modelgate.intervals import bca_interval, interval_holding, percentile_interval
 
 from .auc_delta import delong_deviations, paired_auc_delta_interval
 from .bootstrap_cells import (
@@ -76,7 +76,6 @@ from .metrics import (
     MetricDelta,
     MetricEstimate,
     PerformanceReport,
-    percentile_interval,
     undefined_reasons,
 )
 from .paired_ratios import mean_delta_interval
@@ -166,9 +165,9 @@ def performance_from_statistics(
     >>> round(r.candidate.by_name()["roc_auc"].value, 4), r.auc_error_bound
     (0.8889, 0.0)
     """
-    from .metrics import _check_options
+    from .binary_inputs import check_options
 
-    _check_options(0.5, n_bootstrap, confidence_level, seed)
+    check_options(0.5, n_bootstrap, confidence_level, seed)
     if interval not in ("per_metric", "percentile", "bca"):
         raise ValueError(f"interval must be 'per_metric', 'percentile' or 'bca'; got {interval!r}")
     models = [stats.candidate] + ([stats.champion] if stats.champion is not None else [])

@@ -67,13 +67,13 @@ from modelgate.evaluation.metrics import (
     MetricEstimate,
     PairedComparison,
     paired_deltas,
-    percentile_interval,
 )
 
 from modelgate.intervals import (
     bootstrap_counts,
     check_confidence_level,
     interval_holding,
+    percentile_interval,
     satterthwaite_df,
     studentized_interval,
 )

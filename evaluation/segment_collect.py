@@ -87,10 +87,10 @@ class BatchRows:
 def batch_rows(y_true: npt.ArrayLike, score: npt.ArrayLike, threshold: float, *,
                max_cells: int, max_distinct: int) -> BatchRows:
     """Check a batch as :func:`~.sufficient.collect` does and compute its per-row summaries once."""
-    from .metrics import _check_labels_scores, _check_options
+    from .binary_inputs import check_labels_scores, check_options
 
-    y, s = _check_labels_scores(y_true, score, "score")
-    _check_options(threshold, 0, 0.5, 0)
+    y, s = check_labels_scores(y_true, score, "score")
+    check_options(threshold, 0, 0.5, 0)
     _check_sizes(max_cells, max_distinct)
     edges = np.linspace(0.0, 1.0, CALIBRATION_BINS + 1)
     # one contiguous array per loss: gathering and summing rows of an (n, 2) array costs more

@@ -44,9 +44,9 @@ import numpy.typing as npt
 from modelgate.fairness.gap_intervals import wilson_bounds
 from scipy.special import ndtri
 
-from modelgate.intervals import interval_holding, wilson_interval
+from modelgate.intervals import interval_holding, percentile_interval, wilson_interval
 
-from .metrics import MetricEstimate, percentile_interval
+from .metrics import MetricEstimate
 from .multiclass import (
     _metrics,
     _point,

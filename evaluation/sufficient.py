@@ -172,10 +172,10 @@ def collect(
     >>> s.n, s.candidate.tp, s.candidate.fp, s.candidate.scores.pos.tolist()
     (4, 1, 0, [0, 1, 1])
     """
-    from .metrics import _check_labels_scores, _check_options
+    from .binary_inputs import check_labels_scores, check_options
 
-    y, s = _check_labels_scores(y_true, score, "score")
-    _check_options(threshold, 0, 0.5, 0)
+    y, s = check_labels_scores(y_true, score, "score")
+    check_options(threshold, 0, 0.5, 0)
     _check_sizes(max_cells, max_distinct)
     if ranks is not None and ranks.rank.shape != s.shape:
         raise ValueError(f"ranks must have one rank per score ({len(s)}); got {ranks.rank.size}")
@@ -186,8 +186,8 @@ def collect(
     if champion_score is not None:
         if champion_threshold is None:
             raise ValueError("champion_threshold is required with champion_score")
-        _, h = _check_labels_scores(y, champion_score, "champion_score")
-        _check_options(champion_threshold, 0, 0.5, 0)
+        _, h = check_labels_scores(y, champion_score, "champion_score")
+        check_options(champion_threshold, 0, 0.5, 0)
         losses.append(_row_losses(y, h))
         champ = _model_statistics(y, h, champion_threshold, losses=losses[1])
         champ_code = score_codes(h, champion_threshold, EXACT_LEVEL)

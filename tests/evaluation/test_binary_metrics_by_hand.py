@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from modelgate.evaluation import metrics
-from modelgate.evaluation.metrics import calibration_table, compare, evaluate
+from modelgate.evaluation.calibration import calibration_table
+from modelgate.evaluation.metrics import compare, evaluate
 from sklearn import metrics as skm
 from support.binary_oracles import bootstrap_t, newcombe_method_10, row_log_losses
 

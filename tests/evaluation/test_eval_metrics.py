@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from modelgate.evaluation.calibration import calibration_table
 from modelgate.evaluation.metrics import (
     METRIC_NAMES,
     bootstrap_indices,
-    calibration_table,
     compare,
     evaluate,
 )

@@ -8,7 +8,8 @@ import warnings
 import numpy as np
 import pytest
 from modelgate.evaluation import metrics
-from modelgate.evaluation.metrics import calibration_table, compare, evaluate, undefined_reasons
+from modelgate.evaluation.calibration import calibration_table
+from modelgate.evaluation.metrics import compare, evaluate, undefined_reasons
 from sklearn import metrics as skm
 
 # No positive label, but some rows predicted positive: F1 = 2 tp / (2 tp + fp + fn) = 0 / fp

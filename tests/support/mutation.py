@@ -138,6 +138,18 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_eval_sufficient.py",
         "tests/evaluation/test_eval_gate.py",
     ),
+    "evaluation/binary_inputs.py": (  # split out of metrics.py: the same tests
+        "tests/evaluation/test_binary_metrics_by_hand.py",
+        "tests/evaluation/test_metrics_survivors.py",
+        "tests/evaluation/test_eval_metrics.py",
+        "tests/evaluation/test_eval_sufficient.py",
+    ),
+    "evaluation/calibration.py": (
+        "tests/evaluation/test_binary_metrics_by_hand.py",
+        "tests/evaluation/test_metrics_survivors.py",
+        "tests/evaluation/test_eval_metrics.py",
+        "tests/evaluation/test_eval_sufficient.py",
+    ),
     "evaluation/multiclass.py": (
         "tests/evaluation/test_multiclass_survivors.py",  # first: its small cases kill soonest
         "tests/evaluation/test_eval_multiclass.py",

@@ -5,112 +5,43 @@ group), and a report holds a dozen charts plus embedded waterfall PNGs while we 
 reports under 2 MB. These charts are a few dozen elements each (a few KB), need no fonts,
 scripts or stylesheets beyond what the page inlines, and are byte-for-byte deterministic.
 
-Every label that comes from data is escaped with ``html.escape(quote=True)``, in text
-nodes and in attributes alike, so the fragments are also well-formed XML. Numbers shown to
-readers use :func:`format_number` (4 significant digits); coordinates use one decimal.
+One module per chart family: bars, intervals, histograms, lines and the reliability diagram
+here, the SHAP charts in :mod:`~.shap_charts`; the escaping, number formats, scale and axes
+they share are in :mod:`~.svg`.
 """
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
-from modelgate.display_text import escape_hidden
-
-Tone = Literal["good", "warn", "bad", "neutral"]
-"""Colour role of a mark: good (green), warn (amber), bad (red), neutral (blue)."""
-
-TONE_COLOURS: dict[str, str] = {
-    "good": "#1a7f37",
-    "warn": "#b35900",
-    "bad": "#cf222e",
-    "neutral": "#4063a6",
-}
-REFERENCE_COLOUR = "#8c959f"
-THRESHOLD_COLOUR = "#1f2328"
-CHANGE_POINT_COLOUR = "#cf222e"
-
-WIDTH = 640
-ROW_HEIGHT = 22
-TOP = 34
-BOTTOM = 46
-LABEL_CHARS = 48
-"""Longest row label drawn in full; a longer one is cut with "…" (its tooltip has it all)."""
-MIN_PLOT_WIDTH = 260.0
-MAX_LINE_POINTS = 600
-FONT = "system-ui, -apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif"
-
-
-def esc(value: object) -> str:
-    """Escape a value for HTML or XML text and attributes; characters that would hide or
-    reorder a name (controls, bidirectional overrides, zero-width spaces) are written as
-    visible escapes (:func:`modelgate.display_text.escape_hidden`; newlines and tabs kept).
-
-    Examples
-    --------
-    >>> esc('<b title="x">')
-    '&lt;b title=&quot;x&quot;&gt;'
-    >>> esc("churn\u202e1v")
-    'churn\\\\u202e1v'
-    """
-    return html.escape(escape_hidden(str(value), keep="\n\t"), quote=True)
-
-
-def format_number(value: float | None) -> str:
-    """Format a number for readers: 4 significant digits, em dash for None, n/a for NaN.
-
-    Examples
-    --------
-    >>> [format_number(v) for v in (0.123456, 1234567.0, -0.0, None, float("nan"))]
-    ['0.1235', '1.235e+06', '0', '—', 'n/a']
-    """
-    if value is None:
-        return "—"
-    if math.isnan(value):
-        return "n/a"
-    if math.isinf(value):
-        return "∞" if value > 0 else "−∞"
-    text = f"{value:.4g}"
-    return "0" if text == "-0" else text
-
-
-def _c(value: float) -> str:
-    """Format an SVG coordinate (one decimal, no negative zero)."""
-    text = f"{value:.1f}"
-    return "0.0" if text == "-0.0" else text
-
-
-def _clip(label: str, chars: int = LABEL_CHARS) -> str:
-    return label if len(label) <= chars else label[: chars - 1] + "…"
-
-
-_NARROW = frozenset("iljtfrI.,;:'|!()[] ")
-_WIDE = frozenset("mwMWOQGDHNU@%")
-
-
-def text_width(text: str, font_size: float = 11.0) -> float:
-    """A generous estimate of the rendered width of ``text`` in pixels (sans-serif).
-
-    The charts have no font metrics (no fonts are shipped); laying out by this estimate,
-    which errs wide, keeps labels inside their SVG. The browser test checks the real
-    bounding boxes.
-
-    Examples
-    --------
-    >>> text_width("0.1235") < text_width("demographic_parity_difference")
-    True
-    """
-    em = sum(0.36 if ch in _NARROW else 0.95 if ch in _WIDE else 0.62 for ch in text)
-    return em * font_size
-
-
-def _label_room(labels: Sequence[str]) -> float:
-    """Pixels to reserve left of the plot for row labels (clipped at ``LABEL_CHARS``)."""
-    widest = max((text_width(_clip(label)) for label in labels), default=0.0)
-    return max(60.0, widest + 14.0)
+from .svg import (
+    BOTTOM,
+    CHANGE_POINT_COLOUR,
+    MAX_LINE_POINTS,
+    MIN_PLOT_WIDTH,
+    REFERENCE_COLOUR,
+    ROW_HEIGHT,
+    TONE_COLOURS,
+    TOP,
+    WIDTH,
+    Scale,
+    Tone,
+    clip_label,
+    coord,
+    css,
+    esc,
+    format_number,
+    label_room,
+    nice_ticks,
+    open_svg,
+    row_label,
+    text_width,
+    threshold_tick,
+    x_axis,
+    y_axis,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,109 +64,6 @@ class Interval:
     upper: float
     threshold: float | None = None
     tone: Tone = "neutral"
-
-
-@dataclass(frozen=True, slots=True)
-class _Scale:
-    """Linear map from data ``[lo, hi]`` to pixels ``[start, end]``."""
-
-    lo: float
-    hi: float
-    start: float
-    end: float
-
-    def __call__(self, value: float) -> float:
-        clamped = min(max(value, self.lo), self.hi)
-        return self.start + (clamped - self.lo) / (self.hi - self.lo) * (self.end - self.start)
-
-
-def nice_ticks(lo: float, hi: float, count: int = 5) -> tuple[float, ...]:
-    """Round tick values (steps of 1, 2 or 5 times a power of ten) covering ``[lo, hi]``.
-
-    Examples
-    --------
-    >>> nice_ticks(0.0, 0.87)
-    (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
-    """
-    if not hi > lo:
-        hi = lo + 1.0
-    raw = (hi - lo) / count
-    power = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1.0, 2.0, 5.0, 10.0) if m * power >= raw)
-    first = math.floor(lo / step)
-    last = math.ceil(hi / step - 1e-9)
-    return tuple(round(i * step, 12) + 0.0 for i in range(first, last + 1))
-
-
-_MIDDLE = 'text-anchor="middle" dy="0.35em"'
-_CLASS_ATTRS: dict[str, str] = {
-    "ct": f'{_MIDDLE} font-size="13" font-weight="600"',
-    "tk": _MIDDLE,
-    "al": _MIDDLE,
-    "tk tky": 'text-anchor="end" dy="0.35em"',
-    "rl": 'text-anchor="end" dy="0.35em"',
-    "vl": 'dy="0.35em"',
-    "lg": 'dy="0.35em"',
-    "ax": 'stroke="#59636e"',
-    "th": 'stroke-dasharray="4 3" stroke-width="2"',
-    "cp": 'stroke-width="2" fill="none"',
-}
-
-
-def _cls(name: str) -> str:
-    """A class plus the presentation attributes it stands for.
-
-    The attributes make a chart render the same without the page's stylesheet (PDF
-    converters, an SVG saved on its own); the class lets the page restyle it.
-    """
-    return f'class="{name}" {_CLASS_ATTRS[name]}'
-
-
-def _open(height: float, title: str, width: int = WIDTH) -> list[str]:
-    return [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} '
-        f'{_c(height)}" width="{width}" height="{_c(height)}" role="img" '
-        f'aria-label="{esc(title)}" font-size="11" font-family="{FONT}" fill="#1f2328">',
-        f"<title>{esc(title)}</title>",
-        f'<text x="{width / 2:.1f}" y="20" {_cls("ct")}>{esc(title)}</text>',
-    ]
-
-
-def _x_axis(scale: _Scale, ticks: Sequence[float], y: float, label: str) -> list[str]:
-    parts = [f'<line x1="{_c(scale.start)}" y1="{_c(y)}" x2="{_c(scale.end)}" '
-             f'y2="{_c(y)}" {_cls("ax")}/>']
-    for tick in ticks:
-        x = _c(scale(tick))
-        parts.append(f'<line x1="{x}" y1="{_c(y)}" x2="{x}" y2="{_c(y + 4)}" {_cls("ax")}/>')
-        parts.append(f'<text x="{x}" y="{_c(y + 15)}" {_cls("tk")}>'
-                     f"{esc(format_number(tick))}</text>")
-    mid = (scale.start + scale.end) / 2
-    parts.append(f'<text x="{_c(mid)}" y="{_c(y + 34)}" {_cls("al")}>{esc(label)}</text>')
-    return parts
-
-
-def _y_axis(scale: _Scale, ticks: Sequence[float], x: float, label: str) -> list[str]:
-    parts = [f'<line x1="{_c(x)}" y1="{_c(scale.start)}" x2="{_c(x)}" '
-             f'y2="{_c(scale.end)}" {_cls("ax")}/>']
-    for tick in ticks:
-        y = _c(scale(tick))
-        parts.append(f'<line x1="{_c(x - 4)}" y1="{y}" x2="{_c(x)}" y2="{y}" {_cls("ax")}/>')
-        parts.append(f'<text x="{_c(x - 6)}" y="{y}" {_cls("tk tky")}>'
-                     f"{esc(format_number(tick))}</text>")
-    mid = (scale.start + scale.end) / 2
-    parts.append(f'<text x="14" y="{_c(mid)}" {_cls("al")} '
-                 f'transform="rotate(-90 14 {_c(mid)})">{esc(label)}</text>')
-    return parts
-
-
-def _row_label(label: str, y: float, left: float) -> str:
-    return (f'<text x="{_c(left - 8)}" y="{_c(y)}" {_cls("rl")}>'
-            f"<title>{esc(label)}</title>{esc(_clip(label))}</text>")
-
-
-def _threshold_tick(x: float, y: float) -> str:
-    return (f'<line x1="{_c(x)}" y1="{_c(y - 9)}" x2="{_c(x)}" y2="{_c(y + 9)}" '
-            f'{_cls("th")} stroke="{THRESHOLD_COLOUR}"/>')
 
 
 def bar_chart(bars: Sequence[Bar], *, title: str, x_label: str, left: float | None = None) -> str:
@@ -275,37 +103,37 @@ def bar_chart(bars: Sequence[Bar], *, title: str, x_label: str, left: float | No
     top_value = max([b.value for b in bars] + [b.marker or 0.0 for b in bars] + [0.0])
     ticks = nice_ticks(0.0, top_value)
     height = TOP + ROW_HEIGHT * max(len(bars), 1) + BOTTOM
-    left = _label_room([b.label for b in bars]) if left is None else left
+    left = label_room([b.label for b in bars]) if left is None else left
     value_room = max((text_width(format_number(b.value)) for b in bars), default=0.0) + 16.0
     width = max(WIDTH, round(left + MIN_PLOT_WIDTH + value_room))
-    scale = _Scale(0.0, ticks[-1], left, width - value_room)
-    parts = _open(height, title, width)
+    scale = Scale(0.0, ticks[-1], left, width - value_room)
+    parts = open_svg(height, title, width)
     for i, bar in enumerate(bars):
         y = TOP + ROW_HEIGHT * (i + 0.5)
         colour = TONE_COLOURS[bar.tone]
-        parts.append(_row_label(bar.label, y, left))
-        parts.append(f'<rect x="{_c(left)}" y="{_c(y - 7)}" width="{_c(scale(bar.value) - left)}" '
+        parts.append(row_label(bar.label, y, left))
+        parts.append(f'<rect x="{coord(left)}" y="{coord(y - 7)}" width="{coord(scale(bar.value) - left)}" '
                      f'height="14" fill="{colour}"/>')
-        parts.append(f'<text x="{_c(scale(bar.value) + 4)}" y="{_c(y)}" {_cls("vl")}>'
+        parts.append(f'<text x="{coord(scale(bar.value) + 4)}" y="{coord(y)}" {css("vl")}>'
                      f"{esc(format_number(bar.value))}</text>")
         if bar.marker is not None:
-            parts.append(_threshold_tick(scale(bar.marker), y))
-    parts += _x_axis(scale, ticks, TOP + ROW_HEIGHT * max(len(bars), 1), x_label)
+            parts.append(threshold_tick(scale(bar.marker), y))
+    parts += x_axis(scale, ticks, TOP + ROW_HEIGHT * max(len(bars), 1), x_label)
     parts.append("</svg>")
     return "\n".join(parts)
 
 
-def _interval_marks(row: Interval, scale: _Scale, y: float) -> list[str]:
+def _interval_marks(row: Interval, scale: Scale, y: float) -> list[str]:
     colour = TONE_COLOURS[row.tone]
     if not all(math.isfinite(v) for v in (row.value, row.lower, row.upper)):
-        return [f'<text x="{_c(scale.start + 4)}" y="{_c(y)}" {_cls("vl")}>undefined</text>']
+        return [f'<text x="{coord(scale.start + 4)}" y="{coord(y)}" {css("vl")}>undefined</text>']
     lo, hi, mid = scale(row.lower), scale(row.upper), scale(row.value)
     return [
-        f'<line x1="{_c(lo)}" y1="{_c(y)}" x2="{_c(hi)}" y2="{_c(y)}" stroke="{colour}" '
+        f'<line x1="{coord(lo)}" y1="{coord(y)}" x2="{coord(hi)}" y2="{coord(y)}" stroke="{colour}" '
         'stroke-width="2"/>',
-        f'<path d="M{_c(lo)} {_c(y - 5)}v10M{_c(hi)} {_c(y - 5)}v10" stroke="{colour}" '
+        f'<path d="M{coord(lo)} {coord(y - 5)}v10M{coord(hi)} {coord(y - 5)}v10" stroke="{colour}" '
         'stroke-width="2"/>',
-        f'<circle cx="{_c(mid)}" cy="{_c(y)}" r="4" fill="{colour}"/>',
+        f'<circle cx="{coord(mid)}" cy="{coord(y)}" r="4" fill="{colour}"/>',
     ]
 
 
@@ -345,20 +173,20 @@ def interval_chart(
     height = TOP + ROW_HEIGHT * max(len(rows), 1) + BOTTOM
     texts = [f"{format_number(r.value)} [{format_number(r.lower)}, {format_number(r.upper)}]"
              for r in rows]
-    left = _label_room([r.label for r in rows]) if left is None else left
+    left = label_room([r.label for r in rows]) if left is None else left
     value_room = max((text_width(t) for t in texts), default=0.0) + 24.0
     width = max(WIDTH, round(left + MIN_PLOT_WIDTH + value_room))
-    scale = _Scale(ticks[0], ticks[-1], left, width - value_room)
-    parts = _open(height, title, width)
+    scale = Scale(ticks[0], ticks[-1], left, width - value_room)
+    parts = open_svg(height, title, width)
     for i, (row, text) in enumerate(zip(rows, texts, strict=True)):
         y = TOP + ROW_HEIGHT * (i + 0.5)
-        parts.append(_row_label(row.label, y, left))
+        parts.append(row_label(row.label, y, left))
         if row.threshold is not None:
-            parts.append(_threshold_tick(scale(row.threshold), y))
+            parts.append(threshold_tick(scale(row.threshold), y))
         parts += _interval_marks(row, scale, y)
-        parts.append(f'<text x="{_c(width - value_room + 16)}" y="{_c(y)}" {_cls("vl")}>'
+        parts.append(f'<text x="{coord(width - value_room + 16)}" y="{coord(y)}" {css("vl")}>'
                      f"{esc(text)}</text>")
-    parts += _x_axis(scale, ticks, TOP + ROW_HEIGHT * max(len(rows), 1), x_label)
+    parts += x_axis(scale, ticks, TOP + ROW_HEIGHT * max(len(rows), 1), x_label)
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -367,9 +195,9 @@ def _legend(entries: Sequence[tuple[str, str]], x: float, y: float) -> list[str]
     parts = []
     for i, (label, colour) in enumerate(entries):
         ex = x + 130 * i
-        parts.append(f'<rect x="{_c(ex)}" y="{_c(y - 9)}" width="10" height="10" '
+        parts.append(f'<rect x="{coord(ex)}" y="{coord(y - 9)}" width="10" height="10" '
                      f'fill="{colour}"/>')
-        parts.append(f'<text x="{_c(ex + 14)}" y="{_c(y)}" {_cls("lg")}>{esc(label)}</text>')
+        parts.append(f'<text x="{coord(ex + 14)}" y="{coord(y)}" {css("lg")}>{esc(label)}</text>')
     return parts
 
 
@@ -419,9 +247,9 @@ def histogram_chart(
         )
     n_bins, bottom = max(len(bin_labels), 1), 220.0
     ticks = nice_ticks(0.0, max(list(reference) + list(current) + [0.0]), count=4)
-    y_scale = _Scale(0.0, ticks[-1], bottom, TOP + 24)
+    y_scale = Scale(0.0, ticks[-1], bottom, TOP + 24)
     every = max(1, math.ceil(len(bin_labels) / 12))
-    shown = [_clip(label) for label in bin_labels[::every]]
+    shown = [clip_label(label) for label in bin_labels[::every]]
     widest = max((text_width(label) for label in shown), default=0.0)
     left = 56.0
     rotate = widest > (WIDTH - 20 - left) / n_bins * every - 8
@@ -431,26 +259,26 @@ def histogram_chart(
     width = (WIDTH - 20 - left) / n_bins
     drop = widest * math.sin(math.radians(_SLANT)) + 8 if rotate else 0.0
     height = bottom + 50 + drop
-    parts = _open(height, title)
+    parts = open_svg(height, title)
     parts += _legend([("reference", REFERENCE_COLOUR), ("current", TONE_COLOURS["neutral"])],
                      WIDTH - 270, TOP + 4)
     for i, (label, ref, cur) in enumerate(zip(bin_labels, reference, current, strict=True)):
         x = left + i * width
-        parts.append(f'<rect x="{_c(x + 1)}" y="{_c(y_scale(ref))}" width="{_c(width - 2)}" '
-                     f'height="{_c(bottom - y_scale(ref))}" fill="{REFERENCE_COLOUR}" '
+        parts.append(f'<rect x="{coord(x + 1)}" y="{coord(y_scale(ref))}" width="{coord(width - 2)}" '
+                     f'height="{coord(bottom - y_scale(ref))}" fill="{REFERENCE_COLOUR}" '
                      f'fill-opacity="0.55"><title>{esc(label)}: reference '
                      f"{esc(format_number(ref))}</title></rect>")
-        parts.append(f'<rect x="{_c(x + width * 0.25)}" y="{_c(y_scale(cur))}" '
-                     f'width="{_c(width * 0.5)}" height="{_c(bottom - y_scale(cur))}" '
+        parts.append(f'<rect x="{coord(x + width * 0.25)}" y="{coord(y_scale(cur))}" '
+                     f'width="{coord(width * 0.5)}" height="{coord(bottom - y_scale(cur))}" '
                      f'fill="{TONE_COLOURS["neutral"]}"><title>{esc(label)}: current '
                      f"{esc(format_number(cur))}</title></rect>")
         if i % every == 0:
             parts.append(_bin_label(label, x + width / 2, bottom, rotate))
-    parts.append(f'<line x1="{_c(left)}" y1="{_c(bottom)}" x2="{_c(WIDTH - 20)}" '
-                 f'y2="{_c(bottom)}" {_cls("ax")}/>')
-    parts.append(f'<text x="{_c((left + WIDTH - 20) / 2)}" y="{_c(bottom + 34 + drop)}" '
-                 f'{_cls("al")}>{esc(x_label)}</text>')
-    parts += _y_axis(y_scale, ticks, left, "probability")
+    parts.append(f'<line x1="{coord(left)}" y1="{coord(bottom)}" x2="{coord(WIDTH - 20)}" '
+                 f'y2="{coord(bottom)}" {css("ax")}/>')
+    parts.append(f'<text x="{coord((left + WIDTH - 20) / 2)}" y="{coord(bottom + 34 + drop)}" '
+                 f'{css("al")}>{esc(x_label)}</text>')
+    parts += y_axis(y_scale, ticks, left, "probability")
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -462,11 +290,11 @@ _SLANT = 40.0
 def _bin_label(label: str, x: float, bottom: float, rotate: bool) -> str:
     """A bin's label under the axis: level, or slanted and ending under its bin."""
     if not rotate:
-        return f'<text x="{_c(x)}" y="{_c(bottom + 14)}" {_cls("tk")}>{esc(_clip(label))}</text>'
+        return f'<text x="{coord(x)}" y="{coord(bottom + 14)}" {css("tk")}>{esc(clip_label(label))}</text>'
     y = bottom + 10
-    return (f'<text x="{_c(x)}" y="{_c(y)}" {_cls("tk tky")} '
-            f'transform="rotate(-{_SLANT:g} {_c(x)} {_c(y)})">'
-            f"<title>{esc(label)}</title>{esc(_clip(label))}</text>")
+    return (f'<text x="{coord(x)}" y="{coord(y)}" {css("tk tky")} '
+            f'transform="rotate(-{_SLANT:g} {coord(x)} {coord(y)})">'
+            f"<title>{esc(label)}</title>{esc(clip_label(label))}</text>")
 
 
 def downsample(points: Sequence[tuple[int, float]], limit: int) -> list[tuple[float, float]]:
@@ -535,11 +363,11 @@ def line_chart(
     height, left, bottom = 270.0, 64.0, 214.0
     positions = [p for p, _ in points] or [p for p, _ in markers]
     x_lo, x_hi = (min(positions), max(positions)) if positions else (0, 1)
-    x_scale = _Scale(float(x_lo), float(max(x_hi, x_lo + 1)), left, WIDTH - 24.0)
+    x_scale = Scale(float(x_lo), float(max(x_hi, x_lo + 1)), left, WIDTH - 24.0)
     y_ticks = nice_ticks(0.0, max([v for _, v in points] + [0.0]), count=4)
-    y_scale = _Scale(0.0, y_ticks[-1], bottom, TOP + 24)
-    parts = _open(height, title)
-    coords = " ".join(f"{_c(x_scale(p))},{_c(y_scale(v))}"
+    y_scale = Scale(0.0, y_ticks[-1], bottom, TOP + 24)
+    parts = open_svg(height, title)
+    coords = " ".join(f"{coord(x_scale(p))},{coord(y_scale(v))}"
                       for p, v in downsample(points, MAX_LINE_POINTS))
     parts.append(f'<polyline points="{coords}" fill="none" stroke="{TONE_COLOURS["neutral"]}" '
                  'stroke-width="1.5"/>')
@@ -548,15 +376,15 @@ def line_chart(
         # on the series: the value plotted nearest the change point (inside the plotted range)
         at = min(max(float(position), x_scale.lo), x_scale.hi)
         x, y = x_scale(at), y_scale(_value_near(points, at))
-        rings.append(f'<circle cx="{_c(x)}" cy="{_c(y)}" r="5" {_cls("cp")} '
+        rings.append(f'<circle cx="{coord(x)}" cy="{coord(y)}" r="5" {css("cp")} '
                      f'stroke="{CHANGE_POINT_COLOUR}"><title>{esc(tooltip)}</title></circle>')
         # the number above the mark, kept clear of the y-axis ticks on the left
-        rings.append(f'<text x="{_c(max(x, left + 10))}" y="{_c(max(y - 9, TOP + 9))}" {_cls("tk")} '
+        rings.append(f'<text x="{coord(max(x, left + 10))}" y="{coord(max(y - 9, TOP + 9))}" {css("tk")} '
                      f'fill="{CHANGE_POINT_COLOUR}">{i}</text>')
     parts += rings
-    parts += _x_axis(x_scale, [t for t in nice_ticks(x_scale.lo, x_scale.hi)
+    parts += x_axis(x_scale, [t for t in nice_ticks(x_scale.lo, x_scale.hi)
                                if x_scale.lo <= t <= x_scale.hi], bottom, x_label)
-    parts += _y_axis(y_scale, y_ticks, left, y_label)
+    parts += y_axis(y_scale, y_ticks, left, y_label)
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -585,18 +413,18 @@ def reliability_chart(points: Sequence[tuple[float, float]], *, title: str) -> s
     """
     height, left, bottom, size = 310.0, 64.0, 260.0, 200.0
     ticks = (0.0, 0.25, 0.5, 0.75, 1.0)
-    x_scale = _Scale(0.0, 1.0, left, left + size)
-    y_scale = _Scale(0.0, 1.0, bottom, bottom - size)
+    x_scale = Scale(0.0, 1.0, left, left + size)
+    y_scale = Scale(0.0, 1.0, bottom, bottom - size)
     kept = [(x, y) for x, y in points if math.isfinite(x) and math.isfinite(y)]
-    parts = _open(height, title, width=300)
-    parts.append(f'<line x1="{_c(left)}" y1="{_c(bottom)}" x2="{_c(left + size)}" '
-                 f'y2="{_c(bottom - size)}" {_cls("th")} stroke="{REFERENCE_COLOUR}"/>')
-    coords = " ".join(f"{_c(x_scale(x))},{_c(y_scale(y))}" for x, y in kept)
+    parts = open_svg(height, title, width=300)
+    parts.append(f'<line x1="{coord(left)}" y1="{coord(bottom)}" x2="{coord(left + size)}" '
+                 f'y2="{coord(bottom - size)}" {css("th")} stroke="{REFERENCE_COLOUR}"/>')
+    coords = " ".join(f"{coord(x_scale(x))},{coord(y_scale(y))}" for x, y in kept)
     parts.append(f'<polyline points="{coords}" fill="none" stroke="{TONE_COLOURS["neutral"]}" '
                  'stroke-width="1.5"/>')
-    parts += [f'<circle cx="{_c(x_scale(x))}" cy="{_c(y_scale(y))}" r="3.5" '
+    parts += [f'<circle cx="{coord(x_scale(x))}" cy="{coord(y_scale(y))}" r="3.5" '
               f'fill="{TONE_COLOURS["neutral"]}"/>' for x, y in kept]
-    parts += _x_axis(x_scale, ticks, bottom, "mean predicted probability")
-    parts += _y_axis(y_scale, ticks, left, "observed rate")
+    parts += x_axis(x_scale, ticks, bottom, "mean predicted probability")
+    parts += y_axis(y_scale, ticks, left, "observed rate")
     parts.append("</svg>")
     return "\n".join(parts)

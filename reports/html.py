@@ -9,7 +9,7 @@ on the evaluation report and on the drift report's ranked tables that makes them
 second line of defence behind escaping: it allows that script by the sha256 of its text,
 computed as the page is rendered, so no other script, inline handler or ``javascript:`` link
 can run. Every value a template
-prints is escaped the way :func:`~modelgate.reports.charts.esc` escapes chart labels
+prints is escaped the way :func:`~modelgate.reports.svg.esc` escapes chart labels
 (``html.escape(quote=True)``); the only markup passed in is the SVG the chart functions
 build, already escaped. Output is deterministic: the same view gives the same bytes (no
 clock, no random ids; ties in sort orders broken by name).
@@ -28,10 +28,7 @@ from modelgate.drift import threshold_multiple, worst_first
 from modelgate.reports.charts import (
     Bar,
     Interval,
-    Tone,
     bar_chart,
-    esc,
-    format_number,
     histogram_chart,
     interval_chart,
     line_chart,
@@ -48,6 +45,7 @@ from modelgate.reports.shap_charts import (
     space_axis_label,
 )
 from modelgate.reports.summary_views import GroupShapSection, ShapSwarmRow
+from modelgate.reports.svg import Tone, esc, format_number
 from modelgate.reports.views import EvaluationReportView, FairnessSection, GateView
 
 MAX_BARS = 30

@@ -11,23 +11,23 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .charts import (
+from .summary_views import GroupShapSection, ShapSwarmRow
+from .svg import (
     BOTTOM,
     REFERENCE_COLOUR,
     TOP,
     WIDTH,
-    _c,
-    _cls,
-    _label_room,
-    _open,
-    _row_label,
-    _Scale,
-    _x_axis,
+    Scale,
+    coord,
+    css,
     esc,
+    label_room,
     nice_ticks,
+    open_svg,
+    row_label,
     text_width,
+    x_axis,
 )
-from .summary_views import GroupShapSection, ShapSwarmRow
 
 __all__ = ["MAX_GROUPS_DRAWN", "MAX_SWARM_FEATURES", "beeswarm_chart", "group_shap_chart", "space_axis_label"]
 
@@ -112,16 +112,16 @@ def _swarm_offsets(xs: Sequence[float], limit: float) -> list[float]:
 
 
 def _value_legend(x: float, y: float) -> list[str]:
-    parts = [f'<text x="{_c(x)}" y="{_c(y)}" {_cls("lg")}>feature value: low</text>']
+    parts = [f'<text x="{coord(x)}" y="{coord(y)}" {css("lg")}>feature value: low</text>']
     x += text_width("feature value: low") + 6
     for i in range(5):
-        parts.append(f'<rect x="{_c(x + 12 * i)}" y="{_c(y - 5)}" width="12" height="10" '
+        parts.append(f'<rect x="{coord(x + 12 * i)}" y="{coord(y - 5)}" width="12" height="10" '
                      f'fill="{value_colour(i / 4)}"/>')
     x += 66
-    parts.append(f'<text x="{_c(x)}" y="{_c(y)}" {_cls("lg")}>high</text>')
+    parts.append(f'<text x="{coord(x)}" y="{coord(y)}" {css("lg")}>high</text>')
     x += text_width("high") + 18
-    parts.append(f'<circle cx="{_c(x)}" cy="{_c(y)}" r="{_DOT_R + 1}" fill="{REFERENCE_COLOUR}"/>')
-    parts.append(f'<text x="{_c(x + 8)}" y="{_c(y)}" {_cls("lg")}>not numeric or missing</text>')
+    parts.append(f'<circle cx="{coord(x)}" cy="{coord(y)}" r="{_DOT_R + 1}" fill="{REFERENCE_COLOUR}"/>')
+    parts.append(f'<text x="{coord(x + 8)}" y="{coord(y)}" {css("lg")}>not numeric or missing</text>')
     return parts
 
 
@@ -151,24 +151,24 @@ def beeswarm_chart(rows: Sequence[ShapSwarmRow], *, title: str, x_label: str) ->
     shown = list(rows[:MAX_SWARM_FEATURES])
     everything = [v for r in shown for v in r.values] + [0.0]
     ticks = nice_ticks(min(everything), max(everything))
-    left = _label_room([r.feature for r in shown])
+    left = label_room([r.feature for r in shown])
     width = max(WIDTH + 120, round(left + 420))
     bottom = TOP + _SWARM_ROW * max(len(shown), 1)
     height = bottom + BOTTOM + 26
-    scale = _Scale(ticks[0], ticks[-1], left, width - 24)
-    parts = _open(height, title, width)
-    zero = _c(scale(0.0))
-    parts.append(f'<line x1="{zero}" y1="{_c(TOP)}" x2="{zero}" y2="{_c(bottom)}" {_cls("th")} '
+    scale = Scale(ticks[0], ticks[-1], left, width - 24)
+    parts = open_svg(height, title, width)
+    zero = coord(scale(0.0))
+    parts.append(f'<line x1="{zero}" y1="{coord(TOP)}" x2="{zero}" y2="{coord(bottom)}" {css("th")} '
                  f'stroke="{REFERENCE_COLOUR}"/>')
     for i, row in enumerate(shown):
         y = TOP + _SWARM_ROW * (i + 0.5)
-        parts.append(_row_label(row.feature, y, left))
+        parts.append(row_label(row.feature, y, left))
         order = sorted(range(len(row.values)), key=lambda k: (row.values[k], k))
         xs = [scale(row.values[k]) for k in order]
         for k, x, dy in zip(order, xs, _swarm_offsets(xs, _SWARM_ROW / 2 - _DOT_R - 1), strict=True):
-            parts.append(f'<circle class="dot" cx="{_c(x)}" cy="{_c(y + dy)}" r="{_DOT_R}" '
+            parts.append(f'<circle class="dot" cx="{coord(x)}" cy="{coord(y + dy)}" r="{_DOT_R}" '
                          f'fill="{value_colour(row.colours[k])}" fill-opacity="0.85"/>')
-    parts += _x_axis(scale, ticks, bottom, x_label)
+    parts += x_axis(scale, ticks, bottom, x_label)
     parts += _value_legend(left, bottom + BOTTOM + 12)
     parts.append("</svg>")
     return "\n".join(parts)
@@ -181,9 +181,9 @@ def _group_legend(groups: Sequence[str], x: float, y: float, right: float) -> tu
         room = 14 + text_width(group) + 16
         if x + room > right and x > start:
             x, y = start, y + 18
-        parts.append(f'<rect x="{_c(x)}" y="{_c(y - 5)}" width="10" height="10" '
+        parts.append(f'<rect x="{coord(x)}" y="{coord(y - 5)}" width="10" height="10" '
                      f'fill="{_GROUP_COLOURS[i % len(_GROUP_COLOURS)]}"/>')
-        parts.append(f'<text x="{_c(x + 14)}" y="{_c(y)}" {_cls("lg")}>{esc(group)}</text>')
+        parts.append(f'<text x="{coord(x + 14)}" y="{coord(y)}" {css("lg")}>{esc(group)}</text>')
         x += room
     return parts, y
 
@@ -218,25 +218,25 @@ def group_shap_chart(section: GroupShapSection, *, title: str, x_label: str,
     row_h = bar_h * len(groups) + 10
     everything = [v for _, mean, _, _ in rows for v in mean[:len(groups)]] + [0.0]
     ticks = nice_ticks(min(everything), max(everything))
-    left = _label_room([feature for feature, *_ in rows])
+    left = label_room([feature for feature, *_ in rows])
     width = max(WIDTH, round(left + 420))
-    scale = _Scale(ticks[0], ticks[-1], left, width - 24)
+    scale = Scale(ticks[0], ticks[-1], left, width - 24)
     legend_top = TOP + 6
     legend, legend_end = _group_legend(groups, left, legend_top, width - 10)
     top = legend_end + 16
     bottom = top + row_h * max(len(rows), 1)
-    parts = _open(bottom + BOTTOM, title, width)
+    parts = open_svg(bottom + BOTTOM, title, width)
     parts += legend
-    zero = _c(scale(0.0))
+    zero = coord(scale(0.0))
     for i, (feature, mean, _, _) in enumerate(rows):
         y0 = top + row_h * i + 5
-        parts.append(_row_label(feature, y0 + bar_h * len(groups) / 2, left))
+        parts.append(row_label(feature, y0 + bar_h * len(groups) / 2, left))
         for j, value in enumerate(mean[:len(groups)]):
             x0, x1 = sorted((scale(0.0), scale(value)))
-            parts.append(f'<rect class="gbar" x="{_c(x0)}" y="{_c(y0 + bar_h * j)}" '
-                         f'width="{_c(max(x1 - x0, 0.5))}" height="{_c(bar_h - 1)}" '
+            parts.append(f'<rect class="gbar" x="{coord(x0)}" y="{coord(y0 + bar_h * j)}" '
+                         f'width="{coord(max(x1 - x0, 0.5))}" height="{coord(bar_h - 1)}" '
                          f'fill="{_GROUP_COLOURS[j % len(_GROUP_COLOURS)]}"/>')
-    parts.append(f'<line x1="{zero}" y1="{_c(top)}" x2="{zero}" y2="{_c(bottom)}" {_cls("ax")}/>')
-    parts += _x_axis(scale, ticks, bottom, x_label)
+    parts.append(f'<line x1="{zero}" y1="{coord(top)}" x2="{zero}" y2="{coord(bottom)}" {css("ax")}/>')
+    parts += x_axis(scale, ticks, bottom, x_label)
     parts.append("</svg>")
     return "\n".join(parts)

@@ -9,10 +9,10 @@ import re
 
 import numpy as np
 import pandas as pd
-from modelgate.reports.charts import format_number
 from modelgate.reports.drift_views import DriftReportView, FeatureDriftRow
 from modelgate.reports.html import render_drift_report
 from modelgate.reports.summary_views import EstimateRow
+from modelgate.reports.svg import format_number
 from sklearn.metrics import accuracy_score, roc_auc_score
 
 from modelgate.pipelines.drift.estimation import realised_metrics

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from modelgate.records import finite_or_none
 
-from .policy import Basis, Severity
+from .policy_fields import Basis, Severity
 
 __all__ = ["NO_FAIRNESS_CHECK", "CheckKind", "Effect", "GateCheck", "Verdict", "bounds_text"]
 

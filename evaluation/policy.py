@@ -110,15 +110,26 @@ mean_error, precision, r2, recall, rmse, roc_auc, roc_auc_ovr_macro, weighted_f1
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from modelgate.input_limits import BIGINT_MAX, control_character, shown
+from modelgate.input_limits import BIGINT_MAX, shown
 
+from .policy_fields import (
+    JUDGING_KEYS,
+    Basis,
+    Severity,
+    check_known,
+    key_part,
+    policy_basis,
+    policy_mapping,
+    policy_number,
+    policy_on_inconclusive,
+    policy_severity,
+)
 from .policy_yaml import PolicyError, read_yaml
 from .segment_policy import SegmentPolicy, segment_policy
 
@@ -142,9 +153,7 @@ __all__ = [
     "merge_policies",
 ]
 
-Severity = Literal["block", "warn"]
 Direction = Literal["higher_is_better", "lower_is_better"]
-Basis = Literal["point_estimate", "interval"]
 #: Minimum label positives and negatives per group when a policy names none (see Semantics).
 DEFAULT_MIN_GROUP_COUNT = 10
 
@@ -341,45 +350,45 @@ def _overlay(base: tuple[Any, ...], override: tuple[Any, ...]) -> tuple[Any, ...
 def _policy(document: object) -> Policy:
     if document is None:
         document = {}
-    top = _mapping(document, "", {"version", "use_confidence_bound", "basis", "on_inconclusive",
+    top = policy_mapping(document, "", {"version", "use_confidence_bound", "basis", "on_inconclusive",
                                   "metrics", "fairness", "segments"})
     if "version" in top and (top["version"] != 1 or isinstance(top["version"], bool)):
         raise PolicyError(f"policy key 'version': expected 1; got {shown(top['version'])}")
     values: list[ValueThreshold] = []
     changes: list[ChangeThreshold] = []
-    metrics = _mapping(top.get("metrics", {}), "metrics", None)
+    metrics = policy_mapping(top.get("metrics", {}), "metrics", None)
     for metric, spec in metrics.items():
-        path = f"metrics.{_part(metric)}"
-        _known(_base_name(metric, _PER_CLASS), _ALL_METRICS, path, other=_ALL_FAIRNESS,
+        path = f"metrics.{key_part(metric)}"
+        check_known(_base_name(metric, _PER_CLASS), _ALL_METRICS, path, other=_ALL_FAIRNESS,
                other_place="fairness")
-        body = _mapping(spec, path, {"value", "change"})
+        body = policy_mapping(spec, path, {"value", "change"})
         if "value" in body:
             values.append(_value_threshold(metric, body["value"], f"{path}.value"))
         if "change" in body:
             changes.append(_change_threshold(metric, body["change"], f"{path}.change"))
     default, features, minimums = _fairness(top.get("fairness", {}))
     segments = None if top.get("segments") is None else segment_policy(top["segments"])
-    return Policy(tuple(values), tuple(changes), default, features, _basis(top, ""),
-                  _on_inconclusive(top, ""), *minimums, segments=segments)
+    return Policy(tuple(values), tuple(changes), default, features, policy_basis(top, ""),
+                  policy_on_inconclusive(top, ""), *minimums, segments=segments)
 
 
 def _value_threshold(metric: str, spec: object, path: str) -> ValueThreshold:
-    body = _mapping(spec, path, {"lower", "upper", "severity", *_JUDGING})
-    lower, upper = _number(body, "lower", path), _number(body, "upper", path)
+    body = policy_mapping(spec, path, {"lower", "upper", "severity", *JUDGING_KEYS})
+    lower, upper = policy_number(body, "lower", path), policy_number(body, "upper", path)
     if lower is None and upper is None:
         raise PolicyError(f"policy key {path!r}: expected at least one of 'lower', 'upper'; "
                           f"got keys {sorted(body)!r}")
     if lower is not None and upper is not None and lower > upper:
         raise PolicyError(f"policy key {path!r}: expected lower <= upper; got lower={lower!r}, "
                           f"upper={upper!r}")
-    return ValueThreshold(metric, lower, upper, _severity(body, path), _basis(body, path),
-                          _on_inconclusive(body, path))
+    return ValueThreshold(metric, lower, upper, policy_severity(body, path), policy_basis(body, path),
+                          policy_on_inconclusive(body, path))
 
 
 def _change_threshold(metric: str, spec: object, path: str) -> ChangeThreshold:
-    keys = {"absolute", "relative", "direction", "severity", *_JUDGING}
-    body = _mapping(spec, path, keys)
-    absolute, relative = _number(body, "absolute", path), _number(body, "relative", path)
+    keys = {"absolute", "relative", "direction", "severity", *JUDGING_KEYS}
+    body = policy_mapping(spec, path, keys)
+    absolute, relative = policy_number(body, "absolute", path), policy_number(body, "relative", path)
     if absolute is None and relative is None:
         raise PolicyError(f"policy key {path!r}: expected at least one of 'absolute', "
                           f"'relative'; got keys {sorted(body)!r}")
@@ -393,19 +402,19 @@ def _change_threshold(metric: str, spec: object, path: str) -> ChangeThreshold:
     if direction not in ("higher_is_better", "lower_is_better"):
         raise PolicyError(f"policy key '{path}.direction': expected 'higher_is_better' or "
                           f"'lower_is_better'; got {shown(direction)}")
-    return ChangeThreshold(metric, absolute, relative, direction, _severity(body, path),
-                           _basis(body, path), _on_inconclusive(body, path))
+    return ChangeThreshold(metric, absolute, relative, direction, policy_severity(body, path),
+                           policy_basis(body, path), policy_on_inconclusive(body, path))
 
 
 def _fairness(spec: object) -> tuple[tuple[FairnessThreshold, ...],
                                      tuple[tuple[str, tuple[FairnessThreshold, ...]], ...],
                                      tuple[int | None, int | None]]:
     minimums = ("min_positives_per_group", "min_negatives_per_group")
-    body = _mapping(spec, "fairness", {"default", "features", *minimums})
+    body = policy_mapping(spec, "fairness", {"default", "features", *minimums})
     default = _fairness_block(body.get("default", {}), "fairness.default")
     features = []
-    for feature, block in _mapping(body.get("features", {}), "fairness.features", None).items():
-        features.append((feature, _fairness_block(block, f"fairness.features.{_part(feature)}")))
+    for feature, block in policy_mapping(body.get("features", {}), "fairness.features", None).items():
+        features.append((feature, _fairness_block(block, f"fairness.features.{key_part(feature)}")))
     counts = []
     for key in minimums:
         value = body.get(key)
@@ -419,17 +428,17 @@ def _fairness(spec: object) -> tuple[tuple[FairnessThreshold, ...],
 
 def _fairness_block(spec: object, path: str) -> tuple[FairnessThreshold, ...]:
     thresholds = []
-    for metric, threshold in _mapping(spec, path, None).items():
-        where = f"{path}.{_part(metric)}"
-        _known(_base_name(metric, FAIRNESS_METRICS), _ALL_FAIRNESS, where, other=_ALL_METRICS,
+    for metric, threshold in policy_mapping(spec, path, None).items():
+        where = f"{path}.{key_part(metric)}"
+        check_known(_base_name(metric, FAIRNESS_METRICS), _ALL_FAIRNESS, where, other=_ALL_METRICS,
                other_place="metrics")
-        body = _mapping(threshold, where, {"upper", "severity", *_JUDGING})
-        upper = _number(body, "upper", where)
+        body = policy_mapping(threshold, where, {"upper", "severity", *JUDGING_KEYS})
+        upper = policy_number(body, "upper", where)
         if upper is None or upper < 0:
             raise PolicyError(f"policy key '{where}.upper': expected a number >= 0; got "
                               f"{shown(body.get('upper'))}")
-        thresholds.append(FairnessThreshold(metric, upper, _severity(body, where),
-                                            _basis(body, where), _on_inconclusive(body, where)))
+        thresholds.append(FairnessThreshold(metric, upper, policy_severity(body, where),
+                                            policy_basis(body, where), policy_on_inconclusive(body, where)))
     return tuple(thresholds)
 
 
@@ -499,90 +508,6 @@ def check_policy_for_task(policy: Policy, task: str) -> None:
             per_class = " per class, as <gap>[<class>]" if multiclass else ""
             raise PolicyError(f"policy fairness gap {gap!r} is not reported for task {task} (it "
                               f"reports {', '.join(TASK_FAIRNESS_METRICS[task])}{per_class})")
-
-
-def _mapping(value: object, path: str, allowed: set[str] | None) -> dict[str, Any]:
-    where = f"policy key {path!r}" if path else "policy"
-    if not isinstance(value, dict):
-        raise PolicyError(f"{where}: expected a mapping; got {shown(value)}")
-    for key in value:
-        if not isinstance(key, str) or not key:
-            raise PolicyError(f"{where}: expected string keys; got {shown(key)}")
-        bad = control_character(key)
-        if bad is not None:
-            raise PolicyError(f"{where}: expected keys without control characters; got {shown(key)} "
-                              f"(holds {bad!r})")
-        if allowed is not None and key not in allowed:
-            raise PolicyError(f"{where}: unknown key {shown(key)}; expected one of "
-                              f"{', '.join(sorted(allowed))}")
-    return value
-
-
-def _part(key: str) -> str:
-    """A key as a part of a key path in a message: cut when long (the message shows it once)."""
-    return key if len(key) <= 60 else f"{key[:40]}...({len(key):,} characters)"
-
-
-def _known(name: str, known: tuple[str, ...], path: str, *, other: tuple[str, ...],
-           other_place: str) -> None:
-    if name in known:
-        return
-    hint = f" ({name!r} is a metric for the '{other_place}' section)" if name in other else ""
-    raise PolicyError(f"policy key {path!r}: expected one of {', '.join(sorted(known))}; "
-                      f"got {shown(name)}{hint}")
-
-
-def _number(body: Mapping[str, Any], key: str, path: str) -> float | None:
-    if key not in body:
-        return None
-    value = body[key]
-    try:  # float() of an integer beyond a float's range raises OverflowError
-        number = None if isinstance(value, bool) or not isinstance(value, int | float) else float(value)
-    except OverflowError:
-        number = None
-    if number is None or not math.isfinite(number):
-        raise PolicyError(f"policy key '{path}.{key}': expected a finite number; got {shown(value)}")
-    return number
-
-
-def _severity(body: Mapping[str, Any], path: str) -> Severity:
-    severity = body.get("severity", "block")
-    if severity not in ("block", "warn"):
-        raise PolicyError(f"policy key '{path}.severity': expected 'block' or 'warn'; got "
-                          f"{shown(severity)}")
-    return "block" if severity == "block" else "warn"
-
-
-_JUDGING = ("basis", "on_inconclusive", "use_confidence_bound")
-
-
-def _basis(body: Mapping[str, Any], path: str) -> Basis | None:
-    """``basis``, or its former spelling ``use_confidence_bound`` (true: interval), not both."""
-    def where(key: str) -> str:
-        return f"{path}.{key}" if path else key
-
-    legacy = body.get("use_confidence_bound")
-    if legacy is not None and not isinstance(legacy, bool):
-        raise PolicyError(f"policy key {where('use_confidence_bound')!r}: expected true or false; "
-                          f"got {shown(legacy)}")
-    basis = body.get("basis")
-    if basis is not None and legacy is not None:
-        raise PolicyError(f"policy key {where('basis')!r}: give 'basis' or its former spelling "
-                          "'use_confidence_bound', not both")
-    if basis is None:
-        return None if legacy is None else "interval" if legacy else "point_estimate"
-    if basis not in ("interval", "point_estimate"):
-        raise PolicyError(f"policy key {where('basis')!r}: expected 'interval' or 'point_estimate'; "
-                          f"got {shown(basis)}")
-    return "interval" if basis == "interval" else "point_estimate"
-
-
-def _on_inconclusive(body: Mapping[str, Any], path: str) -> Severity | None:
-    value = body.get("on_inconclusive")
-    if value is not None and value not in ("block", "warn"):
-        where = f"{path}.on_inconclusive" if path else "on_inconclusive"
-        raise PolicyError(f"policy key {where!r}: expected 'block' or 'warn'; got {shown(value)}")
-    return None if value is None else "block" if value == "block" else "warn"
 
 
 def _check_segment_metrics(section: SegmentPolicy, task: str) -> None:

@@ -42,7 +42,7 @@ from modelgate.records import finite_or_none
 
 from .gate_check import GateCheck, Verdict
 from .multiple_testing import CORRECTIONS, adjusted_p_values
-from .policy import Severity
+from .policy_fields import Severity
 from .segment_policy import SegmentPolicy, SegmentThreshold, segment_higher_is_better
 from .segments import SegmentMetric, SegmentReport, SegmentResult, worse_p_value
 

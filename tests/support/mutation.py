@@ -170,6 +170,11 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_eval_gate.py",
         "tests/evaluation/test_eval_policy_tasks.py",
     ),
+    "evaluation/policy_fields.py": (  # split out of policy.py: the same tests
+        "tests/evaluation/test_eval_policy.py",
+        "tests/evaluation/test_eval_policy_diff.py",
+        "tests/evaluation/test_eval_policy_tasks.py",
+    ),
     "evaluation/policy_diff.py": ("tests/evaluation/test_eval_policy_diff.py",),
     "evaluation/policy_text.py": ("tests/evaluation/test_eval_policy_diff.py",),
     "evaluation/regression.py": (

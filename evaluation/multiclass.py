@@ -163,7 +163,10 @@ def class_indices(labels: npt.ArrayLike, classes: Sequence[object], *, column: s
     return _class_indices(values, classes, column=column)
 
 
-def _check(y_true: npt.ArrayLike, proba: npt.ArrayLike) -> tuple[npt.NDArray[np.int64], _FloatArray]:
+def check_multiclass_inputs(y_true: npt.ArrayLike, proba: npt.ArrayLike
+                            ) -> tuple[npt.NDArray[np.int64], _FloatArray]:
+    """``y_true`` as int64 class indices and ``proba`` as an ``[N, C]`` float64 array of
+    probabilities; a ValueError names the argument and what it held."""
     p = np.asarray(proba, dtype=np.float64)
     if p.ndim != 2 or p.shape[1] < 2 or p.shape[0] == 0:
         raise ValueError(f"proba must be a non-empty [N, C] array with C >= 2; got shape {p.shape}")
@@ -180,7 +183,7 @@ def _check(y_true: npt.ArrayLike, proba: npt.ArrayLike) -> tuple[npt.NDArray[np.
 
 
 @dataclass(frozen=True, slots=True)
-class _RowStatistics:
+class RowStatistics:
     """What the metrics need of one model's rows: true and predicted class, log loss."""
 
     y: npt.NDArray[np.int64]
@@ -189,12 +192,13 @@ class _RowStatistics:
     log_loss: _FloatArray
 
 
-def _row_statistics(y: npt.NDArray[np.int64], p: _FloatArray) -> _RowStatistics:
+def row_statistics(y: npt.NDArray[np.int64], p: _FloatArray) -> RowStatistics:
+    """One model's rows: true and predicted class, whether they agree, the clipped log loss."""
     n = len(y)
     eps = np.finfo(np.float64).eps
     predicted = _argmax_rows(p)
-    return _RowStatistics(y, predicted, predicted == y,
-                          -np.log(np.clip(p[np.arange(n), y], eps, 1.0 - eps)))
+    return RowStatistics(y, predicted, predicted == y,
+                         -np.log(np.clip(p[np.arange(n), y], eps, 1.0 - eps)))
 
 
 def _argmax_rows(p: _FloatArray) -> npt.NDArray[np.int64]:
@@ -229,8 +233,8 @@ def _class_sums(w: _FloatArray, index: npt.NDArray[np.int64], n_classes: int) ->
     return sums.reshape(b, n_classes).astype(np.float64, copy=False)
 
 
-def _metrics(w: _FloatArray, rows: _RowStatistics, auc: _FloatArray, n_classes: int,
-             loss: _FloatArray | None = None) -> _FloatArray:
+def metrics_of_weights(w: _FloatArray, rows: RowStatistics, auc: _FloatArray, n_classes: int,
+                       loss: _FloatArray | None = None) -> _FloatArray:
     """Every metric per resample of the weights ``w``: ``(B, n_metrics)``; ``loss`` the mean
     log loss per resample when ``w`` weighs cells (default: from the rows' log losses)."""
     c = n_classes
@@ -253,19 +257,19 @@ def _metrics(w: _FloatArray, rows: _RowStatistics, auc: _FloatArray, n_classes: 
 
 
 @dataclass(frozen=True, slots=True)
-class _Point:
+class ModelPoint:
     """One model on all rows: every metric ``(M,)``, the row statistics and the per-row mean
     DeLong deviations of the macro AUC (None when some class has under two rows a side)."""
 
     values: _FloatArray
-    rows: _RowStatistics
+    rows: RowStatistics
     deviations: _FloatArray | None
 
 
-def _point(y: npt.NDArray[np.int64], p: _FloatArray) -> _Point:
+def model_point(y: npt.NDArray[np.int64], p: _FloatArray) -> ModelPoint:
     """Every metric on all rows, one sort per class for both its AUC and its deviations."""
     n, c = p.shape
-    rows = _row_statistics(y, p)
+    rows = row_statistics(y, p)
     ones = np.ones((1, n))
     total, counts = ones.sum(axis=1), ones.astype(np.uint8)
     aucs, deviations = [], np.zeros(n)
@@ -278,13 +282,13 @@ def _point(y: npt.NDArray[np.int64], p: _FloatArray) -> _Point:
         defined = d is not None
         if d is not None:
             deviations += d
-    values = _metrics(ones, rows, np.column_stack(aucs), c)[0]
-    return _Point(values, rows, deviations / c if defined else None)
+    values = metrics_of_weights(ones, rows, np.column_stack(aucs), c)[0]
+    return ModelPoint(values, rows, deviations / c if defined else None)
 
 
-def _resampled(y: npt.NDArray[np.int64], points: Sequence[_Point], n_classes: int, *,
-               n_bootstrap: int, seed: int, auc_of: Sequence[_FloatArray] | None
-               ) -> tuple[list[_FloatArray], list[_FloatArray]]:
+def resampled_metrics(y: npt.NDArray[np.int64], points: Sequence[ModelPoint], n_classes: int, *,
+                      n_bootstrap: int, seed: int, auc_of: Sequence[_FloatArray] | None
+                      ) -> tuple[list[_FloatArray], list[_FloatArray]]:
     """Per model every metric on each resample ``(B, M)`` and its log loss's standard error
     on each resample ``(B,)`` (from the loss cells' means and mean squares), from cell tables
     (:mod:`~modelgate.evaluation.multiclass_cells`): the count metrics from one table of
@@ -317,15 +321,15 @@ def _resampled(y: npt.NDArray[np.int64], points: Sequence[_Point], n_classes: in
     for w in resampled_counts(table, n_bootstrap=n_bootstrap, seed=seed):
         b = slice(done, done + w.shape[0])
         for m, hit in enumerate(predicted):
-            cells = _RowStatistics(y_cell, hit, hit == y_cell, no_loss)
-            parts[m].append(_metrics(w, cells, aucs[m][b, None], c, loss=losses[m][b]))
+            cells = RowStatistics(y_cell, hit, hit == y_cell, no_loss)
+            parts[m].append(metrics_of_weights(w, cells, aucs[m][b, None], c, loss=losses[m][b]))
         done += w.shape[0]
     return [np.vstack(x) for x in parts], loss_se
 
 
-def _wilson_intervals(y: npt.NDArray[np.int64], predicted: npt.NDArray[np.int64],
-                      labels: Sequence[str], confidence_level: float
-                      ) -> dict[str, tuple[float, float]]:
+def per_class_wilson_intervals(y: npt.NDArray[np.int64], predicted: npt.NDArray[np.int64],
+                               labels: Sequence[str], confidence_level: float
+                               ) -> dict[str, tuple[float, float]]:
     """Wilson intervals of the accuracy and of each class's recall and precision, from counts."""
     c = len(labels)
     correct = predicted == y
@@ -341,7 +345,9 @@ def _wilson_intervals(y: npt.NDArray[np.int64], predicted: npt.NDArray[np.int64]
     return out
 
 
-def _reasons(values: _FloatArray, names: tuple[str, ...]) -> dict[str, str | None]:
+def undefined_multiclass_reasons(values: _FloatArray, names: tuple[str, ...]
+                                 ) -> dict[str, str | None]:
+    """Why each metric of ``names`` is undefined where its value is not finite (else None)."""
     reasons: dict[str, str | None] = {}
     for name, value in zip(names, values, strict=True):
         if np.isfinite(value):
@@ -403,31 +409,32 @@ def evaluate_multiclass(
     >>> m["accuracy"].value, m["recall[b]"].value, m["precision[a]"].value
     (0.75, 0.5, 0.5)
     """
-    y, p = _check(y_true, proba)
-    labels = _labels(classes, p.shape[1])
+    y, p = check_multiclass_inputs(y_true, proba)
+    labels = class_labels(classes, p.shape[1])
     check_confidence_level(confidence_level)
-    return _report(y, p, _point(y, p), labels, n_bootstrap, confidence_level, seed)
+    return multiclass_report(y, p, model_point(y, p), labels, n_bootstrap, confidence_level, seed)
 
 
-def _labels(classes: Sequence[object] | None, n_classes: int) -> tuple[str, ...]:
+def class_labels(classes: Sequence[object] | None, n_classes: int) -> tuple[str, ...]:
+    """The class names as text, ``0 .. n_classes - 1`` when none are given."""
     labels = tuple(str(c) for c in (range(n_classes) if classes is None else classes))
     if len(labels) != n_classes:
         raise ValueError(f"classes must name the {n_classes} probability columns; got {len(labels)}")
     return labels
 
 
-def _report(y: npt.NDArray[np.int64], p: _FloatArray, at_data: _Point, labels: tuple[str, ...],
-            n_bootstrap: int, confidence_level: float, seed: int) -> MulticlassReport:
+def multiclass_report(y: npt.NDArray[np.int64], p: _FloatArray, at_data: ModelPoint, labels: tuple[str, ...],
+                      n_bootstrap: int, confidence_level: float, seed: int) -> MulticlassReport:
     """:func:`evaluate_multiclass` from the model's points on the data."""
     names = multiclass_metric_names(labels)
     point = at_data.values
-    reasons = _reasons(point, names)
+    reasons = undefined_multiclass_reasons(point, names)
     delong = reasons["roc_auc_ovr_macro"] is None and at_data.deviations is not None
-    boots, loss_se = _resampled(
+    boots, loss_se = resampled_metrics(
         y, [at_data], p.shape[1], n_bootstrap=n_bootstrap, seed=seed,
         auc_of=[p] if reasons["roc_auc_ovr_macro"] is None and not delong else None)
     boot = boots[0]
-    own = (_wilson_intervals(y, at_data.rows.predicted, labels, confidence_level)
+    own = (per_class_wilson_intervals(y, at_data.rows.predicted, labels, confidence_level)
            if n_bootstrap > 0 else {})
     if n_bootstrap > 0 and reasons["log_loss"] is None:
         # the binary log loss's bootstrap-t: a percentile interval of a mean of skewed

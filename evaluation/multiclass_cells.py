@@ -40,7 +40,7 @@ MAX_LOSS_CELLS = 1 << 12
 _CHUNK_ELEMENTS = 1 << 22
 # a multinomial draw costs about 8 row draws per cell (numpy 2.4, measured): fewer rows a
 # cell than that and drawing rows is cheaper
-_ROWS_PER_CELL = 8
+ROWS_PER_CELL = 8
 _MANTISSA_BITS = 52
 
 
@@ -127,7 +127,7 @@ def resampled_counts(table: CellTable, *, n_bootstrap: int, seed: int
     [[3.0, 3.0]]
     """
     n, k = len(table.cell), len(table.counts)
-    if k * _ROWS_PER_CELL <= n:
+    if k * ROWS_PER_CELL <= n:
         rng = np.random.default_rng(seed)
         share = table.counts / n
         chunk = max(1, _CHUNK_ELEMENTS // k)

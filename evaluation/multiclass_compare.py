@@ -27,15 +27,15 @@ from modelgate.evaluation.metric_intervals import (
 )
 from modelgate.evaluation.metrics import MetricDelta, PairedComparison, paired_deltas
 from modelgate.evaluation.multiclass import (
+    ModelPoint,
     MulticlassReport,
-    _check,
-    _labels,
-    _Point,
-    _point,
-    _report,
-    _resampled,
-    _wilson_intervals,
+    check_multiclass_inputs,
+    class_labels,
+    model_point,
     multiclass_metric_names,
+    multiclass_report,
+    per_class_wilson_intervals,
+    resampled_metrics,
 )
 from modelgate.evaluation.multiclass_cells import resampled_counts, value_cells
 from modelgate.evaluation.ovr_auc import deviations_delta_interval
@@ -102,7 +102,7 @@ def compare_multiclass(
     """
     y, new, old, labels = _pair(y_true, candidate_proba, champion_proba, classes,
                                 confidence_level)
-    return _compare(y, new, old, (_point(y, new), _point(y, old)), labels, n_bootstrap,
+    return _compare(y, new, old, (model_point(y, new), model_point(y, old)), labels, n_bootstrap,
                     confidence_level, seed)
 
 
@@ -131,32 +131,32 @@ def evaluate_and_compare_multiclass(
     """
     y, new, old, labels = _pair(y_true, candidate_proba, champion_proba, classes,
                                 confidence_level)
-    points = (_point(y, new), _point(y, old))
-    return (_report(y, new, points[0], labels, n_bootstrap, confidence_level, seed),
-            _report(y, old, points[1], labels, n_bootstrap, confidence_level, seed),
+    points = (model_point(y, new), model_point(y, old))
+    return (multiclass_report(y, new, points[0], labels, n_bootstrap, confidence_level, seed),
+            multiclass_report(y, old, points[1], labels, n_bootstrap, confidence_level, seed),
             _compare(y, new, old, points, labels, n_bootstrap, confidence_level, seed))
 
 
 def _pair(y_true: npt.ArrayLike, candidate_proba: npt.ArrayLike, champion_proba: npt.ArrayLike,
           classes: Sequence[object] | None, confidence_level: float
           ) -> tuple[npt.NDArray[np.int64], _FloatArray, _FloatArray, tuple[str, ...]]:
-    y, new = _check(y_true, candidate_proba)
-    _, old = _check(y, champion_proba)
+    y, new = check_multiclass_inputs(y_true, candidate_proba)
+    _, old = check_multiclass_inputs(y, champion_proba)
     if new.shape != old.shape:
         raise ValueError(f"champion_proba must have the candidate's shape {new.shape}; got "
                          f"{old.shape}")
     check_confidence_level(confidence_level)
-    return y, new, old, _labels(classes, new.shape[1])
+    return y, new, old, class_labels(classes, new.shape[1])
 
 
 def _compare(y: npt.NDArray[np.int64], new: _FloatArray, old: _FloatArray,
-             points: tuple[_Point, _Point], labels: tuple[str, ...], n_bootstrap: int,
+             points: tuple[ModelPoint, ModelPoint], labels: tuple[str, ...], n_bootstrap: int,
              confidence_level: float, seed: int) -> PairedComparison:
     """:func:`compare_multiclass` from the two models' points on the data."""
     d_new, d_old = points[0].deviations, points[1].deviations
     defined = all(np.isfinite(p.values[3]) for p in points)
     delong = defined and d_new is not None and d_old is not None
-    boot, _ = _resampled(y, points, new.shape[1], n_bootstrap=n_bootstrap, seed=seed,
+    boot, _ = resampled_metrics(y, points, new.shape[1], n_bootstrap=n_bootstrap, seed=seed,
                          auc_of=[new, old] if defined and not delong else None)
     deltas = paired_deltas(multiclass_metric_names(labels), (points[0].values, points[1].values),
                            (boot[0], boot[1]), n=len(y), confidence_level=confidence_level)
@@ -201,8 +201,8 @@ def _class_count_deltas(deltas: tuple[MetricDelta, ...], y: npt.NDArray[np.int64
     paired resampled values where its standard error is 0.  A class whose rows both models
     call alike keeps the percentile interval (the exact ``[d, d]``)."""
     c = len(labels)
-    own = (_wilson_intervals(y, hit_new, labels, confidence_level),
-           _wilson_intervals(y, hit_old, labels, confidence_level))
+    own = (per_class_wilson_intervals(y, hit_new, labels, confidence_level),
+           per_class_wilson_intervals(y, hit_old, labels, confidence_level))
     out = list(deltas)
     for j, d in enumerate(deltas):
         if d.undefined_reason is not None or not d.name.startswith(("recall[", "precision[")):

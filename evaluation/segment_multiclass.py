@@ -48,15 +48,15 @@ from modelgate.intervals import interval_holding, percentile_interval, wilson_in
 
 from .metrics import MetricEstimate
 from .multiclass import (
-    _metrics,
-    _point,
-    _reasons,
-    _row_statistics,
-    _RowStatistics,
+    RowStatistics,
     evaluate_multiclass,
+    metrics_of_weights,
+    model_point,
     multiclass_metric_names,
+    row_statistics,
+    undefined_multiclass_reasons,
 )
-from .multiclass_cells import _ROWS_PER_CELL, CellTable, resampled_counts
+from .multiclass_cells import ROWS_PER_CELL, CellTable, resampled_counts
 from .ovr_auc import deviations_interval
 from .segment_intervals import hall_mean_interval
 
@@ -104,7 +104,7 @@ def multiclass_segment_estimators(
     yy = np.asarray(y).astype(np.int64)
     p = np.asarray(proba, dtype=np.float64)
     n_rows, c = yy.size, len(labels)
-    rows = _row_statistics(yy, p) if n_rows else None
+    rows = row_statistics(yy, p) if n_rows else None
     losses = rows.log_loss if rows is not None else np.empty(0)
     cell = yy * c + (rows.predicted if rows is not None else yy)
     total = _Sums(n_rows, np.bincount(cell, minlength=c * c).astype(np.int64), _powers(losses))
@@ -123,7 +123,7 @@ def multiclass_segment_estimators(
     def own(at: _IntArray) -> Mapping[str, MetricEstimate]:
         if n_bootstrap == 0 or at.size < 2:
             return evaluated(at)
-        point = _point(yy[at], p[at])
+        point = model_point(yy[at], p[at])
         sums = _Sums(at.size, np.bincount(cell[at], minlength=c * c).astype(np.int64),
                      _powers(losses[at]))
         found = _estimates(point.values, point.deviations, sums, labels, n_bootstrap,
@@ -141,7 +141,7 @@ def multiclass_segment_estimators(
                      (total.loss[0] - part[0], total.loss[1] - part[1], total.loss[2] - part[2]))
         aucs, deviations = places.rest(at, others)
         present = sums.counts[sums.counts > 0].astype(np.float64)
-        values = _metrics(present[None, :], _cells(sums.counts, c),
+        values = metrics_of_weights(present[None, :], _cells(sums.counts, c),
                           aucs[None, :], c, loss=np.array([sums.loss[0] / sums.n]))[0]
         found = _estimates(values, deviations, sums, labels, n_bootstrap, confidence_level,
                            seed)
@@ -163,11 +163,11 @@ def _hall(value: float, n: int, powers: tuple[float, float, float],
     return float(lower), float(upper)
 
 
-def _cells(counts: npt.NDArray[np.int64], c: int) -> _RowStatistics:
-    """The nonzero confusion cells as :func:`~.multiclass._metrics` takes cells."""
+def _cells(counts: npt.NDArray[np.int64], c: int) -> RowStatistics:
+    """The nonzero confusion cells as :func:`~.multiclass.metrics_of_weights` takes cells."""
     present = np.flatnonzero(counts)
     y_cell, predicted = present // c, present % c
-    return _RowStatistics(y_cell, predicted, y_cell == predicted, np.zeros(present.size))
+    return RowStatistics(y_cell, predicted, y_cell == predicted, np.zeros(present.size))
 
 
 def _estimates(values: _FloatArray, deviations: _FloatArray | None, sums: _Sums,
@@ -178,16 +178,16 @@ def _estimates(values: _FloatArray, deviations: _FloatArray | None, sums: _Sums,
     Hall's interval); None where that evaluation would take another route."""
     c = len(labels)
     names = multiclass_metric_names(labels)
-    reasons = _reasons(values, names)
+    reasons = undefined_multiclass_reasons(values, names)
     present = np.flatnonzero(sums.counts)
     if ((reasons["roc_auc_ovr_macro"] is None and deviations is None)
-            or present.size * _ROWS_PER_CELL > sums.n):
+            or present.size * ROWS_PER_CELL > sums.n):
         return None
     # the cell table evaluate_multiclass draws the F1s' resamples over: the same seeded draws
     table = CellTable(np.repeat(np.arange(present.size), sums.counts[present]),
                       sums.counts[present])
     cells = _cells(sums.counts, c)
-    boot = np.vstack([_metrics(w, cells, np.full((w.shape[0], 1), np.nan), c,
+    boot = np.vstack([metrics_of_weights(w, cells, np.full((w.shape[0], 1), np.nan), c,
                                loss=np.zeros(w.shape[0]))
                       for w in resampled_counts(table, n_bootstrap=n_bootstrap, seed=seed)])
     own = _wilson_from_counts(sums.counts.reshape(c, c), labels, confidence_level)

@@ -137,8 +137,8 @@ def test_evaluate_and_compare_equals_the_three_calls_each_model_scored_once(
              multiclass.evaluate_multiclass(y, old, **options),
              multiclass_compare.compare_multiclass(y, new, old, **options))
     calls: list[int] = []
-    point = multiclass_compare._point
-    monkeypatch.setattr(multiclass_compare, "_point", lambda *a: calls.append(1) or point(*a))
+    point = multiclass_compare.model_point
+    monkeypatch.setattr(multiclass_compare, "model_point", lambda *a: calls.append(1) or point(*a))
     together = multiclass_compare.evaluate_and_compare_multiclass(y, new, old, **options)
     assert len(calls) == 2  # once per model, not once per model per call
     assert together == apart

@@ -156,7 +156,7 @@ def table_from_rows(y: npt.NDArray[np.int8], candidate: _Codes, champion: _Codes
     """
     table = _aggregate_rows(y.astype(np.int8), candidate, champion, losses, candidate_cells,
                             champion_cells)
-    return _fit(table, max_cells)
+    return fit_table(table, max_cells)
 
 
 def _aggregate_rows(label: npt.NDArray[np.int8], cand: _Codes, champ: _Codes,
@@ -202,7 +202,7 @@ def merge_tables(parts: Sequence[BootstrapTable], *, max_cells: int) -> Bootstra
                        np.concatenate([p.champion for p in cut]),
                        np.concatenate([p.counts for p in cut]),
                        np.concatenate([p.loss_sums for p in cut]), level)
-    return _fit(table, max_cells)
+    return fit_table(table, max_cells)
 
 
 def replicate_metrics(draws: _FloatArray, table: BootstrapTable, model: int,
@@ -455,7 +455,7 @@ def _n_cells(t: BootstrapTable, level: int) -> int:
     return len(start)
 
 
-def _fit(t: BootstrapTable, max_cells: int) -> BootstrapTable:
+def fit_table(t: BootstrapTable, max_cells: int) -> BootstrapTable:
     """The table at the finest level <= its own with at most ``max_cells`` cells (level 0
     when even that has more: scores spread over more binades than ``max_cells``)."""
     if len(t.counts) <= max_cells:

@@ -223,7 +223,7 @@ def per_metric_interval(name: str, point: float, resampled: Mapping[str, npt.NDA
     if name == "roc_auc":
         if np.isnan(auc_variance):  # fewer than two of a class
             return None
-        return logit_wald_interval(point, auc_variance * _t_over_z(min(n_pos, trials - n_pos),
+        return logit_wald_interval(point, auc_variance * t_over_z(min(n_pos, trials - n_pos),
                                                                   confidence_level) ** 2,
                                    n_pos, trials - n_pos, confidence_level)
     var_key = f"{name}_var"
@@ -235,7 +235,7 @@ def per_metric_interval(name: str, point: float, resampled: Mapping[str, npt.NDA
     return (lower, min(upper, 1.0)) if name == "brier" else (lower, upper)
 
 
-def _t_over_z(m: int, confidence_level: float) -> float:
+def t_over_z(m: int, confidence_level: float) -> float:
     """Student's t quantile with ``m - 1`` degrees of freedom over the normal one (1 for m < 2).
 
     Scaling DeLong's variance by its square gives the logit Wald interval a t quantile
@@ -243,7 +243,7 @@ def _t_over_z(m: int, confidence_level: float) -> float:
 
     Examples
     --------
-    >>> round(_t_over_z(80, 0.95), 4), _t_over_z(1, 0.95)
+    >>> round(t_over_z(80, 0.95), 4), t_over_z(1, 0.95)
     (1.0156, 1.0)
     """
     from scipy.stats import norm, t

@@ -38,15 +38,15 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from .bootstrap_cells import EXACT_LEVEL, BootstrapTable, _fit, score_codes
+from .bootstrap_cells import EXACT_LEVEL, BootstrapTable, fit_table, score_codes
 from .sufficient import (
     CALIBRATION_BINS,
     EvaluationStatistics,
     ModelStatistics,
     ScoreTable,
-    _check_sizes,
-    _row_losses,
-    _to_grid,
+    check_sizes,
+    row_losses,
+    to_grid,
 )
 
 __all__ = ["COUNTED_BINS", "FEW_SCORES", "NO_CELLS", "BatchRows", "batch_rows", "cells_from_scores",
@@ -91,10 +91,10 @@ def batch_rows(y_true: npt.ArrayLike, score: npt.ArrayLike, threshold: float, *,
 
     y, s = check_labels_scores(y_true, score, "score")
     check_options(threshold, 0, 0.5, 0)
-    _check_sizes(max_cells, max_distinct)
+    check_sizes(max_cells, max_distinct)
     edges = np.linspace(0.0, 1.0, CALIBRATION_BINS + 1)
     # one contiguous array per loss: gathering and summing rows of an (n, 2) array costs more
-    losses = _row_losses(y, s)
+    losses = row_losses(y, s)
     # few distinct scores (a tree model's): hashed, not sorted; each segment's table counted
     found, distinct = pd.factorize(s + 0.0)  # + 0.0: -0.0 is 0.0, as np.unique has it
     distinct = np.asarray(distinct, dtype=np.float64)
@@ -177,8 +177,8 @@ def collect_by_code(rows: BatchRows, codes: npt.NDArray[np.intp], n_codes: int, 
         lo, hi = bounds[k], bounds[k + 1]
         table, cells = tables(int(k)), NO_CELLS
         if table.keys.size > max_distinct:  # the scores are lost on the grid: keep cells
-            cells = _fit(cells_from_scores(table, threshold), max_cells)
-            table = _to_grid(table)
+            cells = fit_table(cells_from_scores(table, threshold), max_cells)
+            table = to_grid(table)
         model = ModelStatistics(
             threshold=threshold, n=int(sizes[k]), n_pos=int(n_pos[k]), tp=int(tp[k]),
             fp=int(fp[k]), log_loss_sum=float(log_loss[lo:hi].sum()),
@@ -213,7 +213,7 @@ def cells_from_scores(table: ScoreTable, threshold: float) -> BootstrapTable:
     label = np.repeat(np.array([0, 1], dtype=np.int8), [np.count_nonzero(neg),
                                                         np.count_nonzero(pos)])
     counts = np.concatenate([table.neg[neg], table.pos[pos]]).astype(np.int64)
-    losses = _row_losses(label, score)
+    losses = row_losses(label, score)
     sums = np.zeros((counts.size, 4))  # no champion: its two losses 0
     sums[:, :2] = counts[:, None] * losses
     return BootstrapTable(label, score_codes(score, threshold, EXACT_LEVEL),

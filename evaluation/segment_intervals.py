@@ -35,7 +35,7 @@ import numpy as np
 
 from modelgate.intervals import interval_holding, logit_wald_interval
 
-from .metric_intervals import _t_over_z, constant_mean_interval
+from .metric_intervals import constant_mean_interval, t_over_z
 from .metrics import METRIC_NAMES, MetricEstimate
 from .performance import point_values
 from .rest_sums import (
@@ -52,8 +52,8 @@ from .sufficient import (
     EvaluationStatistics,
     ModelStatistics,
     ScoreTable,
-    _merge_models,
-    _row_losses,
+    merge_models,
+    row_losses,
 )
 from .weakest_slices import wilson_ends
 
@@ -139,8 +139,8 @@ def loss_power_sums(stats: EvaluationStatistics) -> np.ndarray:
         return _power_sums([in_cell], list(means))
     keys = scores.keys
     # the losses of a negative and of a positive at each score, as ``collect`` computes them
-    neg = _row_losses(np.zeros(keys.size, dtype=np.int8), keys)
-    pos = _row_losses(np.ones(keys.size, dtype=np.int8), keys)
+    neg = row_losses(np.zeros(keys.size, dtype=np.int8), keys)
+    pos = row_losses(np.ones(keys.size, dtype=np.int8), keys)
     counts = [scores.neg.astype(np.float64), scores.pos.astype(np.float64)]
     return _power_sums(counts, [np.concatenate([neg[:, c], pos[:, c]]) for c in (0, 1)])
 
@@ -230,10 +230,10 @@ def column_total(parts: Sequence[EvaluationStatistics],
     # the candidate's statistics only: the rests need no bootstrap table
     on_grid = any(p.candidate.scores.grid for p in parts)
     if same_rows is None or bool(same_rows.stats.scores.grid) != on_grid:
-        stats = _merge_models([p.candidate for p in parts], MAX_DISTINCT)
+        stats = merge_models([p.candidate for p in parts], MAX_DISTINCT)
         return ColumnTotal(stats, total_table(stats.scores.keys, stats.scores.neg,
                                               stats.scores.pos), sums)
-    counts = _merge_models([replace(p.candidate, scores=_NO_TABLE) for p in parts], MAX_DISTINCT)
+    counts = merge_models([replace(p.candidate, scores=_NO_TABLE) for p in parts], MAX_DISTINCT)
     shared = same_rows.stats
     if (counts.n, counts.n_pos, counts.tp, counts.fp) != (shared.n, shared.n_pos, shared.tp, shared.fp):
         raise ValueError(f"segment columns over different rows: {counts.n:,} rows, {counts.n_pos:,} "
@@ -301,7 +301,7 @@ def _estimates(m: ModelStatistics, roc: RocSums, power_sums: np.ndarray,
                 ends = (2.0 * ends[0] / (1.0 + ends[0]), 2.0 * ends[1] / (1.0 + ends[1]))
         elif name == "roc_auc":
             variance = delong_from_sums(roc)
-            stretch = _t_over_z(min(n_pos, n - n_pos), confidence_level) ** 2
+            stretch = t_over_z(min(n_pos, n - n_pos), confidence_level) ** 2
             ends = ((float("nan"), float("nan")) if math.isnan(variance)
                     else logit_wald_interval(value, variance * stretch, n_pos, n - n_pos,
                                              confidence_level))

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .bootstrap_cells import MAX_CELLS, _fit, merge_tables
+from .bootstrap_cells import MAX_CELLS, fit_table, merge_tables
 from .segment_collect import NO_CELLS, batch_rows, cells_from_scores, collect_by_code
-from .sufficient import MAX_DISTINCT, EvaluationStatistics, _merge_models
+from .sufficient import MAX_DISTINCT, EvaluationStatistics, merge_models
 
 __all__ = ["SegmentStatistics", "collect_segments", "merge_segments", "pair_codes",
            "segment_columns"]
@@ -222,11 +222,11 @@ def _merge_segment(parts: Sequence[EvaluationStatistics], max_distinct: int,
     """:func:`~.sufficient.merge` of one segment's partitions, without cells while its score
     table stays exact; on the grid fallback the cells of every part (an exact part's rebuilt
     from its score table, fitted as ``collect`` fits them), as ``merge`` would add them."""
-    candidate = _merge_models([p.candidate for p in parts], max_distinct)
+    candidate = merge_models([p.candidate for p in parts], max_distinct)
     cells = NO_CELLS
     if candidate.scores.grid:
         cells = merge_tables([p.bootstrap if p.candidate.scores.grid else
-                              _fit(cells_from_scores(p.candidate.scores, candidate.threshold),
+                              fit_table(cells_from_scores(p.candidate.scores, candidate.threshold),
                                    max_cells) for p in parts], max_cells=max_cells)
     return EvaluationStatistics(sum(p.n for p in parts), candidate, None, cells, ())
 

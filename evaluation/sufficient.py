@@ -176,10 +176,10 @@ def collect(
 
     y, s = check_labels_scores(y_true, score, "score")
     check_options(threshold, 0, 0.5, 0)
-    _check_sizes(max_cells, max_distinct)
+    check_sizes(max_cells, max_distinct)
     if ranks is not None and ranks.rank.shape != s.shape:
         raise ValueError(f"ranks must have one rank per score ({len(s)}); got {ranks.rank.size}")
-    losses = [_row_losses(y, s)]
+    losses = [row_losses(y, s)]
     cand = _model_statistics(y, s, threshold, ranks, losses[0])
     champ = None
     champ_code = np.zeros(len(y), dtype=np.uint64)
@@ -188,7 +188,7 @@ def collect(
             raise ValueError("champion_threshold is required with champion_score")
         _, h = check_labels_scores(y, champion_score, "champion_score")
         check_options(champion_threshold, 0, 0.5, 0)
-        losses.append(_row_losses(y, h))
+        losses.append(row_losses(y, h))
         champ = _model_statistics(y, h, champion_threshold, losses=losses[1])
         champ_code = score_codes(h, champion_threshold, EXACT_LEVEL)
     else:
@@ -229,15 +229,15 @@ def merge(parts: Sequence[EvaluationStatistics], *, max_distinct: int = MAX_DIST
     first = parts[0]
     if any((p.champion is None) != (first.champion is None) for p in parts):
         raise ValueError("cannot merge partitions scored with and without a champion")
-    _check_sizes(max_cells, max_distinct)
+    check_sizes(max_cells, max_distinct)
     features = [g.feature for g in first.groups]
     if any([g.feature for g in p.groups] != features for p in parts):
         raise ValueError(f"every partition must count the sensitive features {features!r}")
-    champion = None if first.champion is None else _merge_models(
+    champion = None if first.champion is None else merge_models(
         [p.champion for p in parts if p.champion is not None], max_distinct)
     return EvaluationStatistics(
         n=sum(p.n for p in parts),
-        candidate=_merge_models([p.candidate for p in parts], max_distinct),
+        candidate=merge_models([p.candidate for p in parts], max_distinct),
         champion=champion,
         bootstrap=merge_tables([p.bootstrap for p in parts], max_cells=max_cells),
         groups=tuple(_merge_groups([p.groups[i] for p in parts]) for i in range(len(features))),
@@ -248,14 +248,15 @@ def merge(parts: Sequence[EvaluationStatistics], *, max_distinct: int = MAX_DIST
 # ----------------------------------------------------------------------------- internals
 
 
-def _check_sizes(max_cells: object, max_distinct: object) -> None:
+def check_sizes(max_cells: object, max_distinct: object) -> None:
+    """Refuse a ``max_cells`` below 16 or a ``max_distinct`` below 1 (or not integers)."""
     if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 16:
         raise ValueError(f"max_cells must be an integer >= 16; got {max_cells!r}")
     if isinstance(max_distinct, bool) or not isinstance(max_distinct, int) or max_distinct < 1:
         raise ValueError(f"max_distinct must be an integer >= 1; got {max_distinct!r}")
 
 
-def _row_losses(y: npt.NDArray[np.int8], s: _FloatArray) -> _FloatArray:
+def row_losses(y: npt.NDArray[np.int8], s: _FloatArray) -> _FloatArray:
     """Per row: log loss (clipped as scikit-learn) and squared error."""
     eps = np.finfo(np.float64).eps
     p = np.clip(np.where(y == 1, s, 1.0 - s), eps, 1 - eps)
@@ -270,7 +271,7 @@ def _model_statistics(y: npt.NDArray[np.int8], s: _FloatArray, threshold: float,
     pos = np.bincount(inverse, weights=y, minlength=len(keys)).astype(np.int64)
     neg = np.bincount(inverse, minlength=len(keys)).astype(np.int64) - pos
     predicted = s >= threshold
-    losses = _row_losses(y, s) if losses is None else losses  # the caller's, when it has them
+    losses = row_losses(y, s) if losses is None else losses  # the caller's, when it has them
     edges = np.linspace(0.0, 1.0, CALIBRATION_BINS + 1)
     cal = np.searchsorted(edges[1:-1], s)
     return ModelStatistics(
@@ -298,15 +299,16 @@ def _group_counts(feature: str, labels: tuple[str, ...], codes: npt.ArrayLike,
 def _merge_scores(tables: Sequence[ScoreTable], max_distinct: int) -> ScoreTable:
     grid = max(t.grid for t in tables)
     if grid:
-        tables = [_to_grid(t) for t in tables]
+        tables = [to_grid(t) for t in tables]
     keys, inverse = np.unique(np.concatenate([t.keys for t in tables]), return_inverse=True)
     neg = np.bincount(inverse, weights=np.concatenate([t.neg for t in tables]), minlength=len(keys))
     pos = np.bincount(inverse, weights=np.concatenate([t.pos for t in tables]), minlength=len(keys))
     merged = ScoreTable(keys, neg.astype(np.int64), pos.astype(np.int64), grid)
-    return _to_grid(merged) if len(keys) > max_distinct else merged
+    return to_grid(merged) if len(keys) > max_distinct else merged
 
 
-def _to_grid(table: ScoreTable) -> ScoreTable:
+def to_grid(table: ScoreTable) -> ScoreTable:
+    """The table on the fallback grid of ``FALLBACK_GRID`` equal score cells (itself if on it)."""
     if table.grid:
         return table
     # floor(score * grid), with score 1.0 in the last cell
@@ -317,7 +319,8 @@ def _to_grid(table: ScoreTable) -> ScoreTable:
     return ScoreTable(keys, neg, pos, FALLBACK_GRID)
 
 
-def _merge_models(parts: Sequence[ModelStatistics], max_distinct: int) -> ModelStatistics:
+def merge_models(parts: Sequence[ModelStatistics], max_distinct: int) -> ModelStatistics:
+    """One model's statistics of several parts merged, in order; the parts' thresholds must agree."""
     threshold = parts[0].threshold
     if any(p.threshold != threshold for p in parts):
         raise ValueError(f"cannot merge statistics at different thresholds "

@@ -30,14 +30,14 @@ import numpy.typing as npt
 from scipy.special import ndtri
 
 from .gap_intervals import UPPER_SHARE, gap_interval
-from .metrics import _GAP_RATE, _family_counts, _members
+from .metrics import GAP_RATE, family_counts, gap_members
 
 __all__ = ["DRAWS", "scale_to_clear_if_equal"]
 
 DRAWS = 512
 _SEED = 20260538
 _BISECTIONS = 12  # 1e-3 of the bracket: a row in a thousand
-_FAMILIES = {**{gap: (rate,) for gap, rate in _GAP_RATE.items()},
+_FAMILIES = {**{gap: (rate,) for gap, rate in GAP_RATE.items()},
              "equalized_odds_difference": ("tpr", "fpr")}
 
 
@@ -84,8 +84,8 @@ def scale_to_clear_if_equal(counts: npt.ArrayLike, included: npt.ArrayLike, gap:
         return None
     families = []
     for rate in _FAMILIES[gap]:
-        members = _members(table, kept, rate, zero=zero)
-        x, n = (c[members].astype(np.float64) for c in _family_counts(table, rate))
+        members = gap_members(table, kept, rate, zero=zero)
+        x, n = (c[members].astype(np.float64) for c in family_counts(table, rate))
         if members.sum() < 2 or x.sum() <= 0 or x.sum() >= n.sum():
             return None
         families.append((x.sum() / n.sum(), n))

@@ -113,7 +113,7 @@ _RATES = {
     "selection_rate": ("selection rate", "no rows"),
     "ppv": ("positive predictive value", "no predicted positives"),
 }
-_GAP_RATE = {
+GAP_RATE = {
     "tpr_gap": "tpr",
     "fpr_gap": "fpr",
     "demographic_parity_difference": "selection_rate",
@@ -385,7 +385,7 @@ def _gaps(counts: npt.NDArray[np.int64], included: npt.NDArray[np.bool_], *,
     rates = _rates(counts, zero=zero)
     needed = 1 if zero else 2
     gaps = {}
-    for gap, rate in _GAP_RATE.items():
+    for gap, rate in GAP_RATE.items():
         values = np.where(included, rates[rate], np.nan)
         defined = (~np.isnan(values)).sum(axis=1)
         with np.errstate(invalid="ignore"):
@@ -396,19 +396,19 @@ def _gaps(counts: npt.NDArray[np.int64], included: npt.NDArray[np.bool_], *,
     return gaps
 
 
-def _family_counts(counts: npt.NDArray[np.int64], rate: str
-                   ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+def family_counts(counts: npt.NDArray[np.int64], rate: str
+                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Per group, the successes and trials of a rate (``tn, fp, fn, tp`` columns)."""
     tn, fp, fn, tp = (counts[:, i] for i in range(4))
     return {"tpr": (tp, tp + fn), "fpr": (fp, fp + tn), "selection_rate": (tp + fp, tn + fp + fn + tp),
             "ppv": (tp, tp + fp)}[rate]
 
 
-def _members(counts: npt.NDArray[np.int64], included: npt.NDArray[np.bool_], rate: str,
-             *, zero: bool) -> npt.NDArray[np.bool_]:
+def gap_members(counts: npt.NDArray[np.int64], included: npt.NDArray[np.bool_], rate: str,
+                *, zero: bool) -> npt.NDArray[np.bool_]:
     """The groups taking part in one rate's gap: included, with the rate defined (or, with
     ``zero``, present)."""
-    trials = _family_counts(counts, rate)[1]
+    trials = family_counts(counts, rate)[1]
     return included & ((trials > 0) | (zero & (counts.sum(axis=1) > 0)))
 
 
@@ -419,13 +419,13 @@ def _family_interval(counts: npt.NDArray[np.int64], included: npt.NDArray[np.boo
     :mod:`modelgate.fairness.gap_intervals`); NaN when a rate has too few groups."""
     successes, trials = [], []
     for rate in rates:
-        members = _members(counts, included, rate, zero=zero)
+        members = gap_members(counts, included, rate, zero=zero)
         k = int(members.sum())
         if k < (1 if zero else 2):
             return float("nan"), float("nan")
         if k == 1:  # "zero": a gap over one group is 0, exactly; the other rates decide
             continue
-        x, n = _family_counts(counts, rate)
+        x, n = family_counts(counts, rate)
         successes.append(x[members])
         trials.append(n[members])
     if not successes:
@@ -439,7 +439,7 @@ def _gap_intervals(counts: npt.NDArray[np.int64], included: npt.NDArray[np.bool_
     jointly, their sum from each family's interval at the Bonferroni level."""
     ends = {gap: _family_interval(counts, included, (rate,), zero=zero,
                                   confidence_level=confidence_level)
-            for gap, rate in _GAP_RATE.items()}
+            for gap, rate in GAP_RATE.items()}
     ends["equalized_odds_difference"] = _family_interval(
         counts, included, ("tpr", "fpr"), zero=zero, confidence_level=confidence_level)
     (tl, th), (fl, fh) = (_family_interval(counts, included, (rate,), zero=zero,
@@ -464,7 +464,7 @@ def _estimate(
     excluded: dict[str, str] = {}
     reasons = []
     for gap in parts:
-        rate = _GAP_RATE[gap]
+        rate = GAP_RATE[gap]
         for i, stats in enumerate(table.groups):
             if not included[i]:
                 excluded[stats.group] = f"small group (n={stats.n} < {table.min_group_size})"
@@ -500,7 +500,7 @@ def _extremes(name: str, parts: tuple[str, ...], point: Mapping[str, _FloatArray
     if name == "tpr_fpr_gap_sum":
         return None, None, None
     gap = max(parts, key=lambda g: float(point[g][0]))  # first (tpr) on a tie
-    rate = _GAP_RATE[gap]
+    rate = GAP_RATE[gap]
     values = np.where(included, rates[rate][0], np.nan)
     return labels[int(np.nanargmax(values))], labels[int(np.nanargmin(values))], rate
 

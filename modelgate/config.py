@@ -141,7 +141,7 @@ class Settings:
         s3 = None
         if endpoint:
             s3 = S3Settings(
-                endpoint=_strip_scheme(endpoint),
+                endpoint=strip_scheme(endpoint),
                 access_key=_required(env, "MODELGATE_S3_ACCESS_KEY"),
                 secret_key=_required(env, "MODELGATE_S3_SECRET_KEY"),
                 bucket=env.get("MODELGATE_S3_BUCKET") or "modelgate",
@@ -164,7 +164,8 @@ class Settings:
         )
 
 
-def _strip_scheme(endpoint: str) -> str:
+def strip_scheme(endpoint: str) -> str:
+    """An object-store endpoint without its ``http(s)://`` scheme and trailing slashes."""
     for scheme in ("https://", "http://"):
         if endpoint.startswith(scheme):
             return endpoint[len(scheme) :].rstrip("/")

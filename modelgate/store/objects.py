@@ -374,10 +374,10 @@ def _airflow_s3_settings(conn_id: str) -> S3Settings | None:
         return None
     extra = conn.extra_dejson or {}
     endpoint = extra.get("endpoint_url") or f"{conn.host}:{conn.port or 9000}"
-    from modelgate.config import _strip_scheme
+    from modelgate.config import strip_scheme
 
     return S3Settings(
-        endpoint=_strip_scheme(str(endpoint)),
+        endpoint=strip_scheme(str(endpoint)),
         access_key=conn.login or "",
         secret_key=conn.password or "",
         bucket=extra.get("bucket", "modelgate"),

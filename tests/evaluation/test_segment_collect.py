@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from modelgate.evaluation import segment_collect
 from modelgate.evaluation.segment_collect import batch_rows, cells_from_scores, collect_by_code
-from modelgate.evaluation.sufficient import _to_grid, collect
+from modelgate.evaluation.sufficient import collect, to_grid
 
 
 def _same(a: object, b: object, name: str = "", rounded: bool = False) -> bool:
@@ -62,4 +62,4 @@ def test_cells_from_scores_are_collects_cells() -> None:
     got = cells_from_scores(want.candidate.scores, 0.5)
     assert _same(got, want.bootstrap, rounded=True)
     with pytest.raises(ValueError, match="exact score table"):
-        cells_from_scores(_to_grid(want.candidate.scores), 0.5)
+        cells_from_scores(to_grid(want.candidate.scores), 0.5)

@@ -23,7 +23,7 @@ from modelgate.drift import AdwinDetector, bounded_absolute_errors, classificati
 from modelgate.onnx.manifest import Manifest
 from modelgate.pipelines.context import Context
 from modelgate.pipelines.drift.estimation import realised_metrics, task_of
-from modelgate.pipelines.drift.feature_steps import DriftRef, _put, load_references, quarantine
+from modelgate.pipelines.drift.feature_steps import DriftRef, load_references, put_pickle, quarantine
 from modelgate.pipelines.drift.names import SCORE_FEATURE
 from modelgate.pipelines.drift.partitions import (
     LABEL,
@@ -134,7 +134,7 @@ def concept_drift(ctx: Context, ref: DriftRef, labels_uri: str, delta: float = 0
                            labelled, tuple(timeline), error_sum, tuple(realised))
     log.info("drift run %d: fed %d labelled rows from %d interval(s) to ADWIN, %d change point(s)",
              ref.drift_run_id, labelled, len(consumed), len(points))
-    return _put(ctx, f"{ref.prefix()}/concept.pkl", result)
+    return put_pickle(ctx, f"{ref.prefix()}/concept.pkl", result)
 
 
 def _as_datetime(value: Any) -> dt.datetime:

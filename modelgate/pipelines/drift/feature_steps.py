@@ -89,12 +89,14 @@ class DriftRef:
                 "interval_start": self.interval_start, "interval_end": self.interval_end}
 
 
-def _put(ctx: Context, key: str, value: object) -> str:
+def put_pickle(ctx: Context, key: str, value: object) -> str:
+    """Store ``value`` pickled under ``key`` in the run's object store; returns the key."""
     ctx.store.put_bytes(key, pickle.dumps(value, protocol=5), content_type="application/octet-stream")
     return key
 
 
-def _get(ctx: Context, key: str) -> Any:
+def get_pickle(ctx: Context, key: str) -> Any:
+    """The value :func:`put_pickle` stored under ``key``."""
     return stored_pickles.loads(ctx.store.get_bytes(key))
 
 
@@ -285,7 +287,7 @@ def load_references(ctx: Context, ref: DriftRef) -> dict[str, Any]:
     key = drift_runs.get_reference(ctx.db_url, ref.model_version_id)
     if key is None:
         raise LookupError(f"no reference sketch for model version id {ref.model_version_id}")
-    raw = _get(ctx, key)
+    raw = get_pickle(ctx, key)
     manifest = models.get_by_id(ctx.db_url, ref.model_version_id).manifest
     kinds = {**_features_of(manifest), SCORE_FEATURE: "numeric"}
     return {name: (NumericReference if kinds[name] == "numeric" else CategoricalReference)
@@ -460,11 +462,11 @@ def feature_drift(ctx: Context, ref: DriftRef, sample: LiveSample, feature: str,
         raise KeyError(f"feature {feature!r} has no reference sketch")
     key = f"{ref.prefix()}/feature-{safe_key_part(feature)}.pkl"
     if sample["key"] is None:
-        return _put(ctx, key, None)
+        return put_pickle(ctx, key, None)
     path = sample_path(ctx, ref, sample["key"])
     (result,) = drift_from_parquet(path, {feature: references[feature]}, max_workers=1,
                                    thresholds=parse_thresholds(thresholds))
-    return _put(ctx, key, result)
+    return put_pickle(ctx, key, result)
 
 
 def all_feature_drift(ctx: Context, ref: DriftRef, sample: LiveSample,
@@ -480,7 +482,7 @@ def all_feature_drift(ctx: Context, ref: DriftRef, sample: LiveSample,
 
 def collect_features(ctx: Context, ref: DriftRef, features: list[str]) -> list[Any]:
     """Merge the fanned-out per-feature results (exactly: each is independent)."""
-    results = [_get(ctx, f"{ref.prefix()}/feature-{safe_key_part(f)}.pkl") for f in features]
+    results = [get_pickle(ctx, f"{ref.prefix()}/feature-{safe_key_part(f)}.pkl") for f in features]
     return [r for r in results if r is not None]
 
 
@@ -510,7 +512,7 @@ def store_results(ctx: Context, ref: DriftRef, sample: LiveSample, features: lis
                   report: str) -> str:
     """Feature rows, change points, detector state, verdict and link in one transaction."""
     summary = summarise(collect_features(ctx, ref, features))
-    concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a concept.ConceptResult
+    concept = get_pickle(ctx, f"{ref.prefix()}/concept.pkl")  # a concept.ConceptResult
     joint = drift_joint.load_result(ctx, ref.prefix())
     estimated = drift_estimation.load_result(ctx, ref.prefix())
     drifting = bool(summary.n_breached or drift_joint.breaches(joint) or estimated.breaches()

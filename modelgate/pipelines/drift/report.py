@@ -20,7 +20,7 @@ from modelgate.pipelines.drift import estimation as drift_estimation
 from modelgate.pipelines.drift import joint as drift_joint
 from modelgate.pipelines.drift import segments as drift_segments
 from modelgate.pipelines.drift import verdict as drift_verdict
-from modelgate.pipelines.drift.feature_steps import DriftRef, _get, collect_features, load_references
+from modelgate.pipelines.drift.feature_steps import DriftRef, collect_features, get_pickle, load_references
 from modelgate.pipelines.drift.names import SCORE_FEATURE, shown_feature
 from modelgate.pipelines.drift.realised import with_realised
 from modelgate.pipelines.drift.sample import sample_path
@@ -74,7 +74,7 @@ def _labelled_performance(ctx: Context, ref: DriftRef, concept: Any) -> Any:
 
 def render_report(ctx: Context, ref: DriftRef, sample: LiveSample, features: list[str]) -> str:
     summary = summarise(collect_features(ctx, ref, features))
-    concept = _get(ctx, f"{ref.prefix()}/concept.pkl")  # a concept.ConceptResult
+    concept = get_pickle(ctx, f"{ref.prefix()}/concept.pkl")  # a concept.ConceptResult
     rows = tuple(FeatureDriftRow(
         shown_feature(r["feature"]), "model output" if r["feature"] == SCORE_FEATURE else r["kind"],
         r["wasserstein"], r["wasserstein_normalised"],

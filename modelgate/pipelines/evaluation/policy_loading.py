@@ -33,9 +33,9 @@ if TYPE_CHECKING:  # annotations only
 log = logging.getLogger("modelgate.evaluate")
 
 
-def _record_policy(ctx: Context, ref: RunRef, policy: Any, policy_path: str | None,
-                   model_name: str, task: str, *, promote: bool, allow_looser: bool,
-                   sha256: str, model_version_id: int) -> None:
+def record_policy(ctx: Context, ref: RunRef, policy: Any, policy_path: str | None,
+                  model_name: str, task: str, *, promote: bool, allow_looser: bool,
+                  sha256: str, model_version_id: int) -> None:
     """Store the attempt's policy provenance; refuse a promotion under a policy looser than
     the model's own or than the version's previous decided attempt's."""
     own = load_policy_for_run(None, model_name, task=task)[0] if policy_path else policy

@@ -12,9 +12,9 @@ from modelgate.pipelines.context import Context
 from modelgate.pipelines.evaluation import model_tasks
 from modelgate.pipelines.evaluation.policy_loading import (
     CheckedPolicy,
-    _record_policy,
     load_policy_for_run,
     policy_key,
+    record_policy,
 )
 from modelgate.pipelines.evaluation.run_keys import evaluation_run_key
 from modelgate.pipelines.evaluation.run_refs import RunRef, fail, failure_reason, put_pickle, rebuild_index
@@ -105,7 +105,7 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
         policy, policy_sha = load_policy_for_run(policy_path, model_name, task=task,
                                                  segments=segments, segment_pairs=segment_pairs)
         model_tasks.check_policy_classes(policy, candidate.manifest)
-        _record_policy(ctx, ref, policy, policy_path, model_name, task, promote=promote,
+        record_policy(ctx, ref, policy, policy_path, model_name, task, promote=promote,
                        allow_looser=allow_looser_policy, sha256=policy_sha,
                        model_version_id=candidate.model_version_id)
         # decide applies this checked policy, not whatever the file holds by then

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from modelgate.logsafe import one_line
 from modelgate.pipelines import refusals
@@ -19,6 +20,9 @@ from modelgate.pipelines.evaluation.policy_loading import (
 from modelgate.pipelines.evaluation.run_keys import evaluation_run_key
 from modelgate.pipelines.evaluation.run_refs import RunRef, fail, failure_reason, put_pickle, rebuild_index
 from modelgate.store import models, runs
+
+if TYPE_CHECKING:
+    from modelgate.evaluation import SegmentPolicy
 
 log = logging.getLogger("modelgate.evaluate")
 
@@ -40,6 +44,17 @@ def _candidate(ctx: Context, *, model_name: str, version: str, dataset_uri: str,
                             dataset_uri=dataset_uri, reason=one_line(f"{type(exc).__name__}: {exc}"))
         raise
     return candidate
+
+
+def _check_segment_columns(ctx: Context, dataset_uri: str, section: SegmentPolicy | None) -> None:
+    """Refuse a segment column of too many values now, not after scoring; the last check
+    here, the one that reads data (only those columns, stopping early)."""
+    from modelgate.pipelines.evaluation.segment_values import refuse_many_valued_columns
+    from modelgate.pipelines.evaluation.segments_step import columns_of
+
+    names = columns_of(section)
+    if names:
+        refuse_many_valued_columns(ctx.store, dataset_uri, names)
 
 
 def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, run_key: str,
@@ -69,6 +84,11 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     character) and malformed ONNX Runtime settings are refused after the candidate is found,
     recorded as a refusal
     (:func:`~modelgate.pipelines.refusals.check_dataset_uri`), before any run row exists.
+    A segment column with more distinct values than a segment column may have fails the run
+    here, before any scoring
+    (:class:`~modelgate.pipelines.evaluation.segments_step.SegmentColumnRefused`, final like the
+    other refusals): the segment columns alone are read, a row group at a time, until the
+    count is over the limit (:mod:`~modelgate.pipelines.evaluation.segment_values`).
     """
     candidate = _candidate(ctx, model_name=model_name, version=version, dataset_uri=dataset_uri,
                            run_key=run_key, promote=promote)
@@ -110,6 +130,7 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
                        model_version_id=candidate.model_version_id)
         # decide applies this checked policy, not whatever the file holds by then
         put_pickle(ctx, policy_key(ref), CheckedPolicy(policy, policy_sha))
+        _check_segment_columns(ctx, dataset_uri, policy.segments)
     except BaseException as exc:  # Ctrl-C and SIGTERM too: the row exists, so it must say failed
         fail(ctx, ref, exc)
         raise

@@ -52,13 +52,20 @@ class SegmentColumnRefused(InputRefused):
     """A segment column with more distinct values than :data:`MAX_SEGMENT_VALUES`."""
 
 
+def too_many_values(name: str, counted: str) -> str:
+    """The refusal of segment column ``name`` that has ``counted`` (``"1,001 distinct values"``).
+
+    >>> too_many_values("user_id", "1,001 distinct values")[:71]
+    "segment column 'user_id' has 1,001 distinct values, more than the 1,000"
+    """
+    return (f"segment column {name!r} has {counted}, more than the {MAX_SEGMENT_VALUES:,} a "
+            "segment column may have: segment by a column of categories (a numeric column "
+            "binned first, e.g. into deciles), not an id or a raw measurement")
+
+
 def _refuse_many_values(name: str, n_values: int) -> None:
     if n_values > MAX_SEGMENT_VALUES:
-        raise SegmentColumnRefused(
-            f"segment column {name!r} has {n_values:,} distinct values, more than the "
-            f"{MAX_SEGMENT_VALUES:,} a segment column may have: segment by a column of "
-            "categories (a numeric column binned first, e.g. into deciles), not an id or a "
-            "raw measurement")
+        raise SegmentColumnRefused(too_many_values(name, f"{n_values:,} distinct values"))
 
 
 def _encoded_columns(table: pa.Table, names: Sequence[str]) -> dict[str, Any]:

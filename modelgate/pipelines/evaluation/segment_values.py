@@ -1,0 +1,153 @@
+"""Segment columns' distinct values counted when a run is accepted, before anything is scored.
+
+A segment column may hold at most :data:`~modelgate.pipelines.evaluation.segments_step.MAX_SEGMENT_VALUES`
+distinct values (every value is a slice reported, stored and drawn). The ``prepare`` step
+counts them with :func:`refuse_many_valued_columns`: only the segment columns are read, one row
+group at a time, file after file in the dataset's order (an ``s3://`` file by ranged reads of
+those column chunks, :func:`~modelgate.pipelines.evaluation.row_sample.open_parquet`), and the
+count stops at the first row group after which a column has shown more values than the limit.
+A column of few values is read once, whole; an id-like column costs a row group or so.
+
+The values are counted as the scoring step's segments count them
+(:func:`~modelgate.pipelines.evaluation.segments_step.collect_batch`): a missing value (null, or
+NaN) is one more value. The scoring step keeps its own check: the files may change between the
+two steps. A column that a file lacks is left to scoring, which names the file.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from modelgate.logsafe import one_line
+from modelgate.pipelines.evaluation.segments_step import (
+    MAX_SEGMENT_VALUES,
+    SegmentColumnRefused,
+    too_many_values,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from modelgate.store.objects import ObjectStore
+
+log = logging.getLogger("modelgate.evaluate")
+
+
+class _Missing:
+    """The one value every null and NaN counts as."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING = _Missing()
+
+
+@dataclass(frozen=True, slots=True)
+class ValueCount:
+    """What counting the segment columns found.
+
+    ``column`` is the first column seen with more than ``limit`` distinct values (None: none
+    has), ``seen`` how many distinct values it had shown when counting stopped (a lower bound
+    of its count), ``row_groups`` how many row groups were read.
+    """
+
+    column: str | None
+    seen: int
+    row_groups: int
+
+
+def distinct_values(column: pa.ChunkedArray | pa.Array) -> set[object]:
+    """The distinct values of an arrow column as Python values, nulls and NaN as :data:`MISSING`.
+
+    >>> import pyarrow as pa
+    >>> sorted(map(str, distinct_values(pa.array([1.5, None, float("nan"), 1.5, 2.0]))))
+    ['1.5', '2.0', 'MISSING']
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):  # a pandas categorical: its values, not its codes
+        column = column.cast(column.type.value_type)
+    return {MISSING if v is None or (isinstance(v, float) and math.isnan(v)) else v
+            for v in pc.unique(column).to_pylist()}
+
+
+def count_values(files: Iterable[pq.ParquetFile], names: Sequence[str], *,
+                 limit: int = MAX_SEGMENT_VALUES) -> ValueCount:
+    """Count the distinct values of columns ``names`` across ``files``, a row group at a time,
+    stopping once one column has shown more than ``limit``.
+
+    A file that lacks a column is counted for the columns it has. Files are opened as the
+    iterable gives them, so those after the stop are never opened.
+
+    >>> import pyarrow as pa, pyarrow.parquet as pq, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.parquet")
+    >>> pq.write_table(pa.table({"id": list(range(40)), "g": ["a", "b"] * 20}), path, row_group_size=10)
+    >>> count_values([pq.ParquetFile(path)], ["g", "id"], limit=15)
+    ValueCount(column='id', seen=20, row_groups=2)
+    >>> count_values([pq.ParquetFile(path)], ["g"], limit=15)
+    ValueCount(column=None, seen=0, row_groups=4)
+    """
+    seen: dict[str, set[object]] = {name: set() for name in names}
+    read = 0
+    for pf in files:
+        present = [n for n in names if n in pf.schema_arrow.names]
+        if not present:
+            continue
+        for group in range(pf.metadata.num_row_groups):
+            table = pf.read_row_group(group, columns=present)
+            read += 1
+            for name in present:
+                seen[name] |= distinct_values(table.column(name))
+                if len(seen[name]) > limit:
+                    return ValueCount(name, len(seen[name]), read)
+    return ValueCount(None, 0, read)
+
+
+def refuse_many_valued_columns(store: ObjectStore | None, dataset_uri: str, names: Sequence[str], *,
+                               open_file: Callable[[str], pq.ParquetFile] | None = None) -> ValueCount:
+    """Refuse a segment column with more than :data:`MAX_SEGMENT_VALUES` distinct values in the
+    dataset, reading only the segment columns and stopping at the first row group that shows
+    it (:func:`count_values`).
+
+    Parameters
+    ----------
+    store : ObjectStore or None
+        The object store an ``s3://`` dataset is read from (None: local datasets only).
+    dataset_uri : str
+        The held-out data: a parquet file, a directory of them or an ``s3://`` prefix.
+    names : sequence of str
+        The segment columns (those of the policy's pairs included).
+    open_file : callable, optional
+        Opens a listed file (default: local, ``file://`` or ``s3://`` of the store's bucket).
+
+    Returns
+    -------
+    ValueCount
+        What was counted, when no column is refused.
+
+    Raises
+    ------
+    SegmentColumnRefused
+        Naming the column, the values seen and the limit.
+    FileNotFoundError, ValueError
+        If the dataset holds no parquet file or is not in the store's bucket.
+    """
+    from modelgate.pipelines.evaluation.partitions import list_partitions_in
+    from modelgate.pipelines.evaluation.row_sample import open_parquet
+
+    opener = open_file or (lambda uri: open_parquet(store, uri))
+    counted = count_values((opener(uri) for uri in list_partitions_in(store, dataset_uri)), names)
+    if counted.column is not None:
+        raise SegmentColumnRefused(too_many_values(
+            counted.column, f"more than {MAX_SEGMENT_VALUES:,} distinct values ({counted.seen:,} "
+            f"seen when counting stopped)"))
+    log.info("segment columns %s: at most %s distinct values each (%d row group(s) read)",
+             one_line(", ".join(names)), f"{MAX_SEGMENT_VALUES:,}", counted.row_groups)
+    return counted

@@ -49,7 +49,10 @@ MAX_SEGMENT_VALUES = 1000
 
 
 class SegmentColumnRefused(InputRefused):
-    """A segment column with more distinct values than :data:`MAX_SEGMENT_VALUES`."""
+    """A segment column with more distinct values than :data:`MAX_SEGMENT_VALUES`: refused by
+    the ``prepare`` step before any scoring
+    (:mod:`~modelgate.pipelines.evaluation.segment_values`), and again here while scoring, as
+    a guard (the files can change between the two)."""
 
 
 def too_many_values(name: str, counted: str) -> str:

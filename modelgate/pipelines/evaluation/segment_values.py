@@ -62,20 +62,41 @@ class ValueCount:
     row_groups: int
 
 
-def distinct_values(column: pa.ChunkedArray | pa.Array) -> set[object]:
-    """The distinct values of an arrow column as Python values, nulls and NaN as :data:`MISSING`.
+def unique_values(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """The distinct values of an arrow column (a dictionary column's values, not its codes);
+    null and NaN each appear once if present."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):  # a pandas categorical
+        column = column.cast(column.type.value_type)
+    return pc.unique(column)
+
+
+def n_distinct(unique: pa.Array) -> int:
+    """How many values :func:`unique_values` gave, null and NaN counted as one missing value.
 
     >>> import pyarrow as pa
-    >>> sorted(map(str, distinct_values(pa.array([1.5, None, float("nan"), 1.5, 2.0]))))
-    ['1.5', '2.0', 'MISSING']
+    >>> n_distinct(unique_values(pa.array([1.5, None, float("nan"), 1.5, 2.0])))
+    3
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if pa.types.is_dictionary(column.type):  # a pandas categorical: its values, not its codes
-        column = column.cast(column.type.value_type)
+    both = (unique.null_count > 0 and pa.types.is_floating(unique.type)
+            and bool(pc.any(pc.is_nan(unique)).as_py()))
+    return len(unique) - int(both)
+
+
+def python_values(unique: pa.Array) -> set[object]:
+    """The values of :func:`unique_values` as Python values, null and NaN as :data:`MISSING`.
+
+    >>> import pyarrow as pa
+    >>> sorted(map(str, python_values(unique_values(pa.array([1.5, None, float("nan"), 1.5])))))
+    ['1.5', 'MISSING']
+    """
     return {MISSING if v is None or (isinstance(v, float) and math.isnan(v)) else v
-            for v in pc.unique(column).to_pylist()}
+            for v in unique.to_pylist()}
 
 
 def count_values(files: Iterable[pq.ParquetFile], names: Sequence[str], *,
@@ -104,7 +125,11 @@ def count_values(files: Iterable[pq.ParquetFile], names: Sequence[str], *,
             table = pf.read_row_group(group, columns=present)
             read += 1
             for name in present:
-                seen[name] |= distinct_values(table.column(name))
+                unique = unique_values(table.column(name))
+                in_group = n_distinct(unique)
+                if in_group > limit:  # an id: refused without a Python object per value
+                    return ValueCount(name, max(in_group, len(seen[name])), read)
+                seen[name] |= python_values(unique)
                 if len(seen[name]) > limit:
                     return ValueCount(name, len(seen[name]), read)
     return ValueCount(None, 0, read)

@@ -115,6 +115,18 @@ def test_exactly_the_limit_passes_and_a_missing_value_is_one_more_as_scoring_cou
         assert len(_encoded_columns(table, ["region", "reading"])["reading"][0]) <= MAX_SEGMENT_VALUES
 
 
+@pytest.mark.parametrize(("values", "expected"), [
+    ([*(np.arange(MAX_SEGMENT_VALUES - 1) + 0.5), None, float("nan")], (None, 0)),
+    ([*(np.arange(MAX_SEGMENT_VALUES) + 0.5), None, float("nan")], ("reading", 1001)),
+    ([*(np.arange(5000) + 0.5), None, float("nan")], ("reading", 5001)),
+], ids=["999-values-null-and-nan", "1000-values-null-and-nan", "5000-values-null-and-nan"])
+def test_one_row_group_past_the_limit_is_counted_whole_null_and_nan_as_one_value(
+        tmp_path: Path, values: list[Any], expected: tuple[str | None, int]) -> None:
+    path = _write(tmp_path / "d.parquet", values, rows_per_group=len(values))
+    counted = count_values([pq.ParquetFile(path)], ["reading"])
+    assert (counted.column, counted.seen, counted.row_groups) == (*expected, 1)
+
+
 def test_a_column_past_the_limit_only_in_its_last_s3_file_is_refused(
         settings: Settings, tmp_path: Path) -> None:
     ctx = Context.open(settings)

@@ -79,13 +79,21 @@ def _deployment_class(base: Any, queued_timeout_s: int) -> Any:
     "queued", and at 5M rows per file a slot frees only every few minutes: on 2026-12-01 the
     100M-row run with those settings had 8 of its 20 ``score`` tasks requeued twice and then
     failed without ever starting. Benchmarks with more files than slots need it above the
-    longest queue wait (default here: the broker's visibility timeout, 6 h).
+    longest queue wait (default here: the broker's visibility timeout, 6 h). Its workers
+    read the S3 server directly, not through the test tier's per-worker proxy.
     """
 
     class Bench(base):
         def _env(self, meta_db: str) -> dict[str, str]:
             return {**super()._env(meta_db),
                     "AIRFLOW__SCHEDULER__TASK_QUEUED_TIMEOUT": str(queued_timeout_s)}
+
+        def worker_env(self, worker: str, **overrides: str) -> dict[str, str]:
+            # straight to the S3 server, as `modelgate evaluate` reads it: the test tier's
+            # per-worker proxy (S3Gate, a fault-injection device) copies every response
+            # through this process's Python threads
+            return super().worker_env(worker, **{"MODELGATE_S3_ENDPOINT": self.s3_endpoint,
+                                                 **overrides})
 
     return Bench
 

@@ -19,7 +19,8 @@ to last end), and per task the sum of try durations; ``machine_cpu_s`` is every 
 the machine spent during a run (``/proc/stat``: meaningful on a quiet machine only), the
 one-process runs' too.
 
-Run: ``.venv/bin/python -m bench.bench_celery --rows-per-file 250000 --files 8``
+Run: ``.venv/bin/python -m bench.bench_celery --rows-per-file 250000 --files 8`` (the DAG's
+default path for 19 MiB: one task; ``--one-task-max-mb 0`` for the mapped path)
 (100M rows: ``--rows-per-file 5000000 --files 20 --timeout-s 3000``).
 """
 
@@ -104,10 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--timeout-s", type=float, default=3600,
                         help="longest wait for one DAG run, in seconds")
-    parser.add_argument("--one-task-max-mb", type=int, default=0,
-                        help="the DAG's one_task_max_mb param (default 0: one score task per "
-                             "file, the scale-out this measures; the DAG's own default would run "
-                             "2M rows, about 17 MiB, in one task)")
+    parser.add_argument("--one-task-max-mb", type=int, default=None,
+                        help="the DAG's one_task_max_mb param (default: the DAG's own, 32 MiB, "
+                             "so 2M rows, about 19 MiB, run in one task as a user's would; 0: one "
+                             "score task per file, the mapped path's scale-out)")
     parser.add_argument("--queued-timeout-s", type=int, default=21600,
                         help="the scheduler's task_queued_timeout for this run (see below)")
     parser.add_argument("--no-one-worker", action="store_true",
@@ -138,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
                 data.env["MODELGATE_S3_ENDPOINT"])
             deployment.start()
             say("deployment started")
-            conf = {**data.conf(), "one_task_max_mb": args.one_task_max_mb}
+            conf = data.conf() if args.one_task_max_mb is None else {
+                **data.conf(), "one_task_max_mb": args.one_task_max_mb}
             # A run naming no model is refused in its first task (recorded, no retry). The
             # first pays the fresh deployment's start-up, which one in service paid long ago;
             # the second's time is the least any DAG run costs here (one near-empty task and

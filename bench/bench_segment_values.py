@@ -4,7 +4,7 @@ The step reads the segment columns alone, a row group at a time, and stops at th
 group past ``MAX_SEGMENT_VALUES`` (:mod:`modelgate.pipelines.evaluation.segment_values`); that
 read is the whole of what it adds to ``prepare`` (plus importing pyarrow there, timed apart in a
 fresh process). Timed here, wall and CPU seconds of
-:func:`~modelgate.pipelines.evaluation.segment_values.refuse_many_valued_columns`:
+:func:`~modelgate.pipelines.evaluation.segment_values.refuse_segment_columns`:
 
 * the demo's held-out file (GSS rows), one segment column (``gender``), median of 5;
 * ``--rows`` rows resampled from it as ``bench_evaluate_scale`` writes them (parquet files of
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from bench.bench_evaluate_scale import _generate
-from modelgate.pipelines.evaluation.segment_values import refuse_many_valued_columns
+from modelgate.pipelines.evaluation.segment_values import refuse_segment_columns
 from modelgate.pipelines.evaluation.segments_step import SegmentColumnRefused
 
 
@@ -34,7 +34,7 @@ def _timed(data: Path, column: str) -> tuple[float, float, str]:
     """Wall s, CPU s and what the check said."""
     wall, cpu = time.perf_counter(), time.process_time()
     try:
-        counted = refuse_many_valued_columns(None, str(data), [column])
+        counted = refuse_segment_columns(None, str(data), [column])
         said = f"passed, {counted.row_groups} row group(s) read"
     except SegmentColumnRefused as exc:
         said = f"refused ({str(exc).split(':', 1)[0]})"

@@ -49,12 +49,12 @@ def _candidate(ctx: Context, *, model_name: str, version: str, dataset_uri: str,
 def _check_segment_columns(ctx: Context, dataset_uri: str, section: SegmentPolicy | None) -> None:
     """Refuse a segment column of too many values now, not after scoring; the last check
     here, the one that reads data (only those columns, stopping early)."""
-    from modelgate.pipelines.evaluation.segment_values import refuse_many_valued_columns
+    from modelgate.pipelines.evaluation.segment_values import refuse_segment_columns
     from modelgate.pipelines.evaluation.segments_step import columns_of
 
     names = columns_of(section)
     if names:
-        refuse_many_valued_columns(ctx.store, dataset_uri, names)
+        refuse_segment_columns(ctx.store, dataset_uri, names)
 
 
 def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, run_key: str,

@@ -2,7 +2,7 @@
 
 A segment column may hold at most :data:`~modelgate.pipelines.evaluation.segments_step.MAX_SEGMENT_VALUES`
 distinct values (every value is a slice reported, stored and drawn). The ``prepare`` step
-counts them with :func:`refuse_many_valued_columns`: only the segment columns are read, one row
+counts them with :func:`refuse_segment_columns`: only the segment columns are read, one row
 group at a time, file after file in the dataset's order (an ``s3://`` file by ranged reads of
 those column chunks, :func:`~modelgate.pipelines.evaluation.row_sample.open_parquet`), and the
 count stops at the first row group after which a column has shown more values than the limit.
@@ -135,8 +135,8 @@ def count_values(files: Iterable[pq.ParquetFile], names: Sequence[str], *,
     return ValueCount(None, 0, read)
 
 
-def refuse_many_valued_columns(store: ObjectStore | None, dataset_uri: str, names: Sequence[str], *,
-                               open_file: Callable[[str], pq.ParquetFile] | None = None) -> ValueCount:
+def refuse_segment_columns(store: ObjectStore | None, dataset_uri: str, names: Sequence[str], *,
+                           open_file: Callable[[str], pq.ParquetFile] | None = None) -> ValueCount:
     """Refuse a segment column with more than :data:`MAX_SEGMENT_VALUES` distinct values in the
     dataset, reading only the segment columns and stopping at the first row group that shows
     it (:func:`count_values`).

@@ -26,7 +26,7 @@ from modelgate.config import Settings
 from modelgate.onnx.artifact import package
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.evaluation import prepare_step, score_step
-from modelgate.pipelines.evaluation.segment_values import count_values, refuse_many_valued_columns
+from modelgate.pipelines.evaluation.segment_values import count_values, refuse_segment_columns
 from modelgate.pipelines.evaluation.segments_step import (
     MAX_SEGMENT_VALUES,
     SegmentColumnRefused,
@@ -86,8 +86,7 @@ def test_counting_stops_at_the_first_row_group_past_the_limit_and_opens_no_later
     with pytest.raises(SegmentColumnRefused, match=rf"segment column 'reading' has {TEXT} "
                        r"\(1,200 seen when counting stopped\), more than the 1,000 a segment "
                        r"column may have: segment by a column of categories"):
-        refuse_many_valued_columns(None, str(tmp_path), ["region", "reading"],
-                                   open_file=reads.open)
+        refuse_segment_columns(None, str(tmp_path), ["region", "reading"], open_file=reads.open)
     # the directory's files in order, the second never opened
     assert reads.opened == ["a.parquet"] and reads.groups == [("a.parquet", 0), ("a.parquet", 1)]
     assert isinstance(SegmentColumnRefused("x"), refusal_types())  # final: the DAG does not retry it
@@ -138,9 +137,9 @@ def test_a_column_past_the_limit_only_in_its_last_s3_file_is_refused(
         ctx.store.put_file(f"held/part-{i}.parquet", local, content_type=PARQUET)
     dataset = f"s3://{settings.s3.bucket}/held/"
     with pytest.raises(SegmentColumnRefused, match=rf"'reading' has {TEXT} \(1,001 seen"):
-        refuse_many_valued_columns(ctx.store, dataset, ["reading"])
+        refuse_segment_columns(ctx.store, dataset, ["reading"])
     ctx.store.delete_keys([f"held/part-{len(chunks) - 1}.parquet"])
-    counted = refuse_many_valued_columns(ctx.store, dataset, ["reading"])
+    counted = refuse_segment_columns(ctx.store, dataset, ["reading"])
     assert (counted.column, counted.row_groups) == (None, 9)  # every row group of three files, once
 
 

@@ -47,8 +47,9 @@ def _candidate(ctx: Context, *, model_name: str, version: str, dataset_uri: str,
 
 
 def _check_segment_columns(ctx: Context, dataset_uri: str, section: SegmentPolicy | None) -> None:
-    """Refuse a segment column of too many values now, not after scoring; the last check
-    here, the one that reads data (only those columns, stopping early)."""
+    """Refuse a segment column that a held-out file lacks or that has too many values now,
+    not while scoring; the last check here, the one that reads data (every file's footer,
+    then only those columns, stopping early)."""
     from modelgate.pipelines.evaluation.segment_values import refuse_segment_columns
     from modelgate.pipelines.evaluation.segments_step import columns_of
 
@@ -84,11 +85,14 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     character) and malformed ONNX Runtime settings are refused after the candidate is found,
     recorded as a refusal
     (:func:`~modelgate.pipelines.refusals.check_dataset_uri`), before any run row exists.
-    A segment column with more distinct values than a segment column may have fails the run
-    here, before any scoring
-    (:class:`~modelgate.pipelines.evaluation.segments_step.SegmentColumnRefused`, final like the
-    other refusals): the segment columns alone are read, a row group at a time, until the
-    count is over the limit (:mod:`~modelgate.pipelines.evaluation.segment_values`).
+    A segment column (one named only in a pair too) that a held-out file lacks, or with more
+    distinct values than a segment column may have, fails the run here, before any scoring
+    (:class:`~modelgate.pipelines.evaluation.segment_values.SegmentColumnMissing`, naming the
+    file and its columns of the closest names;
+    :class:`~modelgate.pipelines.evaluation.segments_step.SegmentColumnRefused`; final like the
+    other refusals): each file's schema is read from its footer, then the segment columns
+    alone, a row group at a time, until the count is over the limit
+    (:mod:`~modelgate.pipelines.evaluation.segment_values`).
     """
     candidate = _candidate(ctx, model_name=model_name, version=version, dataset_uri=dataset_uri,
                            run_key=run_key, promote=promote)

@@ -1,33 +1,48 @@
-"""Segment columns' distinct values counted when a run is accepted, before anything is scored.
+"""Segment columns checked when a run is accepted, before anything is scored: every held-out
+file has them, and none holds too many distinct values.
+
+A segment column missing from a held-out file would fail the scoring of that file, after the
+files before it were scored (and, being no refusal, again on every retry). The ``prepare`` step
+refuses it with :func:`refuse_segment_columns`, naming the column, the file and the file's
+columns of the closest names (:func:`missing_columns`): each file's schema is read from its
+footer as the file is opened for the count below, so the dataset is listed once and no file is
+opened twice.
 
 A segment column may hold at most :data:`~modelgate.pipelines.evaluation.segments_step.MAX_SEGMENT_VALUES`
-distinct values (every value is a slice reported, stored and drawn). The ``prepare`` step
-counts them with :func:`refuse_segment_columns`: only the segment columns are read, one row
-group at a time, file after file in the dataset's order (an ``s3://`` file by ranged reads of
-those column chunks, :func:`~modelgate.pipelines.evaluation.row_sample.open_parquet`), and the
-count stops at the first row group after which a column has shown more values than the limit.
-A column of few values is read once, whole; an id-like column costs a row group or so.
+distinct values (every value is a slice reported, stored and drawn). The same pass counts them:
+only the segment columns are read, one row group at a time, file after file in the dataset's
+order (an ``s3://`` file by ranged reads of its footer and those column chunks,
+:func:`~modelgate.pipelines.evaluation.row_sample.open_parquet`), and the count stops at the
+first row group after which a column has shown more values than the limit. A column of few
+values is read once, whole; an id-like column costs a row group or so. The files after that
+stop are not opened: the run is refused either way.
 
 The values are counted as the scoring step's segments count them
 (:func:`~modelgate.pipelines.evaluation.segments_step.collect_batch`): a missing value (null, or
-NaN) is one more value. The scoring step keeps its own check: the files may change between the
-two steps. A column that a file lacks is left to scoring, which names the file.
+NaN) is one more value. The scoring step keeps its own checks (a file without the column fails
+its scoring, naming the file; too many values are refused): the files may change between the
+two steps.
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
 import math
-from collections.abc import Callable, Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
+from modelgate.input_limits import shown
 from modelgate.logsafe import one_line
 from modelgate.pipelines.evaluation.segments_step import (
     MAX_SEGMENT_VALUES,
     SegmentColumnRefused,
     too_many_values,
 )
+from modelgate.pipelines.refusals import InputRefused
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -46,6 +61,50 @@ class _Missing:
 
 
 MISSING = _Missing()
+
+#: How many of a file's columns a refusal lists when none has a name close to the one missing.
+LISTED_COLUMNS = 10
+
+
+class SegmentColumnMissing(InputRefused):
+    """A segment column that a held-out file lacks: refused by the ``prepare`` step before
+    any scoring (:func:`refuse_segment_columns`), final like the other refusals."""
+
+
+def _closest(name: str, columns: Sequence[str]) -> str:
+    """The columns of names close to ``name``, as a hint; the first few columns if none is."""
+    close = [shown(c) for c in difflib.get_close_matches(name, columns, n=3, cutoff=0.6)]
+    if close:
+        return f"did you mean {close[0] if len(close) == 1 else ', '.join(close[:-1]) + ' or ' + close[-1]}?"
+    listed = ": " + ", ".join(shown(c) for c in columns[:LISTED_COLUMNS]) if columns else ""
+    more = f" and {len(columns) - LISTED_COLUMNS:,} more" if len(columns) > LISTED_COLUMNS else ""
+    return f"none of its {len(columns):,} columns has a similar name{listed}{more}"
+
+
+def missing_columns(columns: Sequence[str], names: Sequence[str], where: str) -> str | None:
+    """Why a file with ``columns`` cannot serve segment columns ``names`` (None: it has them all).
+
+    ``where`` names the file. Each missing column is named with the file's columns of the
+    closest names (:func:`difflib.get_close_matches`).
+
+    >>> missing_columns(["region", "x1"], ["regoin"], "part-0001.parquet")
+    "segment column 'regoin' is not in held-out file part-0001.parquet (did you mean 'region'?)"
+    >>> for part in missing_columns(["region", "x1"], ["region", "regoin", "zone"], "a.parquet").split("; "):
+    ...     print(part)
+    segment column 'regoin' is not in held-out file a.parquet (did you mean 'region'?)
+    nor 'zone' (none of its 2 columns has a similar name: 'region', 'x1')
+    >>> missing_columns(["region"], ["region"], "a.parquet") is None
+    True
+    """
+    present = set(columns)
+    missing = [n for n in names if n not in present]
+    if not missing:
+        return None
+    first, *rest = missing
+    text = f"segment column {shown(first)} is not in held-out file {where} ({_closest(first, columns)})"
+    if rest:
+        text += "; nor " + "; nor ".join(f"{shown(n)} ({_closest(n, columns)})" for n in rest)
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,11 +194,28 @@ def count_values(files: Iterable[pq.ParquetFile], names: Sequence[str], *,
     return ValueCount(None, 0, read)
 
 
+def file_name(dataset_uri: str, uri: str) -> str:
+    """A listed file's path relative to the dataset (its name for a one-file dataset).
+
+    >>> file_name("./held/", "held/day=1/a.parquet"), file_name("s3://b/held", "s3://b/held/a.parquet")
+    ('day=1/a.parquet', 'a.parquet')
+    """
+    if uri.startswith("s3://"):
+        from modelgate.pipelines.evaluation.partitions import partition_name
+
+        return partition_name(dataset_uri, uri)
+    # the listing's paths are normalised (``./held/`` lists ``held/...``): compared as paths
+    base = dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri
+    return PurePath(uri).name if PurePath(uri) == PurePath(base) else os.path.relpath(uri, base)
+
+
 def refuse_segment_columns(store: ObjectStore | None, dataset_uri: str, names: Sequence[str], *,
                            open_file: Callable[[str], pq.ParquetFile] | None = None) -> ValueCount:
-    """Refuse a segment column with more than :data:`MAX_SEGMENT_VALUES` distinct values in the
-    dataset, reading only the segment columns and stopping at the first row group that shows
-    it (:func:`count_values`).
+    """Refuse a segment column that a file of the dataset lacks, or that has more than
+    :data:`MAX_SEGMENT_VALUES` distinct values in it: one pass over the files in the dataset's
+    order, each file's schema checked when it is opened (its footer), then only its segment
+    columns read, stopping at the first row group that shows too many values
+    (:func:`count_values`).
 
     Parameters
     ----------
@@ -159,6 +235,9 @@ def refuse_segment_columns(store: ObjectStore | None, dataset_uri: str, names: S
 
     Raises
     ------
+    SegmentColumnMissing
+        Naming the column, the file that lacks it (relative to the dataset) and that file's
+        columns of the closest names.
     SegmentColumnRefused
         Naming the column, the values seen and the limit.
     FileNotFoundError, ValueError
@@ -168,11 +247,20 @@ def refuse_segment_columns(store: ObjectStore | None, dataset_uri: str, names: S
     from modelgate.pipelines.evaluation.row_sample import open_parquet
 
     opener = open_file or (lambda uri: open_parquet(store, uri))
-    counted = count_values((opener(uri) for uri in list_partitions_in(store, dataset_uri)), names)
+
+    def checked() -> Iterator[pq.ParquetFile]:
+        for uri in list_partitions_in(store, dataset_uri):
+            pf = opener(uri)
+            refused = missing_columns(pf.schema_arrow.names, names, file_name(dataset_uri, uri))
+            if refused is not None:
+                raise SegmentColumnMissing(refused)
+            yield pf
+
+    counted = count_values(checked(), names)
     if counted.column is not None:
         raise SegmentColumnRefused(too_many_values(
             counted.column, f"more than {MAX_SEGMENT_VALUES:,} distinct values ({counted.seen:,} "
             f"seen when counting stopped)"))
-    log.info("segment columns %s: at most %s distinct values each (%d row group(s) read)",
+    log.info("segment columns %s: in every file, at most %s distinct values each (%d row group(s) read)",
              one_line(", ".join(names)), f"{MAX_SEGMENT_VALUES:,}", counted.row_groups)
     return counted

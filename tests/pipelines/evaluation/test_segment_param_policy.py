@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from modelgate.evaluation.gate import GateDecision
 from modelgate.evaluation.policy import default_policy_path
@@ -45,7 +46,12 @@ def tiny(settings_env: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     zoo = build("sklearn-no-zipmap")
     archive = package(*zoo.write(tmp_path / "src"), tmp_path / "out")
     data = tmp_path / "heldout.parquet"
-    zoo.frame.to_parquet(data)
+    # every segment column the tests name (prepare refuses one the data lacks): the policy's sex,
+    # the parameters' race (the zoo has group), and a name with a comma in it
+    rng = np.random.default_rng(0)
+    frame = zoo.frame.assign(**{name: rng.choice(["a", "b"], size=len(zoo.frame))
+                                for name in ("sex", "race", "group,race")})
+    frame.to_parquet(data)
     policies = tmp_path / "policies"
     policies.mkdir()
     (policies / f"{zoo.draft['name']}.yaml").write_text(OWN)

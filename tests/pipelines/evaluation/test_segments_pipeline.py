@@ -65,13 +65,3 @@ def test_evaluate_with_segments_judges_stores_and_reports_them(settings_env: Set
         report = page.read().decode()
     assert '<h2 id="segments">Segments</h2>' in report and "region=north" in report
 
-
-@pytest.mark.e2e
-def test_a_segment_column_missing_from_the_data_fails_the_run_naming_it(settings_env: Settings,
-                                                                        tmp_path: Path) -> None:
-    zoo = build("sklearn-no-zipmap")
-    archive = package(*zoo.write(tmp_path / "src"), tmp_path / "out")
-    data = tmp_path / "heldout.parquet"
-    zoo.frame.to_parquet(data)
-    with pytest.raises(Exception, match="column 'regoin' is missing from parquet file"):
-        run_evaluation_locally(archive, data, None, segments=("regoin",))

@@ -67,7 +67,8 @@ recorded in `analytics.evaluation_refusals`. **Red run at task `verify`** naming
 param is looser than the model's own policy on a blocking check; trigger again with
 `allow_looser_policy` set to promote under it anyway (recorded with the run). A run whose
 input is refused (unknown model version, a dataset that does not exist, a malformed policy or
-setting, a segment column of more than 1,000 distinct values) fails at `verify` once, without
+setting, a segment column missing from a held-out file or of more than 1,000 distinct values)
+fails at `verify` once, without
 retries, leaving one row in `analytics.evaluation_refusals` (or one failed run for a bad policy
 or segment column). A trigger with an empty
 `dataset`, or a param holding a control character, is refused by Airflow itself: no run is
@@ -178,7 +179,8 @@ def model_evaluation() -> None:
         """Open the run row for this candidate (the archive is verified when it is scored) and
         plan its held-out data. Returns the partitions ``score`` maps over (none on the short
         path); the run and the short path's partitions are XComs of their own. A refusal (no
-        model, unknown version, bad dataset or policy) is final: no retry."""
+        model, unknown version, bad dataset or policy, a segment column missing from the data or
+        of too many values) is final: no retry."""
         from airflow.sdk.exceptions import AirflowFailException
 
         from modelgate.pipelines.evaluation import prepare_step

@@ -78,3 +78,16 @@ def test_many_small_files_are_scored_as_one_batch_with_the_numbers_of_one_file(
     assert sha == partitions.local_dataset_fingerprint(many)  # a batch counts as its files
     pickles = ctx.store.list_keys(f"runs/evaluation/{safe_key_part(split['run_key'])}/partitions/")
     assert len(pickles) == 1  # one scoring partition for the 200 files
+
+
+@pytest.mark.parametrize("spelling", ["./data", "./data/", "data", "file://./data", "data/./"])
+def test_a_relative_dataset_names_each_file_by_its_path_under_the_dataset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelling: str,
+) -> None:
+    """Names identify partitions in the stored rows and the dataset's fingerprint: however the
+    folder is spelt, each file is named by its own path under it (``./data`` gave every file
+    the name ``parquet``)."""
+    _write(tmp_path / "data", DATA)
+    monkeypatch.chdir(tmp_path)
+    found = [uri for uri, _ in partitions.list_sized(None, spelling)]
+    assert [partitions.partition_name(spelling, uri) for uri in found] == DATA

@@ -329,8 +329,13 @@ def local_rows(paths: Iterable[str]) -> int:
 def partition_name(dataset_uri: str, partition_uri: str) -> str:
     """The partition's path relative to the dataset (its file name for a one-file dataset).
 
+    A local dataset given as ``./d`` lists its files as ``d/a.parquet``: both are normalised
+    before one is taken from the other, so each file keeps a name of its own.
+
     >>> partition_name("/d", "/d/day=1/a.parquet")
     'day=1/a.parquet'
+    >>> partition_name("./d/", "d/a.parquet"), partition_name("s3://b/d/", "s3://b/d/x/a.parquet")
+    ('a.parquet', 'x/a.parquet')
     """
     base = dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri
     files = members(partition_uri)
@@ -338,7 +343,10 @@ def partition_name(dataset_uri: str, partition_uri: str) -> str:
         return f"{partition_name(dataset_uri, files[0])}+{len(files) - 1}"
     if partition_uri == base:
         return Path(partition_uri).name
-    return partition_uri[len(base.rstrip("/")) + 1:]
+    if partition_uri.startswith("s3://"):
+        return partition_uri[len(base.rstrip("/")) + 1:]
+    relative = os.path.relpath(os.path.normpath(partition_uri), os.path.normpath(base))
+    return Path(partition_uri).name if relative == "." else relative
 
 
 def sample_positions(row_counts: Sequence[int], size: int, seed: int) -> list[np.ndarray]:

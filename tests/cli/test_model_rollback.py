@@ -275,7 +275,7 @@ def test_an_archived_or_retired_version_is_evaluated_only_without_promote(
 
     ctx, url, name = registry["ctx"], registry["url"], registry["name"]
     data = tmp_path / "d.parquet"
-    data.touch()  # prepare refuses a dataset that does not exist; nothing here reads it
+    registry["zoo"].frame.to_parquet(data)  # prepare reads the footer: the model's columns, rows
     ref = prepare_step.prepare(ctx, model_name=name, version=version, dataset_uri=str(data),
                            run_key=f"compare-{version}")
     run = runs.get_evaluation_run(url, ref.evaluation_run_id)

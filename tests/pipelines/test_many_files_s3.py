@@ -152,7 +152,7 @@ def test_an_unreadable_member_of_an_s3_batch_is_named(
     env: Settings, demo_builds: dict[str, Any], tmp_path: Path,
 ) -> None:
     from modelgate.cli.runs import run_evaluation_locally
-    from modelgate.onnx.scoring import ScoringError
+    from modelgate.pipelines.evaluation.held_out_files import HeldOutRefused
     from modelgate.store.db import fetch_all
 
     ctx = Context.open(env)
@@ -162,7 +162,7 @@ def test_an_unreadable_member_of_an_s3_batch_is_named(
         ctx.store.put_file(f"held/{name}", path, content_type=PARQUET)
     bad = _s3(env, "held/dt=2/part-050.parquet")
 
-    with pytest.raises(ScoringError, match="cannot read parquet file") as caught:
+    with pytest.raises(HeldOutRefused, match="cannot read parquet file") as caught:  # at prepare
         run_evaluation_locally(demo_builds["1"].archive_path, _s3(env, "held"), None)
 
     assert repr(bad) in str(caught.value)

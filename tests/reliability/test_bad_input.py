@@ -30,6 +30,7 @@ from modelgate.onnx.scoring import ScoringError
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.drift import feature_steps
 from modelgate.pipelines.evaluation import prepare_step, run_refs, score_step
+from modelgate.pipelines.evaluation.held_out_files import HeldOutRefused
 from modelgate.store import models
 from modelgate.store.db import fetch_all
 from modelgate.store.runs import EVALUATION_RESULT_TABLES
@@ -98,29 +99,32 @@ def _no_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.iloc[:0]
 
 
-BAD_DATA: list[tuple[Callable[[pd.DataFrame], pd.DataFrame], tuple[str, ...]]] = [
-    (_drop_prestg10, ("column 'prestg10' is missing from parquet file",)),
-    (_age_as_text, ("column 'age': expected a numeric dtype, got 'str'",)),
-    (_one_infinite_age, ("column 'age': 1 rows are infinite",)),
-    (_no_rows, ("has no rows",)),
+# refused at prepare from the footers (HeldOutRefused), or by scoring from the rows (ScoringError)
+BAD_DATA: list[tuple[Callable[[pd.DataFrame], pd.DataFrame], type[Exception], tuple[str, ...]]] = [
+    (_drop_prestg10, HeldOutRefused, ("has no column 'prestg10' (a numeric feature of the model",)),
+    (_age_as_text, HeldOutRefused, ("column 'age' (a numeric feature of the model "
+                                    f"{MODEL!r}) holds large_string; expected integers or floats",)),
+    (_one_infinite_age, ScoringError, ("column 'age': 1 rows are infinite",)),
+    (_no_rows, HeldOutRefused, ("has no rows",)),
 ]
 
 
-@pytest.mark.parametrize(("mutate", "needles"), BAD_DATA,
+@pytest.mark.parametrize(("mutate", "error", "needles"), BAD_DATA,
                          ids=["missing_feature_column", "numeric_column_now_string",
                               "inf_in_numeric_feature", "empty_file"])
 def test_bad_heldout_data_fails_the_run_cleanly(
     env: Settings, demo_builds: dict[str, Any], tmp_path: Path,
-    mutate: Callable[[pd.DataFrame], pd.DataFrame], needles: tuple[str, ...],
+    mutate: Callable[[pd.DataFrame], pd.DataFrame], error: type[Exception], needles: tuple[str, ...],
 ) -> None:
     data = _write(mutate(_heldout(demo_builds["1"])), tmp_path / "bad heldout.parquet")
-    with pytest.raises(ScoringError) as caught:
+    with pytest.raises(error) as caught:
         run_evaluation_locally(demo_builds["1"].archive_path, data, None)
+    assert type(caught.value) is error
     for needle in needles:
         assert needle in str(caught.value)
     reason = _assert_failed_cleanly(str(env.database_url), *needles)
-    assert reason.startswith("ScoringError: ")
-    if mutate in (_drop_prestg10, _no_rows):  # messages about the file name the file
+    assert reason.startswith(f"{error.__name__}: ")
+    if error is HeldOutRefused:  # messages about the file name the file
         assert str(data.resolve()) in reason
 
 
@@ -130,7 +134,7 @@ def test_truncated_parquet_names_the_file(
     whole = demo_builds["1"].heldout_path.read_bytes()
     data = tmp_path / "truncated.parquet"
     data.write_bytes(whole[: len(whole) // 2])
-    with pytest.raises(ScoringError, match="cannot read parquet file") as caught:
+    with pytest.raises(HeldOutRefused, match="cannot read parquet file") as caught:
         run_evaluation_locally(demo_builds["1"].archive_path, data, None)
     assert repr(str(data.resolve())) in str(caught.value)
     _assert_failed_cleanly(str(env.database_url), "cannot read parquet file",

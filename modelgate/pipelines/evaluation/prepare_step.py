@@ -1,5 +1,5 @@
 """The evaluation's ``prepare`` step: the candidate and the champion looked up, the run row
-opened, the policy checked and stored with the run."""
+opened, the policy checked and stored with the run, the held-out files' footers checked."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from modelgate.store import models, runs
 
 if TYPE_CHECKING:
     from modelgate.evaluation import SegmentPolicy
+    from modelgate.onnx.manifest import Manifest
 
 log = logging.getLogger("modelgate.evaluate")
 
@@ -58,6 +59,19 @@ def _check_segment_columns(ctx: Context, dataset_uri: str, section: SegmentPolic
         refuse_segment_columns(ctx.store, dataset_uri, names)
 
 
+def _check_held_out_files(ctx: Context, dataset_uri: str, candidate: Manifest,
+                          champion: Manifest | None) -> None:
+    """Refuse held-out files that scoring would refuse for what their footers say (a column
+    missing or of the wrong type, no rows, unreadable), and a run whose metrics would need
+    more memory than the limit, now, not after scoring; footers only, no data."""
+    from modelgate.pipelines.evaluation.held_out_files import needed_columns, refuse_unusable_files
+    from modelgate.pipelines.evaluation.score_step import N_BOOTSTRAP
+
+    rows = refuse_unusable_files(ctx.store, dataset_uri, needed_columns(candidate, champion))
+    model_tasks.check_memory(candidate, rows, champion=champion is not None, n_bootstrap=N_BOOTSTRAP,
+                             limit_mb=ctx.settings.eval_memory_limit_mb)
+
+
 def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, run_key: str,
             policy_path: str | None = None, promote: bool = False,
             allow_looser_policy: bool = False, segments: Sequence[str] = (),
@@ -85,6 +99,13 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
     character) and malformed ONNX Runtime settings are refused after the candidate is found,
     recorded as a refusal
     (:func:`~modelgate.pipelines.refusals.check_dataset_uri`), before any run row exists.
+    Held-out files that scoring would refuse for what their footers say (a column of the
+    model's missing or of the wrong type, no rows, not parquet, no parquet file at all), and a
+    run whose metrics would need more memory than ``MODELGATE_EVAL_MEMORY_LIMIT_MB`` (from the
+    footers' row counts, ``s3://`` data too) fail the run here, before any scoring
+    (:class:`~modelgate.pipelines.evaluation.held_out_files.HeldOutRefused`,
+    :class:`~modelgate.pipelines.evaluation.model_tasks.EvaluationTooLarge`; final): footers
+    only, no data (:mod:`~modelgate.pipelines.evaluation.held_out_files`).
     A segment column (one named only in a pair too) that a held-out file lacks, or with more
     distinct values than a segment column may have, fails the run here, before any scoring
     (:class:`~modelgate.pipelines.evaluation.segment_values.SegmentColumnMissing`, naming the
@@ -134,6 +155,8 @@ def prepare(ctx: Context, *, model_name: str, version: str, dataset_uri: str, ru
                        model_version_id=candidate.model_version_id)
         # decide applies this checked policy, not whatever the file holds by then
         put_pickle(ctx, policy_key(ref), CheckedPolicy(policy, policy_sha))
+        _check_held_out_files(ctx, dataset_uri, candidate.manifest,
+                              champion.manifest if champion_id is not None else None)  # type: ignore[union-attr]
         _check_segment_columns(ctx, dataset_uri, policy.segments)
     except BaseException as exc:  # Ctrl-C and SIGTERM too: the row exists, so it must say failed
         fail(ctx, ref, exc)

@@ -463,7 +463,7 @@ def test_a_missing_label_fails_the_run_naming_the_label_column(
     frame["high_income"] = frame["high_income"].astype("float64")
     frame.loc[[3, 9], "high_income"] = np.nan
     data = _write(frame, tmp_path / "unlabelled rows.parquet")
-    with pytest.raises(ValueError, match="label column 'high_income' has 2 missing value"):
+    with pytest.raises(HeldOutRefused, match="label column 'high_income' has 2 missing value"):
         run_evaluation_locally(demo_builds["1"].archive_path, data, None)
     reason = _assert_failed_cleanly(str(env.database_url), "label column 'high_income'")
-    assert reason.startswith("ValueError: ") and "must all be labelled" in reason
+    assert reason.startswith("HeldOutRefused: ") and "must all be labelled" in reason

@@ -42,6 +42,7 @@ from modelgate.pipelines.evaluation import (
     run_refs,
     score_step,
 )
+from modelgate.pipelines.evaluation.held_out_files import HeldOutRefused
 from modelgate.pipelines.liveness import Terminated
 from modelgate.pipelines.report_keys import evaluation_report_key
 from modelgate.store import models, runs
@@ -421,8 +422,9 @@ def test_labels_outside_one_positive_and_one_negative_value_are_refused(
     frame = heldout.assign(high_income=relabel(heldout["high_income"]))
     expected = Counter(v for v in frame["high_income"].tolist() if not (type(v) is int and v == 1))
     data = _write(frame, tmp_path / "labels.parquet")
-    with pytest.raises(LabelError) as caught:
+    with pytest.raises(HeldOutRefused) as caught:  # final: the DAG's score task does not retry it
         run_evaluation_locally(demo_builds["1"].archive_path, data, None)
+    assert isinstance(caught.value.__cause__, LabelError)
     message = str(caught.value)
     assert message.startswith("label column 'high_income' must hold the positive value 1")
     assert len(expected) >= 2
@@ -430,7 +432,7 @@ def test_labels_outside_one_positive_and_one_negative_value_are_refused(
         assert f"{value!r} ({n} row" in message
     url = str(env.database_url)
     (_, _, status, reason), = _run_rows(url)
-    assert status == "failed" and reason == f"LabelError: {message}"
+    assert status == "failed" and reason == f"HeldOutRefused: {message}"
     assert _counts(url) == NO_RESULTS
     # refused before scoring: the run holds nothing but the policy its first step checked
     assert [k.rpartition("/")[2] for k in Context.open(env).store.list_keys("runs/")] == ["policy.pkl"]
@@ -445,7 +447,7 @@ def test_a_declared_negative_label_is_the_only_other_value_allowed(
     outcome = run_evaluation_locally(declared, _write(heldout, tmp_path / "ok.parquet"), None)
     assert outcome.payload["rows_scored"] == len(heldout)  # 1 and 0: evaluated as before
     frame = heldout.assign(high_income=heldout["high_income"].where(heldout.index >= 4, 2))
-    with pytest.raises(LabelError, match=r"declared negative value 0; found other values: 2 \(4 rows\)"):
+    with pytest.raises(HeldOutRefused, match=r"declared negative value 0; found other values: 2 \(4 rows\)"):
         run_evaluation_locally(declared, _write(frame, tmp_path / "two.parquet"), None)
 
 

@@ -28,6 +28,7 @@ from modelgate.fairness.group_scores import (
 from modelgate.onnx.manifest import Manifest
 from modelgate.pipelines.context import Context, load_registered_model
 from modelgate.pipelines.evaluation import model_tasks, partitions, segments_step
+from modelgate.pipelines.evaluation.held_out_files import HeldOutRefused
 from modelgate.pipelines.evaluation.policy_loading import load_checked_policy
 from modelgate.pipelines.evaluation.run_refs import RunRef, candidate_row, get_pickle, model_row, put_pickle
 from modelgate.store import models, runs
@@ -354,15 +355,27 @@ MAX_GROUP_LABEL_CHARS = 1000
 
 
 def check_held_out(table: pa.Table, manifest: Manifest) -> None:
-    """Labels and sensitive-group labels, checked before any work is done on the rows."""
-    if model_tasks.task_of(manifest) == model_tasks.BINARY:
-        labels_from_scores(table, manifest)
-    else:
-        model_tasks.targets(table, manifest)
+    """Labels and sensitive-group labels, checked before any work is done on the rows.
+
+    Raises
+    ------
+    HeldOutRefused
+        Naming the column: a missing label, a label the model's task cannot take, a group
+        label too long. Final (no retry): the next try would read the same rows.
+    """
+    try:
+        if model_tasks.task_of(manifest) == model_tasks.BINARY:
+            labels_from_scores(table, manifest)
+        else:
+            model_tasks.targets(table, manifest)
+    except HeldOutRefused:
+        raise
+    except ValueError as exc:  # the labels' own message names the column and what came
+        raise HeldOutRefused(str(exc)) from exc
     for feature in manifest.sensitive_features:
         lengths = {len(str(v)) for v in table.column(feature).unique().to_pylist() if v is not None}
         if lengths and max(lengths) > MAX_GROUP_LABEL_CHARS:
-            raise ValueError(
+            raise HeldOutRefused(
                 f"sensitive feature {feature!r} has a group label of {max(lengths):,} characters; "
                 f"group labels may have at most {MAX_GROUP_LABEL_CHARS:,}")
 

@@ -5,6 +5,8 @@ a file that is not parquet, a dataset of no parquet file, an ``s3://`` dataset w
 would need more memory than the limit. Each refusal is final (a refusal type, so Airflow does
 not retry it) and recorded: the run is ``failed`` at attempt 1 with the reason.
 
+Rows that only the data can show (a missing label) are refused by the scoring step, final too.
+
 The expected messages are written out by hand; the files are written by pandas, never by the
 code under test.
 """
@@ -164,6 +166,23 @@ def test_an_s3_dataset_too_large_for_the_memory_limit_is_refused_at_prepare(
                        "MODELGATE_EVAL_MEMORY_LIMIT_MB=1"):
         run_evaluation_locally(archive, f"s3://{settings_env.s3.bucket}/big/", None)
     _assert_refused_once(ctx, "EvaluationTooLarge: the metrics of the regression model")
+
+
+def test_a_missing_label_value_is_refused_by_scoring_as_final(
+        zoo: dict[str, Any], tmp_path: Path) -> None:
+    from modelgate.cli.runs import run_evaluation_locally
+
+    frame = zoo["frame"].copy()
+    frame.loc[[3, 9], "y_binary"] = None
+    data = tmp_path / "unlabelled.parquet"
+    frame.to_parquet(data, index=False)
+    with pytest.raises(HeldOutRefused, match="label column 'y_binary' has 2 missing value") as caught:
+        run_evaluation_locally(zoo["archive"], data, None)
+    assert isinstance(caught.value, refusal_types())  # the DAG's score task does not retry it
+    (status, reason, attempt), = sql_rows(zoo["ctx"].db_url, "SELECT status, failure_reason, "
+                                                             "attempt FROM analytics.evaluation_runs")
+    assert (status, attempt) == ("failed", 1)
+    assert reason.startswith("HeldOutRefused: label column 'y_binary' has 2 missing value(s)")
 
 
 def test_the_footer_check_reads_no_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

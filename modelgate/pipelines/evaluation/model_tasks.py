@@ -84,25 +84,30 @@ def targets(table: pa.Table, manifest: Manifest) -> npt.NDArray[Any]:
     return model_labels(values.to_numpy(), manifest.to_dict())
 
 
+class ChampionMismatch(InputRefused):
+    """The production champion cannot be compared with the candidate (another task, other
+    classes); final: a retry would find the same two models."""
+
+
 def check_champion(candidate: Manifest, champion: Manifest) -> None:
     """A champion is compared on the same terms only: same task, and for multiclass models
     the same classes in the same order.
 
     Raises
     ------
-    ValueError
+    ChampionMismatch
         Saying what differs and how to go on.
     """
     new, old = task_of(candidate), task_of(champion)
     if new != old:
-        raise ValueError(
+        raise ChampionMismatch(
             f"model {candidate.name!r}: the candidate is {new} but the production "
             f"champion (version {champion.version!r}) is {old}; a champion is compared "
             "with a candidate of the same task only: register the candidate under another "
             "model name, or archive the champion first")
     if new == MULTICLASS and [str(c) for c in classes_of(candidate)] != [
             str(c) for c in classes_of(champion)]:
-        raise ValueError(
+        raise ChampionMismatch(
             f"model {candidate.name!r}: the candidate's classes {list(classes_of(candidate))} "
             f"differ from the production champion's {list(classes_of(champion))}; per-class "
             "metrics can only be compared over the same classes in the same order")
@@ -110,7 +115,15 @@ def check_champion(candidate: Manifest, champion: Manifest) -> None:
 
 def check_policy_classes(policy: Any, manifest: Manifest) -> None:
     """Per-class thresholds (``recall[<class>]``, ``tpr_gap[<class>]``) must name a class of
-    the model (or ``[*]``, every class, for a fairness gap); the message lists its classes."""
+    the model (or ``[*]``, every class, for a fairness gap); the message lists its classes.
+
+    Raises
+    ------
+    PolicyError
+        Naming the policy metric and the model's classes; final like a malformed policy.
+    """
+    from modelgate.evaluation import PolicyError
+
     if task_of(manifest) != MULTICLASS:
         return
     classes = [str(c) for c in classes_of(manifest)]
@@ -119,7 +132,7 @@ def check_policy_classes(policy: Any, manifest: Manifest) -> None:
     for name in names:
         base, bracket, rest = name.partition("[")
         if bracket and rest.endswith("]") and rest[:-1] not in classes and rest != "*]":
-            raise ValueError(f"policy metric {name!r}: {rest[:-1]!r} is not a class of model "
+            raise PolicyError(f"policy metric {name!r}: {rest[:-1]!r} is not a class of model "
                              f"{manifest.name!r} (classes {classes})")
 
 

@@ -24,6 +24,7 @@ from fairlearn.metrics import (
     selection_rate,
     true_positive_rate,
 )
+from modelgate.evaluation import PolicyError
 from sklearn import metrics as skm
 from support.model_zoo import FEATURES, Zoo, build
 from support.tiny_graphs import manifest_of
@@ -31,6 +32,8 @@ from support.tiny_graphs import manifest_of
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
 from modelgate.onnx.artifact import package
+from modelgate.pipelines.evaluation.model_tasks import ChampionMismatch
+from modelgate.pipelines.refusals import refusal_types
 from modelgate.store import models
 from modelgate.store.db import transaction
 
@@ -270,13 +273,15 @@ def test_a_champion_of_another_task_is_refused_with_the_reason_recorded(
     run_evaluation_locally(*_archive_and_data("sklearn-regression", tmp_path, name="mixed"), None,
                            promote=True)
     archive, data = _archive_and_data("sklearn-3-class", tmp_path, name="mixed", version="2")
-    with pytest.raises(ValueError, match="the candidate is multiclass_classification but the "
-                                         "production champion .* is regression"):
+    with pytest.raises(ChampionMismatch, match="the candidate is multiclass_classification but "
+                                               "the production champion .* is regression"):
         run_evaluation_locally(archive, data, None)
-    ((status, reason),) = _rows(url, "SELECT r.status, r.failure_reason FROM evaluation_run r "
-                                     "JOIN model_version mv USING (model_version_id) "
-                                     "WHERE mv.version = '2'")
-    assert status == "failed" and "same task only" in reason
+    ((status, reason, rows, attempt),) = _rows(
+        url, "SELECT status, failure_reason, rows_scored, attempt FROM analytics.evaluation_runs "
+             "WHERE version = '2'")
+    assert (status, rows, attempt) == ("failed", None, 1)  # refused at prepare: nothing scored
+    assert reason.startswith("ChampionMismatch: ") and "same task only" in reason
+    assert issubclass(ChampionMismatch, refusal_types())  # final: the DAG's verify is not retried
 
 
 @pytest.mark.parametrize(("model", "policy", "message"), [
@@ -289,10 +294,11 @@ def test_a_policy_is_checked_against_the_task_before_scoring(
         settings_env: Settings, tmp_path: Path, model: str, policy: str, message: str) -> None:
     path = tmp_path / "policy.yaml"
     path.write_text(policy + "\n")
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(PolicyError, match=message):  # final: the DAG's verify is not retried
         run_evaluation_locally(*_archive_and_data(model, tmp_path), path)
     assert _rows(str(settings_env.database_url),
-                 "SELECT status, rows_scored FROM evaluation_run") == [("failed", None)]
+                 "SELECT status, rows_scored, attempt FROM analytics.evaluation_runs") == [
+        ("failed", None, 1)]
 
 
 def test_the_multiclass_default_fits_any_classes_but_a_named_class_must_exist() -> None:

@@ -67,10 +67,11 @@ recorded in `analytics.evaluation_refusals`. **Red run at task `verify`** naming
 param is looser than the model's own policy on a blocking check; trigger again with
 `allow_looser_policy` set to promote under it anyway (recorded with the run). A run whose
 input is refused (unknown model version, a dataset that does not exist, a malformed policy or
-setting, a segment column missing from a held-out file or of more than 1,000 distinct values)
-fails at `verify` once, without
-retries, leaving one row in `analytics.evaluation_refusals` (or one failed run for a bad policy
-or segment column). A trigger with an empty
+setting, a segment column missing from a held-out file or of more than 1,000 distinct values,
+held-out files lacking a column of the model's or of no rows, a champion of another task) fails
+at `verify` once, without retries, leaving one row in `analytics.evaluation_refusals` (or one
+failed run for the others). Labels the rows show unusable (missing, a third value) fail `score`
+once, without retries. A trigger with an empty
 `dataset`, or a param holding a control character, is refused by Airflow itself: no run is
 created.
 """

@@ -201,3 +201,20 @@ def test_the_footer_check_reads_no_data(tmp_path: Path, monkeypatch: pytest.Monk
     assert refuse_unusable_files(None, str(path), [NeededColumn("y", "the label"),
                                                    NeededColumn("x", "a feature", numeric=True)]) == 100
     assert isinstance(HeldOutRefused("x"), refusal_types())
+
+
+@pytest.mark.e2e  # a DAG run
+def test_the_dag_refuses_the_file_at_verify_once_and_scores_nothing(
+        zoo: dict[str, Any], airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from modelgate.airflow_runner import run_dag
+
+    data = tmp_path / "no label.parquet"
+    zoo["frame"].drop(columns=["y_binary"]).to_parquet(data, index=False)
+    _nothing_scored(monkeypatch)  # dag.test() runs the tasks in this process
+    row, _ = register_archive(zoo["ctx"], zoo["archive"])
+    dag_run = run_dag("model_evaluation", conf={
+        "model_name": row.model_name, "model_version": row.version, "dataset": str(data)})
+    assert str(dag_run.state) == "failed"
+    # one attempt: the refusal was final, verify was not tried again
+    _assert_refused_once(zoo["ctx"], f"HeldOutRefused: held-out file {str(data)!r} has no column "
+                                     "'y_binary'")

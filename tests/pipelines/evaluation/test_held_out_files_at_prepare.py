@@ -218,3 +218,14 @@ def test_the_dag_refuses_the_file_at_verify_once_and_scores_nothing(
     # one attempt: the refusal was final, verify was not tried again
     _assert_refused_once(zoo["ctx"], f"HeldOutRefused: held-out file {str(data)!r} has no column "
                                      "'y_binary'")
+
+
+def test_an_s3_dataset_of_another_bucket_is_refused_at_prepare(zoo: dict[str, Any]) -> None:
+    # the DAG's path (the CLI cannot hash such data): listing it in verify was a retried ValueError
+    ctx = zoo["ctx"]
+    row, _ = register_archive(ctx, zoo["archive"])
+    with pytest.raises(HeldOutRefused, match="dataset 's3://another-bucket/held/' is not in the "
+                                             "configured bucket"):
+        prepare_step.prepare(ctx, model_name=row.model_name, version=row.version,
+                             dataset_uri="s3://another-bucket/held/", run_key="k")
+    _assert_refused_once(ctx, "HeldOutRefused: dataset 's3://another-bucket/held/'")

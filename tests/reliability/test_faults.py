@@ -9,6 +9,7 @@ Everything is real: PostgreSQL, moto's S3 server process, Airflow's ``dag.test()
 
 from __future__ import annotations
 
+import errno
 import shutil
 import threading
 from collections.abc import Callable, Iterator
@@ -244,25 +245,23 @@ def test_airflow_retry_of_a_failed_score_task_reaches_the_clean_state(
     ctx = Context.open(env)
     register_archive(ctx, demo_builds["1"].archive_path)
     clean = _dag_run(data)
-    # second run: the held-out folder exists (a dataset that does not exist at all is refused
-    # for good by `verify`, never retried) but its file is not there yet, so the first try of
-    # `verify` (which, once the run is open, lists the files to score) fails
-    # for real; the file lands as that failure is raised (dag.test() runs tasks in this
-    # process), so the retry finds it whatever the machine's speed
+    # second run: the first listing of the held-out folder by `verify` (once the run is open
+    # it lists the files to score) fails with an I/O error, as a flaky mount or object store
+    # can; the retry lists it again. A folder that is missing or holds no parquet file is
+    # refused at prepare for good (no retry), so the fault is injected in the listing itself:
+    # root ignores file permissions, so no real local folder fails to list once and then works.
     landing = tmp_path / "landing"
     landing.mkdir()
-    late = landing / "heldout.parquet"
+    shutil.copyfile(data, landing / "heldout.parquet")
     original, misses = score_step.list_files, []
 
-    def lands_once_the_first_listing_failed(ctx: Context, ref: run_refs.RunRef) -> list[tuple[str, int]]:
-        try:
-            return original(ctx, ref)
-        except Exception as exc:
-            misses.append(type(exc).__name__)
-            shutil.copyfile(data, late)
-            raise
+    def fails_the_first_listing(ctx: Context, ref: run_refs.RunRef) -> list[tuple[str, int]]:
+        if not misses:
+            misses.append("EIO")
+            raise OSError(errno.EIO, "Input/output error", str(landing))
+        return original(ctx, ref)
 
-    monkeypatch.setattr(score_step, "list_files", lands_once_the_first_listing_failed)
+    monkeypatch.setattr(score_step, "list_files", fails_the_first_listing)
     retried = _dag_run(landing)
     tries = {ti.task_id: (ti.try_number, str(ti.state)) for ti in retried.get_task_instances()}
     assert len(misses) == 1, misses

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support.model_zoo import build
+from support.parquet_reads import ParquetReads
 from support.sql_rows import sql_rows
 
 from modelgate.config import Settings
@@ -38,28 +39,6 @@ def _write(path: Path, region: str = "region", rows: int = 40) -> Path:
     pq.write_table(pa.table({region: np.array(["north", "south"])[np.arange(rows) % 2],
                              "amount": np.arange(rows, dtype=np.float64)}), path, row_group_size=10)
     return path
-
-
-class _Reads:
-    """A spy on the files opened and the row groups read (the real reader does the reading)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.opened: list[str] = []
-        self.groups: list[tuple[str, int]] = []
-        self._names: dict[int, str] = {}
-        real = pq.ParquetFile.read_row_group
-
-        def read_row_group(pf: pq.ParquetFile, i: int, *args: Any, **kwargs: Any) -> pa.Table:
-            self.groups.append((self._names.get(id(pf), "?"), i))
-            return real(pf, i, *args, **kwargs)
-
-        monkeypatch.setattr(pq.ParquetFile, "read_row_group", read_row_group)
-
-    def open(self, uri: str) -> pq.ParquetFile:
-        pf = pq.ParquetFile(uri)
-        self.opened.append(Path(uri).name)
-        self._names[id(pf)] = Path(uri).name
-        return pf
 
 
 # --- the check: no database -----------------------------------------------------------------
@@ -89,7 +68,7 @@ def test_a_column_missing_from_only_the_last_file_of_a_directory_is_refused(
     for name in ("part-0.parquet", "part-1.parquet"):
         _write(tmp_path / "held" / name)
     _write(tmp_path / "held" / "part-2.parquet", region="region_name")
-    reads = _Reads(monkeypatch)
+    reads = ParquetReads(monkeypatch)
     with pytest.raises(SegmentColumnMissing) as caught:
         refuse_segment_columns(None, str(tmp_path / "held") + "/", ["region"], open_file=reads.open)
     assert str(caught.value) == ("segment column 'region' is not in held-out file part-2.parquet "
@@ -104,7 +83,7 @@ def test_a_file_without_the_column_is_refused_from_its_footer_named_within_the_d
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _write(tmp_path / "held" / "part-0.parquet")
     _write(tmp_path / "held" / "day=2" / "part-1.parquet", region="zone")  # listed first: sorted paths
-    reads = _Reads(monkeypatch)
+    reads = ParquetReads(monkeypatch)
     with pytest.raises(SegmentColumnMissing, match=r"^segment column 'region' is not in held-out file "
                        r"day=2/part-1\.parquet \(none of its 2 columns has a similar name: 'zone', "
                        r"'amount'\)$"):
@@ -115,7 +94,7 @@ def test_a_file_without_the_column_is_refused_from_its_footer_named_within_the_d
 def test_a_column_every_file_has_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("part-0.parquet", "part-1.parquet", "part-2.parquet"):
         _write(tmp_path / name)
-    reads = _Reads(monkeypatch)
+    reads = ParquetReads(monkeypatch)
     counted = refuse_segment_columns(None, str(tmp_path), ["region"], open_file=reads.open)
     assert (counted.column, counted.row_groups) == (None, 12)  # 3 files of 4 row groups, each once
     assert reads.opened == ["part-0.parquet", "part-1.parquet", "part-2.parquet"]

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support.model_zoo import build
+from support.parquet_reads import ParquetReads
 from support.sql_rows import sql_rows
 
 from modelgate.config import Settings
@@ -45,28 +46,6 @@ def _write(path: Path, values: Sequence[Any] | np.ndarray, *, rows_per_group: in
     return path
 
 
-class _Reads:
-    """A spy on the files opened and the row groups read (the real reader does the reading)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.opened: list[str] = []
-        self.groups: list[tuple[str, int]] = []
-        self._names: dict[int, str] = {}
-        real = pq.ParquetFile.read_row_group
-
-        def read_row_group(pf: pq.ParquetFile, i: int, *args: Any, **kwargs: Any) -> pa.Table:
-            self.groups.append((self._names.get(id(pf), "?"), i))
-            return real(pf, i, *args, **kwargs)
-
-        monkeypatch.setattr(pq.ParquetFile, "read_row_group", read_row_group)
-
-    def open(self, uri: str) -> pq.ParquetFile:
-        pf = pq.ParquetFile(uri)
-        self.opened.append(Path(uri).name)
-        self._names[id(pf)] = Path(uri).name
-        return pf
-
-
 # --- counting: no database ------------------------------------------------------------------
 
 
@@ -75,7 +54,7 @@ def test_counting_stops_at_the_first_row_group_past_the_limit_and_opens_no_later
     # 600 new values per row group of 600 rows: 600 after the first group, 1,200 after the second
     first = _write(tmp_path / "a.parquet", np.arange(2400) + 0.5, rows_per_group=600)
     _write(tmp_path / "b.parquet", np.arange(600) + 0.5, rows_per_group=600)
-    reads = _Reads(monkeypatch)
+    reads = ParquetReads(monkeypatch)
     counted = count_values((reads.open(str(p)) for p in (first, tmp_path / "b.parquet")),
                            ["region", "reading"])
     assert (counted.column, counted.seen, counted.row_groups) == ("reading", 1200, 2)

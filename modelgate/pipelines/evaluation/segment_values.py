@@ -29,10 +29,8 @@ from __future__ import annotations
 import difflib
 import logging
 import math
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from modelgate.input_limits import shown
@@ -194,21 +192,6 @@ def count_values(files: Iterable[pq.ParquetFile], names: Sequence[str], *,
     return ValueCount(None, 0, read)
 
 
-def file_name(dataset_uri: str, uri: str) -> str:
-    """A listed file's path relative to the dataset (its name for a one-file dataset).
-
-    >>> file_name("./held/", "held/day=1/a.parquet"), file_name("s3://b/held", "s3://b/held/a.parquet")
-    ('day=1/a.parquet', 'a.parquet')
-    """
-    if uri.startswith("s3://"):
-        from modelgate.pipelines.evaluation.partitions import partition_name
-
-        return partition_name(dataset_uri, uri)
-    # the listing's paths are normalised (``./held/`` lists ``held/...``): compared as paths
-    base = dataset_uri[7:] if dataset_uri.startswith("file://") else dataset_uri
-    return PurePath(uri).name if PurePath(uri) == PurePath(base) else os.path.relpath(uri, base)
-
-
 def refuse_segment_columns(store: ObjectStore | None, dataset_uri: str, names: Sequence[str], *,
                            open_file: Callable[[str], pq.ParquetFile] | None = None) -> ValueCount:
     """Refuse a segment column that a file of the dataset lacks, or that has more than
@@ -243,7 +226,7 @@ def refuse_segment_columns(store: ObjectStore | None, dataset_uri: str, names: S
     FileNotFoundError, ValueError
         If the dataset holds no parquet file or is not in the store's bucket.
     """
-    from modelgate.pipelines.evaluation.partitions import list_partitions_in
+    from modelgate.pipelines.evaluation.partitions import list_partitions_in, partition_name
     from modelgate.pipelines.evaluation.row_sample import open_parquet
 
     opener = open_file or (lambda uri: open_parquet(store, uri))
@@ -251,7 +234,7 @@ def refuse_segment_columns(store: ObjectStore | None, dataset_uri: str, names: S
     def checked() -> Iterator[pq.ParquetFile]:
         for uri in list_partitions_in(store, dataset_uri):
             pf = opener(uri)
-            refused = missing_columns(pf.schema_arrow.names, names, file_name(dataset_uri, uri))
+            refused = missing_columns(pf.schema_arrow.names, names, partition_name(dataset_uri, uri))
             if refused is not None:
                 raise SegmentColumnMissing(refused)
             yield pf

@@ -47,8 +47,8 @@ Limits
 ------
 The gate trusts the intervals it is given.  A fairness gap is a spread of group rates
 (>= 0); its interval (:mod:`modelgate.fairness.gap_intervals`: Newcombe's pairwise score
-intervals, the lower end 0 unless Tukey's simultaneous intervals set a pair apart) reaches 0
-when there is no real gap, so a fair model
+intervals at the upper end, a test inversion at the lower, 0 unless equal group rates are
+rejected) reaches 0 when there is no real gap, so a fair model
 reads ``breach`` at most in a few per cent of samples (``bench/RESULTS.md``, "Fairness gap
 intervals at the boundary").  The percentile bootstrap used before did not: on 200 seeded
 samples of n = 228 with no real gap its equalized-odds interval lay wholly above 0.03 in 56

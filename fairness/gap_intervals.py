@@ -13,83 +13,75 @@ census samples of n = 228 (issue #38), so the gate blocked fair models as breach
 
 Construction
 ------------
-Each pairwise difference gets Newcombe's hybrid score interval for a difference of
-independent proportions (his method 10 [1]_: the two groups' Wilson score intervals [2]_
-combined as ``d -+ sqrt((p_i - l_i)**2 + (u_j - p_j)**2)``, which is
-:func:`modelgate.intervals.mover_difference` with correlation 0), at a critical value ``z``
-(:func:`gap_interval`).  With ``alpha = 1 - confidence_level``
-(:func:`gap_interval_of_families`):
+**Upper end**: the farthest end of any ordered pair's Newcombe hybrid score interval (his
+method 10 [1]_: the two groups' Wilson score intervals [2]_ combined as
+``d + sqrt((u_i - p_i)**2 + (p_j - l_j)**2)``, :func:`gap_interval`) at the one-sided point of
+``0.4 alpha`` (z = 2.054 at 95 %), ``alpha = 1 - confidence_level``.  The true gap is the
+difference of one (unknown, fixed) pair, and the upper end lies below it only if that pair's
+interval does: at most ``0.4 alpha`` of samples, less when several pairs share the gap.
 
-* **upper end** = the farthest end of any ordered pair's interval at the one-sided point of
-  ``0.4 alpha`` (z = 2.054 at 95 %).  The true gap is the difference of one (unknown, fixed)
-  pair, and the upper end lies below it only if that pair's interval does: at most
-  ``0.4 alpha`` of samples, less when several pairs share the gap.
-* **lower end, step one**: the pair intervals at Tukey's simultaneous critical value
-  ``q(1 - 0.8 alpha; K, inf) / sqrt(2)`` (``q`` the studentized range distribution, scipy's
-  ``studentized_range``; Tukey-Kramer [3]_).  If every one holds 0 the lower end is 0.  With no
-  gap every pair is tied, and some interval leaves 0 in about ``0.8 alpha`` of samples: the
-  gate's `breach` (lower end above a limit > 0) is rarer still.
-* **lower end, step two** (some pair clearly apart): the farthest distance from 0 of a pair
-  interval at the critical value of the pairs that can hold the gap
-  (:func:`selected_critical_value`): the ``1 - 0.8 alpha`` point of the largest standardised
-  difference over the ordered pairs whose estimate lies within 2.5 standard errors of the
-  largest one, the groups' errors normal with Agresti-Coull variances, by 4,096 quasi-random
-  draws of a fixed seed.  This is generalized moment selection (Andrews and Soares 2010 [4]_):
-  a pair far below the gap cannot put the lower end above it, so it needs no share of the
-  error.  One pair near the gap gets the one-sided normal point (1.75 at 95 %), ``K - 1``
-  pairs sharing one outlying group about Dunnett's many-to-one point [5]_, ``K`` tied groups
-  Tukey's.
+**Lower end**: the test inversion of the hypotheses ``gap <= t`` (:func:`lower_end`), each
+tested at level ``0.8 alpha`` by a parametric bootstrap at the rates fitted under it
+(:func:`gap_p_value`):
+
+* the statistic is the largest lower end of any ordered pair's Newcombe interval at the
+  one-sided point of ``0.8 alpha`` (1.751 at 95 %), not clipped at 0
+  (:func:`largest_pair_lower_end`);
+* its law under ``gap <= t`` comes from :data:`DRAWS` binomial draws of every group at the
+  rates most likely under the hypothesis: each group's rate clipped into a window
+  ``[w, w + t]`` at the maximum-likelihood ``w``, then every group within 2 standard errors of
+  an edge moved onto the nearer edge (:func:`window_rates`);
+* ``t`` is rejected when the mid-p value is at most ``0.8 alpha``; the lower end is 0 when
+  ``t = 0`` is not rejected (the hypothesis of equal rates, tested at the pooled rate), else the
+  width where rejection stops (bisection to 2**-10, erring low).
 
 The equalized-odds difference ``max(tpr_gap, fpr_gap)`` is the largest difference over the
-pairs of two independent families (TPR counts and FPR counts): step one takes each family at
-the Sidak level ``(1 - 0.8 alpha) ** (1/2)``, step two selects over both families' pairs
-together, the upper end is the farther of the two families' ends.  ``tpr_fpr_gap_sum`` adds
-the two families' ends, each at level ``1 - alpha / 2`` (Bonferroni).  Every end depends on the
-data only through the ``(groups, 4)`` count table, so merged partition counts give the same
-interval as the rows; the draws are fixed, so the same counts give the same interval.
+pairs of two independent families (TPR counts and FPR counts): its statistic is the largest
+over both, its hypothesis puts both families in windows of width ``t``, its upper end is the
+farther of the two families' ends.  ``tpr_fpr_gap_sum`` adds the two families' ends, each at
+level ``1 - alpha / 2`` (Bonferroni).  Every end depends on the data only through the
+``(groups, 4)`` count table, so merged partition counts give the same interval as the rows;
+the draws come from fixed uniforms (one seed), so the same counts give the same interval.
 
 Why this construction
 ---------------------
-Chosen by simulation (``bench/bench_fairness_coverage.py``; ``bench/RESULTS.md``, "Fairness
-gap intervals at the boundary").  The gap is a maximum of ``K (K - 1) / 2`` differences and
-cannot be negative, which makes a plain interval conservative in two ways the simulation
-showed (coverage 97-100 % at small gaps for three to ten groups):
+Chosen by simulation (``bench/bench_fairness_coverage.py`` and ``bench/gap_candidates.py``;
+``bench/RESULTS.md``, "Fairness gap intervals at the boundary").  The gap is a maximum of
+``K (K - 1) / 2`` differences and cannot be negative; a percentile bootstrap of it cannot
+reach 0, and with no gap its interval lay wholly above the default limit 0.03 in 26.5 % of
+census samples of n = 228 (issue #38).
 
-* Near a gap of 0 only the lower end can miss: a central interval (``alpha / 2`` per end)
-  covers ``1 - alpha / 2`` there (97.5 %), ``1 - alpha`` only far from 0.  Giving the lower
-  end ``0.8 alpha`` and the upper ``0.4 alpha`` keeps the miss rate between ``0.8 alpha``
-  (near 0) and ``1.2 alpha`` (far, one pair ahead): 94-96 % at 95 %.
-* Tukey's value guards every pair, which a lower end must do at a true 0 (all pairs tied) but
-  not when one group stands apart: then only the pairs near the gap can push the lower end
-  above it.  Step one keeps Tukey's guard where the data cannot tell the groups apart, step
-  two drops it once they can.  Step two alone (its selection run on the noise of tied groups)
-  breached the 0.03 limit in 7.3 % of ten-group samples of 200 rows with no gap; calibrating
-  the upper end on the fitted rates (their pair slacks plugged into the same simulation, a
-  parametric bootstrap under the fitted rates) covered as little as 59 % (70-79 % for two
-  groups), because fitted rates spread ties apart (``bench/gap_candidates.py``).  A percentile
-  bootstrap of the gap cannot reach 0 (issue #38).
-
-The cost is a jump: the lower end goes from 0 straight to a positive value when step one first
-leaves 0.  With a handful of counts per group the interval over-covers (97-100 % at small gaps
-for ten groups of about six positives, or a TPR of 0.977 on 6-30 positives per group): with no
-gap step one then leaves 0 in 1-2 % of samples, not 4 %, because the pair intervals at Tukey's
-value can hardly leave 0 (for ten groups, two groups of six positives give a lower end of at
-most 0.10, at 6 of 6 against 0 of 6), and a lower end above a true gap of 0.1-0.2 would need
-such splits.  Tried on those cells (``bench/gap_candidates.py``, ``bench/RESULTS.md``): Jeffreys
-intervals in place of Wilson's (no better there, up to 5.2 % breaches elsewhere); step one
-calibrated on the counts' own discreteness (a parametric bootstrap at the pooled rate), or
-Tukey's value calibrated so that the pair intervals of such draws leave 0 in 4 % of them:
-about 95 % at a gap of 0.05 but still 98-100 % at 0.10-0.20, at 7 to 100 times the cost, so
-neither is shipped; one pair's point with no allowance for the 45 pairs breaches in 57 % of
-no-gap samples and still covers 97.5-98 % on the confident model's ten groups.  Bonferroni over
-the pairs would be wider than Tukey's value (3.26 against 3.16 for K = 10, 45 pairs).
+* Near a gap of 0 only the lower end can miss: a central interval covers ``1 - alpha / 2``
+  there.  Giving the lower end ``0.8 alpha`` and the upper ``0.4 alpha`` keeps the miss rate
+  between ``0.8 alpha`` (near 0) and ``1.2 alpha`` (far from 0, one pair ahead).
+* How often a lower end clears the gap depends on how many pairs sit at it (all ``K (K-1)/2``
+  pairs tie with no gap, ``K - 1`` when one group stands apart, ``K**2 / 4`` when the groups
+  split in two) and, with a handful of counts per group, on the counts' discreteness.  A
+  critical value set for the worst case (Tukey's simultaneous value, the construction before
+  this one) covered 97-100 % at small gaps with ten groups of about six positives; a normal
+  critical value over the pairs near the gap could not tell those cases apart at such counts.
+  The bootstrap at the fitted rates takes both from the data: the pairs the fit puts at the
+  gap, and the exact binomial law of the counts.
+* Fitted rates spread a tie apart: ten groups with one apart fit as one group at each edge
+  and the rest in between, so the bootstrap saw fewer pairs at the gap than there are, and
+  the lower end missed a gap of 0.2 in 9.5 % of samples at n = 2,000 (``bench/gap_candidates.py``,
+  ``--slack 0``).  Moving groups within 2 standard errors of an edge onto it (generalized
+  moment selection, Andrews and Soares 2010 [3]_; their rule ``sqrt(log n)`` is 2.0 at 55
+  trials) treats what the data cannot tell from a tie as one; 1 standard error still missed
+  7.2 % there.  The cost is the other way: where the data cannot tell one group apart from
+  a split into two halves, the interval guards against the split, and covers up to about
+  98 % when only one group stands apart.
+* The mid-p value counts half the draws that tie with the observed statistic: with a handful
+  of counts per group, ties are common and counting them whole holds the test well below its
+  level.
 
 Exact or estimated
 ------------------
-The ends are closed-form given the critical values; step two's value is a quasi-Monte Carlo
-quantile (within about 0.02 of the exact point, about 0.2 points of tail probability), fixed
-for fixed counts.  Their coverage is approximate (normal approximation behind Wilson's interval
-and the critical values), shown by simulation.
+The upper end is closed-form.  The lower end is a Monte Carlo test inversion: its p-values
+come from 2,048 draws (an error of about 0.4 points at a level of 4 %), its bisection stops
+within 2**-10 below the crossing, and its coverage is approximate (the fitted rates stand in
+for the true ones), shown by simulation.  A lower end costs one p-value when it is 0 and
+about a dozen otherwise: a few to a hundred and fifty milliseconds for 2 to 10 groups.
 
 Undefined rates
 ---------------
@@ -103,14 +95,9 @@ References
    proportions: comparison of eleven methods. Statistics in Medicine 17(8), 873-890.
 .. [2] Wilson, E. B. (1927). Probable inference, the law of succession, and statistical
    inference. Journal of the American Statistical Association 22(158), 209-212.
-.. [3] Hayter, A. J. (1984). A proof of the conjecture that the Tukey-Kramer multiple
-   comparisons procedure is conservative. Annals of Statistics 12(1), 61-75.
-.. [4] Andrews, D. W. K. and Soares, G. (2010). Inference for parameters defined by moment
+.. [3] Andrews, D. W. K. and Soares, G. (2010). Inference for parameters defined by moment
    inequalities using generalized moment selection. Econometrica 78(1), 119-157.
-.. [5] Dunnett, C. W. (1955). A multiple comparison procedure for comparing several
-   treatments with a control. Journal of the American Statistical Association 50(272),
-   1096-1121.
-.. [6] Brown, L. D., Cai, T. T. and DasGupta, A. (2001). Interval estimation for a binomial
+.. [4] Brown, L. D., Cai, T. T. and DasGupta, A. (2001). Interval estimation for a binomial
    proportion. Statistical Science 16(2), 101-133 (section 4.1.1, the modified Wilson
    interval).
 """
@@ -122,10 +109,11 @@ from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import chdtri, ndtr, ndtri
+from scipy.special import bdtr, chdtri, ndtr, ndtri
 
-__all__ = ["gap_interval", "gap_interval_of_families", "modified_wilson_bounds",
-           "pairwise_critical_value", "selected_critical_value", "wilson_bounds"]
+__all__ = ["DRAWS", "binomial_draws", "gap_interval", "gap_interval_of_families", "gap_p_value",
+           "largest_pair_lower_end", "lower_end", "modified_wilson_bounds", "window_rates",
+           "wilson_bounds"]
 
 _FloatArray = npt.NDArray[np.float64]
 
@@ -176,7 +164,7 @@ def modified_wilson_bounds(successes: npt.ArrayLike, trials: npt.ArrayLike, z: f
     0.977 (5 of 6 in 12 % of samples) is missed far more often than 2.5 %.  There the lower end
     is ``chi2_alpha(2 x) / (2 n)`` and the upper ``1 - chi2_alpha(2 (n - x)) / (2 n)``, with
     ``chi2_alpha(k)`` the ``alpha = 2 Phi(-z)`` quantile of the chi-square law of ``k`` degrees
-    of freedom [6]_; elsewhere, and from 101 trials, Wilson's ends (:func:`wilson_bounds`).
+    of freedom [4]_; elsewhere, and from 101 trials, Wilson's ends (:func:`wilson_bounds`).
 
     Parameters
     ----------
@@ -207,28 +195,6 @@ def modified_wilson_bounds(successes: npt.ArrayLike, trials: npt.ArrayLike, z: f
     lower = np.where((x >= 1) & (x <= near), poisson_lower, lower)
     upper = np.where((n - x >= 1) & (n - x <= near), poisson_upper, upper)
     return lower, upper
-
-
-@lru_cache(maxsize=256)
-def pairwise_critical_value(groups: int, confidence_level: float) -> float:
-    """Tukey's critical value for all pairwise differences of ``groups`` independent estimates.
-
-    ``q(confidence_level; groups, inf) / sqrt(2)`` with ``q`` the studentized range
-    distribution: each difference within ``z`` of its standard error, jointly, with
-    probability ``confidence_level`` (normal estimates).  NaN for fewer than two groups.
-
-    Examples
-    --------
-    >>> round(pairwise_critical_value(2, 0.95), 4), round(pairwise_critical_value(10, 0.95), 4)
-    (1.96, 3.1637)
-    """
-    from scipy.stats import studentized_range
-
-    if groups < 2:
-        return float("nan")
-    if groups == 2:  # the range of two is |a - b|: the normal quantile, exactly
-        return float(ndtri(0.5 + confidence_level / 2.0))
-    return float(studentized_range.ppf(confidence_level, groups, np.inf) / np.sqrt(2.0))
 
 
 def gap_interval(successes: npt.ArrayLike, trials: npt.ArrayLike, z_lower: float, z_upper: float
@@ -290,10 +256,13 @@ def _distances(x: _FloatArray, n: _FloatArray, p: _FloatArray, z: float
 
 # Miss rates of the two ends, as shares of 1 - confidence_level (module docstring, "Why").
 LOWER_SHARE, UPPER_SHARE = 0.8, 0.4
-# Pairs whose difference lies more than this many standard errors below the gap are left out
-# of the step-two critical value (generalized moment selection; module docstring).
-SELECTION_SLACK = 2.5
-_DRAWS_LOG2 = 12  # 4,096 quasi-random normal draws per critical value
+# A group whose fitted rate lies within this many standard errors of an edge of the window is
+# put on that edge (moment selection; module docstring).
+EDGE_SLACK = 2.0
+DRAWS = 2048  # binomial draws per tested width
+_SEED = 20261206
+_TOLERANCE = 2.0 ** -10  # the lower end's bisection, on the rate scale (it errs low by less)
+_GRID = 401  # window positions tried per fit, then as many again around the best
 
 
 def gap_interval_of_families(successes: Sequence[npt.ArrayLike], trials: Sequence[npt.ArrayLike],
@@ -329,90 +298,248 @@ def gap_interval_of_families(successes: Sequence[npt.ArrayLike], trials: Sequenc
                 for x, n in zip(successes, trials, strict=True)]
     alpha = 1.0 - confidence_level
     z_upper = float(ndtri(1.0 - UPPER_SHARE * alpha))
-    # step one: the lower end is 0 unless Tukey's simultaneous pair intervals (Sidak over the
-    # families) put some pair away from 0
-    level = (1.0 - LOWER_SHARE * alpha) ** (1.0 / len(families))
-    tukey = [gap_interval(x, n, pairwise_critical_value(x.shape[-1], level), z_upper)
-             for x, n in families]
-    upper = max(float(hi) for _, hi in tukey)
-    if all(float(lo) <= 0.0 for lo, _ in tukey):
-        return 0.0, upper
-    # step two: the pairs that could hold the gap, at their own joint critical value
-    z_lower = selected_critical_value([x for x, _ in families], [n for _, n in families],
-                                      LOWER_SHARE * alpha)
-    lower = max(float(gap_interval(x, n, z_lower, z_upper)[0]) for x, n in families)
-    return lower, upper
+    upper = max(float(gap_interval(x, n, z_upper, z_upper)[1]) for x, n in families)
+    return lower_end(families, LOWER_SHARE * alpha), upper
 
 
-def selected_critical_value(successes: Sequence[npt.ArrayLike], trials: Sequence[npt.ArrayLike],
-                            tail: float, slack: float = SELECTION_SLACK) -> float:
-    """The ``1 - tail`` point of the largest standardised difference over the pairs near the gap.
+def lower_end(families: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]], tail: float) -> float:
+    """The smallest gap ``t`` whose hypothesis ``gap <= t`` the data do not reject at ``tail``.
 
-    Each group's estimate is normal with the Agresti-Coull variance ``q (1 - q) / (n + z**2)``,
-    ``q = (x + z**2 / 2) / (n + z**2)``, ``z = 1.96`` (it cannot vanish at 0 or ``n``
-    successes); ordered pairs ``(i, j)`` of one family are kept when their difference lies at
-    most ``slack`` standard errors below the largest difference of any family.  The point of
-    ``max (e_i - e_j) / se_ij`` over the kept pairs, ``e`` the groups' independent normal
-    errors, comes from 4,096 scrambled Sobol draws of a fixed seed: the same counts give the
-    same value.
+    Each hypothesis is tested by :func:`gap_p_value`; the lower end is 0 when ``t = 0`` is
+    not rejected, else the width where rejection stops, by bisection to 2**-10 (the largest
+    width found rejected: the end errs low).
 
     Parameters
     ----------
-    successes, trials : sequence of array_like of int
-        Per family, the per-group counts.
+    families : sequence of (successes, trials)
+        Per family, the per-group counts (``K_f >= 2`` groups each).
     tail : float
-        The upper tail probability, in (0, 1).
-    slack : float
-        The selection threshold in standard errors.
+        The test's level, in (0, 1): the lower end lies above the gap in about this share of
+        samples.
 
     Returns
     -------
     float
-        The critical value (the one-sided normal point when one pair is kept).
+        The lower end, in ``[0, largest observed difference]``.
 
     Examples
     --------
-    One pair far ahead of the rest: its own one-sided normal point, 1.645 at ``tail = 0.05``;
-    three groups with no gap: Tukey's value for three, 2.344.
+    Two groups of 100 with 80 and 40 successes: close to the lower end of Newcombe's interval
+    at the one-sided 96 % point (0.282), as it should be for one pair.
 
-    >>> round(selected_critical_value([[90, 10, 50]], [[100, 100, 100]], 0.05), 2)
-    1.64
-    >>> round(selected_critical_value([[50, 50, 50]], [[100, 100, 100]], 0.05), 2)
-    2.35
+    >>> round(lower_end([([80, 40], [100, 100])], 0.04), 3)
+    0.287
     """
+    counts = [(np.asarray(x, dtype=np.float64), np.asarray(n, dtype=np.float64)) for x, n in families]
+    if gap_p_value(counts, 0.0, tail) > tail:
+        return 0.0
+    low, high = 0.0, max(float(np.ptp(_rates(x, n))) for x, n in counts)
+    if gap_p_value(counts, high, tail) <= tail:
+        return high
+    while high - low > _TOLERANCE:
+        middle = (low + high) / 2.0
+        low, high = (middle, high) if gap_p_value(counts, middle, tail) <= tail else (low, middle)
+    return low
+
+
+def gap_p_value(families: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]], width: float,
+                tail: float) -> float:
+    """Mid-p value of the hypothesis that every family's gap is at most ``width``.
+
+    The statistic is the largest lower end of Newcombe's interval (at the one-sided point of
+    ``tail``) over the ordered pairs of any family, not clipped at 0.  Its law under the
+    hypothesis comes from :data:`DRAWS` binomial draws of every group at the rates of
+    :func:`window_rates` (fixed uniforms through each group's binomial quantile function: the
+    same counts give the same value, and the same draws serve every ``width``).
+
+    Parameters
+    ----------
+    families : sequence of (successes, trials)
+        Per family, the per-group counts.
+    width : float
+        The gap tested, in ``[0, 1]``.
+    tail : float
+        Sets the statistic's critical value, ``Phi^-1(1 - tail)``.
+
+    Returns
+    -------
+    float
+        ``P(T > t) + P(T = t) / 2`` over the draws, ``t`` the observed statistic.
+
+    Examples
+    --------
+    >>> round(gap_p_value([([80, 40], [100, 100])], 0.0, 0.04), 4)
+    0.0
+    >>> round(gap_p_value([([80, 40], [100, 100])], 0.4, 0.04), 2)
+    0.5
+    """
+    z = float(ndtri(1.0 - tail))
+    counts = [(np.asarray(x, dtype=np.float64), np.asarray(n, dtype=np.float64)) for x, n in families]
+    observed = max(float(largest_pair_lower_end(x, n, z)) for x, n in counts)
+    u = _uniforms(sum(x.size for x, _ in counts))
+    null = np.full(DRAWS, -np.inf)
+    offset = 0
+    for x, n in counts:
+        draws = binomial_draws(u[:, offset:offset + x.size], n, window_rates(x, n, width))
+        null = np.maximum(null, largest_pair_lower_end(draws, n, z))
+        offset += x.size
+    tie = np.abs(null - observed) <= 1e-12
+    return float(((null > observed) & ~tie).mean() + 0.5 * tie.mean())
+
+
+def largest_pair_lower_end(successes: npt.ArrayLike, trials: npt.ArrayLike, z: float
+                           ) -> _FloatArray:
+    """The largest lower end of Newcombe's interval over the ordered pairs of the last axis.
+
+    ``max_(i != j) p_i - p_j - sqrt((p_i - l_i)**2 + (u_j - p_j)**2)`` with each group's
+    Wilson interval ``[l, u]`` at ``z``, not clipped at 0 (a group without trials: rate 0,
+    interval ``[0, 0]``).  Pairs are taken in blocks of rows, so memory stays bounded for
+    many groups.
+
+    Parameters
+    ----------
+    successes : array_like, shape (..., K)
+    trials : array_like, shape (K,) or (..., K)
+    z : float
+
+    Returns
+    -------
+    ndarray of shape (...)
+
+    Examples
+    --------
+    >>> round(float(largest_pair_lower_end([8, 2], [10, 10], 1.750686)), 4)
+    0.209
+    """
+    x = np.asarray(successes, dtype=np.float64)
+    n = np.broadcast_to(np.asarray(trials, dtype=np.float64), x.shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(n > 0, x / np.where(n > 0, n, 1.0), 0.0)
+    below, above = _distances(x, n, p, z)
+    k = x.shape[-1]
+    flat_p, flat_b2, flat_a2 = p.reshape(-1, k), (below**2).reshape(-1, k), (above**2).reshape(-1, k)
+    out = np.empty(flat_p.shape[0])
+    rows = max(1, 2 ** 20 // (k * k))
+    diagonal = np.arange(k)
+    for start in range(0, flat_p.shape[0], rows):
+        part = slice(start, start + rows)
+        spread = flat_b2[part, :, None] + flat_a2[part, None, :]
+        np.sqrt(spread, out=spread)
+        np.subtract(flat_p[part, :, None] - flat_p[part, None, :], spread, out=spread)
+        spread[:, diagonal, diagonal] = -np.inf
+        out[part] = spread.reshape(spread.shape[0], -1).max(axis=1)
+    return out.reshape(x.shape[:-1])
+
+
+def window_rates(successes: npt.ArrayLike, trials: npt.ArrayLike, width: float,
+                 edge_slack: float | None = None) -> _FloatArray:
+    """The groups' rates most likely under ``max - min <= width``, near-edge groups on the edge.
+
+    Every rate lies in a window ``[w, w + width]``: each group's own rate clipped into it,
+    with ``w`` the maximum-likelihood position (binomial likelihood of all groups; a grid of
+    401 positions, then 401 more between the best one's neighbours).  A group whose clipped
+    rate lies within ``edge_slack`` Agresti-Coull standard errors of an edge is moved onto
+    the nearer edge: the data cannot tell it from one there, and a group on an edge adds pairs
+    at the gap, which is where a test of the gap errs (module docstring, "Why").  A group
+    without trials keeps the rate 0, so the window then starts at 0.
+
+    Parameters
+    ----------
+    successes, trials : array_like of int, shape (K,)
+    width : float
+        In ``[0, 1]``.
+    edge_slack : float, optional
+        In standard errors (default :data:`EDGE_SLACK`); 0 keeps the fitted rates.
+
+    Returns
+    -------
+    ndarray of shape (K,)
+
+    Examples
+    --------
+    Rates 0.8, 0.4 and 0.6 in a window of 0.1: ``w`` solves
+    ``80 / (w + 0.1) - 20 / (0.9 - w) + 40 / w - 60 / (1 - w) = 0``, about 0.557.
+
+    >>> [round(float(r), 3) for r in window_rates([80, 40, 60], [100, 100, 100], 0.1, 0.0)]
+    [0.657, 0.557, 0.6]
+    """
+    x = np.asarray(successes, dtype=np.float64)
+    n = np.asarray(trials, dtype=np.float64)
+    p = _rates(x, n)
+    top = 0.0 if np.any(n <= 0) else max(0.0, 1.0 - width)
+    low = _best_position(x, n, p, width, np.linspace(0.0, top, _GRID))
+    step = top / (_GRID - 1)
+    low = _best_position(x, n, p, width, np.linspace(max(0.0, low - step), min(top, low + step), _GRID))
+    rates = np.where(n > 0, np.clip(p, low, low + width), 0.0)
     z2 = 1.959963984540054 ** 2
-    rates, errors, family = [], [], []
-    for f, (x, n) in enumerate(zip(successes, trials, strict=True)):
-        x, n = np.asarray(x, dtype=np.float64), np.asarray(n, dtype=np.float64)
-        q = (x + z2 / 2.0) / (n + z2)
-        errors.append(np.where(n > 0, np.sqrt(q * (1.0 - q) / (n + z2)), 0.0))
-        rates.append(np.where(n > 0, x / np.where(n > 0, n, 1.0), 0.0))
-        family.append(np.full(x.size, f))
-    p, se, fam = np.concatenate(rates), np.concatenate(errors), np.concatenate(family)
-    i, j = np.nonzero((fam[:, None] == fam[None, :]) & ~np.eye(p.size, dtype=bool))
-    d, s = p[i] - p[j], np.hypot(se[i], se[j])
-    keep = (s > 0) & (d.max() - d <= slack * s)
-    i, j, s = i[keep], j[keep], s[keep]
-    if i.size <= 1:  # one pair: its standardised difference is standard normal
-        return float(ndtri(1.0 - tail))
-    used, where = np.unique(np.concatenate([i, j]), return_inverse=True)
-    e = _normal_draws(p.size)[:, used] * se[used]  # only the kept pairs' groups
-    a, b = where[:i.size], where[i.size:]
-    largest = np.full(e.shape[0], -np.inf)
-    for start in range(0, a.size, 256):  # bounded memory for many groups
-        part = slice(start, start + 256)
-        largest = np.maximum(largest, ((e[:, a[part]] - e[:, b[part]]) / s[part]).max(axis=1))
-    return float(np.quantile(largest, 1.0 - tail))
+    centre = (x + z2 / 2.0) / (n + z2)
+    se = np.sqrt(centre * (1.0 - centre) / (n + z2))
+    slack = EDGE_SLACK if edge_slack is None else edge_slack
+    to_top, to_bottom = low + width - rates, rates - low
+    snapped = np.where((to_top <= to_bottom) & (to_top <= slack * se), low + width,
+                       np.where((to_bottom < to_top) & (to_bottom <= slack * se), low, rates))
+    return np.where(n > 0, np.clip(snapped, 0.0, 1.0), 0.0)
+
+
+def _best_position(x: _FloatArray, n: _FloatArray, p: _FloatArray, width: float,
+                   positions: _FloatArray) -> float:
+    """The window start of ``positions`` with the largest binomial log-likelihood."""
+    q = np.clip(np.clip(p[None, :], positions[:, None], positions[:, None] + width), 1e-12,
+                1.0 - 1e-12)
+    loglik = (x * np.log(q) + (n - x) * np.log1p(-q)).sum(axis=1)
+    return float(positions[int(np.argmax(loglik))])
+
+
+def binomial_draws(uniforms: npt.ArrayLike, trials: npt.ArrayLike, rates: npt.ArrayLike
+                   ) -> _FloatArray:
+    """Binomial counts ``F^-1(u)`` for each column's trials and rate, from given uniforms.
+
+    The quantile function is read off each group's distribution function over its mean
+    plus or minus 12 standard deviations (and 12 counts): exact unless a uniform lies in a
+    tail of probability below 1e-30.
+
+    Parameters
+    ----------
+    uniforms : array_like, shape (draws, K)
+    trials, rates : array_like, shape (K,)
+
+    Returns
+    -------
+    ndarray of shape (draws, K)
+
+    Examples
+    --------
+    >>> binomial_draws([[0.1, 0.5], [0.9, 0.999]], [10, 10], [0.5, 0.0]).tolist()
+    [[3.0, 0.0], [7.0, 0.0]]
+    """
+    u = np.asarray(uniforms, dtype=np.float64)
+    n = np.asarray(trials, dtype=np.float64)
+    q = np.asarray(rates, dtype=np.float64)
+    mean, sd = n * q, np.sqrt(n * q * (1.0 - q))
+    first = np.maximum(0.0, np.floor(mean - 12.0 * sd - 12.0))
+    last = np.minimum(n, np.ceil(mean + 12.0 * sd + 12.0))
+    counts = first[:, None] + np.arange(int((last - first).max()) + 1)[None, :]  # (K, width)
+    cdf = np.where(counts >= n[:, None], 1.0, bdtr(np.minimum(counts, n[:, None]), n[:, None],
+                                                   q[:, None]))
+    out = np.empty(u.shape)
+    for g in range(u.shape[1]):
+        at = np.minimum(np.searchsorted(cdf[g], u[:, g], side="left"), counts.shape[1] - 1)
+        out[:, g] = np.minimum(counts[g, at], n[g])
+    return out
+
+
+def _rates(x: _FloatArray, n: _FloatArray) -> _FloatArray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, x / np.where(n > 0, n, 1.0), 0.0)
 
 
 @lru_cache(maxsize=64)
-def _normal_draws(dimension: int) -> _FloatArray:
-    """Standard normal quasi-random draws, ``(4096, dimension)``, from a scrambled Sobol
-    sequence of a fixed seed (a smoother quantile than as many pseudo-random draws, and the
-    same on every call)."""
+def _uniforms(groups: int) -> _FloatArray:
+    """``(DRAWS, groups)`` points of a scrambled Sobol sequence of a fixed seed: the same on
+    every call, and their tail shares closer to the law's than as many pseudo-random draws
+    (all samples share these draws, so their error would be a bias)."""
     from scipy.stats import qmc
 
-    points = qmc.Sobol(dimension, scramble=True, seed=20261205).random_base2(_DRAWS_LOG2)
-    draws = ndtri(points)
-    draws.setflags(write=False)
-    return draws
+    u = qmc.Sobol(groups, scramble=True, seed=_SEED).random(DRAWS)
+    u.setflags(write=False)
+    return u

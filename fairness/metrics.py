@@ -30,18 +30,18 @@ table, flagged, and are listed in ``excluded_groups``).
 
 Intervals
 ---------
-Each gap's interval is built from the group counts by :mod:`modelgate.fairness.gap_intervals`:
-Newcombe's hybrid score interval for every pair of groups.  The lower end is 0 unless some
-pair's interval at Tukey's simultaneous critical value leaves 0; then it is the farthest any
-pair's interval lies from 0 at the critical value of the pairs near the gap (about 4 % of
-samples put it above the gap at 95 %).  The upper end is the farthest pair end at the one-pair
-point (at most 2 %).  The equalized-odds difference is the largest difference over the TPR and
-FPR pairs together; ``tpr_fpr_gap_sum`` adds the two families' ends at level
-``1 - (1 - confidence_level) / 2`` each.  Unlike the percentile bootstrap used before (issue
-#38), the interval reaches 0 when there is no gap: with random groups it breaches the 0.03
-limit in at most a few per cent of samples, and small gaps are covered in about 93-97 %
-(``bench/RESULTS.md``, "Fairness gap intervals at the boundary").  The intervals draw no
-resamples (step two's critical value uses fixed quasi-random draws) and depend on the data only
+Each gap's interval is built from the group counts by :mod:`modelgate.fairness.gap_intervals`.
+The upper end is the farthest end of any pair's Newcombe hybrid score interval at the one-pair
+point (it lies below the gap in at most 2 % of samples at 95 %).  The lower end is the smallest
+gap ``t`` that a test of ``gap <= t`` at 4 % does not reject, each test a parametric bootstrap
+at the group rates fitted under it (0 when equal rates are not rejected).  The equalized-odds
+difference is the largest difference over the TPR and FPR pairs together;
+``tpr_fpr_gap_sum`` adds the two families' ends at level ``1 - (1 - confidence_level) / 2``
+each.  Unlike the percentile bootstrap used before (issue #38), the interval reaches 0 when
+there is no gap: with random groups it breaches the 0.03 limit in at most about 5 % of
+samples, and small gaps are covered in about 93-97 % (``bench/RESULTS.md``, "Fairness gap
+intervals at the boundary").  The intervals draw no row resamples (the lower end's bootstrap
+draws counts from fixed quasi-random points) and depend on the data only
 through the ``(groups, 4)`` table; ``n_bootstrap=0`` still means "no intervals" (NaN), as for
 every other result. Small groups left out of a gap and groups with an undefined rate are left
 out of its interval as well (``undefined_rates="zero"``: such a group's rate is 0 with the
@@ -132,8 +132,8 @@ class FairnessEstimate:
     value : float
         Gap on all rows; NaN when undefined.
     ci_lower, ci_upper : float
-        Simultaneous pairwise (Newcombe-Tukey) interval of the gap (see the module
-        docstring); NaN when undefined or ``n_bootstrap == 0``.
+        Interval of the gap from the group counts (see the module docstring); NaN when
+        undefined or ``n_bootstrap == 0``.
     n : int
         Rows.
     highest_group, lowest_group : str or None

@@ -1,11 +1,10 @@
-"""Fairness gap intervals (fairness/gap_intervals.py) against textbook formulas written out
+"""Fairness gap intervals (fairness/gap_intervals.py) against formulas and tests written out
 here: Wilson's score interval (Wilson 1927; Newcombe 1998 eq. for method 3), Newcombe's hybrid
-score interval for a difference of independent proportions (method 10), Tukey's critical value
-from scipy's studentized range, the selected pairs' critical value against closed forms (one
-pair: the normal point; all tied: Tukey's; many-to-one: Dunnett's integral; two independent
-families: Sidak's) and against the test's own Monte Carlo, and the gap's two-step ends.  Plus
-the boundary behaviour the gate relies on: no gap -> lower end 0; the breach count of seeded
-null draws within a binomial bound."""
+score interval for a difference of independent proportions (method 10), the fitted window rates
+against Brent's search on the likelihood, the bootstrap p-value against the exact binomial law
+of tiny groups (every count table enumerated), the lower end against the oracle's own test
+inversion and a quartic solved by hand.  Plus the boundary behaviour the gate relies on: no
+gap -> lower end 0; the breach count of seeded null draws within a binomial bound."""
 
 from __future__ import annotations
 
@@ -15,33 +14,31 @@ import numpy as np
 import pytest
 from modelgate.fairness.disaggregate import GroupStats, table_from_counts
 from modelgate.fairness.gap_intervals import (
-    SELECTION_SLACK,
+    DRAWS,
     gap_interval,
     gap_interval_of_families,
+    gap_p_value,
+    lower_end,
     modified_wilson_bounds,
-    pairwise_critical_value,
-    selected_critical_value,
     wilson_bounds,
+    window_rates,
 )
 from modelgate.fairness.metrics import (
     FAIRNESS_METRIC_NAMES,
     fairness_report,
     fairness_report_from_table,
 )
-from scipy import integrate, optimize
-from scipy.special import ndtr
-from scipy.stats import binom, binomtest, chi2, norm, studentized_range
+from scipy import optimize
+from scipy.stats import binom, binomtest, chi2, norm
 from support.gap_oracles import (
-    agresti_coull_se,
+    exact_mid_p,
+    gap_upper_end,
+    lower_end_bracket,
     modified_wilson,
     newcombe,
-    selected_z_by_monte_carlo,
-    tukey,
-    two_step_gap,
     wilson,
+    window_fit,
 )
-
-QMC = 0.03  # the module's 4,096 quasi-random draws (error up to about 0.02) against an exact point
 
 
 def test_wilson_of_24_of_24_and_of_other_counts_against_the_formula_and_scipy() -> None:
@@ -58,64 +55,77 @@ def test_wilson_of_24_of_24_and_of_other_counts_against_the_formula_and_scipy() 
     assert all(math.isnan(float(v)) for v in wilson_bounds(0, 0, z))
 
 
-def test_tukey_critical_values_are_scipys_studentized_range() -> None:
-    assert pairwise_critical_value(2, 0.95) == pytest.approx(1.959963984540054, abs=1e-12)
-    assert pairwise_critical_value(2, 0.95) == pytest.approx(
-        studentized_range.ppf(0.95, 2, np.inf) / math.sqrt(2), abs=1e-6)
-    for k in (3, 5, 10):
-        assert pairwise_critical_value(k, 0.9) == pytest.approx(
-            studentized_range.ppf(0.9, k, np.inf) / math.sqrt(2), abs=1e-12)
-    assert math.isnan(pairwise_critical_value(1, 0.95))
+WINDOW_CASES = [([80, 40, 60], [100, 100, 100], 0.1), ([5, 1, 3], [6, 6, 7], 0.2),
+                ([30, 41, 25, 44, 38], [60, 60, 60, 60, 60], 0.05), ([9, 2], [10, 40], 0.5),
+                ([4, 4, 4], [8, 8, 8], 0.0), ([3, 0], [4, 0], 0.3)]
 
 
-def test_one_selected_pair_gets_the_normal_point_and_tied_groups_tukeys() -> None:
-    """Group 0 far above the rest, the rest far apart: one pair is near the gap, its point is
-    the one-sided normal one.  Equal groups: every pair is, and the point is Tukey's."""
-    for tail in (0.05, 0.02):
-        assert selected_critical_value([[90, 10, 50]], [[100, 100, 100]], tail) == pytest.approx(
-            float(norm.ppf(1 - tail)), abs=1e-12)
-    for k in (3, 5):
-        got = selected_critical_value([[50] * k], [[100] * k], 0.04)
-        assert got == pytest.approx(float(studentized_range.ppf(0.96, k, np.inf)) / math.sqrt(2),
-                                    abs=QMC), k
+@pytest.mark.parametrize(("x", "n", "width"), WINDOW_CASES, ids=lambda v: str(v))
+@pytest.mark.parametrize("edge_slack", [0.0, 2.0], ids=["fitted", "on edges"])
+def test_window_rates_are_the_bounded_likelihood_maximum(x: list[int], n: list[int], width: float,
+                                                         edge_slack: float) -> None:
+    """Against Brent's bounded search on the log-likelihood and the edge rule written out
+    (tests/support/gap_oracles.py); every rate within the window."""
+    got = window_rates(x, n, width, edge_slack)
+    expected = window_fit(list(zip(x, n, strict=True)), width, edge_slack)
+    assert got == pytest.approx(expected, abs=1e-4)
+    assert float(np.ptp(got)) <= width + 1e-12
 
 
-@pytest.mark.parametrize("k", [3, 10], ids=lambda k: f"K={k}")
-def test_one_group_below_tied_others_gets_dunnetts_many_to_one_point(k: int) -> None:
-    """Groups 1..K-1 at 80/100, group 0 at 20/60: the K - 1 pairs (j, 0) are the gap, pairs
-    among the others lie 0.47 (about 8 standard errors) below it.  Their largest standardised
-    difference is below c with probability int phi(z) Phi((s0 z + c S) / s)^(K-1) dz
-    (Dunnett 1955, unequal variances), s and s0 the Agresti-Coull errors, S = hypot(s, s0)."""
-    s, s0 = agresti_coull_se(80, 100), agresti_coull_se(20, 60)
-    big = math.hypot(s, s0)
-
-    def below(c: float) -> float:
-        def integrand(z: float) -> float:  # scalar ndtr: norm.cdf's overhead per call is large
-            density = math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
-            return density * float(ndtr((s0 * z + c * big) / s)) ** (k - 1)
-
-        return integrate.quad(integrand, -9, 9, epsabs=1e-9)[0]
-
-    expected = optimize.brentq(lambda c: below(c) - 0.96, 1.0, 4.0, xtol=1e-6)
-    got = selected_critical_value([[20] + [80] * (k - 1)], [[60] + [100] * (k - 1)], 0.04)
-    assert got == pytest.approx(expected, abs=QMC)
-    assert got < tukey(k, 0.96)  # fewer pairs than all of them: a smaller point
+TINY = [[(4, 4), (1, 5), (3, 6)], [(6, 6), (2, 6), (5, 6), (0, 3)], [(3, 4), (0, 0)]]
 
 
-def test_two_independent_families_with_equal_gaps_get_sidaks_point() -> None:
-    """TPR and FPR families, each one pair 80 points apart: two independent standard normals,
-    the larger below c with probability Phi(c)^2."""
-    got = selected_critical_value([[90, 10], [90, 10]], [[100, 100], [100, 100]], 0.04)
-    assert got == pytest.approx(float(norm.ppf(math.sqrt(0.96))), abs=QMC)
+@pytest.mark.parametrize("groups", TINY, ids=["3 groups", "4 groups", "zero-trial group"])
+@pytest.mark.parametrize("width", [0.0, 0.15, 0.4])
+def test_p_value_matches_the_exact_law_of_tiny_groups(groups: list[tuple[int, int]],
+                                                      width: float) -> None:
+    """The 2,048-draw mid-p value against the exact one (every count table enumerated), within
+    four of its standard errors."""
+    z = float(norm.ppf(0.96))
+    exact = exact_mid_p([groups], width, z)
+    got = gap_p_value([([x for x, _ in groups], [n for _, n in groups])], width, 0.04)
+    assert got == pytest.approx(exact, abs=4 * math.sqrt(exact * (1 - exact) / DRAWS) + 1e-9)
 
 
-def test_selected_point_against_a_monte_carlo_written_here() -> None:
-    families = [[(38, 50), (25, 50), (30, 50), (5, 8)], [(10, 50), (20, 50), (5, 50), (2, 22)]]
-    for fams in (families[:1], families):
-        got = selected_critical_value([[x for x, _ in f] for f in fams],
-                                      [[n for _, n in f] for f in fams], 0.04)
-        assert got == pytest.approx(selected_z_by_monte_carlo(fams, 0.04, SELECTION_SLACK),
-                                    abs=QMC)
+def test_two_families_p_value_matches_the_exact_law() -> None:
+    """TPR and FPR families at once (the equalized-odds difference): both in windows of one
+    width, the statistic the larger family's."""
+    families = [[(3, 3), (1, 4)], [(0, 5), (2, 4), (1, 3)]]
+    z = float(norm.ppf(0.96))
+    for width in (0.0, 0.2):
+        exact = exact_mid_p(families, width, z)
+        got = gap_p_value([([x for x, _ in f], [n for _, n in f]) for f in families], width, 0.04)
+        assert got == pytest.approx(exact, abs=4 * math.sqrt(exact * (1 - exact) / DRAWS) + 1e-9)
+
+
+def test_lower_end_is_where_the_exact_test_stops_rejecting() -> None:
+    groups = TINY[0]
+    got = lower_end([([x for x, _ in groups], [n for _, n in groups])], 0.04)
+    low, high = lower_end_bracket([groups], 0.04, p_value=exact_mid_p, oracle_draws=10**12)
+    assert low <= got <= high
+    assert high > 0.05  # a 4/4 group against 1/5: the inversion leaves 0
+
+
+def test_one_group_against_an_undefined_rate_solves_a_quartic_by_hand() -> None:
+    """Group a has 3 of 4, b no trials (rate 0 under the zero convention).  Under ``gap <= t``
+    the window starts at 0, a's rate is t (on the edge), and the statistic is a's Wilson lower
+    end, which only 4 of 4 beats and 3 of 4 ties: the mid-p value is
+    t**4 + 4 t**3 (1 - t) / 2.  It equals 0.04 at the root of -t**4 + 2 t**3 = 0.04."""
+    def end_at(level: float) -> float:
+        return float(optimize.brentq(lambda t: -t**4 + 2 * t**3 - level, 0.0, 1.0, xtol=1e-12))
+
+    assert round(end_at(0.04), 4) == 0.2858
+    spread = 3 * math.sqrt(0.04 * 0.96 / DRAWS)
+    got = lower_end([([3, 0], [4, 0])], 0.04)
+    assert end_at(0.04 - spread) - 2.0**-10 <= got <= end_at(0.04 + spread)
+
+
+def test_two_large_groups_give_about_newcombes_one_sided_end() -> None:
+    """With one pair the inversion is a one-sided test of that pair: 2,000 trials a group put
+    its end within 0.005 of Newcombe's lower end at the one-sided 96 % point."""
+    got = lower_end([([1400, 1200], [2000, 2000])], 0.04)
+    assert got == pytest.approx(newcombe(1400, 2000, 1200, 2000, float(norm.ppf(0.96)))[0],
+                                abs=0.005)
 
 
 # counts per group: tn, fp, fn, tp
@@ -125,71 +135,36 @@ _RATE = {"tpr": lambda tn, fp, fn, tp: (tp, tp + fn), "fpr": lambda tn, fp, fn, 
          "ppv": lambda tn, fp, fn, tp: (tp, tp + fp)}
 
 
-def _two_step(families: list[list[tuple[int, int]]], level: float) -> tuple[float, float]:
-    z = selected_z_by_monte_carlo(families, 0.8 * (1 - level), SELECTION_SLACK)
-    return two_step_gap(families, level, z)
-
-
-def _close(got: tuple[float, float], expected: tuple[float, float], name: str) -> None:
-    """Upper ends and lower ends of 0 exactly; a step-two lower end within the Monte Carlo
-    error of its critical value (a few hundredths of a standard error)."""
-    assert got[1] == pytest.approx(expected[1], abs=1e-12), name
-    assert got[0] == pytest.approx(expected[0], abs=1e-12 if expected[0] == 0 else 5e-3), name
+def _assert_ends(got: tuple[float, float], families: list[list[tuple[int, int]]], level: float,
+                 name: str) -> None:
+    """Upper end exactly the pairs' farthest end; lower end within the bracket of the oracle's
+    test inversion (tests/support/gap_oracles.py)."""
+    assert got[1] == pytest.approx(gap_upper_end(families, level), abs=1e-12), name
+    low, high = lower_end_bracket(families, 0.8 * (1 - level))
+    assert low <= got[0] <= high, (name, got, (low, high))
 
 
 @pytest.mark.parametrize("level", [0.95, 0.8], ids=["95%", "80%"])
-def test_every_gap_interval_against_two_step_newcombe_pairs_written_out(level: float) -> None:
+def test_every_gap_interval_against_the_test_inversion_written_out(level: float) -> None:
     table = table_from_counts(tuple(TABLE), list(TABLE.values()), min_group_size=1)
     got = fairness_report_from_table(table, sensitive_feature="s", confidence_level=level).by_name()
     fam = {r: [f(*c) for c in TABLE.values()] for r, f in _RATE.items()}
-    single = {r: _two_step([fam[r]], level) for r in fam}
-    half = {r: _two_step([fam[r]], (1 + level) / 2) for r in ("tpr", "fpr")}
     expected = {
-        "tpr_gap": single["tpr"], "fpr_gap": single["fpr"],
-        "demographic_parity_difference": single["sel"], "predictive_parity_difference": single["ppv"],
-        "equalized_odds_difference": _two_step([fam["tpr"], fam["fpr"]], level),
-        "tpr_fpr_gap_sum": (half["tpr"][0] + half["fpr"][0], half["tpr"][1] + half["fpr"][1]),
+        "tpr_gap": [fam["tpr"]], "fpr_gap": [fam["fpr"]],
+        "demographic_parity_difference": [fam["sel"]], "predictive_parity_difference": [fam["ppv"]],
+        "equalized_odds_difference": [fam["tpr"], fam["fpr"]],
     }
-    assert set(expected) == set(FAIRNESS_METRIC_NAMES)
-    for name, ends in expected.items():
+    assert set(expected) | {"tpr_fpr_gap_sum"} == set(FAIRNESS_METRIC_NAMES)
+    for name, families in expected.items():
         e = got[name]
-        _close((e.ci_lower, e.ci_upper), ends, name)
+        _assert_ends((e.ci_lower, e.ci_upper), families, level, name)
         assert e.ci_lower <= e.value <= e.ci_upper, name
-    assert got["tpr_gap"].ci_lower > 0  # a: 38/50 against b: 25/50, far apart
-
-
-def test_a_tiny_two_group_case_by_hand() -> None:
-    """TPR 8/10 against 2/10.  Step one: Newcombe's interval at z = 2.054 (the two-sided 96 %
-    point, K = 2) is [0.1413, 0.8070], away from 0.  Step two: only the pair (a, b) lies near
-    the gap (b - a is 1.2 below it, 7 standard errors), so z = 1.7507 (one-sided 96 %):
-    Wilson at 1.7507 is [0.5235, 0.9357] and [0.0643, 0.4765], lower end
-    0.6 - sqrt(0.2765^2 + 0.2765^2) = 0.2090 (Newcombe's method 10, written out)."""
-    report = fairness_report([1] * 20, [1] * 8 + [0] * 2 + [1] * 2 + [0] * 8,
-                             ["a"] * 10 + ["b"] * 10, sensitive_feature="g")
-    tpr = report.by_name()["tpr_gap"]
-    assert tpr.value == pytest.approx(0.6)
-    step_one = newcombe(8, 10, 2, 10, float(norm.ppf(0.98)))
-    assert (round(step_one[0], 4), round(step_one[1], 4)) == (0.1413, 0.8070)
-    lower = newcombe(8, 10, 2, 10, float(norm.ppf(0.96)))[0]
-    assert (tpr.ci_lower, tpr.ci_upper) == (pytest.approx(lower, abs=1e-12),
-                                            pytest.approx(step_one[1], abs=1e-12))
-    assert round(tpr.ci_lower, 4) == 0.2090
-
-
-def test_ten_groups_of_six_positives_cannot_leave_0_by_more_than_a_tenth() -> None:
-    """Why ten groups of about six positives over-cover (module docstring): at Tukey's value
-    for ten groups (two-sided 96 %), no split of two groups of six gives a pair interval farther
-    than 0.10 from 0; the largest, 6 of 6 against 0 of 6, is 1 - sqrt(2) (1 - 6 / (6 + z^2)) by
-    Wilson's formula at x = n and x = 0.  Brute force over all 49 splits, against the oracle."""
-    z = tukey(10, 0.96)
-    lowers = {(a, b): float(gap_interval([a, b], [6, 6], z, z)[0])
-              for a in range(7) for b in range(7)}
-    by_hand = {(a, b): max(0.0, newcombe(a, 6, b, 6, z)[0], -newcombe(a, 6, b, 6, z)[1])
-               for a, b in lowers}
-    assert lowers == pytest.approx(by_hand, abs=1e-12)
-    assert max(lowers, key=lowers.get) in ((6, 0), (0, 6))
-    assert max(lowers.values()) == pytest.approx(1 - math.sqrt(2) * (1 - 6 / (6 + z * z)), abs=1e-12)
-    assert 0.10 < max(lowers.values()) < 0.11
+    half = [lower_end_bracket([fam[r]], 0.8 * (1 - level) / 2) for r in ("tpr", "fpr")]
+    total = got["tpr_fpr_gap_sum"]
+    assert half[0][0] + half[1][0] <= total.ci_lower <= half[0][1] + half[1][1]
+    assert total.ci_upper == pytest.approx(
+        gap_upper_end([fam["tpr"]], (1 + level) / 2) + gap_upper_end([fam["fpr"]], (1 + level) / 2),
+        abs=1e-12)
 
 
 def test_same_counts_same_interval_and_a_few_milliseconds() -> None:
@@ -267,16 +242,14 @@ def test_modified_wilson_covers_a_rate_near_1_where_wilson_does_not(n: int, rate
 
 def test_zero_convention_counts_an_undefined_rate_as_exactly_0() -> None:
     """undefined_rates="zero": group b has no positives, so its TPR is 0 with the interval
-    [0, 0]; the TPR gap's ends are then those of a's Wilson interval: the upper at the upper
-    end's point (one-sided 98 %); step one (two-sided 96 %, K = 2) puts a's interval away from 0,
-    and step two keeps the one pair (a, b), so the lower end is a's Wilson lower end at the
-    one-sided 96 % point."""
+    [0, 0]; the TPR gap's upper end is then a's Wilson upper end at the one-sided 98 % point,
+    and its lower end the quartic's root of the test above (3 of 4 against a fixed 0)."""
     report = fairness_report([1, 1, 1, 1, 0, 0, 0, 0], [1, 1, 1, 0, 0, 1, 0, 0],
                              ["a"] * 4 + ["b"] * 4, sensitive_feature="g", undefined_rates="zero")
     tpr = report.by_name()["tpr_gap"]
-    assert wilson(3, 4, float(norm.ppf(0.98)))[0] > 0
-    lo, hi = wilson(3, 4, float(norm.ppf(0.96)))[0], wilson(3, 4, float(norm.ppf(0.98)))[1]
-    assert (tpr.value, tpr.ci_lower, tpr.ci_upper) == (0.75, pytest.approx(lo), pytest.approx(hi))
+    assert (tpr.value, tpr.ci_upper) == (0.75, pytest.approx(wilson(3, 4, float(norm.ppf(0.98)))[1]))
+    assert tpr.ci_lower == lower_end([([3, 0], [4, 0])], 0.04)
+    assert 0.27 < tpr.ci_lower < 0.30
 
 
 def test_group_records_carry_modified_wilson_intervals_at_the_reports_level() -> None:

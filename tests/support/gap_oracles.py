@@ -1,16 +1,20 @@
 """Textbook interval formulas for the fairness gap tests, written out independently of
 fairness/gap_intervals.py: Wilson's score interval (Wilson 1927) and its modification near 0
 and n (Brown, Cai and DasGupta 2001), Newcombe's hybrid score
-interval for a difference of independent proportions (Newcombe 1998, method 10), Tukey's
-critical value (scipy's studentized range) and a gap's ends over unordered pairs."""
+interval for a difference of independent proportions (Newcombe 1998, method 10), a gap's upper
+end over the pairs, and the lower end's test inversion: the window fit by Brent's search, the
+p-value by enumerating every count table (tiny groups) or by plain pseudo-random draws, and the
+inversion by bisection."""
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 
 import numpy as np
-from scipy.stats import chi2, norm, studentized_range
+from scipy import optimize
+from scipy.stats import binom, chi2, norm
 
 
 def wilson(x: int, n: int, z: float) -> tuple[float, float]:
@@ -56,11 +60,6 @@ def gap_by_hand(groups: list[tuple[int, int]], z_lower: float, z_upper: float) -
     return lower, upper
 
 
-def tukey(k: int, level: float) -> float:
-    return float(studentized_range.ppf(level, k, np.inf) / math.sqrt(2)) if k > 2 else float(
-        norm.ppf(0.5 + level / 2))
-
-
 def agresti_coull_se(x: int, n: int) -> float:
     """Standard error of x / n with Agresti and Coull's adjusted rate at z = 1.96 (0 when n = 0)."""
     z2 = 1.959963984540054 ** 2
@@ -68,38 +67,136 @@ def agresti_coull_se(x: int, n: int) -> float:
     return math.sqrt(q * (1 - q) / (n + z2)) if n > 0 else 0.0
 
 
-def selected_z_by_monte_carlo(families: list[list[tuple[int, int]]], tail: float, slack: float,
-                              draws: int = 50_000, seed: int = 5) -> float:
-    """The ``1 - tail`` point of the largest standardised difference over the ordered pairs (of
-    one family) lying within ``slack`` standard errors of the largest difference, from plain
-    pseudo-random normal draws of the groups' errors."""
-    groups = [(f, x, n) for f, fam in enumerate(families) for x, n in fam]
-    se = [agresti_coull_se(x, n) for _, x, n in groups]
-    rate = [x / n if n else 0.0 for _, x, n in groups]
-    pairs = [(a, b) for a, b in itertools.permutations(range(len(groups)), 2)
-             if groups[a][0] == groups[b][0]]
-    largest = max(rate[a] - rate[b] for a, b in pairs)
-    kept = [(a, b, math.hypot(se[a], se[b])) for a, b in pairs
-            if math.hypot(se[a], se[b]) > 0
-            and largest - (rate[a] - rate[b]) <= slack * math.hypot(se[a], se[b])]
-    if not kept:
-        return float(norm.ppf(1 - tail))
-    e = np.random.default_rng(seed).standard_normal((draws, len(groups))) * np.array(se)
-    m = np.max([(e[:, a] - e[:, b]) / s for a, b, s in kept], axis=0)
-    return float(np.quantile(m, 1 - tail))
+def pair_lower_max(groups: list[tuple[int, int]], z: float) -> float:
+    """The largest Newcombe lower end over the ordered pairs, not clipped at 0 (a group without
+    trials: rate 0, interval [0, 0])."""
+    def rate_and_wilson(x: int, n: int) -> tuple[float, float, float]:
+        return (0.0, 0.0, 0.0) if n == 0 else (x / n, *wilson(x, n, z))
+
+    best = -math.inf
+    for (x1, n1), (x2, n2) in itertools.permutations(groups, 2):
+        p1, l1, _ = rate_and_wilson(x1, n1)
+        p2, _, u2 = rate_and_wilson(x2, n2)
+        best = max(best, p1 - p2 - math.hypot(p1 - l1, u2 - p2))
+    return best
 
 
-def two_step_gap(families: list[list[tuple[int, int]]], level: float, z_selected: float,
-                 lower_share: float = 0.8, upper_share: float = 0.4) -> tuple[float, float]:
-    """The gap's ends written out: upper = farthest pair end at the one-sided normal point of
-    ``upper_share (1 - level)``; lower = 0 when every family's Tukey pair intervals (Sidak level
-    over the families, at ``1 - lower_share (1 - level)``) hold 0, else the farthest distance
-    from 0 of a pair interval at ``z_selected``."""
-    alpha = 1 - level
-    z_up = float(norm.ppf(1 - upper_share * alpha))
-    step = (1 - lower_share * alpha) ** (1 / len(families))
-    tukey_ends = [gap_by_hand(fam, tukey(len(fam), step), z_up) for fam in families]
-    upper = max(hi for _, hi in tukey_ends)
-    if all(lo <= 0 for lo, _ in tukey_ends):
-        return 0.0, upper
-    return max(gap_by_hand(fam, z_selected, z_up)[0] for fam in families), upper
+def window_fit(groups: list[tuple[int, int]], width: float, edge_slack: float) -> list[float]:
+    """Rates maximising the binomial likelihood with every rate in [w, w + width] (Brent's
+    bounded search over w: the log-likelihood is concave in w), then each group within
+    ``edge_slack`` Agresti-Coull errors of an edge put on the nearer edge; a group without
+    trials stays at 0 (so w = 0)."""
+    rates = [x / n if n else 0.0 for x, n in groups]
+
+    def clipped(w: float) -> list[float]:
+        return [min(max(r, w), w + width) for r in rates]
+
+    def minus_loglik(w: float) -> float:
+        return -sum(x * math.log(min(max(q, 1e-12), 1 - 1e-12))
+                    + (n - x) * math.log(min(max(1 - q, 1e-12), 1 - 1e-12))
+                    for (x, n), q in zip(groups, clipped(w), strict=True))
+
+    if any(n == 0 for _, n in groups) or width >= 1:
+        w = 0.0
+    else:
+        w = float(optimize.minimize_scalar(minus_loglik, bounds=(0.0, 1.0 - width),
+                                           method="bounded", options={"xatol": 1e-10}).x)
+    out = []
+    for (x, n), q in zip(groups, clipped(w), strict=True):
+        top, bottom, se = w + width - q, q - w, agresti_coull_se(x, n)
+        if n == 0:
+            out.append(0.0)
+        elif top <= bottom and top <= edge_slack * se:
+            out.append(w + width)
+        elif bottom < top and bottom <= edge_slack * se:
+            out.append(w)
+        else:
+            out.append(q)
+    return out
+
+
+def exact_mid_p(families: list[list[tuple[int, int]]], width: float, z: float,
+                edge_slack: float = 2.0) -> float:
+    """Mid-p value of ``gap <= width`` by enumerating every count table (tiny groups only):
+    the binomial law at the fitted rates, the statistic the largest unclipped Newcombe lower end
+    at ``z`` over any family's ordered pairs."""
+    observed = max(pair_lower_max(f, z) for f in families)
+    flat = [(n, q) for f in families for (_, n), q in zip(f, window_fit(f, width, edge_slack),
+                                                            strict=True)]
+    above = tie = 0.0
+    for xs in itertools.product(*(range(n + 1) for n, _ in flat)):
+        weight = math.prod(float(binom.pmf(x, n, q)) for x, (n, q) in zip(xs, flat, strict=True))
+        it = iter(xs)
+        drawn = [[(next(it), n) for _, n in f] for f in families]
+        stat = max(pair_lower_max(f, z) for f in drawn)
+        if abs(stat - observed) <= 1e-12:
+            tie += weight
+        elif stat > observed:
+            above += weight
+    return above + tie / 2
+
+
+def monte_carlo_mid_p(families: list[list[tuple[int, int]]], width: float, z: float,
+                      draws: int = 10_000, seed: int = 5, edge_slack: float = 2.0) -> float:
+    """``exact_mid_p`` by plain pseudo-random binomial draws (scipy) for larger counts."""
+    observed = max(pair_lower_max(f, z) for f in families)
+    rng = np.random.default_rng(seed)
+    stat = np.full(draws, -np.inf)
+    for f in families:
+        q = window_fit(f, width, edge_slack)
+        n = np.array([t for _, t in f])
+        x = binom.rvs(n, q, size=(draws, len(f)), random_state=rng)
+        p = np.where(n > 0, x / np.maximum(n, 1), 0.0)
+        lower = np.zeros_like(p)
+        upper = np.zeros_like(p)
+        for g, t in enumerate(n):
+            if t > 0:
+                ends = [wilson(int(v), int(t), z) for v in range(t + 1)]
+                lower[:, g] = np.array([e[0] for e in ends])[x[:, g]]
+                upper[:, g] = np.array([e[1] for e in ends])[x[:, g]]
+        for i, j in itertools.permutations(range(len(f)), 2):
+            stat = np.maximum(stat, p[:, i] - p[:, j] - np.hypot(p[:, i] - lower[:, i],
+                                                                  upper[:, j] - p[:, j]))
+    tie = np.abs(stat - observed) <= 1e-12
+    return float(((stat > observed) & ~tie).mean() + 0.5 * tie.mean())
+
+
+def inverted_lower_end(p_value: Callable[[float], float], threshold: float, top: float) -> float:
+    """0 if ``p_value(0) > threshold``, else where ``p_value`` first exceeds it on [0, top]
+    (bisection to 1e-5)."""
+    if p_value(0.0) > threshold:
+        return 0.0
+    if p_value(top) <= threshold:
+        return top
+    low, high = 0.0, top
+    while high - low > 1e-5:
+        mid = (low + high) / 2
+        low, high = (mid, high) if p_value(mid) <= threshold else (low, mid)
+    return low
+
+
+LIBRARY_DRAWS = 2048
+
+
+def lower_end_bracket(families: list[list[tuple[int, int]]], tail: float,
+                      p_value: Callable[..., float] = monte_carlo_mid_p,
+                      oracle_draws: int = 10_000) -> tuple[float, float]:
+    """Where the lower end of a test inversion at ``tail`` may lie given the Monte Carlo
+    error of a 2,048-draw p-value and the oracle's own: the oracle's inversions at
+    ``tail -+ 3`` combined standard errors (the statistic's z fixed at ``Phi^-1(1 - tail)``),
+    widened by the library's bisection step (2**-10, erring low)."""
+    z = float(norm.ppf(1 - tail))
+    spread = 3 * math.sqrt(tail * (1 - tail) * (1 / LIBRARY_DRAWS + 1 / oracle_draws))
+    top = max(max(x / n for x, n in f if n) - min(x / n if n else 0.0 for x, n in f)
+              for f in families)
+    ends = [inverted_lower_end(lambda w: p_value(families, w, z), tail + sign * spread, top)
+            for sign in (-1, 1)]
+    return ends[0] - 2.0**-10 - 1e-5, ends[1] + 2e-5
+
+
+def gap_upper_end(families: list[list[tuple[int, int]]], level: float,
+                  upper_share: float = 0.4) -> float:
+    """The farthest pair end over the families at the one-sided point of ``upper_share (1 -
+    level)``."""
+    z_up = float(norm.ppf(1 - upper_share * (1 - level)))
+    return max(gap_by_hand(f, z_up, z_up)[1] for f in families)

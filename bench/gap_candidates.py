@@ -1,26 +1,30 @@
-"""Candidate critical values for a fairness gap's interval, side by side on the same samples.
+"""Candidate lower ends for a fairness gap's interval, side by side on the same samples.
 
 Run from the repository root::
 
     .venv/bin/python -m bench.gap_candidates --simulations 300
+    .venv/bin/python -m bench.gap_candidates --methods shipped --slack 0 --split half
 
 One family of group rates (a TPR gap): ``n`` rows, label base rate 0.3, ``K`` groups with
 equal chances; every group's TPR is ``base`` (0.773 moderate, 0.977 confident) except group
 0's, lowered by ``delta``, so the true gap is ``delta``.  Each sample's per-group counts go
-through :func:`modelgate.fairness.gap_intervals.gap_interval` (Newcombe's pair intervals) at
-the critical values each candidate picks; the interval is then widened to hold its point, as
-the reports do.  Candidates (``alpha_l`` / ``alpha_u``: the ends' one-sided error shares):
+through each candidate; the interval is then widened to hold its point, as the reports do.
+Candidates (``alpha_l`` / ``alpha_u``: the ends' one-sided error shares):
 
+* ``shipped``: :func:`modelgate.fairness.gap_intervals.lower_end`, the test inversion with a
+  parametric bootstrap at the rates fitted under each hypothesis, the groups within
+  ``--slack`` standard errors of an edge of the window put on it (the module's
+  ``EDGE_SLACK`` unless given); upper end the one-pair point;
+* ``two-step``: the previous construction, kept here for comparison: the lower end 0 unless
+  Tukey's simultaneous pair intervals leave 0, else the farthest Newcombe pair interval at the
+  ``1 - alpha_l`` point of the largest standardised difference over the pairs within
+  ``--slack`` standard errors (2.5) of the gap (normal errors, quasi-random draws);
 * ``tukey``: lower end at Tukey's simultaneous value (``1 - alpha_l``), upper end at the
   one-pair point (the construction before issue #38's second round, with 5 % / 2.5 %);
-* ``selected``: step two alone, the lower end's value from the pairs within ``slack``
-  standard errors of the gap (:func:`~modelgate.fairness.gap_intervals.selected_critical_value`),
-  no Tukey step; upper at the one-pair point;
+* ``selected``: ``two-step``'s step two alone, no Tukey step;
 * ``fitted``: ``selected`` plus an upper end calibrated on the fitted rates: the
   ``alpha_u`` point of ``max (T_ij - slack_ij)``, each pair's estimated slack plugged in (a
   parametric bootstrap under the fitted rates);
-* ``two-step``: the shipped construction
-  (:func:`~modelgate.fairness.gap_intervals.gap_interval_of_families`);
 * ``jeffreys``: ``two-step`` with the groups' equal-tailed Jeffreys intervals in the pair
   intervals instead of Wilson's (each tail closer to its share at a handful of counts);
 * ``pooled-step-one``: ``two-step`` with step one a calibrated test: the lower end leaves 0
@@ -31,10 +35,13 @@ the reports do.  Candidates (``alpha_l`` / ``alpha_u``: the ends' one-sided erro
 * ``calibrated``: ``two-step`` with Tukey's value replaced by the critical value at which the
   pair intervals of the first 1,024 of those draws leave 0 in ``alpha_l`` of them (bisection),
   step two's value capped by it: the step-one size calibrated for the pair intervals
-  themselves (a tenth of a second per gap for ten groups: a demonstration, not shipped);
+  themselves (a tenth of a second per gap for ten groups);
 * ``one-pair``: every pair's lower end at the one-pair point ``Phi^-1(1 - alpha_l)``, no
   allowance for the number of pairs (what the lower end would need to miss as often as
   ``alpha_l`` with ten groups of a handful of positives; not valid at a gap of 0).
+
+``--split half`` lowers half of the groups instead of group 0 alone: the configuration with
+the most pairs at the gap, where a lower end calibrated on fewer pairs would miss too often.
 
 Prints, per cell, the breach rate (lower end above 0.03) at ``delta = 0`` and the coverage
 (truth below / above) otherwise.
@@ -49,43 +56,52 @@ from functools import lru_cache
 import numpy as np
 from modelgate.fairness import gap_intervals as gi
 from scipy.special import betaincinv, ndtr, ndtri
-from scipy.stats import binom
+from scipy.stats import binom, qmc, studentized_range
 
 NULL_DRAWS = 2048
+SELECTION_SLACK = 2.5  # the previous construction's step-two selection, standard errors
 
 
 def _ends(method: str, x: np.ndarray, n: np.ndarray, alpha_l: float, alpha_u: float,
           slack: float) -> tuple[float, float]:
     z_up = float(ndtri(1 - alpha_u))
-    if method in ("two-step", "jeffreys"):
-        saved = gi.LOWER_SHARE, gi.UPPER_SHARE, gi.wilson_bounds
-        gi.LOWER_SHARE, gi.UPPER_SHARE = alpha_l / 0.05, alpha_u / 0.05
-        if method == "jeffreys":
-            gi.wilson_bounds = _jeffreys_bounds  # the pair intervals' one-group interval
+    if method == "jeffreys":
+        saved = gi.wilson_bounds
+        gi.wilson_bounds = _jeffreys_bounds  # the pair intervals' one-group interval
         try:
-            return gi.gap_interval_of_families([x], [n], 0.95)
+            return _two_step(x, n, alpha_l, alpha_u, slack)
         finally:
-            gi.LOWER_SHARE, gi.UPPER_SHARE, gi.wilson_bounds = saved
+            gi.wilson_bounds = saved
+    if method == "two-step":
+        return _two_step(x, n, alpha_l, alpha_u, slack)
+    if method == "shipped":
+        saved_slack = gi.EDGE_SLACK
+        gi.EDGE_SLACK = slack
+        try:
+            lower = gi.lower_end([(x, n)], alpha_l)
+        finally:
+            gi.EDGE_SLACK = saved_slack
+        return lower, float(gi.gap_interval(x, n, z_up, z_up)[1])
     if method == "pooled-step-one":
-        hi = float(gi.gap_interval(x, n, gi.pairwise_critical_value(x.size, 1 - alpha_l), z_up)[1])
+        hi = float(gi.gap_interval(x, n, _tukey_value(x.size, 1 - alpha_l), z_up)[1])
         if _pooled_mid_p(x, n) > alpha_l:
             return 0.0, hi
-        z_low = gi.selected_critical_value([x], [n], alpha_l, slack)
+        z_low = _selected_value(x, n, alpha_l, slack)
         return float(gi.gap_interval(x, n, z_low, z_up)[0]), hi
     if method == "calibrated":
         z_one = _calibrated_value(x, n, alpha_l)
         lo, hi = gi.gap_interval(x, n, z_one, z_up)
         if lo <= 0:
             return 0.0, float(hi)
-        z_low = min(gi.selected_critical_value([x], [n], alpha_l, slack), z_one)
+        z_low = min(_selected_value(x, n, alpha_l, slack), z_one)
         return float(gi.gap_interval(x, n, z_low, z_up)[0]), float(hi)
     if method == "one-pair":
         lo, hi = gi.gap_interval(x, n, float(ndtri(1 - alpha_l)), z_up)
         return float(lo), float(hi)
     if method == "tukey":
-        z_low = gi.pairwise_critical_value(x.size, 1 - alpha_l)
+        z_low = _tukey_value(x.size, 1 - alpha_l)
     else:
-        z_low = gi.selected_critical_value([x], [n], alpha_l, slack)
+        z_low = _selected_value(x, n, alpha_l, slack)
     if method == "fitted":
         z_up = max(_fitted_upper(x, n, alpha_u), 0.0)
     lo, hi = gi.gap_interval(x, n, z_low, z_up)
@@ -139,7 +155,7 @@ def _calibrated_value(x: np.ndarray, n: np.ndarray, tail: float) -> float:
     them (1,024 draws, bisection to 0.01); Tukey's where every rate is 0 or 1."""
     draws = _null_counts(x, n)
     if draws is None:
-        return gi.pairwise_critical_value(n.size, 1 - tail)
+        return _tukey_value(n.size, 1 - tail)
     draws = draws[:1024]
     trials = np.broadcast_to(n, draws.shape)
     low, high = 1.0, 5.0
@@ -174,12 +190,57 @@ def _fitted_upper(x: np.ndarray, n: np.ndarray, tail: float) -> float:
     return float(-np.quantile(((e[:, i] - e[:, j]) / s - slack).max(axis=1), tail))
 
 
+def _tukey_value(groups: int, level: float) -> float:
+    """Tukey's critical value for all pairwise differences of ``groups`` normal estimates,
+    ``q(level; groups, inf) / sqrt(2)`` (the previous construction's step one)."""
+    if groups == 2:
+        return float(ndtri(0.5 + level / 2))
+    return float(studentized_range.ppf(level, groups, np.inf) / np.sqrt(2.0))
+
+
+@lru_cache(maxsize=64)
+def _normal_draws(dimension: int) -> np.ndarray:
+    points = qmc.Sobol(dimension, scramble=True, seed=20261205).random_base2(12)
+    return ndtri(points)
+
+
+def _selected_value(x: np.ndarray, n: np.ndarray, tail: float, slack: float) -> float:
+    """The ``1 - tail`` point of the largest standardised difference over the ordered pairs
+    within ``slack`` standard errors of the largest (Agresti-Coull errors, 4,096 quasi-random
+    normal draws): the previous construction's step two."""
+    z2 = 1.959963984540054 ** 2
+    q = (x + z2 / 2) / (n + z2)
+    se = np.sqrt(q * (1 - q) / (n + z2))
+    p = x / n
+    i, j = np.nonzero(~np.eye(x.size, dtype=bool))
+    d, s = p[i] - p[j], np.hypot(se[i], se[j])
+    keep = (s > 0) & (d.max() - d <= slack * s)
+    i, j, s = i[keep], j[keep], s[keep]
+    if i.size <= 1:
+        return float(ndtri(1 - tail))
+    e = _normal_draws(x.size) * se
+    return float(np.quantile(((e[:, i] - e[:, j]) / s).max(axis=1), 1 - tail))
+
+
+def _two_step(x: np.ndarray, n: np.ndarray, alpha_l: float, alpha_u: float, slack: float
+              ) -> tuple[float, float]:
+    """The previous construction (one family): the lower end 0 unless Tukey's pair intervals
+    leave 0, else the farthest pair interval at the selected pairs' critical value."""
+    z_up = float(ndtri(1 - alpha_u))
+    lo, hi = gi.gap_interval(x, n, _tukey_value(x.size, 1 - alpha_l), z_up)
+    if lo <= 0:
+        return 0.0, float(hi)
+    return float(gi.gap_interval(x, n, _selected_value(x, n, alpha_l, slack), z_up)[0]), float(hi)
+
+
 def run(method: str, k: int, n_rows: int, base: float, delta: float, simulations: int,
-        alpha_l: float, alpha_u: float, slack: float) -> tuple[float, float, float]:
-    """Shares of samples with the truth below, above the interval, and a breach (> 0.03)."""
+        alpha_l: float, alpha_u: float, slack: float, lowered: int = 1
+        ) -> tuple[float, float, float]:
+    """Shares of samples with the truth below, above the interval, and a breach (> 0.03);
+    the first ``lowered`` groups' rates are ``delta`` below the others'."""
     rng = np.random.default_rng([k, n_rows, round(delta * 100), round(base * 1000)])
     rates = np.full(k, base)
-    rates[0] -= delta
+    rates[:lowered] -= delta
     truth = float(np.ptp(rates))
     tally = np.zeros(3)
     used = 0
@@ -204,14 +265,20 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["tukey", "selected", "fitted", "two-step"])
     parser.add_argument("--alpha-lower", type=float, default=0.04)
     parser.add_argument("--alpha-upper", type=float, default=0.02)
-    parser.add_argument("--slack", type=float, default=gi.SELECTION_SLACK)
+    parser.add_argument("--slack", type=float, default=None,
+                        help="standard errors: the previous step two's selection slack (2.5), "
+                             "or the shipped lower end's edge slack (its EDGE_SLACK)")
+    parser.add_argument("--split", choices=("one", "half"), default="one",
+                        help="lower group 0's rate, or the first half's")
     parser.add_argument("--cells", nargs="+", default=None,
                         help="only these cells, e.g. moderate/200/10 confident/2000/2")
     args = parser.parse_args()
     for method in args.methods:
+        slack = args.slack if args.slack is not None else (
+            gi.EDGE_SLACK if method == "shipped" else SELECTION_SLACK)
         start = time.perf_counter()
         print(f"\n### {method} (alpha lower {args.alpha_lower}, upper {args.alpha_upper}, "
-              f"slack {args.slack}), {args.simulations} samples per cell\n")
+              f"slack {slack}, {args.split} lowered), {args.simulations} samples per cell\n")
         print("| model | n | K | breach at 0 | cover 0.05 (below/above) | cover 0.10 | cover 0.20 |")
         print("|---|---|---|---|---|---|---|")
         for name, base in (("moderate", 0.773), ("confident", 0.977)):
@@ -223,7 +290,8 @@ def main() -> None:
                     for delta in (0.0, 0.05, 0.10, 0.20):
                         below, above, breach = run(method, k, n_rows, base, delta,
                                                    args.simulations, args.alpha_lower,
-                                                   args.alpha_upper, args.slack)
+                                                   args.alpha_upper, slack,
+                                                   k // 2 if args.split == "half" else 1)
                         cells.append(f"{breach:.1%}" if delta == 0 else
                                      f"{1 - below - above:.1%} ({below:.1%}/{above:.1%})")
                     print(f"| {name} | {n_rows:,} | {k} | " + " | ".join(cells) + " |", flush=True)

@@ -109,7 +109,7 @@ from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import bdtr, chdtri, ndtr, ndtri
+from scipy.special import bdtr, chdtri, gammaln, ndtr, ndtri, xlog1py, xlogy
 
 __all__ = ["DRAWS", "binomial_draws", "gap_interval", "gap_interval_of_families", "gap_p_value",
            "largest_pair_lower_end", "lower_end", "modified_wilson_bounds", "window_rates",
@@ -331,14 +331,20 @@ def lower_end(families: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]], tail: flo
     0.287
     """
     counts = [(np.asarray(x, dtype=np.float64), np.asarray(n, dtype=np.float64)) for x, n in families]
-    if gap_p_value(counts, 0.0, tail) > tail:
+    z = float(ndtri(1.0 - tail))
+    observed = max(float(largest_pair_lower_end(x, n, z)) for x, n in counts)
+
+    def rejected(width: float) -> bool:
+        return _mid_p(counts, width, z, observed) <= tail
+
+    if not rejected(0.0):
         return 0.0
     low, high = 0.0, max(float(np.ptp(_rates(x, n))) for x, n in counts)
-    if gap_p_value(counts, high, tail) <= tail:
+    if rejected(high):
         return high
     while high - low > _TOLERANCE:
         middle = (low + high) / 2.0
-        low, high = (middle, high) if gap_p_value(counts, middle, tail) <= tail else (low, middle)
+        low, high = (middle, high) if rejected(middle) else (low, middle)
     return low
 
 
@@ -375,7 +381,12 @@ def gap_p_value(families: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]], width: 
     """
     z = float(ndtri(1.0 - tail))
     counts = [(np.asarray(x, dtype=np.float64), np.asarray(n, dtype=np.float64)) for x, n in families]
-    observed = max(float(largest_pair_lower_end(x, n, z)) for x, n in counts)
+    return _mid_p(counts, width, z, max(float(largest_pair_lower_end(x, n, z)) for x, n in counts))
+
+
+def _mid_p(counts: Sequence[tuple[_FloatArray, _FloatArray]], width: float, z: float,
+           observed: float) -> float:
+    """:func:`gap_p_value` given the statistic's critical value and observed value."""
     u = _uniforms(sum(x.size for x, _ in counts))
     null = np.full(DRAWS, -np.inf)
     offset = 0
@@ -519,8 +530,14 @@ def binomial_draws(uniforms: npt.ArrayLike, trials: npt.ArrayLike, rates: npt.Ar
     first = np.maximum(0.0, np.floor(mean - 12.0 * sd - 12.0))
     last = np.minimum(n, np.ceil(mean + 12.0 * sd + 12.0))
     counts = first[:, None] + np.arange(int((last - first).max()) + 1)[None, :]  # (K, width)
-    cdf = np.where(counts >= n[:, None], 1.0, bdtr(np.minimum(counts, n[:, None]), n[:, None],
-                                                   q[:, None]))
+    k, trials, rate = np.minimum(counts, n[:, None]), n[:, None], q[:, None]
+    # the distribution function at the window's first count (the incomplete beta function),
+    # then the probabilities above it from the log-gamma form: one special function a group
+    log_pmf = (gammaln(trials + 1.0) - gammaln(k + 1.0) - gammaln(trials - k + 1.0)
+               + xlogy(k, rate) + xlog1py(trials - k, -rate))
+    steps = np.where(counts[:, 1:] <= n[:, None], np.exp(log_pmf[:, 1:]), 0.0)
+    cdf = np.concatenate([bdtr(k[:, :1], trials, rate), steps], axis=1).cumsum(axis=1)
+    cdf = np.where(counts >= n[:, None], 1.0, cdf)
     out = np.empty(u.shape)
     for g in range(u.shape[1]):
         at = np.minimum(np.searchsorted(cdf[g], u[:, g], side="left"), counts.shape[1] - 1)

@@ -177,15 +177,22 @@ def _pooled_mid_p(x: np.ndarray, n: np.ndarray) -> float:
     return float(((null > observed) & ~tie).mean() + 0.5 * tie.mean())
 
 
-def _fitted_upper(x: np.ndarray, n: np.ndarray, tail: float) -> float:
-    """``-q_tail max_ij (T_ij - slack_ij)`` with the estimated slacks (pseudo-random draws)."""
+def _ordered_pairs(x: np.ndarray, n: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each group's Agresti-Coull standard error (z = 1.96) and, over the ordered pairs
+    ``(i, j)``, the rate difference ``p_i - p_j`` and its standard error."""
     z2 = 1.959963984540054 ** 2
     q = (x + z2 / 2) / (n + z2)
     se = np.sqrt(q * (1 - q) / (n + z2))
     p = x / n
     i, j = np.nonzero(~np.eye(x.size, dtype=bool))
-    s = np.hypot(se[i], se[j])
-    slack = ((p[i] - p[j]).max() - (p[i] - p[j])) / s
+    return se, p[i] - p[j], i, j, np.hypot(se[i], se[j])
+
+
+def _fitted_upper(x: np.ndarray, n: np.ndarray, tail: float) -> float:
+    """``-q_tail max_ij (T_ij - slack_ij)`` with the estimated slacks (pseudo-random draws)."""
+    se, d, i, j, s = _ordered_pairs(x, n)
+    slack = (d.max() - d) / s
     e = np.random.default_rng(0).standard_normal((4096, x.size)) * se
     return float(-np.quantile(((e[:, i] - e[:, j]) / s - slack).max(axis=1), tail))
 
@@ -208,12 +215,7 @@ def _selected_value(x: np.ndarray, n: np.ndarray, tail: float, slack: float) -> 
     """The ``1 - tail`` point of the largest standardised difference over the ordered pairs
     within ``slack`` standard errors of the largest (Agresti-Coull errors, 4,096 quasi-random
     normal draws): the previous construction's step two."""
-    z2 = 1.959963984540054 ** 2
-    q = (x + z2 / 2) / (n + z2)
-    se = np.sqrt(q * (1 - q) / (n + z2))
-    p = x / n
-    i, j = np.nonzero(~np.eye(x.size, dtype=bool))
-    d, s = p[i] - p[j], np.hypot(se[i], se[j])
+    se, d, i, j, s = _ordered_pairs(x, n)
     keep = (s > 0) & (d.max() - d <= slack * s)
     i, j, s = i[keep], j[keep], s[keep]
     if i.size <= 1:

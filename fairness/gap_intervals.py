@@ -237,8 +237,7 @@ def gap_interval(successes: npt.ArrayLike, trials: npt.ArrayLike, z_lower: float
     if x.shape != n.shape or x.ndim < 1 or x.shape[-1] < 2:
         raise ValueError(f"successes and trials must have one shape (..., K) with K >= 2; got "
                          f"{x.shape!r} and {n.shape!r}")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.where(n > 0, x / n, 0.0)
+    p = _rates(x, n)
     d = p[..., :, None] - p[..., None, :]  # ordered pairs (i, j): d = p_i - p_j
     off = ~np.eye(x.shape[-1], dtype=bool)
     below, above = _distances(x, n, p, z_lower)  # Newcombe's lower end of each d
@@ -247,6 +246,12 @@ def gap_interval(successes: npt.ArrayLike, trials: npt.ArrayLike, z_lower: float
     hi = d + np.sqrt(above[..., :, None] ** 2 + below[..., None, :] ** 2)
     return (np.maximum(lo[..., off].max(axis=-1), 0.0),
             np.minimum(hi[..., off].max(axis=-1), 1.0))
+
+
+def _rates(x: _FloatArray, n: _FloatArray) -> _FloatArray:
+    """Each group's rate ``x / n``, 0 for a group without trials."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, x / np.where(n > 0, n, 1.0), 0.0)
 
 
 def _distances(x: _FloatArray, n: _FloatArray, p: _FloatArray, z: float
@@ -427,8 +432,7 @@ def largest_pair_lower_end(successes: npt.ArrayLike, trials: npt.ArrayLike, z: f
     """
     x = np.asarray(successes, dtype=np.float64)
     n = np.broadcast_to(np.asarray(trials, dtype=np.float64), x.shape)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.where(n > 0, x / np.where(n > 0, n, 1.0), 0.0)
+    p = _rates(x, n)
     below, above = _distances(x, n, p, z)
     k = x.shape[-1]
     flat_p, flat_b2, flat_a2 = p.reshape(-1, k), (below**2).reshape(-1, k), (above**2).reshape(-1, k)
@@ -546,11 +550,6 @@ def binomial_draws(uniforms: npt.ArrayLike, trials: npt.ArrayLike, rates: npt.Ar
         at = np.minimum(np.searchsorted(cdf[g], u[:, g], side="left"), counts.shape[1] - 1)
         out[:, g] = np.minimum(counts[g, at], n[g])
     return out
-
-
-def _rates(x: _FloatArray, n: _FloatArray) -> _FloatArray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, x / np.where(n > 0, n, 1.0), 0.0)
 
 
 @lru_cache(maxsize=64)

@@ -72,6 +72,22 @@ def test_window_rates_are_the_bounded_likelihood_maximum(x: list[int], n: list[i
     assert float(np.ptp(got)) <= width + 1e-12
 
 
+def test_groups_held_on_the_top_edge_set_it_at_their_pooled_rate() -> None:
+    """Nine groups of 60 at 57-60 successes (528 of 540, 0.9778) and one of 42 of 54 (0.7778):
+    at a width of 0.2 the nine lie within 2 standard errors of the top edge and are held on
+    it, so the top maximises their pooled likelihood, 528 / 540, where the tenth group's own
+    rate is exactly the bottom edge.  A fit with each group at its own rate put the top at the
+    groups of 60 of 60 instead (above 0.99)."""
+    tops = [57, 58, 59, 60, 60, 59, 58, 60, 57]
+    x, n = tops + [42], [60] * 9 + [54]
+    got = window_rates(x, n, 0.2)
+    assert got[:9] == pytest.approx([528 / 540] * 9, abs=2e-5)
+    assert float(got[9]) == pytest.approx(42 / 54, abs=2e-5)
+    assert window_fit(list(zip(x, n, strict=True)), 0.2, 2.0) == pytest.approx(got, abs=2e-5)
+    unheld = window_rates(x, n, 0.2, 0.0)  # no group held: the groups of 60 of 60 set the top
+    assert float(unheld.max()) > 0.99 and float(unheld[9]) > 0.79
+
+
 TINY = [[(4, 4), (1, 5), (3, 6)], [(6, 6), (2, 6), (5, 6), (0, 3)], [(3, 4), (0, 0)]]
 
 

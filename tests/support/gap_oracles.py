@@ -83,36 +83,40 @@ def pair_lower_max(groups: list[tuple[int, int]], z: float) -> float:
 
 def window_fit(groups: list[tuple[int, int]], width: float, edge_slack: float) -> list[float]:
     """Rates maximising the binomial likelihood with every rate in [w, w + width] (Brent's
-    bounded search over w: the log-likelihood is concave in w), then each group within
-    ``edge_slack`` Agresti-Coull errors of an edge put on the nearer edge; a group without
-    trials stays at 0 (so w = 0)."""
+    bounded search over w: the log-likelihood is concave in w); each group within
+    ``edge_slack`` Agresti-Coull errors of an edge marked for the nearer edge; w searched
+    again with the marked groups held on their edges; the marks taken again at that w, and the
+    marked groups put on their edges.  A group without trials stays at 0 (so w = 0)."""
     rates = [x / n if n else 0.0 for x, n in groups]
+    free = ["" for _ in groups]
 
-    def clipped(w: float) -> list[float]:
-        return [min(max(r, w), w + width) for r in rates]
+    def placed(w: float, marks: list[str]) -> list[float]:
+        return [w + width if m == "top" else w if m == "bottom" else min(max(r, w), w + width)
+                for r, m in zip(rates, marks, strict=True)]
 
-    def minus_loglik(w: float) -> float:
+    def minus_loglik(w: float, marks: list[str]) -> float:
         return -sum(x * math.log(min(max(q, 1e-12), 1 - 1e-12))
                     + (n - x) * math.log(min(max(1 - q, 1e-12), 1 - 1e-12))
-                    for (x, n), q in zip(groups, clipped(w), strict=True))
+                    for (x, n), q in zip(groups, placed(w, marks), strict=True))
 
-    if any(n == 0 for _, n in groups) or width >= 1:
-        w = 0.0
-    else:
-        w = float(optimize.minimize_scalar(minus_loglik, bounds=(0.0, 1.0 - width),
-                                           method="bounded", options={"xatol": 1e-10}).x)
-    out = []
-    for (x, n), q in zip(groups, clipped(w), strict=True):
-        top, bottom, se = w + width - q, q - w, agresti_coull_se(x, n)
-        if n == 0:
-            out.append(0.0)
-        elif top <= bottom and top <= edge_slack * se:
-            out.append(w + width)
-        elif bottom < top and bottom <= edge_slack * se:
-            out.append(w)
-        else:
-            out.append(q)
-    return out
+    def fitted(marks: list[str]) -> float:
+        if any(n == 0 for _, n in groups) or width >= 1:
+            return 0.0
+        return float(optimize.minimize_scalar(lambda w: minus_loglik(w, marks),
+                                              bounds=(0.0, 1.0 - width), method="bounded",
+                                              options={"xatol": 1e-10}).x)
+
+    def marks_at(w: float) -> list[str]:
+        out = []
+        for (x, n), q in zip(groups, placed(w, free), strict=True):
+            top, bottom, se = w + width - q, q - w, agresti_coull_se(x, n)
+            out.append("top" if top <= bottom and top <= edge_slack * se else
+                       "bottom" if bottom < top and bottom <= edge_slack * se else "")
+        return out
+
+    w = fitted(free)
+    w = fitted(marks_at(w))
+    return [0.0 if n == 0 else q for (_, n), q in zip(groups, placed(w, marks_at(w)), strict=True)]
 
 
 def exact_mid_p(families: list[list[tuple[int, int]]], width: float, z: float,

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from modelgate.fairness.disaggregate import table_from_counts
-from modelgate.fairness.gap_intervals import modified_wilson_bounds
 from modelgate.fairness.metrics import fairness_report_from_table
+from modelgate.fairness.score_intervals import modified_wilson_bounds
 from scipy.stats import norm
 
 PI, LIMIT = 0.3, 0.03  # base rate; default policy's equalized_odds_difference upper limit

@@ -11,7 +11,7 @@ equal chances; every group's TPR is ``base`` (0.773 moderate, 0.977 confident) e
 through each candidate; the interval is then widened to hold its point, as the reports do.
 Candidates (``alpha_l`` / ``alpha_u``: the ends' one-sided error shares):
 
-* ``shipped``: :func:`modelgate.fairness.gap_intervals.lower_end`, the test inversion with a
+* ``shipped``: :func:`modelgate.fairness.gap_lower_end.lower_end`, the test inversion with a
   parametric bootstrap at the rates fitted under each hypothesis, the groups within
   ``--slack`` standard errors of an edge of the window put on it (the module's
   ``EDGE_SLACK`` unless given); upper end the one-pair point;
@@ -55,6 +55,8 @@ from functools import lru_cache
 
 import numpy as np
 from modelgate.fairness import gap_intervals as gi
+from modelgate.fairness import gap_lower_end as gle
+from modelgate.fairness import score_intervals as si
 from scipy.special import betaincinv, ndtr, ndtri
 from scipy.stats import binom, qmc, studentized_range
 
@@ -66,21 +68,21 @@ def _ends(method: str, x: np.ndarray, n: np.ndarray, alpha_l: float, alpha_u: fl
           slack: float) -> tuple[float, float]:
     z_up = float(ndtri(1 - alpha_u))
     if method == "jeffreys":
-        saved = gi.wilson_bounds
-        gi.wilson_bounds = _jeffreys_bounds  # the pair intervals' one-group interval
+        saved = si.wilson_bounds
+        si.wilson_bounds = _jeffreys_bounds  # the pair intervals' one-group interval
         try:
             return _two_step(x, n, alpha_l, alpha_u, slack)
         finally:
-            gi.wilson_bounds = saved
+            si.wilson_bounds = saved
     if method == "two-step":
         return _two_step(x, n, alpha_l, alpha_u, slack)
     if method == "shipped":
-        saved_slack = gi.EDGE_SLACK
-        gi.EDGE_SLACK = slack
+        saved_slack = gle.EDGE_SLACK
+        gle.EDGE_SLACK = slack
         try:
-            lower = gi.lower_end([(x, n)], alpha_l)
+            lower = gle.lower_end([(x, n)], alpha_l)
         finally:
-            gi.EDGE_SLACK = saved_slack
+            gle.EDGE_SLACK = saved_slack
         return lower, float(gi.gap_interval(x, n, z_up, z_up)[1])
     if method == "pooled-step-one":
         hi = float(gi.gap_interval(x, n, _tukey_value(x.size, 1 - alpha_l), z_up)[1])
@@ -277,7 +279,7 @@ def main() -> None:
     args = parser.parse_args()
     for method in args.methods:
         slack = args.slack if args.slack is not None else (
-            gi.EDGE_SLACK if method == "shipped" else SELECTION_SLACK)
+            gle.EDGE_SLACK if method == "shipped" else SELECTION_SLACK)
         start = time.perf_counter()
         print(f"\n### {method} (alpha lower {args.alpha_lower}, upper {args.alpha_upper}, "
               f"slack {slack}, {args.split} lowered), {args.simulations} samples per cell\n")

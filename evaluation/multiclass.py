@@ -73,7 +73,7 @@ from modelgate.evaluation.ovr_auc import (
     deviations_interval,
 )
 from modelgate.evaluation.ovr_auc_ranking import ovr_auc, ovr_auc_one, rank_class
-from modelgate.fairness.gap_intervals import wilson_bounds
+from modelgate.fairness.score_intervals import wilson_bounds
 from scipy.special import ndtri
 
 from modelgate.intervals import (

@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
-from modelgate.fairness.gap_intervals import wilson_bounds
+from modelgate.fairness.score_intervals import wilson_bounds
 from scipy.special import ndtri
 
 from modelgate.intervals import interval_holding, percentile_interval, wilson_interval

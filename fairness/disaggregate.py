@@ -19,7 +19,7 @@ Conventions
   95 % unless asked otherwise: never a point, however few the rows (24 of 24 gives
   [0.862, 1]).  One or two counts from 0 or from all (up to three, from 51 to 100 trials)
   take Brown, Cai and DasGupta's Poisson end instead (the modified Wilson interval,
-  :func:`~modelgate.fairness.gap_intervals.modified_wilson_bounds`): with Wilson's end there
+  :func:`~modelgate.fairness.score_intervals.modified_wilson_bounds`): with Wilson's end there
   the 95 % intervals held a TPR of 0.977 on about six positives a group in only 92.2-92.4 %
   of groups (``bench/RESULTS.md``, "Fairness gap intervals at the boundary").
 * Each group carries the rows behind its rates (``positives`` for TPR and FNR,
@@ -39,7 +39,7 @@ import pandas as pd
 
 from modelgate.records import finite_or_none
 
-from .gap_intervals import modified_wilson_bounds
+from .score_intervals import modified_wilson_bounds
 
 __all__ = [
     "MISSING_LABEL",

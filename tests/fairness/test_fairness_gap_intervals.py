@@ -1,9 +1,10 @@
-"""Fairness gap intervals (fairness/gap_intervals.py) against formulas and tests written out
-here: Wilson's score interval (Wilson 1927; Newcombe 1998 eq. for method 3), Newcombe's hybrid
-score interval for a difference of independent proportions (method 10), the fitted window rates
-against Brent's search on the likelihood, the bootstrap p-value against the exact binomial law
-of tiny groups (every count table enumerated), the lower end against the oracle's own test
-inversion and a quartic solved by hand.  Plus the boundary behaviour the gate relies on: no
+"""Fairness gap intervals (fairness/score_intervals.py, gap_intervals.py, gap_lower_end.py)
+against formulas and tests written out here: Wilson's score interval (Wilson 1927; Newcombe
+1998 eq. for method 3), Newcombe's hybrid score interval for a difference of independent
+proportions (method 10), the fitted window rates against Brent's search on the likelihood, the
+bootstrap p-value against the exact binomial law of tiny groups (every count table
+enumerated), the lower end against the oracle's own test inversion and a quartic solved by
+hand.  Plus the boundary behaviour the gate relies on: no
 gap -> lower end 0; the breach count of seeded null draws within a binomial bound."""
 
 from __future__ import annotations
@@ -13,21 +14,14 @@ import math
 import numpy as np
 import pytest
 from modelgate.fairness.disaggregate import GroupStats, table_from_counts
-from modelgate.fairness.gap_intervals import (
-    DRAWS,
-    gap_interval,
-    gap_interval_of_families,
-    gap_p_value,
-    lower_end,
-    modified_wilson_bounds,
-    wilson_bounds,
-    window_rates,
-)
+from modelgate.fairness.gap_intervals import gap_interval, gap_interval_of_families
+from modelgate.fairness.gap_lower_end import DRAWS, gap_p_value, lower_end, window_rates
 from modelgate.fairness.metrics import (
     FAIRNESS_METRIC_NAMES,
     fairness_report,
     fairness_report_from_table,
 )
+from modelgate.fairness.score_intervals import modified_wilson_bounds, wilson_bounds
 from scipy import optimize
 from scipy.stats import binom, binomtest, chi2, norm
 from support.gap_oracles import (

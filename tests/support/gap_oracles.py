@@ -1,6 +1,6 @@
 """Textbook interval formulas for the fairness gap tests, written out independently of
-fairness/gap_intervals.py: Wilson's score interval (Wilson 1927) and its modification near 0
-and n (Brown, Cai and DasGupta 2001), Newcombe's hybrid score
+fairness/score_intervals.py, gap_intervals.py and gap_lower_end.py: Wilson's score interval
+(Wilson 1927) and its modification near 0 and n (Brown, Cai and DasGupta 2001), Newcombe's hybrid score
 interval for a difference of independent proportions (Newcombe 1998, method 10), a gap's upper
 end over the pairs, and the lower end's test inversion: the window fit by Brent's search, the
 p-value by enumerating every count table (tiny groups) or by plain pseudo-random draws, and the

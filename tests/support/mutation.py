@@ -86,6 +86,16 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/fairness/test_fairness_metrics.py",
         "tests/intervals/test_interval_coverage.py",
     ),
+    "fairness/gap_lower_end.py": (
+        "tests/fairness/test_fairness_gap_intervals.py",  # first: exact laws, small cases
+        "tests/fairness/test_fairness_metrics.py",
+        "tests/intervals/test_interval_coverage.py",
+    ),
+    "fairness/score_intervals.py": (
+        "tests/fairness/test_fairness_gap_intervals.py",  # first: textbook formulas
+        "tests/fairness/test_fairness_disaggregate.py",
+        "tests/evaluation/test_eval_multiclass.py",
+    ),
     "fairness/metrics.py": (
         "tests/fairness/test_fairness_gaps_by_hand.py",  # first: its small cases kill soonest
         "tests/fairness/test_fairness_gap_intervals.py",

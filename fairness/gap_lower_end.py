@@ -1,0 +1,365 @@
+"""The lower end of a fairness gap's interval: a test inversion from group counts.
+
+The lower end is the smallest gap ``t`` whose hypothesis ``gap <= t`` a test at level ``tail``
+(``0.8 alpha`` of :func:`~modelgate.fairness.gap_intervals.gap_interval_of_families`) does not
+reject (:func:`lower_end`).  Each hypothesis is tested by a parametric bootstrap at the rates
+fitted under it (:func:`gap_p_value`):
+
+* the statistic is the largest lower end of any ordered pair's Newcombe interval at the
+  one-sided point of ``tail`` (1.751 at 4 %), not clipped at 0 (:func:`largest_pair_lower_end`);
+* its law under ``gap <= t`` comes from :data:`DRAWS` binomial draws of every group at the
+  rates most likely under the hypothesis: each group's rate clipped into a window
+  ``[w, w + t]`` at the maximum-likelihood ``w``, then every group within 2 standard errors of
+  an edge moved onto the nearer edge, with ``w`` fitted again with those groups held there
+  (:func:`window_rates`);
+* ``t`` is rejected when the mid-p value is at most ``tail``; the lower end is 0 when ``t = 0``
+  is not rejected (the hypothesis of equal rates, tested at the pooled rate), else the width
+  where rejection stops (bisection to 2**-10, erring low).
+
+Several families (the TPR and FPR counts of the equalized-odds difference) share one
+statistic, the largest over both, and one hypothesis: every family in a window of width ``t``.
+
+Why the fit
+-----------
+Chosen by simulation (``bench/bench_fairness_coverage.py``, ``bench/gap_candidates.py``;
+``bench/RESULTS.md``, "Fairness gap intervals at the boundary").
+
+* Fitted rates spread a tie apart: ten groups with one apart fit as one group at each edge
+  and the rest in between, so the bootstrap saw fewer pairs at the gap than there are, and
+  the lower end missed a gap of 0.2 in 9.5 % of samples at n = 2,000 (``bench/gap_candidates.py``,
+  ``--slack 0``).  Moving groups within 2 standard errors of an edge onto it (generalized
+  moment selection, Andrews and Soares 2010 [1]_; their rule ``sqrt(log n)`` is 2.0 at 55
+  trials) treats what the data cannot tell from a tie as one; 1 standard error still missed
+  7.2 % there.  The cost is the other way: where the data cannot tell one group apart from
+  a split into two halves, the interval guards against the split, and covers up to about
+  99 % when only one group stands apart (``bench/gap_floor.py``: in the normal model no test
+  on the range valid at every configuration does better than 97.7 % at ten groups a
+  standard error apart).
+* The window's position is fitted again with the groups on the edges held there, as the
+  draws will have them.  Fitted with each group at its own rate, the window sits where the
+  most extreme count puts it: nine groups of about 60 positives at a TPR of 0.977 show 57-60
+  of 60, the groups at 60 of 60 pull the window's top to 1, its bottom then lies above a
+  group lowered by 0.2, and that gap was covered in 92.3 % of samples.  Held on the edge, the
+  nine groups set the top at their pooled rate.
+* The mid-p value counts half the draws that tie with the observed statistic: with a handful
+  of counts per group, ties are common and counting them whole holds the test well below its
+  level.
+
+Exact or estimated
+------------------
+A Monte Carlo test inversion: its p-values come from 2,048 draws (an error of about 0.4 points
+at a level of 4 %), its bisection stops within 2**-10 below the crossing, and its coverage is
+approximate (the fitted rates stand in for the true ones), shown by simulation.  The draws come
+from fixed uniforms (one seed), so the same counts give the same lower end.  A lower end costs
+one p-value when it is 0 and about a dozen otherwise: a few to a hundred and fifty
+milliseconds for 2 to 10 groups.
+
+References
+----------
+.. [1] Andrews, D. W. K. and Soares, G. (2010). Inference for parameters defined by moment
+   inequalities using generalized moment selection. Econometrica 78(1), 119-157.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+from scipy.special import bdtr, gammaln, ndtri, xlog1py, xlogy
+
+from .score_intervals import group_rates, wilson_reach
+
+__all__ = ["DRAWS", "EDGE_SLACK", "binomial_draws", "gap_p_value", "largest_pair_lower_end",
+           "lower_end", "window_rates"]
+
+_FloatArray = npt.NDArray[np.float64]
+
+
+# A group whose fitted rate lies within this many standard errors of an edge of the window is
+# put on that edge (moment selection; module docstring).
+EDGE_SLACK = 2.0
+DRAWS = 2048  # binomial draws per tested width
+_SEED = 20261206
+_TOLERANCE = 2.0 ** -10  # the lower end's bisection, on the rate scale (it errs low by less)
+_GRID = 401  # window positions tried per fit, then as many again around the best
+
+
+def lower_end(families: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]], tail: float) -> float:
+    """The smallest gap ``t`` whose hypothesis ``gap <= t`` the data do not reject at ``tail``.
+
+    Each hypothesis is tested by :func:`gap_p_value`; the lower end is 0 when ``t = 0`` is
+    not rejected, else the width where rejection stops, by bisection to 2**-10 (the largest
+    width found rejected: the end errs low).
+
+    Parameters
+    ----------
+    families : sequence of (successes, trials)
+        Per family, the per-group counts (``K_f >= 2`` groups each).
+    tail : float
+        The test's level, in (0, 1): the lower end lies above the gap in about this share of
+        samples.
+
+    Returns
+    -------
+    float
+        The lower end, in ``[0, largest observed difference]``.
+
+    Examples
+    --------
+    Two groups of 100 with 80 and 40 successes: close to the lower end of Newcombe's interval
+    at the one-sided 96 % point (0.282), as it should be for one pair.
+
+    >>> round(lower_end([([80, 40], [100, 100])], 0.04), 3)
+    0.287
+    """
+    counts = [(np.asarray(x, dtype=np.float64), np.asarray(n, dtype=np.float64)) for x, n in families]
+    z = float(ndtri(1.0 - tail))
+    observed = max(float(largest_pair_lower_end(x, n, z)) for x, n in counts)
+
+    def rejected(width: float) -> bool:
+        return _mid_p(counts, width, z, observed) <= tail
+
+    if not rejected(0.0):
+        return 0.0
+    low, high = 0.0, max(float(np.ptp(group_rates(x, n))) for x, n in counts)
+    if rejected(high):
+        return high
+    while high - low > _TOLERANCE:
+        middle = (low + high) / 2.0
+        low, high = (middle, high) if rejected(middle) else (low, middle)
+    return low
+
+
+def gap_p_value(families: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]], width: float,
+                tail: float) -> float:
+    """Mid-p value of the hypothesis that every family's gap is at most ``width``.
+
+    The statistic is the largest lower end of Newcombe's interval (at the one-sided point of
+    ``tail``) over the ordered pairs of any family, not clipped at 0.  Its law under the
+    hypothesis comes from :data:`DRAWS` binomial draws of every group at the rates of
+    :func:`window_rates` (fixed uniforms through each group's binomial quantile function: the
+    same counts give the same value, and the same draws serve every ``width``).
+
+    Parameters
+    ----------
+    families : sequence of (successes, trials)
+        Per family, the per-group counts.
+    width : float
+        The gap tested, in ``[0, 1]``.
+    tail : float
+        Sets the statistic's critical value, ``Phi^-1(1 - tail)``.
+
+    Returns
+    -------
+    float
+        ``P(T > t) + P(T = t) / 2`` over the draws, ``t`` the observed statistic.
+
+    Examples
+    --------
+    >>> round(gap_p_value([([80, 40], [100, 100])], 0.0, 0.04), 4)
+    0.0
+    >>> round(gap_p_value([([80, 40], [100, 100])], 0.4, 0.04), 2)
+    0.5
+    """
+    z = float(ndtri(1.0 - tail))
+    counts = [(np.asarray(x, dtype=np.float64), np.asarray(n, dtype=np.float64)) for x, n in families]
+    return _mid_p(counts, width, z, max(float(largest_pair_lower_end(x, n, z)) for x, n in counts))
+
+
+def _mid_p(counts: Sequence[tuple[_FloatArray, _FloatArray]], width: float, z: float,
+           observed: float) -> float:
+    """:func:`gap_p_value` given the statistic's critical value and observed value."""
+    u = _uniforms(sum(x.size for x, _ in counts))
+    null = np.full(DRAWS, -np.inf)
+    offset = 0
+    for x, n in counts:
+        draws = binomial_draws(u[:, offset:offset + x.size], n, window_rates(x, n, width))
+        null = np.maximum(null, largest_pair_lower_end(draws, n, z))
+        offset += x.size
+    tie = np.abs(null - observed) <= 1e-12
+    return float(((null > observed) & ~tie).mean() + 0.5 * tie.mean())
+
+
+def largest_pair_lower_end(successes: npt.ArrayLike, trials: npt.ArrayLike, z: float
+                           ) -> _FloatArray:
+    """The largest lower end of Newcombe's interval over the ordered pairs of the last axis.
+
+    ``max_(i != j) p_i - p_j - sqrt((p_i - l_i)**2 + (u_j - p_j)**2)`` with each group's
+    Wilson interval ``[l, u]`` at ``z``, not clipped at 0 (a group without trials: rate 0,
+    interval ``[0, 0]``).  Pairs are taken in blocks of rows, so memory stays bounded for
+    many groups.
+
+    Parameters
+    ----------
+    successes : array_like, shape (..., K)
+    trials : array_like, shape (K,) or (..., K)
+    z : float
+
+    Returns
+    -------
+    ndarray of shape (...)
+
+    Examples
+    --------
+    >>> round(float(largest_pair_lower_end([8, 2], [10, 10], 1.750686)), 4)
+    0.209
+    """
+    x = np.asarray(successes, dtype=np.float64)
+    n = np.broadcast_to(np.asarray(trials, dtype=np.float64), x.shape)
+    p = group_rates(x, n)
+    below, above = wilson_reach(x, n, p, z)
+    k = x.shape[-1]
+    flat_p, flat_b2, flat_a2 = p.reshape(-1, k), (below**2).reshape(-1, k), (above**2).reshape(-1, k)
+    out = np.empty(flat_p.shape[0])
+    rows = max(1, 2 ** 20 // (k * k))
+    diagonal = np.arange(k)
+    for start in range(0, flat_p.shape[0], rows):
+        part = slice(start, start + rows)
+        spread = flat_b2[part, :, None] + flat_a2[part, None, :]
+        np.sqrt(spread, out=spread)
+        np.subtract(flat_p[part, :, None] - flat_p[part, None, :], spread, out=spread)
+        spread[:, diagonal, diagonal] = -np.inf
+        out[part] = spread.reshape(spread.shape[0], -1).max(axis=1)
+    return out.reshape(x.shape[:-1])
+
+
+def window_rates(successes: npt.ArrayLike, trials: npt.ArrayLike, width: float,
+                 edge_slack: float | None = None) -> _FloatArray:
+    """The groups' rates most likely under ``max - min <= width``, near-edge groups on the edge.
+
+    Every rate lies in a window ``[w, w + width]``: each group's own rate clipped into it,
+    with ``w`` the maximum-likelihood position (binomial likelihood of all groups; a grid of
+    401 positions, then 401 more between the best one's neighbours).  A group whose clipped
+    rate lies within ``edge_slack`` Agresti-Coull standard errors of an edge is moved onto
+    the nearer edge: the data cannot tell it from one there, and a group on an edge adds pairs
+    at the gap, which is where a test of the gap errs (module docstring).  Then ``w``
+    is fitted again with those groups held on their edges, and the groups near an edge of
+    that window are the ones put on it.  A group without trials keeps the rate 0, so the
+    window then starts at 0.
+
+    Parameters
+    ----------
+    successes, trials : array_like of int, shape (K,)
+    width : float
+        In ``[0, 1]``.
+    edge_slack : float, optional
+        In standard errors (default :data:`EDGE_SLACK`); 0 keeps the fitted rates.
+
+    Returns
+    -------
+    ndarray of shape (K,)
+
+    Examples
+    --------
+    Rates 0.8, 0.4 and 0.6 in a window of 0.1: ``w`` solves
+    ``80 / (w + 0.1) - 20 / (0.9 - w) + 40 / w - 60 / (1 - w) = 0``, about 0.557.
+
+    >>> [round(float(r), 3) for r in window_rates([80, 40, 60], [100, 100, 100], 0.1, 0.0)]
+    [0.657, 0.557, 0.6]
+    """
+    x = np.asarray(successes, dtype=np.float64)
+    n = np.asarray(trials, dtype=np.float64)
+    p = group_rates(x, n)
+    slack = EDGE_SLACK if edge_slack is None else edge_slack
+    top = 0.0 if np.any(n <= 0) else max(0.0, 1.0 - width)
+    free = np.zeros(x.shape, dtype=bool)
+    low = _fitted_position(x, n, p, width, top, free, free)
+    on_top, on_bottom = _near_edges(x, n, np.clip(p, low, low + width), low, width, slack)
+    low = _fitted_position(x, n, p, width, top, on_top, on_bottom)
+    on_top, on_bottom = _near_edges(x, n, np.clip(p, low, low + width), low, width, slack)
+    rates = np.where(on_top, low + width, np.where(on_bottom, low, np.clip(p, low, low + width)))
+    return np.where(n > 0, np.clip(rates, 0.0, 1.0), 0.0)
+
+
+def _fitted_position(x: _FloatArray, n: _FloatArray, p: _FloatArray, width: float, top: float,
+                     on_top: npt.NDArray[np.bool_], on_bottom: npt.NDArray[np.bool_]) -> float:
+    """The maximum-likelihood window start in ``[0, top]``: a grid of 401 positions, then 401
+    more between the best one's neighbours."""
+    low = _best_position(x, n, p, width, np.linspace(0.0, top, _GRID), on_top, on_bottom)
+    step = top / (_GRID - 1)
+    return _best_position(x, n, p, width,
+                          np.linspace(max(0.0, low - step), min(top, low + step), _GRID),
+                          on_top, on_bottom)
+
+
+def _near_edges(x: _FloatArray, n: _FloatArray, rates: _FloatArray, low: float, width: float,
+                slack: float) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Which groups lie within ``slack`` Agresti-Coull standard errors of the window's top
+    edge, and which of its bottom edge (the nearer one)."""
+    z2 = 1.959963984540054 ** 2
+    centre = (x + z2 / 2.0) / (n + z2)
+    se = np.sqrt(centre * (1.0 - centre) / (n + z2))
+    to_top, to_bottom = low + width - rates, rates - low
+    return ((to_top <= to_bottom) & (to_top <= slack * se),
+            (to_bottom < to_top) & (to_bottom <= slack * se))
+
+
+def _best_position(x: _FloatArray, n: _FloatArray, p: _FloatArray, width: float,
+                   positions: _FloatArray, on_top: npt.NDArray[np.bool_],
+                   on_bottom: npt.NDArray[np.bool_]) -> float:
+    """The window start of ``positions`` with the largest binomial log-likelihood, the groups
+    of ``on_top`` and ``on_bottom`` held on those edges and the rest clipped into the window."""
+    start = positions[:, None]
+    q = np.where(on_top[None, :], start + width,
+                 np.where(on_bottom[None, :], start, np.clip(p[None, :], start, start + width)))
+    q = np.clip(q, 1e-12, 1.0 - 1e-12)
+    loglik = (x * np.log(q) + (n - x) * np.log1p(-q)).sum(axis=1)
+    return float(positions[int(np.argmax(loglik))])
+
+
+def binomial_draws(uniforms: npt.ArrayLike, trials: npt.ArrayLike, rates: npt.ArrayLike
+                   ) -> _FloatArray:
+    """Binomial counts ``F^-1(u)`` for each column's trials and rate, from given uniforms.
+
+    The quantile function is read off each group's distribution function over its mean
+    plus or minus 12 standard deviations (and 12 counts): exact unless a uniform lies in a
+    tail of probability below 1e-30.
+
+    Parameters
+    ----------
+    uniforms : array_like, shape (draws, K)
+    trials, rates : array_like, shape (K,)
+
+    Returns
+    -------
+    ndarray of shape (draws, K)
+
+    Examples
+    --------
+    >>> binomial_draws([[0.1, 0.5], [0.9, 0.999]], [10, 10], [0.5, 0.0]).tolist()
+    [[3.0, 0.0], [7.0, 0.0]]
+    """
+    u = np.asarray(uniforms, dtype=np.float64)
+    n = np.asarray(trials, dtype=np.float64)
+    q = np.asarray(rates, dtype=np.float64)
+    mean, sd = n * q, np.sqrt(n * q * (1.0 - q))
+    first = np.maximum(0.0, np.floor(mean - 12.0 * sd - 12.0))
+    last = np.minimum(n, np.ceil(mean + 12.0 * sd + 12.0))
+    counts = first[:, None] + np.arange(int((last - first).max()) + 1)[None, :]  # (K, width)
+    k, trials, rate = np.minimum(counts, n[:, None]), n[:, None], q[:, None]
+    # the distribution function at the window's first count (the incomplete beta function),
+    # then the probabilities above it from the log-gamma form: one special function a group
+    log_pmf = (gammaln(trials + 1.0) - gammaln(k + 1.0) - gammaln(trials - k + 1.0)
+               + xlogy(k, rate) + xlog1py(trials - k, -rate))
+    steps = np.where(counts[:, 1:] <= n[:, None], np.exp(log_pmf[:, 1:]), 0.0)
+    cdf = np.concatenate([bdtr(k[:, :1], trials, rate), steps], axis=1).cumsum(axis=1)
+    cdf = np.where(counts >= n[:, None], 1.0, cdf)
+    out = np.empty(u.shape)
+    for g in range(u.shape[1]):
+        at = np.minimum(np.searchsorted(cdf[g], u[:, g], side="left"), counts.shape[1] - 1)
+        out[:, g] = np.minimum(counts[g, at], n[g])
+    return out
+
+
+@lru_cache(maxsize=64)
+def _uniforms(groups: int) -> _FloatArray:
+    """``(DRAWS, groups)`` points of a scrambled Sobol sequence of a fixed seed: the same on
+    every call, and their tail shares closer to the law's than as many pseudo-random draws
+    (all samples share these draws, so their error would be a bias)."""
+    from scipy.stats import qmc
+
+    u = qmc.Sobol(groups, scramble=True, seed=_SEED).random(DRAWS)
+    u.setflags(write=False)
+    return u

@@ -27,20 +27,28 @@ import pandas as pd
 from modelgate.onnx.manifest import Feature
 from modelgate.onnx.settings import ScoringError
 
-__all__ = ["NUMERIC_FEEDS", "RowsRefused", "code_feed", "frame_feed", "numeric_feed", "refused"]
+__all__ = ["NUMERIC_FEEDS", "RowsRefused", "UnscorableRows", "code_feed", "frame_feed", "numeric_feed",
+           "refused"]
+
+
+class UnscorableRows(ScoringError):
+    """Rows of the input the model cannot be scored on, the first named by its id: a value
+    the feature does not allow (missing, infinite, out of the fed type's range, an unknown
+    category) or an output that is not a number.  The same rows are refused on every try, so
+    a pipeline refuses its input with it rather than retrying."""
 
 
 class RowsRefused(ScoringError):
     """Rows a check refused, with the position of the first one in the frame checked.
 
-    Whoever knows the rows' ids names that row with :meth:`at`.
+    Whoever knows the rows' ids names that row with :meth:`at` (an :class:`UnscorableRows`).
     """
 
     def __init__(self, message: str, first: int) -> None:
         super().__init__(message)
         self.message, self.first = message, first
 
-    def at(self, index: pd.Index) -> ScoringError:
+    def at(self, index: pd.Index) -> UnscorableRows:
         """The same error naming the first refused row by ``index`` (its name: the id column;
         unnamed: positions, shown as ``row``).
 
@@ -49,8 +57,8 @@ class RowsRefused(ScoringError):
         >>> str(RowsRefused("column 'x': 1 row is NaN", 0).at(pd.RangeIndex(5, 8)))
         "column 'x': 1 row is NaN (first: row 5)"
         """
-        return ScoringError(f"{self.message} (first: {index.name or 'row'} "
-                            f"{_shown_id(index[self.first])})")
+        return UnscorableRows(f"{self.message} (first: {index.name or 'row'} "
+                              f"{_shown_id(index[self.first])})")
 
 
 def _shown_id(value: Any) -> str:

@@ -1,11 +1,11 @@
 """Refusals: a run's input cannot work, and trying it again would be refused alike.
 
 An unknown model version, a dataset that names nothing, a malformed policy or setting, a
-monitoring location that does not exist: each is refused with an error naming the input,
-and a retry of the task would read the same input and be refused the same way (another
-refusal row, another failed run). :func:`refusal_types` is the family of such errors;
-the DAG task wrapper (:mod:`~modelgate.pipelines.tasks`) turns them into Airflow's
-non-retried failure, so one DAG run leaves one refusal.
+monitoring location that does not exist, held-out rows the model cannot be scored on: each is
+refused with an error naming the input, and a retry of the task would read the same input and
+be refused the same way (another refusal row, another failed run). :func:`refusal_types` is
+the family of such errors; the DAG task wrapper (:mod:`~modelgate.pipelines.tasks`) turns them
+into Airflow's non-retried failure, so one DAG run leaves one refusal.
 
 :func:`check_dataset_uri` is the evaluation's own refusal of a dataset that cannot be one,
 made before any run row exists.
@@ -34,18 +34,21 @@ def refusal_types() -> tuple[type[BaseException], ...]:
     """The errors that refuse a run's input rather than fail while working on it.
 
     The model registry's (unknown model or version, a stage that cannot be evaluated), a
-    malformed policy, setting or JSON option, and :class:`InputRefused` with the pipelines'
-    refusals derived from it (a promotion under a looser policy without leave, a monitoring
-    location that cannot work, a dataset too large for the memory limit).
+    malformed policy, setting or JSON option, rows the model cannot be scored on (a value a
+    feature does not allow, an output that is not a number: the same rows on every try), and
+    :class:`InputRefused` with the pipelines' refusals derived from it (a promotion under a
+    looser policy without leave, a monitoring location that cannot work, a dataset too large
+    for the memory limit).
     """
     # imported here: every task's wrapper loads this module; the error types' layers are
     # not for start-up
     from modelgate.config import ConfigError
     from modelgate.evaluation import PolicyError
     from modelgate.json_input import JsonInputError
+    from modelgate.onnx.feeds import UnscorableRows
     from modelgate.store.models import RegistryError
 
-    return (InputRefused, RegistryError, PolicyError, ConfigError, JsonInputError)
+    return (InputRefused, RegistryError, PolicyError, ConfigError, JsonInputError, UnscorableRows)
 
 
 def check_dataset_uri(dataset_uri: object, *, name: str = "dataset") -> str:

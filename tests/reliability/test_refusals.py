@@ -177,3 +177,32 @@ def test_the_pipelines_own_refusals_are_refusals() -> None:
                     EvaluationTooLarge("9 GiB")):
         assert isinstance(refused, refusal_types()) and isinstance(refused, ValueError)
     assert not isinstance(RuntimeError("working, then failed"), refusal_types())
+
+
+def test_held_out_rows_the_model_cannot_score_fail_the_score_task_once(
+        ctx: Context, in_airflow_task: None, tmp_path: Path) -> None:
+    """Missing values in a feature that allows none were retried by Airflow and refused alike
+    on every try: the score step now fails for good, naming the partition, the column and the
+    first row by its id, and the run is recorded failed with that reason."""
+    import numpy as np
+    import pandas as pd
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from modelgate.onnx.feeds import UnscorableRows
+    from modelgate.pipelines.evaluation import run_refs, score_step
+    from modelgate.pipelines.tasks import run_step
+
+    frame = pd.DataFrame({"row_id": np.arange(10, 30, dtype=np.int64), "x": np.linspace(-1, 1, 20),
+                          "y": np.arange(20) % 2})
+    frame.loc[[3, 5], "x"] = np.nan
+    data = tmp_path / "heldout.parquet"
+    frame.to_parquet(data, index=False)
+    ref = prepare_step.prepare(ctx, model_name="tiny", version="1", dataset_uri=str(data),
+                               run_key="model_evaluation__r5")
+    with pytest.raises(AirflowFailException, match=r"^UnscorableRows: held-out partition "
+                                                   r"'heldout.parquet': column 'x': 2 rows .*"
+                                                   r"\(first: row_id 13\)$") as caught:
+        run_step(ref, run_refs.fail, score_step.score)
+    assert isinstance(caught.value.__cause__, UnscorableRows)
+    ((status, reason),) = fetch_all(ctx.db_url, "SELECT status, failure_reason FROM evaluation_run")
+    assert status == "failed" and reason.startswith("UnscorableRows: held-out partition") and "x" in reason

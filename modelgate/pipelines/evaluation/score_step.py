@@ -157,13 +157,20 @@ def _score_partition_in(ctx: Context, ref: RunRef, run: runs.EvaluationRunRow, i
     # Without a champion the scores are summarised as they are scored, not read back.
     inline = (_Summary(manifest, section=section) if binary and run.champion_version_id is None
               else None)
-    scored = _score_one(ctx, candidate, data, work / "candidate.parquet", keep,
-                        inline.add if inline is not None else None)
+    from modelgate.onnx.feeds import UnscorableRows  # pandas: this path scores anyway
+
     champion_path = champion_threshold = None
-    if run.champion_version_id is not None:
-        champion = model_row(ctx, run.champion_version_id)
-        champion_path = _score_one(ctx, champion, data, work / "champion.parquet", []).output_path
-        champion_threshold = champion.manifest.threshold
+    try:
+        scored = _score_one(ctx, candidate, data, work / "candidate.parquet", keep,
+                            inline.add if inline is not None else None)
+        if run.champion_version_id is not None:
+            champion = model_row(ctx, run.champion_version_id)
+            champion_path = _score_one(ctx, champion, data, work / "champion.parquet",
+                                       []).output_path
+            champion_threshold = champion.manifest.threshold
+    except UnscorableRows as exc:  # final (a refusal): the same rows fail on every try
+        name = partitions.partition_name(run.dataset_uri, partition_uri)
+        raise UnscorableRows(f"held-out partition {name!r}: {exc}") from None
     statistics, group_scores, segments = None, (), None  # multiclass and regression keep the scores
     if inline is not None:
         os.replace(scored.output_path, work / "scores.parquet")

@@ -169,6 +169,11 @@ class LocalObjectStore:
         return self.uri(key)
 
 
+# Connections kept open to the server: the pipelines read footers and partitions eight at a
+# time through one store; urllib3 keeps one by default and discards the rest after each request.
+CONNECTIONS_PER_HOST = 16
+
+
 class S3ObjectStore:
     """Objects in an S3 bucket through the ``minio`` client; creates the bucket if missing."""
 
@@ -178,6 +183,7 @@ class S3ObjectStore:
 
         self.settings = settings
         http = urllib3.PoolManager(
+            maxsize=CONNECTIONS_PER_HOST,
             timeout=urllib3.Timeout(connect=5.0, read=timeout_s),
             retries=urllib3.Retry(total=2, backoff_factor=0.2, status_forcelist=(500, 502, 503, 504)),
         )

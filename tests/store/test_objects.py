@@ -79,3 +79,21 @@ def test_concurrent_downloads_of_one_key_to_one_path_each_get_the_whole_file(
         seen = list(pool.map(fetch, range(16)))
     assert all(s == payload for s in seen)
     assert sorted(p.name for p in target.parent.iterdir()) == ["sample.parquet"]  # no leftovers
+
+
+def test_eight_threads_reading_one_store_reuse_their_connections(
+        s3_settings: S3Settings, caplog: pytest.LogCaptureFixture) -> None:
+    """The pipelines read footers and partitions eight at a time through one store: each thread
+    keeps its connection (urllib3's pool used to hold one per host, so the others were
+    discarded after every request, with a "Connection pool is full" warning each)."""
+    import logging
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = S3ObjectStore(s3_settings)
+    for i in range(8):
+        store.put_bytes(f"pool/{i}", bytes([i]) * 64, content_type="application/octet-stream")
+    caplog.set_level(logging.WARNING, logger="urllib3.connectionpool")
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda i: store.get_range(f"pool/{i % 8}", 0, 8), range(64)))
+    assert got == [bytes([i % 8]) * 8 for i in range(64)]
+    assert not [r for r in caplog.records if "Connection pool is full" in r.getMessage()]

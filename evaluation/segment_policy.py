@@ -30,7 +30,6 @@ Examples
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
@@ -39,6 +38,7 @@ from typing import Any
 from modelgate.input_limits import BIGINT_MAX, shown
 
 from .multiple_testing import CORRECTIONS, Correction
+from .policy_fields import policy_mapping, policy_number
 from .policy_yaml import PolicyError
 
 __all__ = ["SEGMENT_METRICS", "SEGMENT_METRICS_BY_TASK", "SegmentPolicy", "SegmentThreshold",
@@ -177,8 +177,8 @@ def segment_policy(spec: object) -> SegmentPolicy:
     ...     print(exc)
     policy key 'segments.metrics.roc_auc.margin': expected a number >= 0; got -0.1
     """
-    body = _mapping(spec, "segments", {"columns", "pairs", "min_rows", "correction", "level",
-                                       "metrics"})
+    body = policy_mapping(spec, "segments", {"columns", "pairs", "min_rows", "correction",
+                                             "level", "metrics"})
     columns = _names(body.get("columns", []), "segments.columns")
     pairs = []
     for i, pair in enumerate(body.get("pairs", []) if isinstance(body.get("pairs", []), list)
@@ -199,7 +199,7 @@ def segment_policy(spec: object) -> SegmentPolicy:
     if isinstance(level, bool) or not isinstance(level, int | float) or not 0 < level < 1:
         _fail("segments.level", "a number in (0, 1)", level)
     thresholds = []
-    for metric, threshold in _mapping(body.get("metrics", {}), "segments.metrics", None).items():
+    for metric, threshold in policy_mapping(body.get("metrics", {}), "segments.metrics", None).items():
         thresholds.append(_threshold(metric, threshold))
     return SegmentPolicy(columns, tuple(pairs), min_rows, correction, float(level), tuple(thresholds))
 
@@ -210,8 +210,8 @@ def _threshold(metric: str, spec: object) -> SegmentThreshold:
     if segment_metric_base(metric) not in {m for d in SEGMENT_METRICS_BY_TASK.values() for m in d}:
         raise PolicyError(f"policy key {path!r}: expected one of {', '.join(known)}, "
                           f"recall[<class>], precision[<class>]; got {shown(metric)}")
-    body = _mapping(spec, path, {"limit", "margin", "severity", "on_inconclusive"})
-    limit, margin = _number(body, "limit", path), _number(body, "margin", path)
+    body = policy_mapping(spec, path, {"limit", "margin", "severity", "on_inconclusive"})
+    limit, margin = policy_number(body, "limit", path), policy_number(body, "margin", path)
     if limit is None and margin is None:
         raise PolicyError(f"policy key {path!r}: expected at least one of 'limit', 'margin'; "
                           f"got keys {sorted(body)!r}")
@@ -230,19 +230,6 @@ def _fail(path: str, expected: str, got: object) -> Any:
     raise PolicyError(f"policy key {path!r}: expected {expected}; got {shown(got)}")
 
 
-def _mapping(value: object, path: str, allowed: set[str] | None) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        _fail(path, "a mapping", value)
-    assert isinstance(value, dict)
-    for key in value:
-        if not isinstance(key, str) or not key:
-            _fail(path, "string keys", key)
-        if allowed is not None and key not in allowed:
-            raise PolicyError(f"policy key {path!r}: unknown key {shown(key)}; expected one of "
-                              f"{', '.join(sorted(allowed))}")
-    return value
-
-
 def _names(value: object, path: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         _fail(path, "a list of column names", value)
@@ -250,12 +237,3 @@ def _names(value: object, path: str) -> tuple[str, ...]:
     if len(set(value)) != len(value):
         _fail(path, "each column once", value)
     return tuple(value)
-
-
-def _number(body: dict[str, Any], key: str, path: str) -> float | None:
-    if key not in body:
-        return None
-    value = body[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        _fail(f"{path}.{key}", "a finite number", value)
-    return float(value)

@@ -63,6 +63,8 @@ def test_policy_section_parses_and_round_trips() -> None:
     ("segments: {min_rows: 1}", "'segments.min_rows': expected a whole number from 2"),
     ("segments: {pairs: [[a]]}", "'segments.pairs\\[0\\]': expected two different column names"),
     ("segments: {columns: a}", "'segments.columns': expected a list of column names"),
+    ("segments: {metrics: {f1: {limit: " + "9" * 400 + "}}}",
+     "'segments.metrics.f1.limit': expected a finite number"),  # an int past a float's range
 ])
 def test_policy_section_errors_name_the_key(text: str, message: str) -> None:
     with pytest.raises(PolicyError, match=message):

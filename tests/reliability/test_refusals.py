@@ -181,9 +181,9 @@ def test_the_pipelines_own_refusals_are_refusals() -> None:
 
 def test_held_out_rows_the_model_cannot_score_fail_the_score_task_once(
         ctx: Context, in_airflow_task: None, tmp_path: Path) -> None:
-    """Missing values in a feature that allows none were retried by Airflow and refused alike
-    on every try: the score step now fails for good, naming the partition, the column and the
-    first row by its id, and the run is recorded failed with that reason."""
+    """Infinite values in a feature (which no footer counts) were retried by Airflow and
+    refused alike on every try: the score step now fails for good, naming the partition, the
+    column and the first row by its id, and the run is recorded failed with that reason."""
     import numpy as np
     import pandas as pd
     from airflow.sdk.exceptions import AirflowFailException
@@ -194,7 +194,7 @@ def test_held_out_rows_the_model_cannot_score_fail_the_score_task_once(
 
     frame = pd.DataFrame({"row_id": np.arange(10, 30, dtype=np.int64), "x": np.linspace(-1, 1, 20),
                           "y": np.arange(20) % 2})
-    frame.loc[[3, 5], "x"] = np.nan
+    frame.loc[[3, 5], "x"] = np.inf
     data = tmp_path / "heldout.parquet"
     frame.to_parquet(data, index=False)
     ref = prepare_step.prepare(ctx, model_name="tiny", version="1", dataset_uri=str(data),

@@ -7,10 +7,12 @@ the ``prepare`` step reads the footers alone (:func:`refuse_unusable_files`; an 
 by ranged reads, a few files at a time) and refuses a dataset that cannot be scored with
 :class:`HeldOutRefused`, final like the other refusals: a retry would read the same files.
 
-The values themselves (a missing label, a label outside the model's classes, an infinite
-feature) need the data read, so the scoring step checks them (and these again: the files may
-change between the two steps). Segment columns are counted elsewhere
-(:mod:`~modelgate.pipelines.evaluation.segment_values`).
+Missing values are in the footers too, where the writer kept statistics (each row group's
+null count): a missing label, or a missing value in a feature that does not allow them, is
+refused here.  The other values (a label outside the model's classes, an infinite feature, a
+float NaN, which parquet stores as a value, not a null) need the data read, so the scoring step
+checks them (and all of these again: the files may change between the two steps). Segment
+columns are counted elsewhere (:mod:`~modelgate.pipelines.evaluation.segment_values`).
 """
 
 from __future__ import annotations
@@ -44,37 +46,44 @@ class HeldOutRefused(InputRefused):
 @dataclass(frozen=True, slots=True)
 class NeededColumn:
     """A column every held-out file must have: its name, what it is to the model (for the
-    message) and whether it must hold numbers."""
+    message), whether it must hold numbers and whether scoring takes a missing value in it."""
 
     name: str
     role: str
     numeric: bool = False
+    missing_allowed: bool = True
 
 
 def needed_columns(manifest: Manifest, champion: Manifest | None = None) -> tuple[NeededColumn, ...]:
     """The columns scoring reads from each held-out file: the label, the candidate's (and the
-    champion's) features, the sensitive features; one entry per name, numeric if any use is.
+    champion's) features, the sensitive features; one entry per name, numeric if any use is,
+    missing values allowed if every use allows them (the label never; a feature by its
+    ``allow_missing``; a sensitive feature always: its missing values are a group).
 
     >>> from modelgate.onnx.manifest import Feature, LabelSpec, Manifest, OutputSpec
     >>> m = Manifest(name="m", version="1", sha256="0" * 64, opset=None,
     ...              features=(Feature("age", "numeric"), Feature("city", "categorical")),
     ...              label=LabelSpec("y"), output=OutputSpec("p"), threshold=0.5,
     ...              sensitive_features=("city",), task="binary_classification")
-    >>> [(c.name, c.numeric) for c in needed_columns(m)]
-    [('y', False), ('age', True), ('city', False)]
+    >>> [(c.name, c.numeric, c.missing_allowed) for c in needed_columns(m)]
+    [('y', False, False), ('age', True, False), ('city', False, False)]
     """
     found: dict[str, NeededColumn] = {}
 
-    def need(name: str, role: str, numeric: bool = False) -> None:
+    def need(name: str, role: str, numeric: bool = False, missing_allowed: bool = True) -> None:
         before = found.get(name)
-        if before is None or (numeric and not before.numeric):
-            found[name] = NeededColumn(name, role, numeric)
+        if before is not None and (before.numeric or not numeric):
+            role = before.role
+        if before is not None:
+            numeric, missing_allowed = (numeric or before.numeric,
+                                        missing_allowed and before.missing_allowed)
+        found[name] = NeededColumn(name, role, numeric, missing_allowed)
 
-    need(manifest.label.column, f"the label of model {manifest.name!r}")
+    need(manifest.label.column, f"the label of model {manifest.name!r}", missing_allowed=False)
     for model, whose in ((manifest, "model"), (champion, "production champion")):
         for f in model.features if model is not None else ():
             need(f.name, f"a {f.kind} feature of the {whose} {model.name!r}",  # type: ignore[union-attr]
-                 f.kind == "numeric")
+                 f.kind == "numeric", f.allow_missing)
     for name in manifest.sensitive_features:
         need(name, f"a sensitive feature of model {manifest.name!r}")
     return tuple(found.values())
@@ -105,23 +114,61 @@ def column_problem(schema: pa.Schema, column: NeededColumn) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Footer:
-    """One held-out file's footer: its columns and rows."""
+    """One held-out file's footer: its columns, rows and, for the columns asked about, the
+    missing values its row groups' statistics count (None where a row group has none)."""
 
     uri: str
     schema: pa.Schema
     rows: int
+    missing: dict[str, int | None]
+
+
+def missing_values(metadata: pq.FileMetaData, names: Sequence[str]) -> dict[str, int | None]:
+    """Per top-level column of ``names``: the nulls the row groups' statistics count, None
+    when a row group kept no null count for it (then only the data can tell).
+
+    >>> import io
+    >>> import pyarrow as pa
+    >>> import pyarrow.parquet as pq
+    >>> buffer = io.BytesIO()
+    >>> pq.write_table(pa.table({"x": [1.0, None, None, 4.0]}), buffer, row_group_size=2)
+    >>> missing_values(pq.ParquetFile(buffer).metadata, ["x", "y"])
+    {'x': 2, 'y': None}
+    """
+    wanted = set(names)
+    counts: dict[str, int | None] = dict.fromkeys(names, None)
+    seen: dict[str, int] = {}
+    for g in range(metadata.num_row_groups):
+        group = metadata.row_group(g)
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            name = chunk.path_in_schema
+            if name not in wanted:
+                continue
+            stats = chunk.statistics
+            if stats is None or not stats.has_null_count:
+                wanted.discard(name)  # unknown in this row group: unknown for the file
+                seen.pop(name, None)
+                continue
+            seen[name] = seen.get(name, 0) + stats.null_count
+    counts.update({name: n for name, n in seen.items() if name in wanted})
+    if metadata.num_row_groups == 0:
+        counts.update({name: 0 for name in names})
+    return counts
 
 
 def read_footers(uris: Sequence[str], open_file: Callable[[str], pq.ParquetFile],
-                 *, threads: int = 1) -> Iterator[Footer]:
-    """The footers of ``uris`` in order, ``threads`` read at a time; a file that is not
-    readable parquet is refused, named, when its turn comes."""
+                 *, threads: int = 1, missing_in: Sequence[str] = ()) -> Iterator[Footer]:
+    """The footers of ``uris`` in order, ``threads`` read at a time, with the missing values of
+    the columns ``missing_in``; a file that is not readable parquet is refused, named, when its
+    turn comes."""
     import pyarrow as pa
 
     def footer(uri: str) -> Footer | HeldOutRefused:
         try:
             pf = open_file(uri)
-            return Footer(uri, pf.schema_arrow, pf.metadata.num_rows)
+            return Footer(uri, pf.schema_arrow, pf.metadata.num_rows,
+                          missing_values(pf.metadata, missing_in))
         except (pa.ArrowException, OSError) as exc:
             return HeldOutRefused(f"cannot read parquet file {uri!r}: {exc}")
 
@@ -160,8 +207,9 @@ def refuse_unusable_files(store: ObjectStore | None, dataset_uri: str,
     ------
     HeldOutRefused
         Naming the dataset (no parquet file in it, or not in the store's bucket) or the file
-        and, for a column, the column, what it is to the model and what was expected; a
-        partition scoring would get no rows from (a file, or a batch of small files, of none).
+        and, for a column, the column, what it is to the model and what was expected (its
+        missing values, when the footer counts them and the model takes none); a partition
+        scoring would get no rows from (a file, or a batch of small files, of none).
     """
     from modelgate.pipelines.evaluation.partitions import batch_by_size, list_sized, members
     from modelgate.pipelines.evaluation.row_sample import open_parquet
@@ -173,12 +221,21 @@ def refuse_unusable_files(store: ObjectStore | None, dataset_uri: str,
     opener = open_file or (lambda uri: open_parquet(store, uri))
     remote = dataset_uri.startswith("s3://")
     rows: dict[str, int] = {}
+    strict = [c.name for c in columns if not c.missing_allowed]
     for one in read_footers([uri for uri, _ in listed], opener,
-                            threads=FOOTER_THREADS if remote else 1):
+                            threads=FOOTER_THREADS if remote else 1, missing_in=strict):
         for column in columns:
             problem = column_problem(one.schema, column)
             if problem is not None:
                 raise HeldOutRefused(f"held-out file {one.uri!r} {problem}")
+            missing = one.missing.get(column.name)
+            if missing:
+                raise HeldOutRefused(
+                    f"held-out file {one.uri!r}: column {column.name!r} ({column.role}) has "
+                    f"{missing:,} missing value(s); scoring takes none there" + (
+                        "" if column.role.startswith("the label") else
+                        " (if the graph handles missing values itself, set \"allow_missing\": "
+                        "true on this feature in the manifest)"))
         rows[one.uri] = one.rows
     for partition in batch_by_size(listed):  # as scoring will get them
         files = members(partition)

@@ -168,14 +168,39 @@ def test_an_s3_dataset_too_large_for_the_memory_limit_is_refused_at_prepare(
     _assert_refused_once(ctx, "EvaluationTooLarge: the metrics of the regression model")
 
 
-def test_a_missing_label_value_is_refused_by_scoring_as_final(
+def test_missing_values_the_footers_count_are_refused_at_prepare(
+        zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A missing label, or a missing value in a feature that allows none, counted by the row
+    groups' statistics: refused before anything is scored, naming the file and the column."""
+    from modelgate.cli.runs import run_evaluation_locally
+
+    _nothing_scored(monkeypatch)
+    frame = zoo["frame"].copy()
+    frame.loc[[3, 9], "y_binary"] = None
+    frame.to_parquet(tmp_path / "unlabelled.parquet", index=False)
+    data = str(tmp_path / "unlabelled.parquet")
+    with pytest.raises(HeldOutRefused, match=r"^held-out file '.*unlabelled.parquet': column "
+                                             r"'y_binary' \(the label of model '.*'\) has 2 "
+                                             r"missing value\(s\); scoring takes none there$"):
+        run_evaluation_locally(zoo["archive"], data, None)
+    frame = zoo["frame"].copy()
+    frame.loc[[5], "x2"] = None
+    frame.to_parquet(tmp_path / "gap.parquet", index=False)
+    with pytest.raises(HeldOutRefused, match=r"column 'x2' \(a numeric feature of the model .*\) "
+                                             r"has 1 missing value\(s\); .*\"allow_missing\": true"):
+        run_evaluation_locally(zoo["archive"], tmp_path / "gap.parquet", None)
+
+
+def test_a_missing_label_value_without_footer_statistics_is_refused_by_scoring_as_final(
         zoo: dict[str, Any], tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
     from modelgate.cli.runs import run_evaluation_locally
 
     frame = zoo["frame"].copy()
     frame.loc[[3, 9], "y_binary"] = None
     data = tmp_path / "unlabelled.parquet"
-    frame.to_parquet(data, index=False)
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), data, write_statistics=False)
     with pytest.raises(HeldOutRefused, match="label column 'y_binary' has 2 missing value") as caught:
         run_evaluation_locally(zoo["archive"], data, None)
     assert isinstance(caught.value, refusal_types())  # the DAG's score task does not retry it

@@ -26,7 +26,7 @@ from modelgate.evaluation.policy import PolicyError
 from modelgate.cli.runs import run_evaluation_locally
 from modelgate.config import Settings
 from modelgate.onnx.artifact import ArtifactError, package
-from modelgate.onnx.scoring import ScoringError
+from modelgate.onnx.feeds import UnscorableRows
 from modelgate.pipelines.context import Context, register_archive
 from modelgate.pipelines.drift import feature_steps
 from modelgate.pipelines.evaluation import prepare_step, run_refs, score_step
@@ -99,12 +99,13 @@ def _no_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.iloc[:0]
 
 
-# refused at prepare from the footers (HeldOutRefused), or by scoring from the rows (ScoringError)
+# refused at prepare from the footers (HeldOutRefused), or by scoring from the rows (UnscorableRows,
+# a ScoringError that is a refusal: the DAG's score task does not retry it)
 BAD_DATA: list[tuple[Callable[[pd.DataFrame], pd.DataFrame], type[Exception], tuple[str, ...]]] = [
     (_drop_prestg10, HeldOutRefused, ("has no column 'prestg10' (a numeric feature of the model",)),
     (_age_as_text, HeldOutRefused, ("column 'age' (a numeric feature of the model "
                                     f"{MODEL!r}) holds large_string; expected integers or floats",)),
-    (_one_infinite_age, ScoringError, ("column 'age': 1 rows are infinite",)),
+    (_one_infinite_age, UnscorableRows, ("column 'age': 1 rows are infinite",)),
     (_no_rows, HeldOutRefused, ("has no rows",)),
 ]
 

@@ -46,12 +46,14 @@ class HeldOutRefused(InputRefused):
 @dataclass(frozen=True, slots=True)
 class NeededColumn:
     """A column every held-out file must have: its name, what it is to the model (for the
-    message), whether it must hold numbers and whether scoring takes a missing value in it."""
+    message), whether it must hold numbers, whether scoring takes a missing value in it and
+    whether it is the label."""
 
     name: str
     role: str
     numeric: bool = False
     missing_allowed: bool = True
+    label: bool = False
 
 
 def needed_columns(manifest: Manifest, champion: Manifest | None = None) -> tuple[NeededColumn, ...]:
@@ -70,16 +72,19 @@ def needed_columns(manifest: Manifest, champion: Manifest | None = None) -> tupl
     """
     found: dict[str, NeededColumn] = {}
 
-    def need(name: str, role: str, numeric: bool = False, missing_allowed: bool = True) -> None:
+    def need(name: str, role: str, numeric: bool = False, missing_allowed: bool = True,
+             label: bool = False) -> None:
         before = found.get(name)
         if before is not None and (before.numeric or not numeric):
             role = before.role
         if before is not None:
-            numeric, missing_allowed = (numeric or before.numeric,
-                                        missing_allowed and before.missing_allowed)
-        found[name] = NeededColumn(name, role, numeric, missing_allowed)
+            numeric, missing_allowed, label = (numeric or before.numeric,
+                                               missing_allowed and before.missing_allowed,
+                                               label or before.label)
+        found[name] = NeededColumn(name, role, numeric, missing_allowed, label)
 
-    need(manifest.label.column, f"the label of model {manifest.name!r}", missing_allowed=False)
+    need(manifest.label.column, f"the label of model {manifest.name!r}", missing_allowed=False,
+         label=True)
     for model, whose in ((manifest, "model"), (champion, "production champion")):
         for f in model.features if model is not None else ():
             need(f.name, f"a {f.kind} feature of the {whose} {model.name!r}",  # type: ignore[union-attr]
@@ -229,13 +234,16 @@ def refuse_unusable_files(store: ObjectStore | None, dataset_uri: str,
             if problem is not None:
                 raise HeldOutRefused(f"held-out file {one.uri!r} {problem}")
             missing = one.missing.get(column.name)
+            if missing and column.label:  # as scoring says it (model_tasks.label_values)
+                raise HeldOutRefused(f"held-out file {one.uri!r}: label column {column.name!r} "
+                                     f"has {missing:,} missing value(s); held-out rows must all "
+                                     "be labelled")
             if missing:
                 raise HeldOutRefused(
                     f"held-out file {one.uri!r}: column {column.name!r} ({column.role}) has "
-                    f"{missing:,} missing value(s); scoring takes none there" + (
-                        "" if column.role.startswith("the label") else
-                        " (if the graph handles missing values itself, set \"allow_missing\": "
-                        "true on this feature in the manifest)"))
+                    f"{missing:,} missing value(s); scoring takes none there (if the graph "
+                    "handles missing values itself, set \"allow_missing\": true on this "
+                    "feature in the manifest)")
         rows[one.uri] = one.rows
     for partition in batch_by_size(listed):  # as scoring will get them
         files = members(partition)

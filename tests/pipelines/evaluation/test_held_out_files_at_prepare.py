@@ -179,9 +179,9 @@ def test_missing_values_the_footers_count_are_refused_at_prepare(
     frame.loc[[3, 9], "y_binary"] = None
     frame.to_parquet(tmp_path / "unlabelled.parquet", index=False)
     data = str(tmp_path / "unlabelled.parquet")
-    with pytest.raises(HeldOutRefused, match=r"^held-out file '.*unlabelled.parquet': column "
-                                             r"'y_binary' \(the label of model '.*'\) has 2 "
-                                             r"missing value\(s\); scoring takes none there$"):
+    with pytest.raises(HeldOutRefused, match=r"^held-out file '.*unlabelled.parquet': label "
+                                             r"column 'y_binary' has 2 missing value\(s\); "
+                                             r"held-out rows must all be labelled$"):
         run_evaluation_locally(zoo["archive"], data, None)
     frame = zoo["frame"].copy()
     frame.loc[[5], "x2"] = None

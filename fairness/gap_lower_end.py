@@ -114,9 +114,7 @@ def lower_end(families: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]], tail: flo
     >>> round(lower_end([([80, 40], [100, 100])], 0.04), 3)
     0.287
     """
-    counts = [(np.asarray(x, dtype=np.float64), np.asarray(n, dtype=np.float64)) for x, n in families]
-    z = float(ndtri(1.0 - tail))
-    observed = max(float(largest_pair_lower_end(x, n, z)) for x, n in counts)
+    counts, z, observed = _observed(families, tail)
 
     def rejected(width: float) -> bool:
         return _mid_p(counts, width, z, observed) <= tail
@@ -163,9 +161,17 @@ def gap_p_value(families: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]], width: 
     >>> round(gap_p_value([([80, 40], [100, 100])], 0.4, 0.04), 2)
     0.5
     """
-    z = float(ndtri(1.0 - tail))
+    counts, z, observed = _observed(families, tail)
+    return _mid_p(counts, width, z, observed)
+
+
+def _observed(families: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]], tail: float
+              ) -> tuple[list[tuple[_FloatArray, _FloatArray]], float, float]:
+    """The families' counts as float arrays, the statistic's critical value
+    ``Phi^-1(1 - tail)`` and its observed value (the largest over the families)."""
     counts = [(np.asarray(x, dtype=np.float64), np.asarray(n, dtype=np.float64)) for x, n in families]
-    return _mid_p(counts, width, z, max(float(largest_pair_lower_end(x, n, z)) for x, n in counts))
+    z = float(ndtri(1.0 - tail))
+    return counts, z, max(float(largest_pair_lower_end(x, n, z)) for x, n in counts)
 
 
 def _mid_p(counts: Sequence[tuple[_FloatArray, _FloatArray]], width: float, z: float,
@@ -264,12 +270,16 @@ def window_rates(successes: npt.ArrayLike, trials: npt.ArrayLike, width: float,
     p = group_rates(x, n)
     slack = EDGE_SLACK if edge_slack is None else edge_slack
     top = 0.0 if np.any(n <= 0) else max(0.0, 1.0 - width)
+    z2 = 1.959963984540054 ** 2  # Agresti-Coull standard errors: one per group, every fit
+    centre = (x + z2 / 2.0) / (n + z2)
+    reach = slack * np.sqrt(centre * (1.0 - centre) / (n + z2))
     free = np.zeros(x.shape, dtype=bool)
     low = _fitted_position(x, n, p, width, top, free, free)
-    on_top, on_bottom = _near_edges(x, n, np.clip(p, low, low + width), low, width, slack)
+    on_top, on_bottom = _near_edges(np.clip(p, low, low + width), low, width, reach)
     low = _fitted_position(x, n, p, width, top, on_top, on_bottom)
-    on_top, on_bottom = _near_edges(x, n, np.clip(p, low, low + width), low, width, slack)
-    rates = np.where(on_top, low + width, np.where(on_bottom, low, np.clip(p, low, low + width)))
+    clipped = np.clip(p, low, low + width)
+    on_top, on_bottom = _near_edges(clipped, low, width, reach)
+    rates = np.where(on_top, low + width, np.where(on_bottom, low, clipped))
     return np.where(n > 0, np.clip(rates, 0.0, 1.0), 0.0)
 
 
@@ -284,16 +294,13 @@ def _fitted_position(x: _FloatArray, n: _FloatArray, p: _FloatArray, width: floa
                           on_top, on_bottom)
 
 
-def _near_edges(x: _FloatArray, n: _FloatArray, rates: _FloatArray, low: float, width: float,
-                slack: float) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
-    """Which groups lie within ``slack`` Agresti-Coull standard errors of the window's top
-    edge, and which of its bottom edge (the nearer one)."""
-    z2 = 1.959963984540054 ** 2
-    centre = (x + z2 / 2.0) / (n + z2)
-    se = np.sqrt(centre * (1.0 - centre) / (n + z2))
+def _near_edges(rates: _FloatArray, low: float, width: float, reach: _FloatArray
+                ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Which groups' ``rates`` lie within their ``reach`` of the window's top edge, and which
+    of its bottom edge (the nearer one)."""
     to_top, to_bottom = low + width - rates, rates - low
-    return ((to_top <= to_bottom) & (to_top <= slack * se),
-            (to_bottom < to_top) & (to_bottom <= slack * se))
+    return ((to_top <= to_bottom) & (to_top <= reach),
+            (to_bottom < to_top) & (to_bottom <= reach))
 
 
 def _best_position(x: _FloatArray, n: _FloatArray, p: _FloatArray, width: float,

@@ -140,25 +140,18 @@ def missing_values(metadata: pq.FileMetaData, names: Sequence[str]) -> dict[str,
     >>> missing_values(pq.ParquetFile(buffer).metadata, ["x", "y"])
     {'x': 2, 'y': None}
     """
-    wanted = set(names)
-    counts: dict[str, int | None] = dict.fromkeys(names, None)
-    seen: dict[str, int] = {}
+    columns = {metadata.schema.column(i).path for i in range(metadata.num_columns)}
+    counts: dict[str, int | None] = {name: 0 if name in columns else None for name in names}
     for g in range(metadata.num_row_groups):
         group = metadata.row_group(g)
         for c in range(group.num_columns):
             chunk = group.column(c)
-            name = chunk.path_in_schema
-            if name not in wanted:
+            known = counts.get(chunk.path_in_schema)
+            if known is None:  # not asked about, or unknown in an earlier row group
                 continue
             stats = chunk.statistics
-            if stats is None or not stats.has_null_count:
-                wanted.discard(name)  # unknown in this row group: unknown for the file
-                seen.pop(name, None)
-                continue
-            seen[name] = seen.get(name, 0) + stats.null_count
-    counts.update({name: n for name, n in seen.items() if name in wanted})
-    if metadata.num_row_groups == 0:
-        counts.update({name: 0 for name in names})
+            counts[chunk.path_in_schema] = (None if stats is None or not stats.has_null_count
+                                            else known + stats.null_count)
     return counts
 
 

@@ -36,6 +36,8 @@ Candidates (``alpha_l`` / ``alpha_u``: the ends' one-sided error shares):
   pair intervals of the first 1,024 of those draws leave 0 in ``alpha_l`` of them (bisection),
   step two's value capped by it: the step-one size calibrated for the pair intervals
   themselves (a tenth of a second per gap for ten groups);
+* ``union``: the shipped test inverted with a second statistic, the largest one-vs-rest lower
+  end, its law also drawn at a one-apart fit (:mod:`bench.gap_union`);
 * ``one-pair``: every pair's lower end at the one-pair point ``Phi^-1(1 - alpha_l)``, no
   allowance for the number of pairs (what the lower end would need to miss as often as
   ``alpha_l`` with ten groups of a handful of positives; not valid at a gap of 0).
@@ -59,6 +61,8 @@ from modelgate.fairness import gap_lower_end as gle
 from modelgate.fairness import score_intervals as si
 from scipy.special import betaincinv, ndtr, ndtri
 from scipy.stats import binom, qmc, studentized_range
+
+from bench.gap_union import union_lower_end
 
 NULL_DRAWS = 2048
 SELECTION_SLACK = 2.5  # the previous construction's step-two selection, standard errors
@@ -84,6 +88,8 @@ def _ends(method: str, x: np.ndarray, n: np.ndarray, alpha_l: float, alpha_u: fl
         finally:
             gle.EDGE_SLACK = saved_slack
         return lower, float(gi.gap_interval(x, n, z_up, z_up)[1])
+    if method == "union":
+        return union_lower_end(x, n, alpha_l), float(gi.gap_interval(x, n, z_up, z_up)[1])
     if method == "pooled-step-one":
         hi = float(gi.gap_interval(x, n, _tukey_value(x.size, 1 - alpha_l), z_up)[1])
         if _pooled_mid_p(x, n) > alpha_l:

@@ -1,0 +1,106 @@
+"""A candidate lower end for a fairness gap: a union test of the pair and one-vs-rest statistics.
+
+Used by ``bench/gap_candidates.py --methods union``; not shipped (``bench/RESULTS.md``, "The
+window fitted again", the union paragraphs).
+
+The shipped test of ``gap <= t`` (:mod:`modelgate.fairness.gap_lower_end`) compares the
+largest Newcombe pair lower end ``A`` with its law at the rates fitted under the hypothesis,
+near-edge groups on the edges.  Where the data cannot tell one group apart from a split of the
+groups in two, that fit guards the split, and one group apart is covered 98-99 % at ten groups.
+``bench/gap_floor.py`` shows in the normal model that a test rejecting when ``A`` *or* the
+largest one-vs-rest difference ``B`` (a group against the pooled others) is large can reject
+one-apart samples more often while holding its level at the split: one group apart puts ``B``
+at the gap, a split only about halfway.
+
+Here, for one hypothesis: the draws come from two fits, the shipped one and a one-apart fit
+(the group with the largest one-vs-rest lower end on one edge, every other group on the other,
+the window placed by maximum likelihood); each statistic's p-value is the larger of its two
+mid-p values; the test's p-value is the share of draws, under the worse of the two fits, whose
+smaller p-value lies at or below the observed one (min-p, Westfall and Young).  The gap 0 is
+tested as shipped (equal rates have no edges).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from modelgate.fairness import gap_lower_end as gle
+from modelgate.fairness.score_intervals import group_rates, wilson_reach
+from scipy.special import ndtri
+
+
+def _one_vs_rest_ends(x: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """Newcombe lower ends of ``rest - group`` and ``group - rest`` for each group of the last
+    axis, the rest pooled."""
+    n = np.broadcast_to(n, x.shape)
+    rest_x, rest_n = x.sum(axis=-1, keepdims=True) - x, n.sum(axis=-1, keepdims=True) - n
+    p, rest = group_rates(x, n), group_rates(rest_x, rest_n)
+    below, above = wilson_reach(x, n, p, z)
+    rest_below, rest_above = wilson_reach(rest_x, rest_n, rest, z)
+    return (rest - p - np.sqrt(above**2 + rest_below**2),
+            p - rest - np.sqrt(below**2 + rest_above**2))
+
+
+def largest_one_vs_rest_end(x: np.ndarray, n: np.ndarray, z: float) -> np.ndarray:
+    """The largest one-vs-rest Newcombe lower end of each row (either direction)."""
+    down, up = _one_vs_rest_ends(np.asarray(x, dtype=float), np.asarray(n, dtype=float), z)
+    return np.maximum(down, up).max(axis=-1)
+
+
+def one_apart_rates(x: np.ndarray, n: np.ndarray, width: float, z: float) -> np.ndarray:
+    """Rates at gap ``width`` with the group of the largest one-vs-rest lower end on one edge
+    and the others on the other, the window's position by maximum likelihood."""
+    down, up = _one_vs_rest_ends(x, n, z)
+    group = int(np.argmax(np.maximum(down, up)))
+    apart = np.zeros(x.shape, dtype=bool)
+    apart[group] = True
+    top = max(0.0, 1.0 - width)
+    if down[group] >= up[group]:  # the group below the rest
+        low = gle._fitted_position(x, n, group_rates(x, n), width, top, ~apart, apart)
+        return np.clip(np.where(apart, low, low + width), 0.0, 1.0)
+    low = gle._fitted_position(x, n, group_rates(x, n), width, top, apart, ~apart)
+    return np.clip(np.where(apart, low + width, low), 0.0, 1.0)
+
+
+def _mid_p(null: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    ordered = np.sort(null)
+    right = np.searchsorted(ordered, observed, side="right")
+    left = np.searchsorted(ordered, observed, side="left")
+    return (null.size - right + 0.5 * (right - left)) / null.size
+
+
+def union_p_value(x: np.ndarray, n: np.ndarray, width: float, z: float) -> float:
+    """The min-p value of the union test of ``gap <= width`` (module docstring)."""
+    u = gle._uniforms(x.size)
+    laws = []
+    for rates in (gle.window_rates(x, n, width), one_apart_rates(x, n, width, z)):
+        draws = gle.binomial_draws(u, n, rates)
+        laws.append((gle.largest_pair_lower_end(draws, n, z), largest_one_vs_rest_end(draws, n, z)))
+
+    def p_pairs(v: np.ndarray) -> np.ndarray:
+        return np.maximum(_mid_p(laws[0][0], v), _mid_p(laws[1][0], v))
+
+    def p_rest(v: np.ndarray) -> np.ndarray:
+        return np.maximum(_mid_p(laws[0][1], v), _mid_p(laws[1][1], v))
+
+    observed = min(float(p_pairs(gle.largest_pair_lower_end(x, n, z))),
+                   float(p_rest(largest_one_vs_rest_end(x, n, z))))
+    worst = 0.0
+    for pairs, rest in laws:
+        smaller = np.minimum(p_pairs(pairs), p_rest(rest))
+        tie = np.abs(smaller - observed) <= 1e-12
+        worst = max(worst, float(((smaller < observed) & ~tie).mean() + 0.5 * tie.mean()))
+    return worst
+
+
+def union_lower_end(x: np.ndarray, n: np.ndarray, tail: float) -> float:
+    """The smallest gap whose hypothesis the union test does not reject at ``tail``."""
+    z = float(ndtri(1.0 - tail))
+    if gle.gap_p_value([(x, n)], 0.0, tail) > tail:
+        return 0.0
+    low, high = 0.0, float(np.ptp(group_rates(x, n)))
+    if union_p_value(x, n, high, z) <= tail:
+        return high
+    while high - low > 2.0 ** -10:
+        middle = (low + high) / 2.0
+        low, high = (middle, high) if union_p_value(x, n, middle, z) <= tail else (low, middle)
+    return low

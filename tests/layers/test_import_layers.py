@@ -30,10 +30,11 @@ CORES = {"modelgate.drift", "modelgate.fairness", "modelgate.evaluation", "model
 #: The adapters, a folder each: ONNX archives and sessions, the results store (all SQL). Above
 #: the cores, below the pipelines: they import neither the pipelines nor the edge.
 ADAPTERS = ("modelgate.onnx", "modelgate.store")
-#: The edge: the CLI and the demo (a folder each), the Airflow runner and the Celery workers'
-#: settings. Nothing below them
-#: may import them.
-EDGE_PREFIXES = ("modelgate.cli", "modelgate.demo", "modelgate.airflow_runner", "modelgate.celery_worker")
+#: The edge: the CLI and the demo (a folder each), the Airflow runner, the Celery workers'
+#: settings, the LocalExecutor and the task-module preload both use. Nothing below them may
+#: import them.
+EDGE_PREFIXES = ("modelgate.cli", "modelgate.demo", "modelgate.airflow_runner", "modelgate.celery_worker",
+                 "modelgate.local_executor", "modelgate.task_preload")
 
 
 def module_files(root: Path, package_dirs: Mapping[str, str]) -> dict[str, Path]:

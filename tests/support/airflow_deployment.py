@@ -1,4 +1,5 @@
-"""A real Airflow 3.3 deployment for end-to-end tests, not ``dag.test()``: LocalExecutor on a
+"""A real Airflow 3.3 deployment for end-to-end tests, not ``dag.test()``: the LocalExecutor
+as docs/deploying.md sets it up (:class:`modelgate.local_executor.PreloadingLocalExecutor`) on a
 PostgreSQL metadata database of its own, with ``api-server`` (the Execution API tasks report to),
 ``dag-processor`` (which also runs DAG failure callbacks) and ``scheduler`` on loopback.
 
@@ -113,7 +114,7 @@ def deployment_env(home: Path, metadata: str, dag_files: list[str],
             "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://{metadata}",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": f"postgresql+asyncpg://{metadata}",
-            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__EXECUTOR": "modelgate.local_executor.PreloadingLocalExecutor",
             "AIRFLOW__CORE__PARALLELISM": "4",
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",

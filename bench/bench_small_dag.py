@@ -21,7 +21,12 @@ and executor) and the run (task process start to end: the task's imports, DB con
 round trips and its work). Which tasks are serial follows from the DAG: every task but the
 mapped ``score`` ones.
 
-Run: ``.venv/bin/python -m bench.bench_small_dag --files 7 --rows-per-file 600 [--mapped-too]``
+``--executors`` runs all of it once per executor, one fresh deployment after the other (the
+deployment's own, :class:`modelgate.local_executor.PreloadingLocalExecutor`, by default; name
+``LocalExecutor`` beside it to see what the preload saves a task).
+
+Run: ``.venv/bin/python -m bench.bench_small_dag --files 7 --rows-per-file 600 [--mapped-too]
+[--executors LocalExecutor modelgate.local_executor.PreloadingLocalExecutor]``
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+PRELOADING = "modelgate.local_executor.PreloadingLocalExecutor"
 
 
 def _dag_run(env: dict[str, str], meta: str, conf: dict[str, Any], procs: list[Any], logs: Path
@@ -63,36 +69,26 @@ def _dag_run(env: dict[str, str], meta: str, conf: dict[str, Any], procs: list[A
             "serial_queued_s": round(sum(t["queued_s"] for t in serial), 1), "tasks": tasks}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows-per-file", type=int, default=600)
-    parser.add_argument("--files", type=int, default=7)
-    parser.add_argument("--mapped-too", action="store_true",
-                        help="after the second one-process run, the DAG again with one_task_max_mb "
-                             "0 (the mapped path: one score task per file, a task per step)")
-    args = parser.parse_args(argv)
-    for sig in (signal.SIGTERM, signal.SIGINT):  # stop the deployment through ``finally``
-        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
-    sys.path.insert(0, str(REPO / "tests"))
-    import conftest  # noqa: F401  (sets AIRFLOW_* for this process; the deployment gets its own)
+def _one_deployment(args: argparse.Namespace, data: Any, executor: str) -> dict[str, Any]:
+    """Warm-up, one process, the DAG, one process (and the mapped DAG) on a fresh deployment
+    of ``executor``."""
     from support.airflow_deployment import deployment_env, meta_rows, metadata_database, running, wait_for
 
-    from bench.deployment_data import bench_data, one_process, say
+    from bench.deployment_data import one_process, say
 
-    rows = args.rows_per_file * args.files
-    with bench_data("bench-small-dag", rows, args.rows_per_file) as data, \
-            metadata_database() as metadata:
-        conf = data.conf()
+    conf = data.conf()
+    with metadata_database() as metadata:
         # only the MODELGATE_* settings: this process's AIRFLOW_* (set by conftest) would
         # replace the deployment's own
-        denv = deployment_env(data.root / "deploy", metadata, ["model_evaluation.py"], data.env)
-        logs = data.root / "logs"
+        denv = deployment_env(data.root / f"deploy-{executor}", metadata, ["model_evaluation.py"],
+                              {**data.env, "AIRFLOW__CORE__EXECUTOR": executor})
+        logs = data.root / f"logs-{executor}"
         with running(denv, logs) as procs:
             meta = f"postgresql://{metadata}"
             wait_for(lambda: meta_rows(meta, "SELECT count(*) FROM dag WHERE dag_id = "
                                              "'model_evaluation'")[0][0] == 1, "the DAG parsed",
                      procs, logs)
-            say("deployment up")
+            say(f"{executor}: deployment up")
             warm_up = _dag_run(denv, meta, {"dataset": data.dataset}, procs, logs)
             say(f"warm-up run {warm_up['dag_run_s']} s")
             before = one_process(data)
@@ -105,10 +101,33 @@ def main(argv: list[str] | None = None) -> int:
             if args.mapped_too:
                 mapped = _dag_run(denv, meta, {**conf, "one_task_max_mb": 0}, procs, logs)
                 say(f"DAG run, mapped path {mapped['dag_run_s']} s")
-        print(json.dumps({"rows": rows, "files": data.files,
-                          "warm_up": warm_up, "one_process": [before, after], "dag": dag,
-                          "dag_mapped": mapped,
-                          "ratio": round(dag["dag_run_s"] / min(before["seconds"], after["seconds"]), 2),
+    return {"executor": executor, "warm_up": warm_up, "one_process": [before, after], "dag": dag,
+            "dag_mapped": mapped,
+            "ratio": round(dag["dag_run_s"] / min(before["seconds"], after["seconds"]), 2)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows-per-file", type=int, default=600)
+    parser.add_argument("--files", type=int, default=7)
+    parser.add_argument("--mapped-too", action="store_true",
+                        help="after the second one-process run, the DAG again with one_task_max_mb "
+                             "0 (the mapped path: one score task per file, a task per step)")
+    parser.add_argument("--executors", nargs="+", default=[PRELOADING],
+                        help="one deployment each, one after the other (e.g. LocalExecutor "
+                             f"{PRELOADING})")
+    args = parser.parse_args(argv)
+    for sig in (signal.SIGTERM, signal.SIGINT):  # stop the deployment through ``finally``
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
+    sys.path.insert(0, str(REPO / "tests"))
+    import conftest  # noqa: F401  (sets AIRFLOW_* for this process; the deployment gets its own)
+
+    from bench.deployment_data import bench_data
+
+    rows = args.rows_per_file * args.files
+    with bench_data("bench-small-dag", rows, args.rows_per_file) as data:
+        runs = [_one_deployment(args, data, executor) for executor in args.executors]
+        print(json.dumps({"rows": rows, "files": data.files, "deployments": runs,
                           "nproc": os.cpu_count()}, indent=1))
     return 0
 

@@ -55,3 +55,13 @@ def test_the_clear_request_is_one_airflow_accepts() -> None:
 def test_the_result_backend_url_names_psycopg2() -> None:
     assert "db+postgresql+psycopg2://USER:PASSWORD@HOST:5432/airflow" in DEPLOYING
     assert "No module named\n  'psycopg'" in DEPLOYING or "No module named 'psycopg'" in DEPLOYING
+
+
+def test_the_executor_is_the_one_the_scheduler_tests_run(tmp_path: Path) -> None:
+    from support.airflow_deployment import deployment_env
+
+    without_docker = DEPLOYING.split("### Airflow without Docker", 1)[1].split("\n### ", 1)[0]
+    (named,) = re.findall(r"AIRFLOW__CORE__EXECUTOR=(\S+)", without_docker)
+    assert named == deployment_env(tmp_path, "unused", [], {})["AIRFLOW__CORE__EXECUTOR"]
+    module, _, name = named.rpartition(".")
+    assert name in vars(__import__(module, fromlist=[name]))

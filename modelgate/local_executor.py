@@ -5,8 +5,9 @@ workers from the scheduler when it starts (Linux's ``fork`` start method). Impor
 modules (:data:`modelgate.task_preload.PRELOADED`: pandas, pyarrow, ONNX Runtime and the
 pipeline steps) in the scheduler just before that gives every task them for free, as
 :mod:`modelgate.celery_worker` does for Celery workers; without it each task imports them anew,
-about a CPU-second a task on 2 cores. The scheduler then holds those modules too (a few hundred
-MB, shared with its workers until written to).
+1-1.5 s a task on 2 cores (``bench/RESULTS.md``, "The LocalExecutor with the task modules
+preloaded"). The scheduler then holds those modules too (about 180 MB, shared with its workers
+until written to).
 
 Set ``AIRFLOW__CORE__EXECUTOR=modelgate.local_executor.PreloadingLocalExecutor`` on every
 Airflow process (docs/deploying.md). Everything else is the LocalExecutor's own: the same

@@ -46,19 +46,24 @@ def largest_one_vs_rest_end(x: np.ndarray, n: np.ndarray, z: float) -> np.ndarra
     return np.maximum(down, up).max(axis=-1)
 
 
-def one_apart_rates(x: np.ndarray, n: np.ndarray, width: float, z: float) -> np.ndarray:
-    """Rates at gap ``width`` with the group of the largest one-vs-rest lower end on one edge
-    and the others on the other, the window's position by maximum likelihood."""
+def apart_group(x: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, bool]:
+    """The group of the largest one-vs-rest lower end (a mask) and whether it lies below the
+    rest: where the one-apart fit puts it, whatever the width tested."""
     down, up = _one_vs_rest_ends(x, n, z)
     group = int(np.argmax(np.maximum(down, up)))
     apart = np.zeros(x.shape, dtype=bool)
     apart[group] = True
-    top = max(0.0, 1.0 - width)
-    if down[group] >= up[group]:  # the group below the rest
-        low = gle._fitted_position(x, n, group_rates(x, n), width, top, ~apart, apart)
-        return np.clip(np.where(apart, low, low + width), 0.0, 1.0)
-    low = gle._fitted_position(x, n, group_rates(x, n), width, top, apart, ~apart)
-    return np.clip(np.where(apart, low + width, low), 0.0, 1.0)
+    return apart, bool(down[group] >= up[group])
+
+
+def one_apart_rates(x: np.ndarray, n: np.ndarray, width: float, apart: np.ndarray, below: bool
+                    ) -> np.ndarray:
+    """Rates at gap ``width`` with the ``apart`` group on one edge (the bottom when ``below``)
+    and the others on the other, the window's position by maximum likelihood."""
+    on_top, on_bottom = (~apart, apart) if below else (apart, ~apart)
+    low = gle._fitted_position(x, n, group_rates(x, n), width, max(0.0, 1.0 - width), on_top,
+                               on_bottom)
+    return np.clip(np.where(on_top, low + width, low), 0.0, 1.0)
 
 
 def _mid_p(null: np.ndarray, observed: np.ndarray) -> np.ndarray:
@@ -68,27 +73,29 @@ def _mid_p(null: np.ndarray, observed: np.ndarray) -> np.ndarray:
     return (null.size - right + 0.5 * (right - left)) / null.size
 
 
-def union_p_value(x: np.ndarray, n: np.ndarray, width: float, z: float) -> float:
-    """The min-p value of the union test of ``gap <= width`` (module docstring)."""
+def union_p_value(x: np.ndarray, n: np.ndarray, width: float, z: float,
+                  observed: tuple[float, float], apart: tuple[np.ndarray, bool]) -> float:
+    """The min-p value of the union test of ``gap <= width`` (module docstring), given the
+    observed pair and one-vs-rest statistics and the one-apart fit's group
+    (:func:`apart_group`)."""
     u = gle._uniforms(x.size)
     laws = []
-    for rates in (gle.window_rates(x, n, width), one_apart_rates(x, n, width, z)):
+    for rates in (gle.window_rates(x, n, width), one_apart_rates(x, n, width, *apart)):
         draws = gle.binomial_draws(u, n, rates)
         laws.append((gle.largest_pair_lower_end(draws, n, z), largest_one_vs_rest_end(draws, n, z)))
 
-    def p_pairs(v: np.ndarray) -> np.ndarray:
+    def p_pairs(v: np.ndarray | float) -> np.ndarray:
         return np.maximum(_mid_p(laws[0][0], v), _mid_p(laws[1][0], v))
 
-    def p_rest(v: np.ndarray) -> np.ndarray:
+    def p_rest(v: np.ndarray | float) -> np.ndarray:
         return np.maximum(_mid_p(laws[0][1], v), _mid_p(laws[1][1], v))
 
-    observed = min(float(p_pairs(gle.largest_pair_lower_end(x, n, z))),
-                   float(p_rest(largest_one_vs_rest_end(x, n, z))))
+    smallest = min(float(p_pairs(observed[0])), float(p_rest(observed[1])))
     worst = 0.0
     for pairs, rest in laws:
         smaller = np.minimum(p_pairs(pairs), p_rest(rest))
-        tie = np.abs(smaller - observed) <= 1e-12
-        worst = max(worst, float(((smaller < observed) & ~tie).mean() + 0.5 * tie.mean()))
+        tie = np.abs(smaller - smallest) <= 1e-12
+        worst = max(worst, float(((smaller < smallest) & ~tie).mean() + 0.5 * tie.mean()))
     return worst
 
 
@@ -97,10 +104,16 @@ def union_lower_end(x: np.ndarray, n: np.ndarray, tail: float) -> float:
     z = float(ndtri(1.0 - tail))
     if gle.gap_p_value([(x, n)], 0.0, tail) > tail:
         return 0.0
+    observed = (float(gle.largest_pair_lower_end(x, n, z)), float(largest_one_vs_rest_end(x, n, z)))
+    apart = apart_group(x, n, z)
+
+    def rejected(width: float) -> bool:
+        return union_p_value(x, n, width, z, observed, apart) <= tail
+
     low, high = 0.0, float(np.ptp(group_rates(x, n)))
-    if union_p_value(x, n, high, z) <= tail:
+    if rejected(high):
         return high
     while high - low > 2.0 ** -10:
         middle = (low + high) / 2.0
-        low, high = (middle, high) if union_p_value(x, n, middle, z) <= tail else (low, middle)
+        low, high = (middle, high) if rejected(middle) else (low, middle)
     return low

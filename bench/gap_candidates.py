@@ -38,6 +38,14 @@ Candidates (``alpha_l`` / ``alpha_u``: the ends' one-sided error shares):
   themselves (a tenth of a second per gap for ten groups);
 * ``union``: the shipped test inverted with a second statistic, the largest one-vs-rest lower
   end, its law also drawn at a one-apart fit (:mod:`bench.gap_union`);
+* ``upper``: the shipped lower end with an upper end by test inversion of ``gap >= t`` on
+  the range at a handful of least-favourable configurations (:mod:`bench.gap_upper`), not
+  widened to hold the point;
+* ``joint-upper``: that upper end with the union's lower end, its two critical values chosen
+  together on the draws of both fits (:func:`bench.gap_union.joint_union_lower_end`) to reject
+  the one-apart fit's draws most often;
+* ``balanced-upper``: ``joint-upper`` with the critical values chosen to make the smaller of
+  the two fits' rejection shares as large as it can be;
 * ``one-pair``: every pair's lower end at the one-pair point ``Phi^-1(1 - alpha_l)``, no
   allowance for the number of pairs (what the lower end would need to miss as often as
   ``alpha_l`` with ten groups of a handful of positives; not valid at a gap of 0).
@@ -62,7 +70,8 @@ from modelgate.fairness import score_intervals as si
 from scipy.special import betaincinv, ndtr, ndtri
 from scipy.stats import binom, qmc, studentized_range
 
-from bench.gap_union import union_lower_end
+from bench.gap_union import joint_union_lower_end, union_lower_end
+from bench.gap_upper import inverted_upper_end
 
 NULL_DRAWS = 2048
 SELECTION_SLACK = 2.5  # the previous construction's step-two selection, standard errors
@@ -90,6 +99,11 @@ def _ends(method: str, x: np.ndarray, n: np.ndarray, alpha_l: float, alpha_u: fl
         return lower, float(gi.gap_interval(x, n, z_up, z_up)[1])
     if method == "union":
         return union_lower_end(x, n, alpha_l), float(gi.gap_interval(x, n, z_up, z_up)[1])
+    if method == "upper":
+        return gle.lower_end([(x, n)], alpha_l), inverted_upper_end(x, n, alpha_u)
+    if method in ("joint-upper", "balanced-upper"):
+        return (joint_union_lower_end(x, n, alpha_l, method == "balanced-upper"),
+                inverted_upper_end(x, n, alpha_u))
     if method == "pooled-step-one":
         hi = float(gi.gap_interval(x, n, _tukey_value(x.size, 1 - alpha_l), z_up)[1])
         if _pooled_mid_p(x, n) > alpha_l:
@@ -263,7 +277,8 @@ def run(method: str, k: int, n_rows: int, base: float, delta: float, simulations
         x, trials = x[keep].astype(float), trials[keep].astype(float)
         lo, hi = _ends(method, x, trials, alpha_l, alpha_u, slack)
         point = float(np.ptp(x / trials))
-        lo, hi = min(lo, point), max(hi, point)
+        # the inverted upper end may lie below the (upward-biased) observed range
+        lo, hi = min(lo, point), (hi if method.endswith("upper") else max(hi, point))
         tally += (truth < lo, truth > hi, lo > 0.03)
         used += 1
     return tuple(tally / max(used, 1))  # type: ignore[return-value]
@@ -287,7 +302,8 @@ def main() -> None:
         slack = args.slack if args.slack is not None else (
             gle.EDGE_SLACK if method == "shipped" else SELECTION_SLACK)
         start = time.perf_counter()
-        uses_slack = method not in ("tukey", "one-pair", "union")  # union: the shipped fit's own
+        # the union's and the inverted upper end's lower ends use the shipped fit's own slack
+        uses_slack = method not in ("tukey", "one-pair", "union") and not method.endswith("upper")
         print(f"\n### {method} (alpha lower {args.alpha_lower}, upper {args.alpha_upper}, "
               + (f"slack {slack}, " if uses_slack else "")
               + f"{args.split} lowered), {args.simulations} samples per cell\n")

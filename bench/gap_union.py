@@ -1,7 +1,9 @@
 """A candidate lower end for a fairness gap: a union test of the pair and one-vs-rest statistics.
 
-Used by ``bench/gap_candidates.py --methods union``; not shipped (``bench/RESULTS.md``, "The
-window fitted again", the union paragraphs).
+Used by ``bench/gap_candidates.py --methods union`` (min-p; ``bench/RESULTS.md``, "The window
+fitted again", the union paragraphs) and ``--methods joint-upper balanced-upper`` (critical
+values chosen together, :func:`joint_union_lower_end`; "Two ends that need not hold the
+point"); not shipped.
 
 The shipped test of ``gap <= t`` (:mod:`modelgate.fairness.gap_lower_end`) compares the
 largest Newcombe pair lower end ``A`` with its law at the rates fitted under the hypothesis,
@@ -109,6 +111,67 @@ def union_lower_end(x: np.ndarray, n: np.ndarray, tail: float) -> float:
 
     def rejected(width: float) -> bool:
         return union_p_value(x, n, width, z, observed, apart) <= tail
+
+    low, high = 0.0, float(np.ptp(group_rates(x, n)))
+    if rejected(high):
+        return high
+    while high - low > 2.0 ** -10:
+        middle = (low + high) / 2.0
+        low, high = (middle, high) if rejected(middle) else (low, middle)
+    return low
+
+
+def joint_critical_values(laws: list[tuple[np.ndarray, np.ndarray]], tail: float,
+                          balanced: bool = False) -> tuple[float, float]:
+    """Critical values ``(c_A, c_B)`` of the test ``A > c_A or B > c_B`` rejecting at most
+    ``tail`` of the draws of every law, chosen to reject the last law's draws most often, or
+    with ``balanced`` the smallest share any law's draws are rejected in as large as it can be
+    (``c_B`` on a grid of the last law's quantiles, ``c_A`` the smallest value that holds the
+    level given ``c_B``)."""
+    size = laws[0][0].size
+    allowed = int(np.floor(tail * size))
+    best = (-1.0, np.inf, np.inf)
+    grid = np.unique(np.quantile(laws[-1][1], np.linspace(0.5, 1.0, 41)))
+    for c_b in np.r_[grid, np.inf]:
+        c_a = -np.inf
+        feasible = True
+        for a, b in laws:
+            left = allowed - int((b > c_b).sum())
+            if left < 0:
+                feasible = False
+                break
+            rest = np.sort(a[b <= c_b])[::-1]  # A among the draws B does not reject, largest first
+            if left < rest.size:
+                c_a = max(c_a, float(rest[left]))  # at most `left` of them above c_a
+        if not feasible:
+            continue
+        power = min(float(((a > c_a) | (b > c_b)).mean())
+                    for a, b in (laws if balanced else laws[-1:]))
+        if power > best[0]:
+            best = (power, c_a, float(c_b))
+    return best[1], best[2]
+
+
+def joint_union_lower_end(x: np.ndarray, n: np.ndarray, tail: float, balanced: bool = False
+                          ) -> float:
+    """The smallest gap whose hypothesis the union test with jointly calibrated critical
+    values (:func:`joint_critical_values`, laws at the shipped fit and the one-apart fit) does
+    not reject at ``tail``; the gap 0 tested as shipped."""
+    z = float(ndtri(1.0 - tail))
+    if gle.gap_p_value([(x, n)], 0.0, tail) > tail:
+        return 0.0
+    observed = (float(gle.largest_pair_lower_end(x, n, z)), float(largest_one_vs_rest_end(x, n, z)))
+    apart = apart_group(x, n, z)
+    u = gle._uniforms(x.size)
+
+    def rejected(width: float) -> bool:
+        laws = []
+        for rates in (gle.window_rates(x, n, width), one_apart_rates(x, n, width, *apart)):
+            draws = gle.binomial_draws(u, n, rates)
+            laws.append((gle.largest_pair_lower_end(draws, n, z),
+                         largest_one_vs_rest_end(draws, n, z)))
+        c_a, c_b = joint_critical_values(laws, tail, balanced)
+        return observed[0] > c_a or observed[1] > c_b
 
     low, high = 0.0, float(np.ptp(group_rates(x, n)))
     if rejected(high):

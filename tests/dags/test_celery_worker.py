@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from airflow.providers.celery.executors.default_celery import DEFAULT_CELERY_CONFIG
 from support.celery_deployment import celery_env
 
@@ -20,6 +21,7 @@ def test_the_deployment_settings_name_them() -> None:
     assert celery_env()["AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS"] == "modelgate.celery_worker.CELERY_CONFIG"
 
 
+@pytest.mark.e2e  # a fresh interpreter importing Airflow and every task module: 5-6 s
 def test_celerys_import_modules_signal_imports_every_task_module() -> None:
     """In a fresh interpreter: importing the settings imports none of the task modules (the
     scheduler imports the settings too); the worker's signal imports all of them."""

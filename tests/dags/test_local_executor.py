@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from support.airflow_deployment import deployment_env
 
 from modelgate.task_preload import PRELOADED
@@ -15,6 +16,7 @@ from modelgate.task_preload import PRELOADED
 EXECUTOR = "modelgate.local_executor.PreloadingLocalExecutor"
 
 
+@pytest.mark.e2e  # a fresh interpreter starting Airflow's executor and its workers: 6-7 s
 def test_airflow_loads_it_and_it_preloads_before_forking_its_workers(tmp_path: Path) -> None:
     """In a fresh interpreter: Airflow's loader resolves the setting to the class; loading it
     imports no pipeline module; each worker, once forked, already holds every preloaded module

@@ -24,6 +24,8 @@ tested as shipped (equal rates have no edges).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from modelgate.fairness import gap_lower_end as gle
 from modelgate.fairness.score_intervals import group_rates, wilson_reach
@@ -101,6 +103,19 @@ def union_p_value(x: np.ndarray, n: np.ndarray, width: float, z: float,
     return worst
 
 
+def _smallest_not_rejected(x: np.ndarray, n: np.ndarray, rejected: Callable[[float], bool]
+                           ) -> float:
+    """The width where ``rejected`` stops, by bisection to 2**-10 between 0 and the observed
+    range (erring low)."""
+    low, high = 0.0, float(np.ptp(group_rates(x, n)))
+    if rejected(high):
+        return high
+    while high - low > 2.0 ** -10:
+        middle = (low + high) / 2.0
+        low, high = (middle, high) if rejected(middle) else (low, middle)
+    return low
+
+
 def union_lower_end(x: np.ndarray, n: np.ndarray, tail: float) -> float:
     """The smallest gap whose hypothesis the union test does not reject at ``tail``."""
     z = float(ndtri(1.0 - tail))
@@ -112,13 +127,7 @@ def union_lower_end(x: np.ndarray, n: np.ndarray, tail: float) -> float:
     def rejected(width: float) -> bool:
         return union_p_value(x, n, width, z, observed, apart) <= tail
 
-    low, high = 0.0, float(np.ptp(group_rates(x, n)))
-    if rejected(high):
-        return high
-    while high - low > 2.0 ** -10:
-        middle = (low + high) / 2.0
-        low, high = (middle, high) if rejected(middle) else (low, middle)
-    return low
+    return _smallest_not_rejected(x, n, rejected)
 
 
 def joint_critical_values(laws: list[tuple[np.ndarray, np.ndarray]], tail: float,
@@ -173,10 +182,4 @@ def joint_union_lower_end(x: np.ndarray, n: np.ndarray, tail: float, balanced: b
         c_a, c_b = joint_critical_values(laws, tail, balanced)
         return observed[0] > c_a or observed[1] > c_b
 
-    low, high = 0.0, float(np.ptp(group_rates(x, n)))
-    if rejected(high):
-        return high
-    while high - low > 2.0 ** -10:
-        middle = (low + high) / 2.0
-        low, high = (middle, high) if rejected(middle) else (low, middle)
-    return low
+    return _smallest_not_rejected(x, n, rejected)

@@ -40,17 +40,22 @@ def _pair_position(x: np.ndarray, n: np.ndarray, pair: tuple[int, int], width: f
     return float(w[int(np.argmax(loglik))])
 
 
-def _configurations(x: np.ndarray, n: np.ndarray, width: float) -> list[np.ndarray]:
-    p = group_rates(x, n)
-    used = np.flatnonzero(n > 0)
-    pairs = {(int(used[np.argmin(p[used])]), int(used[np.argmax(p[used])]))}
-    largest = used[np.argsort(-n[used], kind="stable")[:2]]
-    a, b = int(largest[0]), int(largest[1])
+def _pairs(x: np.ndarray, n: np.ndarray) -> set[tuple[int, int]]:
+    """The ``(bottom, top)`` pairs put ``t`` apart: the observed extreme pair and the two
+    groups with the most trials (every group has trials)."""
+    p = x / n
+    pairs = {(int(np.argmin(p)), int(np.argmax(p)))}
+    a, b = (int(g) for g in np.argsort(-n, kind="stable")[:2])
     pairs.add((a, b) if p[a] <= p[b] else (b, a))
+    return {(bottom, top) for bottom, top in pairs if bottom != top}
+
+
+def _configurations(x: np.ndarray, n: np.ndarray, pairs: set[tuple[int, int]], width: float
+                    ) -> list[np.ndarray]:
+    """Every group's rate in each configuration of gap ``width`` (module docstring)."""
+    p = x / n
     out = []
     for bottom, top in pairs:
-        if bottom == top:
-            continue
         w = _pair_position(x, n, (bottom, top), width)
         for others in (np.full(x.shape, w + width / 2), np.full(x.shape, w + width),
                        np.full(x.shape, w), np.clip(p, w, w + width)):
@@ -66,13 +71,17 @@ def _range(counts: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 def upper_p_value(x: np.ndarray, n: np.ndarray, width: float) -> float:
     """The largest mid-p value ``P(R < r) + P(R = r) / 2`` of the observed range ``r`` over the
-    configurations of gap ``width`` (module docstring)."""
+    configurations of gap ``width`` (module docstring); groups without trials left out."""
     keep = n > 0
-    x, n = x[keep], n[keep]
+    return _p_value(x[keep], n[keep], _pairs(x[keep], n[keep]), width)
+
+
+def _p_value(x: np.ndarray, n: np.ndarray, pairs: set[tuple[int, int]], width: float) -> float:
+    """:func:`upper_p_value` given groups with trials and their pairs."""
     observed = float(np.ptp(x / n))
     u = gle._uniforms(x.size)
     worst = 0.0
-    for rates in _configurations(x, n, width):
+    for rates in _configurations(x, n, pairs, width):
         null = _range(gle.binomial_draws(u, n, rates), n)
         tie = np.abs(null - observed) <= 1e-12
         worst = max(worst, float(((null < observed) & ~tie).mean() + 0.5 * tie.mean()))
@@ -82,10 +91,17 @@ def upper_p_value(x: np.ndarray, n: np.ndarray, width: float) -> float:
 def inverted_upper_end(x: np.ndarray, n: np.ndarray, tail: float) -> float:
     """The largest gap whose hypothesis ``gap >= t`` the range test does not reject at ``tail``
     (bisection to 2**-10, erring high)."""
+    keep = n > 0
+    x, n = x[keep], n[keep]
+    pairs = _pairs(x, n)
+
+    def rejected(width: float) -> bool:
+        return _p_value(x, n, pairs, width) <= tail
+
     low, high = 0.0, 1.0
-    if upper_p_value(x, n, high) > tail:
+    if not rejected(high):
         return high
     while high - low > 2.0 ** -10:
         middle = (low + high) / 2.0
-        low, high = (low, middle) if upper_p_value(x, n, middle) <= tail else (middle, high)
+        low, high = (low, middle) if rejected(middle) else (middle, high)
     return high

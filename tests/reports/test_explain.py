@@ -1,8 +1,10 @@
 """Tests for modelgate.reports.explanation and modelgate.reports.waterfall.
 
-Expected values come from shap's own explainers (ExactExplainer, PermutationExplainer) and
-from the closed form of a logistic regression in log-odds space; the model is a real
-scikit-learn pipeline converted with skl2onnx and scored with onnxruntime.
+Expected values come from Shapley's definition written out in the tests
+(``support/shapley_oracle.py``), from shap's own explainers (ExactExplainer,
+PermutationExplainer; in the e2e tier, as their numba kernels take seconds to compile in each
+test process) and from the closed form of a logistic regression in log-odds space; the model
+is a real scikit-learn pipeline converted with skl2onnx and scored with onnxruntime.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from support.shapley_oracle import brute_force_shapley
 
 CATEGORIES = ("red", "green", "<script>", 'say "hi"')
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -156,19 +159,38 @@ def test_additive_and_output_matches_sklearn(model3, algorithm, output) -> None:
     assert (algorithm == "exact") == (not ex.standard_errors.any())
 
 
+def _shap_exact(predict: Predict, rows: pd.DataFrame, bg: pd.DataFrame, cols: list[str]) -> np.ndarray:
+    masker = shap.maskers.Independent(_encode(bg, cols), max_samples=len(bg))
+    return shap.explainers.Exact(_shap_model(predict, cols), masker)(_encode(rows, cols)).values
+
+
+def _shap_permutation(predict: Predict, rows: pd.DataFrame, bg: pd.DataFrame, cols: list[str]) -> np.ndarray:
+    masker = shap.maskers.Independent(_encode(bg, cols), max_samples=len(bg))
+    model = _shap_model(predict, cols)
+    return shap.explainers.Permutation(model, masker, seed=3)(_encode(rows, cols), max_evals=5).values
+
+
+# Shapley's definition in the fast tier, shap's explainers in the e2e tier (numba compiles)
+ORACLES = [pytest.param(brute_force_shapley, id="definition"),
+           pytest.param(_shap_exact, id="shap-exact", marks=pytest.mark.e2e)]
+
+
+@pytest.mark.parametrize("oracle", ORACLES)
 @pytest.mark.parametrize("output", ["probability", "logit"])
-def test_exact_equals_shap_exact_explainer(model3, output) -> None:
+def test_exact_equals_the_oracle(model3, output, oracle) -> None:
     predict, _, frame = model3
     rows, bg = frame.iloc[:8], frame.iloc[100:140]
     ours = explain(predict, rows, bg, features=FEATURES3, algorithm="exact", output=output)
     target = predict if output == "probability" else _to_logit(predict)
-    masker = shap.maskers.Independent(_encode(bg, FEATURES3), max_samples=len(bg))
-    theirs = shap.explainers.Exact(_shap_model(target, FEATURES3), masker)(_encode(rows, FEATURES3))
-    np.testing.assert_allclose(ours.values, theirs.values, rtol=0, atol=1e-10)
-    np.testing.assert_allclose(ours.base_values, theirs.base_values, rtol=0, atol=1e-10)
+    theirs = oracle(target, rows, bg, FEATURES3)
+    np.testing.assert_allclose(ours.values, theirs, rtol=0, atol=1e-10)
+    # the base value is the mean model output over the background
+    np.testing.assert_allclose(ours.base_values, target(bg).mean(), rtol=0, atol=1e-10)
 
 
-def test_permutation_two_features_equals_shap_permutation_and_exact(model2) -> None:
+@pytest.mark.parametrize("oracle", [*ORACLES, pytest.param(_shap_permutation, id="shap-permutation",
+                                                           marks=pytest.mark.e2e)])
+def test_permutation_two_features_equals_the_oracle(model2, oracle) -> None:
     # with two features one antithetic pair covers both orderings: the estimate is exact,
     # and every pair agrees, so the standard error is 0
     predict, _, frame = model2
@@ -176,12 +198,7 @@ def test_permutation_two_features_equals_shap_permutation_and_exact(model2) -> N
     rows, bg = frame.iloc[:6], frame.iloc[50:90]
     ours = explain(predict, rows, bg, features=cols, algorithm="permutation", n_permutations=2)
     np.testing.assert_allclose(ours.standard_errors, 0.0, rtol=0, atol=1e-12)
-    masker = shap.maskers.Independent(_encode(bg, cols), max_samples=len(bg))
-    model = _shap_model(predict, cols)
-    perm = shap.explainers.Permutation(model, masker, seed=3)(_encode(rows, cols), max_evals=5)
-    exact = shap.explainers.Exact(model, masker)(_encode(rows, cols))
-    np.testing.assert_allclose(ours.values, perm.values, rtol=0, atol=1e-10)
-    np.testing.assert_allclose(ours.values, exact.values, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(ours.values, oracle(predict, rows, bg, cols), rtol=0, atol=1e-10)
 
 
 def test_permutation_converges_to_exact(model3) -> None:
@@ -318,6 +335,15 @@ def test_property_exact_ignores_row_and_background_order(seed) -> None:
     np.testing.assert_allclose(shuffled.values, ex.values[order], atol=1e-12)
 
 
+def test_toy_exact_matches_the_definition_on_interactions() -> None:
+    rng = np.random.default_rng(5)
+    rows, bg = _toy_frame(rng, 6), _toy_frame(rng, 20)
+    ex = explain(_toy_predict, rows, bg, features=TOY, algorithm="exact")
+    np.testing.assert_allclose(ex.values, brute_force_shapley(_toy_predict, rows, bg, TOY), rtol=0,
+                               atol=1e-12)
+
+
+@pytest.mark.e2e  # shap's Exact explainer compiles its numba kernels: seconds per process
 def test_toy_exact_matches_shap_exact_on_interactions() -> None:
     rng = np.random.default_rng(5)
     rows, bg = _toy_frame(rng, 6), _toy_frame(rng, 20)

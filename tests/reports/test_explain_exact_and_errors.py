@@ -1,13 +1,12 @@
 """Exact SHAP beyond 10 features and the standard errors of estimates (issue #20).
 
-Oracles: a brute-force Shapley value written here (every coalition, the Shapley weights
-from the definition, one masked-input mean per coalition), ``shap.explainers.Exact`` on an
+Oracles: a brute-force Shapley value (``support/shapley_oracle.py``: every coalition, the
+Shapley weights from the definition, one masked-input mean per coalition), ``shap.explainers.Exact`` on an
 ONNX MLP, and ``scipy.stats`` for the t quantile.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -22,6 +21,7 @@ from modelgate.reports.waterfall import _draw, uncertain_sign
 from skl2onnx import convert_sklearn
 from skl2onnx.common.data_types import FloatTensorType
 from sklearn.neural_network import MLPClassifier
+from support.shapley_oracle import brute_force_shapley
 
 
 def _numeric_model(m: int, seed: int):
@@ -38,29 +38,7 @@ def _numeric_model(m: int, seed: int):
     return predict, names
 
 
-def _brute_force(predict, rows: pd.DataFrame, bg: pd.DataFrame, names: list[str]) -> np.ndarray:
-    """phi_i = sum over S not holding i of |S|! (M-|S|-1)! / M! (v(S + i) - v(S)),
-    v(S) = mean over background rows b of f(x_S, b_rest)."""
-    m = len(names)
-    out = np.zeros((len(rows), m))
-    xb = bg[names].to_numpy(dtype=np.float64)
-    for r in range(len(rows)):
-        x = rows[names].to_numpy(dtype=np.float64)[r]
-        subsets = list(itertools.product([False, True], repeat=m))
-        masked = np.concatenate([np.where(np.array(s), x, xb) for s in subsets])
-        v = predict(pd.DataFrame(masked, columns=names)).reshape(len(subsets), len(xb)).mean(axis=1)
-        value = dict(zip(subsets, v, strict=True))
-        for s in subsets:
-            size = sum(s)
-            for i in range(m):
-                if not s[i]:
-                    with_i = s[:i] + (True,) + s[i + 1:]
-                    weight = math.factorial(size) * math.factorial(m - size - 1) / math.factorial(m)
-                    out[r, i] += weight * (value[with_i] - value[s])
-    return out
-
-
-def test_auto_is_exact_at_11_features_and_equals_brute_force() -> None:
+def test_auto_is_exact_at_11_features_and_equalsbrute_force_shapley() -> None:
     predict, names = _numeric_model(11, seed=1)
     rng = np.random.default_rng(2)
     rows = pd.DataFrame(rng.normal(size=(2, 11)), columns=names)
@@ -68,7 +46,7 @@ def test_auto_is_exact_at_11_features_and_equals_brute_force() -> None:
     ex = explain(predict, rows, bg, features=names)
     assert ex.algorithm == "exact" and ex.budget.evaluations_per_row == 2**11
     np.testing.assert_array_equal(ex.standard_errors, 0.0)
-    np.testing.assert_allclose(ex.values, _brute_force(predict, rows, bg, names), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ex.values, brute_force_shapley(predict, rows, bg, names), rtol=0, atol=1e-12)
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +96,7 @@ def test_standard_errors_cover_the_exact_values() -> None:
     rng = np.random.default_rng(5)
     rows = pd.DataFrame(rng.normal(size=(3, 11)), columns=names)
     bg = pd.DataFrame(rng.normal(size=(8, 11)), columns=names)
-    exact = _brute_force(predict, rows, bg, names)
+    exact = brute_force_shapley(predict, rows, bg, names)
     z = []
     for seed in range(25):
         est = explain(predict, rows, bg, features=names, algorithm="permutation", n_permutations=10,

@@ -1,4 +1,7 @@
-"""SHAP for multiclass (predicted class or a chosen class) and regression ONNX models."""
+"""SHAP for multiclass (predicted class or a chosen class) and regression ONNX models.
+
+Oracles: Shapley's definition (``support/shapley_oracle.py``), and shap's Exact explainer in
+the e2e tier; the linear closed form for the regression model."""
 
 from __future__ import annotations
 
@@ -8,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import shap
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/support/model_zoo.py
 from modelgate.reports.explanation import explain, explain_class  # noqa: E402
 from support.model_zoo import FEATURES, build  # noqa: E402
+from support.shapley_oracle import brute_force_shapley  # noqa: E402
 
 from modelgate.onnx.artifact import package, verify  # noqa: E402
 from modelgate.onnx.scoring import ModelScorer, SessionSettings, open_session  # noqa: E402
@@ -23,16 +26,20 @@ def _scorer(name: str, tmp_path: Path) -> ModelScorer:
     return open_session(verify(archive), SessionSettings(provider="cpu", intra_op_threads=1))
 
 
-def _shap_exact(predict, rows: pd.DataFrame, bg: pd.DataFrame) -> shap.Explanation:
+def _shap_exact(predict, rows: pd.DataFrame, bg: pd.DataFrame, names: list[str]) -> np.ndarray:
+    import shap  # the e2e tier's oracle: its numba kernels compile for seconds in each process
+
     def model(x: np.ndarray) -> np.ndarray:
-        return predict(pd.DataFrame(x, columns=list(FEATURES)))
+        return predict(pd.DataFrame(x, columns=names))
 
-    masker = shap.maskers.Independent(bg[list(FEATURES)].to_numpy(), max_samples=len(bg))
-    return shap.explainers.Exact(model, masker)(rows[list(FEATURES)].to_numpy())
+    masker = shap.maskers.Independent(bg[names].to_numpy(), max_samples=len(bg))
+    return shap.explainers.Exact(model, masker)(rows[names].to_numpy()).values
 
 
+@pytest.mark.parametrize("oracle", [pytest.param(brute_force_shapley, id="definition"),
+                                    pytest.param(_shap_exact, id="shap-exact", marks=pytest.mark.e2e)])
 @pytest.mark.parametrize("name", ["lightgbm-3-class", "sklearn-3-class"])
-def test_multiclass_explains_each_rows_predicted_class(name: str, tmp_path: Path) -> None:
+def test_multiclass_explains_each_rows_predicted_class(name: str, oracle, tmp_path: Path) -> None:
     scorer, frame = _scorer(name, tmp_path), build(name).frame
     rows, bg = frame.iloc[:12], frame.iloc[200:240]
     ex, explained = explain_class(scorer.predict_class_proba, rows, bg, features=FEATURES,
@@ -43,9 +50,9 @@ def test_multiclass_explains_each_rows_predicted_class(name: str, tmp_path: Path
     np.testing.assert_allclose(ex.model_output, proba[np.arange(len(rows)), explained], atol=1e-12)
     assert np.abs(ex.base_values + ex.values.sum(axis=1) - ex.model_output).max() <= 1e-6
     for k in np.unique(explained):
-        theirs = _shap_exact(lambda f, k=k: scorer.predict_class_proba(f)[:, k],
-                             rows[explained == k], bg)
-        np.testing.assert_allclose(ex.values[explained == k], theirs.values, atol=1e-9)
+        theirs = oracle(lambda f, k=k: scorer.predict_class_proba(f)[:, k],
+                        rows[explained == k], bg, list(FEATURES))
+        np.testing.assert_allclose(ex.values[explained == k], theirs, atol=1e-9)
 
 
 def test_multiclass_explains_a_chosen_class(tmp_path: Path) -> None:

@@ -20,9 +20,10 @@ EXECUTOR = "modelgate.local_executor.PreloadingLocalExecutor"
 def test_airflow_loads_it_and_it_preloads_before_forking_its_workers(tmp_path: Path) -> None:
     """In a fresh interpreter: Airflow's loader resolves the setting to the class; loading it
     imports no pipeline module; each worker, once forked, already holds every preloaded module
-    (a worker reports its own ``sys.modules`` through a pipe before it takes work)."""
+    (a worker reports its own ``sys.modules`` through a pipe before it takes work; a worker
+    that dies first, or none that reports within a minute, fails the test with what is known)."""
     code = f"""
-import os, sys
+import os, select, sys
 from airflow.executors import local_executor
 from airflow.executors.executor_loader import ExecutorLoader
 cls, _ = ExecutorLoader.import_default_executor_cls()
@@ -40,9 +41,13 @@ local_executor._run_worker = reporting_worker
 executor = cls(parallelism=2)
 assert executor.is_mp_using_fork
 executor.start()
-report = os.fdopen(read).readline().strip()  # the first worker's
+os.close(write)  # the workers hold the pipe open now: if every one dies unheard, read sees its end
+ready, _, _ = select.select([read], [], [], 60)
+if not ready:
+    sys.exit("no worker reported within 60 s; alive: " + repr([w.is_alive() for w in executor.workers]))
+report = os.fdopen(read).readline().strip()  # the first worker's ('' when every worker died first)
 print("worker reports:", report)
-assert report == "[]", report
+assert report == "[]", report or "every worker died before it reported"
 assert len(executor.workers) == 2
 executor.end()
 """

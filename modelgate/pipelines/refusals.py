@@ -13,6 +13,7 @@ made before any run row exists.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,10 +46,14 @@ def refusal_types() -> tuple[type[BaseException], ...]:
     from modelgate.config import ConfigError
     from modelgate.evaluation import PolicyError
     from modelgate.json_input import JsonInputError
-    from modelgate.onnx.feeds import UnscorableRows
     from modelgate.store.models import RegistryError
 
-    return (InputRefused, RegistryError, PolicyError, ConfigError, JsonInputError, UnscorableRows)
+    types: tuple[type[BaseException], ...] = (InputRefused, RegistryError, PolicyError, ConfigError,
+                                              JsonInputError)
+    # rows refused by scoring: only a process that loaded the feeds (pandas, ONNX Runtime) can
+    # have raised one, so a task failing before it scored anything does not import them here
+    feeds = sys.modules.get("modelgate.onnx.feeds")
+    return types if feeds is None else (*types, feeds.UnscorableRows)
 
 
 def check_dataset_uri(dataset_uri: object, *, name: str = "dataset") -> str:

@@ -179,6 +179,21 @@ def test_the_pipelines_own_refusals_are_refusals() -> None:
     assert not isinstance(RuntimeError("working, then failed"), refusal_types())
 
 
+def test_rows_scoring_refused_are_refusals_without_importing_scoring_on_other_failures(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scoring's refused rows are a refusal; a task that fails before it loaded the feeds
+    (pandas, ONNX Runtime) cannot have raised one, and its failure does not import them."""
+    import sys
+
+    from modelgate.onnx.feeds import UnscorableRows
+    from modelgate.pipelines.refusals import refusal_types
+
+    assert isinstance(UnscorableRows("column 'x': 1 row is NaN (first: row 0)"), refusal_types())
+    monkeypatch.delitem(sys.modules, "modelgate.onnx.feeds")
+    assert UnscorableRows not in refusal_types()
+    assert "modelgate.onnx.feeds" not in sys.modules
+
+
 def test_held_out_rows_the_model_cannot_score_fail_the_score_task_once(
         ctx: Context, in_airflow_task: None, tmp_path: Path) -> None:
     """Infinite values in a feature (which no footer counts) were retried by Airflow and

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.special import ndtri
 
-from .gap_intervals import UPPER_SHARE, gap_interval
+from .gap_intervals import end_shares, gap_interval
 from .metrics import GAP_RATE, family_counts, gap_members
 
 __all__ = ["DRAWS", "scale_to_clear_if_equal"]
@@ -71,12 +71,12 @@ def scale_to_clear_if_equal(counts: npt.ArrayLike, included: npt.ArrayLike, gap:
 
     Examples
     --------
-    Three groups of 70 rows, the same rates: about 27 times the data puts the
+    Three groups of 70 rows, the same rates: about 32 times the data puts the
     selection-rate gap's upper end below 0.05 in half the samples.
 
     >>> counts = [[40, 10, 5, 15]] * 3
     >>> round(scale_to_clear_if_equal(counts, [True] * 3, "demographic_parity_difference", 0.05))
-    27
+    32
     """
     table = np.asarray(counts, dtype=np.int64)
     kept = np.asarray(included, dtype=bool)
@@ -89,7 +89,8 @@ def scale_to_clear_if_equal(counts: npt.ArrayLike, included: npt.ArrayLike, gap:
         if members.sum() < 2 or x.sum() <= 0 or x.sum() >= n.sum():
             return None
         families.append((x.sum() / n.sum(), n))
-    z_upper = float(ndtri(1.0 - UPPER_SHARE * (1.0 - confidence_level)))
+    upper_share = end_shares(min(n.size for _, n in families))[1]
+    z_upper = float(ndtri(1.0 - upper_share * (1.0 - confidence_level)))
     rng_state = np.random.default_rng(_SEED).bit_generator.state
 
     def median_upper(scale: float) -> float:

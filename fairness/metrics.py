@@ -32,9 +32,10 @@ Intervals
 ---------
 Each gap's interval is built from the group counts by :mod:`modelgate.fairness.gap_intervals`.
 The upper end is the farthest end of any pair's Newcombe hybrid score interval at the one-pair
-point (it lies below the gap in at most 2 % of samples at 95 %).  The lower end is the smallest
-gap ``t`` that a test of ``gap <= t`` at 4 % does not reject, each test a parametric bootstrap
-at the group rates fitted under it (0 when equal rates are not rejected).  The equalized-odds
+point (it lies below the gap in at most 2 % of samples at 95 % with two groups, 1 % with more).
+The lower end is 0 when a test of equal rates at 4 % does not reject them, else the smallest
+gap ``t`` that a test of ``gap <= t`` at 4 % (two groups) or 5 % (more) does not reject, each
+test a parametric bootstrap at the group rates fitted under it.  The equalized-odds
 difference is the largest difference over the TPR and FPR pairs together;
 ``tpr_fpr_gap_sum`` adds the two families' ends at level ``1 - (1 - confidence_level) / 2``
 each.  Unlike the percentile bootstrap used before (issue #38), the interval reaches 0 when

@@ -116,6 +116,20 @@ def test_lower_end_is_where_the_exact_test_stops_rejecting() -> None:
     assert high > 0.05  # a 4/4 group against 1/5: the inversion leaves 0
 
 
+def test_the_gap_0_has_its_own_level() -> None:
+    """95, 75 and 75 of 150: the hypothesis of no gap has a mid-p value between 4 % and 5 %, so
+    the lower end leaves 0 at 5 % and stays there when the gap 0 is tested at 4 % (the
+    intervals test it at 0.8 alpha, every other gap at alpha from three groups on); with the
+    same level for both it is the one-level inversion."""
+    family = [([95, 75, 75], [150, 150, 150])]
+    assert 0.04 < gap_p_value(family, 0.0, 0.04) <= 0.05
+    assert lower_end(family, 0.05) > 0.0
+    assert lower_end(family, 0.05, null_tail=0.04) == 0.0
+    assert lower_end(family, 0.05, null_tail=0.05) == lower_end(family, 0.05)
+    low, high = lower_end_bracket([[(95, 150), (75, 150), (75, 150)]], 0.05, null_tail=0.04)
+    assert low <= 0.0 <= high  # the oracle may call it either way this near its level
+
+
 def test_one_group_against_an_undefined_rate_solves_a_quartic_by_hand() -> None:
     """Group a has 3 of 4, b no trials (rate 0 under the zero convention).  Under ``gap <= t``
     the window starts at 0, a's rate is t (on the edge), and the statistic is a's Wilson lower
@@ -150,7 +164,9 @@ def _assert_ends(got: tuple[float, float], families: list[list[tuple[int, int]]]
     """Upper end exactly the pairs' farthest end; lower end within the bracket of the oracle's
     test inversion (tests/support/gap_oracles.py)."""
     assert got[1] == pytest.approx(gap_upper_end(families, level), abs=1e-12), name
-    low, high = lower_end_bracket(families, 0.8 * (1 - level))
+    # four groups: the gap 0 tested at 0.8 alpha, every other gap at alpha, the upper end at
+    # 0.2 alpha (gap_intervals.NULL_SHARE, MANY_SHARES)
+    low, high = lower_end_bracket(families, 1 - level, null_tail=0.8 * (1 - level))
     assert low <= got[0] <= high, (name, got, (low, high))
 
 
@@ -169,7 +185,8 @@ def test_every_gap_interval_against_the_test_inversion_written_out(level: float)
         e = got[name]
         _assert_ends((e.ci_lower, e.ci_upper), families, level, name)
         assert e.ci_lower <= e.value <= e.ci_upper, name
-    half = [lower_end_bracket([fam[r]], 0.8 * (1 - level) / 2) for r in ("tpr", "fpr")]
+    half = [lower_end_bracket([fam[r]], (1 - level) / 2, null_tail=0.8 * (1 - level) / 2)
+            for r in ("tpr", "fpr")]
     total = got["tpr_fpr_gap_sum"]
     assert half[0][0] + half[1][0] <= total.ci_lower <= half[0][1] + half[1][1]
     assert total.ci_upper == pytest.approx(
@@ -253,7 +270,8 @@ def test_modified_wilson_covers_a_rate_near_1_where_wilson_does_not(n: int, rate
 def test_zero_convention_counts_an_undefined_rate_as_exactly_0() -> None:
     """undefined_rates="zero": group b has no positives, so its TPR is 0 with the interval
     [0, 0]; the TPR gap's upper end is then a's Wilson upper end at the one-sided 98 % point,
-    and its lower end the quartic's root of the test above (3 of 4 against a fixed 0)."""
+    and its lower end the quartic's root of the test above (3 of 4 against a fixed 0): two
+    groups, so the ends' shares are 0.8 and 0.4 of 5 %."""
     report = fairness_report([1, 1, 1, 1, 0, 0, 0, 0], [1, 1, 1, 0, 0, 1, 0, 0],
                              ["a"] * 4 + ["b"] * 4, sensitive_feature="g", undefined_rates="zero")
     tpr = report.by_name()["tpr_gap"]

@@ -184,23 +184,38 @@ LIBRARY_DRAWS = 2048
 
 def lower_end_bracket(families: list[list[tuple[int, int]]], tail: float,
                       p_value: Callable[..., float] = monte_carlo_mid_p,
-                      oracle_draws: int = 10_000) -> tuple[float, float]:
+                      oracle_draws: int = 10_000, null_tail: float | None = None
+                      ) -> tuple[float, float]:
     """Where the lower end of a test inversion at ``tail`` may lie given the Monte Carlo
     error of a 2,048-draw p-value and the oracle's own: the oracle's inversions at
     ``tail -+ 3`` combined standard errors (the statistic's z fixed at ``Phi^-1(1 - tail)``),
-    widened by the library's bisection step (2**-10, erring low)."""
+    widened by the library's bisection step (2**-10, erring low).  With ``null_tail`` the
+    gap 0 is tested first at that level (its own z): the end is 0 where that test surely does
+    not reject, and may be 0 where it may not."""
+    def spread_at(level: float) -> float:
+        return 3 * math.sqrt(level * (1 - level) * (1 / LIBRARY_DRAWS + 1 / oracle_draws))
+
     z = float(norm.ppf(1 - tail))
-    spread = 3 * math.sqrt(tail * (1 - tail) * (1 / LIBRARY_DRAWS + 1 / oracle_draws))
+    spread = spread_at(tail)
     top = max(max(x / n for x, n in f if n) - min(x / n if n else 0.0 for x, n in f)
               for f in families)
     ends = [inverted_lower_end(lambda w: p_value(families, w, z), tail + sign * spread, top)
             for sign in (-1, 1)]
-    return ends[0] - 2.0**-10 - 1e-5, ends[1] + 2e-5
+    low, high = ends[0] - 2.0**-10 - 1e-5, ends[1] + 2e-5
+    if null_tail is not None:
+        at_zero = p_value(families, 0.0, float(norm.ppf(1 - null_tail)))
+        if at_zero > null_tail + spread_at(null_tail):
+            return 0.0, 0.0
+        if at_zero > null_tail - spread_at(null_tail):
+            low = 0.0
+    return low, high
 
 
 def gap_upper_end(families: list[list[tuple[int, int]]], level: float,
-                  upper_share: float = 0.4) -> float:
+                  upper_share: float | None = None) -> float:
     """The farthest pair end over the families at the one-sided point of ``upper_share (1 -
-    level)``."""
+    level)``; by default 0.4 of it for two groups and 0.2 for more (the fewest in a family)."""
+    if upper_share is None:
+        upper_share = 0.4 if min(len(f) for f in families) <= 2 else 0.2
     z_up = float(norm.ppf(1 - upper_share * (1 - level)))
     return max(gap_by_hand(f, z_up, z_up)[1] for f in families)

@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python -m bench.gap_floor
     .venv/bin/python -m bench.gap_floor --groups 10 --samples 400000
+    .venv/bin/python -m bench.gap_floor --groups 10 --level 0.05 --upper-level 0.01  # shares now
 
 The model: ``K`` group estimates ``x_k ~ N(mu_k, 1)`` (one standard error a unit), the gap
 ``max mu - min mu = t``.  A lower end that misses the gap in at most 4 % of samples must hold
@@ -115,11 +116,17 @@ def window_distance(x: np.ndarray, t: float) -> np.ndarray:
 
 
 def main() -> None:
+    global LEVEL, UPPER_LEVEL  # union_rejection and the floors read them
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--groups", type=int, nargs="+", default=[3, 5, 10])
     parser.add_argument("--gaps", type=float, nargs="+", default=[0.5, 0.93, 1.3, 1.85, 2.6, 3.7])
     parser.add_argument("--samples", type=int, default=100_000)
+    parser.add_argument("--level", type=float, default=LEVEL,
+                        help="the lower end's miss share (0.05 from three groups on since 2026-12-06)")
+    parser.add_argument("--upper-level", type=float, default=UPPER_LEVEL,
+                        help="the upper end's (0.01 from three groups on since 2026-12-06)")
     args = parser.parse_args()
+    LEVEL, UPPER_LEVEL = args.level, args.upper_level
     rng = np.random.default_rng(20261207)
     print("| K | gap (SE) | statistic | least favourable | one apart rejected (the lower end's "
           "miss) | range below the gap | coverage at least | inverted upper end misses | "
@@ -143,14 +150,14 @@ def main() -> None:
                 points = {name: float(np.quantile(v, 1.0 - LEVEL)) for name, v in values.items()}
                 worst = max(points, key=points.__getitem__)
                 rejected = float((values[f"split 1/{k - 1}"] > points[worst]).mean())
-                floor = 1.0 - rejected - min(0.02, below)
+                floor = 1.0 - rejected - min(UPPER_LEVEL, below)
                 print(f"| {k} | {t:g} | {label} | {worst} | {rejected:.1%} | {below:.2%} | "
                       f"{floor:.1%} | {upper_miss:.1%} | {1.0 - rejected - upper_miss:.1%} |",
                       flush=True)
             rejected, worst = union_rejection({n: np.ptp(x, axis=1) for n, x in every.items()},
                                               {n: one_vs_rest(x) for n, x in every.items()},
                                               f"split 1/{k - 1}", t)
-            floor = 1.0 - rejected - min(0.02, below)
+            floor = 1.0 - rejected - min(UPPER_LEVEL, below)
             print(f"| {k} | {t:g} | range or one-vs-rest | {worst} | {rejected:.1%} | "
                   f"{below:.2%} | {floor:.1%} | {upper_miss:.1%} | "
                   f"{1.0 - rejected - upper_miss:.1%} |", flush=True)

@@ -282,7 +282,8 @@ def run(method: str, k: int, n_rows: int, base: float, delta: float, simulations
         lo, hi = min(lo, point), (hi if method in UNWIDENED_UPPER else max(hi, point))
         tally += (truth < lo, truth > hi, lo > 0.03)
         used += 1
-    return tuple(tally / max(used, 1))  # type: ignore[return-value]
+    below, above, breach = (float(v) for v in tally / max(used, 1))
+    return below, above, breach
 
 
 def main() -> None:

@@ -70,7 +70,7 @@ def one_apart_rates(x: np.ndarray, n: np.ndarray, width: float, apart: np.ndarra
     return np.clip(np.where(on_top, low + width, low), 0.0, 1.0)
 
 
-def _mid_p(null: np.ndarray, observed: np.ndarray) -> np.ndarray:
+def _mid_p(null: np.ndarray, observed: np.ndarray | float) -> np.ndarray:
     ordered = np.sort(null)
     right = np.searchsorted(ordered, observed, side="right")
     left = np.searchsorted(ordered, observed, side="left")

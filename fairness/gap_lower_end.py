@@ -120,15 +120,19 @@ def lower_end(families: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]], tail: flo
     >>> round(lower_end([([80, 40], [100, 100])], 0.04), 3)
     0.287
     """
-    if null_tail is not None and null_tail != tail and gap_p_value(families, 0.0, null_tail) > null_tail:
-        return 0.0
     counts, z, observed = _observed(families, tail)
+    equal_rates = _null_draws(counts, 0.0)  # the two tests of no gap share one law's draws
+    if null_tail is not None and null_tail != tail:
+        z_null = float(ndtri(1.0 - null_tail))
+        observed_null = max(float(largest_pair_lower_end(x, n, z_null)) for x, n in counts)
+        if _law_mid_p(equal_rates, z_null, observed_null) > null_tail:
+            return 0.0
+    if _law_mid_p(equal_rates, z, observed) > tail:
+        return 0.0
 
     def rejected(width: float) -> bool:
         return _mid_p(counts, width, z, observed) <= tail
 
-    if not rejected(0.0):
-        return 0.0
     low, high = 0.0, max(float(np.ptp(group_rates(x, n))) for x, n in counts)
     if rejected(high):
         return high
@@ -185,13 +189,28 @@ def _observed(families: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]], tail: flo
 def _mid_p(counts: Sequence[tuple[_FloatArray, _FloatArray]], width: float, z: float,
            observed: float) -> float:
     """:func:`gap_p_value` given the statistic's critical value and observed value."""
+    return _law_mid_p(_null_draws(counts, width), z, observed)
+
+
+def _null_draws(counts: Sequence[tuple[_FloatArray, _FloatArray]], width: float
+                ) -> list[tuple[_FloatArray, _FloatArray]]:
+    """Each family's :data:`DRAWS` binomial count tables at the rates of :func:`window_rates`
+    for ``width``, with its trials."""
     u = _uniforms(sum(x.size for x, _ in counts))
-    null = np.full(DRAWS, -np.inf)
-    offset = 0
+    out, offset = [], 0
     for x, n in counts:
-        draws = binomial_draws(u[:, offset:offset + x.size], n, window_rates(x, n, width))
-        null = np.maximum(null, largest_pair_lower_end(draws, n, z))
+        out.append((binomial_draws(u[:, offset:offset + x.size], n, window_rates(x, n, width)), n))
         offset += x.size
+    return out
+
+
+def _law_mid_p(null_draws: Sequence[tuple[_FloatArray, _FloatArray]], z: float,
+               observed: float) -> float:
+    """The mid-p value of the observed statistic among the draws' statistics (the largest
+    over the families)."""
+    null = np.full(DRAWS, -np.inf)
+    for draws, n in null_draws:
+        null = np.maximum(null, largest_pair_lower_end(draws, n, z))
     tie = np.abs(null - observed) <= 1e-12
     return float(((null > observed) & ~tie).mean() + 0.5 * tie.mean())
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from modelgate.fairness import count_draws
 from modelgate.fairness import gap_lower_end as gle
 from modelgate.fairness.score_intervals import group_rates, wilson_reach
 from scipy.special import ndtri
@@ -82,10 +83,10 @@ def union_p_value(x: np.ndarray, n: np.ndarray, width: float, z: float,
     """The min-p value of the union test of ``gap <= width`` (module docstring), given the
     observed pair and one-vs-rest statistics and the one-apart fit's group
     (:func:`apart_group`)."""
-    u = gle._uniforms(x.size)
+    u = count_draws.fixed_uniforms(x.size, gle.DRAWS)
     laws = []
     for rates in (gle.window_rates(x, n, width), one_apart_rates(x, n, width, *apart)):
-        draws = gle.binomial_draws(u, n, rates)
+        draws = count_draws.binomial_draws(u, n, rates)
         laws.append((gle.largest_pair_lower_end(draws, n, z), largest_one_vs_rest_end(draws, n, z)))
 
     def p_pairs(v: np.ndarray | float) -> np.ndarray:
@@ -171,12 +172,12 @@ def joint_union_lower_end(x: np.ndarray, n: np.ndarray, tail: float, balanced: b
         return 0.0
     observed = (float(gle.largest_pair_lower_end(x, n, z)), float(largest_one_vs_rest_end(x, n, z)))
     apart = apart_group(x, n, z)
-    u = gle._uniforms(x.size)
+    u = count_draws.fixed_uniforms(x.size, gle.DRAWS)
 
     def rejected(width: float) -> bool:
         laws = []
         for rates in (gle.window_rates(x, n, width), one_apart_rates(x, n, width, *apart)):
-            draws = gle.binomial_draws(u, n, rates)
+            draws = count_draws.binomial_draws(u, n, rates)
             laws.append((gle.largest_pair_lower_end(draws, n, z),
                          largest_one_vs_rest_end(draws, n, z)))
         c_a, c_b = joint_critical_values(laws, tail, balanced)

@@ -22,6 +22,7 @@ configurations (a least-favourable choice over a handful, not a supremum over al
 from __future__ import annotations
 
 import numpy as np
+from modelgate.fairness import count_draws
 from modelgate.fairness import gap_lower_end as gle
 from modelgate.fairness.score_intervals import group_rates
 
@@ -79,10 +80,10 @@ def upper_p_value(x: np.ndarray, n: np.ndarray, width: float) -> float:
 def _p_value(x: np.ndarray, n: np.ndarray, pairs: set[tuple[int, int]], width: float) -> float:
     """:func:`upper_p_value` given groups with trials and their pairs."""
     observed = float(np.ptp(x / n))
-    u = gle._uniforms(x.size)
+    u = count_draws.fixed_uniforms(x.size, gle.DRAWS)
     worst = 0.0
     for rates in _configurations(x, n, pairs, width):
-        null = _range(gle.binomial_draws(u, n, rates), n)
+        null = _range(count_draws.binomial_draws(u, n, rates), n)
         tie = np.abs(null - observed) <= 1e-12
         worst = max(worst, float(((null < observed) & ~tie).mean() + 0.5 * tie.mean()))
     return worst

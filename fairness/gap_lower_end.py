@@ -64,16 +64,16 @@ References
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import bdtr, gammaln, ndtri, xlog1py, xlogy
+from scipy.special import ndtri
 
+from .count_draws import binomial_draws, fixed_uniforms
 from .score_intervals import group_rates, wilson_reach
 
-__all__ = ["DRAWS", "EDGE_SLACK", "binomial_draws", "gap_p_value", "largest_pair_lower_end",
-           "lower_end", "window_rates"]
+__all__ = ["DRAWS", "EDGE_SLACK", "gap_p_value", "largest_pair_lower_end", "lower_end",
+           "window_rates"]
 
 _FloatArray = npt.NDArray[np.float64]
 
@@ -81,8 +81,7 @@ _FloatArray = npt.NDArray[np.float64]
 # A group whose fitted rate lies within this many standard errors of an edge of the window is
 # put on that edge (moment selection; module docstring).
 EDGE_SLACK = 2.0
-DRAWS = 2048  # binomial draws per tested width
-_SEED = 20261206
+DRAWS = 2048  # count tables drawn per tested width
 _TOLERANCE = 2.0 ** -10  # the lower end's bisection, on the rate scale (it errs low by less)
 _GRID = 401  # window positions tried per fit, then as many again around the best
 
@@ -196,7 +195,7 @@ def _null_draws(counts: Sequence[tuple[_FloatArray, _FloatArray]], width: float
                 ) -> list[tuple[_FloatArray, _FloatArray]]:
     """Each family's :data:`DRAWS` binomial count tables at the rates of :func:`window_rates`
     for ``width``, with its trials."""
-    u = _uniforms(sum(x.size for x, _ in counts))
+    u = fixed_uniforms(sum(x.size for x, _ in counts), DRAWS)
     out, offset = [], 0
     for x, n in counts:
         out.append((binomial_draws(u[:, offset:offset + x.size], n, window_rates(x, n, width)), n))
@@ -341,59 +340,3 @@ def _best_position(x: _FloatArray, n: _FloatArray, p: _FloatArray, width: float,
     q = np.clip(q, 1e-12, 1.0 - 1e-12)
     loglik = (x * np.log(q) + (n - x) * np.log1p(-q)).sum(axis=1)
     return float(positions[int(np.argmax(loglik))])
-
-
-def binomial_draws(uniforms: npt.ArrayLike, trials: npt.ArrayLike, rates: npt.ArrayLike
-                   ) -> _FloatArray:
-    """Binomial counts ``F^-1(u)`` for each column's trials and rate, from given uniforms.
-
-    The quantile function is read off each group's distribution function over its mean
-    plus or minus 12 standard deviations (and 12 counts): exact unless a uniform lies in a
-    tail of probability below 1e-30.
-
-    Parameters
-    ----------
-    uniforms : array_like, shape (draws, K)
-    trials, rates : array_like, shape (K,)
-
-    Returns
-    -------
-    ndarray of shape (draws, K)
-
-    Examples
-    --------
-    >>> binomial_draws([[0.1, 0.5], [0.9, 0.999]], [10, 10], [0.5, 0.0]).tolist()
-    [[3.0, 0.0], [7.0, 0.0]]
-    """
-    u = np.asarray(uniforms, dtype=np.float64)
-    n = np.asarray(trials, dtype=np.float64)
-    q = np.asarray(rates, dtype=np.float64)
-    mean, sd = n * q, np.sqrt(n * q * (1.0 - q))
-    first = np.maximum(0.0, np.floor(mean - 12.0 * sd - 12.0))
-    last = np.minimum(n, np.ceil(mean + 12.0 * sd + 12.0))
-    counts = first[:, None] + np.arange(int((last - first).max()) + 1)[None, :]  # (K, width)
-    k, trials, rate = np.minimum(counts, n[:, None]), n[:, None], q[:, None]
-    # the distribution function at the window's first count (the incomplete beta function),
-    # then the probabilities above it from the log-gamma form: one special function a group
-    log_pmf = (gammaln(trials + 1.0) - gammaln(k + 1.0) - gammaln(trials - k + 1.0)
-               + xlogy(k, rate) + xlog1py(trials - k, -rate))
-    steps = np.where(counts[:, 1:] <= n[:, None], np.exp(log_pmf[:, 1:]), 0.0)
-    cdf = np.concatenate([bdtr(k[:, :1], trials, rate), steps], axis=1).cumsum(axis=1)
-    cdf = np.where(counts >= n[:, None], 1.0, cdf)
-    out = np.empty(u.shape)
-    for g in range(u.shape[1]):
-        at = np.minimum(np.searchsorted(cdf[g], u[:, g], side="left"), counts.shape[1] - 1)
-        out[:, g] = np.minimum(counts[g, at], n[g])
-    return out
-
-
-@lru_cache(maxsize=64)
-def _uniforms(groups: int) -> _FloatArray:
-    """``(DRAWS, groups)`` points of a scrambled Sobol sequence of a fixed seed: the same on
-    every call, and their tail shares closer to the law's than as many pseudo-random draws
-    (all samples share these draws, so their error would be a bias)."""
-    from scipy.stats import qmc
-
-    u = qmc.Sobol(groups, scramble=True, seed=_SEED).random(DRAWS)
-    u.setflags(write=False)
-    return u

@@ -21,11 +21,12 @@ method 10 [1]_: the two groups' Wilson score intervals [2]_ combined as
 (unknown, fixed) pair, and the upper end lies below it only if that pair's interval does: at
 most that share of samples, less when several pairs share the gap.
 
-**Lower end**: 0 when a parametric bootstrap test of no gap at level ``0.8 alpha`` does not
-reject it, else the smallest gap ``t`` whose hypothesis ``gap <= t`` the test does not reject
-at ``0.8 alpha`` for two groups and ``alpha`` for three or more, its law drawn at the rates
-fitted under the hypothesis (:func:`~modelgate.fairness.gap_lower_end.lower_end`; the test and
-why it is built so are in :mod:`modelgate.fairness.gap_lower_end`).
+**Lower end**: 0 when a permutation test of no gap at level ``0.8 alpha`` (its law that of
+the tables with the observed totals) does not reject it, else the smallest gap ``t`` whose
+hypothesis ``gap <= t`` a parametric bootstrap test does not reject at ``0.8 alpha`` for two
+groups and ``alpha`` for three or more, its law drawn at the rates fitted under the hypothesis
+(:func:`~modelgate.fairness.gap_lower_end.lower_end`; the tests and why they are built so are
+in :mod:`modelgate.fairness.gap_lower_end`).
 
 The equalized-odds difference ``max(tpr_gap, fpr_gap)`` is the largest difference over the
 pairs of two independent families (TPR counts and FPR counts): its statistic is the largest

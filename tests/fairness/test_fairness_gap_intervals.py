@@ -2,13 +2,14 @@
 against formulas and tests written out here: Wilson's score interval (Wilson 1927; Newcombe
 1998 eq. for method 3), Newcombe's hybrid score interval for a difference of independent
 proportions (method 10), the fitted window rates against Brent's search on the likelihood, the
-bootstrap p-value against the exact binomial law of tiny groups (every count table
-enumerated), the lower end against the oracle's own test inversion and a quartic solved by
-hand.  Plus the boundary behaviour the gate relies on: no
-gap -> lower end 0; the breach count of seeded null draws within a binomial bound."""
+p-value against the exact law of tiny groups (every count table enumerated: binomial at the
+fitted rates, or with the observed total for no gap), the lower end against the oracle's own
+test inversion and a quartic solved by hand.  Plus the boundary behaviour the gate relies on:
+no gap -> lower end 0; the breach count of seeded null draws within a binomial bound."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -30,6 +31,7 @@ from support.gap_oracles import (
     lower_end_bracket,
     modified_wilson,
     newcombe,
+    pair_lower_max,
     wilson,
     window_fit,
 )
@@ -109,11 +111,30 @@ def test_two_families_p_value_matches_the_exact_law() -> None:
 
 
 def test_lower_end_is_where_the_exact_test_stops_rejecting() -> None:
-    groups = TINY[0]
+    groups = [(6, 6), (1, 6), (3, 6)]
     got = lower_end([([x for x, _ in groups], [n for _, n in groups])], 0.04)
     low, high = lower_end_bracket([groups], 0.04, p_value=exact_mid_p, oracle_draws=10**12)
     assert low <= got <= high
-    assert high > 0.05  # a 4/4 group against 1/5: the inversion leaves 0
+    assert high > 0.05  # a 6/6 group against 1/6: equal rates rejected, the inversion leaves 0
+
+
+def test_no_gap_is_tested_by_permutation_where_the_pooled_rate_would_reject() -> None:
+    """4 of 4, 1 of 5 and 3 of 6: the tables with 8 successes in all give the hypothesis of
+    equal rates a mid-p value of 0.054 (enumerated); drawn at the pooled rate 8/15 it would be
+    rejected at 4 %.  The lower end stays 0."""
+    groups = TINY[0]
+    z = float(norm.ppf(0.96))
+    assert exact_mid_p([groups], 0.0, z) == pytest.approx(0.054, abs=5e-4)
+    observed, above, tie = pair_lower_max(groups, z), 0.0, 0.0
+    for xs in itertools.product(range(5), range(6), range(7)):  # every table, at the pooled rate
+        weight = math.prod(float(binom.pmf(x, n, 8 / 15)) for x, (_, n) in zip(xs, groups, strict=True))
+        stat = pair_lower_max(list(zip(xs, (4, 5, 6), strict=True)), z)
+        tie += weight * (abs(stat - observed) <= 1e-12)
+        above += weight * (stat > observed + 1e-12)
+    assert above + tie / 2 == pytest.approx(0.0355, abs=5e-4)
+    family = [([x for x, _ in groups], [n for _, n in groups])]
+    assert lower_end(family, 0.04) == 0.0
+    assert gap_p_value(family, 0.0, 0.04) > 0.04
 
 
 def test_the_gap_0_has_its_own_level() -> None:

@@ -4,7 +4,8 @@ fairness/score_intervals.py, gap_intervals.py and gap_lower_end.py: Wilson's sco
 interval for a difference of independent proportions (Newcombe 1998, method 10), a gap's upper
 end over the pairs, and the lower end's test inversion: the window fit by Brent's search, the
 p-value by enumerating every count table (tiny groups) or by plain pseudo-random draws, and the
-inversion by bisection."""
+inversion by bisection.  With no gap and few counts the p-value's law is the tables with the
+observed total (a permutation test), by enumeration or numpy's multivariate hypergeometric."""
 
 from __future__ import annotations
 
@@ -119,19 +120,46 @@ def window_fit(groups: list[tuple[int, int]], width: float, edge_slack: float) -
     return [0.0 if n == 0 else q for (_, n), q in zip(groups, placed(w, marks_at(w)), strict=True)]
 
 
+EXACT_NULL_UP_TO = 1000  # the library's rarer-outcome bound for testing no gap by permutation
+
+
+def by_permutation(family: list[tuple[int, int]], width: float) -> bool:
+    """Whether ``gap <= width`` is tested with the family's total held (no gap, three groups
+    or more, few counts, every group with trials: under the zero convention a group without
+    any has the rate 0)."""
+    successes = sum(x for x, _ in family)
+    return (width == 0.0 and len(family) >= 3 and all(n > 0 for _, n in family)
+            and min(successes, sum(n for _, n in family) - successes) <= EXACT_NULL_UP_TO)
+
+
+def family_tables(family: list[tuple[int, int]], width: float, edge_slack: float
+                  ) -> list[tuple[tuple[int, ...], float]]:
+    """Every count table of one family with its probability under ``gap <= width``: the
+    binomial law at the fitted rates, or at width 0 (few counts) the tables with the observed
+    total, each ``prod C(n_k, x_k) / C(N, S)`` (the multivariate hypergeometric law)."""
+    trials = [n for _, n in family]
+    tables = itertools.product(*(range(n + 1) for n in trials))
+    if by_permutation(family, width):
+        total = sum(x for x, _ in family)
+        whole = math.comb(sum(trials), total)
+        return [(xs, math.prod(math.comb(n, x) for x, n in zip(xs, trials, strict=True)) / whole)
+                for xs in tables if sum(xs) == total]
+    rates = window_fit(family, width, edge_slack)
+    return [(xs, math.prod(float(binom.pmf(x, n, q)) for x, n, q in zip(xs, trials, rates, strict=True)))
+            for xs in tables]
+
+
 def exact_mid_p(families: list[list[tuple[int, int]]], width: float, z: float,
                 edge_slack: float = 2.0) -> float:
-    """Mid-p value of ``gap <= width`` by enumerating every count table (tiny groups only):
-    the binomial law at the fitted rates, the statistic the largest unclipped Newcombe lower end
-    at ``z`` over any family's ordered pairs."""
+    """Mid-p value of ``gap <= width`` by enumerating every count table (tiny groups only),
+    each family's tables by :func:`family_tables`; the statistic the largest unclipped
+    Newcombe lower end at ``z`` over any family's ordered pairs."""
     observed = max(pair_lower_max(f, z) for f in families)
-    flat = [(n, q) for f in families for (_, n), q in zip(f, window_fit(f, width, edge_slack),
-                                                            strict=True)]
     above = tie = 0.0
-    for xs in itertools.product(*(range(n + 1) for n, _ in flat)):
-        weight = math.prod(float(binom.pmf(x, n, q)) for x, (n, q) in zip(xs, flat, strict=True))
-        it = iter(xs)
-        drawn = [[(next(it), n) for _, n in f] for f in families]
+    for combo in itertools.product(*(family_tables(f, width, edge_slack) for f in families)):
+        weight = math.prod(w for _, w in combo)
+        drawn = [list(zip(xs, (n for _, n in f), strict=True))
+                 for (xs, _), f in zip(combo, families, strict=True)]
         stat = max(pair_lower_max(f, z) for f in drawn)
         if abs(stat - observed) <= 1e-12:
             tie += weight
@@ -142,14 +170,18 @@ def exact_mid_p(families: list[list[tuple[int, int]]], width: float, z: float,
 
 def monte_carlo_mid_p(families: list[list[tuple[int, int]]], width: float, z: float,
                       draws: int = 10_000, seed: int = 5, edge_slack: float = 2.0) -> float:
-    """``exact_mid_p`` by plain pseudo-random binomial draws (scipy) for larger counts."""
+    """``exact_mid_p`` by plain pseudo-random draws for larger counts: scipy's binomial, or
+    numpy's multivariate hypergeometric for the tables with the observed total."""
     observed = max(pair_lower_max(f, z) for f in families)
     rng = np.random.default_rng(seed)
     stat = np.full(draws, -np.inf)
     for f in families:
-        q = window_fit(f, width, edge_slack)
         n = np.array([t for _, t in f])
-        x = binom.rvs(n, q, size=(draws, len(f)), random_state=rng)
+        if by_permutation(f, width):
+            x = rng.multivariate_hypergeometric(n, sum(c for c, _ in f), size=draws)
+        else:
+            x = binom.rvs(n, window_fit(f, width, edge_slack), size=(draws, len(f)),
+                          random_state=rng)
         p = np.where(n > 0, x / np.maximum(n, 1), 0.0)
         lower = np.zeros_like(p)
         upper = np.zeros_like(p)

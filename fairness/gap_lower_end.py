@@ -56,10 +56,10 @@ Chosen by simulation (``bench/bench_fairness_coverage.py``, ``bench/gap_candidat
   groups: TPR 0.8-2.0 %, PPV 1.8-2.5 %), and small gaps were covered in up to 98.8 %; by
   permutation TPR 1.4-2.6 %, PPV 2.8-3.1 %, and seven more of the 192 small-gap cells are
   covered in 93-97 %.  Few failures in all still hold the permutation test below its level
-  (a table with one or two failures in all cannot reject).  With two groups the tables with one total are
-  as few as its failures, and the permutation test rejected less than the test at the pooled
-  rate (Fisher's exact test against Barnard's): TPR 0.3 % against 0.8 %, PPV 2.0 % against
-  3.6 % (``bench/RESULTS.md``, "No gap tested by permutation").
+  (a table with one or two failures in all cannot reject).  With two groups the tables with
+  one total are as few as its failures, and the permutation test rejected less than the test
+  at the pooled rate (Fisher's exact test against Barnard's): TPR 0.3 % against 0.8 %, PPV
+  2.0 % against 3.6 % (``bench/RESULTS.md``, "No gap tested by permutation").
 
 Exact or estimated
 ------------------

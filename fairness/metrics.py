@@ -35,8 +35,8 @@ The upper end is the farthest end of any pair's Newcombe hybrid score interval a
 point (it lies below the gap in at most 2 % of samples at 95 % with two groups, 1 % with more).
 The lower end is 0 when a test of equal rates at 4 % does not reject them, else the smallest
 gap ``t`` that a test of ``gap <= t`` at 4 % (two groups) or 5 % (more) does not reject, each
-test a parametric bootstrap at the group rates fitted under it (equal rates: a permutation
-test, the counts drawn with their observed totals).  The equalized-odds
+test a parametric bootstrap at the group rates fitted under it (equal rates, from three groups
+on: a permutation test, the counts drawn with their observed totals).  The equalized-odds
 difference is the largest difference over the TPR and FPR pairs together;
 ``tpr_fpr_gap_sum`` adds the two families' ends at level ``1 - (1 - confidence_level) / 2``
 each.  Unlike the percentile bootstrap used before (issue #38), the interval reaches 0 when

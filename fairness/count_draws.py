@@ -20,7 +20,6 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 from scipy.special import bdtr, gammaln, xlog1py, xlogy
-from scipy.stats import hypergeom
 
 __all__ = ["binomial_draws", "equal_rates_draws", "fixed_uniforms"]
 
@@ -121,6 +120,8 @@ def _hypergeometric_quantiles(u: _FloatArray, population: float, marked: _FloatA
     from ``population`` items of which ``marked`` (one per uniform) are marked."""
     if taken <= 0.0:
         return np.zeros(u.shape)
+    from scipy.stats import hypergeom  # here, not at import: scipy.stats takes about 0.5 s
+
     values, index = np.unique(marked, return_inverse=True)  # one table row per distinct total
     low = np.maximum(0.0, taken - (population - values))
     high = np.minimum(taken, values)

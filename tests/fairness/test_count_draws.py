@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import subprocess
+import sys
 from collections import Counter
 
 import numpy as np
@@ -47,3 +49,12 @@ def test_a_group_without_trials_draws_0_and_the_same_uniforms_give_the_same_tabl
     assert np.array_equal(got, equal_rates_draws(u, [2, 0, 3], [5, 0, 4]))
     assert (equal_rates_draws(u, [0, 0, 0], [5, 1, 4]) == 0).all()
     assert (equal_rates_draws(u, [5, 1, 4], [5, 1, 4]) == [5, 1, 4]).all()
+
+
+def test_importing_the_gap_intervals_leaves_scipy_stats_unloaded() -> None:
+    """scipy.stats costs about half a second to import; the draws load it when they run."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, modelgate.fairness.gap_intervals; "
+                               "print('scipy.stats' in sys.modules)"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "False"

@@ -19,9 +19,10 @@ binomial at the group's rate; the coverage over groups and samples is therefore
 binomial law over the counts whose interval holds ``p``).  Groups without trials have no interval
 and count in neither sum, as in the simulation.
 
-A second table shows why the confident model at ``n = 200`` cannot land in 93-97 %: at a handful
-of trials ``m`` and a rate ``p`` near 1, an interval holds ``p`` either at ``m - 1`` successes (and
-covers at least ``P(X >= m - 1)``) or not (and covers at most ``P(X = m)``); nothing lies between.
+A second table shows why the confident model at ``n = 200`` does not land in 93-97 %: at a
+handful of trials ``m`` and a rate ``p`` near 1, an interval whose ends rise with the count holds
+``p`` either at ``m - 1`` successes (and covers at least ``P(X >= m - 1)``) or not (and covers at
+most ``P(X = m)``); nothing lies between.
 """
 
 from __future__ import annotations

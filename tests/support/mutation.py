@@ -75,6 +75,8 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/fairness/test_fairness_gap_intervals.py",
         "tests/fairness/test_fairness_counts.py",
         "tests/evaluation/test_eval_gate.py",
+        "tests/evaluation/test_eval_gate_inconclusive.py",
+        "tests/evaluation/test_eval_gate_survivors.py",
         "tests/evaluation/test_eval_sufficient.py",
     ),
     "fairness/group_scores.py": (
@@ -124,6 +126,8 @@ TESTS: dict[str, tuple[str, ...]] = {
     ),
     "evaluation/gate.py": (
         "tests/evaluation/test_eval_gate.py",
+        "tests/evaluation/test_eval_gate_inconclusive.py",
+        "tests/evaluation/test_eval_gate_survivors.py",
         "tests/evaluation/test_eval_policy_tasks.py",
         "tests/evaluation/test_sample_size.py",  # the gate's projection of inconclusive checks
     ),
@@ -147,6 +151,8 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_eval_binary_intervals.py",
         "tests/evaluation/test_eval_sufficient.py",
         "tests/evaluation/test_eval_gate.py",
+        "tests/evaluation/test_eval_gate_inconclusive.py",
+        "tests/evaluation/test_eval_gate_survivors.py",
     ),
     "evaluation/binary_inputs.py": (  # split out of metrics.py: the same tests
         "tests/evaluation/test_binary_metrics_by_hand.py",
@@ -178,6 +184,8 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/evaluation/test_eval_policy.py",
         "tests/evaluation/test_eval_policy_diff.py",
         "tests/evaluation/test_eval_gate.py",
+        "tests/evaluation/test_eval_gate_inconclusive.py",
+        "tests/evaluation/test_eval_gate_survivors.py",
         "tests/evaluation/test_eval_policy_tasks.py",
     ),
     "evaluation/policy_fields.py": (  # split out of policy.py: the same tests
@@ -197,6 +205,8 @@ TESTS: dict[str, tuple[str, ...]] = {
     "evaluation/sample_size.py": (
         "tests/evaluation/test_sample_size.py",
         "tests/evaluation/test_eval_gate.py",
+        "tests/evaluation/test_eval_gate_inconclusive.py",
+        "tests/evaluation/test_eval_gate_survivors.py",
     ),
     "evaluation/sufficient.py": (
         "tests/evaluation/test_sufficient_statistics.py",  # first: its small cases kill soonest

@@ -237,6 +237,8 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/reports/test_explain_options.py",  # first: its small cases kill soonest
         "tests/reports/test_explain_survivors.py",
         "tests/reports/test_explain.py",
+        "tests/reports/test_explain_properties_and_checks.py",
+        "tests/reports/test_explain_deduplication.py",
         "tests/reports/test_explain_exact_and_errors.py",
         "tests/reports/test_explain_tasks.py",
     ),
@@ -248,11 +250,15 @@ TESTS: dict[str, tuple[str, ...]] = {
     "reports/explain_estimators.py": (
         "tests/reports/test_explain_estimators_survivors.py",  # first: its small cases kill soonest
         "tests/reports/test_explain.py",
+        "tests/reports/test_explain_properties_and_checks.py",
+        "tests/reports/test_explain_deduplication.py",
         "tests/reports/test_explain_exact_and_errors.py",
     ),
     "reports/explain_masking.py": (
         "tests/reports/test_explain_masking_survivors.py",  # first: its small cases kill soonest
         "tests/reports/test_explain.py",
+        "tests/reports/test_explain_properties_and_checks.py",
+        "tests/reports/test_explain_deduplication.py",
         "tests/reports/test_explain_exact_and_errors.py",
         "tests/reports/test_explain_options.py",  # a feature of tuples
     ),

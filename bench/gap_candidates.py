@@ -84,7 +84,7 @@ def _ends(method: str, x: np.ndarray, n: np.ndarray, alpha_l: float, alpha_u: fl
     z_up = float(ndtri(1 - alpha_u))
     if method == "jeffreys":
         saved = si.wilson_bounds
-        si.wilson_bounds = _jeffreys_bounds  # the pair intervals' one-group interval
+        si.wilson_bounds = jeffreys_bounds  # the pair intervals' one-group interval
         try:
             return _two_step(x, n, alpha_l, alpha_u, slack)
         finally:
@@ -132,7 +132,7 @@ def _ends(method: str, x: np.ndarray, n: np.ndarray, alpha_l: float, alpha_u: fl
     return float(lo), float(hi)
 
 
-def _jeffreys_bounds(successes: np.ndarray, trials: np.ndarray, z: float
+def jeffreys_bounds(successes: np.ndarray, trials: np.ndarray, z: float
                      ) -> tuple[np.ndarray, np.ndarray]:
     """Equal-tailed Jeffreys interval (Beta(x + 1/2, n - x + 1/2) quantiles at Phi(-z), Phi(z);
     0 at x = 0, 1 at x = n; Brown, Cai and DasGupta 2001)."""

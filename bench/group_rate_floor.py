@@ -33,22 +33,13 @@ from collections.abc import Callable
 
 import numpy as np
 from modelgate.fairness.score_intervals import modified_wilson_bounds, wilson_bounds
-from scipy.stats import beta, binom, norm
+from scipy.stats import beta, binom
 
-from bench.bench_fairness_coverage import MODELS, PI, Model, population
+from bench.bench_fairness_coverage import MODELS, PI, Z95, Model, population
+from bench.gap_candidates import jeffreys_bounds
 
-Z95 = float(norm.ppf(0.975))
 ALPHA = 0.05
-RATES = ("TPR", "FPR", "selection", "PPV")
 Ends = tuple[np.ndarray, np.ndarray]
-
-
-def jeffreys(x: np.ndarray, m: np.ndarray) -> Ends:
-    """Equal-tailed Jeffreys interval (Beta(x + 1/2, m - x + 1/2) quantiles), 0 at x = 0 and 1
-    at x = m (Brown, Cai and DasGupta 2001)."""
-    lower = np.where(x <= 0, 0.0, beta.ppf(ALPHA / 2, x + 0.5, m - x + 0.5))
-    upper = np.where(x >= m, 1.0, beta.ppf(1 - ALPHA / 2, x + 0.5, m - x + 0.5))
-    return lower, upper
 
 
 def clopper_pearson(x: np.ndarray, m: np.ndarray) -> Ends:
@@ -85,7 +76,7 @@ def agresti_coull(x: np.ndarray, m: np.ndarray) -> Ends:
 INTERVALS: dict[str, Callable[[np.ndarray, np.ndarray], Ends]] = {
     "modified Wilson (shipped)": lambda x, m: modified_wilson_bounds(x, m, Z95),
     "Wilson": lambda x, m: wilson_bounds(x, m, Z95),
-    "Jeffreys": jeffreys,
+    "Jeffreys": lambda x, m: jeffreys_bounds(x, m, Z95),
     "mid-p": mid_p,
     "Clopper-Pearson": clopper_pearson,
     "Agresti-Coull": agresti_coull,

@@ -3,18 +3,13 @@ verdicts, severities, limits and reasons, and one end-to-end run of the default 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from modelgate.evaluation.gate import decide
 from modelgate.evaluation.metrics import MetricDelta, MetricEstimate, compare, evaluate
 from modelgate.evaluation.policy import default_policy, load_policy
 from modelgate.fairness import FairnessEstimate, FairnessReport, disaggregate, fairness_report
-from support.gate_inputs import est, fair, only
-
-NAN = math.nan
-
+from support.gate_inputs import NAN, est, fair, only
 
 VALUE_CASES = [
     ("lower: 0.7", est("roc_auc", 0.75, 0.68, 0.80), "pass"),

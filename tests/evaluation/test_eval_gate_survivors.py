@@ -12,9 +12,7 @@ from modelgate.evaluation.gate import GateCheck, decide
 from modelgate.evaluation.metrics import MetricDelta
 from modelgate.evaluation.policy import load_policy
 from modelgate.fairness import FairnessEstimate, FairnessReport, disaggregate
-from support.gate_inputs import est, fair
-
-NAN = math.nan
+from support.gate_inputs import NAN, est, fair
 
 
 def test_decide_takes_the_data_by_position_or_keyword_and_deltas_by_keyword_only() -> None:

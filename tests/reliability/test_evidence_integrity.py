@@ -25,6 +25,7 @@ import pandas as pd
 import psycopg2
 import pytest
 from modelgate.evaluation.labels import LabelError
+from support.terminal_signals import TERMINAL_CTRL_C
 
 from modelgate import cli
 from modelgate.cli.runs import run_evaluation_locally
@@ -279,11 +280,8 @@ def test_a_signalled_cli_run_is_recorded_failed(
     # signal landing between the print and the pause() call sets Python's flag but the handler
     # runs only after pause() returns, which it never does (seen once under load). The loop's
     # backward jump runs a pending handler at once, and sleep() is cut short by the signal.
-    # Ctrl-C's handler is set as in a terminal: a suite started in the background (`make test &`,
-    # nohup) hands its children SIGINT ignored, and Python then installs no handler of its own.
-    hooked_cli = (
-        "import signal, time, sys\n"
-        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    hooked_cli = TERMINAL_CTRL_C + (
+        "import time, sys\n"
         "from modelgate import cli\n"
         "from modelgate.pipelines.evaluation import score_step\n"
         "def waits_for_the_signal(ctx, ref):\n"

@@ -23,6 +23,7 @@ import psycopg2
 import pytest
 from conftest import _admin, database_url, pg_admin_url
 from psycopg2.extensions import connection as Connection
+from support.terminal_signals import TERMINAL_CTRL_C
 
 from modelgate.cli import main
 from modelgate.config import ConfigError, Settings
@@ -171,12 +172,7 @@ def test_signal_ends_a_command_waiting_for_the_lock(
     pid = hold_lock(fresh_url)
     env = {**os.environ, "MODELGATE_DATABASE_URL": fresh_url, "MODELGATE_HOME": str(tmp_path),
            "MODELGATE_MIGRATION_WAIT_S": "600"}
-    # Ctrl-C's handler is set as in a terminal: a suite started in the background (`make test &`,
-    # nohup) hands its children SIGINT ignored, and Python then installs no handler of its own.
-    cli = ("import signal, sys\n"
-           "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-           "from modelgate import cli\n"
-           "sys.exit(cli.main(sys.argv[1:]))\n")
+    cli = TERMINAL_CTRL_C + "import sys\nfrom modelgate import cli\nsys.exit(cli.main(sys.argv[1:]))\n"
     proc = subprocess.Popen([sys.executable, "-c", cli, "db", "upgrade"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:

@@ -427,7 +427,12 @@ def _fairness_check(t: FairnessThreshold, feature: str, est: FairnessEstimate | 
                     minima: tuple[int | None, int | None], how: _Judging) -> GateCheck:
     problem = _unusable(t.metric, est, how.interval)
     if problem:
-        return _fairness_row(t, feature, est, how, "fail", f"[{feature}] {problem}", minima)
+        # a gap left with fewer than two groups is most often one whose other groups were
+        # set aside (too small, rate undefined): say which, or "two groups" reads as false
+        left_out = f" Left out: {_excluded_groups_text(est)}." if (
+            isinstance(est, FairnessEstimate) and est.excluded_groups) else ""
+        return _fairness_row(t, feature, est, how, "fail", f"[{feature}] {problem}{left_out}",
+                             minima)
     assert est is not None
     verdict = _verdict(est.value, est.ci_lower, est.ci_upper, None, t.upper, how.interval)
     relation = _relation(verdict, est.value, est.ci_lower, est.ci_upper, None, t.upper,
@@ -446,12 +451,21 @@ def _fairness_check(t: FairnessThreshold, feature: str, est: FairnessEstimate | 
               if minima[0] is not None else "")
     groups = (f"; highest group {est.highest_group!r}, lowest {est.lowest_group!r}"
               if est.highest_group is not None else "")
-    excluded = (f"; excluded: {', '.join(f'{g!r} ({why})' for g, why in est.excluded_groups)}"
-                if est.excluded_groups else "")
+    excluded = f"; excluded: {_excluded_groups_text(est)}" if est.excluded_groups else ""
     interval = "" if how.interval else f"CI [{est.ci_lower:.4f}, {est.ci_upper:.4f}], "
     reason = (f"[{feature}] {_evidence(t.metric, est.value, est.ci_lower, est.ci_upper, how.interval)}"
               f" {relation} ({interval}n={est.n}{counts}{groups}{excluded}).")
     return _fairness_row(t, feature, est, how, verdict, reason, minima, required)
+
+
+EXCLUDED_GROUPS_SHOWN = 10  # a sensitive column of many tiny groups would flood the line
+
+
+def _excluded_groups_text(est: FairnessEstimate) -> str:
+    """The groups a gap left out, each with why; the first few when there are many."""
+    shown = [f"{g!r} ({why})" for g, why in est.excluded_groups[:EXCLUDED_GROUPS_SHOWN]]
+    more = len(est.excluded_groups) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "")
 
 
 def _fairness_row(t: FairnessThreshold, feature: str, est: FairnessEstimate | None,

@@ -11,7 +11,12 @@ import pytest
 from modelgate.evaluation.gate import GateCheck, decide
 from modelgate.evaluation.metrics import MetricDelta
 from modelgate.evaluation.policy import load_policy
-from modelgate.fairness import FairnessEstimate, FairnessReport, disaggregate
+from modelgate.fairness import (
+    FairnessEstimate,
+    FairnessReport,
+    disaggregate,
+    fairness_report,
+)
 from support.gate_inputs import NAN, est, fair
 
 
@@ -154,6 +159,34 @@ def test_excluded_groups_are_named_only_when_there_are_some() -> None:
     tpr, fpr = decide({}, None, {"sex": report}, policy).checks
     assert "excluded" not in tpr.reason
     assert fpr.reason.endswith("; excluded: 'c' (too small)).")
+
+
+def test_a_gap_left_with_one_group_names_the_groups_set_aside() -> None:
+    # 40 rows of 'big' and 3 of 'tiny' (under 30): the pipeline's fairness report leaves
+    # 'tiny' out, so no gap is left to judge; "fewer than two groups" alone reads as false
+    # to someone who sees two groups in the data
+    policy = load_policy("fairness: {default: {equalized_odds_difference: {upper: 0.1}}}")
+    y = np.array([0, 1] * 20 + [0, 1, 1])
+    sensitive = np.array(["big"] * 40 + ["tiny"] * 3)
+    report = fairness_report(y, y, sensitive, sensitive_feature="sex",
+                             include_small_groups=False, n_bootstrap=0)
+    (check,) = decide({}, None, {"sex": report}, policy).checks
+    assert check.verdict == "fail"
+    assert check.reason.endswith(
+        "fewer than two groups have a defined false positive rate). "
+        "Left out: 'tiny' (small group (n=3 < 30)).")
+
+
+def test_many_groups_set_aside_are_named_ten_and_counted() -> None:
+    policy = load_policy("fairness: {default: {tpr_gap: {upper: 0.1}}}")
+    labels = [f"g{i:02d}" for i in range(25)]
+    y = np.tile([0, 1], 25 * 2)
+    sensitive = np.repeat(labels, 4)
+    report = fairness_report(y, y, sensitive, sensitive_feature="age",
+                             include_small_groups=False, n_bootstrap=0)
+    (check,) = decide({}, None, {"age": report}, policy).checks
+    named = ", ".join(f"'{g}' (small group (n=4 < 30))" for g in labels[:10])
+    assert check.reason.endswith(f"Left out: {named} and 15 more.")
 
 
 def test_a_basis_built_at_run_time_is_read_by_value() -> None:

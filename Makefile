@@ -37,8 +37,18 @@ services:
 demo: venv
 	$(BIN)/modelgate demo
 
+# Two pytest sessions: the fast tier spread over every core (tests/conftest.py), then the
+# end-to-end tier in one process, whose schedulers and browsers should not compete for the
+# cores. Both run (unless the first was interrupted: Ctrl-C or a collection error, pytest's exit
+# code 2), and either failing fails the target; a tier that PYTEST_ARGS leaves empty (exit
+# code 5) is not a failure unless both are.
 test: venv moto-venv services lint
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	@$(BIN)/python -m pytest -q -m "not e2e" $(PYTEST_ARGS); fast=$$?; \
+	if [ $$fast -eq 2 ]; then exit 2; fi; \
+	$(BIN)/python -m pytest -q -m e2e $(PYTEST_ARGS); e2e=$$?; \
+	echo "make test: fast tier exit $$fast, end-to-end tier exit $$e2e"; \
+	if [ $$fast -eq 5 ] && [ $$e2e -eq 5 ]; then exit 5; fi; \
+	for rc in $$fast $$e2e; do [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; done
 
 # The fast tier: everything but the end-to-end tests (browser, soak, DAG runs, demo).
 test-fast: venv moto-venv lint

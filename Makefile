@@ -58,7 +58,7 @@ test-fast: venv moto-venv lint
 # DAG files are left out of mypy: TaskFlow turns typed task calls into XComArgs.
 lint: venv
 	$(BIN)/ruff check .
-	$(BIN)/mypy modelgate drift fairness evaluation reports
+	$(BIN)/mypy modelgate drift fairness evaluation reports bench
 
 bench: venv
 	$(BIN)/python -m bench.run_all

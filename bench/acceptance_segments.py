@@ -194,7 +194,7 @@ def random_segment_draws(cli: Cli, workdir: Path, draws: int) -> dict[str, Any]:
     held["group3"] = np.array(["a", "b", "c"])[rng.integers(0, 3, len(held))]
     policy = workdir / "segment_policy.yaml"
     policy.write_text(SEGMENT_POLICY)
-    runs = []
+    runs: list[dict[str, Any]] = []
     for draw in range(draws):
         r = np.random.default_rng(1000 + draw)
         k = int(r.integers(20, 51))
@@ -266,17 +266,17 @@ def worse_since_last_version(cli: Cli, workdir: Path, train: pd.DataFrame, held:
     rc, payload, err = cli.evaluate(archive, workdir / "heldout.parquet", "--segments", SEGMENTS)
     assert payload is not None, err
     sql = _documented_query("segment_worse_than_previous_version")
-    rows = [r for r in cli.query(sql) if r[0] == "affairs"]
+    query_rows = [r for r in cli.query(sql) if r[0] == "affairs"]
     v1 = {r["segment"]: r["metrics"]["roc_auc"]["value"] for r in first["segments"]["records"]
           if r["judged"]}
     v2 = {r["segment"]: r["metrics"]["roc_auc"]["value"] for r in payload["segments"]["records"]
           if r["judged"]}
     by_hand = sorted((v2[s] - v1[s], s) for s in v1 if s in v2)
-    return {"query_rows": len(rows), "query_worst": rows[0][1] if rows else None,
-            "query_worst_change": float(rows[0][6]) if rows else None,
+    return {"query_rows": len(query_rows), "query_worst": query_rows[0][1] if query_rows else None,
+            "query_worst_change": float(query_rows[0][6]) if query_rows else None,
             "by_hand_worst": by_hand[0][1], "by_hand_worst_change": by_hand[0][0],
-            "max_abs_diff_query_vs_json": max(abs(float(r[6]) - (v2[r[1]] - v1[r[1]])) for r in rows)
-            if rows else None,
+            "max_abs_diff_query_vs_json": max(abs(float(r[6]) - (v2[r[1]] - v1[r[1]]))
+                                              for r in query_rows) if query_rows else None,
             "spoiled_slice": f"occupation_name={target}"}
 
 
@@ -289,7 +289,7 @@ def _documented_query(name: str) -> str:
 def fairness_draws(cli: Cli, archive: Path, held: pd.DataFrame, workdir: Path, draws: int,
                    n: int = 200) -> dict[str, Any]:
     """5. A fair model, a random 3-group attribute, n rows: how often does the default gate block?"""
-    outcomes = []
+    outcomes: list[dict[str, Any]] = []
     for draw in range(draws):
         r = np.random.default_rng(5000 + draw)
         frame = held.iloc[r.choice(len(held), n, replace=False)].copy()
@@ -321,7 +321,7 @@ def fairness_draws(cli: Cli, archive: Path, held: pd.DataFrame, workdir: Path, d
 def rows_to_decide_kept(cli: Cli, archive: Path, held: pd.DataFrame, workdir: Path,
                        outcomes: list[dict[str, Any]], draws: int = 10) -> dict[str, Any]:
     """5d. Fresh samples of n + the suggested more rows: how often do they decide the check?"""
-    verdicts = []
+    verdicts: list[dict[str, Any]] = []
     for o in [o for o in outcomes if o.get("rows_to_decide")][:draws]:
         n = 200 + int(o["rows_to_decide"])
         r = np.random.default_rng(7000 + o["draw"])

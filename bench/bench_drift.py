@@ -29,7 +29,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -38,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
+
+    from modelgate.pipelines.drift.columns import FeatureKind
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
@@ -110,7 +111,7 @@ def write_data(rows: int, seed: int = 0) -> dict[str, Any]:
 # ---------------------------------------------------------------- workers (one per process)
 
 
-def _features() -> dict[str, str]:
+def _features() -> dict[str, FeatureKind]:
     return {**{n: "numeric" for n in NUMERIC}, **{c: "categorical" for c in CATEGORICAL}}
 
 
@@ -348,4 +349,4 @@ def _print_round(k: int, load_before: float, load_after: float, last: dict[str, 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -46,7 +46,7 @@ def _numeric_rates(draw: str, rng: np.random.Generator, reps: int) -> dict[tuple
     shift = 0.5 * float(np.std(reference.values))
     out = {}
     for stat in ("wasserstein_normalised", "js_divergence"):
-        t = DriftThresholds(numeric_statistic=stat, min_values=1)  # type: ignore[arg-type]
+        t = DriftThresholds(numeric_statistic=stat, min_values=1)
         for delta in (0.0, shift):
             for m in SIZES:
                 alarms = sum(numeric_drift(reference, sample(m) + delta, thresholds=t).verdict == "drift"

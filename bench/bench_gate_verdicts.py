@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import numpy as np
 from modelgate.evaluation.gate import decide
-from modelgate.evaluation.policy import load_policy
+from modelgate.evaluation.policy import Policy, load_policy
 from modelgate.fairness import fairness_report
 
 SEEDS = 200
 LIMIT = 0.03
 
 
-def _verdict(n: int, gap: bool, seed: int, policy: object) -> str:
+def _verdict(n: int, gap: bool, seed: int, policy: Policy) -> str:
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, n)
     odd = np.arange(n) % 2 == 1
@@ -32,7 +32,7 @@ def _verdict(n: int, gap: bool, seed: int, policy: object) -> str:
     pred = np.where(right, y, 1 - y)
     report = fairness_report(y, pred, np.where(odd, "odd", "even"), sensitive_feature="parity",
                              n_bootstrap=1000, seed=seed)
-    (check,) = decide({}, None, {"parity": report}, policy).checks  # type: ignore[arg-type]
+    (check,) = decide({}, None, {"parity": report}, policy).checks
     return check.verdict
 
 

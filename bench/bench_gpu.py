@@ -49,6 +49,7 @@ from modelgate.onnx.scoring import (
     DEFAULT_BATCH_ROWS,
     ModelScorer,
     ScoringError,
+    ScoringRun,
     SessionSettings,
     open_session,
     score_parquet,
@@ -137,13 +138,16 @@ def _rows_for(name: str, model: LoadedModel, args: argparse.Namespace, tmp: Path
         if provider == "cuda" and CUDA not in ort.get_available_providers():
             lines.append(f"| {name} | cuda | absent (no CUDA provider here) | | | | | | |")
             continue
-        scorer = open_session(model, SessionSettings(provider=provider))  # type: ignore[arg-type]
+        scorer = open_session(model, SessionSettings(provider=provider))
         batch = DEFAULT_BATCH_ROWS[scorer.provider]
-        ours = args.rows / _best(lambda s=scorer: score_parquet(s, data, tmp / "out.parquet"),
-                                 args.repeats)
+
+        def score(s: ModelScorer = scorer) -> ScoringRun:
+            return score_parquet(s, data, tmp / "out.parquet")
+
+        ours = args.rows / _best(score, args.repeats)
         # bare: one session with ONNX Runtime's own threads (on the CPU modelgate instead splits
         # a batch over single-threaded runs, one per core)
-        plain = open_session(model, SessionSettings(provider=provider, parallel_runs=1))  # type: ignore[arg-type]
+        plain = open_session(model, SessionSettings(provider=provider, parallel_runs=1))
         bare = args.rows / _best(_bare(plain, frame, batch), args.repeats)
         scores[provider] = scorer.predict_proba(frame)
         diff = ""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 from modelgate.drift.data_drift import DriftThresholds, categorical_drift_from_counts, numeric_drift
@@ -57,6 +58,8 @@ NUMERIC: dict[str, Callable[[np.random.Generator, int], np.ndarray]] = {
     "exponential": lambda rng, k: rng.exponential(1.0, k),
 }
 RULES = {"new": DriftThresholds(min_values=1), "old": DriftThresholds(min_values=1, null_level=None)}
+STATISTICS: tuple[tuple[Literal["js_divergence", "wasserstein_normalised"], str], ...] = (
+    ("js_divergence", "binned JS"), ("wasserstein_normalised", "W1"))
 
 
 def _categorical(name: str, rng: np.random.Generator, refs: int, reps: int) -> dict[tuple, float]:
@@ -88,9 +91,9 @@ def _numeric(name: str, rng: np.random.Generator, refs: int, reps: int) -> dict[
             for m in SIZES:
                 for _ in range(reps):
                     cur = draw(rng, m) + d
-                    for stat, label in (("js_divergence", "binned JS"), ("wasserstein_normalised", "W1")):
+                    for stat, label in STATISTICS:
                         for rule, t in RULES.items():
-                            tt = DriftThresholds(min_values=1, numeric_statistic=stat,  # type: ignore[arg-type]
+                            tt = DriftThresholds(min_values=1, numeric_statistic=stat,
                                                  null_level=t.null_level)
                             key = (name, label, rule, shift, m)
                             hits[key] = hits.get(key, 0) + (

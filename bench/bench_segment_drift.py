@@ -92,9 +92,9 @@ def main() -> None:
                 return f"{np.mean([r[key][i] for r in rows]):.3f}"  # type: ignore[index]
 
             setting = "null" if shift == 0 else f"planted, shift {shift:g} sd"
-            tests = np.mean([r["tests"] for r in runs])  # type: ignore[misc]
-            small = np.mean([r["insufficient"] for r in runs])  # type: ignore[misc]
-            named = np.mean([r["named"] for r in runs])  # type: ignore[misc]
+            tests = np.mean([r["tests"] for r in runs])
+            small = np.mean([r["insufficient"] for r in runs])
+            named = np.mean([r["named"] for r in runs])
             print(f"| {setting} | {k} | {args.runs} | {tests:.0f} | {small:.1f} | {share('bh', 0)} | "
                   f"{share('by', 0)} | {share('holm', 0)} | {share('none', 0)} | {share('bh', 1)} | "
                   f"{named:.3f} | {share('bh', 2)} | {took:.2f} |", flush=True)

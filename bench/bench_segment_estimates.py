@@ -109,7 +109,7 @@ def main() -> None:
             took = (time.process_time() - start) / args.runs
 
             def mean(key: str, rows: list[dict[str, object]] = runs) -> float:
-                return float(np.mean([r[key] for r in rows]))  # type: ignore[misc]
+                return float(np.mean([r[key] for r in rows]))
 
             name = setting if shrink == 1.0 else f"planted, segment 0 x1 x {shrink:g}"
             print(f"| {name} | {limit:g} | {k} | {args.runs} | {mean('tests'):.0f} | {mean('checks'):.0f} | "

@@ -104,8 +104,8 @@ def main() -> None:
                 return f"{np.mean([r[key][i] for r in rows]):.3f}"  # type: ignore[index]
 
             setting = "null" if weakness == 0 else f"planted, weakness {weakness:g}"
-            tests = np.mean([r["tests"] for r in runs])  # type: ignore[misc]
-            named = np.mean([r["named"] for r in runs])  # type: ignore[misc]
+            tests = np.mean([r["tests"] for r in runs])
+            named = np.mean([r["named"] for r in runs])
             print(f"| {setting} | {k} | {args.runs} | {tests:.0f} | {share('bh', 0)} | "
                   f"{share('by', 0)} | {share('holm', 0)} | {share('none', 0)} | "
                   f"{share('bh', 1)} | {named:.3f} | {share('bh', 2)} | {took:.2f} |", flush=True)

@@ -35,6 +35,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import onnx
@@ -144,7 +145,13 @@ def numeric_wrapper(predict: Callable[[pd.DataFrame], np.ndarray], counter: list
     return f
 
 
-def run_ours(predict, rows, bg, algorithm="permutation", n_permutations=N_PERMUTATIONS):
+def run_ours(
+    predict: Callable[[pd.DataFrame], np.ndarray],
+    rows: pd.DataFrame,
+    bg: pd.DataFrame,
+    algorithm: Literal["permutation", "exact"] = "permutation",
+    n_permutations: int = N_PERMUTATIONS,
+) -> tuple[float, np.ndarray, np.ndarray, list[int]]:
     calls: list[int] = []
 
     def counted(df: pd.DataFrame) -> np.ndarray:
@@ -165,7 +172,9 @@ def run_ours(predict, rows, bg, algorithm="permutation", n_permutations=N_PERMUT
     return dt, ex.values, ex.base_values, calls
 
 
-def run_shap_permutation(predict, rows, bg, max_evals):
+def run_shap_permutation(
+    predict: Callable[[pd.DataFrame], np.ndarray], rows: pd.DataFrame, bg: pd.DataFrame, max_evals: int
+) -> tuple[float, np.ndarray, np.ndarray, list[int]]:
     calls: list[int] = []
     masker = shap.maskers.Independent(encode(bg), max_samples=N_BACKGROUND)
     explainer = shap.explainers.Permutation(numeric_wrapper(predict, calls), masker, seed=0)
@@ -175,7 +184,9 @@ def run_shap_permutation(predict, rows, bg, max_evals):
     return dt, res.values, np.asarray(res.base_values), calls
 
 
-def run_shap_kernel(predict, rows, bg, nsamples):
+def run_shap_kernel(
+    predict: Callable[[pd.DataFrame], np.ndarray], rows: pd.DataFrame, bg: pd.DataFrame, nsamples: int
+) -> tuple[float, np.ndarray, np.ndarray, list[int]]:
     calls: list[int] = []
     explainer = shap.KernelExplainer(numeric_wrapper(predict, calls), encode(bg))
     t0 = time.perf_counter()

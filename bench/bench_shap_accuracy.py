@@ -114,7 +114,8 @@ def accuracy(m: int) -> list[dict[str, object]]:
           flush=True)
     out = []
     for pairs in PAIRS:
-        ours, se, theirs_p, theirs_k, fed = [], [], [], [], []
+        ours, se, theirs_p, theirs_k = [], [], [], []
+        fed: list[int] = []
 
         def counted(frame: pd.DataFrame, fed: list[int] = fed) -> np.ndarray:
             fed.append(len(frame))

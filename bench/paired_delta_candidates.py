@@ -141,11 +141,11 @@ def rate_candidates(metric: str, counts: np.ndarray, draws: np.ndarray, out: dic
                 _mover(p1, _wilson(p1, m), p2, _wilson(p2, m), phi) if only_c + only_h
                 else (p1 - p2, p1 - p2))
     if not se > 0:  # the same prediction on every row: production gives [d, d]
-        for m in ("MOVER Wilson, resampled r", "Wald", "bootstrap-t", "percentile",
-                  "Wald, t of Satterthwaite df", "Wald, +0.125 per discordant cell",
-                  "Wald, +0.5 per discordant cell", "Wald, +1 per discordant cell",
-                  "Wald, +0.0625 per cell", "Wald, +0.125 per cell", "Wald, +0.25 per cell"):
-            out[f"{key} {m}"] = (point, point)
+        for label in ("MOVER Wilson, resampled r", "Wald", "bootstrap-t", "percentile",
+                      "Wald, t of Satterthwaite df", "Wald, +0.125 per discordant cell",
+                      "Wald, +0.5 per discordant cell", "Wald, +1 per discordant cell",
+                      "Wald, +0.0625 per cell", "Wald, +0.125 per cell", "Wald, +0.25 per cell"):
+            out[f"{key} {label}"] = (point, point)
         return
     pc, ec = _own(metric, counts, PC)
     ph, eh = _own(metric, counts, PH)

@@ -74,8 +74,8 @@ def _one(scenario: str, n: int, rng: np.random.Generator, resamples: int, seed: 
     w = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(float)
     a, b = (pred - y) ** 2, (old - y) ** 2
     # r2
-    r2, se = _r2_parts(np.ones((1, n)), y, a)
-    r2, se = float(r2[0]), float(se[0])
+    r2_one, se_one = _r2_parts(np.ones((1, n)), y, a)
+    r2, se = float(r2_one[0]), float(se_one[0])
     r2b, seb = _r2_parts(w, y, a)
     q = (y - y.mean()) ** 2
     infl = ((1 - r2) * q - a) / q.mean()

@@ -348,8 +348,8 @@ def jackknife_metrics(table: BootstrapTable, model: int, twice_kappa: _FloatArra
     tp1 = pos[predicted].sum() - lab * pred
     fp1 = neg[predicted].sum() - (1 - lab) * pred
     sums = table.loss_sums[:, 2 * model:2 * model + 2]
-    losses = (sums.sum(axis=0) - sums / table.counts[:, None]) / n1
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # one row: nothing left, NaN
+        losses = (sums.sum(axis=0) - sums / table.counts[:, None]) / n1
         return {
             "roc_auc": (twice_u - lost) / (2.0 * n_pos1 * (n1 - n_pos1)),
             "accuracy": (n1 - n_pos1 - fp1 + tp1) / n1,

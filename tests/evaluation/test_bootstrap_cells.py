@@ -6,6 +6,7 @@ scikit-learn or by their textbook formulas), DeLong's variance from per-row plac
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -378,6 +379,15 @@ def test_jackknife_without_the_only_predicted_positive_has_no_precision() -> Non
     assert np.isnan(got["precision"][4]) and got["precision"][:4].tolist() == [1.0] * 4
     assert got["recall"].tolist() == [1 / 3, 1 / 3, 0.5, 0.5, 0.0]
     assert got["accuracy"].tolist() == [0.5, 0.5, 0.75, 0.75, 0.5]
+
+
+def test_jackknife_of_one_row_is_undefined_without_a_warning() -> None:
+    table, _ = _table(np.array([1]), np.array([0.7]), None, 16)
+    keys, inverse, predicted = _marginal(table, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "invalid value" once reached the CLI's stderr
+        got = jackknife_metrics(table, 0, np.ones(len(keys)), inverse, predicted)
+    assert all(np.isnan(v).all() for v in got.values()), got
 
 
 # ----------------------------------------------------------------------------- DeLong, pairs

@@ -48,7 +48,9 @@ AUC 0.98 at n = 200 that of the recall held it in 83.5 % (issue #38).  With
   right with certainty: ``c = 0``) the Brier score's interval is
   :func:`constant_mean_interval`: the share of rows whose loss differs from ``c`` is
   at most the Clopper-Pearson bound of 0 in ``n``, so the interval does not collapse
-  to ``[c, c]``.
+  to ``[c, c]``; the log loss likewise on its range ``[0, LOG_LOSS_MAX]`` (a row's loss
+  at the clipped probability, :data:`LOG_LOSS_MAX`), which also bounds its ends (with
+  a handful of rows the bootstrap-t's tail can otherwise reach thousands).
 * **Paired delta of ROC AUC** (candidate minus champion, :func:`paired_delta_interval`
   with ``auc_delta`` from :func:`~.auc_delta.paired_auc_delta_interval`): the two
   AUCs' logits jointly normal with DeLong's variances and paired covariance (each
@@ -135,7 +137,7 @@ from modelgate.intervals import (
 from .paired_rates import tango_interval
 from .paired_ratios import paired_label_cells, ratio_delta_interval
 
-__all__ = ["DELTA_METHOD_BY_METRIC", "METHOD_BY_METRIC", "constant_mean_interval",
+__all__ = ["DELTA_METHOD_BY_METRIC", "LOG_LOSS_MAX", "METHOD_BY_METRIC", "constant_mean_interval",
            "difference_part_moments", "f1_interval", "log_loss_delta_interval",
            "own_intervals", "paired_delta_interval", "per_metric_interval"]
 
@@ -147,6 +149,9 @@ METHOD_BY_METRIC = {"roc_auc": "logit-scale Wald, DeLong variance",
                     "brier": "studentized bootstrap"}
 # Metrics that need the confusion counts (keyword ``tp``, ``fp`` of per_metric_interval).
 _BY_COUNTS = frozenset({"recall", "precision", "f1"})
+# A row's log loss at the probability scikit-learn clips to (float64 eps): the largest
+# the loss, a mean of such rows, can be.
+LOG_LOSS_MAX = float(-np.log(np.finfo(np.float64).eps))
 DELTA_METHOD_BY_METRIC = {
     "roc_auc": "the two AUCs' logits jointly normal, DeLong's paired covariance, t quantile "
                "(MOVER of the logit Wald intervals where an AUC is 0 or 1)",
@@ -228,11 +233,15 @@ def per_metric_interval(name: str, point: float, resampled: Mapping[str, npt.NDA
                                    n_pos, trials - n_pos, confidence_level)
     var_key = f"{name}_var"
     se = float(np.sqrt(at_data[var_key][0]))
-    if name == "brier" and not se > 0:  # every row the same squared error
-        return constant_mean_interval(point, trials, confidence_level)
-    lower, upper = studentized_interval(point, se, resampled[name], np.sqrt(resampled[var_key]),
-                                        confidence_level, lower_limit=0.0)
-    return (lower, min(upper, 1.0)) if name == "brier" else (lower, upper)
+    most = 1.0 if name == "brier" else LOG_LOSS_MAX
+    # every row the same loss (all right with certainty), or one row (n - 1 = 0 leaves the
+    # variance 0 / 0 or x / 0)
+    if not (np.isfinite(se) and se > 0):
+        lower, upper = constant_mean_interval(point / most, trials, confidence_level)
+        return lower * most, upper * most
+    return studentized_interval(point, se, resampled[name], np.sqrt(resampled[var_key]),
+                                confidence_level, lower_limit=0.0, upper_limit=most,
+                                rows=trials)
 
 
 def t_over_z(m: int, confidence_level: float) -> float:
@@ -519,7 +528,7 @@ def log_loss_delta_interval(at_data: Mapping[str, npt.NDArray[np.float64]],
         point, var = float(at_data[key][0]), float(at_data[f"{key}_var"][0])
         found = studentized_interval(point, float(np.sqrt(var)), resampled[key],
                                      np.sqrt(resampled[f"{key}_var"]), confidence_level,
-                                     lower_limit=0.0)
+                                     lower_limit=0.0, upper_limit=LOG_LOSS_MAX, rows=n)
         points.append(point)
         ends.append(interval_holding(point, *found))
         sds.append(np.sqrt(var * (n - 1.0)))  # the part's standard deviation over the rows

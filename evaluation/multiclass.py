@@ -32,7 +32,10 @@ Conventions
   :func:`modelgate.intervals.studentized_interval`), each resample's mean and standard
   error from cells of nearby per-row losses (their means and mean squares): at n = 200 the
   percentile interval covered 93.5-94.0 % (86.5 % for a confident 10-class model), the
-  bootstrap-t 95.0-97.0 % on the same sets (``bench/multiclass_loss_coverage.py``).
+  bootstrap-t 95.0-97.0 % on the same sets (``bench/multiclass_loss_coverage.py``).  Its
+  ends stay below a row's largest loss (:data:`~.metric_intervals.LOG_LOSS_MAX`), and a
+  loss the same on every row (one row) takes the binary log loss's interval for that
+  case (:func:`~.metric_intervals.constant_mean_interval` on ``[0, LOG_LOSS_MAX]``).
 * The other metrics get percentile bootstrap intervals, the resamples drawn over cells of
   rows (:mod:`~modelgate.evaluation.multiclass_cells`: ``(true, predicted class)`` cells for
   the count metrics, the row bootstrap's law); resamples where a metric is undefined are
@@ -66,6 +69,7 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 from modelgate.evaluation.labels import class_indices as _class_indices
+from modelgate.evaluation.metric_intervals import LOG_LOSS_MAX, constant_mean_interval
 from modelgate.evaluation.metrics import MetricEstimate
 from modelgate.evaluation.multiclass_cells import class_cells, resampled_counts, value_cells
 from modelgate.evaluation.ovr_auc import (
@@ -440,10 +444,15 @@ def multiclass_report(y: npt.NDArray[np.int64], p: _FloatArray, at_data: ModelPo
         # the binary log loss's bootstrap-t: a percentile interval of a mean of skewed
         # losses is short where the rare large losses carry the spread
         losses = at_data.rows.log_loss
-        own["log_loss"] = studentized_interval(float(point[4]),
-                                               float(losses.std() / np.sqrt(len(y))),
-                                               boot[:, 4], loss_se[0], confidence_level,
-                                               lower_limit=0.0)
+        se = float(losses.std() / np.sqrt(len(y)))
+        if se > 0:
+            own["log_loss"] = studentized_interval(float(point[4]), se, boot[:, 4], loss_se[0],
+                                                   confidence_level, lower_limit=0.0,
+                                                   upper_limit=LOG_LOSS_MAX, rows=len(y))
+        else:  # every row the same loss (one row): as the binary log loss, no collapse
+            lower, upper = constant_mean_interval(float(point[4]) / LOG_LOSS_MAX, len(y),
+                                                  confidence_level)
+            own["log_loss"] = (lower * LOG_LOSS_MAX, upper * LOG_LOSS_MAX)
     if n_bootstrap > 0 and delong:  # else (fewer than two rows on a side) percentile
         assert at_data.deviations is not None
         own["roc_auc_ovr_macro"] = deviations_interval(float(point[3]), at_data.deviations, y,

@@ -32,7 +32,10 @@ Conventions
   normal one: 1.01-1.03 for normal errors at n = 300, about 1.1-1.2 for t5 errors at n =
   200; 94-95 % in simulation.  Where
   the data's standard error is 0 (every error equal) or an end maps back to infinity it
-  is the percentile interval.
+  is the percentile interval.  With two or three rows, or nearly every error alike, a
+  side the resamples cannot give (they draw no spread) is Student's t with ``n - 1``
+  degrees of freedom (:func:`modelgate.intervals.studentized_interval`): the mean
+  error of two rows gets the textbook t interval, not a million standard errors.
 * ``r2`` gets the percentile interval with its ends moved away from the point by the
   rmse's ``t_df / z`` (:func:`_stretched`), ``df`` Satterthwaite's effective degrees of
   freedom of the rows' influence on r2, ``((1 - r2) q_i - e_i^2) / mean(q)`` with ``q_i =
@@ -224,7 +227,8 @@ def _studentized_ends(y: _FloatArray, pred: _FloatArray, *, n_bootstrap: int, se
         if not (np.isfinite(value) and np.isfinite(se) and se > 0):
             continue
         lo, hi = studentized_interval(value, se, values[:, j], ses[:, j], confidence_level,
-                                      lower_limit=0.0 if name == "mae" else -np.inf)
+                                      lower_limit=0.0 if name == "mae" else -np.inf,
+                                      rows=len(y))
         with np.errstate(over="ignore"):
             ends = (float(back(lo)), float(back(hi)))
         if name == "rmse" and np.isfinite(ends).all():
@@ -375,7 +379,8 @@ def _paired_studentized_ends(y: _FloatArray, new: _FloatArray, old: _FloatArray,
         value, se = float(point[0, j]), float(point_se[0, j])
         if not (np.isfinite(value) and np.isfinite(se) and se > 0):
             continue
-        ends = studentized_interval(value, se, values[:, j], ses[:, j], confidence_level)
+        ends = studentized_interval(value, se, values[:, j], ses[:, j], confidence_level,
+                                    rows=len(y))
         if np.isfinite(ends).all():
             ends = _stretched(value, ends, influence[j], confidence_level)
             out[name] = ends

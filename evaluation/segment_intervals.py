@@ -15,8 +15,9 @@ has an interval computed from the merged statistics alone:
   studentized bootstrap corrects a standard error that moves with a skewed mean; Hall's
   cubic transformation of the t statistic removes the same first-order skewness term
   analytically (both are second-order accurate), so no resample is needed.  Written here
-  because no library (scipy, statsmodels) offers it.  A Brier score constant over the rows
-  takes :func:`~.metric_intervals.constant_mean_interval`.
+  because no library (scipy, statsmodels) offers it.  A loss constant over the rows (or
+  of one row) takes :func:`~.metric_intervals.constant_mean_interval` on its range, and
+  the ends stay in it (the log loss below :data:`~.metric_intervals.LOG_LOSS_MAX`).
 
 References
 ----------
@@ -35,7 +36,7 @@ import numpy as np
 
 from modelgate.intervals import interval_holding, logit_wald_interval
 
-from .metric_intervals import constant_mean_interval, t_over_z
+from .metric_intervals import LOG_LOSS_MAX, constant_mean_interval, t_over_z
 from .metrics import METRIC_NAMES, MetricEstimate
 from .performance import point_values
 from .rest_sums import (
@@ -309,9 +310,11 @@ def _estimates(m: ModelStatistics, roc: RocSums, power_sums: np.ndarray,
             sums = power_sums[0 if name == "log_loss" else 1]
             count, s1, s2, s3 = (float(v) for v in sums)
             lower, upper = hall_mean_interval(count, s1, s2, s3, confidence_level)
-            if name == "brier" and lower == upper:  # every row the same squared error
-                lower, upper = constant_mean_interval(value, n, confidence_level)
-            ends = (max(lower, 0.0), min(upper, 1.0) if name == "brier" else upper)
+            most = 1.0 if name == "brier" else LOG_LOSS_MAX
+            if not lower < upper:  # every row the same loss, or one row (NaN)
+                lower, upper = constant_mean_interval(value / most, n, confidence_level)
+                lower, upper = lower * most, upper * most
+            ends = (max(lower, 0.0), min(upper, most))
         if math.isfinite(ends[0]) and math.isfinite(ends[1]):
             ends = interval_holding(value, *ends)
         out[name] = MetricEstimate(name, value, float(ends[0]), float(ends[1]), n, None)

@@ -78,8 +78,10 @@ def percentile_lowered_by_bias(resampled: npt.NDArray[np.float64], point: float,
         The estimate on the data.
     confidence_level : float
         Central coverage in (0, 1).
-    lower_limit : float, default -inf
-        Smallest value of the statistic.
+    lower_limit, upper_limit : float, default -inf and inf
+        Smallest and largest value of the statistic.
+    rows : int, optional
+        The rows behind ``point``, for Student's t where the resamples cannot give a tail.
 
     Returns
     -------
@@ -195,7 +197,8 @@ def _acceleration(jackknife: npt.NDArray[np.float64], weights: npt.NDArray[np.fl
 
 def studentized_interval(point: float, se: float, resampled: npt.NDArray[np.float64],
                          resampled_se: npt.NDArray[np.float64], confidence_level: float, *,
-                         lower_limit: float = -np.inf) -> tuple[float, float]:
+                         lower_limit: float = -np.inf, upper_limit: float = np.inf,
+                         rows: int | None = None) -> tuple[float, float]:
     """Studentized (bootstrap-t) interval.
 
     Each resample gives ``t* = (theta* - theta) / se*``; the interval is ``(theta -
@@ -204,10 +207,13 @@ def studentized_interval(point: float, se: float, resampled: npt.NDArray[np.floa
     the estimate, as that of a mean of skewed losses does (a resample without the rare
     large losses has both a small mean and a small spread).  A resample with standard
     error 0 (or below: not positive) has ``t*`` of infinite size, the sign of ``theta* -
-    theta`` (0 if equal), counted as 1e6 so that it widens the interval instead of vanishing.  Resamples where
-    the statistic is undefined (NaN) are left out.  Ends are clipped below at
-    ``lower_limit``.  When ``se`` is not finite and positive (every row alike) it is the
-    percentile interval.
+    theta`` (0 if equal), counted as 1e6 so that it widens the interval instead of vanishing.
+    Where more than a tail's share of the resamples have no spread (two or three rows, or
+    nearly every row alike) that quantile is the count, not the data's: the end on that
+    side is Student's t with ``rows - 1`` degrees of freedom instead, or the limit without
+    ``rows``.  Resamples where the statistic is undefined (NaN) are left out.  Ends are
+    clipped to ``[lower_limit, upper_limit]``, the statistic's range.  When ``se`` is not
+    finite and positive (every row alike) it is the percentile interval.
 
     Parameters
     ----------
@@ -217,8 +223,10 @@ def studentized_interval(point: float, se: float, resampled: npt.NDArray[np.floa
         The estimate and its standard error on each resample.
     confidence_level : float
         Central coverage in (0, 1).
-    lower_limit : float, default -inf
-        Smallest value of the statistic.
+    lower_limit, upper_limit : float, default -inf and inf
+        Smallest and largest value of the statistic.
+    rows : int, optional
+        The rows behind ``point``, for Student's t where the resamples cannot give a tail.
 
     Returns
     -------
@@ -249,8 +257,17 @@ def studentized_interval(point: float, se: float, resampled: npt.NDArray[np.floa
     t = np.where(theta_se > 0, t, np.sign(theta - point) * _T_CAP)
     alpha = 1.0 - confidence_level
     t_low, t_high = np.quantile(t, [alpha / 2, 1 - alpha / 2])
-    return (float(max(point - t_high * se, lower_limit)),
-            float(max(point - t_low * se, lower_limit)))
+    # a quantile past these leans on the count of 1e6 (a resample's rounding can leave it a
+    # standard error of 1e-19 instead of 0: its t is at the cap too)
+    spread = t[np.abs(t) < _T_CAP]
+    if t_high > spread.max(initial=-np.inf) or t_low < spread.min(initial=np.inf):
+        from scipy.stats import t as student
+
+        tail = float(student.ppf(1 - alpha / 2, rows - 1)) if rows and rows >= 2 else np.inf
+        t_high = tail if t_high > spread.max(initial=-np.inf) else t_high
+        t_low = -tail if t_low < spread.min(initial=np.inf) else t_low
+    ends = np.clip([point - t_high * se, point - t_low * se], lower_limit, upper_limit)
+    return float(ends[0]), float(ends[1])
 
 
 _T_CAP = 1e6  # |t*| of a resample with a zero standard error

@@ -166,14 +166,32 @@ def test_bca_is_nan_without_a_finite_replicate_or_point(resampled: np.ndarray, p
     assert np.isnan(lower) and np.isnan(upper)
 
 
-def test_bootstrap_t_caps_the_t_of_a_zero_se_resample_away_from_the_point() -> None:
-    # t* of 5 resamples: -1e6 (below the point, se 0), -1, 0, 1, +1e6 (above, se 0); at 90 %
-    # the quantiles sit 0.2 of the way from each cap to its neighbour: -+(0.8e6 + 0.2)
+def test_bootstrap_t_quantiles_that_lean_on_zero_se_resamples_are_student_t() -> None:
+    # t* of 5 resamples: -1e6 (below the point, se 0), -1, 0, 1, +1e6 (above, se 0): at 90 %
+    # both quantiles fall between a cap and its neighbour, a number the data do not give
+    # (once 8e5 standard errors); each end is Student's t of the rows instead, and without
+    # the rows the statistic's limit
     theta = np.array([9.0, 9.5, 10.0, 10.5, 11.0])
     se = np.array([0.0, 0.5, 0.5, 0.5, 0.0])
-    t_high = 0.8 * 1e6 + 0.2 * 1.0
-    got = studentized_interval(10.0, 1e-3, theta, se, 0.9)
-    assert got == pytest.approx((10.0 - t_high * 1e-3, 10.0 + t_high * 1e-3), abs=1e-9)
+    t4 = 2.131846786326649  # Student's t, 95th percentile, 4 degrees of freedom (tables)
+    got = studentized_interval(10.0, 1e-3, theta, se, 0.9, rows=5)
+    assert got == pytest.approx((10.0 - t4 * 1e-3, 10.0 + t4 * 1e-3), abs=1e-12)
+    assert studentized_interval(10.0, 1e-3, theta, se, 0.9) == (-np.inf, np.inf)
+    assert studentized_interval(10.0, 1e-3, theta, se, 0.9, lower_limit=0.0,
+                                upper_limit=36.0) == (0.0, 36.0)
+
+
+def test_bootstrap_t_keeps_its_own_quantile_on_a_side_the_caps_do_not_reach() -> None:
+    # one zero-se resample below the point among 20: at 90 % the upper end's quantile (the
+    # 5 % one) is of real t values; only a side that leans on the cap changes
+    theta = np.concatenate([[9.0], 10.0 + np.linspace(-1.0, 1.0, 19)])
+    se = np.concatenate([[0.0], np.full(19, 0.5)])
+    t = np.concatenate([[-1e6], np.linspace(-2.0, 2.0, 19)])
+    lo_q, hi_q = np.quantile(t, [0.05, 0.95])
+    assert -1e6 < lo_q < -2.0  # leans on the cap
+    got = studentized_interval(10.0, 0.1, theta, se, 0.9, rows=20)
+    t19 = 1.729132811521367  # Student's t, 95th percentile, 19 degrees of freedom
+    assert got == pytest.approx((10.0 - hi_q * 0.1, 10.0 + t19 * 0.1), abs=1e-12)
 
 
 def test_bootstrap_t_counts_a_negative_resample_se_as_zero() -> None:
@@ -181,9 +199,9 @@ def test_bootstrap_t_counts_a_negative_resample_se_as_zero() -> None:
     # resample above the point with se -1 counts as t = +1e6, not as (11 - 10) / -1 = -1
     theta = np.array([9.0, 9.5, 10.0, 10.5, 11.0])
     se = np.array([0.0, 0.5, 0.5, 0.5, -1.0])
-    t_high = 0.8 * 1e6 + 0.2 * 1.0
-    got = studentized_interval(10.0, 1e-3, theta, se, 0.9)
-    assert got == pytest.approx((10.0 - t_high * 1e-3, 10.0 + t_high * 1e-3), abs=1e-9)
+    t4 = 2.131846786326649
+    got = studentized_interval(10.0, 1e-3, theta, se, 0.9, rows=5)
+    assert got == pytest.approx((10.0 - t4 * 1e-3, 10.0 + t4 * 1e-3), abs=1e-12)
 
 
 @pytest.mark.parametrize(("point", "se"), [(10.0, -1.0), (10.0, 0.0), (10.0, np.inf), (10.0, np.nan),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 Z = norm.ppf(0.975)
 
@@ -69,8 +70,9 @@ def row_log_losses(y: np.ndarray, s: np.ndarray) -> np.ndarray:
 def bootstrap_t(values: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
     """Textbook bootstrap-t interval of a mean from the resampled rows ``idx``: ``t* =
     (mean* - mean) / se*``, ``se = sd(ddof=1) / sqrt(n)``, a zero ``se*`` counted as a t of
-    1e6 with the sign of ``mean* - mean``; clipped at 0 (for non-negative values) and
-    widened to hold the mean."""
+    1e6 with the sign of ``mean* - mean``, and a quantile that falls past every other t
+    (it leans on those) replaced by Student's t with ``n - 1`` degrees of freedom; clipped
+    at 0 (for non-negative values) and widened to hold the mean."""
     n, mean = len(values), values.mean()
     se = values.std(ddof=1) / np.sqrt(n)
     if se == 0:  # every row alike: the resampled means are all the mean
@@ -79,7 +81,12 @@ def bootstrap_t(values: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
     means, ses = draws.mean(axis=1), draws.std(axis=1, ddof=1) / np.sqrt(n)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(ses > 0, (means - mean) / ses, np.sign(means - mean) * 1e6)
-    lo, hi = np.quantile(np.clip(t, -1e6, 1e6), [0.025, 0.975])
+    t = np.clip(t, -1e6, 1e6)
+    lo, hi = np.quantile(t, [0.025, 0.975])
+    real = t[np.abs(t) < 1e6]
+    student = student_t.ppf(0.975, n - 1)
+    hi = student if real.size == 0 or hi > real.max() else hi
+    lo = -student if real.size == 0 or lo < real.min() else lo
     return min(max(mean - hi * se, 0.0), mean), max(mean - lo * se, 0.0, mean)
 
 

@@ -1,0 +1,100 @@
+"""Intervals on one, two or a handful of rows, for every task: none collapses to its point,
+none reaches past what the metric can be, and where the bootstrap has too few distinct
+resamples to give a tail the interval is the textbook one (Student's t, Clopper-Pearson),
+computed here with scipy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from modelgate.evaluation import evaluate, evaluate_multiclass, evaluate_regression
+from scipy import stats
+
+# a row's log loss at the probability scikit-learn clips to: no mean of rows exceeds it
+LOSS_MAX = -np.log(np.finfo(np.float64).eps)
+
+
+def _one_row_ends(value: float, most: float) -> tuple[float, float]:
+    """A mean of values in [0, most] seen once: the share of the population unlike the row
+    is at most the Clopper-Pearson upper bound of 0 events in 1 (beta quantile), and the
+    mean lies between the row's value with that share at 0 and with it at ``most``."""
+    share = stats.beta.ppf(0.975, 1, 1)
+    return value * (1 - share), value + (most - value) * share
+
+
+def test_one_row_of_a_binary_model_gives_loss_intervals_not_points() -> None:
+    m = evaluate([1], [0.8], n_bootstrap=200, seed=1).by_name()
+    loss, brier = -np.log(0.8), 0.2**2
+    assert (m["log_loss"].ci_lower, m["log_loss"].ci_upper) == pytest.approx(
+        _one_row_ends(loss, LOSS_MAX), rel=1e-12)
+    assert (m["brier"].ci_lower, m["brier"].ci_upper) == pytest.approx(
+        _one_row_ends(brier, 1.0), rel=1e-12)
+
+
+def test_one_row_of_a_multiclass_model_gives_a_log_loss_interval_not_a_point() -> None:
+    proba = np.array([[0.7, 0.2, 0.1]])
+    m = evaluate_multiclass([0], proba, classes=["a", "b", "c"], n_bootstrap=200,
+                            seed=1).by_name()
+    assert (m["log_loss"].ci_lower, m["log_loss"].ci_upper) == pytest.approx(
+        _one_row_ends(-np.log(0.7), LOSS_MAX), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_two_rows_of_a_regression_give_student_t_for_the_mean_error(seed: int) -> None:
+    # half the resamples draw one row twice (no spread): the bootstrap-t has no tail of its
+    # own, and the mean error's interval is Student's t with one degree of freedom
+    rng = np.random.default_rng(seed)
+    y, pred = rng.normal(size=2) * 10, rng.normal(size=2) * 10
+    e = pred - y
+    m = evaluate_regression(y, pred, n_bootstrap=500, seed=seed).by_name()
+    expected = stats.t.interval(0.95, 1, loc=e.mean(), scale=stats.sem(e))
+    assert (m["mean_error"].ci_lower, m["mean_error"].ci_upper) == pytest.approx(expected,
+                                                                               rel=1e-9)
+    mae_expected = stats.t.interval(0.95, 1, loc=np.abs(e).mean(), scale=stats.sem(np.abs(e)))
+    assert m["mae"].ci_upper == pytest.approx(mae_expected[1], rel=1e-9)
+    assert m["mae"].ci_lower == pytest.approx(max(mae_expected[0], 0.0), abs=1e-12)
+
+
+def test_a_log_loss_carried_by_one_row_stays_below_the_largest_possible_loss() -> None:
+    # three rows, one scored 1e-20 on its own class (loss -log(eps)): the bootstrap-t's upper
+    # end alone would be hundreds; a mean of these rows cannot pass LOSS_MAX
+    m = evaluate([1, 0, 1], [1e-20, 0.2, 0.9], n_bootstrap=300, seed=4).by_name()
+    assert m["log_loss"].ci_lower <= m["log_loss"].value <= m["log_loss"].ci_upper <= LOSS_MAX
+    assert m["log_loss"].ci_upper > m["log_loss"].value + 1.0  # wide, as three rows are
+
+
+def test_mostly_alike_errors_give_a_finite_interval_of_the_data_s_scale() -> None:
+    # 200 rows, 198 predicted exactly: about 13 % of resamples draw neither of the two errors,
+    # so the mean error's lower tail leans on resamples without spread; its end is Student's
+    # t with 199 degrees of freedom there, not once a million standard errors
+    y = np.zeros(200)
+    pred = y.copy()
+    pred[[3, 150]] = [4.0, 6.0]
+    m = evaluate_regression(y, pred, n_bootstrap=1000, seed=2).by_name()["mean_error"]
+    e = pred - y
+    student = stats.t.interval(0.95, 199, loc=e.mean(), scale=stats.sem(e))
+    assert m.ci_upper == pytest.approx(student[1], rel=1e-9)
+    assert -1.0 < m.ci_lower <= m.value
+
+
+def test_a_segment_of_one_row_gives_loss_intervals_not_points() -> None:
+    # the segments' closed-form intervals (Hall's, from the losses' moments) as the whole
+    # data's: one row is a constant loss, held to the metric's range
+    from modelgate.evaluation.segment_intervals import closed_form_estimates, loss_power_sums
+    from modelgate.evaluation.sufficient import collect
+
+    part = collect(np.array([1]), np.array([0.8]), threshold=0.5)
+    found = closed_form_estimates(part.candidate, loss_power_sums(part), 0.95)
+    assert (found["log_loss"].ci_lower, found["log_loss"].ci_upper) == pytest.approx(
+        _one_row_ends(-np.log(0.8), LOSS_MAX), rel=1e-12)
+    assert (found["brier"].ci_lower, found["brier"].ci_upper) == pytest.approx(
+        _one_row_ends(0.2**2, 1.0), rel=1e-12)
+
+
+def test_a_segment_log_loss_carried_by_one_row_stays_below_the_largest_possible_loss() -> None:
+    from modelgate.evaluation.segment_intervals import closed_form_estimates, loss_power_sums
+    from modelgate.evaluation.sufficient import collect
+
+    part = collect(np.array([1, 0, 1]), np.array([1e-20, 0.2, 0.9]), threshold=0.5)
+    found = closed_form_estimates(part.candidate, loss_power_sums(part), 0.95)["log_loss"]
+    assert found.ci_lower <= found.value <= found.ci_upper <= LOSS_MAX

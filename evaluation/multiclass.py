@@ -69,7 +69,11 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 from modelgate.evaluation.labels import class_indices as _class_indices
-from modelgate.evaluation.metric_intervals import LOG_LOSS_MAX, constant_mean_interval
+from modelgate.evaluation.metric_intervals import (
+    LOG_LOSS_MAX,
+    constant_mean_interval,
+    f1_interval,
+)
 from modelgate.evaluation.metrics import MetricEstimate
 from modelgate.evaluation.multiclass_cells import class_cells, resampled_counts, value_cells
 from modelgate.evaluation.ovr_auc import (
@@ -349,6 +353,26 @@ def per_class_wilson_intervals(y: npt.NDArray[np.int64], predicted: npt.NDArray[
     return out
 
 
+def all_right_f1_intervals(support: npt.NDArray[np.int64], confidence_level: float
+                           ) -> dict[str, tuple[float, float]]:
+    """The macro and weighted F1's intervals when every row is predicted right.
+
+    ``support`` holds each class's rows.  Every resample is then right too and the
+    percentile interval is ``[1, 1]``.  Instead, each class's F1 gets the binary F1's
+    interval (:func:`~.metric_intervals.f1_interval`: Wilson's for its Jaccard index, all
+    ``support`` of ``support``), and their mean (the macro F1) or support-weighted mean
+    (the weighted F1) is the lower end; the upper is 1.
+
+    >>> ends = all_right_f1_intervals(np.array([24, 6]), 0.95)
+    >>> [round(e, 4) for e in ends["macro_f1"]], [round(e, 4) for e in ends["weighted_f1"]]
+    ([0.8417, 1.0], [0.8922, 1.0])
+    """
+    present = support[support > 0]
+    lower = np.array([f1_interval(int(m), 0, 0, confidence_level)[0] for m in present])
+    return {"macro_f1": (float(lower.mean()), 1.0),
+            "weighted_f1": (float(np.dot(lower, present) / present.sum()), 1.0)}
+
+
 def undefined_multiclass_reasons(values: _FloatArray, names: tuple[str, ...]
                                  ) -> dict[str, str | None]:
     """Why each metric of ``names`` is undefined where its value is not finite (else None)."""
@@ -440,6 +464,8 @@ def multiclass_report(y: npt.NDArray[np.int64], p: _FloatArray, at_data: ModelPo
     boot = boots[0]
     own = (per_class_wilson_intervals(y, at_data.rows.predicted, labels, confidence_level)
            if n_bootstrap > 0 else {})
+    if n_bootstrap > 0 and len(y) and np.array_equal(at_data.rows.predicted, y):
+        own |= all_right_f1_intervals(np.bincount(y, minlength=p.shape[1]), confidence_level)
     if n_bootstrap > 0 and reasons["log_loss"] is None:
         # the binary log loss's bootstrap-t: a percentile interval of a mean of skewed
         # losses is short where the rare large losses carry the spread

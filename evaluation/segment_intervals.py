@@ -114,6 +114,21 @@ def hall_mean_interval(n: float, s1: float, s2: float, s3: float,
     return mean - se * inverse(z), mean - se * inverse(-z)
 
 
+def mean_loss_interval(value: float, n: int, s1: float, s2: float, s3: float, most: float,
+                       confidence_level: float) -> tuple[float, float]:
+    """Hall's interval of a mean loss in ``[0, most]``, held to that range; a loss the same
+    on every row (or of one row) takes :func:`~.metric_intervals.constant_mean_interval`.
+
+    >>> [round(e, 4) for e in mean_loss_interval(0.04, 1, 0.04, 0.0016, 6.4e-05, 1.0, 0.95)]
+    [0.001, 0.976]
+    """
+    lower, upper = hall_mean_interval(n, s1, s2, s3, confidence_level)
+    if not lower < upper:  # every row the same loss, or one row (NaN)
+        lower, upper = constant_mean_interval(value / most, n, confidence_level)
+        lower, upper = lower * most, upper * most
+    return max(lower, 0.0), min(upper, most)
+
+
 def loss_power_sums(stats: EvaluationStatistics) -> np.ndarray:
     """Per loss (candidate log loss, squared error), ``(n, sum, sum of squares, sum of cubes)``.
 
@@ -308,13 +323,9 @@ def _estimates(m: ModelStatistics, roc: RocSums, power_sums: np.ndarray,
                                              confidence_level))
         else:
             sums = power_sums[0 if name == "log_loss" else 1]
-            count, s1, s2, s3 = (float(v) for v in sums)
-            lower, upper = hall_mean_interval(count, s1, s2, s3, confidence_level)
-            most = 1.0 if name == "brier" else LOG_LOSS_MAX
-            if not lower < upper:  # every row the same loss, or one row (NaN)
-                lower, upper = constant_mean_interval(value / most, n, confidence_level)
-                lower, upper = lower * most, upper * most
-            ends = (max(lower, 0.0), min(upper, most))
+            _, s1, s2, s3 = (float(v) for v in sums)
+            ends = mean_loss_interval(value, n, s1, s2, s3,
+                                      1.0 if name == "brier" else LOG_LOSS_MAX, confidence_level)
         if math.isfinite(ends[0]) and math.isfinite(ends[1]):
             ends = interval_holding(value, *ends)
         out[name] = MetricEstimate(name, value, float(ends[0]), float(ends[1]), n, None)

@@ -46,9 +46,11 @@ from scipy.special import ndtri
 
 from modelgate.intervals import interval_holding, percentile_interval, wilson_interval
 
+from .metric_intervals import LOG_LOSS_MAX
 from .metrics import MetricEstimate
 from .multiclass import (
     RowStatistics,
+    all_right_f1_intervals,
     evaluate_multiclass,
     metrics_of_weights,
     model_point,
@@ -58,7 +60,7 @@ from .multiclass import (
 )
 from .multiclass_cells import ROWS_PER_CELL, CellTable, resampled_counts
 from .ovr_auc import deviations_interval
-from .segment_intervals import hall_mean_interval
+from .segment_intervals import mean_loss_interval
 
 __all__ = ["multiclass_segment_estimators"]
 
@@ -158,8 +160,8 @@ def _powers(losses: _FloatArray) -> tuple[float, float, float]:
 def _hall(value: float, n: int, powers: tuple[float, float, float],
           confidence_level: float) -> tuple[float, float]:
     """Hall's interval of a mean log loss (as the binary segments'), holding ``value``."""
-    lower, upper = hall_mean_interval(n, *powers, confidence_level)
-    lower, upper = interval_holding(value, max(lower, 0.0), upper)
+    lower, upper = mean_loss_interval(value, n, *powers, LOG_LOSS_MAX, confidence_level)
+    lower, upper = interval_holding(value, lower, upper)
     return float(lower), float(upper)
 
 
@@ -190,7 +192,10 @@ def _estimates(values: _FloatArray, deviations: _FloatArray | None, sums: _Sums,
     boot = np.vstack([metrics_of_weights(w, cells, np.full((w.shape[0], 1), np.nan), c,
                                loss=np.zeros(w.shape[0]))
                       for w in resampled_counts(table, n_bootstrap=n_bootstrap, seed=seed)])
-    own = _wilson_from_counts(sums.counts.reshape(c, c), labels, confidence_level)
+    confusion = sums.counts.reshape(c, c)
+    own = _wilson_from_counts(confusion, labels, confidence_level)
+    if np.count_nonzero(confusion) == np.count_nonzero(np.diagonal(confusion)):  # all right
+        own |= all_right_f1_intervals(confusion.sum(axis=1), confidence_level)
     own["log_loss"] = _hall(float(values[4]), sums.n, sums.loss, confidence_level)
     if deviations is not None and reasons["roc_auc_ovr_macro"] is None:
         support = sums.counts.reshape(c, c).sum(axis=1)

@@ -98,3 +98,48 @@ def test_a_segment_log_loss_carried_by_one_row_stays_below_the_largest_possible_
     part = collect(np.array([1, 0, 1]), np.array([1e-20, 0.2, 0.9]), threshold=0.5)
     found = closed_form_estimates(part.candidate, loss_power_sums(part), 0.95)["log_loss"]
     assert found.ci_lower <= found.value <= found.ci_upper <= LOSS_MAX
+
+
+@pytest.mark.parametrize("support", [(1, 1, 1), (24, 6, 2), (150, 40, 10)])
+def test_a_multiclass_model_right_on_every_row_gets_f1_intervals_not_one_one(
+        support: tuple[int, ...]) -> None:
+    # every resample of all-right rows is all right: the percentile interval read [1, 1].
+    # Each class's F1 lower end is the binary F1's (Wilson's for its Jaccard index, all of
+    # its rows found), the macro F1's their mean, the weighted F1's their support-weighted one
+    from statsmodels.stats.proportion import proportion_confint
+
+    y = np.repeat(np.arange(3), support)
+    proba = np.eye(3)[y] * 0.8 + 0.1 / 1.5 * (1 - np.eye(3)[y])
+    m = evaluate_multiclass(y, proba, classes=["a", "b", "c"], n_bootstrap=200,
+                            seed=0).by_name()
+    jaccard = np.array([proportion_confint(k, k, 0.05, method="wilson")[0] for k in support])
+    f1 = 2 * jaccard / (1 + jaccard)
+    assert (m["macro_f1"].ci_lower, m["macro_f1"].ci_upper) == pytest.approx(
+        (f1.mean(), 1.0), rel=1e-9)
+    assert (m["weighted_f1"].ci_lower, m["weighted_f1"].ci_upper) == pytest.approx(
+        (np.dot(f1, support) / sum(support), 1.0), rel=1e-9)
+
+
+def test_segments_of_a_model_right_on_every_row_get_the_same_f1_intervals() -> None:
+    # slices large enough for the closed-form route (not each slice's own evaluation) get
+    # the interval a whole evaluation of their rows gets, not [1, 1]
+    from modelgate.evaluation.segment_rows import evaluate_multiclass_segments
+    from modelgate.fairness.disaggregate import encode_groups
+
+    rng = np.random.default_rng(7)
+    y = rng.integers(0, 3, 600)
+    proba = np.full((600, 3), 0.1)
+    proba[np.arange(600), y] = 0.8
+    region = rng.integers(0, 2, 600)
+    report = evaluate_multiclass_segments(y, proba, classes=["a", "b", "c"],
+                                          columns={"region": encode_groups(region)},
+                                          min_rows=30, n_bootstrap=200)
+    for seg in report.segments:
+        rows = region.astype(str) == seg.values[0]
+        whole = evaluate_multiclass(y[rows], proba[rows], classes=["a", "b", "c"],
+                                    n_bootstrap=200).by_name()
+        for m in seg.metrics:
+            if m.name in ("macro_f1", "weighted_f1"):
+                assert m.ci_lower < 1.0
+                assert (m.ci_lower, m.ci_upper) == pytest.approx(
+                    (whole[m.name].ci_lower, whole[m.name].ci_upper), rel=1e-12)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -117,6 +118,10 @@ def cmd_drift(args: argparse.Namespace) -> int:
               file=sys.stderr)
     references = build_references_from_parquet(args.reference, kinds, bins=args.bins)
     summary = summarise(drift_from_parquet(args.current, references))
+    if all(f.n_current + f.n_missing_current == 0 for f in summary.features):
+        # as an empty reference is refused: "0 feature(s) breached" would read as no drift
+        raise ValueError(f"current file {os.fspath(args.current)!r} has no rows: nothing to "
+                         "compare with the reference")
     payload: dict[str, Any] = {
         "n_breached": summary.n_breached, "breached": list(summary.breached),
         "no_data": list(summary.no_data),

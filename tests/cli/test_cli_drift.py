@@ -78,3 +78,25 @@ def test_one_shot_drift_is_exact_and_imports_nothing_heavy(files: tuple[Path, Pa
                                  base=2) ** 2
         assert features[name]["js_divergence_base2"] == pytest.approx(expected, rel=1e-9)
     assert features["x"]["verdict"] == "drift" and features["k"]["verdict"] == "drift"
+
+
+def test_an_empty_current_file_is_refused_as_an_empty_reference_is(
+        files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # "0 feature(s) breached" with exit 0 read as "no drift" for a file of no rows
+    from modelgate.cli import main
+
+    ref_path, cur_path = files
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(pq.read_table(cur_path).slice(0, 0), empty)
+    assert main(["drift", "--reference", str(ref_path), "--current", str(empty)]) == 1
+    err = capsys.readouterr().err
+    assert f"current file '{empty}' has no rows: nothing to compare with the reference" in err
+    assert main(["drift", "--reference", str(empty), "--current", str(cur_path)]) == 1
+    assert "has no rows" in capsys.readouterr().err
+    # rows whose values are all missing are data: the column reads no_data, the run goes on
+    missing = tmp_path / "missing.parquet"
+    table = pq.read_table(cur_path).slice(0, 50)
+    pq.write_table(table.set_column(0, "x", pa.nulls(50, pa.float64())), missing)
+    assert main(["drift", "--reference", str(ref_path), "--current", str(missing),
+                 "--features", "x", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["no_data"] == ["x"]

@@ -48,7 +48,9 @@ Conventions
   from two others (``bench/regression_candidates.py``, ``bench/RESULTS.md``, "The last
   regression and AUC-delta gaps").
 * Resamples where a metric is undefined are left out of its interval, which is widened
-  to hold the point estimate if it does not.
+  to hold the point estimate if it does not.  Below :data:`MIN_ROWS_FOR_INTERVAL` (one
+  row; two for r2) a metric and its delta have no interval (NaN ends): the resamples can
+  only give the point back, and an error's size has no bound to fall back on.
 * Paired deltas (:func:`compare_regression`): rmse and r2 get a studentized bootstrap of
   the delta with delta-method standard errors (the rmse delta's from the covariance of the
   two mean squared errors, the r2 delta's from each row's influence), its ends stretched by
@@ -86,6 +88,11 @@ __all__ = ["REGRESSION_METRIC_NAMES", "RegressionReport", "compare_regression",
 
 REGRESSION_METRIC_NAMES = ("rmse", "mae", "r2", "mean_error")
 _FloatArray = npt.NDArray[np.float64]
+# Rows below which a metric (and its delta) has no interval: one row shows no spread of the
+# errors and r2 needs two labels that differ in every resample it is defined on, so a
+# resample can only give the point back ([x, x] on one row, r2's on two). Nothing bounds an
+# error's size, so no interval from the metric's range either, as the log loss has.
+MIN_ROWS_FOR_INTERVAL = {"rmse": 2, "mae": 2, "r2": 3, "mean_error": 2}
 # The studentized metrics, in the column order of _scaled, and the map back from its scale.
 _STUDENTIZED = {"rmse": lambda t: np.sqrt(np.exp(t)), "mae": lambda t: t,
                 "mean_error": lambda t: t}
@@ -293,8 +300,11 @@ def evaluate_regression(
     metrics = []
     for j, name in enumerate(REGRESSION_METRIC_NAMES):
         reason = None if np.isfinite(point[j]) else "y_true is constant"
-        lower, upper = (float("nan"),) * 2 if reason else interval_holding(
-            point[j], *(own.get(name) or percentile_interval(boot[:, j], confidence_level)))
+        if reason or len(y) < MIN_ROWS_FOR_INTERVAL[name]:
+            lower = upper = float("nan")
+        else:
+            ends = own.get(name) or percentile_interval(boot[:, j], confidence_level)
+            lower, upper = interval_holding(point[j], *ends)
         metrics.append(MetricEstimate(name, float(point[j]), lower, upper, len(y), reason))
     return RegressionReport(tuple(metrics), len(y), n_bootstrap, confidence_level, seed)
 
@@ -437,4 +447,6 @@ def compare_regression(
                 if d.name in ends and d.undefined_reason is None}
         deltas = tuple(replace(d, ci_lower=held[d.name][0], ci_upper=held[d.name][1])
                        if d.name in held else d for d in deltas)
+    deltas = tuple(replace(d, ci_lower=float("nan"), ci_upper=float("nan"))
+                   if len(y) < MIN_ROWS_FOR_INTERVAL[d.name] else d for d in deltas)
     return PairedComparison(deltas, len(y), n_bootstrap, confidence_level, seed)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,8 +152,12 @@ def _metrics_text(metrics: metrics_step.MetricsResult) -> str:
     level = metrics.candidate.confidence_level
     lines = [f"metrics (candidate [{level:.0%} CI]; champion and candidate - champion when there is one):"]
     for m in metrics.candidate.metrics:
-        value = (f"undefined ({m.undefined_reason})" if m.undefined_reason
-                 else f"{m.value:.4f} [{m.ci_lower:.4f}, {m.ci_upper:.4f}]")
+        if m.undefined_reason:
+            value = f"undefined ({m.undefined_reason})"
+        elif math.isnan(m.ci_lower) or math.isnan(m.ci_upper):
+            value = f"{m.value:.4f} (no interval at n = {m.n})"
+        else:
+            value = f"{m.value:.4f} [{m.ci_lower:.4f}, {m.ci_upper:.4f}]"
         x = deltas.get(m.name)
         vs = "" if x is None else f"; champion {x.champion:.4f}, delta {x.delta:+.4f}"
         lines.append(f"  {m.name:<18} {value}{vs}")

@@ -143,3 +143,23 @@ def test_segments_of_a_model_right_on_every_row_get_the_same_f1_intervals() -> N
                 assert m.ci_lower < 1.0
                 assert (m.ci_lower, m.ci_upper) == pytest.approx(
                     (whole[m.name].ci_lower, whole[m.name].ci_upper), rel=1e-12)
+
+
+def test_a_regression_of_one_row_has_no_interval_and_r2_none_on_two() -> None:
+    # a resample of one row is that row: [x, x] claimed an error known exactly; nothing
+    # bounds an error's size, so there is no interval to give (NaN ends), nor for the deltas
+    from modelgate.evaluation import compare_regression, decide, load_policy
+
+    one = evaluate_regression([10.0], [13.0], n_bootstrap=200).by_name()
+    assert all(np.isnan(m.ci_lower) and np.isnan(m.ci_upper) for m in one.values())
+    assert one["mae"].value == 3.0 and one["mean_error"].value == 3.0
+    two = evaluate_regression([10.0, 20.0], [13.0, 18.0], n_bootstrap=200).by_name()
+    assert np.isnan(two["r2"].ci_lower) and two["r2"].value == pytest.approx(1 - 13 / 50)
+    assert np.isfinite([two[k].ci_lower for k in ("rmse", "mae", "mean_error")]).all()
+    deltas = compare_regression([10.0], [13.0], [11.0], n_bootstrap=200).by_name()
+    assert all(np.isnan(d.ci_lower) and np.isnan(d.ci_upper) for d in deltas.values())
+    policy = load_policy("basis: interval\nmetrics: {mae: {value: {upper: 5.0}}}")
+    (check,) = decide(one, None, {}, policy).checks
+    assert check.verdict == "fail"
+    assert check.reason == ("metric mae has no confidence interval to judge (n = 1: too few "
+                            "rows for one, or n_bootstrap = 0).")

@@ -63,8 +63,8 @@ class MetricRow:
 
     name: str
     candidate: float
-    ci_lower: float
-    ci_upper: float
+    ci_lower: float | None  # None: no interval (a regression metric on one row)
+    ci_upper: float | None
     champion: float | None
     delta: float | None
     delta_ci_lower: float | None
@@ -72,9 +72,9 @@ class MetricRow:
     n: int
 
     def __post_init__(self) -> None:
-        for field in ("candidate", "ci_lower", "ci_upper"):
-            check_finite(f"MetricRow.{field}", getattr(self, field))
-        for field in ("champion", "delta", "delta_ci_lower", "delta_ci_upper"):
+        check_finite("MetricRow.candidate", self.candidate)
+        for field in ("ci_lower", "ci_upper", "champion", "delta", "delta_ci_lower",
+                      "delta_ci_upper"):
             check_optional_finite(f"MetricRow.{field}", getattr(self, field))
         check_interval("MetricRow.ci", self.ci_lower, self.ci_upper)
         check_interval("MetricRow.delta_ci", self.delta_ci_lower, self.delta_ci_upper)

@@ -163,3 +163,15 @@ def test_a_regression_of_one_row_has_no_interval_and_r2_none_on_two() -> None:
     assert check.verdict == "fail"
     assert check.reason == ("metric mae has no confidence interval to judge (n = 1: too few "
                             "rows for one, or n_bootstrap = 0).")
+
+
+def test_the_report_shows_a_metric_without_an_interval_with_its_interval_n_a() -> None:
+    # the report's metrics table once left out any metric without an interval: a one-row
+    # regression's report read "metrics: none" though every value was computed
+    from modelgate.pipelines.evaluation.metrics_step import MetricsResult
+    from modelgate.pipelines.evaluation.report_step import _metric_rows
+
+    one = evaluate_regression([10.0], [13.0], n_bootstrap=200)
+    rows = _metric_rows(MetricsResult(one, None, None, task="regression"))
+    assert [(r.name, r.candidate, r.ci_lower, r.ci_upper) for r in rows] == [
+        ("rmse", 3.0, None, None), ("mae", 3.0, None, None), ("mean_error", 3.0, None, None)]

@@ -49,8 +49,10 @@ def _metric_rows(result: MetricsResult) -> tuple[Any, ...]:
         r["metric_name"]: r for r in (d.to_record() for d in result.comparison.deltas)}
     rows = []
     for m in (m.to_record() for m in result.candidate.metrics):
-        if None in (m["value"], m["ci_lower"], m["ci_upper"]):
+        if m["value"] is None:
             continue  # undefined metrics are reported by the gate with their reason
+        # a value without an interval (a regression on one row, no resamples) is shown, its
+        # interval n/a: leaving it out read as if the metric were not computed
         d = deltas.get(m["metric_name"], {})
         rows.append(MetricRow(m["metric_name"], m["value"], m["ci_lower"], m["ci_upper"],
                               d.get("champion"), d.get("value"), d.get("ci_lower"), d.get("ci_upper"),

@@ -504,10 +504,10 @@ def _unusable(metric: str, est: MetricEstimate | FairnessEstimate | None, interv
     if not math.isfinite(est.value):
         return f"metric {metric} of the {who} is undefined ({est.undefined_reason or 'NaN'})."
     if interval and not (math.isfinite(est.ci_lower) and math.isfinite(est.ci_upper)):
-        # a regression metric has none on one row (r2 on two): see regression.py
-        why = (f"n = {est.n}: too few rows for one, or n_bootstrap = 0"
-               if est.n is not None and est.n < 3 else "n_bootstrap = 0?")
-        return f"metric {metric} has no confidence interval to judge ({why})."
+        # a regression metric has none on one row (r2 on two) or with every error alike
+        # (regression.py), any metric none without resamples
+        return (f"metric {metric} has no confidence interval to judge at n = {est.n} (too few "
+                "rows, every row's error alike, or n_bootstrap = 0).")
     return None
 
 

@@ -49,8 +49,10 @@ Conventions
   regression and AUC-delta gaps").
 * Resamples where a metric is undefined are left out of its interval, which is widened
   to hold the point estimate if it does not.  Below :data:`MIN_ROWS_FOR_INTERVAL` (one
-  row; two for r2) a metric and its delta have no interval (NaN ends): the resamples can
-  only give the point back, and an error's size has no bound to fall back on.
+  row; two for r2) a metric and its delta have no interval (NaN ends), and so has a metric
+  whose every error is the same (an exact fit: every metric; a constant offset: all but
+  r2): the resamples can only give the point back, and an error's size has no bound to
+  fall back on.
 * Paired deltas (:func:`compare_regression`): rmse and r2 get a studentized bootstrap of
   the delta with delta-method standard errors (the rmse delta's from the covariance of the
   two mean squared errors, the r2 delta's from each row's influence), its ends stretched by
@@ -298,15 +300,35 @@ def evaluate_regression(
                       if np.abs(influence).max() > 1e-12 else held)
             own["r2"] = (lo, min(hi, 1.0))
     metrics = []
+    alike = _without_spread(y, pred)
     for j, name in enumerate(REGRESSION_METRIC_NAMES):
         reason = None if np.isfinite(point[j]) else "y_true is constant"
-        if reason or len(y) < MIN_ROWS_FOR_INTERVAL[name]:
+        if reason or len(y) < MIN_ROWS_FOR_INTERVAL[name] or name in alike:
             lower = upper = float("nan")
         else:
             ends = own.get(name) or percentile_interval(boot[:, j], confidence_level)
             lower, upper = interval_holding(point[j], *ends)
         metrics.append(MetricEstimate(name, float(point[j]), lower, upper, len(y), reason))
     return RegressionReport(tuple(metrics), len(y), n_bootstrap, confidence_level, seed)
+
+
+def _without_spread(y: _FloatArray, pred: _FloatArray) -> frozenset[str]:
+    """The metrics every resample gives back as their point when every error is the same
+    (an exact fit, or a model off by one constant), up to the rounding of ``pred - y``: the
+    errors show no spread to bound them.
+
+    >>> y = np.array([0.1, 0.7, 3.0])
+    >>> sorted(_without_spread(y, y + 0.3)), sorted(_without_spread(y, y))
+    (['mae', 'mean_error', 'rmse'], ['mae', 'mean_error', 'r2', 'rmse'])
+    """
+    if y.size == 0:
+        return frozenset()
+    e = pred - y
+    rounding = 8 * np.finfo(np.float64).eps * max(np.abs(y).max(), np.abs(pred).max())
+    if np.ptp(e) > rounding:
+        return frozenset()
+    return frozenset({"rmse", "mae", "mean_error"}
+                     | ({"r2"} if np.abs(e).max() <= rounding else set()))
 
 
 def _r2_influence(y: _FloatArray, pred: _FloatArray, r2: float) -> _FloatArray:

@@ -161,8 +161,8 @@ def test_a_regression_of_one_row_has_no_interval_and_r2_none_on_two() -> None:
     policy = load_policy("basis: interval\nmetrics: {mae: {value: {upper: 5.0}}}")
     (check,) = decide(one, None, {}, policy).checks
     assert check.verdict == "fail"
-    assert check.reason == ("metric mae has no confidence interval to judge (n = 1: too few "
-                            "rows for one, or n_bootstrap = 0).")
+    assert check.reason == ("metric mae has no confidence interval to judge at n = 1 (too few "
+                            "rows, every row's error alike, or n_bootstrap = 0).")
 
 
 def test_the_report_shows_a_metric_without_an_interval_with_its_interval_n_a() -> None:
@@ -175,3 +175,17 @@ def test_the_report_shows_a_metric_without_an_interval_with_its_interval_n_a() -
     rows = _metric_rows(MetricsResult(one, None, None, task="regression"))
     assert [(r.name, r.candidate, r.ci_lower, r.ci_upper) for r in rows] == [
         ("rmse", 3.0, None, None), ("mae", 3.0, None, None), ("mean_error", 3.0, None, None)]
+
+
+@pytest.mark.parametrize(("offset", "without"), [
+    (0.0, {"rmse", "mae", "mean_error", "r2"}),  # an exact fit: r2 = 1 on every resample
+    (2.5, {"rmse", "mae", "mean_error"}),  # off by one constant: r2 still varies
+])
+def test_errors_all_alike_give_no_interval_rather_than_a_point(offset: float,
+                                                               without: set[str]) -> None:
+    y = np.linspace(0.0, 10.0, 40)
+    m = evaluate_regression(y, y + offset, n_bootstrap=300, seed=1).by_name()
+    assert {k for k, e in m.items() if np.isnan(e.ci_lower) and np.isnan(e.ci_upper)} == without
+    assert m["mae"].value == pytest.approx(offset) and m["rmse"].value == pytest.approx(offset)
+    if "r2" not in without:
+        assert m["r2"].ci_lower < m["r2"].value < m["r2"].ci_upper

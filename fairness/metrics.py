@@ -504,7 +504,10 @@ def _extremes(name: str, parts: tuple[str, ...], point: Mapping[str, _FloatArray
     gap = max(parts, key=lambda g: float(point[g][0]))  # first (tpr) on a tie
     rate = GAP_RATE[gap]
     values = np.where(included, rates[rate][0], np.nan)
-    return labels[int(np.nanargmax(values))], labels[int(np.nanargmin(values))], rate
+    # the lowest is the last group at the minimum: with every rate equal (a gap of 0) the
+    # first is both, and "1.000 in a vs 1.000 in a" names one group twice
+    lowest = len(values) - 1 - int(np.nanargmin(values[::-1]))
+    return labels[int(np.nanargmax(values))], labels[lowest], rate
 
 
 def _check_options(sensitive_feature: object, include_small_groups: object,

@@ -235,7 +235,9 @@ def _fairness_lines(reports: dict[str, Any]) -> list[str]:
         lines.append(f"{shown(feature)}:")
         for e in rep.estimates:
             why = driving_text(e.to_record(), groups)
-            lines.append(f"  {e.name} {e.value:.4f}{f' ({why})' if why else ''}")
+            ci = (f" [{e.ci_lower:.4f}, {e.ci_upper:.4f}]"
+                  if math.isfinite(e.ci_lower) and math.isfinite(e.ci_upper) else "")
+            lines.append(f"  {e.name} {e.value:.4f}{ci}{f' ({why})' if why else ''}")
         for g in rep.table.groups:
             flag = " (small group)" if g.small_group else ""
             auc = "" if math.isnan(g.roc_auc) else f" auc={g.roc_auc:.4f}"

@@ -205,6 +205,12 @@ def test_cli_fairness_shows_counts_auc_and_what_drives_each_gap(
     text = capsys.readouterr().out
     assert f"equalized_odds_difference {eod['value']:.4f} ({eod['driving_rate'].upper()} " in text
     assert "positives=" in text and "auc=" in text
+    # with resamples the text shows each gap's interval, as the JSON has it
+    assert main([*args[:-2], "--bootstrap", "50", "--format", "json"]) == 0
+    eod = json.loads(capsys.readouterr().out)["g"]["gaps"]["equalized_odds_difference"]
+    assert main([*args[:-2], "--bootstrap", "50", "--format", "text"]) == 0
+    assert (f"equalized_odds_difference {eod['value']:.4f} [{eod['ci_lower']:.4f}, "
+            f"{eod['ci_upper']:.4f}] (") in capsys.readouterr().out
 
 
 # --- stored rows of a real run over two files --------------------------------------------

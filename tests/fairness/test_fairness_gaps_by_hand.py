@@ -60,6 +60,15 @@ def test_equalized_odds_takes_the_tpr_side_on_a_tie_and_when_it_is_larger() -> N
     assert (eod.value, eod.highest_group, eod.lowest_group, eod.driving_rate) == (0.75, "p", "q", "tpr")
 
 
+def test_a_gap_of_zero_names_two_groups_not_one_twice() -> None:
+    # TPR 1/2 in all three groups: the first is the highest, the last the lowest (the text
+    # once read "TPR 0.500 in a vs 0.500 in a"); with a true lowest, it is named
+    flat = _report({"a": [1, 1, 1, 1], "b": [2, 0, 2, 2], "c": [0, 2, 3, 3]}).by_name()["tpr_gap"]
+    assert (flat.value, flat.highest_group, flat.lowest_group) == (0.0, "a", "c")
+    two_low = _report({"a": [1, 1, 0, 2], "b": [2, 0, 2, 2], "c": [0, 2, 3, 3]}).by_name()
+    assert (two_low["tpr_gap"].highest_group, two_low["tpr_gap"].lowest_group) == ("a", "c")
+
+
 def test_a_group_without_positives_is_excluded_from_the_tpr_gap_with_its_reason() -> None:
     counts = {**HAND, "d": [3, 2, 0, 0]}  # no positive label: TPR undefined; FPR 2/5
     got = _report(counts).by_name()

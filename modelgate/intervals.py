@@ -78,10 +78,8 @@ def percentile_lowered_by_bias(resampled: npt.NDArray[np.float64], point: float,
         The estimate on the data.
     confidence_level : float
         Central coverage in (0, 1).
-    lower_limit, upper_limit : float, default -inf and inf
-        Smallest and largest value of the statistic.
-    rows : int, optional
-        The rows behind ``point``, for Student's t where the resamples cannot give a tail.
+    lower_limit : float, default -inf
+        Smallest value of the statistic.
 
     Returns
     -------

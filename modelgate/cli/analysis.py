@@ -98,6 +98,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     background = frame.iloc[np.sort(rng.choice(len(frame), min(args.background, len(frame)),
                                                replace=False))]
     rows = frame.iloc[: args.rows]
+    if len(frame) < args.background:
+        # a value is the row's difference from the background: one that holds the explained
+        # rows themselves says little (one row: every value 0), and nothing else says so
+        print(f"modelgate explain: the background is all {len(frame)} row(s) of --data (asked "
+              f"for {args.background}), the explained rows among them (one row: every value "
+              "0); pass more rows for a background", file=sys.stderr)
     exp, explained, note = _explain_for_task(scorer, loaded.onnx_bytes, rows, background, features, args)
     payload = {
         "features": list(exp.features), "algorithm": exp.algorithm, "algorithm_note": note,

@@ -108,3 +108,20 @@ def test_evaluate_a_zipmap_model_with_string_classes_and_a_first_positive_class(
     auc = json.loads(result.stdout)["metrics"]["roc_auc"]["value"]
     expected = roc_auc_score(zoo.frame["y_binary"] == "bad", zoo.native[:, 0])
     assert auc == pytest.approx(expected, abs=1e-4) and auc > 0.8  # not inverted
+
+
+def test_explain_says_when_the_background_is_the_few_rows_it_explains(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from modelgate.cli import main
+
+    archive, data = _archive_and_data("sklearn-no-zipmap", tmp_path)
+    one = tmp_path / "one.parquet"
+    pq.write_table(pq.read_table(data).slice(0, 1), one)
+    assert main(["-q", "explain", "--model", str(archive), "--data", str(one), "--rows", "1",
+                 "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "the background is all 1 row(s) of --data (asked for 100)" in captured.err
+    assert json.loads(captured.out)["values"] == [[0.0, 0.0, 0.0]]  # the row against itself
+    assert main(["-q", "explain", "--model", str(archive), "--data", str(data), "--rows", "1",
+                 "--background", "20", "--format", "json"]) == 0
+    assert "background is all" not in capsys.readouterr().err

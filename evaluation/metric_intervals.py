@@ -49,8 +49,10 @@ AUC 0.98 at n = 200 that of the recall held it in 83.5 % (issue #38).  With
   :func:`constant_mean_interval`: the share of rows whose loss differs from ``c`` is
   at most the Clopper-Pearson bound of 0 in ``n``, so the interval does not collapse
   to ``[c, c]``; the log loss likewise on its range ``[0, LOG_LOSS_MAX]`` (a row's loss
-  at the clipped probability, :data:`LOG_LOSS_MAX`), which also bounds its ends (with
-  a handful of rows the bootstrap-t's tail can otherwise reach thousands).
+  at the clipped probability, :data:`LOG_LOSS_MAX`), which also bounds its ends.  Where
+  the resamples draw no spread (two or three rows) the bootstrap-t has no tail of its
+  own: that end is the loss's limit, the honest answer on so few rows (Student's t
+  covered 60-92 % there; the ends had read hundreds of thousands).
 * **Paired delta of ROC AUC** (candidate minus champion, :func:`paired_delta_interval`
   with ``auc_delta`` from :func:`~.auc_delta.paired_auc_delta_interval`): the two
   AUCs' logits jointly normal with DeLong's variances and paired covariance (each
@@ -239,9 +241,11 @@ def per_metric_interval(name: str, point: float, resampled: Mapping[str, npt.NDA
     if not (np.isfinite(se) and se > 0):
         lower, upper = constant_mean_interval(point / most, trials, confidence_level)
         return lower * most, upper * most
+    # where the resamples draw no spread the end is the loss's limit, not Student's t: on two
+    # or three rows t covered 60-92 % of simulated sets, the range all (bench/RESULTS.md,
+    # "Intervals at a handful of rows")
     return studentized_interval(point, se, resampled[name], np.sqrt(resampled[var_key]),
-                                confidence_level, lower_limit=0.0, upper_limit=most,
-                                rows=trials)
+                                confidence_level, lower_limit=0.0, upper_limit=most)
 
 
 def t_over_z(m: int, confidence_level: float) -> float:
@@ -528,7 +532,7 @@ def log_loss_delta_interval(at_data: Mapping[str, npt.NDArray[np.float64]],
         point, var = float(at_data[key][0]), float(at_data[f"{key}_var"][0])
         found = studentized_interval(point, float(np.sqrt(var)), resampled[key],
                                      np.sqrt(resampled[f"{key}_var"]), confidence_level,
-                                     lower_limit=0.0, upper_limit=LOG_LOSS_MAX, rows=n)
+                                     lower_limit=0.0, upper_limit=LOG_LOSS_MAX)
         points.append(point)
         ends.append(interval_holding(point, *found))
         sds.append(np.sqrt(var * (n - 1.0)))  # the part's standard deviation over the rows

@@ -474,7 +474,7 @@ def multiclass_report(y: npt.NDArray[np.int64], p: _FloatArray, at_data: ModelPo
         if se > 0:
             own["log_loss"] = studentized_interval(float(point[4]), se, boot[:, 4], loss_se[0],
                                                    confidence_level, lower_limit=0.0,
-                                                   upper_limit=LOG_LOSS_MAX, rows=len(y))
+                                                   upper_limit=LOG_LOSS_MAX)
         else:  # every row the same loss (one row): as the binary log loss, no collapse
             lower, upper = constant_mean_interval(float(point[4]) / LOG_LOSS_MAX, len(y),
                                                   confidence_level)

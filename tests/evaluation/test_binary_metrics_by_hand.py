@@ -10,7 +10,7 @@ from modelgate.evaluation import metrics
 from modelgate.evaluation.calibration import calibration_table
 from modelgate.evaluation.metrics import compare, evaluate
 from sklearn import metrics as skm
-from support.binary_oracles import bootstrap_t, newcombe_method_10, row_log_losses
+from support.binary_oracles import LOSS_MAX, bootstrap_t, newcombe_method_10, row_log_losses
 
 from modelgate.intervals import bootstrap_indices
 
@@ -38,11 +38,12 @@ def test_log_loss_interval_is_the_bootstrap_t_of_the_row_losses(case: str) -> No
         assert loss.var() > len(y) - 1
     got = evaluate(y, s, n_bootstrap=60, seed=5).by_name()["log_loss"]
     idx = np.vstack(list(bootstrap_indices(len(y), n_bootstrap=60, seed=5)))
-    lower, upper = bootstrap_t(loss, idx)
     # no mean of row losses exceeds one row's largest, -log(eps) (the clipped probability)
-    expected = (lower, min(upper, -np.log(np.finfo(np.float64).eps)))
-    if case == "extreme-loss":  # the bootstrap-t's own end: 888, past any possible loss
-        assert upper > 800 and expected[1] == pytest.approx(36.04365, abs=1e-5)
+    expected = bootstrap_t(loss, idx, upper=LOSS_MAX)
+    if case == "extreme-loss":  # the bootstrap-t's own end was 888, past any possible loss
+        assert expected[1] == pytest.approx(36.04365, abs=1e-5)
+    if case == "two-rows":  # half the resamples without spread: the range, 0 to LOSS_MAX
+        assert expected == (0.0, LOSS_MAX)
     assert got.value == pytest.approx(loss.mean(), rel=1e-12)
     assert (got.ci_lower, got.ci_upper) == (pytest.approx(expected[0], rel=1e-9),
                                             pytest.approx(expected[1], rel=1e-9))

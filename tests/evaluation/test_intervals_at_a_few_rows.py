@@ -1,7 +1,8 @@
 """Intervals on one, two or a handful of rows, for every task: none collapses to its point,
 none reaches past what the metric can be, and where the bootstrap has too few distinct
-resamples to give a tail the interval is the textbook one (Student's t, Clopper-Pearson),
-computed here with scipy."""
+resamples to give a tail the end is the metric's limit (the losses) or the textbook one
+(Student's t for the regression errors, Clopper-Pearson for a loss seen once), computed
+here with scipy."""
 
 from __future__ import annotations
 
@@ -53,6 +54,15 @@ def test_two_rows_of_a_regression_give_student_t_for_the_mean_error(seed: int) -
     mae_expected = stats.t.interval(0.95, 1, loc=np.abs(e).mean(), scale=stats.sem(np.abs(e)))
     assert m["mae"].ci_upper == pytest.approx(mae_expected[1], rel=1e-9)
     assert m["mae"].ci_lower == pytest.approx(max(mae_expected[0], 0.0), abs=1e-12)
+
+
+def test_two_rows_give_a_loss_its_whole_range_where_the_resamples_have_no_tail() -> None:
+    # half the resamples draw one row twice: the bootstrap-t's quantiles are those counts,
+    # and on two rows the honest interval of a loss is its range (Student's t covered
+    # 60-92 % of simulated sets there)
+    m = evaluate([1, 0], [0.3, 0.6], n_bootstrap=300, seed=2).by_name()
+    assert (m["log_loss"].ci_lower, m["log_loss"].ci_upper) == (0.0, LOSS_MAX)
+    assert (m["brier"].ci_lower, m["brier"].ci_upper) == (0.0, 1.0)
 
 
 def test_a_log_loss_carried_by_one_row_stays_below_the_largest_possible_loss() -> None:

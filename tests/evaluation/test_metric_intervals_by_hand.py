@@ -14,7 +14,7 @@ from modelgate.evaluation.metric_intervals import (
     paired_delta_interval,
     per_metric_interval,
 )
-from support.binary_oracles import bootstrap_t, wilson
+from support.binary_oracles import LOSS_MAX, bootstrap_t, wilson
 from support.row_bootstrap import row_resamples
 
 # Accuracy 0.9 vs 0.8 on 100 rows, 75 right by both (the docstring's case): Wilson intervals
@@ -80,7 +80,7 @@ def test_a_one_sided_loss_difference_is_its_part_s_bootstrap_t_without_a_warning
     d = sign * np.array(part)
     idx = row_resamples(len(d), resamples, seed=11)
     counts = np.stack([np.bincount(i, minlength=len(d)) for i in idx]).astype(float)
-    lower, upper = bootstrap_t(np.abs(d), idx)
+    lower, upper = bootstrap_t(np.abs(d), idx, upper=LOSS_MAX)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         got = log_loss_delta_interval(difference_part_moments(d, np.ones((1, len(d)))),

@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 from scipy.stats import norm
-from scipy.stats import t as student_t
+
+# a row's log loss at the clipped probability eps: no mean of row losses exceeds it
+LOSS_MAX = -np.log(np.finfo(np.float64).eps)
 
 Z = norm.ppf(0.975)
 
@@ -67,12 +69,14 @@ def row_log_losses(y: np.ndarray, s: np.ndarray) -> np.ndarray:
     return -np.log(np.clip(np.where(y == 1, s, 1 - s), eps, 1 - eps))
 
 
-def bootstrap_t(values: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
+def bootstrap_t(values: np.ndarray, idx: np.ndarray, *, upper: float = np.inf
+                ) -> tuple[float, float]:
     """Textbook bootstrap-t interval of a mean from the resampled rows ``idx``: ``t* =
     (mean* - mean) / se*``, ``se = sd(ddof=1) / sqrt(n)``, a zero ``se*`` counted as a t of
-    1e6 with the sign of ``mean* - mean``, and a quantile that falls past every other t
-    (it leans on those) replaced by Student's t with ``n - 1`` degrees of freedom; clipped
-    at 0 (for non-negative values) and widened to hold the mean."""
+    1e6 with the sign of ``mean* - mean``; a quantile that falls past every other t (it
+    leans on those resamples without spread) gives its end the mean's limit, 0 below and
+    ``upper`` above; clipped to ``[0, upper]`` (non-negative values) and widened to hold
+    the mean."""
     n, mean = len(values), values.mean()
     se = values.std(ddof=1) / np.sqrt(n)
     if se == 0:  # every row alike: the resampled means are all the mean
@@ -84,10 +88,9 @@ def bootstrap_t(values: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
     t = np.clip(t, -1e6, 1e6)
     lo, hi = np.quantile(t, [0.025, 0.975])
     real = t[np.abs(t) < 1e6]
-    student = student_t.ppf(0.975, n - 1)
-    hi = student if real.size == 0 or hi > real.max() else hi
-    lo = -student if real.size == 0 or lo < real.min() else lo
-    return min(max(mean - hi * se, 0.0), mean), max(mean - lo * se, 0.0, mean)
+    low_end = 0.0 if real.size == 0 or hi > real.max() else min(max(mean - hi * se, 0.0), upper)
+    high_end = upper if real.size == 0 or lo < real.min() else min(max(mean - lo * se, 0.0), upper)
+    return min(low_end, mean), max(high_end, mean)
 
 
 def parts_mover(diff: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
@@ -95,7 +98,7 @@ def parts_mover(diff: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
     each by :func:`bootstrap_t` on the resampled rows ``idx``, with the correlation of the two
     parts over the rows (np.corrcoef)."""
     up, down = np.maximum(diff, 0.0), np.maximum(-diff, 0.0)
-    (l1, u1), (l2, u2) = bootstrap_t(up, idx), bootstrap_t(down, idx)
+    (l1, u1), (l2, u2) = (bootstrap_t(part, idx, upper=LOSS_MAX) for part in (up, down))
     p1, p2 = up.mean(), down.mean()
     r = np.corrcoef(up, down)[0, 1] if up.std() > 0 and down.std() > 0 else 0.0
     lower = p1 - p2 - np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2 - 2 * r * (p1 - l1) * (u2 - p2))

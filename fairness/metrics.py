@@ -75,7 +75,7 @@ import numpy.typing as npt
 from modelgate.intervals import check_confidence_level, check_int, interval_holding
 from modelgate.records import finite_or_none
 
-from .disaggregate import DisaggregatedTable, disaggregate
+from .disaggregate import MISSING_LABEL, DisaggregatedTable, disaggregate
 from .gap_intervals import gap_interval_of_families
 from .group_scores import group_score_table, with_group_auc
 
@@ -474,6 +474,10 @@ def _estimate(
                 excluded.setdefault(stats.group, f"{_RATES[rate][1]} (undefined {rate})")
         if np.isnan(point[gap][0]):
             reasons.append(f"fewer than two groups have a defined {_RATES[rate][0]}")
+    if len(labels) == 1:  # not a rate short of groups: the column holds one value
+        only = ("every value of the sensitive column is missing" if labels[0] == MISSING_LABEL
+                else f"one group only, {labels[0]!r}")
+        reasons = [f"{only}: no gap between groups"]
     value = float(point[name][0])
     if np.isnan(value):
         return FairnessEstimate(name, float("nan"), float("nan"), float("nan"), n, None, None,

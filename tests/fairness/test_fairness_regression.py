@@ -152,4 +152,9 @@ def test_one_row_is_one_group_without_a_gap() -> None:
     report = regression_fairness_report([1.0], [3.0], ["a"], sensitive_feature="g", n_bootstrap=20)
     (a,) = report.groups
     assert (a.n, a.mae, a.rmse, a.mean_prediction, a.mean_error) == (1, 2.0, 2.0, 3.0, 2.0)
-    assert [e.undefined_reason for e in report.estimates] == ["fewer than two groups"] * 3
+    assert [e.undefined_reason for e in report.estimates] == [
+        "one group only, 'a': no gap between groups"] * 3
+    missing = regression_fairness_report([1.0, 2.0], [3.0, 2.0], [None, None],
+                                         sensitive_feature="g", n_bootstrap=0)
+    assert {e.undefined_reason for e in missing.estimates} == {
+        "every value of the sensitive column is missing: no gap between groups"}

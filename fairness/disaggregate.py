@@ -30,6 +30,7 @@ Conventions
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +51,8 @@ __all__ = [
     "encode_groups",
     "encode_groups_from_codes",
     "group_counts",
+    "highest_and_lowest",
+    "one_group_reason",
     "table_from_counts",
 ]
 
@@ -325,6 +328,32 @@ def group_counts(
     cell = codes * 4 + (2 * y + p)
     counts = np.bincount(cell, minlength=4 * len(labels)).reshape(len(labels), 4)
     return labels, counts.astype(np.int64)
+
+
+def highest_and_lowest(labels: Sequence[str], values: npt.NDArray[np.float64]
+                       ) -> tuple[str, str]:
+    """The groups of the largest and smallest finite value: the first at the maximum, the
+    last at the minimum, so that equal values (a gap of 0) name two groups, not one twice.
+
+    >>> highest_and_lowest(("a", "b", "c"), np.array([0.5, np.nan, 0.5]))
+    ('a', 'c')
+    """
+    lowest = len(values) - 1 - int(np.nanargmin(values[::-1]))
+    return labels[int(np.nanargmax(values))], labels[lowest]
+
+
+def one_group_reason(labels: Sequence[str]) -> str | None:
+    """Why no gap exists when the sensitive column holds a single value (None otherwise):
+    said as the column's, not as a rate short of groups.
+
+    >>> one_group_reason(("__missing__",)), one_group_reason(("a", "b")) is None
+    ('every value of the sensitive column is missing: no gap between groups', True)
+    """
+    if len(labels) != 1:
+        return None
+    only = ("every value of the sensitive column is missing" if labels[0] == MISSING_LABEL
+            else f"one group only, {labels[0]!r}")
+    return f"{only}: no gap between groups"
 
 
 def encode_groups(sensitive: npt.ArrayLike) -> tuple[tuple[str, ...], _IntArray]:

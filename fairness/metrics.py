@@ -75,7 +75,12 @@ import numpy.typing as npt
 from modelgate.intervals import check_confidence_level, check_int, interval_holding
 from modelgate.records import finite_or_none
 
-from .disaggregate import MISSING_LABEL, DisaggregatedTable, disaggregate
+from .disaggregate import (
+    DisaggregatedTable,
+    disaggregate,
+    highest_and_lowest,
+    one_group_reason,
+)
 from .gap_intervals import gap_interval_of_families
 from .group_scores import group_score_table, with_group_auc
 
@@ -474,10 +479,9 @@ def _estimate(
                 excluded.setdefault(stats.group, f"{_RATES[rate][1]} (undefined {rate})")
         if np.isnan(point[gap][0]):
             reasons.append(f"fewer than two groups have a defined {_RATES[rate][0]}")
-    if len(labels) == 1:  # not a rate short of groups: the column holds one value
-        only = ("every value of the sensitive column is missing" if labels[0] == MISSING_LABEL
-                else f"one group only, {labels[0]!r}")
-        reasons = [f"{only}: no gap between groups"]
+    single = one_group_reason(labels)  # not a rate short of groups: the column's one value
+    if single:
+        reasons = [single]
     value = float(point[name][0])
     if np.isnan(value):
         return FairnessEstimate(name, float("nan"), float("nan"), float("nan"), n, None, None,
@@ -508,10 +512,7 @@ def _extremes(name: str, parts: tuple[str, ...], point: Mapping[str, _FloatArray
     gap = max(parts, key=lambda g: float(point[g][0]))  # first (tpr) on a tie
     rate = GAP_RATE[gap]
     values = np.where(included, rates[rate][0], np.nan)
-    # the lowest is the last group at the minimum: with every rate equal (a gap of 0) the
-    # first is both, and "1.000 in a vs 1.000 in a" names one group twice
-    lowest = len(values) - 1 - int(np.nanargmin(values[::-1]))
-    return labels[int(np.nanargmax(values))], labels[lowest], rate
+    return *highest_and_lowest(labels, values), rate
 
 
 def _check_options(sensitive_feature: object, include_small_groups: object,

@@ -18,7 +18,7 @@ resample's gaps. An interval is widened to hold its gap on all rows when needed 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -34,7 +34,7 @@ from modelgate.intervals import (
 )
 from modelgate.records import finite_or_none
 
-from .disaggregate import MISSING_LABEL, encode_groups
+from .disaggregate import encode_groups, highest_and_lowest, one_group_reason
 from .metrics import FairnessEstimate
 
 __all__ = ["REGRESSION_FAIRNESS_NAMES", "RegressionFairnessReport", "RegressionGap",
@@ -187,23 +187,15 @@ def regression_fairness_report(
     for j, name in enumerate(REGRESSION_FAIRNESS_NAMES):
         values = np.where(included, point[0, :, j], np.nan)
         if not np.isfinite(gaps[j]):
+            why = one_group_reason(labels) or "fewer than two groups"
             estimates.append(RegressionGap(name, float("nan"), float("nan"), float("nan"), len(y),
-                                           None, None, excluded, _too_few_groups(labels)))
+                                           None, None, excluded, why))
             continue
         lower, upper = interval_holding(gaps[j], *percentile_interval(boot[:, j],
                                                                       confidence_level))
         estimates.append(RegressionGap(
-            name, float(gaps[j]), lower, upper, len(y), labels[int(np.nanargmax(values))],
-            labels[int(np.nanargmin(values))], excluded))
+            name, float(gaps[j]), lower, upper, len(y), *highest_and_lowest(labels, values),
+            excluded))
     return RegressionFairnessReport(sensitive_feature, groups, tuple(estimates), n_bootstrap,
                                     confidence_level, seed)
 
-
-def _too_few_groups(labels: Sequence[str]) -> str:
-    """Why no gap is left: the column holds one value (said as the binary gaps say it), or
-    too few groups remain once the small ones are left out."""
-    if len(labels) == 1:
-        only = ("every value of the sensitive column is missing" if labels[0] == MISSING_LABEL
-                else f"one group only, {labels[0]!r}")
-        return f"{only}: no gap between groups"
-    return "fewer than two groups"

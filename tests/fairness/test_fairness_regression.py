@@ -158,3 +158,11 @@ def test_one_row_is_one_group_without_a_gap() -> None:
                                          sensitive_feature="g", n_bootstrap=0)
     assert {e.undefined_reason for e in missing.estimates} == {
         "every value of the sensitive column is missing: no gap between groups"}
+
+
+def test_a_gap_of_zero_names_two_groups_not_one_twice() -> None:
+    report = regression_fairness_report([0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0],
+                                        ["a", "a", "b", "b"], sensitive_feature="g",
+                                        min_group_size=1, n_bootstrap=0)
+    for e in report.estimates:
+        assert (e.value, e.highest_group, e.lowest_group) == (0.0, "a", "b"), e.name

@@ -429,8 +429,8 @@ def _fairness_check(t: FairnessThreshold, feature: str, est: FairnessEstimate | 
     if problem:
         # a gap left with fewer than two groups is most often one whose other groups were
         # set aside (too small, rate undefined): say which, or "two groups" reads as false
-        left_out = f" Left out: {_excluded_groups_text(est)}." if (
-            isinstance(est, FairnessEstimate) and est.excluded_groups) else ""
+        left_out = (f" Left out: {_excluded_groups_text(est)}."
+                    if est is not None and est.excluded_groups else "")
         return _fairness_row(t, feature, est, how, "fail", f"[{feature}] {problem}{left_out}",
                              minima)
     assert est is not None

@@ -239,8 +239,7 @@ def per_metric_interval(name: str, point: float, resampled: Mapping[str, npt.NDA
     # every row the same loss (all right with certainty), or one row (n - 1 = 0 leaves the
     # variance 0 / 0 or x / 0)
     if not (np.isfinite(se) and se > 0):
-        lower, upper = constant_mean_interval(point / most, trials, confidence_level)
-        return lower * most, upper * most
+        return constant_mean_interval(point, trials, confidence_level, most=most)
     # where the resamples draw no spread the end is the loss's limit, not Student's t: on two
     # or three rows t covered 60-92 % of simulated sets, the range all (bench/RESULTS.md,
     # "Intervals at a handful of rows")
@@ -290,12 +289,14 @@ def f1_interval(tp: int, fp: int, fn: int, confidence_level: float) -> tuple[flo
     return 2.0 * lower / (1.0 + lower), 2.0 * upper / (1.0 + upper)
 
 
-def constant_mean_interval(value: float, n: int, confidence_level: float) -> tuple[float, float]:
-    """Interval of the mean of a quantity in [0, 1] seen equal to ``value`` on all ``n`` rows.
+def constant_mean_interval(value: float, n: int, confidence_level: float, *,
+                           most: float = 1.0) -> tuple[float, float]:
+    """Interval of the mean of a quantity in ``[0, most]`` seen equal to ``value`` on all
+    ``n`` rows.
 
     The share ``q`` of the population whose value differs is then at most the
     Clopper-Pearson bound ``1 - (a / 2) ** (1 / n)`` of 0 events in ``n``, and the mean
-    lies in ``[value (1 - q), value + (1 - value) q]``.  (A bootstrap gives ``[value,
+    lies in ``[value (1 - q), value + (most - value) q]``.  (A bootstrap gives ``[value,
     value]``: every resample is the data again.)
 
     Examples
@@ -305,7 +306,7 @@ def constant_mean_interval(value: float, n: int, confidence_level: float) -> tup
     (0.0, 0.1425)
     """
     q = 1.0 - (0.5 * (1.0 - confidence_level)) ** (1.0 / n)
-    return value * (1.0 - q), value + (1.0 - value) * q
+    return value * (1.0 - q), value + (most - value) * q
 
 
 def own_intervals(values: Mapping[str, float], resampled: Mapping[str, npt.NDArray[np.float64]],

@@ -476,9 +476,8 @@ def multiclass_report(y: npt.NDArray[np.int64], p: _FloatArray, at_data: ModelPo
                                                    confidence_level, lower_limit=0.0,
                                                    upper_limit=LOG_LOSS_MAX)
         else:  # every row the same loss (one row): as the binary log loss, no collapse
-            lower, upper = constant_mean_interval(float(point[4]) / LOG_LOSS_MAX, len(y),
-                                                  confidence_level)
-            own["log_loss"] = (lower * LOG_LOSS_MAX, upper * LOG_LOSS_MAX)
+            own["log_loss"] = constant_mean_interval(float(point[4]), len(y), confidence_level,
+                                                     most=LOG_LOSS_MAX)
     if n_bootstrap > 0 and delong:  # else (fewer than two rows on a side) percentile
         assert at_data.deviations is not None
         own["roc_auc_ovr_macro"] = deviations_interval(float(point[3]), at_data.deviations, y,

@@ -124,8 +124,7 @@ def mean_loss_interval(value: float, n: int, s1: float, s2: float, s3: float, mo
     """
     lower, upper = hall_mean_interval(n, s1, s2, s3, confidence_level)
     if not lower < upper:  # every row the same loss, or one row (NaN)
-        lower, upper = constant_mean_interval(value / most, n, confidence_level)
-        lower, upper = lower * most, upper * most
+        lower, upper = constant_mean_interval(value, n, confidence_level, most=most)
     return max(lower, 0.0), min(upper, most)
 
 

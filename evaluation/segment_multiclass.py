@@ -198,7 +198,7 @@ def _estimates(values: _FloatArray, deviations: _FloatArray | None, sums: _Sums,
         own |= all_right_f1_intervals(confusion.sum(axis=1), confidence_level)
     own["log_loss"] = _hall(float(values[4]), sums.n, sums.loss, confidence_level)
     if deviations is not None and reasons["roc_auc_ovr_macro"] is None:
-        support = sums.counts.reshape(c, c).sum(axis=1)
+        support = confusion.sum(axis=1)
         own["roc_auc_ovr_macro"] = deviations_interval(
             float(values[3]), deviations, np.repeat(np.arange(c), support), c, confidence_level)
     out = {}

@@ -198,4 +198,3 @@ def regression_fairness_report(
             excluded))
     return RegressionFairnessReport(sensitive_feature, groups, tuple(estimates), n_bootstrap,
                                     confidence_level, seed)
-

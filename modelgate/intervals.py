@@ -258,12 +258,13 @@ def studentized_interval(point: float, se: float, resampled: npt.NDArray[np.floa
     # a quantile past these leans on the count of 1e6 (a resample's rounding can leave it a
     # standard error of 1e-19 instead of 0: its t is at the cap too)
     spread = t[np.abs(t) < _T_CAP]
-    if t_high > spread.max(initial=-np.inf) or t_low < spread.min(initial=np.inf):
+    past_top, past_bottom = t_high > spread.max(initial=-np.inf), t_low < spread.min(initial=np.inf)
+    if past_top or past_bottom:
         from scipy.stats import t as student
 
         tail = float(student.ppf(1 - alpha / 2, rows - 1)) if rows and rows >= 2 else np.inf
-        t_high = tail if t_high > spread.max(initial=-np.inf) else t_high
-        t_low = -tail if t_low < spread.min(initial=np.inf) else t_low
+        t_high = tail if past_top else t_high
+        t_low = -tail if past_bottom else t_low
     ends = np.clip([point - t_high * se, point - t_low * se], lower_limit, upper_limit)
     return float(ends[0]), float(ends[1])
 
